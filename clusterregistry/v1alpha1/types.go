@@ -1,0 +1,170 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Cluster is a member cluster in the registry: where its Kubernetes API server is, which CA signs
+// its serving certificate, and pointers to the credentials a caller uses to reach it. It never
+// holds the credentials themselves. The namespace a Cluster lives in is its cluster set: the
+// grouping and authorization boundary for reading and writing registry entries.
+//
+// +genclient
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:scope=Namespaced,shortName=rcl,categories=clusterregistry
+// +kubebuilder:metadata:annotations="api-approved.kubernetes.io=unapproved, not an official Kubernetes API; see https://github.com/cluster-registry/sdk"
+// +kubebuilder:printcolumn:name="Display Name",type=string,JSONPath=`.spec.displayName`
+// +kubebuilder:printcolumn:name="Server",type=string,JSONPath=`.spec.kubernetesApiEndpoints.serverEndpoints[0].serverAddress`
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Version",type=string,JSONPath=`.status.version`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type Cluster struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// spec describes the member cluster: how to reach its API server and how to authenticate to it.
+	// +optional
+	Spec ClusterSpec `json:"spec,omitempty"`
+
+	// status is what active controllers last observed about the member cluster. Clients other than
+	// those controllers should treat it as read-only.
+	// +optional
+	Status ClusterStatus `json:"status,omitempty"`
+}
+
+// ClusterSpec is the registered, user-supplied description of a member cluster.
+type ClusterSpec struct {
+	// displayName is a user-friendly name for the cluster, shown by tools in place of
+	// metadata.name. It need not be unique.
+	// +optional
+	// +kubebuilder:validation:MaxLength=256
+	DisplayName string `json:"displayName,omitempty"`
+
+	// kubernetesApiEndpoints says where the cluster's Kubernetes API server is and how to verify
+	// its serving certificate.
+	// +optional
+	KubernetesAPIEndpoints KubernetesAPIEndpoints `json:"kubernetesApiEndpoints,omitempty"`
+
+	// authInfo points to the credentials a caller may use to authenticate to the cluster's API
+	// server. It holds pointers only; inline credentials are rejected.
+	// +optional
+	AuthInfo AuthInfo `json:"authInfo,omitempty"`
+}
+
+// KubernetesAPIEndpoints is where a cluster's Kubernetes API server is, as seen from different
+// client networks, and the CA bundle that verifies it.
+type KubernetesAPIEndpoints struct {
+	// serverEndpoints lists the API server's address for each client network. A caller uses the
+	// entry whose clientCIDR holds its own IP address, the longest prefix winning; 0.0.0.0/0 and
+	// ::/0 match every client. Each clientCIDR appears at most once.
+	// +optional
+	// +listType=map
+	// +listMapKey=clientCIDR
+	// +kubebuilder:validation:MaxItems=32
+	ServerEndpoints []ServerAddressByClientCIDR `json:"serverEndpoints,omitempty"`
+
+	// caBundle holds one or more PEM-encoded CA certificates that verify the API server's serving
+	// certificate. When empty, callers use their system roots.
+	// +optional
+	// +kubebuilder:validation:MaxLength=65536
+	// +kubebuilder:validation:XValidation:rule=`string(self).matches(r'^(\s*-----BEGIN CERTIFICATE-----\r?\n[A-Za-z0-9+/=\r\n]+-----END CERTIFICATE-----)+\s*$')`,message="caBundle must hold only PEM-encoded CERTIFICATE blocks"
+	CABundle []byte `json:"caBundle,omitempty"`
+}
+
+// ServerAddressByClientCIDR is the API server's address as seen from one client network.
+type ServerAddressByClientCIDR struct {
+	// clientCIDR is the client network this entry serves, as a canonical IPv4 or IPv6 CIDR
+	// (host bits zero, for example 10.0.0.0/8 or 2001:db8::/32).
+	// +required
+	// +kubebuilder:validation:MaxLength=64
+	// +kubebuilder:validation:XValidation:rule=`isCIDR(self) && string(cidr(self).masked()) == self`,message="clientCIDR must be a canonical IPv4 or IPv6 CIDR with host bits zero, such as 10.0.0.0/8 or 2001:db8::/32"
+	ClientCIDR string `json:"clientCIDR"`
+
+	// serverAddress is the API server's address: an https URL (https://host[:port][/path]) or a
+	// bare host[:port], for which https and port 443 are implied. Other schemes, user info, query
+	// strings and fragments are rejected.
+	// +required
+	// +kubebuilder:validation:MaxLength=2048
+	// +kubebuilder:validation:XValidation:rule=`self.matches(r'^(https://)?([A-Za-z0-9]([-A-Za-z0-9]*[A-Za-z0-9])?(\.[A-Za-z0-9]([-A-Za-z0-9]*[A-Za-z0-9])?)*|\[[0-9A-Fa-f:.]+\])(:(6553[0-5]|655[0-2][0-9]|65[0-4][0-9]{2}|6[0-4][0-9]{3}|[1-5][0-9]{4}|[1-9][0-9]{0,3}))?(/[^?#\s]*)?$')`,message="serverAddress must be an https URL (https://host[:port][/path]) or host[:port]; other schemes, user info, query and fragment are not allowed"
+	ServerAddress string `json:"serverAddress"`
+}
+
+// AuthInfo holds pointers to the credentials for a cluster's API server.
+type AuthInfo struct {
+	// providers lists the ways a caller may authenticate, in the registrant's order. Each caller
+	// picks the first provider whose type it prefers and can resolve: a controller may prefer a
+	// Secret or a projected token, a person an exec plugin or a local kubeconfig. Names are unique.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=16
+	Providers []AuthProviderConfig `json:"providers,omitempty"`
+}
+
+// AuthProviderConfig is one way to authenticate to a cluster: a provider type and the pointers that
+// type needs to find the credentials.
+type AuthProviderConfig struct {
+	// name identifies this provider within the cluster.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+
+	// type says which kind of provider this is, and so how config is read.
+	// +required
+	Type AuthProviderType `json:"type"`
+
+	// config holds the provider type's settings: where its credentials are (a Secret's name, a file
+	// path, an exec plugin's command), never the credentials. Keys that name a credential (token,
+	// password, client-key-data, ...) and values holding a PEM private key are rejected.
+	// +optional
+	// +kubebuilder:validation:MaxProperties=64
+	// +kubebuilder:validation:XValidation:rule=`self.all(k, !(k.lowerAscii().replace('-', '').replace('_', '').replace('.', '') in ['token', 'bearertoken', 'idtoken', 'accesstoken', 'refreshtoken', 'password', 'passwd', 'secret', 'clientsecret', 'clientkey', 'clientkeydata', 'clientcertificatedata', 'privatekey', 'tlskey', 'apikey']))`,message="config must hold pointers to credentials, not credentials: keys such as token, password, client-key-data and client-certificate-data are rejected"
+	// +kubebuilder:validation:XValidation:rule=`self.all(k, !self[k].contains('PRIVATE KEY-----'))`,message="config must not hold a private key"
+	Config map[string]string `json:"config,omitempty"`
+}
+
+// AuthProviderType names a kind of auth provider. The well-known names are the ProviderType
+// constants; tool authors may register their own.
+type AuthProviderType struct {
+	// name is the provider type, such as secret, kubeconfig-secret, kubeconfig-file, exec or
+	// token-file.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+}
+
+// ClusterStatus is what active controllers last observed about a member cluster.
+type ClusterStatus struct {
+	// conditions are the latest observations of the cluster's state. Ready says whether the
+	// cluster's API server answered its last probe.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	// +kubebuilder:validation:MaxItems=32
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+
+	// version is the Kubernetes version the cluster's API server last reported, such as v1.36.3.
+	// +optional
+	// +kubebuilder:validation:MaxLength=64
+	Version string `json:"version,omitempty"`
+
+	// lastProbeTime is when a controller last probed the cluster's API server.
+	// +optional
+	LastProbeTime *metav1.Time `json:"lastProbeTime,omitempty"`
+}
+
+// ClusterList is a list of Clusters.
+//
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+// +kubebuilder:object:root=true
+type ClusterList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+
+	// items are the Clusters in the list.
+	Items []Cluster `json:"items"`
+}

@@ -1,0 +1,45 @@
+package v1alpha1
+
+// Well-known auth provider type names. Each names a way to find credentials for a cluster; the
+// multicluster package resolves them. Tool authors may register types of their own.
+const (
+	// ProviderTypeSecret reads a bearer token, or a client certificate and key, from a Secret named
+	// by config "name" (and optionally "namespace").
+	ProviderTypeSecret = "secret"
+	// ProviderTypeKubeconfigSecret reads a kubeconfig from a Secret, following Cluster API's
+	// convention: config "name" defaults to "<cluster>-kubeconfig", "key" to "value"; "context"
+	// picks a context.
+	ProviderTypeKubeconfigSecret = "kubeconfig-secret"
+	// ProviderTypeKubeconfigFile reads a kubeconfig on the caller's machine: config "path" and
+	// optionally "context".
+	ProviderTypeKubeconfigFile = "kubeconfig-file"
+	// ProviderTypeExec runs a client.authentication.k8s.io exec plugin: config "command", "args",
+	// "env", "apiVersion", "provideClusterInfo" and "installHint".
+	ProviderTypeExec = "exec"
+	// ProviderTypeTokenFile reads a bearer token from config "path", rereading it as it rotates,
+	// as for a projected service account token.
+	ProviderTypeTokenFile = "token-file"
+)
+
+// Well-known condition types and reasons for ClusterStatus.Conditions.
+const (
+	// ConditionReady is True when the cluster's API server answered its last probe.
+	ConditionReady = "Ready"
+
+	// ReasonProbeSucceeded: the API server answered the probe.
+	ReasonProbeSucceeded = "ProbeSucceeded"
+	// ReasonUnreachable: no connection could be made to any usable endpoint.
+	ReasonUnreachable = "Unreachable"
+	// ReasonUnauthorized: the API server refused the caller's credentials.
+	ReasonUnauthorized = "Unauthorized"
+	// ReasonCredentialsUnavailable: none of the cluster's auth providers could be resolved.
+	ReasonCredentialsUnavailable = "CredentialsUnavailable"
+	// ReasonNoEndpoint: no serverEndpoints entry matches the prober's client address.
+	ReasonNoEndpoint = "NoEndpoint"
+)
+
+// ServersAnnotation, on a Secret that holds credentials for clusters, lists the API server
+// addresses (comma separated) those credentials may be sent to. Whoever can edit a Cluster can
+// change its endpoint; pinning the Secret to its servers keeps a redirected Cluster from harvesting
+// the credentials.
+const ServersAnnotation = GroupName + "/servers"

@@ -1,0 +1,106 @@
+#!/usr/bin/env bash
+# Builds the real kube-apiserver, kubectl and etcd that the tests run, from the Go module proxy,
+# because setup-envtest's download site is not reachable from every machine this project runs on.
+#
+# Binaries are cached outside the repository, keyed by version, so only the first run pays for the
+# build (about 5 minutes cold on 2 cores). On success the last line printed is the envtest assets
+# directory holding all three binaries; tests find it through KUBEBUILDER_ASSETS.
+#
+# Usage: hack/build-testbins.sh            build what is missing, print the assets directory
+#        hack/build-testbins.sh --print    print the assets directory; fail if anything is missing
+set -euo pipefail
+
+KUBE_VERSION="${KUBE_VERSION:-v1.36.3}"
+ETCD_VERSION="${ETCD_VERSION:-v3.6.16}"
+CACHE_ROOT="${CLUSTER_REGISTRY_SDK_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/cluster-registry-sdk}"
+KUBE_DIR="$CACHE_ROOT/kubernetes-$KUBE_VERSION"
+ETCD_DIR="$CACHE_ROOT/etcd-$ETCD_VERSION"
+ASSETS_DIR="$CACHE_ROOT/assets/kubernetes-$KUBE_VERSION-etcd-$ETCD_VERSION"
+
+log() { echo "build-testbins: $*" >&2; }
+
+have_all() {
+  [ -x "$KUBE_DIR/kube-apiserver" ] && [ -x "$KUBE_DIR/kubectl" ] && [ -x "$ETCD_DIR/etcd" ]
+}
+
+link_assets() {
+  mkdir -p "$ASSETS_DIR"
+  ln -sf "$KUBE_DIR/kube-apiserver" "$ASSETS_DIR/kube-apiserver"
+  ln -sf "$KUBE_DIR/kubectl" "$ASSETS_DIR/kubectl"
+  ln -sf "$ETCD_DIR/etcd" "$ASSETS_DIR/etcd"
+  echo "$ASSETS_DIR"
+}
+
+if [ "${1:-}" = "--print" ]; then
+  have_all || { log "binaries missing; run hack/build-testbins.sh"; exit 1; }
+  link_assets
+  exit 0
+fi
+
+# staging_replaces MODULE VERSION PATTERN prints a replace line for every local (./ or ../) replace
+# in MODULE@VERSION's go.mod whose path matches PATTERN, pinned to STAGING_VERSION. Those replaces
+# point into the upstream repository and are ignored once the module is a dependency, so the
+# throwaway module must restate them against published versions.
+staging_replaces() {
+  local gomod="$1" pattern="$2" version="$3"
+  awk -v pat="$pattern" -v ver="$version" '
+    /^replace *\(/ { inblock = 1; next }
+    inblock && /^\)/ { inblock = 0; next }
+    inblock && $2 == "=>" && $3 ~ /^\.\.?\// && $1 ~ pat { printf "replace %s => %s %s\n", $1, $1, ver }
+  ' "$gomod"
+}
+
+# build_in_module DIR MODULE VERSION STAGING_PATTERN STAGING_VERSION LDFLAGS OUT PKG...
+build_in_module() {
+  local dir="$1" module="$2" version="$3" pattern="$4" sversion="$5" ldflags="$6" out="$7"
+  shift 7
+  local work
+  work="$(mktemp -d)"
+  trap 'rm -rf "$work"' RETURN
+  (
+    cd "$work"
+    cat >go.mod <<MOD
+module testbins
+
+go 1.26
+
+require $module $version
+MOD
+    local gomod
+    gomod="$(GOFLAGS=-mod=mod go mod download -json "$module@$version" | sed -n 's/.*"GoMod": "\(.*\)".*/\1/p')"
+    staging_replaces "$gomod" "$pattern" "$sversion" >>go.mod
+    mkdir -p "$out"
+    for pkg in "$@"; do
+      log "building $pkg@$version"
+      CGO_ENABLED=0 GOFLAGS=-mod=mod go build -trimpath -ldflags "$ldflags" -o "$out/" "$pkg"
+    done
+  )
+}
+
+if [ ! -x "$KUBE_DIR/kube-apiserver" ] || [ ! -x "$KUBE_DIR/kubectl" ]; then
+  minor="${KUBE_VERSION#v1.}"; minor="${minor%%.*}"
+  staging="v0.${KUBE_VERSION#v1.}"
+  vpkgs="k8s.io/component-base/version k8s.io/client-go/pkg/version"
+  ldflags="-s -w"
+  for p in $vpkgs; do
+    ldflags+=" -X $p.gitVersion=$KUBE_VERSION -X $p.gitMajor=1 -X $p.gitMinor=$minor"
+    ldflags+=" -X $p.gitTreeState=clean -X $p.buildDate=1970-01-01T00:00:00Z"
+  done
+  tmp="$KUBE_DIR.tmp"
+  rm -rf "$tmp"
+  build_in_module "$KUBE_DIR" k8s.io/kubernetes "$KUBE_VERSION" '^k8s\.io/' "$staging" "$ldflags" "$tmp" \
+    k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kubectl
+  rm -rf "$KUBE_DIR"; mv "$tmp" "$KUBE_DIR"
+fi
+
+if [ ! -x "$ETCD_DIR/etcd" ]; then
+  tmp="$ETCD_DIR.tmp"
+  rm -rf "$tmp"
+  build_in_module "$ETCD_DIR" go.etcd.io/etcd/server/v3 "$ETCD_VERSION" '^go\.etcd\.io/etcd/' "$ETCD_VERSION" "-s -w" "$tmp" \
+    go.etcd.io/etcd/server/v3
+  mv "$tmp/v3" "$tmp/etcd" 2>/dev/null || mv "$tmp/server" "$tmp/etcd" 2>/dev/null || true
+  rm -rf "$ETCD_DIR"; mv "$tmp" "$ETCD_DIR"
+fi
+
+have_all || { log "build finished but a binary is missing under $CACHE_ROOT"; exit 1; }
+link_assets

@@ -1,0 +1,82 @@
+// Command crdpatch applies to the generated Cluster CRD the schema settings that controller-gen has
+// no marker for. hack/update-codegen.sh runs it after controller-gen.
+//
+// Today that is one: a maxLength on provider config values (controller-gen bounds slice items but
+// not map values). Without it the API server estimates the CEL rules over config as if every value
+// could be as large as a request, and refuses the CRD.
+package main
+
+import (
+	"fmt"
+	"os"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"sigs.k8s.io/yaml"
+
+	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
+)
+
+func main() {
+	if len(os.Args) != 2 {
+		fmt.Fprintln(os.Stderr, "usage: crdpatch CRD.yaml")
+		os.Exit(2)
+	}
+	if err := patchFile(os.Args[1]); err != nil {
+		fmt.Fprintln(os.Stderr, "crdpatch:", err)
+		os.Exit(1)
+	}
+}
+
+func patchFile(path string) error {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	crd := &apiextensionsv1.CustomResourceDefinition{}
+	if err := yaml.UnmarshalStrict(data, crd); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	maxLen := int64(v1alpha1.MaxProviderConfigValueLength)
+	for i := range crd.Spec.Versions {
+		v := &crd.Spec.Versions[i]
+		err := patch(v.Schema.OpenAPIV3Schema, []string{"spec", "authInfo", "providers", "[]", "config"},
+			func(config *apiextensionsv1.JSONSchemaProps) error {
+				if config.AdditionalProperties == nil || config.AdditionalProperties.Schema == nil {
+					return fmt.Errorf("config has no additionalProperties schema")
+				}
+				config.AdditionalProperties.Schema.MaxLength = &maxLen
+				return nil
+			})
+		if err != nil {
+			return fmt.Errorf("%s: version %s: %w", path, v.Name, err)
+		}
+	}
+	out, err := yaml.Marshal(crd)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, append([]byte("---\n"), out...), 0o644)
+}
+
+// patch applies fn to the schema found by following property names ("[]" steps into array items)
+// from s. Properties holds schemas by value, so each changed child is written back.
+func patch(s *apiextensionsv1.JSONSchemaProps, steps []string, fn func(*apiextensionsv1.JSONSchemaProps) error) error {
+	if len(steps) == 0 {
+		return fn(s)
+	}
+	if steps[0] == "[]" {
+		if s.Items == nil || s.Items.Schema == nil {
+			return fmt.Errorf("no items schema where %v was expected", steps)
+		}
+		return patch(s.Items.Schema, steps[1:], fn)
+	}
+	child, ok := s.Properties[steps[0]]
+	if !ok {
+		return fmt.Errorf("no property %q where %v was expected", steps[0], steps)
+	}
+	if err := patch(&child, steps[1:], fn); err != nil {
+		return err
+	}
+	s.Properties[steps[0]] = child
+	return nil
+}

@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Regenerates everything derived from clusterregistry/v1alpha1: deep-copy functions, the clientset
+# (typed and fake), listers, informers, apply configurations, and the CRD manifest.
+# The generators' versions are pinned in hack/tools/go.mod, a module of its own so that tool
+# authors who import the SDK do not inherit the generators' dependencies.
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+OUT="${1:-$ROOT}" # verify-codegen.sh passes a scratch copy of the tree
+MODULE=github.com/cluster-registry/sdk
+TOOLS_MOD="$ROOT/hack/tools/go.mod"
+BOILERPLATE="$ROOT/hack/boilerplate.go.txt"
+
+CODEGEN_PKG="$(cd "$ROOT/hack/tools" && go mod download k8s.io/code-generator && go list -m -f '{{.Dir}}' k8s.io/code-generator)"
+# shellcheck source=/dev/null
+source "$CODEGEN_PKG/kube_codegen.sh"
+
+cd "$OUT"
+kube::codegen::gen_helpers --boilerplate "$BOILERPLATE" clusterregistry
+
+kube::codegen::gen_client \
+  --with-watch \
+  --with-applyconfig \
+  --output-dir "$OUT" \
+  --output-pkg "$MODULE" \
+  --boilerplate "$BOILERPLATE" \
+  --one-input-api clusterregistry \
+  .
+
+go tool -modfile="$TOOLS_MOD" controller-gen \
+  crd:crdVersions=v1 \
+  paths=./clusterregistry/... \
+  output:crd:artifacts:config=clusterregistry/crd
+go run "$ROOT/hack/crdpatch" clusterregistry/crd/clusterregistry.k8s.io_clusters.yaml
