@@ -53,8 +53,14 @@ type ClusterSpec struct {
 	AuthInfo AuthInfo `json:"authInfo,omitempty"`
 }
 
+// The rules on serverAddress and caBundle sit on the enclosing object, reporting at the field,
+// because the API server repeats a failing string's value in its error and these may hold secrets
+// (user info in a URL, a pasted private key); for an object it leaves the value out.
+
 // KubernetesAPIEndpoints is where a cluster's Kubernetes API server is, as seen from different
 // client networks, and the CA bundle that verifies it.
+//
+// +kubebuilder:validation:XValidation:rule=`!has(self.caBundle) || string(self.caBundle).matches(r'^(\s*-----BEGIN CERTIFICATE-----\r?\n[A-Za-z0-9+/=\r\n]+-----END CERTIFICATE-----)+\s*$')`,message="caBundle must hold only PEM-encoded CERTIFICATE blocks",fieldPath=".caBundle"
 type KubernetesAPIEndpoints struct {
 	// serverEndpoints lists the API server's address for each client network. A caller uses the
 	// entry whose clientCIDR holds its own IP address, the longest prefix winning; 0.0.0.0/0 and
@@ -69,11 +75,12 @@ type KubernetesAPIEndpoints struct {
 	// certificate. When empty, callers use their system roots.
 	// +optional
 	// +kubebuilder:validation:MaxLength=65536
-	// +kubebuilder:validation:XValidation:rule=`string(self).matches(r'^(\s*-----BEGIN CERTIFICATE-----\r?\n[A-Za-z0-9+/=\r\n]+-----END CERTIFICATE-----)+\s*$')`,message="caBundle must hold only PEM-encoded CERTIFICATE blocks"
 	CABundle []byte `json:"caBundle,omitempty"`
 }
 
 // ServerAddressByClientCIDR is the API server's address as seen from one client network.
+//
+// +kubebuilder:validation:XValidation:rule=`self.serverAddress.matches(r'^(https://)?([A-Za-z0-9]([-A-Za-z0-9]*[A-Za-z0-9])?(\.[A-Za-z0-9]([-A-Za-z0-9]*[A-Za-z0-9])?)*|\[[0-9A-Fa-f:.]+\])(:(6553[0-5]|655[0-2][0-9]|65[0-4][0-9]{2}|6[0-4][0-9]{3}|[1-5][0-9]{4}|[1-9][0-9]{0,3}))?(/[^?#\s]*)?$')`,message="serverAddress must be an https URL (https://host[:port][/path]) or host[:port]; other schemes, user info, query and fragment are not allowed",fieldPath=".serverAddress"
 type ServerAddressByClientCIDR struct {
 	// clientCIDR is the client network this entry serves, as a canonical IPv4 or IPv6 CIDR
 	// (host bits zero, for example 10.0.0.0/8 or 2001:db8::/32).
@@ -87,7 +94,6 @@ type ServerAddressByClientCIDR struct {
 	// strings and fragments are rejected.
 	// +required
 	// +kubebuilder:validation:MaxLength=2048
-	// +kubebuilder:validation:XValidation:rule=`self.matches(r'^(https://)?([A-Za-z0-9]([-A-Za-z0-9]*[A-Za-z0-9])?(\.[A-Za-z0-9]([-A-Za-z0-9]*[A-Za-z0-9])?)*|\[[0-9A-Fa-f:.]+\])(:(6553[0-5]|655[0-2][0-9]|65[0-4][0-9]{2}|6[0-4][0-9]{3}|[1-5][0-9]{4}|[1-9][0-9]{0,3}))?(/[^?#\s]*)?$')`,message="serverAddress must be an https URL (https://host[:port][/path]) or host[:port]; other schemes, user info, query and fragment are not allowed"
 	ServerAddress string `json:"serverAddress"`
 }
 

@@ -21,6 +21,9 @@ package v1alpha1
 // KubernetesAPIEndpointsApplyConfiguration represents a declarative configuration of the KubernetesAPIEndpoints type for use
 // with apply.
 //
+// The rules on serverAddress and caBundle sit on the enclosing object, reporting at the field,
+// because the API server repeats a failing string's value in its error and these may hold secrets
+// (user info in a URL, a pasted private key); for an object it leaves the value out.
 // KubernetesAPIEndpoints is where a cluster's Kubernetes API server is, as seen from different
 // client networks, and the CA bundle that verifies it.
 type KubernetesAPIEndpointsApplyConfiguration struct {

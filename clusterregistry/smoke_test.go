@@ -1,5 +1,0 @@
-package clusterregistry_test
-
-import "testing"
-
-func TestSmoke(t *testing.T) { t.Log(env.Config.Host) }
