@@ -26,6 +26,7 @@ type Cluster struct {
 
 	// spec describes the member cluster: how to reach its API server and how to authenticate to it.
 	// +optional
+	// +kubebuilder:default={}
 	Spec ClusterSpec `json:"spec,omitempty"`
 
 	// status is what active controllers last observed about the member cluster. Clients other than
@@ -35,6 +36,10 @@ type Cluster struct {
 }
 
 // ClusterSpec is the registered, user-supplied description of a member cluster.
+//
+// Its struct-valued fields default to {}: server-side apply writes null where a manager gives up
+// the last field it owned inside one, and the server replaces a null with a field's default
+// instead of rejecting it.
 type ClusterSpec struct {
 	// displayName is a user-friendly name for the cluster, shown by tools in place of
 	// metadata.name. It need not be unique.
@@ -45,11 +50,13 @@ type ClusterSpec struct {
 	// kubernetesApiEndpoints says where the cluster's Kubernetes API server is and how to verify
 	// its serving certificate.
 	// +optional
+	// +kubebuilder:default={}
 	KubernetesAPIEndpoints KubernetesAPIEndpoints `json:"kubernetesApiEndpoints,omitempty"`
 
 	// authInfo points to the credentials a caller may use to authenticate to the cluster's API
 	// server. It holds pointers only; inline credentials are rejected.
 	// +optional
+	// +kubebuilder:default={}
 	AuthInfo AuthInfo `json:"authInfo,omitempty"`
 }
 

@@ -22,6 +22,10 @@ package v1alpha1
 // with apply.
 //
 // ClusterSpec is the registered, user-supplied description of a member cluster.
+//
+// Its struct-valued fields default to {}: server-side apply writes null where a manager gives up
+// the last field it owned inside one, and the server replaces a null with a field's default
+// instead of rejecting it.
 type ClusterSpecApplyConfiguration struct {
 	// displayName is a user-friendly name for the cluster, shown by tools in place of
 	// metadata.name. It need not be unique.
