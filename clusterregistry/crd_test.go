@@ -99,3 +99,27 @@ func TestCRDYAMLIsACopy(t *testing.T) {
 		t.Fatal("CRDYAML returned the embedded bytes, not a copy")
 	}
 }
+
+// Descriptions are paragraphs, so kubectl explain wraps them to the terminal rather than at the
+// Go comment's line breaks.
+func TestCRDDescriptionsAreReflowed(t *testing.T) {
+	var check func(path string, s apiextensionsv1.JSONSchemaProps)
+	check = func(path string, s apiextensionsv1.JSONSchemaProps) {
+		for _, para := range strings.Split(s.Description, "\n\n") {
+			if strings.Contains(para, "\n") {
+				t.Errorf("%s: description has a line break inside a paragraph: %q", path, para)
+			}
+		}
+		for name, child := range s.Properties {
+			check(path+"."+name, child)
+		}
+		if s.Items != nil && s.Items.Schema != nil {
+			check(path+"[]", *s.Items.Schema)
+		}
+	}
+	schema := clusterregistry.CRD().Spec.Versions[0].Schema.OpenAPIV3Schema
+	if !strings.Contains(schema.Properties["spec"].Properties["displayName"].Description, "in place of metadata.name") {
+		t.Error("displayName description not joined into one paragraph")
+	}
+	check("", *schema)
+}

@@ -1,14 +1,18 @@
 // Command crdpatch applies to the generated Cluster CRD the schema settings that controller-gen has
 // no marker for. hack/update-codegen.sh runs it after controller-gen.
 //
-// Today that is one: a maxLength on provider config values (controller-gen bounds slice items but
-// not map values). Without it the API server estimates the CEL rules over config as if every value
-// could be as large as a request, and refuses the CRD.
+// Two settings:
+//   - a maxLength on provider config values (controller-gen bounds slice items but not map
+//     values). Without it the API server estimates the CEL rules over config as if every value
+//     could be as large as a request, and refuses the CRD;
+//   - descriptions reflowed into paragraphs, as Kubernetes' own openapi-gen does, so that
+//     kubectl explain wraps them to the terminal instead of at the Go comment's line breaks.
 package main
 
 import (
 	"fmt"
 	"os"
+	"strings"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"sigs.k8s.io/yaml"
@@ -50,6 +54,7 @@ func patchFile(path string) error {
 		if err != nil {
 			return fmt.Errorf("%s: version %s: %w", path, v.Name, err)
 		}
+		reflowDescriptions(v.Schema.OpenAPIV3Schema)
 	}
 	out, err := yaml.Marshal(crd)
 	if err != nil {
@@ -79,4 +84,28 @@ func patch(s *apiextensionsv1.JSONSchemaProps, steps []string, fn func(*apiexten
 	}
 	s.Properties[steps[0]] = child
 	return nil
+}
+
+// reflowDescriptions joins the lines of each paragraph of every description in the schema.
+func reflowDescriptions(s *apiextensionsv1.JSONSchemaProps) {
+	s.Description = reflow(s.Description)
+	for name, child := range s.Properties {
+		reflowDescriptions(&child)
+		s.Properties[name] = child
+	}
+	if s.Items != nil && s.Items.Schema != nil {
+		reflowDescriptions(s.Items.Schema)
+	}
+	if s.AdditionalProperties != nil && s.AdditionalProperties.Schema != nil {
+		reflowDescriptions(s.AdditionalProperties.Schema)
+	}
+}
+
+// reflow keeps blank-line paragraph breaks and turns every other line break into a space.
+func reflow(text string) string {
+	paragraphs := strings.Split(text, "\n\n")
+	for i, p := range paragraphs {
+		paragraphs[i] = strings.Join(strings.Fields(p), " ")
+	}
+	return strings.Join(paragraphs, "\n\n")
 }
