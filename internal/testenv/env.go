@@ -86,3 +86,13 @@ func (e *Env) Stop() error {
 	}
 	return e.env.Stop()
 }
+
+// AddUser adds a user who authenticates with a client certificate, and returns a kubeconfig for
+// them. Put them in system:masters to let them do anything.
+func (e *Env) AddUser(name string, groups ...string) ([]byte, error) {
+	user, err := e.env.AddUser(envtest.User{Name: name, Groups: groups}, nil)
+	if err != nil {
+		return nil, fmt.Errorf("adding user %s: %w", name, err)
+	}
+	return user.KubeConfig()
+}

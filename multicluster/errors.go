@@ -1,0 +1,108 @@
+package multicluster
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// Sentinel errors, for errors.Is. The typed errors below wrap them with what the caller needs to
+// act: which cluster, which provider, what to change.
+var (
+	// ErrNoUsableProvider: none of the cluster's providers, in the caller's order of preference,
+	// resolved to credentials.
+	ErrNoUsableProvider = errors.New("no usable auth provider")
+	// ErrUnpinnedSecret: credentials would be sent to a server their Secret (or kubeconfig) does
+	// not name.
+	ErrUnpinnedSecret = errors.New("credentials not pinned to this server")
+	// ErrNotAllowed: the caller's options do not allow what the provider asks for (another
+	// namespace, an exec command, a file path).
+	ErrNotAllowed = errors.New("not allowed by the resolver's options")
+	// ErrUnknownProviderType: no provider is registered for the type.
+	ErrUnknownProviderType = errors.New("unknown auth provider type")
+)
+
+// ClusterError is the error the Resolver returns: it names the cluster and, when one was chosen,
+// the provider, and wraps the cause.
+type ClusterError struct {
+	Namespace, Name string
+	// Provider is the name of the auth provider involved, if any.
+	Provider string
+	Err      error
+}
+
+func (e *ClusterError) Error() string {
+	if e.Provider != "" {
+		return fmt.Sprintf("cluster %s/%s: provider %q: %v", e.Namespace, e.Name, e.Provider, e.Err)
+	}
+	return fmt.Sprintf("cluster %s/%s: %v", e.Namespace, e.Name, e.Err)
+}
+
+func (e *ClusterError) Unwrap() error { return e.Err }
+
+// ProviderError records why one auth provider did not resolve.
+type ProviderError struct {
+	Provider, Type string
+	Err            error
+}
+
+func (e *ProviderError) Error() string {
+	return fmt.Sprintf("%s (%s): %v", e.Provider, e.Type, e.Err)
+}
+
+func (e *ProviderError) Unwrap() error { return e.Err }
+
+// NoProviderError lists, for every provider of the cluster, why it was not used. It matches
+// ErrNoUsableProvider, and through Unwrap each provider's own cause.
+type NoProviderError struct {
+	// Preferred is the caller's order of types; empty means the cluster's own order.
+	Preferred []string
+	Reasons   []*ProviderError
+}
+
+func (e *NoProviderError) Error() string {
+	if len(e.Reasons) == 0 {
+		return "no auth providers"
+	}
+	parts := make([]string, len(e.Reasons))
+	for i, r := range e.Reasons {
+		parts[i] = r.Error()
+	}
+	return fmt.Sprintf("no usable auth provider: %s", strings.Join(parts, "; "))
+}
+
+func (e *NoProviderError) Unwrap() []error {
+	errs := []error{ErrNoUsableProvider}
+	for _, r := range e.Reasons {
+		errs = append(errs, r)
+	}
+	return errs
+}
+
+// PinningError says that credentials would go to a server their store does not name, and how to
+// pin them if that server is the right one. The store is a Secret or a kubeconfig file.
+type PinningError struct {
+	// Secret is the Secret's namespace/name, when the credentials came from one.
+	Secret string
+	// File is the kubeconfig file's path, when the credentials came from one.
+	File string
+	// Server is where the Cluster would send the credentials.
+	Server string
+	// Allowed are the servers the store names; empty when it names none.
+	Allowed []string
+}
+
+func (e *PinningError) Error() string {
+	if e.File != "" {
+		return fmt.Sprintf("kubeconfig %s gives its credentials for %s, not for %s; the Cluster's endpoint and the kubeconfig must name the same server",
+			e.File, strings.Join(e.Allowed, ", "), e.Server)
+	}
+	if len(e.Allowed) == 0 {
+		return fmt.Sprintf("Secret %s names no servers its credentials may be sent to; if %s is right, annotate the Secret with %s=%s",
+			e.Secret, e.Server, annotationServers, e.Server)
+	}
+	return fmt.Sprintf("Secret %s pins its credentials to %s, not to %s; if %s is right, add it to the Secret's %s annotation",
+		e.Secret, strings.Join(e.Allowed, ", "), e.Server, e.Server, annotationServers)
+}
+
+func (e *PinningError) Unwrap() error { return ErrUnpinnedSecret }

@@ -1,0 +1,133 @@
+package multicluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
+)
+
+// annotationServers is the pinning annotation on credential Secrets.
+const annotationServers = v1alpha1.ServersAnnotation
+
+// Secret reads a Secret for the provider, in the Cluster's own namespace when namespace is empty.
+// Another namespace is read only when the caller's Options.SecretNamespaces allows it: whoever
+// can edit a Cluster must not be able to point the caller at Secrets outside their cluster set.
+func (r *Request) Secret(ctx context.Context, namespace, name string) (*corev1.Secret, error) {
+	if name == "" {
+		return nil, errors.New("config.name is required: the Secret to read")
+	}
+	if namespace == "" {
+		namespace = r.Cluster.Namespace
+	}
+	if namespace != r.Cluster.Namespace && !slices.Contains(r.resolver.opts.SecretNamespaces, namespace) && !slices.Contains(r.resolver.opts.SecretNamespaces, "*") {
+		return nil, fmt.Errorf("%w: Secret %s/%s is outside the cluster's namespace %s; allow it with Options.SecretNamespaces",
+			ErrNotAllowed, namespace, name, r.Cluster.Namespace)
+	}
+	if r.resolver.opts.Secrets == nil {
+		return nil, fmt.Errorf("%w: reading Secret %s/%s needs Options.Secrets", ErrNotAllowed, namespace, name)
+	}
+	s, err := r.resolver.opts.Secrets.GetSecret(ctx, namespace, name)
+	if err != nil {
+		return nil, fmt.Errorf("reading Secret %s/%s: %w", namespace, name, err)
+	}
+	return s, nil
+}
+
+// CheckPinned reports whether a Secret's credentials may be sent to the request's Server: the
+// Secret must name that server in its clusterregistry.k8s.io/servers annotation, or among
+// alsoAllowed (a kubeconfig Secret's own server). Whoever can edit a Cluster can change its
+// endpoint; pinning keeps such an edit from redirecting the credentials to a server of theirs.
+// Options.AllowUnpinnedSecrets turns the check off for Secrets that name no servers at all.
+func (r *Request) CheckPinned(secret *corev1.Secret, alsoAllowed ...string) error {
+	var allowed []string
+	for _, s := range strings.Split(secret.Annotations[annotationServers], ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			allowed = append(allowed, s)
+		}
+	}
+	allowed = append(allowed, alsoAllowed...)
+	if len(allowed) == 0 && r.resolver.opts.AllowUnpinnedSecrets {
+		return nil
+	}
+	want := r.Server.String()
+	for _, a := range allowed {
+		if u, err := ServerURL(a); err == nil && u.String() == want {
+			return nil
+		}
+	}
+	return &PinningError{Secret: secret.Namespace + "/" + secret.Name, Server: want, Allowed: allowed}
+}
+
+// ReadFile reads a file named by the provider's config, which ResolvePath must allow.
+func (r *Request) ReadFile(path string) ([]byte, error) {
+	clean, err := r.ResolvePath(path)
+	if err != nil {
+		return nil, err
+	}
+	data, err := os.ReadFile(clean)
+	if err != nil {
+		return nil, err
+	}
+	return data, nil
+}
+
+// ResolvePath returns the absolute path, links followed, of a file named by the provider's config,
+// if it lies under one of the caller's Options.FileRoots: a Cluster is written by others, and must
+// not be able to make the caller read, and send as a credential, any file it can reach. A leading
+// "~/" is the caller's home directory.
+func (r *Request) ResolvePath(path string) (string, error) {
+	if path == "" {
+		return "", errors.New("config.path is required")
+	}
+	expanded, err := expandHome(path)
+	if err != nil {
+		return "", err
+	}
+	abs, err := filepath.Abs(expanded)
+	if err != nil {
+		return "", err
+	}
+	// Follow links first, so that a link under a root cannot lead outside it. (A projected token is
+	// a chain of links within its own directory.)
+	clean, err := filepath.EvalSymlinks(abs)
+	if err != nil {
+		return "", err
+	}
+	for _, root := range r.resolver.fileRoots {
+		if rel, err := filepath.Rel(root, clean); err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+			return clean, nil
+		}
+	}
+	return "", fmt.Errorf("%w: %s is not under any of Options.FileRoots", ErrNotAllowed, clean)
+}
+
+// CheckExec reports whether the caller allows the exec plugin command to run. A Cluster is
+// written by others; it must not be able to make the caller run a program of its choosing.
+func (r *Request) CheckExec(command string) error {
+	if command == "" {
+		return errors.New("config.command is required")
+	}
+	if !slices.Contains(r.resolver.opts.ExecCommands, command) {
+		return fmt.Errorf("%w: exec command %q is not in Options.ExecCommands", ErrNotAllowed, command)
+	}
+	return nil
+}
+
+func expandHome(path string) (string, error) {
+	if path != "~" && !strings.HasPrefix(path, "~/") {
+		return path, nil
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return "", fmt.Errorf("expanding ~ in %s: %w", path, err)
+	}
+	return filepath.Join(home, strings.TrimPrefix(path, "~")), nil
+}

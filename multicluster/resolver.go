@@ -1,0 +1,445 @@
+package multicluster
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash"
+	"hash/maphash"
+	"net/http"
+	"net/netip"
+	"net/url"
+	"path/filepath"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-logr/logr"
+	"golang.org/x/sync/singleflight"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
+
+	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
+)
+
+// DefaultRevalidateAfter is how long a resolution is trusted before the Resolver reads its inputs
+// (Secrets, files) again. Unchanged inputs keep the same config and transport.
+const DefaultRevalidateAfter = 30 * time.Second
+
+// Options configures a Resolver. The zero value resolves only what needs none of the caller's
+// trust: reading Secrets needs Secrets, reading files needs FileRoots, running exec plugins needs
+// ExecCommands. A Cluster is written by others, so each is the caller's explicit choice.
+type Options struct {
+	// Secrets reads Secrets from the registry's cluster with the caller's permissions, for the
+	// secret and kubeconfig-secret types. See SecretsFromClient and SecretsFromLister.
+	Secrets SecretGetter
+
+	// Prefer lists provider types in the caller's order of preference: a controller might prefer
+	// secret and token-file, a person exec and kubeconfig-file. The first of a Cluster's providers
+	// of the most preferred type that resolves is used; types not listed are not used. Empty means
+	// the Cluster's own order, any type.
+	Prefer []string
+
+	// ClientIP is the caller's address as members see it, for choosing among a Cluster's
+	// serverEndpoints. When unset, the Resolver asks the OS which local address it would use
+	// toward each candidate server.
+	ClientIP netip.Addr
+
+	// SecretNamespaces lists namespaces other than a Cluster's own from which its providers may
+	// read Secrets; "*" allows all.
+	SecretNamespaces []string
+	// AllowUnpinnedSecrets sends a Secret's credentials to whatever server the Cluster names when
+	// the Secret names no servers of its own. Off by default: see CheckPinned.
+	AllowUnpinnedSecrets bool
+
+	// ExecCommands lists the exec plugin commands, exactly as Clusters name them, that may run.
+	// An allowed plugin's credentials go to the server the Cluster names, so allow plugins whose
+	// credentials are scoped to a cluster or that read the cluster info they are given.
+	ExecCommands []string
+	// ExecEnv lists the environment variable names a Cluster's exec provider may set.
+	ExecEnv []string
+	// FileRoots lists the directories under which token-file and kubeconfig-file paths (and files
+	// a kubeconfig names) may be read.
+	FileRoots []string
+
+	// InsecureSkipTLSVerify turns off verification of members' serving certificates.
+	InsecureSkipTLSVerify bool
+
+	// Providers adds provider types, or replaces built-in ones, by type name.
+	Providers map[string]Provider
+
+	// RevalidateAfter overrides DefaultRevalidateAfter.
+	RevalidateAfter time.Duration
+	// UserAgent is set on the configs the Resolver returns.
+	UserAgent string
+	// Logger receives the Resolver's logs, which never hold credentials.
+	Logger logr.Logger
+}
+
+// Access is a resolved Cluster: how to reach its API server, with whose credentials.
+type Access struct {
+	// Config reaches the member. It is shared by every caller that resolves the same inputs: copy
+	// it with rest.CopyConfig before changing it.
+	Config *rest.Config
+	// HTTPClient is built once from Config; pass it to the clientsets' NewForConfigAndClient so
+	// that they share its connections.
+	HTTPClient *http.Client
+	// Server is the member's API server, chosen from the Cluster's serverEndpoints.
+	Server *url.URL
+	// Provider and ProviderType name the auth provider whose credentials are in use.
+	Provider, ProviderType string
+
+	// unauthorized is set when the member answers 401, so that the next Resolve rereads the inputs.
+	unauthorized *atomic.Bool
+}
+
+// Resolver turns Clusters into Access to their members. It caches each Cluster's resolution,
+// keyed by a fingerprint of every input that shaped it, and is safe for concurrent use.
+type Resolver struct {
+	opts      Options
+	providers map[string]Provider
+	fileRoots []string
+	log       logr.Logger
+
+	localAddr localAddrFunc
+	now       func() time.Time
+	seed      maphash.Seed
+
+	mu      sync.RWMutex
+	entries map[types.NamespacedName]*entry
+	flights singleflight.Group
+}
+
+type entry struct {
+	uid      types.UID
+	specHash uint64
+	inputs   [sha256.Size]byte
+	access   *Access
+	// revalidateAt is when the inputs must be read again, in Unix nanoseconds.
+	revalidateAt atomic.Int64
+}
+
+// NewResolver returns a Resolver with the built-in provider types and any in opts.Providers.
+func NewResolver(opts Options) (*Resolver, error) {
+	r := &Resolver{
+		opts:      opts,
+		providers: builtinProviders(),
+		log:       opts.Logger,
+		localAddr: routeLocalAddr,
+		now:       time.Now,
+		seed:      maphash.MakeSeed(),
+		entries:   map[types.NamespacedName]*entry{},
+	}
+	if r.log.GetSink() == nil {
+		r.log = logr.Discard()
+	}
+	if r.opts.RevalidateAfter <= 0 {
+		r.opts.RevalidateAfter = DefaultRevalidateAfter
+	}
+	for name, p := range opts.Providers {
+		if p == nil {
+			return nil, fmt.Errorf("Options.Providers[%q] is nil", name)
+		}
+		r.providers[name] = p
+	}
+	for _, t := range opts.Prefer {
+		if r.providers[t] == nil {
+			return nil, fmt.Errorf("Options.Prefer names %q: %w", t, ErrUnknownProviderType)
+		}
+	}
+	for _, root := range opts.FileRoots {
+		expanded, err := expandHome(root)
+		if err != nil {
+			return nil, err
+		}
+		abs, err := filepath.Abs(expanded)
+		if err != nil {
+			return nil, fmt.Errorf("Options.FileRoots %q: %w", root, err)
+		}
+		// Compared with paths whose links are followed, so follow the root's too.
+		if real, err := filepath.EvalSymlinks(abs); err == nil {
+			abs = real
+		}
+		r.fileRoots = append(r.fileRoots, abs)
+	}
+	return r, nil
+}
+
+// Resolve returns Access to the member c describes. While c's spec and the inputs its provider
+// read are unchanged it returns the same Access, without allocating; a Secret or file that
+// changed, or a 401 from the member, leads to fresh credentials on the next call.
+//
+// Errors are *ClusterError, wrapping *NoEndpointError, *NoProviderError (which wraps each
+// provider's *ProviderError, and through them *PinningError, ErrNotAllowed, ...).
+func (r *Resolver) Resolve(ctx context.Context, c *v1alpha1.Cluster) (*Access, error) {
+	key := types.NamespacedName{Namespace: c.Namespace, Name: c.Name}
+	specHash := r.specHash(&c.Spec)
+	r.mu.RLock()
+	e := r.entries[key]
+	r.mu.RUnlock()
+	if e != nil && e.uid == c.UID && e.specHash == specHash && !e.access.unauthorized.Load() &&
+		r.now().UnixNano() < e.revalidateAt.Load() {
+		return e.access, nil
+	}
+	return r.resolveShared(ctx, key, c, specHash)
+}
+
+// Config is Resolve for callers that want only the rest.Config.
+func (r *Resolver) Config(ctx context.Context, c *v1alpha1.Cluster) (*rest.Config, error) {
+	a, err := r.Resolve(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	return a.Config, nil
+}
+
+// Forget drops the cached resolution of a Cluster, as when it is removed from the registry.
+func (r *Resolver) Forget(namespace, name string) {
+	r.mu.Lock()
+	delete(r.entries, types.NamespacedName{Namespace: namespace, Name: name})
+	r.mu.Unlock()
+}
+
+// Len reports how many Clusters have a cached resolution.
+func (r *Resolver) Len() int {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return len(r.entries)
+}
+
+// resolveShared makes concurrent callers for the same Cluster and spec share one resolution.
+func (r *Resolver) resolveShared(ctx context.Context, key types.NamespacedName, c *v1alpha1.Cluster, specHash uint64) (*Access, error) {
+	flight := fmt.Sprintf("%s/%s/%s/%x", key.Namespace, key.Name, c.UID, specHash)
+	v, err, _ := r.flights.Do(flight, func() (any, error) {
+		return r.resolve(ctx, key, c, specHash)
+	})
+	// Another caller's cancelled context must not fail this one.
+	if err != nil && ctx.Err() == nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)) {
+		return r.resolve(ctx, key, c, specHash)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return v.(*Access), nil
+}
+
+func (r *Resolver) resolve(ctx context.Context, key types.NamespacedName, c *v1alpha1.Cluster, specHash uint64) (*Access, error) {
+	clusterErr := func(provider string, err error) error {
+		return &ClusterError{Namespace: key.Namespace, Name: key.Name, Provider: provider, Err: err}
+	}
+	server, err := r.selectServer(ctx, c)
+	if err != nil {
+		return nil, clusterErr("", err)
+	}
+	creds, provider, err := r.credentials(ctx, c, server)
+	if err != nil {
+		return nil, clusterErr("", err)
+	}
+	caData := c.Spec.KubernetesAPIEndpoints.CABundle
+	if len(caData) == 0 {
+		caData = creds.CAData
+	}
+	inputs := r.fingerprint(server, caData, provider, creds)
+
+	r.mu.RLock()
+	old := r.entries[key]
+	r.mu.RUnlock()
+	var access *Access
+	if old != nil && old.uid == c.UID && old.inputs == inputs {
+		// The inputs are what they were: keep the config and its transport, and so its connections.
+		access = old.access
+		access.unauthorized.Store(false)
+		r.log.V(2).Info("revalidated cluster", "cluster", key, "server", server.String())
+	} else {
+		if access, err = r.build(server, caData, provider, creds); err != nil {
+			return nil, clusterErr(provider.Name, err)
+		}
+		r.log.V(1).Info("resolved cluster", "cluster", key, "server", server.String(),
+			"provider", provider.Name, "type", provider.Type.Name)
+	}
+	e := &entry{uid: c.UID, specHash: specHash, inputs: inputs, access: access}
+	e.revalidateAt.Store(r.now().Add(r.opts.RevalidateAfter).UnixNano())
+	r.mu.Lock()
+	r.entries[key] = e
+	r.mu.Unlock()
+	return access, nil
+}
+
+func (r *Resolver) selectServer(ctx context.Context, c *v1alpha1.Cluster) (*url.URL, error) {
+	eps := c.Spec.KubernetesAPIEndpoints.ServerEndpoints
+	var ep v1alpha1.ServerAddressByClientCIDR
+	var err error
+	if r.opts.ClientIP.IsValid() {
+		ep, err = SelectEndpoint(eps, r.opts.ClientIP)
+	} else {
+		ep, err = selectEndpointByRoute(ctx, eps, r.localAddr)
+	}
+	if err != nil {
+		return nil, err
+	}
+	server, err := ServerURL(ep.ServerAddress)
+	if err != nil {
+		return nil, fmt.Errorf("serverEndpoints entry for %s: %w", ep.ClientCIDR, err)
+	}
+	return server, nil
+}
+
+// credentials tries the Cluster's providers in the caller's order of preference and returns the
+// first that resolves, or why none did.
+func (r *Resolver) credentials(ctx context.Context, c *v1alpha1.Cluster, server *url.URL) (*Credentials, *v1alpha1.AuthProviderConfig, error) {
+	noneErr := &NoProviderError{Preferred: r.opts.Prefer}
+	for _, p := range r.ordered(c.Spec.AuthInfo.Providers, noneErr) {
+		impl := r.providers[p.Type.Name]
+		if impl == nil {
+			noneErr.Reasons = append(noneErr.Reasons, &ProviderError{Provider: p.Name, Type: p.Type.Name, Err: ErrUnknownProviderType})
+			continue
+		}
+		creds, err := impl.Credentials(ctx, &Request{Cluster: c, Provider: p, Server: server, resolver: r})
+		if err == nil && creds == nil {
+			err = errors.New("provider returned no credentials")
+		}
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil, nil, ctx.Err()
+			}
+			noneErr.Reasons = append(noneErr.Reasons, &ProviderError{Provider: p.Name, Type: p.Type.Name, Err: err})
+			continue
+		}
+		return creds, p, nil
+	}
+	return nil, nil, noneErr
+}
+
+// ordered lists the providers to try: by the caller's preference of types, each type's providers
+// in the Cluster's order. Providers of types the caller does not prefer are noted in noneErr.
+func (r *Resolver) ordered(providers []v1alpha1.AuthProviderConfig, noneErr *NoProviderError) []*v1alpha1.AuthProviderConfig {
+	var out []*v1alpha1.AuthProviderConfig
+	if len(r.opts.Prefer) == 0 {
+		for i := range providers {
+			out = append(out, &providers[i])
+		}
+		return out
+	}
+	for _, t := range r.opts.Prefer {
+		for i := range providers {
+			if providers[i].Type.Name == t {
+				out = append(out, &providers[i])
+			}
+		}
+	}
+	for _, p := range providers {
+		if !slices.Contains(r.opts.Prefer, p.Type.Name) {
+			noneErr.Reasons = append(noneErr.Reasons, &ProviderError{Provider: p.Name, Type: p.Type.Name,
+				Err: fmt.Errorf("type not among the preferred %v", r.opts.Prefer)})
+		}
+	}
+	return out
+}
+
+func (r *Resolver) build(server *url.URL, caData []byte, provider *v1alpha1.AuthProviderConfig, creds *Credentials) (*Access, error) {
+	unauthorized := &atomic.Bool{}
+	cfg := &rest.Config{
+		Host:            server.String(),
+		UserAgent:       r.opts.UserAgent,
+		BearerToken:     creds.BearerToken,
+		BearerTokenFile: creds.TokenFile,
+		ExecProvider:    creds.Exec,
+		TLSClientConfig: rest.TLSClientConfig{
+			CAData:     caData,
+			CertData:   creds.CertData,
+			KeyData:    creds.KeyData,
+			ServerName: creds.TLSServerName,
+		},
+		WrapTransport: func(rt http.RoundTripper) http.RoundTripper {
+			return &unauthorizedWatcher{next: rt, unauthorized: unauthorized}
+		},
+	}
+	if r.opts.InsecureSkipTLSVerify {
+		cfg.Insecure, cfg.CAData = true, nil
+	}
+	httpClient, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		// client-go's errors here describe the config's shape (no PEM data, a key that does not
+		// match its certificate), never its content.
+		return nil, fmt.Errorf("building a client: %w", err)
+	}
+	return &Access{
+		Config:       cfg,
+		HTTPClient:   httpClient,
+		Server:       server,
+		Provider:     provider.Name,
+		ProviderType: provider.Type.Name,
+		unauthorized: unauthorized,
+	}, nil
+}
+
+// specHash digests the parts of a spec that shape a resolution. It is on the fast path of every
+// Resolve, so it allocates nothing; config maps are combined order-independently.
+func (r *Resolver) specHash(s *v1alpha1.ClusterSpec) uint64 {
+	h := uint64(14695981039346656037)
+	mix := func(v uint64) { h = (h ^ v) * 1099511628211 }
+	for i := range s.KubernetesAPIEndpoints.ServerEndpoints {
+		ep := &s.KubernetesAPIEndpoints.ServerEndpoints[i]
+		mix(maphash.String(r.seed, ep.ClientCIDR))
+		mix(maphash.String(r.seed, ep.ServerAddress))
+	}
+	mix(maphash.Bytes(r.seed, s.KubernetesAPIEndpoints.CABundle))
+	for i := range s.AuthInfo.Providers {
+		p := &s.AuthInfo.Providers[i]
+		mix(maphash.String(r.seed, p.Name))
+		mix(maphash.String(r.seed, p.Type.Name))
+		var config uint64
+		for k, v := range p.Config {
+			config += maphash.String(r.seed, k)*0x9E3779B97F4A7C15 ^ maphash.String(r.seed, v)
+		}
+		mix(config)
+	}
+	return h
+}
+
+// fingerprint digests every input behind a resolution, credentials included, so that a rotated
+// Secret or file yields a new one. It is kept only as a digest.
+func (r *Resolver) fingerprint(server *url.URL, caData []byte, p *v1alpha1.AuthProviderConfig, c *Credentials) [sha256.Size]byte {
+	h := sha256.New()
+	for _, s := range []string{server.String(), p.Name, p.Type.Name, c.BearerToken, c.TokenFile, c.TLSServerName, c.Revision} {
+		writeField(h, []byte(s))
+	}
+	for _, b := range [][]byte{caData, c.CertData, c.KeyData} {
+		writeField(h, b)
+	}
+	if c.Exec != nil {
+		exec, _ := json.Marshal(c.Exec) // plain data; cannot fail
+		writeField(h, exec)
+	}
+	var out [sha256.Size]byte
+	h.Sum(out[:0])
+	return out
+}
+
+func writeField(h hash.Hash, b []byte) {
+	var n [8]byte
+	binary.LittleEndian.PutUint64(n[:], uint64(len(b)))
+	h.Write(n[:])
+	h.Write(b)
+}
+
+// unauthorizedWatcher notes a 401 from the member, so that the next Resolve rereads the inputs.
+type unauthorizedWatcher struct {
+	next         http.RoundTripper
+	unauthorized *atomic.Bool
+}
+
+func (w *unauthorizedWatcher) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := w.next.RoundTrip(req)
+	if err == nil && resp.StatusCode == http.StatusUnauthorized {
+		w.unauthorized.Store(true)
+	}
+	return resp, err
+}
+
+// WrappedRoundTripper lets client-go's debugging and cancellation see through the watcher.
+func (w *unauthorizedWatcher) WrappedRoundTripper() http.RoundTripper { return w.next }
