@@ -1,8 +1,11 @@
 // Package multicluster turns Cluster registry entries into working clients for the member clusters
-// they describe, and runs operations across many members at once: it follows each Cluster's
-// auth-provider pointers with the caller's own permissions to build a rest.Config, caches and
-// shares the resulting clients, and fans calls out with bounded concurrency, per-member timeouts
-// and per-member results.
+// they describe. A Resolver picks the member's API server from the Cluster's endpoints by the
+// caller's client address, follows the Cluster's auth-provider pointers (Secrets, kubeconfigs,
+// exec plugins, token files) with the caller's own permissions, and returns a rest.Config and an
+// HTTP client for the member, cached until the inputs behind them change.
 //
-// It is being built; see the project's open issues.
+// The registry is written by others, so the Resolver trusts it only as far as the caller says:
+// a Secret's credentials go only to the servers the Secret names (credential pinning), Secrets
+// outside a Cluster's namespace, files outside the caller's chosen roots and exec commands not on
+// the caller's list are refused, and no credential ever appears in an error or a log line.
 package multicluster

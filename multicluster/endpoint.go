@@ -36,7 +36,7 @@ func ServerURL(address string) (*url.URL, error) {
 	if u.Port() == "" {
 		u.Host = net.JoinHostPort(u.Hostname(), "443")
 	}
-	u.Path = strings.TrimSuffix(u.Path, "/")
+	u.Path = strings.TrimRight(u.Path, "/")
 	u.RawPath = ""
 	return u, nil
 }

@@ -2,6 +2,7 @@ package multicluster
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"net/netip"
 	"os"
@@ -26,6 +27,11 @@ import (
 var registry, member *testenv.Env
 
 func TestMain(m *testing.M) {
+	flag.Parse()
+	// A fuzz worker runs only the fuzz target; it needs no servers, and there is one per core.
+	if f := flag.Lookup("test.fuzzworker"); f != nil && f.Value.String() == "true" {
+		os.Exit(m.Run())
+	}
 	code, err := runWithServers(m)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -48,6 +54,10 @@ func runWithServers(m *testing.M) (int, error) {
 }
 
 const testTimeout = 30 * time.Second
+
+// testClientIP is the client address the tests' Resolvers state, so that no test depends on this
+// machine's routes.
+var testClientIP = netip.MustParseAddr("127.0.0.1")
 
 func testContext(t testing.TB) context.Context {
 	t.Helper()
@@ -161,7 +171,7 @@ func newResolver(t testing.TB, opts Options) *Resolver {
 		opts.Secrets = SecretsFromClient(kubeClient(t, registry))
 	}
 	if !opts.ClientIP.IsValid() {
-		opts.ClientIP = netip.MustParseAddr("127.0.0.1")
+		opts.ClientIP = testClientIP
 	}
 	r, err := NewResolver(opts)
 	if err != nil {

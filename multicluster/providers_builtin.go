@@ -129,6 +129,9 @@ func parseEnv(s string) ([]clientcmdapi.ExecEnvVar, error) {
 			return nil, errors.New("not a JSON object of strings")
 		}
 		for _, k := range sortedKeys(m) {
+			if k == "" {
+				return nil, errors.New("a variable has an empty name")
+			}
 			env = append(env, clientcmdapi.ExecEnvVar{Name: k, Value: m[k]})
 		}
 		return env, nil

@@ -1,0 +1,249 @@
+package multicluster
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
+)
+
+const testServer = "https://member.example.com:6443"
+
+func resolveErr(t *testing.T, opts Options, c *v1alpha1.Cluster) error {
+	t.Helper()
+	_, err := newResolver(t, opts).Resolve(testContext(t), c)
+	return err
+}
+
+func TestSecretNamespacePolicy(t *testing.T) {
+	secrets := &memSecrets{}
+	secrets.put(tokenSecret("shared-creds", "creds", "tok", pinnedTo(testServer)))
+	c := offlineCluster("ns-policy", testServer, nil,
+		provider("p", v1alpha1.ProviderTypeSecret, map[string]string{"name": "creds", "namespace": "shared-creds"}))
+
+	err := resolveErr(t, Options{Secrets: secrets}, c)
+	if !errors.Is(err, ErrNotAllowed) || !strings.Contains(err.Error(), "Options.SecretNamespaces") {
+		t.Errorf("Secret in another namespace: %v", err)
+	}
+	if secrets.reads != 0 {
+		t.Error("the Secret was read although its namespace is not allowed")
+	}
+	for _, allowed := range [][]string{{"shared-creds"}, {"*"}} {
+		if err := resolveErr(t, Options{Secrets: secrets, SecretNamespaces: allowed}, c); err != nil {
+			t.Errorf("SecretNamespaces %v: %v", allowed, err)
+		}
+	}
+	noGetter, err := NewResolver(Options{ClientIP: testClientIP})
+	if err != nil {
+		t.Fatal(err)
+	}
+	own := offlineCluster("ns-policy", testServer, nil, provider("p", v1alpha1.ProviderTypeSecret, map[string]string{"name": "creds"}))
+	if _, err := noGetter.Resolve(testContext(t), own); !errors.Is(err, ErrNotAllowed) || !strings.Contains(err.Error(), "Options.Secrets") {
+		t.Errorf("without a SecretGetter: %v", err)
+	}
+}
+
+func TestExecPolicy(t *testing.T) {
+	c := offlineCluster("exec-policy", testServer, nil,
+		provider("p", v1alpha1.ProviderTypeExec, map[string]string{"command": "/usr/bin/evil", "env": "LD_PRELOAD=/tmp/x.so"}))
+	err := resolveErr(t, Options{}, c)
+	if !errors.Is(err, ErrNotAllowed) || !strings.Contains(err.Error(), `"/usr/bin/evil" is not in Options.ExecCommands`) {
+		t.Errorf("command not allowed: %v", err)
+	}
+	err = resolveErr(t, Options{ExecCommands: []string{"/usr/bin/evil"}}, c)
+	if !errors.Is(err, ErrNotAllowed) || !strings.Contains(err.Error(), "LD_PRELOAD, which is not in Options.ExecEnv") {
+		t.Errorf("env not allowed: %v", err)
+	}
+	if err := resolveErr(t, Options{ExecCommands: []string{"/usr/bin/evil"}, ExecEnv: []string{"LD_PRELOAD"}}, c); err != nil {
+		t.Errorf("allowed: %v", err)
+	}
+}
+
+func TestFileRootsPolicy(t *testing.T) {
+	root, outside := t.TempDir(), t.TempDir()
+	for path, content := range map[string]string{
+		filepath.Join(root, "token"):     "inside",
+		filepath.Join(outside, "secret"): "outside",
+	} {
+		if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Symlink(filepath.Join(outside, "secret"), filepath.Join(root, "escape")); err != nil {
+		t.Fatal(err)
+	}
+	opts := Options{FileRoots: []string{root}}
+	for path, wantOK := range map[string]bool{
+		filepath.Join(root, "token"):                                true,
+		filepath.Join(root, "..", filepath.Base(outside), "secret"): false,
+		filepath.Join(outside, "secret"):                            false,
+		filepath.Join(root, "escape"):                               false, // a link out of the root
+		"relative/token":                                            false,
+	} {
+		c := offlineCluster("files", testServer, nil, provider("p", v1alpha1.ProviderTypeTokenFile, map[string]string{"path": path}))
+		err := resolveErr(t, opts, c)
+		if wantOK != (err == nil) {
+			t.Errorf("token file %s: %v", path, err)
+		}
+		if err != nil && strings.Contains(err.Error(), "outside\n") {
+			t.Errorf("error quotes the file: %v", err)
+		}
+	}
+	c := offlineCluster("files", testServer, nil, provider("p", v1alpha1.ProviderTypeTokenFile, map[string]string{"path": filepath.Join(root, "token")}))
+	if err := resolveErr(t, Options{}, c); !errors.Is(err, ErrNotAllowed) {
+		t.Errorf("no FileRoots at all: %v", err)
+	}
+}
+
+// A kubeconfig file gives its credentials for one server; a Cluster naming another is refused.
+func TestKubeconfigFileIsPinnedToItsServer(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "config")
+	kubeconfig := `apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {server: "https://member.example.com:6443"}}]
+users: [{name: u, user: {token: file-token}}]
+contexts: [{name: ctx, context: {cluster: c, user: u}}]
+current-context: ctx
+`
+	if err := os.WriteFile(path, []byte(kubeconfig), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	opts := Options{FileRoots: []string{dir}}
+	same := offlineCluster("same", "member.example.com:6443", nil, provider("p", v1alpha1.ProviderTypeKubeconfigFile, map[string]string{"path": path}))
+	if err := resolveErr(t, opts, same); err != nil {
+		t.Errorf("the kubeconfig's own server, spelled differently: %v", err)
+	}
+	other := offlineCluster("other", "https://attacker.example.com", nil, provider("p", v1alpha1.ProviderTypeKubeconfigFile, map[string]string{"path": path}))
+	var pinErr *PinningError
+	if err := resolveErr(t, opts, other); !errors.As(err, &pinErr) || pinErr.File != path || strings.Contains(err.Error(), "file-token") {
+		t.Errorf("another server: %v", err)
+	}
+	missing := offlineCluster("missing", testServer, nil, provider("p", v1alpha1.ProviderTypeKubeconfigFile, map[string]string{"path": path, "context": "nope"}))
+	if err := resolveErr(t, opts, missing); err == nil || !strings.Contains(err.Error(), `no context "nope"`) {
+		t.Errorf("missing context: %v", err)
+	}
+}
+
+// The caller's preference of types picks among a Cluster's providers; when none resolves, the
+// error says what each one lacked.
+func TestPreferenceOrder(t *testing.T) {
+	dir := t.TempDir()
+	tokenPath := filepath.Join(dir, "token")
+	if err := os.WriteFile(tokenPath, []byte("file-token"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	secrets := &memSecrets{}
+	secrets.put(tokenSecret("fleet", "creds", "secret-token", pinnedTo(testServer)))
+	c := offlineCluster("prefs", testServer, nil,
+		provider("laptop", v1alpha1.ProviderTypeExec, map[string]string{"command": "login"}),
+		provider("controller", v1alpha1.ProviderTypeSecret, map[string]string{"name": "creds"}),
+		provider("projected", v1alpha1.ProviderTypeTokenFile, map[string]string{"path": tokenPath}),
+	)
+	base := Options{Secrets: secrets, FileRoots: []string{dir}, ExecCommands: []string{"login"}}
+	for _, tc := range []struct {
+		prefer []string
+		want   string
+	}{
+		{nil, "laptop"}, // the Cluster's own order
+		{[]string{v1alpha1.ProviderTypeTokenFile, v1alpha1.ProviderTypeSecret}, "projected"},
+		{[]string{v1alpha1.ProviderTypeSecret, v1alpha1.ProviderTypeTokenFile}, "controller"},
+		{[]string{v1alpha1.ProviderTypeKubeconfigFile, v1alpha1.ProviderTypeSecret}, "controller"}, // none of the first type
+	} {
+		opts := base
+		opts.Prefer = tc.prefer
+		a, err := newResolver(t, opts).Resolve(testContext(t), c)
+		if err != nil || a.Provider != tc.want {
+			t.Errorf("Prefer %v: got %v, %v; want %s", tc.prefer, a, err, tc.want)
+		}
+	}
+
+	// The first preferred provider fails; the next is used.
+	opts := base
+	opts.ExecCommands = nil
+	if a, err := newResolver(t, opts).Resolve(testContext(t), c); err != nil || a.Provider != "controller" {
+		t.Errorf("exec not allowed, falls through to the secret: %v, %v", a, err)
+	}
+
+	opts.Prefer = []string{v1alpha1.ProviderTypeExec}
+	_, err := newResolver(t, opts).Resolve(testContext(t), c)
+	var none *NoProviderError
+	var clusterErr *ClusterError
+	if !errors.As(err, &none) || !errors.As(err, &clusterErr) || !errors.Is(err, ErrNoUsableProvider) || !errors.Is(err, ErrNotAllowed) {
+		t.Fatalf("got %v; want a ClusterError wrapping a NoProviderError", err)
+	}
+	if clusterErr.Namespace != "fleet" || clusterErr.Name != "prefs" || len(none.Reasons) != 3 {
+		t.Errorf("error names %s/%s with %d reasons: %v", clusterErr.Namespace, clusterErr.Name, len(none.Reasons), err)
+	}
+	for _, want := range []string{"laptop (exec)", "not in Options.ExecCommands", "controller (secret): type not among the preferred [exec]"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q lacks %q", err, want)
+		}
+	}
+
+	unknown := offlineCluster("unknown", testServer, nil, provider("v", "vault", map[string]string{"path": "kv/x"}))
+	if err := resolveErr(t, Options{}, unknown); !errors.Is(err, ErrUnknownProviderType) {
+		t.Errorf("unknown type: %v", err)
+	}
+	if _, err := NewResolver(Options{Prefer: []string{"vault"}}); !errors.Is(err, ErrUnknownProviderType) {
+		t.Errorf("NewResolver with an unknown preferred type: %v", err)
+	}
+}
+
+// Tool authors register provider types of their own.
+func TestCustomProvider(t *testing.T) {
+	var seen *Request
+	vault := ProviderFunc(func(_ context.Context, req *Request) (*Credentials, error) {
+		seen = req
+		return &Credentials{BearerToken: "from-vault:" + req.Config("path", "")}, nil
+	})
+	c := offlineCluster("custom", testServer, nil, provider("v", "vault", map[string]string{"path": "kv/members/custom"}))
+	a, err := newResolver(t, Options{Providers: map[string]Provider{"vault": vault}}).Resolve(testContext(t), c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.Config.BearerToken != "from-vault:kv/members/custom" || a.ProviderType != "vault" {
+		t.Errorf("custom provider result: %+v", a)
+	}
+	if seen.Server.String() != testServer || seen.Cluster.Name != "custom" {
+		t.Errorf("custom provider was asked for %s on %s", seen.Cluster.Name, seen.Server)
+	}
+	if _, err := NewResolver(Options{Providers: map[string]Provider{"nil": nil}}); err == nil {
+		t.Error("NewResolver accepted a nil provider")
+	}
+}
+
+// Resolution never changes the Cluster or anything shared between resolutions: a peer library
+// appended exec args to a shared config on every call.
+func TestResolutionMutatesNothing(t *testing.T) {
+	c := offlineCluster("pure", testServer, nil, provider("p", v1alpha1.ProviderTypeExec, map[string]string{
+		"command": "login", "args": `["--cluster", "pure"]`, "env": "A=1", "provideClusterInfo": "true",
+	}))
+	pristine := c.DeepCopy()
+	r := newResolver(t, Options{ExecCommands: []string{"login"}, ExecEnv: []string{"A"}})
+	var configs []*Access
+	for i := range 5 {
+		r.Forget("fleet", "pure") // resolve from scratch each time
+		a, err := r.Resolve(testContext(t), c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		configs = append(configs, a)
+		if got := a.Config.ExecProvider.Args; !reflect.DeepEqual(got, []string{"--cluster", "pure"}) {
+			t.Fatalf("resolution %d: exec args %q", i, got)
+		}
+	}
+	configs[0].Config.ExecProvider.Args[0] = "changed by a caller"
+	configs[0].Config.ExecProvider.Env[0].Value = "changed"
+	if configs[1].Config.ExecProvider.Args[0] != "--cluster" || configs[1].Config.ExecProvider.Env[0].Value != "1" {
+		t.Error("two resolutions share exec args or env")
+	}
+	if !reflect.DeepEqual(c, pristine) {
+		t.Errorf("Resolve changed the Cluster:\n%+v\n%+v", c.Spec, pristine.Spec)
+	}
+}
