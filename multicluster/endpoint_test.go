@@ -228,3 +228,30 @@ func FuzzProviderConfig(f *testing.F) {
 		}
 	})
 }
+
+// FuzzSelectEndpoint: any clientCIDRs and client address; no panic, and a chosen entry holds the
+// address or matches everyone (/0), and no longer valid prefix that holds it was passed over.
+func FuzzSelectEndpoint(f *testing.F) {
+	f.Add("10.0.0.0/8", "0.0.0.0/0", "2001:db8::/32", "10.1.2.3")
+	f.Add("::/0", "10.0.0.0/24", "bad", "::ffff:10.0.0.1")
+	f.Fuzz(func(t *testing.T, a, b, c, ip string) {
+		client, err := netip.ParseAddr(ip)
+		if err != nil {
+			return
+		}
+		endpoints := eps(a, "a.example.com", b, "b.example.com", c, "c.example.com")
+		got, err := SelectEndpoint(endpoints, client)
+		if err != nil {
+			return
+		}
+		chosen := netip.MustParsePrefix(got.ClientCIDR).Masked()
+		if chosen.Bits() != 0 && !chosen.Contains(client.Unmap()) {
+			t.Fatalf("chose %s for %s", chosen, client)
+		}
+		for _, ep := range endpoints {
+			if p, err := netip.ParsePrefix(ep.ClientCIDR); err == nil && p.Masked().Contains(client.Unmap()) && p.Bits() > chosen.Bits() {
+				t.Fatalf("chose %s for %s over the longer %s", chosen, client, p)
+			}
+		}
+	})
+}
