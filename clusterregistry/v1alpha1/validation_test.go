@@ -1,20 +1,14 @@
 package v1alpha1
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
-	"math/big"
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/cluster-registry/sdk/internal/testcerts"
 )
 
 // validCluster is a Cluster that passes every rule; each test case breaks one thing.
@@ -39,27 +33,7 @@ func validCluster() *Cluster {
 	}
 }
 
-var testCAPEM = newTestCAPEM()
-
-func newTestCAPEM() []byte {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		panic(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber:          big.NewInt(1),
-		Subject:               pkix.Name{CommonName: "test-ca"},
-		NotBefore:             time.Now(),
-		NotAfter:              time.Now().Add(time.Hour),
-		IsCA:                  true,
-		BasicConstraintsValid: true,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		panic(err)
-	}
-	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
-}
+var testCAPEM = testcerts.CAPEM()
 
 func TestValidateClusterAcceptsValid(t *testing.T) {
 	for name, mutate := range map[string]func(*Cluster){
