@@ -66,17 +66,16 @@ func (r *Request) CheckPinned(secret *corev1.Secret, alsoAllowed ...string) erro
 	return &PinningError{Secret: secret.Namespace + "/" + secret.Name, Server: want, Allowed: allowed}
 }
 
-// ReadFile reads a file named by the provider's config, which ResolvePath must allow.
-func (r *Request) ReadFile(path string) ([]byte, error) {
-	clean, err := r.ResolvePath(path)
-	if err != nil {
-		return nil, err
+// ReadFile reads a file named by the provider's config, which ResolvePath must allow, and returns
+// its resolved path with its content.
+func (r *Request) ReadFile(path string) (resolved string, data []byte, err error) {
+	if resolved, err = r.ResolvePath(path); err != nil {
+		return "", nil, err
 	}
-	data, err := os.ReadFile(clean)
-	if err != nil {
-		return nil, err
+	if data, err = os.ReadFile(resolved); err != nil {
+		return "", nil, err
 	}
-	return data, nil
+	return resolved, data, nil
 }
 
 // ResolvePath returns the absolute path, links followed, of a file named by the provider's config,

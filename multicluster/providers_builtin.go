@@ -93,11 +93,7 @@ func execCredentials(_ context.Context, req *Request) (*Credentials, error) {
 // tokenFileCredentials sends the bearer token in the file at config "path", which must lie under
 // Options.FileRoots. The file is reread as it changes, as a projected service account token is.
 func tokenFileCredentials(_ context.Context, req *Request) (*Credentials, error) {
-	path, err := req.ResolvePath(req.Config("path", ""))
-	if err != nil {
-		return nil, err
-	}
-	data, err := req.ReadFile(path)
+	path, data, err := req.ReadFile(req.Config("path", ""))
 	if err != nil {
 		return nil, err
 	}

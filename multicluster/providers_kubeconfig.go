@@ -33,11 +33,7 @@ func kubeconfigSecretCredentials(ctx context.Context, req *Request) (*Credential
 // Options.FileRoots) and "context". The Cluster's server must be the one the kubeconfig gives
 // the credentials for.
 func kubeconfigFileCredentials(_ context.Context, req *Request) (*Credentials, error) {
-	path, err := req.ResolvePath(req.Config("path", ""))
-	if err != nil {
-		return nil, err
-	}
-	data, err := req.ReadFile(path)
+	path, data, err := req.ReadFile(req.Config("path", ""))
 	if err != nil {
 		return nil, err
 	}
@@ -77,7 +73,8 @@ func kubeconfigCredentials(req *Request, data []byte, contextName, source, baseD
 		if baseDir != "" && !filepath.IsAbs(path) {
 			path = filepath.Join(baseDir, path)
 		}
-		return req.ReadFile(path)
+		_, data, err := req.ReadFile(path)
+		return data, err
 	}
 	creds := &Credentials{CAData: clone(cluster.CertificateAuthorityData), TLSServerName: cluster.TLSServerName}
 	if len(creds.CAData) == 0 && cluster.CertificateAuthority != "" {
