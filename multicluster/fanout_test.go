@@ -1,0 +1,259 @@
+package multicluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
+)
+
+// staticMembers is a fleet of n offline Clusters named m0..m(n-1), for fan-out logic that needs
+// no member to answer.
+func staticMembers(t testing.TB, n int) []*Member {
+	t.Helper()
+	clusters := make([]v1alpha1.Cluster, n)
+	for i := range clusters {
+		clusters[i] = *offlineCluster(fmt.Sprintf("m%d", i), fmt.Sprintf("m%d.example.com", i), nil)
+	}
+	r, err := NewResolver(Options{ClientIP: testClientIP})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return StaticFleet(r, clusters, FleetOptions{}).Members()
+}
+
+func TestMapOrderValuesAndConcurrencyLimit(t *testing.T) {
+	members := staticMembers(t, 12)
+	var running, peak atomic.Int32
+	results := Map(context.Background(), members, func(_ context.Context, m *Member) (string, error) {
+		n := running.Add(1)
+		defer running.Add(-1)
+		for p := peak.Load(); n > p && !peak.CompareAndSwap(p, n); p = peak.Load() {
+		}
+		time.Sleep(20 * time.Millisecond)
+		return "value of " + m.Name().Name, nil
+	}, Concurrency(3))
+	if peak.Load() != 3 {
+		t.Errorf("peak concurrency %d, want 3", peak.Load())
+	}
+	for i, r := range results {
+		if r.Member != members[i] || r.Err != nil || r.Value != "value of "+members[i].Name().Name || r.Attempts != 1 {
+			t.Errorf("result %d: %+v", i, r)
+		}
+	}
+	if len(results.Succeeded()) != 12 || len(results.Failed()) != 0 || results.Err() != nil {
+		t.Errorf("succeeded %d, failed %d, err %v", len(results.Succeeded()), len(results.Failed()), results.Err())
+	}
+}
+
+// A member whose callback hangs, ignoring its context, is reported at its timeout, and delays
+// nobody else; a panic is that member's error.
+func TestMapSlowMemberAndPanic(t *testing.T) {
+	members := staticMembers(t, 4)
+	release := make(chan struct{})
+	defer close(release)
+	start := time.Now()
+	results := Map(context.Background(), members, func(_ context.Context, m *Member) (int, error) {
+		switch m.Name().Name {
+		case "m1":
+			<-release // ignores its context
+		case "m2":
+			panic("callback bug")
+		}
+		return 1, nil
+	}, Timeout(200*time.Millisecond))
+	if elapsed := time.Since(start); elapsed > 2*time.Second {
+		t.Errorf("fan-out took %v with a 200ms member timeout", elapsed)
+	}
+	if !errors.Is(results[1].Err, context.DeadlineExceeded) || results[1].Duration < 200*time.Millisecond {
+		t.Errorf("hanging member: %v after %v", results[1].Err, results[1].Duration)
+	}
+	var panicErr *PanicError
+	if !errors.As(results[2].Err, &panicErr) || panicErr.Value != "callback bug" || len(panicErr.Stack) == 0 {
+		t.Errorf("panicking member: %v", results[2].Err)
+	}
+	if results[0].Err != nil || results[3].Err != nil || results[0].Duration > 100*time.Millisecond {
+		t.Errorf("healthy members: %v (%v), %v", results[0].Err, results[0].Duration, results[3].Err)
+	}
+}
+
+func TestMapCanaryAndStopAfter(t *testing.T) {
+	members := staticMembers(t, 10)
+	var calls atomic.Int32
+	fail := func(_ context.Context, m *Member) error {
+		calls.Add(1)
+		if m.Name().Name == "m1" || m.Name().Name == "m5" || m.Name().Name == "m6" {
+			return errors.New("boom")
+		}
+		return nil
+	}
+	results := ForEach(context.Background(), members, fail, Canary(2), NoRetry())
+	if calls.Load() != 2 || results[0].Err != nil || results[1].Err == nil {
+		t.Fatalf("canary: %d calls; %v", calls.Load(), results)
+	}
+	for _, r := range results[2:] {
+		if !errors.Is(r.Err, ErrNotStarted) || !strings.Contains(r.Err.Error(), "1 of 2 canary members failed") || r.Attempts != 0 {
+			t.Errorf("after a failed canary, %s: %v", r.Member, r.Err)
+		}
+	}
+
+	calls.Store(0)
+	results = ForEach(context.Background(), members, fail, Concurrency(1), StopAfter(2), NoRetry())
+	// Sequential: m0..m5 run, m1 and m5 fail, then nothing more starts.
+	if calls.Load() != 6 {
+		t.Errorf("StopAfter(2) ran %d members, want 6", calls.Load())
+	}
+	for _, r := range results[6:] {
+		if !errors.Is(r.Err, ErrNotStarted) || !strings.Contains(r.Err.Error(), "stopped after 2 failures") {
+			t.Errorf("%s: %v", r.Member, r.Err)
+		}
+	}
+}
+
+func TestMapSkipNotReady(t *testing.T) {
+	members := staticMembers(t, 3)
+	notReady := members[1].Cluster().DeepCopy()
+	notReady.Status.SetCondition(metav1.Condition{Type: v1alpha1.ConditionReady, Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonUnreachable})
+	members[1].setCluster(notReady)
+	var ran []string
+	results := ForEach(context.Background(), members, func(_ context.Context, m *Member) error {
+		ran = append(ran, m.Name().Name)
+		return nil
+	}, SkipNotReady(), Concurrency(1))
+	if strings.Join(ran, ",") != "m0,m2" || !errors.Is(results[1].Err, ErrNotReady) || results[1].Attempts != 0 {
+		t.Errorf("ran %v; m1: %v", ran, results[1].Err)
+	}
+}
+
+// Cancelling the context starts nothing more, cancels what runs, and returns what finished.
+func TestMapCancel(t *testing.T) {
+	members := staticMembers(t, 6)
+	ctx, cancel := context.WithCancel(context.Background())
+	results := ForEach(ctx, members, func(ctx context.Context, m *Member) error {
+		if m.Name().Name == "m1" {
+			cancel()
+			<-ctx.Done()
+			return ctx.Err()
+		}
+		return nil
+	}, Concurrency(1))
+	if results[0].Err != nil || !errors.Is(results[1].Err, context.Canceled) {
+		t.Errorf("before and at the cancel: %v, %v", results[0].Err, results[1].Err)
+	}
+	for _, r := range results[2:] {
+		if !errors.Is(r.Err, ErrNotStarted) || !errors.Is(r.Err, context.Canceled) || r.Attempts != 0 {
+			t.Errorf("%s after cancel: %v", r.Member, r.Err)
+		}
+	}
+
+	// An overall timeout is a deadline on the same context.
+	results = ForEach(context.Background(), members, func(ctx context.Context, _ *Member) error {
+		<-ctx.Done()
+		return ctx.Err()
+	}, Concurrency(2), OverallTimeout(50*time.Millisecond))
+	if n := len(results.Failed()); n != 6 {
+		t.Errorf("overall timeout: %d failed, want 6", n)
+	}
+}
+
+func TestMapRetriesTransientErrors(t *testing.T) {
+	members := staticMembers(t, 1)
+	status := func(code int32, retryAfter int32) error {
+		s := &apierrors.StatusError{ErrStatus: metav1.Status{Status: metav1.StatusFailure, Code: code, Reason: metav1.StatusReasonUnknown}}
+		if retryAfter > 0 {
+			s.ErrStatus.Reason = metav1.StatusReasonTooManyRequests
+			s.ErrStatus.Details = &metav1.StatusDetails{RetryAfterSeconds: retryAfter}
+		}
+		return s
+	}
+	fast := Retry(wait.Backoff{Steps: 4, Duration: time.Millisecond})
+	for _, tc := range []struct {
+		name         string
+		errs         []error
+		wantAttempts int
+		wantErr      bool
+	}{
+		{"refused then ok", []error{syscall.ECONNREFUSED}, 2, false},
+		{"503, 500 then ok", []error{status(503, 0), status(500, 0)}, 3, false},
+		{"429 with Retry-After", []error{status(429, 1)}, 2, false},
+		{"one 401 is retried", []error{apierrors.NewUnauthorized("x")}, 2, false},
+		{"two 401s are not", []error{apierrors.NewUnauthorized("x"), apierrors.NewUnauthorized("x")}, 2, true},
+		{"404 is final", []error{apierrors.NewNotFound(schema.GroupResource{Resource: "configmaps"}, "x")}, 1, true},
+		{"a plain error is final", []error{errors.New("bad input")}, 1, true},
+		{"gives up after Steps", []error{syscall.ECONNREFUSED, syscall.ECONNREFUSED, syscall.ECONNREFUSED, syscall.ECONNREFUSED}, 4, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var n atomic.Int32
+			start := time.Now()
+			results := ForEach(context.Background(), members, func(context.Context, *Member) error {
+				if i := int(n.Add(1)) - 1; i < len(tc.errs) {
+					return tc.errs[i]
+				}
+				return nil
+			}, fast)
+			if r := results[0]; r.Attempts != tc.wantAttempts || (r.Err != nil) != tc.wantErr {
+				t.Errorf("attempts %d, err %v; want %d attempts, error %v", r.Attempts, r.Err, tc.wantAttempts, tc.wantErr)
+			}
+			if strings.Contains(tc.name, "Retry-After") && time.Since(start) < time.Second {
+				t.Errorf("429 Retry-After: 1 was retried after %v", time.Since(start))
+			}
+		})
+	}
+}
+
+func TestResultsTable(t *testing.T) {
+	members := staticMembers(t, 2)
+	results := ForEach(context.Background(), members, func(_ context.Context, m *Member) error {
+		if m.Name().Name == "m1" {
+			return fmt.Errorf("applying: %w", &apierrors.StatusError{ErrStatus: metav1.Status{Code: http.StatusForbidden, Message: "forbidden\nacross lines"}})
+		}
+		return nil
+	}, NoRetry())
+	table := results.String()
+	lines := strings.Split(strings.TrimSpace(table), "\n")
+	if len(lines) != 3 || strings.Join(strings.Fields(lines[0]), " ") != "MEMBER ENDPOINT RESULT ATTEMPTS DURATION" {
+		t.Fatalf("table:\n%s", table)
+	}
+	if f := strings.Fields(lines[1]); f[0] != "fleet/m0" || f[1] != "m0.example.com" || f[2] != "ok" || f[3] != "1" {
+		t.Errorf("row: %q", lines[1])
+	}
+	if !strings.Contains(lines[2], "applying: forbidden across lines") {
+		t.Errorf("failed row: %q", lines[2])
+	}
+	if err := results.Err(); err == nil || !strings.HasPrefix(err.Error(), "fleet/m1: applying") {
+		t.Errorf("Err() = %v", err)
+	}
+}
+
+func TestStaticFleetFilters(t *testing.T) {
+	clusters := []v1alpha1.Cluster{*offlineCluster("a", "a.example.com", nil), *offlineCluster("b", "b.example.com", nil), *offlineCluster("c", "c.example.com", nil)}
+	clusters[0].Labels = map[string]string{"env": "prod"}
+	clusters[1].Labels = map[string]string{"env": "dev"}
+	clusters[2].Namespace = "other"
+	r, _ := NewResolver(Options{})
+	f := StaticFleet(r, clusters, FleetOptions{Namespaces: []string{"fleet"}})
+	if f.Len() != 2 || f.Member("other", "c") != nil || f.Member("fleet", "a") == nil {
+		t.Errorf("namespace filter: %v", f.Members())
+	}
+	prod := f.Select(labels.SelectorFromSet(labels.Set{"env": "prod"}))
+	if len(prod) != 1 || prod[0].Name().Name != "a" {
+		t.Errorf("Select(env=prod) = %v", prod)
+	}
+	sel := StaticFleet(r, clusters, FleetOptions{Selector: labels.SelectorFromSet(labels.Set{"env": "dev"})})
+	if sel.Len() != 1 || sel.Members()[0].String() != "fleet/b" {
+		t.Errorf("selector filter: %v", sel.Members())
+	}
+}

@@ -1,0 +1,134 @@
+package multicluster
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
+)
+
+// Member is one cluster of a Fleet. Its clients are built on first use, shared by every caller,
+// and rebuilt only when the Resolver's answer for the Cluster changes (an edited endpoint, rotated
+// credentials); a Member nobody uses costs no connection and no goroutine.
+type Member struct {
+	key      types.NamespacedName
+	cluster  atomic.Pointer[v1alpha1.Cluster]
+	resolver *Resolver
+	scheme   *runtime.Scheme
+
+	mu      sync.Mutex
+	clients memberClients
+}
+
+// memberClients are built on one Access; a new Access replaces them all.
+type memberClients struct {
+	access *Access
+	kube   kubernetes.Interface
+	dyn    dynamic.Interface
+	crc    client.Client
+}
+
+func newMember(c *v1alpha1.Cluster, resolver *Resolver, scheme *runtime.Scheme) *Member {
+	m := &Member{key: types.NamespacedName{Namespace: c.Namespace, Name: c.Name}, resolver: resolver, scheme: scheme}
+	m.cluster.Store(c)
+	return m
+}
+
+// Name is the member's namespace/name in the registry.
+func (m *Member) Name() types.NamespacedName { return m.key }
+
+// String is the member's namespace/name.
+func (m *Member) String() string { return m.key.String() }
+
+// Cluster is the member's latest Cluster object from the registry. Treat it as read-only.
+func (m *Member) Cluster() *v1alpha1.Cluster { return m.cluster.Load() }
+
+func (m *Member) setCluster(c *v1alpha1.Cluster) { m.cluster.Store(c) }
+
+// Access resolves the member's Cluster; see Resolver.Resolve.
+func (m *Member) Access(ctx context.Context) (*Access, error) {
+	return m.resolver.Resolve(ctx, m.Cluster())
+}
+
+// Config is the member's rest.Config, shared: copy it with rest.CopyConfig before changing it.
+func (m *Member) Config(ctx context.Context) (*rest.Config, error) {
+	a, err := m.Access(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return a.Config, nil
+}
+
+// Kubernetes is a clientset for the member.
+func (m *Member) Kubernetes(ctx context.Context) (kubernetes.Interface, error) {
+	return memberClient(m, ctx, func(c *memberClients) *kubernetes.Interface { return &c.kube },
+		func(a *Access) (kubernetes.Interface, error) { return kubernetes.NewForConfigAndClient(a.Config, a.HTTPClient) })
+}
+
+// Dynamic is a dynamic client for the member.
+func (m *Member) Dynamic(ctx context.Context) (dynamic.Interface, error) {
+	return memberClient(m, ctx, func(c *memberClients) *dynamic.Interface { return &c.dyn },
+		func(a *Access) (dynamic.Interface, error) { return dynamic.NewForConfigAndClient(a.Config, a.HTTPClient) })
+}
+
+// Client is a controller-runtime client for the member, with the Fleet's scheme (client-go's
+// built-in types unless FleetOptions.Scheme says otherwise). It discovers the member's API
+// lazily, on first use of each kind.
+func (m *Member) Client(ctx context.Context) (client.Client, error) {
+	return memberClient(m, ctx, func(c *memberClients) *client.Client { return &c.crc },
+		func(a *Access) (client.Client, error) {
+			return client.New(a.Config, client.Options{HTTPClient: a.HTTPClient, Scheme: m.scheme})
+		})
+}
+
+// memberClient returns the client in the slot that field picks, building it with build when the
+// slot is empty or was built on an older Access.
+func memberClient[C any](m *Member, ctx context.Context, field func(*memberClients) *C, build func(*Access) (C, error)) (C, error) {
+	var zero C
+	a, err := m.Access(ctx)
+	if err != nil {
+		return zero, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.clients.access != a {
+		m.clients = memberClients{access: a}
+	}
+	slot := field(&m.clients)
+	if any(*slot) == nil {
+		c, err := build(a)
+		if err != nil {
+			return zero, fmt.Errorf("member %s: building a client: %w", m.key, err)
+		}
+		*slot = c
+	}
+	return *slot, nil
+}
+
+// endpoint is the member's server as its clients last resolved it, or else the first address its
+// Cluster lists, for reports.
+func (m *Member) endpoint() string {
+	m.mu.Lock()
+	a := m.clients.access
+	m.mu.Unlock()
+	if a != nil {
+		return a.Server.String()
+	}
+	if eps := m.Cluster().Spec.KubernetesAPIEndpoints.ServerEndpoints; len(eps) > 0 {
+		return eps[0].ServerAddress
+	}
+	return ""
+}
+
+// defaultScheme is client-go's scheme: the built-in Kubernetes types.
+var defaultScheme = clientgoscheme.Scheme

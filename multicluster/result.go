@@ -1,0 +1,90 @@
+package multicluster
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+// Outcome is what happened to one member in a fan-out.
+type Outcome struct {
+	Member *Member
+	// Endpoint is the member's API server as last resolved, or as its Cluster lists it first.
+	Endpoint string
+	// Err is nil on success. ErrNotStarted and ErrNotReady mark members that did not run.
+	Err error
+	// Attempts counts calls of the callback, retries included; 0 when the member did not run.
+	Attempts int
+	// Duration is the time spent on the member, retries and waits between them included.
+	Duration time.Duration
+}
+
+// Result is a member's Outcome and the value its callback returned.
+type Result[T any] struct {
+	Outcome
+	Value T
+}
+
+// Results are a fan-out's results, one per member, in the members' order.
+type Results[T any] []Result[T]
+
+// Succeeded returns the results without an error.
+func (rs Results[T]) Succeeded() Results[T] {
+	return rs.filter(func(r *Result[T]) bool { return r.Err == nil })
+}
+
+// Failed returns the results with an error, members that did not run included.
+func (rs Results[T]) Failed() Results[T] {
+	return rs.filter(func(r *Result[T]) bool { return r.Err != nil })
+}
+
+func (rs Results[T]) filter(keep func(*Result[T]) bool) Results[T] {
+	var out Results[T]
+	for i := range rs {
+		if keep(&rs[i]) {
+			out = append(out, rs[i])
+		}
+	}
+	return out
+}
+
+// Err joins the failed members' errors, each prefixed by the member's name; nil when none failed.
+func (rs Results[T]) Err() error {
+	var errs []error
+	for _, r := range rs.Failed() {
+		errs = append(errs, fmt.Errorf("%s: %w", r.Member, r.Err))
+	}
+	return errors.Join(errs...)
+}
+
+// WriteTable writes one aligned row per member: member, endpoint, result, attempts, duration.
+func (rs Results[T]) WriteTable(w io.Writer) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "MEMBER\tENDPOINT\tRESULT\tATTEMPTS\tDURATION")
+	for _, r := range rs {
+		result := "ok"
+		if r.Err != nil {
+			result = oneLine(r.Err.Error())
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\n", r.Member, r.Endpoint, result, r.Attempts, r.Duration.Round(time.Millisecond))
+	}
+	return tw.Flush()
+}
+
+// String is the table WriteTable writes.
+func (rs Results[T]) String() string {
+	var b strings.Builder
+	_ = rs.WriteTable(&b)
+	return b.String()
+}
+
+func oneLine(s string) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if len(s) > 160 {
+		s = s[:157] + "..."
+	}
+	return s
+}
