@@ -72,13 +72,17 @@ func (m *Member) Config(ctx context.Context) (*rest.Config, error) {
 // Kubernetes is a clientset for the member.
 func (m *Member) Kubernetes(ctx context.Context) (kubernetes.Interface, error) {
 	return memberClient(m, ctx, func(c *memberClients) *kubernetes.Interface { return &c.kube },
-		func(a *Access) (kubernetes.Interface, error) { return kubernetes.NewForConfigAndClient(a.Config, a.HTTPClient) })
+		func(a *Access) (kubernetes.Interface, error) {
+			return kubernetes.NewForConfigAndClient(a.Config, a.HTTPClient)
+		})
 }
 
 // Dynamic is a dynamic client for the member.
 func (m *Member) Dynamic(ctx context.Context) (dynamic.Interface, error) {
 	return memberClient(m, ctx, func(c *memberClients) *dynamic.Interface { return &c.dyn },
-		func(a *Access) (dynamic.Interface, error) { return dynamic.NewForConfigAndClient(a.Config, a.HTTPClient) })
+		func(a *Access) (dynamic.Interface, error) {
+			return dynamic.NewForConfigAndClient(a.Config, a.HTTPClient)
+		})
 }
 
 // Client is a controller-runtime client for the member, with the Fleet's scheme (client-go's
