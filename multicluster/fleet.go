@@ -109,6 +109,7 @@ func (f *Fleet) Start(ctx context.Context) error {
 		return errors.New("fleet already started")
 	}
 	ctx, f.cancel = context.WithCancel(ctx)
+	var synced []cache.InformerSynced
 	namespaces := f.opts.Namespaces
 	if len(namespaces) == 0 {
 		namespaces = []string{metav1.NamespaceAll}
@@ -122,22 +123,21 @@ func (f *Fleet) Start(ctx context.Context) error {
 				}
 			}))
 		informer := factory.Clusterregistry().V1alpha1().Clusters().Informer()
-		if _, err := informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		reg, err := informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
 			AddFunc:    func(obj any) { f.upsert(obj.(*v1alpha1.Cluster)) },
 			UpdateFunc: func(_, obj any) { f.upsert(obj.(*v1alpha1.Cluster)) },
 			DeleteFunc: f.onDelete,
-		}); err != nil {
+		})
+		if err != nil {
 			return err
 		}
 		f.factories = append(f.factories, factory)
+		// The handler's own sync, not the informer's: handlers run after the store is filled.
+		synced = append(synced, reg.HasSynced)
 		factory.Start(ctx.Done())
 	}
-	for _, factory := range f.factories {
-		for typ, ok := range factory.WaitForCacheSync(ctx.Done()) {
-			if !ok {
-				return fmt.Errorf("fleet: the registry's %v did not sync: %w", typ, context.Cause(ctx))
-			}
-		}
+	if !cache.WaitForCacheSync(ctx.Done(), synced...) {
+		return fmt.Errorf("fleet: the registry's Clusters did not sync: %w", context.Cause(ctx))
 	}
 	return nil
 }

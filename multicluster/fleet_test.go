@@ -1,0 +1,306 @@
+package multicluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/wait"
+	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
+	"sigs.k8s.io/yaml"
+
+	"github.com/cluster-registry/sdk/clientset/versioned"
+	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
+	"github.com/cluster-registry/sdk/internal/testenv"
+)
+
+// fleetMember is a member API server started for one test, registered in the registry.
+type fleetMember struct {
+	name string
+	env  *testenv.Env
+}
+
+func (m *fleetMember) server() string { return strings.TrimSuffix(m.env.Config.Host, "/") }
+
+// startMembers starts n member API servers at once.
+func startMembers(t *testing.T, n int) []*fleetMember {
+	t.Helper()
+	members := make([]*fleetMember, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range members {
+		wg.Go(func() {
+			env, err := testenv.Start()
+			members[i], errs[i] = &fleetMember{name: fmt.Sprintf("member-%c", 'a'+i), env: env}, err
+		})
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = members[i].env.Stop() })
+	}
+	return members
+}
+
+// adminToken makes a cluster-admin service account on a member and returns a token for it.
+func adminToken(t *testing.T, env *testenv.Env, name string) string {
+	t.Helper()
+	ctx := testContext(t)
+	kube := kubeClient(t, env)
+	if _, err := kube.CoreV1().ServiceAccounts("default").Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	binding := &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "cluster-admin"},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: "default", Name: name}},
+	}
+	if _, err := kube.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	tr, err := kube.CoreV1().ServiceAccounts("default").CreateToken(ctx, name, &authenticationv1.TokenRequest{}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tr.Status.Token
+}
+
+// register records a member in the registry: a pinned token Secret and a Cluster pointing at it.
+func register(t *testing.T, ns, name string, m *fleetMember, token string) {
+	t.Helper()
+	putSecret(t, ns, name+"-token", pinnedTo(m.server()), map[string][]byte{"token": []byte(token)})
+	c := &v1alpha1.Cluster{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: map[string]string{"fleet": "test"}},
+		Spec: v1alpha1.ClusterSpec{
+			KubernetesAPIEndpoints: v1alpha1.KubernetesAPIEndpoints{
+				ServerEndpoints: []v1alpha1.ServerAddressByClientCIDR{{ClientCIDR: "0.0.0.0/0", ServerAddress: m.server()}},
+				CABundle:        m.env.Config.CAData,
+			},
+			AuthInfo: v1alpha1.AuthInfo{Providers: []v1alpha1.AuthProviderConfig{
+				provider("controller", v1alpha1.ProviderTypeSecret, map[string]string{"name": name + "-token"}),
+			}},
+		},
+	}
+	if _, err := versioned.NewForConfigOrDie(registry.Config).ClusterregistryV1alpha1().Clusters(ns).Create(testContext(t), c, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// applyWorkload server-side applies a ConfigMap and a Deployment to a member, as fanout-deploy does.
+func applyWorkload(ctx context.Context, m *Member) error {
+	kube, err := m.Kubernetes(ctx)
+	if err != nil {
+		return err
+	}
+	apply := metav1.ApplyOptions{FieldManager: "fleet-test", Force: true}
+	cm := corev1ac.ConfigMap("fleet-demo", "default").WithData(map[string]string{"member": m.Name().Name})
+	if _, err := kube.CoreV1().ConfigMaps("default").Apply(ctx, cm, apply); err != nil {
+		return fmt.Errorf("applying ConfigMap: %w", err)
+	}
+	labels := map[string]string{"app": "fleet-demo"}
+	deploy := appsv1ac.Deployment("fleet-demo", "default").WithSpec(appsv1ac.DeploymentSpec().
+		WithReplicas(2).
+		WithSelector(metav1ac.LabelSelector().WithMatchLabels(labels)).
+		WithTemplate(corev1ac.PodTemplateSpec().WithLabels(labels).WithSpec(corev1ac.PodSpec().
+			WithContainers(corev1ac.Container().WithName("app").WithImage("registry.example/demo:1")))))
+	if _, err := kube.AppsV1().Deployments("default").Apply(ctx, deploy, apply); err != nil {
+		return fmt.Errorf("applying Deployment: %w", err)
+	}
+	return nil
+}
+
+func TestFleetAgainstRealMembers(t *testing.T) {
+	ignore := goleak.IgnoreCurrent()
+	ctx := testContext(t)
+	ns := newNamespace(t, registry)
+	members := startMembers(t, 3)
+	for _, m := range members {
+		register(t, ns, m.name, m, adminToken(t, m.env, "fleet-admin"))
+	}
+
+	resolver := newResolver(t, Options{})
+	fleet := NewFleet(versioned.NewForConfigOrDie(registry.Config), resolver, FleetOptions{
+		Namespaces: []string{ns},
+		Selector:   labels.SelectorFromSet(labels.Set{"fleet": "test"}),
+	})
+	if err := fleet.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	stopped := false
+	stopFleet := func() {
+		if !stopped {
+			fleet.Stop()
+			stopped = true
+		}
+	}
+	defer stopFleet()
+	if fleet.Len() != 3 {
+		t.Fatalf("fleet has %d members, want 3", fleet.Len())
+	}
+
+	t.Run("apply to every member", func(t *testing.T) {
+		results := ForEach(ctx, fleet.Members(), applyWorkload, Timeout(20*time.Second))
+		if err := results.Err(); err != nil {
+			t.Fatalf("%v\n%s", err, results)
+		}
+		for _, m := range members {
+			kube := kubeClient(t, m.env)
+			cm, err := kube.CoreV1().ConfigMaps("default").Get(ctx, "fleet-demo", metav1.GetOptions{})
+			if err != nil || cm.Data["member"] != m.name {
+				t.Errorf("%s: ConfigMap %v, %v", m.name, cm.Data, err)
+			}
+			d, err := kube.AppsV1().Deployments("default").Get(ctx, "fleet-demo", metav1.GetOptions{})
+			if err != nil || *d.Spec.Replicas != 2 || d.ManagedFields[0].Manager != "fleet-test" {
+				t.Errorf("%s: Deployment: %v", m.name, err)
+			}
+		}
+	})
+
+	t.Run("members added and removed are seen without restart", func(t *testing.T) {
+		register(t, ns, "member-extra", members[0], adminToken(t, members[0].env, "extra-admin"))
+		waitForLen(t, fleet, 4)
+		results := ForEach(ctx, fleet.Members(), applyWorkload)
+		if len(results) != 4 || results.Err() != nil {
+			t.Fatalf("with the new member:\n%s", results)
+		}
+		if err := versioned.NewForConfigOrDie(registry.Config).ClusterregistryV1alpha1().Clusters(ns).Delete(ctx, "member-extra", metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		waitForLen(t, fleet, 3)
+		if fleet.Member(ns, "member-extra") != nil || resolver.Len() != 3 {
+			t.Errorf("removed member still held: fleet %v, resolver %d entries", fleet.Members(), resolver.Len())
+		}
+	})
+
+	t.Run("clients survive an edit that does not change access", func(t *testing.T) {
+		m := fleet.Member(ns, "member-a")
+		before, _ := m.Kubernetes(ctx)
+		clusters := versioned.NewForConfigOrDie(registry.Config).ClusterregistryV1alpha1().Clusters(ns)
+		patch := []byte(`{"spec":{"displayName":"Member A (renamed)"}}`)
+		if _, err := clusters.Patch(ctx, "member-a", "application/merge-patch+json", patch, metav1.PatchOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		err := wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, testTimeout, true, func(context.Context) (bool, error) {
+			return m.Cluster().Spec.DisplayName == "Member A (renamed)", nil
+		})
+		if err != nil {
+			t.Fatal("the fleet did not see the edit")
+		}
+		if after, _ := m.Kubernetes(ctx); after != before {
+			t.Error("a display-name edit rebuilt the member's clientset")
+		}
+	})
+
+	t.Run("a credential rotated mid-fleet", func(t *testing.T) {
+		b := members[1]
+		putSecret(t, ns, b.name+"-token", pinnedTo(b.server()), map[string][]byte{"token": []byte(adminToken(t, b.env, "rotated-admin"))})
+		if err := kubeClient(t, b.env).CoreV1().ServiceAccounts("default").Delete(ctx, "fleet-admin", metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		// The member may accept the revoked token for a while; keep working across that moment.
+		deadline := time.Now().Add(12 * time.Second)
+		for time.Now().Before(deadline) {
+			results := ForEach(ctx, fleet.Members(), applyWorkload, Timeout(10*time.Second))
+			if err := results.Err(); err != nil {
+				t.Fatalf("a fan-out failed across the rotation: %v\n%s", err, results)
+			}
+			time.Sleep(time.Second)
+		}
+	})
+
+	t.Run("a member stopped mid-run", func(t *testing.T) {
+		c := members[2]
+		const timeout = 3 * time.Second
+		start := time.Now()
+		results := ForEach(ctx, fleet.Members(), func(ctx context.Context, m *Member) error {
+			if m.Name().Name == c.name {
+				if err := c.env.Stop(); err != nil {
+					return fmt.Errorf("stopping the member: %w", err)
+				}
+			}
+			return applyWorkload(ctx, m)
+		}, Timeout(timeout))
+		if elapsed := time.Since(start); elapsed > timeout+5*time.Second {
+			t.Errorf("fan-out took %v with one member down and a %v timeout", elapsed, timeout)
+		}
+		for _, r := range results {
+			switch r.Member.Name().Name {
+			case c.name:
+				if r.Err == nil || r.Duration > timeout+time.Second {
+					t.Errorf("stopped member: %v after %v", r.Err, r.Duration)
+				}
+			default:
+				if r.Err != nil {
+					t.Errorf("%s failed with another member down: %v", r.Member, r.Err)
+				}
+			}
+		}
+		t.Logf("\n%s", results)
+	})
+
+	// Nothing the fleet started outlives it: informers, fan-out workers, abandoned callbacks.
+	// Connections to the members end with their servers. Idle connections to the registry, which
+	// stays up for the package's other tests, stay in client-go's shared transport cache; their
+	// read loops are the one thing allowed to remain.
+	stopFleet()
+	for _, m := range members[:2] {
+		_ = m.env.Stop()
+	}
+	goleak.VerifyNone(t, ignore, goleak.IgnoreAnyFunction("golang.org/x/net/http2.(*ClientConn).readLoop"))
+}
+
+func waitForLen(t *testing.T, f *Fleet, n int) {
+	t.Helper()
+	err := wait.PollUntilContextTimeout(testContext(t), 20*time.Millisecond, testTimeout, true, func(context.Context) (bool, error) {
+		return f.Len() == n, nil
+	})
+	if err != nil {
+		t.Fatalf("fleet has %d members, want %d", f.Len(), n)
+	}
+}
+
+func TestLoadFleet(t *testing.T) {
+	dir := t.TempDir()
+	good := v1alpha1.ClusterList{Items: []v1alpha1.Cluster{*offlineCluster("one", "one.example.com", nil), *offlineCluster("two", "two.example.com", nil)}}
+	bad := v1alpha1.ClusterList{Items: []v1alpha1.Cluster{*offlineCluster("ok", "ok.example.com", nil), *offlineCluster("broken", "http://broken.example.com", nil)}}
+	write := func(name string, list v1alpha1.ClusterList) string {
+		list.Kind, list.APIVersion = "List", "v1"
+		data, err := yaml.Marshal(list)
+		if err != nil {
+			t.Fatal(err)
+		}
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	r, _ := NewResolver(Options{})
+	f, err := LoadFleet(write("good.yaml", good), r, FleetOptions{})
+	if err != nil || f.Len() != 2 || f.Member("fleet", "two") == nil {
+		t.Fatalf("LoadFleet: %v, %v", f, err)
+	}
+	_, err = LoadFleet(write("bad.yaml", bad), r, FleetOptions{})
+	if err == nil || !strings.Contains(err.Error(), "cluster fleet/broken") || !strings.Contains(err.Error(), "serverAddress") {
+		t.Errorf("invalid cluster in the file: %v", err)
+	}
+	if _, err := LoadFleet(filepath.Join(dir, "missing.yaml"), r, FleetOptions{}); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("missing file: %v", err)
+	}
+}
