@@ -2,10 +2,12 @@ package multicluster_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/netip"
 	"os"
 	"path/filepath"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -58,4 +60,73 @@ func ExampleResolver_Resolve() {
 	// Output:
 	// server: https://10.3.0.1:6443
 	// provider: projected token-file
+}
+
+// exampleFleet is a fleet of three Clusters that people reach through an exec plugin. Nothing in
+// the examples below connects to them.
+func exampleFleet() *multicluster.Fleet {
+	var clusters []v1alpha1.Cluster
+	for _, name := range []string{"edge-1", "edge-2", "edge-3"} {
+		clusters = append(clusters, v1alpha1.Cluster{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "fleet", Name: name, Labels: map[string]string{"tier": "edge"}},
+			Spec: v1alpha1.ClusterSpec{
+				KubernetesAPIEndpoints: v1alpha1.KubernetesAPIEndpoints{ServerEndpoints: []v1alpha1.ServerAddressByClientCIDR{
+					{ClientCIDR: "0.0.0.0/0", ServerAddress: name + ".example.com:6443"},
+				}},
+				AuthInfo: v1alpha1.AuthInfo{Providers: []v1alpha1.AuthProviderConfig{{
+					Name: "ops", Type: v1alpha1.AuthProviderType{Name: v1alpha1.ProviderTypeExec},
+					Config: map[string]string{"command": "ops-login"},
+				}}},
+			},
+		})
+	}
+	resolver, err := multicluster.NewResolver(multicluster.Options{ExecCommands: []string{"ops-login"}})
+	if err != nil {
+		panic(err)
+	}
+	return multicluster.StaticFleet(resolver, clusters, multicluster.FleetOptions{})
+}
+
+// Map runs a function on every member at once and returns each member's value or error, in the
+// members' order. Here it asks which API server each member resolves to.
+func ExampleMap() {
+	fleet := exampleFleet()
+	results := multicluster.Map(context.Background(), fleet.Members(),
+		func(ctx context.Context, m *multicluster.Member) (string, error) {
+			access, err := m.Access(ctx)
+			if err != nil {
+				return "", err
+			}
+			return access.Server.String(), nil
+		},
+		multicluster.Concurrency(10), multicluster.Timeout(5*time.Second))
+	for _, r := range results {
+		fmt.Println(r.Member, r.Value, r.Err)
+	}
+	// Output:
+	// fleet/edge-1 https://edge-1.example.com:6443 <nil>
+	// fleet/edge-2 https://edge-2.example.com:6443 <nil>
+	// fleet/edge-3 https://edge-3.example.com:6443 <nil>
+}
+
+// ForEach is Map for work without a value. A canary member goes first; the rest run only if it
+// succeeds. Failed returns the members to look at, each with its error.
+func ExampleForEach() {
+	fleet := exampleFleet()
+	results := multicluster.ForEach(context.Background(), fleet.Members(),
+		func(ctx context.Context, m *multicluster.Member) error {
+			// A real callback would use m.Kubernetes(ctx), m.Dynamic(ctx) or m.Client(ctx).
+			if m.Name().Name == "edge-2" {
+				return errors.New("quota exceeded")
+			}
+			return nil
+		},
+		multicluster.Canary(1), multicluster.NoRetry())
+	fmt.Println("succeeded:", len(results.Succeeded()))
+	for _, r := range results.Failed() {
+		fmt.Println("failed:", r.Member, r.Err)
+	}
+	// Output:
+	// succeeded: 2
+	// failed: fleet/edge-2 quota exceeded
 }

@@ -27,6 +27,10 @@ import (
 var registry, member *testenv.Env
 
 func TestMain(m *testing.M) {
+	// The benchmarks' simulated members run in a child process of this binary.
+	if os.Getenv(simMembersEnv) != "" {
+		os.Exit(simMembersMain())
+	}
 	flag.Parse()
 	// A fuzz worker runs only the fuzz target; it needs no servers, and there is one per core.
 	if f := flag.Lookup("test.fuzzworker"); f != nil && f.Value.String() == "true" {

@@ -26,6 +26,12 @@ import (
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
 )
 
+// Client-side rate limits of members' clients unless Options say otherwise, as kubectl's.
+const (
+	DefaultQPS   = 50
+	DefaultBurst = 100
+)
+
 // DefaultRevalidateAfter is how long a resolution is trusted before the Resolver reads its inputs
 // (Secrets, files) again. Unchanged inputs keep the same config and transport.
 const DefaultRevalidateAfter = 30 * time.Second
@@ -71,6 +77,13 @@ type Options struct {
 
 	// Providers adds provider types, or replaces built-in ones, by type name.
 	Providers map[string]Provider
+
+	// QPS and Burst set client-side rate limiting of each member's clients; zero means
+	// DefaultQPS and DefaultBurst, a negative QPS none. client-go's own default (5 and 10) would
+	// throttle a fleet's repeated fan-outs; servers protect themselves with API Priority and
+	// Fairness.
+	QPS   float32
+	Burst int
 
 	// RevalidateAfter overrides DefaultRevalidateAfter.
 	RevalidateAfter time.Duration
@@ -139,6 +152,12 @@ func NewResolver(opts Options) (*Resolver, error) {
 	}
 	if r.opts.RevalidateAfter <= 0 {
 		r.opts.RevalidateAfter = DefaultRevalidateAfter
+	}
+	if r.opts.QPS == 0 {
+		r.opts.QPS = DefaultQPS
+	}
+	if r.opts.Burst <= 0 {
+		r.opts.Burst = DefaultBurst
 	}
 	for name, p := range opts.Providers {
 		if p == nil {
@@ -345,6 +364,8 @@ func (r *Resolver) build(server *url.URL, caData []byte, provider *v1alpha1.Auth
 	cfg := &rest.Config{
 		Host:            server.String(),
 		UserAgent:       r.opts.UserAgent,
+		QPS:             r.opts.QPS,
+		Burst:           r.opts.Burst,
 		BearerToken:     creds.BearerToken,
 		BearerTokenFile: creds.TokenFile,
 		ExecProvider:    creds.Exec,

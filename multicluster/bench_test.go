@@ -1,0 +1,123 @@
+package multicluster
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"syscall"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+)
+
+// simLatency is each simulated member's answer time, as a distant API server's might be.
+const simLatency = 50 * time.Millisecond
+
+// BenchmarkFanOut: one namespaced GET on every member, at 10, 100 and 1000 simulated members of
+// 50ms latency, unlimited concurrency. Reported, besides time per fan-out:
+//   - latency-ratio: a fan-out's wall time over one member's latency (target under 2 at 1000);
+//   - client-CPU-µs/call: this process's CPU per member call, which bounds the ratio when the
+//     simulated members and the client share a small machine's cores;
+//   - handshakes/member: TLS handshakes each member saw over all the fan-outs (target 1);
+//   - warm-KiB/member and warm-goroutines/member: client-side heap and goroutines a member holds
+//     once used (targets 128 KiB and 2);
+//   - idle-KiB/member and idle-goroutines/member: the same for members never used (target 0
+//     goroutines).
+//
+// naive/members=N is the same fan-out done as tools often do it: sequentially, with a new
+// rest.Config and clientset per call. Compare its latency-ratio with ours at the same N.
+func BenchmarkFanOut(b *testing.B) {
+	for _, n := range []int{10, 100, 1000} {
+		b.Run(fmt.Sprintf("members=%d", n), func(b *testing.B) { benchFanOut(b, n) })
+	}
+	for _, n := range []int{10, 100} {
+		b.Run(fmt.Sprintf("naive/members=%d", n), func(b *testing.B) { benchNaive(b, n) })
+	}
+}
+
+func benchFanOut(b *testing.B, n int) {
+	sim := startSimMembers(b, n, simLatency)
+	ctx := context.Background()
+
+	heap0, g0 := settledHeapAndGoroutines()
+	members := StaticFleet(simResolver(b), sim.clusters(), FleetOptions{}).Members()
+	heapIdle, gIdle := settledHeapAndGoroutines()
+	if err := ForEach(ctx, members, getConfigMap).Err(); err != nil { // warm every member
+		b.Fatal(err)
+	}
+	heapWarm, gWarm := settledHeapAndGoroutines()
+
+	cpu0 := processCPU()
+	b.ResetTimer()
+	for b.Loop() {
+		if err := ForEach(ctx, members, getConfigMap, NoRetry()).Err(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	perFanOut := b.Elapsed() / time.Duration(b.N)
+	b.StopTimer()
+	// The simulated members share this machine's cores; the client's own CPU per call shows what
+	// the fan-out costs apart from them.
+	b.ReportMetric(float64(processCPU()-cpu0)/float64(time.Microsecond)/float64(b.N*n), "client-CPU-µs/call")
+
+	b.ReportMetric(float64(perFanOut)/float64(simLatency), "latency-ratio")
+	b.ReportMetric(handshakesPerMember(b, members), "handshakes/member")
+	b.ReportMetric(float64(heapWarm-heap0)/1024/float64(n), "warm-KiB/member")
+	b.ReportMetric(float64(gWarm-g0)/float64(n), "warm-goroutines/member")
+	b.ReportMetric(float64(heapIdle-heap0)/1024/float64(n), "idle-KiB/member")
+	b.ReportMetric(float64(gIdle-g0)/float64(n), "idle-goroutines/member")
+	runtime.KeepAlive(members)
+}
+
+// benchNaive builds a new rest.Config and clientset for every call, one member after another.
+func benchNaive(b *testing.B, n int) {
+	sim := startSimMembers(b, n, simLatency)
+	clusters := sim.clusters()
+	ctx := context.Background()
+	b.ResetTimer()
+	for b.Loop() {
+		for i := range clusters {
+			cfg, err := simResolver(b).Config(ctx, &clusters[i]) // no cache
+			if err != nil {
+				b.Fatal(err)
+			}
+			kube, err := kubernetes.NewForConfig(cfg)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if _, err := kube.CoreV1().ConfigMaps("default").Get(ctx, "fleet-demo", metav1.GetOptions{}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed()/time.Duration(b.N))/float64(simLatency), "latency-ratio")
+}
+
+// processCPU is the CPU time this process has used, user and system.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// settledHeapAndGoroutines reads the live heap and goroutine count once finished goroutines have
+// exited and garbage has been collected.
+func settledHeapAndGoroutines() (heap uint64, goroutines int) {
+	prev := -1
+	for range 50 {
+		runtime.GC()
+		if g := runtime.NumGoroutine(); g == prev {
+			break
+		} else {
+			prev = g
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return ms.HeapAlloc, runtime.NumGoroutine()
+}

@@ -1,0 +1,238 @@
+package multicluster
+
+import (
+	"bufio"
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/json"
+	"encoding/pem"
+	"fmt"
+	"io"
+	"math/big"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
+)
+
+// Simulated members stand in for hundreds of API servers, which do not fit on a small machine:
+// TLS servers on their own 127.x.y.z addresses speaking the few paths the benchmarks use, each
+// with injected latency. They run in a child process (this test binary, re-executed with
+// simMembersEnv set) so that the parent's heap and goroutine counts hold only the client side.
+const (
+	simMembersEnv = "CLUSTERREGISTRY_SIM_MEMBERS"
+	simLatencyEnv = "CLUSTERREGISTRY_SIM_LATENCY"
+	simToken      = "sim-token"
+)
+
+// simMembersMain is the child's main: it serves the members, prints their addresses and CA as one
+// JSON line, and exits when its standard input closes.
+func simMembersMain() int {
+	n, err := strconv.Atoi(os.Getenv(simMembersEnv))
+	latency, err2 := time.ParseDuration(os.Getenv(simLatencyEnv))
+	if err != nil || err2 != nil || n < 1 || n > 60000 {
+		fmt.Fprintln(os.Stderr, "sim members: bad", simMembersEnv, "or", simLatencyEnv)
+		return 2
+	}
+	caKey, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	caTmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "sim-ca"}, IsCA: true,
+		BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign, NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour)}
+	caDER, _ := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
+	caCert, _ := x509.ParseCertificate(caDER)
+	leafKey, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+
+	out := struct {
+		CA      string   `json:"ca"`
+		Servers []string `json:"servers"`
+	}{CA: string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER}))}
+	for i := range n {
+		ip := net.IPv4(127, 1, byte(i/250), byte(i%250+1))
+		tmpl := &x509.Certificate{SerialNumber: big.NewInt(int64(i + 2)), Subject: pkix.Name{CommonName: ip.String()},
+			IPAddresses: []net.IP{ip}, KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+			NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour)}
+		der, err := x509.CreateCertificate(rand.Reader, tmpl, caCert, &leafKey.PublicKey, caKey)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "sim members:", err)
+			return 1
+		}
+		ln, err := net.Listen("tcp", net.JoinHostPort(ip.String(), "0"))
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "sim members:", err)
+			return 1
+		}
+		var handshakes atomic.Int64
+		srv := &http.Server{
+			Handler:           simHandler(latency, &handshakes),
+			ReadHeaderTimeout: 10 * time.Second,
+			TLSConfig: &tls.Config{
+				Certificates: []tls.Certificate{{Certificate: [][]byte{der}, PrivateKey: leafKey}},
+				GetConfigForClient: func(*tls.ClientHelloInfo) (*tls.Config, error) {
+					handshakes.Add(1)
+					return nil, nil
+				},
+			},
+		}
+		go func() { _ = srv.ServeTLS(ln, "", "") }()
+		out.Servers = append(out.Servers, "https://"+ln.Addr().String())
+	}
+	if err := json.NewEncoder(os.Stdout).Encode(out); err != nil {
+		return 1
+	}
+	_, _ = io.Copy(io.Discard, os.Stdin) // until the parent is done
+	return 0
+}
+
+// simHandler answers GET /version, GET and server-side apply (PATCH) of a namespaced ConfigMap,
+// each after the latency, and /debug/handshakes with the server's TLS handshake count.
+func simHandler(latency time.Duration, handshakes *atomic.Int64) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") != "Bearer "+simToken {
+			w.WriteHeader(http.StatusUnauthorized)
+			return
+		}
+		if r.URL.Path == "/debug/handshakes" {
+			fmt.Fprint(w, handshakes.Load())
+			return
+		}
+		time.Sleep(latency)
+		w.Header().Set("Content-Type", "application/json")
+		switch {
+		case r.URL.Path == "/version":
+			fmt.Fprint(w, `{"major":"1","minor":"36","gitVersion":"v1.36.3"}`)
+		case strings.HasPrefix(r.URL.Path, "/api/v1/namespaces/") && strings.Contains(r.URL.Path, "/configmaps/"):
+			parts := strings.Split(r.URL.Path, "/")
+			fmt.Fprintf(w, `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"namespace":%q,"name":%q},"data":{"k":"v"}}`, parts[4], parts[6])
+		default:
+			w.WriteHeader(http.StatusNotFound)
+			fmt.Fprint(w, `{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"NotFound","code":404}`)
+		}
+	})
+}
+
+// simMembers is the parent's handle on a child serving n simulated members.
+type simMembers struct {
+	CA      []byte
+	Servers []string
+}
+
+func startSimMembers(tb testing.TB, n int, latency time.Duration) *simMembers {
+	tb.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), simMembersEnv+"="+strconv.Itoa(n), simLatencyEnv+"="+latency.String())
+	cmd.Stderr = os.Stderr
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() {
+		_ = stdin.Close()
+		_ = cmd.Wait()
+	})
+	var out struct {
+		CA      string   `json:"ca"`
+		Servers []string `json:"servers"`
+	}
+	line, err := bufio.NewReader(stdout).ReadBytes('\n')
+	if err != nil || json.Unmarshal(line, &out) != nil || len(out.Servers) != n {
+		tb.Fatalf("simulated members did not start: %v", err)
+	}
+	return &simMembers{CA: []byte(out.CA), Servers: out.Servers}
+}
+
+// clusters are Clusters for the simulated members, authenticated by the "sim" provider type.
+func (s *simMembers) clusters() []v1alpha1.Cluster {
+	out := make([]v1alpha1.Cluster, len(s.Servers))
+	for i, server := range s.Servers {
+		out[i] = v1alpha1.Cluster{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "sim", Name: fmt.Sprintf("member-%04d", i), UID: "sim-uid"},
+			Spec: v1alpha1.ClusterSpec{
+				KubernetesAPIEndpoints: v1alpha1.KubernetesAPIEndpoints{
+					ServerEndpoints: []v1alpha1.ServerAddressByClientCIDR{{ClientCIDR: "0.0.0.0/0", ServerAddress: server}},
+					CABundle:        s.CA,
+				},
+				AuthInfo: v1alpha1.AuthInfo{Providers: []v1alpha1.AuthProviderConfig{provider("sim", "sim", nil)}},
+			},
+		}
+	}
+	return out
+}
+
+// simResolver resolves simulated members with their fixed token.
+func simResolver(tb testing.TB) *Resolver {
+	tb.Helper()
+	r, err := NewResolver(Options{ClientIP: testClientIP, Providers: map[string]Provider{
+		"sim": ProviderFunc(func(context.Context, *Request) (*Credentials, error) {
+			return &Credentials{BearerToken: simToken}, nil
+		}),
+	}})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return r
+}
+
+// Simulated members answer through a Fleet as real ones do, and count handshakes: a check on
+// the benchmarks' own instrument.
+func TestSimulatedMembers(t *testing.T) {
+	sim := startSimMembers(t, 3, time.Millisecond)
+	members := StaticFleet(simResolver(t), sim.clusters(), FleetOptions{}).Members()
+	for range 3 {
+		if err := ForEach(context.Background(), members, getConfigMap, NoRetry()).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := handshakesPerMember(t, members); got != 1 {
+		t.Errorf("%.2f handshakes per member across 3 fan-outs, want 1", got)
+	}
+}
+
+// getConfigMap is the benchmarks' unit of work: one namespaced GET.
+func getConfigMap(ctx context.Context, m *Member) error {
+	kube, err := m.Kubernetes(ctx)
+	if err != nil {
+		return err
+	}
+	_, err = kube.CoreV1().ConfigMaps("default").Get(ctx, "fleet-demo", metav1.GetOptions{})
+	return err
+}
+
+// handshakesPerMember asks each simulated member how many TLS handshakes it has seen, over the
+// member's existing connection.
+func handshakesPerMember(tb testing.TB, members []*Member) float64 {
+	tb.Helper()
+	var total int64
+	for _, m := range members {
+		kube, err := m.Kubernetes(context.Background())
+		if err != nil {
+			tb.Fatal(err)
+		}
+		raw, err := kube.CoreV1().RESTClient().Get().AbsPath("/debug/handshakes").DoRaw(context.Background())
+		if err != nil {
+			tb.Fatal(err)
+		}
+		n, _ := strconv.ParseInt(string(raw), 10, 64)
+		total += n
+	}
+	return float64(total) / float64(len(members))
+}
