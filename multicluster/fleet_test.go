@@ -12,15 +12,18 @@ import (
 	"time"
 
 	"go.uber.org/goleak"
+	appsv1 "k8s.io/api/apps/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
 	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
 	"github.com/cluster-registry/sdk/clientset/versioned"
@@ -168,6 +171,34 @@ func TestFleetAgainstRealMembers(t *testing.T) {
 			d, err := kube.AppsV1().Deployments("default").Get(ctx, "fleet-demo", metav1.GetOptions{})
 			if err != nil || *d.Spec.Replicas != 2 || d.ManagedFields[0].Manager != "fleet-test" {
 				t.Errorf("%s: Deployment: %v", m.name, err)
+			}
+		}
+	})
+
+	t.Run("dynamic and controller-runtime clients", func(t *testing.T) {
+		results := Map(ctx, fleet.Members(), func(ctx context.Context, m *Member) (string, error) {
+			dyn, err := m.Dynamic(ctx)
+			if err != nil {
+				return "", err
+			}
+			gvr := schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
+			u, err := dyn.Resource(gvr).Namespace("default").Get(ctx, "fleet-demo", metav1.GetOptions{})
+			if err != nil {
+				return "", fmt.Errorf("dynamic: %w", err)
+			}
+			crc, err := m.Client(ctx)
+			if err != nil {
+				return "", err
+			}
+			var d appsv1.Deployment
+			if err := crc.Get(ctx, client.ObjectKey{Namespace: "default", Name: "fleet-demo"}, &d); err != nil {
+				return "", fmt.Errorf("controller-runtime: %w", err)
+			}
+			return fmt.Sprintf("%s/%d", u.Object["data"].(map[string]any)["member"], *d.Spec.Replicas), nil
+		})
+		for _, r := range results {
+			if r.Err != nil || r.Value != r.Member.Name().Name+"/2" {
+				t.Errorf("%s: %q, %v", r.Member, r.Value, r.Err)
 			}
 		}
 	})
