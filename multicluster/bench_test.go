@@ -121,3 +121,21 @@ func settledHeapAndGoroutines() (heap uint64, goroutines int) {
 	runtime.ReadMemStats(&ms)
 	return ms.HeapAlloc, runtime.NumGoroutine()
 }
+
+// BenchmarkMemberKubernetesCached: a used member's clientset, asked for again, as every fan-out
+// callback does. It must not be rebuilt, nor allocate.
+func BenchmarkMemberKubernetesCached(b *testing.B) {
+	sim := startSimMembers(b, 1, 0)
+	m := StaticFleet(simResolver(b), sim.clusters(), FleetOptions{}).Members()[0]
+	first, err := m.Kubernetes(context.Background())
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		k, _ := m.Kubernetes(context.Background())
+		if k != first {
+			b.Fatal("rebuilt")
+		}
+	}
+}
