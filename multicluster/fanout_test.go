@@ -46,8 +46,10 @@ func TestMapOrderValuesAndConcurrencyLimit(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 		return "value of " + m.Name().Name, nil
 	}, Concurrency(3))
-	if peak.Load() != 3 {
-		t.Errorf("peak concurrency %d, want 3", peak.Load())
+	// At most 3 at once, and more than one: on a loaded machine a member may finish before the
+	// third starts, so exactly 3 is not promised.
+	if p := peak.Load(); p > 3 || p < 2 {
+		t.Errorf("peak concurrency %d, want 2 or 3", p)
 	}
 	for i, r := range results {
 		if r.Member != members[i] || r.Err != nil || r.Value != "value of "+members[i].Name().Name || r.Attempts != 1 {
@@ -74,18 +76,19 @@ func TestMapSlowMemberAndPanic(t *testing.T) {
 			panic("callback bug")
 		}
 		return 1, nil
-	}, Timeout(200*time.Millisecond))
-	if elapsed := time.Since(start); elapsed > 2*time.Second {
-		t.Errorf("fan-out took %v with a 200ms member timeout", elapsed)
+	}, Timeout(time.Second))
+	if elapsed := time.Since(start); elapsed > 5*time.Second {
+		t.Errorf("fan-out took %v with a 1s member timeout", elapsed)
 	}
-	if !errors.Is(results[1].Err, context.DeadlineExceeded) || results[1].Duration < 200*time.Millisecond {
+	if !errors.Is(results[1].Err, context.DeadlineExceeded) || results[1].Duration < time.Second {
 		t.Errorf("hanging member: %v after %v", results[1].Err, results[1].Duration)
 	}
 	var panicErr *PanicError
 	if !errors.As(results[2].Err, &panicErr) || panicErr.Value != "callback bug" || len(panicErr.Stack) == 0 {
 		t.Errorf("panicking member: %v", results[2].Err)
 	}
-	if results[0].Err != nil || results[3].Err != nil || results[0].Duration > 100*time.Millisecond {
+	// The healthy members finished long before the hanging one's timeout.
+	if results[0].Err != nil || results[3].Err != nil || results[0].Duration > 500*time.Millisecond {
 		t.Errorf("healthy members: %v (%v), %v", results[0].Err, results[0].Duration, results[3].Err)
 	}
 }

@@ -19,6 +19,11 @@ import (
 // installTimeout bounds the CRD install; an Established CRD takes well under a second here.
 const installTimeout = 30 * time.Second
 
+// controlPlaneTimeout bounds starting or stopping kube-apiserver and etcd. One pair starts in
+// about 3 seconds, but tests start several at once on 2 cores under the race detector, beside
+// other packages' tests; envtest's 20-second default has too little room for that.
+const controlPlaneTimeout = 2 * time.Minute
+
 // Env is a running kube-apiserver and etcd with the Cluster CRD installed.
 type Env struct {
 	// Config reaches the API server as a member of system:masters.
@@ -42,7 +47,14 @@ func Start() (*Env, error) {
 	if err != nil {
 		return nil, err
 	}
-	e := &Env{env: &envtest.Environment{BinaryAssetsDirectory: assets}, Kubectl: filepath.Join(assets, "kubectl")}
+	e := &Env{
+		env: &envtest.Environment{
+			BinaryAssetsDirectory:    assets,
+			ControlPlaneStartTimeout: controlPlaneTimeout,
+			ControlPlaneStopTimeout:  controlPlaneTimeout,
+		},
+		Kubectl: filepath.Join(assets, "kubectl"),
+	}
 	if e.Config, err = e.env.Start(); err != nil {
 		return nil, fmt.Errorf("starting kube-apiserver and etcd from %s: %w", assets, err)
 	}
