@@ -104,8 +104,12 @@ func simHandler(latency time.Duration, handshakes *atomic.Int64) http.Handler {
 			w.WriteHeader(http.StatusUnauthorized)
 			return
 		}
-		if r.URL.Path == "/debug/handshakes" {
+		switch r.URL.Path {
+		case "/debug/handshakes":
 			fmt.Fprint(w, handshakes.Load())
+			return
+		case "/debug/cpu": // this process's CPU time, in microseconds
+			fmt.Fprint(w, processCPU().Microseconds())
 			return
 		}
 		time.Sleep(latency)
@@ -215,6 +219,21 @@ func getConfigMap(ctx context.Context, m *Member) error {
 	}
 	_, err = kube.CoreV1().ConfigMaps("default").Get(ctx, "fleet-demo", metav1.GetOptions{})
 	return err
+}
+
+// simCPU is the simulated members' process's CPU time so far, asked of one member.
+func simCPU(tb testing.TB, m *Member) time.Duration {
+	tb.Helper()
+	kube, err := m.Kubernetes(context.Background())
+	if err != nil {
+		tb.Fatal(err)
+	}
+	raw, err := kube.CoreV1().RESTClient().Get().AbsPath("/debug/cpu").DoRaw(context.Background())
+	if err != nil {
+		tb.Fatal(err)
+	}
+	us, _ := strconv.ParseInt(string(raw), 10, 64)
+	return time.Duration(us) * time.Microsecond
 }
 
 // handshakesPerMember asks each simulated member how many TLS handshakes it has seen, over the
