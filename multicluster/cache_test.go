@@ -35,7 +35,7 @@ func TestCacheKeepsTransportUntilInputsChange(t *testing.T) {
 	secrets := &memSecrets{}
 	secrets.put(tokenSecret("fleet", "creds", "tok-1", pinnedTo(fake.URL)))
 	c := offlineCluster("cached", fake.URL, fake.caPEM(), provider("p", v1alpha1.ProviderTypeSecret, map[string]string{"name": "creds"}))
-	r := newResolver(t, Options{Secrets: secrets})
+	r := newResolver(t, ResolverOptions{Secrets: secrets})
 	clk := &clock{now: time.Now()}
 	r.now = clk.Now
 
@@ -122,7 +122,7 @@ func TestCacheKeyedByUID(t *testing.T) {
 	secrets := &memSecrets{}
 	secrets.put(tokenSecret("fleet", "creds", "tok", pinnedTo(fake.URL)))
 	c := offlineCluster("recreated", fake.URL, fake.caPEM(), provider("p", v1alpha1.ProviderTypeSecret, map[string]string{"name": "creds"}))
-	r := newResolver(t, Options{Secrets: secrets})
+	r := newResolver(t, ResolverOptions{Secrets: secrets})
 	first, err := r.Resolve(testContext(t), c)
 	if err != nil {
 		t.Fatal(err)
@@ -158,7 +158,7 @@ func cachedResolver(tb testing.TB) (*Resolver, *v1alpha1.Cluster) {
 		provider("controller", v1alpha1.ProviderTypeSecret, map[string]string{"name": "creds", "namespace": "fleet"}))
 	c.Spec.KubernetesAPIEndpoints.ServerEndpoints = append(c.Spec.KubernetesAPIEndpoints.ServerEndpoints,
 		v1alpha1.ServerAddressByClientCIDR{ClientCIDR: "10.0.0.0/8", ServerAddress: "10.0.0.1:6443"})
-	r, err := NewResolver(Options{Secrets: secrets, Prefer: []string{v1alpha1.ProviderTypeSecret}})
+	r, err := NewResolver(ResolverOptions{Secrets: secrets, Prefer: []string{v1alpha1.ProviderTypeSecret}})
 	if err != nil {
 		tb.Fatal(err)
 	}

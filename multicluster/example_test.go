@@ -40,7 +40,7 @@ func ExampleResolver_Resolve() {
 		},
 	}
 
-	resolver, err := multicluster.NewResolver(multicluster.Options{
+	resolver, err := multicluster.NewResolver(multicluster.ResolverOptions{
 		Prefer:    []string{v1alpha1.ProviderTypeTokenFile, v1alpha1.ProviderTypeSecret},
 		FileRoots: []string{tokens},
 		ClientIP:  netip.MustParseAddr("10.1.2.3"), // inside the data centre
@@ -80,7 +80,7 @@ func exampleFleet() *multicluster.Fleet {
 			},
 		})
 	}
-	resolver, err := multicluster.NewResolver(multicluster.Options{ExecCommands: []string{"ops-login"}})
+	resolver, err := multicluster.NewResolver(multicluster.ResolverOptions{ExecCommands: []string{"ops-login"}})
 	if err != nil {
 		panic(err)
 	}

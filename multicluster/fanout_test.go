@@ -28,7 +28,7 @@ func staticMembers(t testing.TB, n int) []*Member {
 	for i := range clusters {
 		clusters[i] = *offlineCluster(fmt.Sprintf("m%d", i), fmt.Sprintf("m%d.example.com", i), nil)
 	}
-	r, err := NewResolver(Options{ClientIP: testClientIP})
+	r, err := NewResolver(ResolverOptions{ClientIP: testClientIP})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -246,7 +246,7 @@ func TestStaticFleetFilters(t *testing.T) {
 	clusters[0].Labels = map[string]string{"env": "prod"}
 	clusters[1].Labels = map[string]string{"env": "dev"}
 	clusters[2].Namespace = "other"
-	r, _ := NewResolver(Options{})
+	r, _ := NewResolver(ResolverOptions{})
 	f := StaticFleet(r, clusters, FleetOptions{Namespaces: []string{"fleet"}})
 	if f.Len() != 2 || f.Member("other", "c") != nil || f.Member("fleet", "a") == nil {
 		t.Errorf("namespace filter: %v", f.Members())

@@ -137,7 +137,7 @@ func TestFleetAgainstRealMembers(t *testing.T) {
 		register(t, ns, m.name, m, adminToken(t, m.env, "fleet-admin"))
 	}
 
-	resolver := newResolver(t, Options{})
+	resolver := newResolver(t, ResolverOptions{})
 	fleet := NewFleet(versioned.NewForConfigOrDie(registry.Config), resolver, FleetOptions{
 		Namespaces: []string{ns},
 		Selector:   labels.SelectorFromSet(labels.Set{"fleet": "test"}),
@@ -322,7 +322,7 @@ func TestLoadFleet(t *testing.T) {
 		}
 		return path
 	}
-	r, _ := NewResolver(Options{})
+	r, _ := NewResolver(ResolverOptions{})
 	f, err := LoadFleet(write("good.yaml", good), r, FleetOptions{})
 	if err != nil || f.Len() != 2 || f.Member("fleet", "two") == nil {
 		t.Fatalf("LoadFleet: %v, %v", f, err)

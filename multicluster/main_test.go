@@ -169,7 +169,7 @@ func pinnedTo(servers ...string) map[string]string {
 }
 
 // newResolver is a Resolver that reads Secrets from the registry as an admin would.
-func newResolver(t testing.TB, opts Options) *Resolver {
+func newResolver(t testing.TB, opts ResolverOptions) *Resolver {
 	t.Helper()
 	if opts.Secrets == nil {
 		opts.Secrets = SecretsFromClient(kubeClient(t, registry))

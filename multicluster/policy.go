@@ -18,7 +18,7 @@ import (
 const annotationServers = v1alpha1.ServersAnnotation
 
 // Secret reads a Secret for the provider, in the Cluster's own namespace when namespace is empty.
-// Another namespace is read only when the caller's Options.SecretNamespaces allows it: whoever
+// Another namespace is read only when the caller's ResolverOptions.SecretNamespaces allows it: whoever
 // can edit a Cluster must not be able to point the caller at Secrets outside their cluster set.
 func (r *Request) Secret(ctx context.Context, namespace, name string) (*corev1.Secret, error) {
 	if name == "" {
@@ -28,11 +28,11 @@ func (r *Request) Secret(ctx context.Context, namespace, name string) (*corev1.S
 		namespace = r.Cluster.Namespace
 	}
 	if namespace != r.Cluster.Namespace && !slices.Contains(r.resolver.opts.SecretNamespaces, namespace) && !slices.Contains(r.resolver.opts.SecretNamespaces, "*") {
-		return nil, fmt.Errorf("%w: Secret %s/%s is outside the cluster's namespace %s; allow it with Options.SecretNamespaces",
+		return nil, fmt.Errorf("%w: Secret %s/%s is outside the cluster's namespace %s; allow it with ResolverOptions.SecretNamespaces",
 			ErrNotAllowed, namespace, name, r.Cluster.Namespace)
 	}
 	if r.resolver.opts.Secrets == nil {
-		return nil, fmt.Errorf("%w: reading Secret %s/%s needs Options.Secrets", ErrNotAllowed, namespace, name)
+		return nil, fmt.Errorf("%w: reading Secret %s/%s needs ResolverOptions.Secrets", ErrNotAllowed, namespace, name)
 	}
 	s, err := r.resolver.opts.Secrets.GetSecret(ctx, namespace, name)
 	if err != nil {
@@ -45,7 +45,7 @@ func (r *Request) Secret(ctx context.Context, namespace, name string) (*corev1.S
 // Secret must name that server in its clusterregistry.k8s.io/servers annotation, or among
 // alsoAllowed (a kubeconfig Secret's own server). Whoever can edit a Cluster can change its
 // endpoint; pinning keeps such an edit from redirecting the credentials to a server of theirs.
-// Options.AllowUnpinnedSecrets turns the check off for Secrets that name no servers at all.
+// ResolverOptions.AllowUnpinnedSecrets turns the check off for Secrets that name no servers at all.
 func (r *Request) CheckPinned(secret *corev1.Secret, alsoAllowed ...string) error {
 	var allowed []string
 	for _, s := range strings.Split(secret.Annotations[annotationServers], ",") {
@@ -79,7 +79,7 @@ func (r *Request) ReadFile(path string) (resolved string, data []byte, err error
 }
 
 // ResolvePath returns the absolute path, links followed, of a file named by the provider's config,
-// if it lies under one of the caller's Options.FileRoots: a Cluster is written by others, and must
+// if it lies under one of the caller's ResolverOptions.FileRoots: a Cluster is written by others, and must
 // not be able to make the caller read, and send as a credential, any file it can reach. A leading
 // "~/" is the caller's home directory.
 func (r *Request) ResolvePath(path string) (string, error) {
@@ -105,7 +105,7 @@ func (r *Request) ResolvePath(path string) (string, error) {
 			return clean, nil
 		}
 	}
-	return "", fmt.Errorf("%w: %s is not under any of Options.FileRoots", ErrNotAllowed, clean)
+	return "", fmt.Errorf("%w: %s is not under any of ResolverOptions.FileRoots", ErrNotAllowed, clean)
 }
 
 // CheckExec reports whether the caller allows the exec plugin command to run. A Cluster is
@@ -115,7 +115,7 @@ func (r *Request) CheckExec(command string) error {
 		return errors.New("config.command is required")
 	}
 	if !slices.Contains(r.resolver.opts.ExecCommands, command) {
-		return fmt.Errorf("%w: exec command %q is not in Options.ExecCommands", ErrNotAllowed, command)
+		return fmt.Errorf("%w: exec command %q is not in ResolverOptions.ExecCommands", ErrNotAllowed, command)
 	}
 	return nil
 }

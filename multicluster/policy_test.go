@@ -14,7 +14,7 @@ import (
 
 const testServer = "https://member.example.com:6443"
 
-func resolveErr(t *testing.T, opts Options, c *v1alpha1.Cluster) error {
+func resolveErr(t *testing.T, opts ResolverOptions, c *v1alpha1.Cluster) error {
 	t.Helper()
 	_, err := newResolver(t, opts).Resolve(testContext(t), c)
 	return err
@@ -26,24 +26,24 @@ func TestSecretNamespacePolicy(t *testing.T) {
 	c := offlineCluster("ns-policy", testServer, nil,
 		provider("p", v1alpha1.ProviderTypeSecret, map[string]string{"name": "creds", "namespace": "shared-creds"}))
 
-	err := resolveErr(t, Options{Secrets: secrets}, c)
-	if !errors.Is(err, ErrNotAllowed) || !strings.Contains(err.Error(), "Options.SecretNamespaces") {
+	err := resolveErr(t, ResolverOptions{Secrets: secrets}, c)
+	if !errors.Is(err, ErrNotAllowed) || !strings.Contains(err.Error(), "ResolverOptions.SecretNamespaces") {
 		t.Errorf("Secret in another namespace: %v", err)
 	}
 	if secrets.reads != 0 {
 		t.Error("the Secret was read although its namespace is not allowed")
 	}
 	for _, allowed := range [][]string{{"shared-creds"}, {"*"}} {
-		if err := resolveErr(t, Options{Secrets: secrets, SecretNamespaces: allowed}, c); err != nil {
+		if err := resolveErr(t, ResolverOptions{Secrets: secrets, SecretNamespaces: allowed}, c); err != nil {
 			t.Errorf("SecretNamespaces %v: %v", allowed, err)
 		}
 	}
-	noGetter, err := NewResolver(Options{ClientIP: testClientIP})
+	noGetter, err := NewResolver(ResolverOptions{ClientIP: testClientIP})
 	if err != nil {
 		t.Fatal(err)
 	}
 	own := offlineCluster("ns-policy", testServer, nil, provider("p", v1alpha1.ProviderTypeSecret, map[string]string{"name": "creds"}))
-	if _, err := noGetter.Resolve(testContext(t), own); !errors.Is(err, ErrNotAllowed) || !strings.Contains(err.Error(), "Options.Secrets") {
+	if _, err := noGetter.Resolve(testContext(t), own); !errors.Is(err, ErrNotAllowed) || !strings.Contains(err.Error(), "ResolverOptions.Secrets") {
 		t.Errorf("without a SecretGetter: %v", err)
 	}
 }
@@ -51,15 +51,15 @@ func TestSecretNamespacePolicy(t *testing.T) {
 func TestExecPolicy(t *testing.T) {
 	c := offlineCluster("exec-policy", testServer, nil,
 		provider("p", v1alpha1.ProviderTypeExec, map[string]string{"command": "/usr/bin/evil", "env": "LD_PRELOAD=/tmp/x.so"}))
-	err := resolveErr(t, Options{}, c)
-	if !errors.Is(err, ErrNotAllowed) || !strings.Contains(err.Error(), `"/usr/bin/evil" is not in Options.ExecCommands`) {
+	err := resolveErr(t, ResolverOptions{}, c)
+	if !errors.Is(err, ErrNotAllowed) || !strings.Contains(err.Error(), `"/usr/bin/evil" is not in ResolverOptions.ExecCommands`) {
 		t.Errorf("command not allowed: %v", err)
 	}
-	err = resolveErr(t, Options{ExecCommands: []string{"/usr/bin/evil"}}, c)
-	if !errors.Is(err, ErrNotAllowed) || !strings.Contains(err.Error(), "LD_PRELOAD, which is not in Options.ExecEnv") {
+	err = resolveErr(t, ResolverOptions{ExecCommands: []string{"/usr/bin/evil"}}, c)
+	if !errors.Is(err, ErrNotAllowed) || !strings.Contains(err.Error(), "LD_PRELOAD, which is not in ResolverOptions.ExecEnv") {
 		t.Errorf("env not allowed: %v", err)
 	}
-	if err := resolveErr(t, Options{ExecCommands: []string{"/usr/bin/evil"}, ExecEnv: []string{"LD_PRELOAD"}}, c); err != nil {
+	if err := resolveErr(t, ResolverOptions{ExecCommands: []string{"/usr/bin/evil"}, ExecEnv: []string{"LD_PRELOAD"}}, c); err != nil {
 		t.Errorf("allowed: %v", err)
 	}
 }
@@ -77,7 +77,7 @@ func TestFileRootsPolicy(t *testing.T) {
 	if err := os.Symlink(filepath.Join(outside, "secret"), filepath.Join(root, "escape")); err != nil {
 		t.Fatal(err)
 	}
-	opts := Options{FileRoots: []string{root}}
+	opts := ResolverOptions{FileRoots: []string{root}}
 	for path, wantOK := range map[string]bool{
 		filepath.Join(root, "token"):                                true,
 		filepath.Join(root, "..", filepath.Base(outside), "secret"): false,
@@ -95,7 +95,7 @@ func TestFileRootsPolicy(t *testing.T) {
 		}
 	}
 	c := offlineCluster("files", testServer, nil, provider("p", v1alpha1.ProviderTypeTokenFile, map[string]string{"path": filepath.Join(root, "token")}))
-	if err := resolveErr(t, Options{}, c); !errors.Is(err, ErrNotAllowed) {
+	if err := resolveErr(t, ResolverOptions{}, c); !errors.Is(err, ErrNotAllowed) {
 		t.Errorf("no FileRoots at all: %v", err)
 	}
 }
@@ -114,7 +114,7 @@ current-context: ctx
 	if err := os.WriteFile(path, []byte(kubeconfig), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	opts := Options{FileRoots: []string{dir}}
+	opts := ResolverOptions{FileRoots: []string{dir}}
 	same := offlineCluster("same", "member.example.com:6443", nil, provider("p", v1alpha1.ProviderTypeKubeconfigFile, map[string]string{"path": path}))
 	if err := resolveErr(t, opts, same); err != nil {
 		t.Errorf("the kubeconfig's own server, spelled differently: %v", err)
@@ -145,7 +145,7 @@ func TestPreferenceOrder(t *testing.T) {
 		provider("controller", v1alpha1.ProviderTypeSecret, map[string]string{"name": "creds"}),
 		provider("projected", v1alpha1.ProviderTypeTokenFile, map[string]string{"path": tokenPath}),
 	)
-	base := Options{Secrets: secrets, FileRoots: []string{dir}, ExecCommands: []string{"login"}}
+	base := ResolverOptions{Secrets: secrets, FileRoots: []string{dir}, ExecCommands: []string{"login"}}
 	for _, tc := range []struct {
 		prefer []string
 		want   string
@@ -180,17 +180,17 @@ func TestPreferenceOrder(t *testing.T) {
 	if clusterErr.Namespace != "fleet" || clusterErr.Name != "prefs" || len(none.Reasons) != 3 {
 		t.Errorf("error names %s/%s with %d reasons: %v", clusterErr.Namespace, clusterErr.Name, len(none.Reasons), err)
 	}
-	for _, want := range []string{"laptop (exec)", "not in Options.ExecCommands", "controller (secret): type not among the preferred [exec]"} {
+	for _, want := range []string{"laptop (exec)", "not in ResolverOptions.ExecCommands", "controller (secret): type not among the preferred [exec]"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q lacks %q", err, want)
 		}
 	}
 
 	unknown := offlineCluster("unknown", testServer, nil, provider("v", "vault", map[string]string{"path": "kv/x"}))
-	if err := resolveErr(t, Options{}, unknown); !errors.Is(err, ErrUnknownProviderType) {
+	if err := resolveErr(t, ResolverOptions{}, unknown); !errors.Is(err, ErrUnknownProviderType) {
 		t.Errorf("unknown type: %v", err)
 	}
-	if _, err := NewResolver(Options{Prefer: []string{"vault"}}); !errors.Is(err, ErrUnknownProviderType) {
+	if _, err := NewResolver(ResolverOptions{Prefer: []string{"vault"}}); !errors.Is(err, ErrUnknownProviderType) {
 		t.Errorf("NewResolver with an unknown preferred type: %v", err)
 	}
 }
@@ -203,7 +203,7 @@ func TestCustomProvider(t *testing.T) {
 		return &Credentials{BearerToken: "from-vault:" + req.Config("path", "")}, nil
 	})
 	c := offlineCluster("custom", testServer, nil, provider("v", "vault", map[string]string{"path": "kv/members/custom"}))
-	a, err := newResolver(t, Options{Providers: map[string]Provider{"vault": vault}}).Resolve(testContext(t), c)
+	a, err := newResolver(t, ResolverOptions{Providers: map[string]Provider{"vault": vault}}).Resolve(testContext(t), c)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -213,7 +213,7 @@ func TestCustomProvider(t *testing.T) {
 	if seen.Server.String() != testServer || seen.Cluster.Name != "custom" {
 		t.Errorf("custom provider was asked for %s on %s", seen.Cluster.Name, seen.Server)
 	}
-	if _, err := NewResolver(Options{Providers: map[string]Provider{"nil": nil}}); err == nil {
+	if _, err := NewResolver(ResolverOptions{Providers: map[string]Provider{"nil": nil}}); err == nil {
 		t.Error("NewResolver accepted a nil provider")
 	}
 }
@@ -225,7 +225,7 @@ func TestResolutionMutatesNothing(t *testing.T) {
 		"command": "login", "args": `["--cluster", "pure"]`, "env": "A=1", "provideClusterInfo": "true",
 	}))
 	pristine := c.DeepCopy()
-	r := newResolver(t, Options{ExecCommands: []string{"login"}, ExecEnv: []string{"A"}})
+	r := newResolver(t, ResolverOptions{ExecCommands: []string{"login"}, ExecEnv: []string{"A"}})
 	var configs []*Access
 	for i := range 5 {
 		r.Forget("fleet", "pure") // resolve from scratch each time

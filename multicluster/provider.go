@@ -10,7 +10,7 @@ import (
 )
 
 // A Provider turns one kind of auth provider pointer into credentials. The built-in providers
-// cover the well-known types; tool authors register their own with Options.Providers.
+// cover the well-known types; tool authors register their own with ResolverOptions.Providers.
 //
 // A Provider must treat the Request as read-only, and must return new values in Credentials each
 // time, never slices or maps shared with the Cluster or with other calls: one Cluster's resolution

@@ -51,7 +51,7 @@ func secretCredentials(ctx context.Context, req *Request) (*Credentials, error) 
 }
 
 // execCredentials runs a client.authentication.k8s.io exec plugin, never interactively. Config:
-// "command" (which Options.ExecCommands must allow), "args" (a JSON array, or words separated by
+// "command" (which ResolverOptions.ExecCommands must allow), "args" (a JSON array, or words separated by
 // spaces), "env" (a JSON object, or NAME=VALUE words), "apiVersion" (default
 // client.authentication.k8s.io/v1), "provideClusterInfo" ("true" passes the member's server and CA
 // to the plugin), "installHint".
@@ -70,7 +70,7 @@ func execCredentials(_ context.Context, req *Request) (*Credentials, error) {
 	}
 	for _, e := range env {
 		if !slices.Contains(req.resolver.opts.ExecEnv, e.Name) {
-			return nil, fmt.Errorf("%w: config.env sets %s, which is not in Options.ExecEnv", ErrNotAllowed, e.Name)
+			return nil, fmt.Errorf("%w: config.env sets %s, which is not in ResolverOptions.ExecEnv", ErrNotAllowed, e.Name)
 		}
 	}
 	provideClusterInfo := false
@@ -91,7 +91,7 @@ func execCredentials(_ context.Context, req *Request) (*Credentials, error) {
 }
 
 // tokenFileCredentials sends the bearer token in the file at config "path", which must lie under
-// Options.FileRoots. The file is reread as it changes, as a projected service account token is.
+// ResolverOptions.FileRoots. The file is reread as it changes, as a projected service account token is.
 func tokenFileCredentials(_ context.Context, req *Request) (*Credentials, error) {
 	path, data, err := req.ReadFile(req.Config("path", ""))
 	if err != nil {

@@ -30,7 +30,7 @@ func kubeconfigSecretCredentials(ctx context.Context, req *Request) (*Credential
 }
 
 // kubeconfigFileCredentials reads a kubeconfig on the caller's machine: config "path" (under
-// Options.FileRoots) and "context". The Cluster's server must be the one the kubeconfig gives
+// ResolverOptions.FileRoots) and "context". The Cluster's server must be the one the kubeconfig gives
 // the credentials for.
 func kubeconfigFileCredentials(_ context.Context, req *Request) (*Credentials, error) {
 	path, data, err := req.ReadFile(req.Config("path", ""))

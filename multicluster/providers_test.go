@@ -65,7 +65,7 @@ func TestBuiltinProvidersReachTheMember(t *testing.T) {
 	} {
 		t.Run(tc.provider.Type.Name+"/"+tc.cluster, func(t *testing.T) {
 			c := memberCluster(t, ns, tc.cluster, tc.provider)
-			r := newResolver(t, Options{
+			r := newResolver(t, ResolverOptions{
 				FileRoots:    []string{dir},
 				ExecCommands: []string{plugin},
 				ExecEnv:      []string{"TEST_TOKEN_FILE", "TEST_COUNT_FILE"},
@@ -113,7 +113,7 @@ func TestExecPluginHonoursExpiry(t *testing.T) {
 		"env":                `{"TEST_TOKEN_FILE":"` + tokenPath + `","TEST_COUNT_FILE":"` + countPath + `","TEST_INFO_FILE":"` + infoPath + `","TEST_EXPIRY_SECONDS":"3"}`,
 		"provideClusterInfo": "true",
 	}))
-	r := newResolver(t, Options{
+	r := newResolver(t, ResolverOptions{
 		ExecCommands: []string{plugin},
 		ExecEnv:      []string{"TEST_TOKEN_FILE", "TEST_COUNT_FILE", "TEST_INFO_FILE", "TEST_EXPIRY_SECONDS"},
 	})

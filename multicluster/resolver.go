@@ -26,7 +26,7 @@ import (
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
 )
 
-// Client-side rate limits of members' clients unless Options say otherwise, as kubectl's.
+// Client-side rate limits of members' clients unless ResolverOptions say otherwise, as kubectl's.
 const (
 	DefaultQPS   = 50
 	DefaultBurst = 100
@@ -36,10 +36,10 @@ const (
 // (Secrets, files) again. Unchanged inputs keep the same config and transport.
 const DefaultRevalidateAfter = 30 * time.Second
 
-// Options configures a Resolver. The zero value resolves only what needs none of the caller's
+// ResolverOptions configures a Resolver. The zero value resolves only what needs none of the caller's
 // trust: reading Secrets needs Secrets, reading files needs FileRoots, running exec plugins needs
 // ExecCommands. A Cluster is written by others, so each is the caller's explicit choice.
-type Options struct {
+type ResolverOptions struct {
 	// Secrets reads Secrets from the registry's cluster with the caller's permissions, for the
 	// secret and kubeconfig-secret types. See SecretsFromClient and SecretsFromLister.
 	Secrets SecretGetter
@@ -113,7 +113,7 @@ type Access struct {
 // Resolver turns Clusters into Access to their members. It caches each Cluster's resolution,
 // keyed by a fingerprint of every input that shaped it, and is safe for concurrent use.
 type Resolver struct {
-	opts      Options
+	opts      ResolverOptions
 	providers map[string]Provider
 	fileRoots []string
 	log       logr.Logger
@@ -137,7 +137,7 @@ type entry struct {
 }
 
 // NewResolver returns a Resolver with the built-in provider types and any in opts.Providers.
-func NewResolver(opts Options) (*Resolver, error) {
+func NewResolver(opts ResolverOptions) (*Resolver, error) {
 	r := &Resolver{
 		opts:      opts,
 		providers: builtinProviders(),
@@ -161,13 +161,13 @@ func NewResolver(opts Options) (*Resolver, error) {
 	}
 	for name, p := range opts.Providers {
 		if p == nil {
-			return nil, fmt.Errorf("Options.Providers[%q] is nil", name)
+			return nil, fmt.Errorf("ResolverOptions.Providers[%q] is nil", name)
 		}
 		r.providers[name] = p
 	}
 	for _, t := range opts.Prefer {
 		if r.providers[t] == nil {
-			return nil, fmt.Errorf("Options.Prefer names %q: %w", t, ErrUnknownProviderType)
+			return nil, fmt.Errorf("ResolverOptions.Prefer names %q: %w", t, ErrUnknownProviderType)
 		}
 	}
 	for _, root := range opts.FileRoots {
@@ -177,7 +177,7 @@ func NewResolver(opts Options) (*Resolver, error) {
 		}
 		abs, err := filepath.Abs(expanded)
 		if err != nil {
-			return nil, fmt.Errorf("Options.FileRoots %q: %w", root, err)
+			return nil, fmt.Errorf("ResolverOptions.FileRoots %q: %w", root, err)
 		}
 		// Compared with paths whose links are followed, so follow the root's too.
 		if real, err := filepath.EvalSymlinks(abs); err == nil {

@@ -123,7 +123,7 @@ func TestRotatedSecretIsPickedUp(t *testing.T) {
 	memberNS := newNamespace(t, member)
 	putSecret(t, ns, "creds", pinnedTo(memberServer()), map[string][]byte{"token": []byte(memberToken(t, memberNS, "old"))})
 	c := memberCluster(t, ns, "rotating", provider("p", v1alpha1.ProviderTypeSecret, map[string]string{"name": "creds"}))
-	r := newResolver(t, Options{RevalidateAfter: time.Hour}) // only the 401 may trigger the reread
+	r := newResolver(t, ResolverOptions{RevalidateAfter: time.Hour}) // only the 401 may trigger the reread
 
 	before, err := r.Resolve(ctx, c)
 	if err != nil {
@@ -167,7 +167,7 @@ func TestPinningKeepsCredentialsFromOtherServers(t *testing.T) {
 	token := memberToken(t, memberNS, "pinned")
 	putSecret(t, ns, "pinned", pinnedTo("https://unrelated.example.com", memberServer()), map[string][]byte{"token": []byte(token)})
 	c := memberCluster(t, ns, "redirected", provider("p", v1alpha1.ProviderTypeSecret, map[string]string{"name": "pinned"}))
-	r := newResolver(t, Options{})
+	r := newResolver(t, ResolverOptions{})
 	if _, err := r.Resolve(ctx, c); err != nil {
 		t.Fatalf("before the edit: %v", err)
 	}
@@ -215,13 +215,13 @@ func TestUnpinnedSecret(t *testing.T) {
 	secrets.put(tokenSecret("fleet", "loose", "tok-unpinned", nil))
 	c := offlineCluster("loose", fake.URL, fake.caPEM(), provider("p", v1alpha1.ProviderTypeSecret, map[string]string{"name": "loose"}))
 
-	strict := newResolver(t, Options{Secrets: secrets})
+	strict := newResolver(t, ResolverOptions{Secrets: secrets})
 	_, err := strict.Resolve(testContext(t), c)
 	if !errors.Is(err, ErrUnpinnedSecret) || !strings.Contains(err.Error(), "annotate the Secret with clusterregistry.k8s.io/servers="+fake.URL) {
 		t.Fatalf("got %v; want an error naming the annotation to add", err)
 	}
 
-	relaxed := newResolver(t, Options{Secrets: secrets, AllowUnpinnedSecrets: true})
+	relaxed := newResolver(t, ResolverOptions{Secrets: secrets, AllowUnpinnedSecrets: true})
 	a, err := relaxed.Resolve(testContext(t), c)
 	if err != nil {
 		t.Fatal(err)

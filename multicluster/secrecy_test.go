@@ -51,7 +51,7 @@ current-context: x
 		defer logMu.Unlock()
 		logs.WriteString(prefix + " " + args + "\n")
 	}, funcr.Options{Verbosity: 10})
-	r := newResolver(t, Options{
+	r := newResolver(t, ResolverOptions{
 		Secrets: secrets, Logger: logger, FileRoots: []string{dir},
 		ExecCommands: []string{"login"}, ExecEnv: []string{"A"},
 	})

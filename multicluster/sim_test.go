@@ -185,7 +185,7 @@ func (s *simMembers) clusters() []v1alpha1.Cluster {
 // simResolver resolves simulated members with their fixed token.
 func simResolver(tb testing.TB) *Resolver {
 	tb.Helper()
-	r, err := NewResolver(Options{ClientIP: testClientIP, Providers: map[string]Provider{
+	r, err := NewResolver(ResolverOptions{ClientIP: testClientIP, Providers: map[string]Provider{
 		"sim": ProviderFunc(func(context.Context, *Request) (*Credentials, error) {
 			return &Credentials{BearerToken: simToken}, nil
 		}),
