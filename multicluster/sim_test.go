@@ -221,37 +221,35 @@ func getConfigMap(ctx context.Context, m *Member) error {
 	return err
 }
 
-// simCPU is the simulated members' process's CPU time so far, asked of one member.
-func simCPU(tb testing.TB, m *Member) time.Duration {
+// simDebug reads a number from one of a simulated member's debug paths, over the member's existing
+// connection.
+func simDebug(tb testing.TB, m *Member, path string) int64 {
 	tb.Helper()
 	kube, err := m.Kubernetes(context.Background())
 	if err != nil {
 		tb.Fatal(err)
 	}
-	raw, err := kube.CoreV1().RESTClient().Get().AbsPath("/debug/cpu").DoRaw(context.Background())
+	raw, err := kube.CoreV1().RESTClient().Get().AbsPath(path).DoRaw(context.Background())
 	if err != nil {
 		tb.Fatal(err)
 	}
-	us, _ := strconv.ParseInt(string(raw), 10, 64)
-	return time.Duration(us) * time.Microsecond
+	n, err := strconv.ParseInt(string(raw), 10, 64)
+	if err != nil {
+		tb.Fatalf("%s answered %q", path, raw)
+	}
+	return n
 }
 
-// handshakesPerMember asks each simulated member how many TLS handshakes it has seen, over the
-// member's existing connection.
+// simCPU is the simulated members' process's CPU time so far.
+func simCPU(tb testing.TB, m *Member) time.Duration {
+	return time.Duration(simDebug(tb, m, "/debug/cpu")) * time.Microsecond
+}
+
+// handshakesPerMember is the mean number of TLS handshakes the simulated members have seen.
 func handshakesPerMember(tb testing.TB, members []*Member) float64 {
-	tb.Helper()
 	var total int64
 	for _, m := range members {
-		kube, err := m.Kubernetes(context.Background())
-		if err != nil {
-			tb.Fatal(err)
-		}
-		raw, err := kube.CoreV1().RESTClient().Get().AbsPath("/debug/handshakes").DoRaw(context.Background())
-		if err != nil {
-			tb.Fatal(err)
-		}
-		n, _ := strconv.ParseInt(string(raw), 10, 64)
-		total += n
+		total += simDebug(tb, m, "/debug/handshakes")
 	}
 	return float64(total) / float64(len(members))
 }
