@@ -27,15 +27,22 @@ func serverVersion(t testing.TB, a *Access) {
 	}
 }
 
+// secretFixture is a simulated member accepting token, a pinned Secret holding it, a Cluster named
+// name pointing at both, and a Resolver that reads the Secret.
+func secretFixture(t *testing.T, name, token string) (*fakeMember, *memSecrets, *v1alpha1.Cluster, *Resolver) {
+	t.Helper()
+	fake := newFakeMember(t, token)
+	secrets := &memSecrets{}
+	secrets.put(tokenSecret("fleet", "creds", token, pinnedTo(fake.URL)))
+	c := offlineCluster(name, fake.URL, fake.caPEM(), provider("p", v1alpha1.ProviderTypeSecret, map[string]string{"name": "creds"}))
+	return fake, secrets, c, newResolver(t, ResolverOptions{Secrets: secrets})
+}
+
 // An unchanged Cluster with unchanged inputs resolves to the same Access, and so the same
 // transport: one TLS handshake, however often it is resolved and used, revalidations included.
 // Changed inputs give a new Access; a removed Cluster is forgotten.
 func TestCacheKeepsTransportUntilInputsChange(t *testing.T) {
-	fake := newFakeMember(t, "tok-1")
-	secrets := &memSecrets{}
-	secrets.put(tokenSecret("fleet", "creds", "tok-1", pinnedTo(fake.URL)))
-	c := offlineCluster("cached", fake.URL, fake.caPEM(), provider("p", v1alpha1.ProviderTypeSecret, map[string]string{"name": "creds"}))
-	r := newResolver(t, ResolverOptions{Secrets: secrets})
+	fake, secrets, c, r := secretFixture(t, "cached", "tok-1")
 	clk := &clock{now: time.Now()}
 	r.now = clk.Now
 
@@ -118,21 +125,17 @@ func TestCacheKeepsTransportUntilInputsChange(t *testing.T) {
 
 // A recreated Cluster (same name, new UID) is resolved afresh.
 func TestCacheKeyedByUID(t *testing.T) {
-	fake := newFakeMember(t, "tok")
-	secrets := &memSecrets{}
-	secrets.put(tokenSecret("fleet", "creds", "tok", pinnedTo(fake.URL)))
-	c := offlineCluster("recreated", fake.URL, fake.caPEM(), provider("p", v1alpha1.ProviderTypeSecret, map[string]string{"name": "creds"}))
-	r := newResolver(t, ResolverOptions{Secrets: secrets})
+	_, secrets, c, r := secretFixture(t, "recreated", "tok")
 	first, err := r.Resolve(testContext(t), c)
 	if err != nil {
 		t.Fatal(err)
 	}
 	reads := secrets.reads
 	c.UID = "another-uid"
-	if _, err := r.Resolve(testContext(t), c); err != nil || secrets.reads == reads {
-		t.Errorf("a new UID was not resolved afresh: %v", err)
+	second, err := r.Resolve(testContext(t), c)
+	if err != nil || secrets.reads == reads || second == first {
+		t.Errorf("a new UID was not resolved afresh: %v (same Access: %v)", err, second == first)
 	}
-	_ = first
 }
 
 // Resolving an unchanged Cluster allocates nothing: it is on the path of every call a fleet makes.
