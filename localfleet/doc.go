@@ -1,0 +1,19 @@
+// Package localfleet starts a cluster registry and member clusters on this machine, for tests and
+// demos of multi-cluster tools: real kube-apiservers with etcd, as controller-runtime's envtest
+// starts them, with the Cluster CRD installed in the registry and every member registered there
+// through the same credential pointers a production fleet uses. Odd-numbered members are reached
+// with a service-account token in a Secret pinned to the member's server (provider type secret),
+// even-numbered ones with a client-certificate kubeconfig in a Secret (kubeconfig-secret), so a
+// tool is exercised on both.
+//
+// A test starts one fleet and points the tool under test at Fleet.Registry:
+//
+//	fleet, err := localfleet.Start(ctx, localfleet.Options{Members: 3})
+//	if err != nil { t.Fatal(err) }
+//	t.Cleanup(func() { _ = fleet.Stop() })
+//	// run the tool with --kubeconfig fleet.Registry.Kubeconfig --namespace fleet.Namespace,
+//	// then check fleet.Members[i].Config to see what it did.
+//
+// The binaries come from BinaryAssetsDirectory, KUBEBUILDER_ASSETS, or the cache that the SDK's
+// hack/build-testbins.sh fills; see AssetsDir.
+package localfleet

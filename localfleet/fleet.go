@@ -1,0 +1,170 @@
+package localfleet
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/cluster-registry/sdk/clientset/versioned"
+	"github.com/cluster-registry/sdk/clusterregistry"
+)
+
+// Options shape a local fleet.
+type Options struct {
+	// Members is how many member API servers to start and register, named member-1, member-2...
+	// Zero starts the registry alone.
+	Members int
+	// Namespace holds the members' Clusters and credential Secrets in the registry; it is created.
+	// Default "fleet".
+	Namespace string
+	// Labels go on every member's Cluster. Default fleet=local.
+	Labels map[string]string
+	// BinaryAssetsDirectory holds kube-apiserver, etcd and kubectl; see AssetsDir for the default.
+	BinaryAssetsDirectory string
+	// StartTimeout bounds starting (and stopping) each API server and its etcd. Default 2 minutes.
+	StartTimeout time.Duration
+}
+
+// Fleet is a running registry and its members.
+type Fleet struct {
+	// Registry serves the Cluster API and holds the members' Clusters and credential Secrets.
+	Registry *Server
+	// Namespace is where the members are registered.
+	Namespace string
+	// Members are the member clusters, in the order of their names.
+	Members []*Member
+	// Kubectl is the kubectl binary beside the servers, or "" when there is none.
+	Kubectl string
+
+	stopOnce sync.Once
+	stopErr  error
+	stopped  chan struct{}
+}
+
+// Start starts the registry and opts.Members members at once, installs the Cluster CRD in the
+// registry, and registers every member, its Ready condition True. If anything fails, whatever
+// was started is stopped again. Call Stop when done, on every path: the servers are processes
+// that outlive the caller otherwise.
+func Start(ctx context.Context, opts Options) (*Fleet, error) {
+	if opts.Members < 0 {
+		return nil, fmt.Errorf("localfleet: Members is %d, want zero or more", opts.Members)
+	}
+	if opts.Namespace == "" {
+		opts.Namespace = "fleet"
+	}
+	if opts.Labels == nil {
+		opts.Labels = map[string]string{"fleet": "local"}
+	}
+	if opts.StartTimeout <= 0 {
+		opts.StartTimeout = controlPlaneTimeout
+	}
+	assets, err := AssetsDir(opts.BinaryAssetsDirectory)
+	if err != nil {
+		return nil, err
+	}
+
+	servers, err := startServers(assets, 1+opts.Members, opts.StartTimeout)
+	if err != nil {
+		return nil, err
+	}
+	f := &Fleet{Registry: servers[0], Namespace: opts.Namespace, stopped: make(chan struct{})}
+	if _, err := os.Stat(filepath.Join(assets, "kubectl")); err == nil {
+		f.Kubectl = filepath.Join(assets, "kubectl")
+	}
+	for i, s := range servers[1:] {
+		f.Members = append(f.Members, &Member{Server: s, Name: fmt.Sprintf("member-%d", i+1), fleet: f})
+	}
+	if err := f.setUp(ctx, opts.Labels); err != nil {
+		return nil, errors.Join(err, f.Stop())
+	}
+	return f, nil
+}
+
+// startServers starts n servers in parallel; on any failure it stops those that started.
+func startServers(assets string, n int, timeout time.Duration) ([]*Server, error) {
+	servers := make([]*Server, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range servers {
+		wg.Go(func() { servers[i], errs[i] = startServer(assets, timeout) })
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		for _, s := range servers {
+			if s != nil {
+				_ = s.Stop()
+			}
+		}
+		return nil, err
+	}
+	return servers, nil
+}
+
+func (f *Fleet) setUp(ctx context.Context, labels map[string]string) error {
+	crds, err := apiextensionsclient.NewForConfig(f.Registry.Config)
+	if err != nil {
+		return err
+	}
+	if err := clusterregistry.Install(ctx, crds); err != nil {
+		return fmt.Errorf("installing the Cluster CRD in the registry: %w", err)
+	}
+	kube, err := kubernetes.NewForConfig(f.Registry.Config)
+	if err != nil {
+		return err
+	}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: f.Namespace}}
+	if _, err := kube.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("creating namespace %s in the registry: %w", f.Namespace, err)
+	}
+	registry, err := versioned.NewForConfig(f.Registry.Config)
+	if err != nil {
+		return err
+	}
+	errs := make([]error, len(f.Members))
+	var wg sync.WaitGroup
+	for i, m := range f.Members {
+		wg.Go(func() { errs[i] = m.register(ctx, kube, registry, i, labels) })
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// Member returns the member of that name, or nil.
+func (f *Fleet) Member(name string) *Member {
+	for _, m := range f.Members {
+		if m.Name == name {
+			return m
+		}
+	}
+	return nil
+}
+
+// Stop stops every member and the registry and removes their files. Calling it again does
+// nothing.
+func (f *Fleet) Stop() error {
+	f.stopOnce.Do(func() {
+		close(f.stopped) // members stopped from here on leave their Clusters alone
+		servers := []*Server{f.Registry}
+		for _, m := range f.Members {
+			servers = append(servers, m.Server)
+		}
+		errs := make([]error, len(servers))
+		var wg sync.WaitGroup
+		for i, s := range servers {
+			wg.Go(func() { errs[i] = s.Stop() })
+		}
+		wg.Wait()
+		f.stopErr = errors.Join(errs...)
+	})
+	return f.stopErr
+}
