@@ -26,7 +26,7 @@ func testContext(t *testing.T) context.Context {
 
 func registryClient(t *testing.T) versioned.Interface {
 	t.Helper()
-	c, err := versioned.NewForConfig(env.Config)
+	c, err := versioned.NewForConfig(lf.Registry.Config)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -36,7 +36,7 @@ func registryClient(t *testing.T) versioned.Interface {
 // newNamespace creates a namespace of the test's own, so tests do not see each other's Clusters.
 func newNamespace(t *testing.T) string {
 	t.Helper()
-	kube, err := kubernetes.NewForConfig(env.Config)
+	kube, err := kubernetes.NewForConfig(lf.Registry.Config)
 	if err != nil {
 		t.Fatal(err)
 	}

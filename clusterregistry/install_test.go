@@ -18,7 +18,7 @@ import (
 // up-to-date CRD untouched however often it runs. (The test server got its CRD from Install too.)
 func TestInstallUpgradesAndIsIdempotent(t *testing.T) {
 	ctx := testContext(t)
-	client, err := apiextensionsclient.NewForConfig(env.Config)
+	client, err := apiextensionsclient.NewForConfig(lf.Registry.Config)
 	if err != nil {
 		t.Fatal(err)
 	}

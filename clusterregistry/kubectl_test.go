@@ -22,7 +22,7 @@ var samplesDir = filepath.Join("..", "examples", "clusters")
 // kubectl runs the kubectl built beside the test server and returns its combined output.
 func kubectl(t *testing.T, args ...string) (string, error) {
 	t.Helper()
-	cmd := exec.CommandContext(testContext(t), env.Kubectl, append([]string{"--kubeconfig", env.Kubeconfig}, args...)...)
+	cmd := exec.CommandContext(testContext(t), lf.Kubectl, append([]string{"--kubeconfig", lf.Registry.Kubeconfig}, args...)...)
 	out, err := cmd.CombinedOutput()
 	return string(out), err
 }
@@ -111,7 +111,7 @@ func TestKubectlWatchStreamsChanges(t *testing.T) {
 	ctx, cancel := context.WithTimeout(testContext(t), testTimeout)
 	defer cancel()
 
-	cmd := exec.CommandContext(ctx, env.Kubectl, "--kubeconfig", env.Kubeconfig, "get", "clusters", "-n", ns, "-w")
+	cmd := exec.CommandContext(ctx, lf.Kubectl, "--kubeconfig", lf.Registry.Kubeconfig, "get", "clusters", "-n", ns, "-w")
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -205,7 +205,7 @@ spec:
       type: {name: secret}
       config: {name: leaky, token: ` + plantedSecret + `}
 `
-	cmd := exec.CommandContext(testContext(t), env.Kubectl, "--kubeconfig", env.Kubeconfig, "apply", "-n", ns, "-f", "-")
+	cmd := exec.CommandContext(testContext(t), lf.Kubectl, "--kubeconfig", lf.Registry.Kubeconfig, "apply", "-n", ns, "-f", "-")
 	cmd.Stdin = strings.NewReader(manifest)
 	out, err := cmd.CombinedOutput()
 	if err == nil {

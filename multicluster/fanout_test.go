@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -238,6 +239,37 @@ func TestResultsTable(t *testing.T) {
 	}
 	if err := results.Err(); err == nil || !strings.HasPrefix(err.Error(), "fleet/m1: applying") {
 		t.Errorf("Err() = %v", err)
+	}
+}
+
+func TestResultsTableShowsStringValues(t *testing.T) {
+	results := Map(context.Background(), staticMembers(t, 3), func(_ context.Context, m *Member) (string, error) {
+		switch m.Name().Name {
+		case "m0":
+			return "created", nil
+		case "m1":
+			return "", nil
+		}
+		return "ignored", errors.New("refused")
+	}, NoRetry())
+	lines := strings.Split(strings.TrimSpace(results.String()), "\n")
+	for i, want := range []string{"created", "ok", "refused"} {
+		if f := strings.Fields(lines[i+1]); f[2] != want {
+			t.Errorf("row %d result %q, want %q", i, f[2], want)
+		}
+	}
+	refused := ForEach(context.Background(), staticMembers(t, 1), func(context.Context, *Member) error {
+		return fmt.Errorf("applying: %w", &url.Error{Op: "Patch", URL: "https://m0.example.com/apis/apps/v1/namespaces/default/deployments/web?fieldManager=x&force=true",
+			Err: errors.New("dial tcp 10.0.0.1:443: connect: connection refused")})
+	}, NoRetry())
+	if row := strings.Split(refused.String(), "\n")[1]; !strings.Contains(row, "applying: Patch /apis/apps/v1/namespaces/default/deployments/web: dial tcp 10.0.0.1:443: connect: connection refused") {
+		t.Errorf("URL errors are not shortened: %q", row)
+	}
+	durations := Map(context.Background(), staticMembers(t, 1), func(context.Context, *Member) (time.Duration, error) {
+		return 1500 * time.Millisecond, nil
+	})
+	if f := strings.Fields(strings.Split(durations.String(), "\n")[1]); f[2] != "1.5s" {
+		t.Errorf("a fmt.Stringer value shows as %q", f[2])
 	}
 }
 

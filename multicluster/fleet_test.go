@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -28,41 +27,11 @@ import (
 
 	"github.com/cluster-registry/sdk/clientset/versioned"
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
-	"github.com/cluster-registry/sdk/internal/testenv"
+	"github.com/cluster-registry/sdk/localfleet"
 )
 
-// fleetMember is a member API server started for one test, registered in the registry.
-type fleetMember struct {
-	name string
-	env  *testenv.Env
-}
-
-func (m *fleetMember) server() string { return strings.TrimSuffix(m.env.Config.Host, "/") }
-
-// startMembers starts n member API servers at once.
-func startMembers(t *testing.T, n int) []*fleetMember {
-	t.Helper()
-	members := make([]*fleetMember, n)
-	errs := make([]error, n)
-	var wg sync.WaitGroup
-	for i := range members {
-		wg.Go(func() {
-			env, err := testenv.Start()
-			members[i], errs[i] = &fleetMember{name: fmt.Sprintf("member-%c", 'a'+i), env: env}, err
-		})
-	}
-	wg.Wait()
-	for i, err := range errs {
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = members[i].env.Stop() })
-	}
-	return members
-}
-
 // adminToken makes a cluster-admin service account on a member and returns a token for it.
-func adminToken(t *testing.T, env *testenv.Env, name string) string {
+func adminToken(t *testing.T, env *localfleet.Server, name string) string {
 	t.Helper()
 	ctx := testContext(t)
 	kube := kubeClient(t, env)
@@ -82,27 +51,6 @@ func adminToken(t *testing.T, env *testenv.Env, name string) string {
 		t.Fatal(err)
 	}
 	return tr.Status.Token
-}
-
-// register records a member in the registry: a pinned token Secret and a Cluster pointing at it.
-func register(t *testing.T, ns, name string, m *fleetMember, token string) {
-	t.Helper()
-	putSecret(t, ns, name+"-token", pinnedTo(m.server()), map[string][]byte{"token": []byte(token)})
-	c := &v1alpha1.Cluster{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: map[string]string{"fleet": "test"}},
-		Spec: v1alpha1.ClusterSpec{
-			KubernetesAPIEndpoints: v1alpha1.KubernetesAPIEndpoints{
-				ServerEndpoints: []v1alpha1.ServerAddressByClientCIDR{{ClientCIDR: "0.0.0.0/0", ServerAddress: m.server()}},
-				CABundle:        m.env.Config.CAData,
-			},
-			AuthInfo: v1alpha1.AuthInfo{Providers: []v1alpha1.AuthProviderConfig{
-				provider("controller", v1alpha1.ProviderTypeSecret, map[string]string{"name": name + "-token"}),
-			}},
-		},
-	}
-	if _, err := versioned.NewForConfigOrDie(registry.Config).ClusterregistryV1alpha1().Clusters(ns).Create(testContext(t), c, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
 }
 
 // applyWorkload server-side applies a ConfigMap and a Deployment to a member, as fanout-deploy does.
@@ -128,17 +76,21 @@ func applyWorkload(ctx context.Context, m *Member) error {
 	return nil
 }
 
+// TestFleetAgainstRealMembers runs a Fleet over a local fleet of its own: a registry and three
+// members, member-1 and member-3 reached with pinned tokens, member-2 with a kubeconfig Secret.
 func TestFleetAgainstRealMembers(t *testing.T) {
 	ignore := goleak.IgnoreCurrent()
 	ctx := testContext(t)
-	ns := newNamespace(t, registry)
-	members := startMembers(t, 3)
-	for _, m := range members {
-		register(t, ns, m.name, m, adminToken(t, m.env, "fleet-admin"))
+	lf, err := localfleet.Start(ctx, localfleet.Options{Members: 3, Labels: map[string]string{"fleet": "test"}})
+	if err != nil {
+		t.Fatal(err)
 	}
+	defer lf.Stop()
+	ns, members := lf.Namespace, lf.Members
+	clusters := versioned.NewForConfigOrDie(lf.Registry.Config).ClusterregistryV1alpha1().Clusters(ns)
 
-	resolver := newResolver(t, ResolverOptions{})
-	fleet := NewFleet(versioned.NewForConfigOrDie(registry.Config), resolver, FleetOptions{
+	resolver := newResolver(t, ResolverOptions{Secrets: SecretsFromClient(kubeClient(t, lf.Registry))})
+	fleet := NewFleet(versioned.NewForConfigOrDie(lf.Registry.Config), resolver, FleetOptions{
 		Namespaces: []string{ns},
 		Selector:   labels.SelectorFromSet(labels.Set{"fleet": "test"}),
 	})
@@ -163,14 +115,14 @@ func TestFleetAgainstRealMembers(t *testing.T) {
 			t.Fatalf("%v\n%s", err, results)
 		}
 		for _, m := range members {
-			kube := kubeClient(t, m.env)
+			kube := kubeClient(t, m.Server)
 			cm, err := kube.CoreV1().ConfigMaps("default").Get(ctx, "fleet-demo", metav1.GetOptions{})
-			if err != nil || cm.Data["member"] != m.name {
-				t.Errorf("%s: ConfigMap %v, %v", m.name, cm.Data, err)
+			if err != nil || cm.Data["member"] != m.Name {
+				t.Errorf("%s: ConfigMap %v, %v", m.Name, cm.Data, err)
 			}
 			d, err := kube.AppsV1().Deployments("default").Get(ctx, "fleet-demo", metav1.GetOptions{})
 			if err != nil || *d.Spec.Replicas != 2 || d.ManagedFields[0].Manager != "fleet-test" {
-				t.Errorf("%s: Deployment: %v", m.name, err)
+				t.Errorf("%s: Deployment: %v", m.Name, err)
 			}
 		}
 	})
@@ -204,13 +156,21 @@ func TestFleetAgainstRealMembers(t *testing.T) {
 	})
 
 	t.Run("members added and removed are seen without restart", func(t *testing.T) {
-		register(t, ns, "member-extra", members[0], adminToken(t, members[0].env, "extra-admin"))
+		// Another entry for member-1's server, through the same pinned Secret.
+		extra, err := clusters.Get(ctx, "member-1", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		extra.ObjectMeta = metav1.ObjectMeta{Name: "member-extra", Namespace: ns, Labels: extra.Labels}
+		if _, err := clusters.Create(ctx, extra, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
 		waitForLen(t, fleet, 4)
 		results := ForEach(ctx, fleet.Members(), applyWorkload)
 		if len(results) != 4 || results.Err() != nil {
 			t.Fatalf("with the new member:\n%s", results)
 		}
-		if err := versioned.NewForConfigOrDie(registry.Config).ClusterregistryV1alpha1().Clusters(ns).Delete(ctx, "member-extra", metav1.DeleteOptions{}); err != nil {
+		if err := clusters.Delete(ctx, "member-extra", metav1.DeleteOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		waitForLen(t, fleet, 3)
@@ -220,11 +180,10 @@ func TestFleetAgainstRealMembers(t *testing.T) {
 	})
 
 	t.Run("clients survive an edit that does not change access", func(t *testing.T) {
-		m := fleet.Member(ns, "member-a")
+		m := fleet.Member(ns, "member-2")
 		before, _ := m.Kubernetes(ctx)
-		clusters := versioned.NewForConfigOrDie(registry.Config).ClusterregistryV1alpha1().Clusters(ns)
 		patch := []byte(`{"spec":{"displayName":"Member A (renamed)"}}`)
-		if _, err := clusters.Patch(ctx, "member-a", "application/merge-patch+json", patch, metav1.PatchOptions{}); err != nil {
+		if _, err := clusters.Patch(ctx, "member-2", "application/merge-patch+json", patch, metav1.PatchOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		err := wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, testTimeout, true, func(context.Context) (bool, error) {
@@ -239,9 +198,19 @@ func TestFleetAgainstRealMembers(t *testing.T) {
 	})
 
 	t.Run("a credential rotated mid-fleet", func(t *testing.T) {
-		b := members[1]
-		putSecret(t, ns, b.name+"-token", pinnedTo(b.server()), map[string][]byte{"token": []byte(adminToken(t, b.env, "rotated-admin"))})
-		if err := kubeClient(t, b.env).CoreV1().ServiceAccounts("default").Delete(ctx, "fleet-admin", metav1.DeleteOptions{}); err != nil {
+		a := members[0] // reached with a token: rotate it, then revoke the old one
+		if a.ProviderType != v1alpha1.ProviderTypeSecret {
+			t.Fatalf("%s is reached by %s, want a token Secret", a.Name, a.ProviderType)
+		}
+		secret, err := kubeClient(t, lf.Registry).CoreV1().Secrets(ns).Get(ctx, a.Name+"-token", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		secret.Data["token"] = []byte(adminToken(t, a.Server, "rotated-admin"))
+		if _, err := kubeClient(t, lf.Registry).CoreV1().Secrets(ns).Update(ctx, secret, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if err := kubeClient(t, a.Server).CoreV1().ServiceAccounts("kube-system").Delete(ctx, "localfleet-admin", metav1.DeleteOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		// The member may accept the revoked token for a while; keep working across that moment.
@@ -260,8 +229,8 @@ func TestFleetAgainstRealMembers(t *testing.T) {
 		const timeout = 3 * time.Second
 		start := time.Now()
 		results := ForEach(ctx, fleet.Members(), func(ctx context.Context, m *Member) error {
-			if m.Name().Name == c.name {
-				if err := c.env.Stop(); err != nil {
+			if m.Name().Name == c.Name {
+				if err := c.Stop(); err != nil {
 					return fmt.Errorf("stopping the member: %w", err)
 				}
 			}
@@ -272,7 +241,7 @@ func TestFleetAgainstRealMembers(t *testing.T) {
 		}
 		for _, r := range results {
 			switch r.Member.Name().Name {
-			case c.name:
+			case c.Name:
 				if r.Err == nil || r.Duration > timeout+time.Second {
 					t.Errorf("stopped member: %v after %v", r.Err, r.Duration)
 				}
@@ -286,14 +255,12 @@ func TestFleetAgainstRealMembers(t *testing.T) {
 	})
 
 	// Nothing the fleet started outlives it: informers, fan-out workers, abandoned callbacks.
-	// Connections to the members end with their servers. Idle connections to the registry, which
-	// stays up for the package's other tests, stay in client-go's shared transport cache; their
-	// read loops are the one thing allowed to remain.
+	// Connections to the registry and the members end with their servers.
 	stopFleet()
-	for _, m := range members[:2] {
-		_ = m.env.Stop()
+	if err := lf.Stop(); err != nil {
+		t.Fatal(err)
 	}
-	goleak.VerifyNone(t, ignore, goleak.IgnoreAnyFunction("golang.org/x/net/http2.(*ClientConn).readLoop"))
+	goleak.VerifyNone(t, ignore)
 }
 
 func waitForLen(t *testing.T, f *Fleet, n int) {

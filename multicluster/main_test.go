@@ -10,21 +10,24 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/cluster-registry/sdk/clientset/versioned"
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
-	"github.com/cluster-registry/sdk/internal/testenv"
+	"github.com/cluster-registry/sdk/localfleet"
 )
 
 // registry holds the Clusters and credential Secrets; member is the cluster they point at. Both
-// are real kube-apiservers with etcd.
-var registry, member *testenv.Env
+// are real kube-apiservers with etcd, from a local fleet of one member. Tests register the member
+// again in namespaces of their own, with the credentials each test is about.
+var registry, member *localfleet.Server
 
 func TestMain(m *testing.M) {
 	// The benchmarks' simulated members run in a child process of this binary.
@@ -45,15 +48,13 @@ func TestMain(m *testing.M) {
 }
 
 func runWithServers(m *testing.M) (int, error) {
-	var err error
-	if registry, err = testenv.Start(); err != nil {
+	logf.SetLogger(logr.Discard()) // envtest logs through controller-runtime's logger
+	lf, err := localfleet.Start(context.Background(), localfleet.Options{Members: 1})
+	if err != nil {
 		return 0, err
 	}
-	defer registry.Stop()
-	if member, err = testenv.Start(); err != nil {
-		return 0, err
-	}
-	defer member.Stop()
+	defer lf.Stop()
+	registry, member = lf.Registry, lf.Members[0].Server
 	return m.Run(), nil
 }
 
@@ -70,13 +71,13 @@ func testContext(t testing.TB) context.Context {
 	return ctx
 }
 
-func kubeClient(t testing.TB, env *testenv.Env) kubernetes.Interface {
+func kubeClient(t testing.TB, env *localfleet.Server) kubernetes.Interface {
 	t.Helper()
 	return kubernetes.NewForConfigOrDie(env.Config)
 }
 
 // newNamespace makes a namespace in env for one test and removes it afterwards.
-func newNamespace(t testing.TB, env *testenv.Env) string {
+func newNamespace(t testing.TB, env *localfleet.Server) string {
 	t.Helper()
 	kube := kubeClient(t, env)
 	ns, err := kube.CoreV1().Namespaces().Create(testContext(t),
@@ -86,11 +87,6 @@ func newNamespace(t testing.TB, env *testenv.Env) string {
 	}
 	t.Cleanup(func() { _ = kube.CoreV1().Namespaces().Delete(context.Background(), ns.Name, metav1.DeleteOptions{}) })
 	return ns.Name
-}
-
-// memberServer is the member API server's address as a Cluster records it.
-func memberServer() string {
-	return strings.TrimSuffix(member.Config.Host, "/")
 }
 
 // memberToken makes a service account on the member, lets it read ConfigMaps, and returns a token
@@ -132,7 +128,7 @@ func memberCluster(t testing.TB, ns, name string, providers ...v1alpha1.AuthProv
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
 		Spec: v1alpha1.ClusterSpec{
 			KubernetesAPIEndpoints: v1alpha1.KubernetesAPIEndpoints{
-				ServerEndpoints: []v1alpha1.ServerAddressByClientCIDR{{ClientCIDR: "0.0.0.0/0", ServerAddress: memberServer()}},
+				ServerEndpoints: []v1alpha1.ServerAddressByClientCIDR{{ClientCIDR: "0.0.0.0/0", ServerAddress: member.URL()}},
 				CABundle:        member.Config.CAData,
 			},
 			AuthInfo: v1alpha1.AuthInfo{Providers: providers},

@@ -43,8 +43,8 @@ func TestBuiltinProvidersReachTheMember(t *testing.T) {
 		}
 	}
 
-	putSecret(t, ns, "sa-token", pinnedTo(memberServer()), map[string][]byte{"token": []byte(token)})
-	putSecret(t, ns, "client-cert", pinnedTo(memberServer()), map[string][]byte{"tls.crt": certData, "tls.key": keyData})
+	putSecret(t, ns, "sa-token", pinnedTo(member.URL()), map[string][]byte{"token": []byte(token)})
+	putSecret(t, ns, "client-cert", pinnedTo(member.URL()), map[string][]byte{"tls.crt": certData, "tls.key": keyData})
 	// Cluster API's convention: <cluster>-kubeconfig, key "value"; the kubeconfig's server pins it.
 	putSecret(t, ns, "by-kubeconfig-kubeconfig", nil, map[string][]byte{"value": kubeconfig})
 
@@ -74,7 +74,7 @@ func TestBuiltinProvidersReachTheMember(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if a.ProviderType != tc.provider.Type.Name || a.Server.String() != memberServer() {
+			if a.ProviderType != tc.provider.Type.Name || a.Server.String() != member.URL() {
 				t.Errorf("resolved to %s via %s", a.Server, a.ProviderType)
 			}
 			if err := useMember(testContext(t), a); err != nil {
@@ -135,8 +135,8 @@ func TestExecPluginHonoursExpiry(t *testing.T) {
 	if n := runs(); n != 1 && time.Since(start) < lifetime {
 		t.Errorf("plugin ran %d times while its credential was valid, want 1", n)
 	}
-	if info, _ := os.ReadFile(infoPath); string(info) != memberServer() {
-		t.Errorf("plugin was given server %q, want %q", info, memberServer())
+	if info, _ := os.ReadFile(infoPath); string(info) != member.URL() {
+		t.Errorf("plugin was given server %q, want %q", info, member.URL())
 	}
 
 	time.Sleep(time.Until(start.Add(lifetime + time.Second)))

@@ -121,7 +121,7 @@ func TestRotatedSecretIsPickedUp(t *testing.T) {
 	ctx := testContext(t)
 	ns := newNamespace(t, registry)
 	memberNS := newNamespace(t, member)
-	putSecret(t, ns, "creds", pinnedTo(memberServer()), map[string][]byte{"token": []byte(memberToken(t, memberNS, "old"))})
+	putSecret(t, ns, "creds", pinnedTo(member.URL()), map[string][]byte{"token": []byte(memberToken(t, memberNS, "old"))})
 	c := memberCluster(t, ns, "rotating", provider("p", v1alpha1.ProviderTypeSecret, map[string]string{"name": "creds"}))
 	r := newResolver(t, ResolverOptions{RevalidateAfter: time.Hour}) // only the 401 may trigger the reread
 
@@ -133,7 +133,7 @@ func TestRotatedSecretIsPickedUp(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	putSecret(t, ns, "creds", pinnedTo(memberServer()), map[string][]byte{"token": []byte(memberToken(t, memberNS, "new"))})
+	putSecret(t, ns, "creds", pinnedTo(member.URL()), map[string][]byte{"token": []byte(memberToken(t, memberNS, "new"))})
 	if err := kubeClient(t, member).CoreV1().ServiceAccounts(memberNS).Delete(ctx, "old", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -165,7 +165,7 @@ func TestPinningKeepsCredentialsFromOtherServers(t *testing.T) {
 	ns := newNamespace(t, registry)
 	memberNS := newNamespace(t, member)
 	token := memberToken(t, memberNS, "pinned")
-	putSecret(t, ns, "pinned", pinnedTo("https://unrelated.example.com", memberServer()), map[string][]byte{"token": []byte(token)})
+	putSecret(t, ns, "pinned", pinnedTo("https://unrelated.example.com", member.URL()), map[string][]byte{"token": []byte(token)})
 	c := memberCluster(t, ns, "redirected", provider("p", v1alpha1.ProviderTypeSecret, map[string]string{"name": "pinned"}))
 	r := newResolver(t, ResolverOptions{})
 	if _, err := r.Resolve(ctx, c); err != nil {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/url"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -61,13 +62,25 @@ func (rs Results[T]) Err() error {
 }
 
 // WriteTable writes one aligned row per member: member, endpoint, result, attempts, duration.
+// The result is the error, or on success the value when it is a string or a fmt.Stringer (so a
+// callback can say "created" or "unchanged"), or else "ok".
 func (rs Results[T]) WriteTable(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "MEMBER\tENDPOINT\tRESULT\tATTEMPTS\tDURATION")
 	for _, r := range rs {
 		result := "ok"
+		switch v := any(r.Value).(type) {
+		case string:
+			if v != "" {
+				result = oneLine(v)
+			}
+		case fmt.Stringer:
+			if s := v.String(); s != "" {
+				result = oneLine(s)
+			}
+		}
 		if r.Err != nil {
-			result = oneLine(r.Err.Error())
+			result = oneLine(tableError(r.Err))
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\n", r.Member, r.Endpoint, result, r.Attempts, r.Duration.Round(time.Millisecond))
 	}
@@ -79,6 +92,19 @@ func (rs Results[T]) String() string {
 	var b strings.Builder
 	_ = rs.WriteTable(&b)
 	return b.String()
+}
+
+// tableError is err's message with request URLs cut to their paths: the endpoint column already
+// names the server, and a query string would push the cause past the column's end.
+func tableError(err error) string {
+	msg := err.Error()
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		if u, perr := url.Parse(ue.URL); perr == nil && u.Path != "" {
+			msg = strings.Replace(msg, ue.Error(), fmt.Sprintf("%s %s: %v", ue.Op, u.Path, ue.Err), 1)
+		}
+	}
+	return msg
 }
 
 func oneLine(s string) string {

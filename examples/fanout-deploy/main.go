@@ -1,0 +1,268 @@
+// Command fanout-deploy applies a Deployment to every member cluster that a cluster registry
+// selects, all at once, and reports what happened on each. It is the Cluster Registry SDK's demo
+// client, and is meant to be read: a registry client, a Resolver that follows each Cluster's
+// credential pointers, a Fleet, and one multicluster.Map.
+//
+//	fanout-deploy --namespace fleet --selector env=prod --name web --image nginx:1.27 --replicas 2
+//	fanout-deploy --namespace fleet --name web --delete
+//
+// It prints a line per member as each finishes, then a table, and exits 1 naming the members that
+// failed, or 2 for bad flags.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/validation"
+	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/cluster-registry/sdk/clientset/versioned"
+	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
+	"github.com/cluster-registry/sdk/multicluster"
+)
+
+// fieldManager owns, on every member, the fields this tool applies.
+const fieldManager = "fanout-deploy"
+
+type options struct {
+	kubeconfig, context, namespace string // where the registry is, and which cluster set
+	selector                       labels.Selector
+	name, image, memberNamespace   string
+	replicas                       int
+	concurrency                    int
+	timeout                        time.Duration
+	dryRun, delete                 bool
+	resolver                       multicluster.ResolverOptions
+}
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	opts, err := parseFlags(args, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	if err != nil {
+		for line := range strings.Lines(err.Error()) { // one line per bad flag
+			fmt.Fprint(stderr, "fanout-deploy: ", strings.TrimSuffix(line, "\n"), "\n")
+		}
+		fmt.Fprintln(stderr, "Run fanout-deploy -h for the flags.")
+		return 2
+	}
+	members, err := selectMembers(ctx, opts)
+	if err != nil {
+		fmt.Fprintln(stderr, "fanout-deploy:", err)
+		return 1
+	}
+
+	verb := "Applying"
+	if opts.delete {
+		verb = "Deleting"
+	}
+	if opts.dryRun {
+		verb += " (server dry run)"
+	}
+	fmt.Fprintf(stdout, "%s Deployment %s/%s on %d members of %s\n", verb, opts.memberNamespace, opts.name, len(members), opts.namespace)
+
+	done := 0
+	results := multicluster.Map(ctx, members, deployment(opts),
+		multicluster.Concurrency(opts.concurrency),
+		multicluster.Timeout(opts.timeout),
+		// Progress: one line per member as it finishes. Calls come one at a time.
+		multicluster.OnResult(func(o multicluster.Outcome) {
+			done++
+			status := "ok"
+			if o.Err != nil {
+				status = "FAILED: " + o.Err.Error()
+			}
+			fmt.Fprintf(stdout, "[%d/%d] %s %s (%s)\n", done, len(members), o.Member, status, o.Duration.Round(time.Millisecond))
+		}),
+	)
+	fmt.Fprintln(stdout)
+	_ = results.WriteTable(stdout)
+
+	if failed := results.Failed(); len(failed) > 0 {
+		names := make([]string, len(failed))
+		for i, r := range failed {
+			names[i] = r.Member.String()
+		}
+		fmt.Fprintf(stderr, "fanout-deploy: %d of %d members failed: %s\n", len(failed), len(results), strings.Join(names, ", "))
+		return 1
+	}
+	return 0
+}
+
+// selectMembers reads the selected Clusters from the registry and makes them a Fleet. A one-shot
+// command lists once; a long-running tool would use multicluster.NewFleet to follow the registry.
+func selectMembers(ctx context.Context, opts *options) ([]*multicluster.Member, error) {
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	rules.ExplicitPath = opts.kubeconfig
+	kubeconfig := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: opts.context})
+	config, err := kubeconfig.ClientConfig()
+	if err != nil {
+		return nil, fmt.Errorf("reaching the registry: %w", err)
+	}
+	if opts.namespace == "" {
+		if opts.namespace, _, err = kubeconfig.Namespace(); err != nil {
+			return nil, fmt.Errorf("reaching the registry: %w", err)
+		}
+	}
+	registry, err := versioned.NewForConfig(config)
+	if err != nil {
+		return nil, err
+	}
+	list, err := registry.ClusterregistryV1alpha1().Clusters(opts.namespace).List(ctx, metav1.ListOptions{LabelSelector: opts.selector.String()})
+	if err != nil {
+		return nil, fmt.Errorf("listing clusters in namespace %s of the registry at %s: %w", opts.namespace, config.Host, err)
+	}
+	if len(list.Items) == 0 {
+		what := "no clusters in namespace " + opts.namespace
+		if !opts.selector.Empty() {
+			what += fmt.Sprintf(" match --selector %q", opts.selector)
+		}
+		return nil, fmt.Errorf("%s of the registry at %s; nothing to do", what, config.Host)
+	}
+
+	// Credentials are read from the registry with the caller's own permissions.
+	secrets, err := kubernetes.NewForConfig(config)
+	if err != nil {
+		return nil, err
+	}
+	opts.resolver.Secrets = multicluster.SecretsFromClient(secrets)
+	opts.resolver.UserAgent = fieldManager
+	resolver, err := multicluster.NewResolver(opts.resolver)
+	if err != nil {
+		return nil, err
+	}
+	return multicluster.StaticFleet(resolver, list.Items, multicluster.FleetOptions{}).Members(), nil
+}
+
+// deployment applies (or deletes) the Deployment on one member; its value is the table's result.
+func deployment(opts *options) func(context.Context, *multicluster.Member) (string, error) {
+	var dryRun []string
+	if opts.dryRun {
+		dryRun = []string{metav1.DryRunAll}
+	}
+	return func(ctx context.Context, m *multicluster.Member) (string, error) {
+		kube, err := m.Kubernetes(ctx) // built once per member and shared
+		if err != nil {
+			return "", err
+		}
+		deployments := kube.AppsV1().Deployments(opts.memberNamespace)
+		if opts.delete {
+			err := deployments.Delete(ctx, opts.name, metav1.DeleteOptions{DryRun: dryRun})
+			if apierrors.IsNotFound(err) {
+				return "not found", nil
+			}
+			return "deleted", err
+		}
+
+		labels := map[string]string{"app.kubernetes.io/name": opts.name, "app.kubernetes.io/managed-by": fieldManager}
+		d := appsv1ac.Deployment(opts.name, opts.memberNamespace).WithLabels(labels).WithSpec(appsv1ac.DeploymentSpec().
+			WithReplicas(int32(opts.replicas)).
+			WithSelector(metav1ac.LabelSelector().WithMatchLabels(labels)).
+			WithTemplate(corev1ac.PodTemplateSpec().WithLabels(labels).WithSpec(corev1ac.PodSpec().
+				WithContainers(corev1ac.Container().WithName(opts.name).WithImage(opts.image)))))
+		applied, err := deployments.Apply(ctx, d, metav1.ApplyOptions{FieldManager: fieldManager, Force: true, DryRun: dryRun})
+		if err != nil {
+			return "", err
+		}
+		return fmt.Sprintf("applied, generation %d", applied.Generation), nil
+	}
+}
+
+func parseFlags(args []string, stderr io.Writer) (*options, error) {
+	opts := &options{}
+	fs := flag.NewFlagSet("fanout-deploy", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&opts.kubeconfig, "kubeconfig", "", "kubeconfig of the registry (default: $KUBECONFIG, then ~/.kube/config)")
+	fs.StringVar(&opts.context, "context", "", "kubeconfig context of the registry (default: the current one)")
+	fs.StringVar(&opts.namespace, "namespace", "", "the registry namespace (cluster set) whose Clusters to act on (default: the context's)")
+	selector := fs.String("selector", "", "label selector over the Clusters, e.g. env=prod,region!=eu")
+	fs.StringVar(&opts.name, "name", "", "the Deployment's name (required)")
+	fs.StringVar(&opts.image, "image", "", "the container image (required unless --delete)")
+	fs.IntVar(&opts.replicas, "replicas", 1, "replicas on each member")
+	fs.StringVar(&opts.memberNamespace, "member-namespace", "default", "namespace of the Deployment on each member")
+	fs.IntVar(&opts.concurrency, "concurrency", 0, "members at once (0: all)")
+	fs.DurationVar(&opts.timeout, "timeout", 30*time.Second, "time allowed per member, retries included")
+	fs.BoolVar(&opts.dryRun, "dry-run", false, "ask each member to validate the change without making it (server-side dry run)")
+	fs.BoolVar(&opts.delete, "delete", false, "delete the Deployment instead of applying it")
+	prefer := fs.String("prefer", "", "provider types to use, in order of preference, e.g. secret,kubeconfig-secret (default: each Cluster's own order)")
+	execs := fs.String("allow-exec", "", "comma-separated exec plugin commands that Clusters may name (default: none)")
+	roots := fs.String("file-root", "", "comma-separated directories that token-file and kubeconfig-file providers may read (default: none)")
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+
+	var errs []error
+	if fs.NArg() > 0 {
+		errs = append(errs, fmt.Errorf("unexpected argument %q: everything is given by flags", fs.Arg(0)))
+	}
+	if opts.name == "" {
+		errs = append(errs, errors.New("--name is required"))
+	} else if msgs := validation.IsDNS1123Subdomain(opts.name); len(msgs) > 0 {
+		errs = append(errs, fmt.Errorf("--name %q is not a valid Deployment name: %s", opts.name, strings.Join(msgs, "; ")))
+	}
+	if opts.image == "" && !opts.delete {
+		errs = append(errs, errors.New("--image is required, unless --delete"))
+	}
+	if msgs := validation.IsDNS1123Label(opts.memberNamespace); len(msgs) > 0 {
+		errs = append(errs, fmt.Errorf("--member-namespace %q: %s", opts.memberNamespace, strings.Join(msgs, "; ")))
+	}
+	if opts.replicas < 0 || opts.replicas > 1<<20 {
+		errs = append(errs, fmt.Errorf("--replicas %d: want 0 to %d", opts.replicas, 1<<20))
+	}
+	if opts.concurrency < 0 {
+		errs = append(errs, fmt.Errorf("--concurrency %d: want 0 (all) or more", opts.concurrency))
+	}
+	if opts.timeout <= 0 {
+		errs = append(errs, fmt.Errorf("--timeout %v: want a positive duration", opts.timeout))
+	}
+	var err error
+	if opts.selector, err = labels.Parse(*selector); err != nil {
+		errs = append(errs, fmt.Errorf("--selector: %w", err))
+	}
+	known := []string{v1alpha1.ProviderTypeSecret, v1alpha1.ProviderTypeKubeconfigSecret, v1alpha1.ProviderTypeKubeconfigFile, v1alpha1.ProviderTypeExec, v1alpha1.ProviderTypeTokenFile}
+	for _, t := range list(*prefer) {
+		if !slices.Contains(known, t) {
+			errs = append(errs, fmt.Errorf("--prefer: unknown provider type %q (known: %s)", t, strings.Join(known, ", ")))
+		}
+		opts.resolver.Prefer = append(opts.resolver.Prefer, t)
+	}
+	opts.resolver.ExecCommands = list(*execs)
+	opts.resolver.FileRoots = list(*roots)
+	return opts, errors.Join(errs...)
+}
+
+// list splits a comma-separated flag value, dropping empty items.
+func list(s string) []string {
+	var out []string
+	for item := range strings.SplitSeq(s, ",") {
+		if item = strings.TrimSpace(item); item != "" {
+			out = append(out, item)
+		}
+	}
+	return out
+}

@@ -1,0 +1,189 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/cluster-registry/sdk/localfleet"
+)
+
+func TestMain(m *testing.M) {
+	logf.SetLogger(logr.Discard()) // envtest logs through controller-runtime's logger
+	os.Exit(m.Run())
+}
+
+func TestBadFlags(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want []string
+	}{
+		{nil, []string{"--name is required", "--image is required, unless --delete"}},
+		{[]string{"--name", "Web", "--image", "x"}, []string{`--name "Web" is not a valid Deployment name`}},
+		{[]string{"--name", "web", "--delete", "--selector", "a in ("}, []string{"--selector: unable to parse"}},
+		{[]string{"--name", "web", "--image", "x", "--prefer", "secret,magic"}, []string{`--prefer: unknown provider type "magic"`}},
+		{[]string{"--name", "web", "--image", "x", "--replicas", "-1", "--concurrency", "-2", "--timeout", "0s"},
+			[]string{"--replicas -1", "--concurrency -2", "--timeout 0s"}},
+		{[]string{"--name", "web", "--image", "x", "--member-namespace", "Not/Valid"}, []string{`--member-namespace "Not/Valid"`}},
+		{[]string{"--name", "web", "--image", "x", "stray"}, []string{`unexpected argument "stray"`}},
+		{[]string{"--no-such-flag"}, []string{"flag provided but not defined: -no-such-flag"}},
+	} {
+		var stdout, stderr bytes.Buffer
+		code := run(context.Background(), tc.args, &stdout, &stderr)
+		if code != 2 || stdout.Len() != 0 {
+			t.Errorf("%q: exit %d, stdout %q", tc.args, code, stdout.String())
+		}
+		for _, want := range tc.want {
+			if !strings.Contains(stderr.String(), "fanout-deploy: "+want) && !strings.Contains(stderr.String(), want) {
+				t.Errorf("%q: stderr lacks %q:\n%s", tc.args, want, stderr.String())
+			}
+		}
+	}
+}
+
+// TestEndToEnd runs the built command against a local fleet of a registry and three members, as
+// the README's demo does.
+func TestEndToEnd(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	bin := filepath.Join(t.TempDir(), "fanout-deploy")
+	if out, err := exec.CommandContext(ctx, "go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	lf, err := localfleet.Start(ctx, localfleet.Options{Members: 3, Labels: map[string]string{"env": "demo"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lf.Stop()
+	registryKube := kubernetes.NewForConfigOrDie(lf.Registry.Config)
+	token, err := registryKube.CoreV1().Secrets(lf.Namespace).Get(ctx, "member-1-token", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	fanoutDeploy := func(t *testing.T, args ...string) (code int, stdout, stderr string) {
+		t.Helper()
+		var out, errOut bytes.Buffer
+		cmd := exec.CommandContext(ctx, bin, append([]string{"--kubeconfig", lf.Registry.Kubeconfig, "--namespace", lf.Namespace}, args...)...)
+		cmd.Stdout, cmd.Stderr = &out, &errOut
+		err := cmd.Run()
+		if exitErr, ok := err.(*exec.ExitError); ok {
+			code = exitErr.ExitCode()
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range []string{out.String(), errOut.String()} {
+			if strings.Contains(s, string(token.Data["token"])) {
+				t.Fatal("a member's token appears in the output")
+			}
+		}
+		t.Logf("fanout-deploy %s: exit %d\n%s%s", strings.Join(args, " "), code, out.String(), errOut.String())
+		return code, out.String(), errOut.String()
+	}
+	// deployments reports each member's Deployment web as image/replicas, or "absent".
+	deployments := func(t *testing.T, members ...*localfleet.Member) []string {
+		t.Helper()
+		var got []string
+		for _, m := range members {
+			d, err := kubernetes.NewForConfigOrDie(m.Config).AppsV1().Deployments("default").Get(ctx, "web", metav1.GetOptions{})
+			switch {
+			case err == nil && d.ManagedFields[0].Manager == fieldManager:
+				got = append(got, d.Spec.Template.Spec.Containers[0].Image+"/"+string(rune('0'+*d.Spec.Replicas)))
+			case err == nil:
+				got = append(got, "not ours")
+			default:
+				got = append(got, "absent")
+			}
+		}
+		return got
+	}
+
+	t.Run("applies to every member", func(t *testing.T) {
+		code, out, _ := fanoutDeploy(t, "--selector", "env=demo", "--name", "web", "--image", "registry.example/web:1", "--replicas", "2")
+		if code != 0 {
+			t.Fatalf("exit %d", code)
+		}
+		if got := strings.Join(deployments(t, lf.Members...), " "); got != "registry.example/web:1/2 registry.example/web:1/2 registry.example/web:1/2" {
+			t.Errorf("Deployments on the members: %s", got)
+		}
+		if progress := strings.Count(out, "] fleet/member-"); progress != 3 {
+			t.Errorf("%d progress lines, want 3", progress)
+		}
+		for _, m := range lf.Members {
+			if row := tableRow(out, "fleet/"+m.Name); !strings.Contains(row, m.URL()) || !strings.Contains(row, "applied, generation 1") {
+				t.Errorf("table row for %s: %q", m.Name, row)
+			}
+		}
+	})
+
+	t.Run("dry run changes nothing", func(t *testing.T) {
+		code, out, _ := fanoutDeploy(t, "--name", "web", "--image", "registry.example/web:2", "--dry-run", "--prefer", "kubeconfig-secret,secret")
+		if code != 0 || !strings.Contains(out, "server dry run") {
+			t.Fatalf("exit %d", code)
+		}
+		if got := deployments(t, lf.Members...); got[0] != "registry.example/web:1/2" {
+			t.Errorf("a dry run changed the Deployments: %v", got)
+		}
+	})
+
+	t.Run("a stopped member is reported and named", func(t *testing.T) {
+		if err := lf.Member("member-2").Stop(); err != nil {
+			t.Fatal(err)
+		}
+		code, out, errOut := fanoutDeploy(t, "--name", "web", "--image", "registry.example/web:3", "--timeout", "5s")
+		if code != 1 {
+			t.Errorf("exit %d, want 1", code)
+		}
+		if !strings.Contains(errOut, "1 of 3 members failed: fleet/member-2") {
+			t.Errorf("stderr does not name the failed member: %q", errOut)
+		}
+		if row := tableRow(out, "fleet/member-2"); !strings.Contains(row, "connection refused") || !strings.Contains(row, "  3  ") {
+			t.Errorf("failed member's row: %q", row)
+		}
+		for _, name := range []string{"fleet/member-1", "fleet/member-3"} {
+			if row := tableRow(out, name); !strings.Contains(row, "applied, generation 2") {
+				t.Errorf("%s: %q", name, row)
+			}
+		}
+		if got := deployments(t, lf.Members[0], lf.Members[2]); got[0] != "registry.example/web:3/1" || got[1] != got[0] {
+			t.Errorf("the live members' Deployments: %v", got)
+		}
+	})
+
+	t.Run("delete", func(t *testing.T) {
+		code, out, _ := fanoutDeploy(t, "--name", "web", "--delete", "--selector", "env=demo", "--timeout", "5s")
+		if code != 1 || !strings.Contains(tableRow(out, "fleet/member-1"), "deleted") {
+			t.Errorf("exit %d", code)
+		}
+		if got := deployments(t, lf.Members[0], lf.Members[2]); got[0] != "absent" || got[1] != "absent" {
+			t.Errorf("after --delete: %v", got)
+		}
+	})
+
+	t.Run("an empty selection", func(t *testing.T) {
+		code, out, errOut := fanoutDeploy(t, "--name", "web", "--image", "x", "--selector", "env=nowhere")
+		if code != 1 || out != "" || !strings.Contains(errOut, `no clusters in namespace fleet match --selector "env=nowhere"`) {
+			t.Errorf("exit %d, stderr %q", code, errOut)
+		}
+	})
+}
+
+// tableRow is the line of the results table that starts with member.
+func tableRow(out, member string) string {
+	for line := range strings.Lines(out) {
+		if strings.HasPrefix(line, member+" ") {
+			return line
+		}
+	}
+	return ""
+}
