@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
-# The main job, as README.md gives it: builds the real kube-apiserver, etcd and kubectl when they
-# are not cached yet, starts a local cluster registry, applies the samples and shows them with
-# kubectl, then cleans up. Pass -keep to leave the registry running until Ctrl-C.
+# The README's one-command demo: builds the real kube-apiserver, etcd and kubectl when they are not
+# cached yet, builds examples/fanout-deploy, starts a local fleet (a registry and three members),
+# runs fanout-deploy across it, stops a member and runs it again, then cleans up, Ctrl-C included.
+# Pass -keep to leave the fleet running until Ctrl-C.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 KUBEBUILDER_ASSETS="$(hack/build-testbins.sh)"
 export KUBEBUILDER_ASSETS
 # Built and exec'd rather than go run, so that Ctrl-C reaches the demo itself and it can clean up.
+go build -o bin/fanout-deploy ./examples/fanout-deploy
 go build -o bin/demo ./hack/demo
-exec bin/demo "$@"
+exec bin/demo -fanout-deploy bin/fanout-deploy "$@"

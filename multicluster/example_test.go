@@ -65,6 +65,20 @@ func ExampleResolver_Resolve() {
 // exampleFleet is a fleet of three Clusters that people reach through an exec plugin. Nothing in
 // the examples below connects to them.
 func exampleFleet() *multicluster.Fleet {
+	resolver, err := multicluster.NewResolver(multicluster.ResolverOptions{ExecCommands: []string{"ops-login"}})
+	if err != nil {
+		panic(err)
+	}
+	return multicluster.StaticFleet(resolver, exampleClusters(v1alpha1.ProviderTypeExec), multicluster.FleetOptions{})
+}
+
+// exampleClusters are three Clusters, edge-1 to edge-3, each with one auth provider "ops" of the
+// given type.
+func exampleClusters(providerType string) []v1alpha1.Cluster {
+	var config map[string]string
+	if providerType == v1alpha1.ProviderTypeExec {
+		config = map[string]string{"command": "ops-login"}
+	}
 	var clusters []v1alpha1.Cluster
 	for _, name := range []string{"edge-1", "edge-2", "edge-3"} {
 		clusters = append(clusters, v1alpha1.Cluster{
@@ -74,17 +88,12 @@ func exampleFleet() *multicluster.Fleet {
 					{ClientCIDR: "0.0.0.0/0", ServerAddress: name + ".example.com:6443"},
 				}},
 				AuthInfo: v1alpha1.AuthInfo{Providers: []v1alpha1.AuthProviderConfig{{
-					Name: "ops", Type: v1alpha1.AuthProviderType{Name: v1alpha1.ProviderTypeExec},
-					Config: map[string]string{"command": "ops-login"},
+					Name: "ops", Type: v1alpha1.AuthProviderType{Name: providerType}, Config: config,
 				}}},
 			},
 		})
 	}
-	resolver, err := multicluster.NewResolver(multicluster.ResolverOptions{ExecCommands: []string{"ops-login"}})
-	if err != nil {
-		panic(err)
-	}
-	return multicluster.StaticFleet(resolver, clusters, multicluster.FleetOptions{})
+	return clusters
 }
 
 // Map runs a function on every member at once and returns each member's value or error, in the

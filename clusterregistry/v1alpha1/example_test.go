@@ -46,3 +46,32 @@ func ExampleClusterStatus_SetCondition() {
 	fmt.Println(c.IsReady(), c.Status.Condition(v1alpha1.ConditionReady).Reason)
 	// Output: true ProbeSucceeded
 }
+
+// Ready has three states: True, False, and not known yet (no condition, or Unknown). A tool that
+// skips unhealthy members skips only those known to be down.
+func ExampleCluster_IsNotReady() {
+	up, down, fresh := &v1alpha1.Cluster{}, &v1alpha1.Cluster{}, &v1alpha1.Cluster{}
+	up.Status.SetCondition(metav1.Condition{Type: v1alpha1.ConditionReady, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonProbeSucceeded})
+	down.Status.SetCondition(metav1.Condition{Type: v1alpha1.ConditionReady, Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonUnreachable})
+	for _, c := range []*v1alpha1.Cluster{up, down, fresh} {
+		fmt.Printf("ready=%t notReady=%t\n", c.IsReady(), c.IsNotReady())
+	}
+	// Output:
+	// ready=true notReady=false
+	// ready=false notReady=true
+	// ready=false notReady=false
+}
+
+// Provider config holds pointers only. IsCredentialKey is the rule both ValidateCluster and the
+// server apply to config keys, for tools that build configs from user input.
+func ExampleIsCredentialKey() {
+	for _, key := range []string{"name", "path", "token", "client-key-data", "Password"} {
+		fmt.Println(key, v1alpha1.IsCredentialKey(key))
+	}
+	// Output:
+	// name false
+	// path false
+	// token true
+	// client-key-data true
+	// Password true
+}

@@ -95,9 +95,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			done++
 			status := "ok"
 			if o.Err != nil {
-				status = "FAILED: " + o.Err.Error()
+				status = "FAILED" // the table below says why
 			}
-			fmt.Fprintf(stdout, "[%d/%d] %s %s (%s)\n", done, len(members), o.Member, status, o.Duration.Round(time.Millisecond))
+			fmt.Fprintf(stdout, "[%d/%d] %s %s (%d attempts, %s)\n", done, len(members), o.Member, status, o.Attempts, o.Duration.Round(time.Millisecond))
 		}),
 	)
 	fmt.Fprintln(stdout)

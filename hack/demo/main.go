@@ -1,75 +1,118 @@
-// Command demo starts a local cluster registry (a real kube-apiserver and etcd with the Cluster
-// CRD installed), applies the samples in examples/clusters, and shows them with kubectl. hack/demo.sh
-// builds the binaries it needs and runs it; with -keep the registry stays up until Ctrl-C.
+// Command demo is the README's one-command tour. It starts a local fleet (a registry and three
+// member clusters, real kube-apiservers with etcd), shows the registry with kubectl, runs
+// examples/fanout-deploy against it, stops one member and runs it again to show a partial
+// failure reported per member, then stops everything and removes its files, also on Ctrl-C.
+// hack/demo.sh builds the binaries it needs and runs it; with -keep the fleet stays up until
+// Ctrl-C.
 package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
 	"os/exec"
 	"os/signal"
-	"path/filepath"
 	"strings"
 	"syscall"
+	"time"
 
-	"github.com/cluster-registry/sdk/internal/testenv"
+	"github.com/go-logr/logr"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
+	"github.com/cluster-registry/sdk/localfleet"
 )
 
-const namespace = "fleet"
-
 func main() {
-	keep := flag.Bool("keep", false, "keep the registry running until interrupted, and print how to reach it")
-	samples := flag.String("samples", filepath.Join("examples", "clusters"), "directory of Cluster samples to apply")
+	keep := flag.Bool("keep", false, "keep the fleet running at the end until interrupted, and print how to reach it")
+	fanoutDeploy := flag.String("fanout-deploy", "bin/fanout-deploy", "the built examples/fanout-deploy")
 	flag.Parse()
 
+	logf.SetLogger(logr.Discard()) // envtest logs through controller-runtime's logger
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, *samples, *keep); err != nil {
+	if err := run(ctx, *fanoutDeploy, *keep); err != nil {
 		fmt.Fprintln(os.Stderr, "demo:", err)
 		os.Exit(1)
 	}
 }
 
-func run(ctx context.Context, samples string, keep bool) error {
-	step("Starting a local registry: kube-apiserver and etcd, with the Cluster CRD installed")
-	env, err := testenv.Start()
+func run(ctx context.Context, fanoutDeploy string, keep bool) error {
+	start := time.Now()
+	step("Starting a local fleet: a registry and 3 member clusters, each a real kube-apiserver with etcd")
+	lf, err := localfleet.Start(ctx, localfleet.Options{Members: 3, Labels: map[string]string{"env": "demo"}})
 	if err != nil {
 		return err
 	}
 	// Stop on every way out, an interrupt included, so no server or temporary file is left.
 	defer func() {
-		step("Stopping the registry and removing its files")
-		if err := env.Stop(); err != nil {
+		step("Stopping every API server and etcd, and removing their files")
+		if err := lf.Stop(); err != nil {
 			fmt.Fprintln(os.Stderr, "demo: stopping:", err)
 		}
 	}()
-	fmt.Println("registry at", env.Config.Host)
+	fmt.Printf("registry at %s; members:\n", lf.Registry.URL())
+	for _, m := range lf.Members {
+		how := "a service-account token in a Secret pinned to its server"
+		if m.ProviderType == v1alpha1.ProviderTypeKubeconfigSecret {
+			how = "a kubeconfig Secret"
+		}
+		fmt.Printf("  %s at %s, reached through %s (provider type %s)\n", m.Name, m.URL(), how, m.ProviderType)
+	}
+	fmt.Printf("(started in %s)\n", time.Since(start).Round(100*time.Millisecond))
 
-	kubectl := func(args ...string) error {
-		fmt.Printf("\n$ kubectl %s\n", strings.Join(args, " "))
-		cmd := exec.CommandContext(ctx, env.Kubectl, append([]string{"--kubeconfig", env.Kubeconfig}, args...)...)
+	// Both commands reach the registry, and only the registry, through $KUBECONFIG.
+	sh := func(name, path string, args ...string) error {
+		fmt.Printf("\n$ %s %s\n", name, strings.Join(args, " "))
+		cmd := exec.CommandContext(ctx, path, args...)
+		cmd.Env = append(os.Environ(), "KUBECONFIG="+lf.Registry.Kubeconfig)
 		cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
 		return cmd.Run()
 	}
-	for _, args := range [][]string{
-		{"create", "namespace", namespace},
-		{"apply", "-n", namespace, "-f", samples},
-		{"get", "clusters", "-n", namespace},
-		{"get", "clusters", "-n", namespace, "-l", "env=prod"},
-		{"explain", "cluster.spec.authInfo.providers"},
-	} {
-		if err := kubectl(args...); err != nil {
-			return fmt.Errorf("kubectl %s: %w", strings.Join(args, " "), err)
-		}
+	kubectl := func(args ...string) error { return sh("kubectl", lf.Kubectl, args...) }
+	deploy := func(args ...string) error { return sh("fanout-deploy", fanoutDeploy, args...) }
+
+	step("The registry: one Cluster per member, with pointers to credentials, never the credentials")
+	if err := kubectl("get", "clusters", "-n", lf.Namespace, "-o", "wide"); err != nil {
+		return err
 	}
 
+	step("fanout-deploy applies a Deployment to every selected member at once")
+	if err := deploy("--namespace", lf.Namespace, "--selector", "env=demo", "--name", "hello", "--image", "registry.example/hello:1", "--replicas", "2"); err != nil {
+		return fmt.Errorf("fanout-deploy: %w", err)
+	}
+	fmt.Printf("\n$ kubectl --kubeconfig <member-1's admin kubeconfig> get deployments\n")
+	cmd := exec.CommandContext(ctx, lf.Kubectl, "--kubeconfig", lf.Members[0].Kubeconfig, "get", "deployments", "-n", "default")
+	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+	if err := cmd.Run(); err != nil {
+		return err
+	}
+
+	step("Stopping member-2, as an outage would; its Cluster's Ready condition turns False")
+	if err := lf.Member("member-2").Stop(); err != nil {
+		return err
+	}
+	if err := kubectl("get", "clusters", "-n", lf.Namespace); err != nil {
+		return err
+	}
+
+	step("fanout-deploy again: the other members are updated, member-2 is reported and named")
+	err = deploy("--namespace", lf.Namespace, "--selector", "env=demo", "--name", "hello", "--image", "registry.example/hello:2", "--timeout", "10s")
+	var exitErr *exec.ExitError
+	if !errors.As(err, &exitErr) || exitErr.ExitCode() != 1 {
+		return fmt.Errorf("fanout-deploy with a member down: %v, want exit status 1", err)
+	}
+	fmt.Println("(exit status 1, as expected)")
+
 	if keep {
-		step("The registry is up. In another shell:")
-		fmt.Printf("  export KUBECONFIG=%s\n  %s get clusters -n %s\nPress Ctrl-C to stop.\n", env.Kubeconfig, env.Kubectl, namespace)
+		step("The fleet is up. In another shell:")
+		fmt.Printf("  export KUBECONFIG=%s\n  %s get clusters -n %s\n  %s --namespace %s --name hello --image nginx\nPress Ctrl-C to stop.\n",
+			lf.Registry.Kubeconfig, lf.Kubectl, lf.Namespace, fanoutDeploy, lf.Namespace)
 		<-ctx.Done()
 	}
+	fmt.Printf("\n(demo took %s)\n", time.Since(start).Round(100*time.Millisecond))
 	return nil
 }
 

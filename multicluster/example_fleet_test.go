@@ -1,0 +1,125 @@
+package multicluster_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/cluster-registry/sdk/clientset/versioned"
+	"github.com/cluster-registry/sdk/localfleet"
+	"github.com/cluster-registry/sdk/multicluster"
+)
+
+// A controller follows the registry: members added, edited or removed are seen without a
+// restart, and a removed member's clients are dropped. The registry here is a local fleet of
+// two members; a tool would use its registry's rest.Config.
+func ExampleNewFleet() {
+	ctx := context.Background()
+	lf, err := localfleet.Start(ctx, localfleet.Options{Members: 2})
+	if err != nil {
+		panic(err)
+	}
+	defer lf.Stop()
+	registryConfig := lf.Registry.Config
+
+	registry := versioned.NewForConfigOrDie(registryConfig)
+	resolver, err := multicluster.NewResolver(multicluster.ResolverOptions{
+		// Secrets are read from the registry with the tool's own permissions.
+		Secrets: multicluster.SecretsFromClient(kubernetes.NewForConfigOrDie(registryConfig)),
+	})
+	if err != nil {
+		panic(err)
+	}
+	fleet := multicluster.NewFleet(registry, resolver, multicluster.FleetOptions{
+		Namespaces: []string{"fleet"},
+		Selector:   labels.SelectorFromSet(labels.Set{"fleet": "local"}),
+	})
+	if err := fleet.Start(ctx); err != nil { // returns once every matching Cluster is held
+		panic(err)
+	}
+	defer fleet.Stop()
+	fmt.Println(fleet.Members())
+
+	if err := registry.ClusterregistryV1alpha1().Clusters("fleet").Delete(ctx, "member-2", metav1.DeleteOptions{}); err != nil {
+		panic(err)
+	}
+	for fleet.Len() != 1 {
+		time.Sleep(10 * time.Millisecond)
+	}
+	fmt.Println(fleet.Members())
+	// Output:
+	// [fleet/member-1 fleet/member-2]
+	// [fleet/member-1]
+}
+
+// A tool without access to a registry works from a file, such as `kubectl get clusters -o yaml`
+// wrote. Every Cluster is validated as the server would; errors name the cluster and field.
+func ExampleLoadFleet() {
+	dir, _ := os.MkdirTemp("", "fleet")
+	defer os.RemoveAll(dir)
+	path := filepath.Join(dir, "clusters.yaml")
+	_ = os.WriteFile(path, []byte(`apiVersion: v1
+kind: List
+items:
+- apiVersion: clusterregistry.k8s.io/v1alpha1
+  kind: Cluster
+  metadata: {name: prod-eu-1, namespace: fleet, labels: {env: prod}}
+  spec:
+    kubernetesApiEndpoints:
+      serverEndpoints: [{clientCIDR: 0.0.0.0/0, serverAddress: "prod-eu-1.example.com:6443"}]
+    authInfo:
+      providers: [{name: ops, type: {name: exec}, config: {command: ops-login}}]
+- apiVersion: clusterregistry.k8s.io/v1alpha1
+  kind: Cluster
+  metadata: {name: dev-eu-1, namespace: fleet, labels: {env: dev}}
+  spec:
+    kubernetesApiEndpoints:
+      serverEndpoints: [{clientCIDR: 0.0.0.0/0, serverAddress: "dev-eu-1.example.com:6443"}]
+`), 0o600)
+
+	resolver, err := multicluster.NewResolver(multicluster.ResolverOptions{ExecCommands: []string{"ops-login"}})
+	if err != nil {
+		panic(err)
+	}
+	fleet, err := multicluster.LoadFleet(path, resolver, multicluster.FleetOptions{})
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(fleet.Members())
+	fmt.Println(fleet.Select(labels.SelectorFromSet(labels.Set{"env": "prod"})))
+	// Output:
+	// [fleet/dev-eu-1 fleet/prod-eu-1]
+	// [fleet/prod-eu-1]
+}
+
+// A provider type of the tool's own: credentials from the tool's secret store, looked up by the
+// pointer in the Cluster's config. Request.Server says where the credentials will be sent, so a
+// provider can refuse servers its credentials are not meant for.
+func ExampleProviderFunc() {
+	vault := multicluster.ProviderFunc(func(ctx context.Context, req *multicluster.Request) (*multicluster.Credentials, error) {
+		path := req.Config("path", "clusters/"+req.Cluster.Name)
+		if req.Server.Hostname() != req.Cluster.Name+".example.com" {
+			return nil, fmt.Errorf("%s is only for %s.example.com", path, req.Cluster.Name)
+		}
+		return &multicluster.Credentials{BearerToken: "token-from-" + path, Revision: "v1"}, nil
+	})
+	resolver, err := multicluster.NewResolver(multicluster.ResolverOptions{
+		Providers: map[string]multicluster.Provider{"vault": vault},
+	})
+	if err != nil {
+		panic(err)
+	}
+	fleet := multicluster.StaticFleet(resolver, exampleClusters("vault"), multicluster.FleetOptions{})
+	access, err := fleet.Member("fleet", "edge-1").Access(context.Background())
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(access.Provider, access.ProviderType, access.Config.BearerToken != "")
+	// Output: ops vault true
+}
