@@ -97,7 +97,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			if o.Err != nil {
 				status = "FAILED" // the table below says why
 			}
-			fmt.Fprintf(stdout, "[%d/%d] %s %s (%d attempts, %s)\n", done, len(members), o.Member, status, o.Attempts, o.Duration.Round(time.Millisecond))
+			attempts := "1 attempt"
+			if o.Attempts != 1 {
+				attempts = fmt.Sprintf("%d attempts", o.Attempts)
+			}
+			fmt.Fprintf(stdout, "[%d/%d] %s %s (%s, %s)\n", done, len(members), o.Member, status, attempts, o.Duration.Round(time.Millisecond))
 		}),
 	)
 	fmt.Fprintln(stdout)

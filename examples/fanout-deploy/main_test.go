@@ -144,6 +144,9 @@ func TestEndToEnd(t *testing.T) {
 		if code != 1 {
 			t.Errorf("exit %d, want 1", code)
 		}
+		if !strings.Contains(out, "] fleet/member-2 FAILED (3 attempts, ") || strings.Count(out, " ok (1 attempt, ") != 2 {
+			t.Errorf("progress lines do not show the outcomes")
+		}
 		if !strings.Contains(errOut, "1 of 3 members failed: fleet/member-2") {
 			t.Errorf("stderr does not name the failed member: %q", errOut)
 		}
