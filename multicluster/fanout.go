@@ -218,8 +218,12 @@ func (r *run[T]) runMember(ctx context.Context, res *Result[T]) {
 }
 
 // call runs fn in a goroutine of its own, so that a callback that ignores its context still
-// cannot hold up its member past its timeout, and turns a panic into an error.
+// cannot hold up its member past its timeout, and turns a panic into an error. A context that can
+// never end has nothing to abandon the callback for, so fn then runs in the caller's goroutine.
 func call[T any](ctx context.Context, m *Member, fn func(context.Context, *Member) (T, error)) (T, error) {
+	if ctx.Done() == nil {
+		return callInline(ctx, m, fn)
+	}
 	type outcome struct {
 		v   T
 		err error
@@ -241,6 +245,16 @@ func call[T any](ctx context.Context, m *Member, fn func(context.Context, *Membe
 		var zero T
 		return zero, context.Cause(ctx)
 	}
+}
+
+func callInline[T any](ctx context.Context, m *Member, fn func(context.Context, *Member) (T, error)) (v T, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			var zero T
+			v, err = zero, &PanicError{Value: p, Stack: debug.Stack()}
+		}
+	}()
+	return fn(ctx, m)
 }
 
 // PanicError is a member's error when its callback panicked.

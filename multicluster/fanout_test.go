@@ -218,6 +218,24 @@ func TestMapRetriesTransientErrors(t *testing.T) {
 	}
 }
 
+// Without a timeout or a context that can end, callbacks run in the member's own goroutine; a
+// panic is still that member's error, with its value and stack.
+func TestPanicWithoutTimeout(t *testing.T) {
+	results := Map(context.Background(), staticMembers(t, 2), func(_ context.Context, m *Member) (int, error) {
+		if m.Name().Name == "m1" {
+			panic(fmt.Sprintf("bug in %s", m))
+		}
+		return 7, nil
+	})
+	var panicErr *PanicError
+	if !errors.As(results[1].Err, &panicErr) || panicErr.Value != "bug in fleet/m1" || len(panicErr.Stack) == 0 || results[1].Value != 0 {
+		t.Errorf("panicking member: %v, value %d", results[1].Err, results[1].Value)
+	}
+	if results[0].Err != nil || results[0].Value != 7 {
+		t.Errorf("healthy member: %v, %d", results[0].Err, results[0].Value)
+	}
+}
+
 func TestResultsTable(t *testing.T) {
 	members := staticMembers(t, 2)
 	results := ForEach(context.Background(), members, func(_ context.Context, m *Member) error {

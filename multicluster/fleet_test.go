@@ -17,6 +17,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
 	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
@@ -152,6 +153,20 @@ func TestFleetAgainstRealMembers(t *testing.T) {
 			if r.Err != nil || r.Value != r.Member.Name().Name+"/2" {
 				t.Errorf("%s: %q, %v", r.Member, r.Value, r.Err)
 			}
+		}
+	})
+
+	t.Run("built-in types travel as protobuf", func(t *testing.T) {
+		m := fleet.Member(ns, "member-1")
+		kube, err := m.Kubernetes(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var contentType string
+		res := kube.CoreV1().RESTClient().Get().Namespace("default").Resource("configmaps").Name("fleet-demo").Do(ctx).ContentType(&contentType)
+		var cm corev1.ConfigMap
+		if err := res.Into(&cm); err != nil || contentType != runtime.ContentTypeProtobuf || cm.Data["member"] != "member-1" {
+			t.Errorf("clientset GET: %s, %v, %v", contentType, cm.Data, err)
 		}
 	})
 

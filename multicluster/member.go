@@ -69,11 +69,17 @@ func (m *Member) Config(ctx context.Context) (*rest.Config, error) {
 	return a.Config, nil
 }
 
-// Kubernetes is a clientset for the member.
+// Kubernetes is a clientset for the member. It speaks protobuf, as Kubernetes' own controllers
+// do: every built-in type has a protobuf form, which costs a fraction of JSON's CPU to decode, and
+// a fan-out decodes one answer per member. Apply patches are sent as they are, and answers come in
+// JSON from servers that prefer it.
 func (m *Member) Kubernetes(ctx context.Context) (kubernetes.Interface, error) {
 	return memberClient(m, ctx, func(c *memberClients) *kubernetes.Interface { return &c.kube },
 		func(a *Access) (kubernetes.Interface, error) {
-			return kubernetes.NewForConfigAndClient(a.Config, a.HTTPClient)
+			cfg := rest.CopyConfig(a.Config)
+			cfg.ContentType = runtime.ContentTypeProtobuf
+			cfg.AcceptContentTypes = runtime.ContentTypeProtobuf + "," + runtime.ContentTypeJSON
+			return kubernetes.NewForConfigAndClient(cfg, a.HTTPClient)
 		})
 }
 

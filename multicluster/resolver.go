@@ -26,12 +26,6 @@ import (
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
 )
 
-// Client-side rate limits of members' clients unless ResolverOptions say otherwise, as kubectl's.
-const (
-	DefaultQPS   = 50
-	DefaultBurst = 100
-)
-
 // DefaultRevalidateAfter is how long a resolution is trusted before the Resolver reads its inputs
 // (Secrets, files) again. Unchanged inputs keep the same config and transport.
 const DefaultRevalidateAfter = 30 * time.Second
@@ -78,10 +72,11 @@ type ResolverOptions struct {
 	// Providers adds provider types, or replaces built-in ones, by type name.
 	Providers map[string]Provider
 
-	// QPS and Burst set client-side rate limiting of each member's clients; zero means
-	// DefaultQPS and DefaultBurst, a negative QPS none. client-go's own default (5 and 10) would
-	// throttle a fleet's repeated fan-outs; servers protect themselves with API Priority and
-	// Fairness.
+	// QPS, when positive, limits each member's clients to that many requests a second on the
+	// client side, in bursts of up to Burst (default twice QPS). By default there is no
+	// client-side limit: API servers protect themselves with API Priority and Fairness, which is
+	// why SIG API Machinery advises against client-side limits and controller-runtime dropped its
+	// own. client-go's default (5 a second) would throttle a fleet's repeated fan-outs.
 	QPS   float32
 	Burst int
 
@@ -153,11 +148,10 @@ func NewResolver(opts ResolverOptions) (*Resolver, error) {
 	if r.opts.RevalidateAfter <= 0 {
 		r.opts.RevalidateAfter = DefaultRevalidateAfter
 	}
-	if r.opts.QPS == 0 {
-		r.opts.QPS = DefaultQPS
-	}
-	if r.opts.Burst <= 0 {
-		r.opts.Burst = DefaultBurst
+	if r.opts.QPS <= 0 {
+		r.opts.QPS, r.opts.Burst = -1, 0 // client-go's "no rate limiter"
+	} else if r.opts.Burst <= 0 {
+		r.opts.Burst = max(1, int(2*r.opts.QPS))
 	}
 	for name, p := range opts.Providers {
 		if p == nil {

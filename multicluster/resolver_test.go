@@ -19,6 +19,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
 
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
 )
@@ -235,4 +237,49 @@ func TestUnpinnedSecret(t *testing.T) {
 	if _, err := relaxed.Resolve(testContext(t), c); !errors.Is(err, ErrUnpinnedSecret) {
 		t.Errorf("Secret pinned elsewhere was used: %v", err)
 	}
+}
+
+// Members' clients have no client-side rate limit unless the caller sets one.
+func TestRateLimits(t *testing.T) {
+	token := ProviderFunc(func(context.Context, *Request) (*Credentials, error) {
+		return &Credentials{BearerToken: "t"}, nil
+	})
+	c := offlineCluster("limited", "limited.example.com", nil, provider("p", "custom", nil))
+	for _, tc := range []struct {
+		qps              float32
+		burst            int
+		wantQPS          float32
+		wantBurst        int
+		wantRateLimiting bool
+	}{
+		{0, 0, -1, 0, false},
+		{-5, 10, -1, 0, false},
+		{20, 0, 20, 40, true},
+		{0.2, 0, 0.2, 1, true},
+		{20, 5, 20, 5, true},
+	} {
+		r, err := NewResolver(ResolverOptions{QPS: tc.qps, Burst: tc.burst, ClientIP: testClientIP, Providers: map[string]Provider{"custom": token}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		a, err := r.Resolve(context.Background(), c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rc, err := rest.RESTClientFor(withCodec(a.Config))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a.Config.QPS != tc.wantQPS || a.Config.Burst != tc.wantBurst || (rc.GetRateLimiter() != nil) != tc.wantRateLimiting {
+			t.Errorf("QPS %v, Burst %d: config has %v and %d, rate limiter %v", tc.qps, tc.burst, a.Config.QPS, a.Config.Burst, rc.GetRateLimiter())
+		}
+	}
+}
+
+// withCodec is a copy of cfg that rest.RESTClientFor accepts.
+func withCodec(cfg *rest.Config) *rest.Config {
+	cfg = rest.CopyConfig(cfg)
+	cfg.GroupVersion = &corev1.SchemeGroupVersion
+	cfg.NegotiatedSerializer = scheme.Codecs.WithoutConversion()
+	return cfg
 }

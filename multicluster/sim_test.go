@@ -24,7 +24,11 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
 )
@@ -74,19 +78,17 @@ func simMembersMain() int {
 			fmt.Fprintln(os.Stderr, "sim members:", err)
 			return 1
 		}
-		var handshakes atomic.Int64
-		srv := &http.Server{
-			Handler:           simHandler(latency, &handshakes),
-			ReadHeaderTimeout: 10 * time.Second,
-			TLSConfig: &tls.Config{
-				Certificates: []tls.Certificate{{Certificate: [][]byte{der}, PrivateKey: leafKey}},
-				GetConfigForClient: func(*tls.ClientHelloInfo) (*tls.Config, error) {
-					handshakes.Add(1)
-					return nil, nil
-				},
+		handshakes := new(atomic.Int64)
+		config := &tls.Config{
+			Certificates: []tls.Certificate{{Certificate: [][]byte{der}, PrivateKey: leafKey}},
+			GetConfigForClient: func(*tls.ClientHelloInfo) (*tls.Config, error) {
+				handshakes.Add(1)
+				return nil, nil
 			},
 		}
-		go func() { _ = srv.ServeTLS(ln, "", "") }()
+		go serveSimH2(ln, config, func(path, auth, accept string) (int, string, string) {
+			return simAnswer(path, auth, accept, handshakes)
+		}, latency)
 		out.Servers = append(out.Servers, "https://"+ln.Addr().String())
 	}
 	if err := json.NewEncoder(os.Stdout).Encode(out); err != nil {
@@ -96,36 +98,41 @@ func simMembersMain() int {
 	return 0
 }
 
-// simHandler answers GET /version, GET and server-side apply (PATCH) of a namespaced ConfigMap,
-// each after the latency, and /debug/handshakes with the server's TLS handshake count.
-func simHandler(latency time.Duration, handshakes *atomic.Int64) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Header.Get("Authorization") != "Bearer "+simToken {
-			w.WriteHeader(http.StatusUnauthorized)
-			return
+// simAnswer answers GET /version, GET of a namespaced ConfigMap (in protobuf when the client
+// accepts it, as API servers do), and the debug paths: /debug/handshakes with the member's TLS
+// handshake count, /debug/cpu with this process's CPU time in microseconds. The server sends
+// answers other than debug ones after the latency.
+func simAnswer(path, auth, accept string, handshakes *atomic.Int64) (status int, contentType, body string) {
+	const json = "application/json"
+	if auth != "Bearer "+simToken {
+		return http.StatusUnauthorized, json, `{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"Unauthorized","code":401}`
+	}
+	path, _, _ = strings.Cut(path, "?")
+	switch {
+	case path == "/debug/handshakes":
+		return http.StatusOK, "text/plain", strconv.FormatInt(handshakes.Load(), 10)
+	case path == "/debug/cpu":
+		return http.StatusOK, "text/plain", strconv.FormatInt(processCPU().Microseconds(), 10)
+	case path == "/version":
+		return http.StatusOK, json, `{"major":"1","minor":"36","gitVersion":"v1.36.3"}`
+	case strings.HasPrefix(path, "/api/v1/namespaces/") && strings.Contains(path, "/configmaps/"):
+		parts := strings.Split(path, "/")
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: parts[4], Name: parts[6]}, Data: map[string]string{"k": "v"}}
+		if strings.HasPrefix(accept, runtime.ContentTypeProtobuf) {
+			data, err := runtime.Encode(simProtobuf, cm)
+			if err != nil {
+				return http.StatusInternalServerError, json, `{"kind":"Status","apiVersion":"v1","status":"Failure","code":500}`
+			}
+			return http.StatusOK, runtime.ContentTypeProtobuf, string(data)
 		}
-		switch r.URL.Path {
-		case "/debug/handshakes":
-			fmt.Fprint(w, handshakes.Load())
-			return
-		case "/debug/cpu": // this process's CPU time, in microseconds
-			fmt.Fprint(w, processCPU().Microseconds())
-			return
-		}
-		time.Sleep(latency)
-		w.Header().Set("Content-Type", "application/json")
-		switch {
-		case r.URL.Path == "/version":
-			fmt.Fprint(w, `{"major":"1","minor":"36","gitVersion":"v1.36.3"}`)
-		case strings.HasPrefix(r.URL.Path, "/api/v1/namespaces/") && strings.Contains(r.URL.Path, "/configmaps/"):
-			parts := strings.Split(r.URL.Path, "/")
-			fmt.Fprintf(w, `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"namespace":%q,"name":%q},"data":{"k":"v"}}`, parts[4], parts[6])
-		default:
-			w.WriteHeader(http.StatusNotFound)
-			fmt.Fprint(w, `{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"NotFound","code":404}`)
-		}
-	})
+		return http.StatusOK, json, fmt.Sprintf(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"namespace":%q,"name":%q},"data":{"k":"v"}}`, parts[4], parts[6])
+	}
+	return http.StatusNotFound, json, `{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"NotFound","code":404}`
 }
+
+// simProtobuf encodes core/v1 objects as API servers do for clients that accept protobuf.
+var simProtobuf = clientgoscheme.Codecs.EncoderForVersion(
+	protobuf.NewSerializer(clientgoscheme.Scheme, clientgoscheme.Scheme), corev1.SchemeGroupVersion)
 
 // simMembers is the parent's handle on a child serving n simulated members.
 type simMembers struct {

@@ -1,0 +1,108 @@
+package multicluster
+
+import (
+	"bufio"
+	"bytes"
+	"crypto/tls"
+	"io"
+	"net"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/net/http2"
+	"golang.org/x/net/http2/hpack"
+)
+
+// serveSimH2 serves one simulated member's connections with just enough HTTP/2 to answer GETs:
+// settings, pings, and a HEADERS then DATA answer per request after the latency. net/http's
+// server spends about 100µs of CPU per request (a goroutine, a response writer and a flush per
+// stream); at 1000 members that is a tenth of a second of the very cores the client under test
+// runs on, which a real member's own machine would spend. This costs a fraction of that, so the
+// benchmarks measure the client.
+func serveSimH2(ln net.Listener, config *tls.Config, answer func(path, auth, accept string) (int, string, string), latency time.Duration) {
+	config = config.Clone()
+	config.NextProtos = []string{http2.NextProtoTLS}
+	tl := tls.NewListener(ln, config)
+	for {
+		conn, err := tl.Accept()
+		if err != nil {
+			return
+		}
+		go serveSimH2Conn(conn, answer, latency)
+	}
+}
+
+func serveSimH2Conn(conn net.Conn, answer func(path, auth, accept string) (int, string, string), latency time.Duration) {
+	defer conn.Close()
+	br := bufio.NewReader(conn)
+	preface := make([]byte, len(http2.ClientPreface))
+	if _, err := io.ReadFull(br, preface); err != nil || string(preface) != http2.ClientPreface {
+		return
+	}
+	bw := bufio.NewWriter(conn)
+	fr := http2.NewFramer(bw, br)
+	fr.ReadMetaHeaders = hpack.NewDecoder(4096, nil)
+
+	// Writes come from the read loop and from the latency timers; one at a time.
+	var mu sync.Mutex
+	var headers bytes.Buffer
+	enc := hpack.NewEncoder(&headers)
+	write := func(f func() error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if f() == nil {
+			_ = bw.Flush()
+		}
+	}
+	respond := func(stream uint32, status int, contentType, body string) {
+		write(func() error {
+			headers.Reset()
+			_ = enc.WriteField(hpack.HeaderField{Name: ":status", Value: strconv.Itoa(status)})
+			_ = enc.WriteField(hpack.HeaderField{Name: "content-type", Value: contentType})
+			_ = enc.WriteField(hpack.HeaderField{Name: "content-length", Value: strconv.Itoa(len(body))})
+			if err := fr.WriteHeaders(http2.HeadersFrameParam{StreamID: stream, BlockFragment: headers.Bytes(), EndHeaders: true, EndStream: body == ""}); err != nil || body == "" {
+				return err
+			}
+			return fr.WriteData(stream, true, []byte(body))
+		})
+	}
+
+	write(func() error { return fr.WriteSettings() })
+	for {
+		frame, err := fr.ReadFrame()
+		if err != nil {
+			return
+		}
+		switch f := frame.(type) {
+		case *http2.SettingsFrame:
+			if !f.IsAck() {
+				write(fr.WriteSettingsAck)
+			}
+		case *http2.PingFrame:
+			if !f.IsAck() {
+				write(func() error { return fr.WritePing(true, f.Data) })
+			}
+		case *http2.MetaHeadersFrame:
+			path, auth, accept := f.PseudoValue("path"), "", ""
+			for _, h := range f.RegularFields() {
+				switch h.Name {
+				case "authorization":
+					auth = h.Value
+				case "accept":
+					accept = h.Value
+				}
+			}
+			status, contentType, body := answer(path, auth, accept)
+			stream := f.StreamID
+			if latency > 0 && !strings.HasPrefix(path, "/debug/") {
+				time.AfterFunc(latency, func() { respond(stream, status, contentType, body) })
+			} else {
+				respond(stream, status, contentType, body)
+			}
+		case *http2.GoAwayFrame:
+			return
+		}
+	}
+}
