@@ -28,6 +28,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
@@ -98,8 +99,8 @@ func simMembersMain() int {
 	return 0
 }
 
-// simAnswer answers GET /version, GET of a namespaced ConfigMap (in protobuf when the client
-// accepts it, as API servers do), and the debug paths: /debug/handshakes with the member's TLS
+// simAnswer answers GET /version, a GET or server-side apply of a namespaced ConfigMap with the
+// ConfigMap (in protobuf when the client accepts it, as API servers do), and the debug paths: /debug/handshakes with the member's TLS
 // handshake count, /debug/cpu with this process's CPU time in microseconds. The server sends
 // answers other than debug ones after the latency.
 func simAnswer(path, auth, accept string, handshakes *atomic.Int64) (status int, contentType, body string) {
@@ -213,8 +214,24 @@ func TestSimulatedMembers(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	applied := Map(context.Background(), members, func(ctx context.Context, m *Member) (string, error) {
+		kube, err := m.Kubernetes(ctx)
+		if err != nil {
+			return "", err
+		}
+		cm, err := kube.CoreV1().ConfigMaps("default").Apply(ctx, corev1ac.ConfigMap("fleet-demo", "default"), metav1.ApplyOptions{FieldManager: "sim-test"})
+		if err != nil {
+			return "", err
+		}
+		return cm.Data["k"], nil
+	}, NoRetry())
+	for _, r := range applied {
+		if r.Err != nil || r.Value != "v" {
+			t.Errorf("apply to %s: %q, %v", r.Member, r.Value, r.Err)
+		}
+	}
 	if got := handshakesPerMember(t, members); got != 1 {
-		t.Errorf("%.2f handshakes per member across 3 fan-outs, want 1", got)
+		t.Errorf("%.2f handshakes per member across 4 fan-outs, want 1", got)
 	}
 }
 
