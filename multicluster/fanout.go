@@ -230,12 +230,7 @@ func call[T any](ctx context.Context, m *Member, fn func(context.Context, *Membe
 	}
 	done := make(chan outcome, 1) // buffered: an abandoned callback can still finish and exit
 	go func() {
-		defer func() {
-			if p := recover(); p != nil {
-				done <- outcome{err: &PanicError{Value: p, Stack: debug.Stack()}}
-			}
-		}()
-		v, err := fn(ctx, m)
+		v, err := callInline(ctx, m, fn)
 		done <- outcome{v, err}
 	}()
 	select {
@@ -247,6 +242,7 @@ func call[T any](ctx context.Context, m *Member, fn func(context.Context, *Membe
 	}
 }
 
+// callInline runs fn and turns a panic into a PanicError.
 func callInline[T any](ctx context.Context, m *Member, fn func(context.Context, *Member) (T, error)) (v T, err error) {
 	defer func() {
 		if p := recover(); p != nil {

@@ -68,21 +68,7 @@ func (rs Results[T]) WriteTable(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "MEMBER\tENDPOINT\tRESULT\tATTEMPTS\tDURATION")
 	for _, r := range rs {
-		result := "ok"
-		switch v := any(r.Value).(type) {
-		case string:
-			if v != "" {
-				result = oneLine(v)
-			}
-		case fmt.Stringer:
-			if s := v.String(); s != "" {
-				result = oneLine(s)
-			}
-		}
-		if r.Err != nil {
-			result = oneLine(tableError(r.Err))
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\n", r.Member, r.Endpoint, result, r.Attempts, r.Duration.Round(time.Millisecond))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\n", r.Member, r.Endpoint, oneLine(r.text()), r.Attempts, r.Duration.Round(time.Millisecond))
 	}
 	return tw.Flush()
 }
@@ -92,6 +78,25 @@ func (rs Results[T]) String() string {
 	var b strings.Builder
 	_ = rs.WriteTable(&b)
 	return b.String()
+}
+
+// text is the table's RESULT: the error, the value when it is a non-empty string or Stringer,
+// or "ok".
+func (r *Result[T]) text() string {
+	if r.Err != nil {
+		return tableError(r.Err)
+	}
+	var s string
+	switch v := any(r.Value).(type) {
+	case string:
+		s = v
+	case fmt.Stringer:
+		s = v.String()
+	}
+	if s == "" {
+		return "ok"
+	}
+	return s
 }
 
 // tableError is err's message with request URLs cut to their paths: the endpoint column already
