@@ -23,9 +23,11 @@ func ExampleInstall() {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 
-	if err := clusterregistry.Install(ctx, apiextensionsclient.NewForConfigOrDie(cfg)); err != nil {
+	installed, err := clusterregistry.Install(ctx, apiextensionsclient.NewForConfigOrDie(cfg))
+	if err != nil {
 		panic(err)
 	}
+	fmt.Println(installed) // for example: CRD clusters.clusterregistry.k8s.io is up to date at schema version 1
 
 	registry := versioned.NewForConfigOrDie(cfg)
 	list, err := registry.ClusterregistryV1alpha1().Clusters("fleet").List(ctx, metav1.ListOptions{LabelSelector: "env=prod"})

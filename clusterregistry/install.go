@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"strconv"
 	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -19,26 +20,84 @@ import (
 // written, and Install's callers are waiting on it.
 const establishPollInterval = 100 * time.Millisecond
 
-// Install creates the Cluster CRD, or upgrades an existing one to this SDK's schema, and waits
-// until the API server reports it Established, so that Clusters can be written as soon as it
-// returns. It is safe to call on every start: an up-to-date CRD is left as it is.
+// SchemaVersion is the version of the Cluster CRD's schema that this SDK installs. The CRD
+// carries it in the SchemaVersionAnnotation, and every change to the schema raises it, so that
+// Install can tell a newer CRD from an older one.
+const SchemaVersion = 1
+
+// SchemaVersionAnnotation, on the Cluster CRD, holds the SchemaVersion of the SDK that installed it.
+const SchemaVersionAnnotation = "clusterregistry.k8s.io/schema-version"
+
+// InstallAction says what Install did.
+type InstallAction string
+
+const (
+	// Created: there was no Cluster CRD; Install created it.
+	Created InstallAction = "Created"
+	// Upgraded: the CRD was older than this SDK's (or the same version, changed by hand); Install
+	// replaced its spec.
+	Upgraded InstallAction = "Upgraded"
+	// Unchanged: the CRD was already this SDK's.
+	Unchanged InstallAction = "Unchanged"
+	// KeptNewer: the CRD was installed by a newer SDK; Install left it as it was. A newer schema
+	// serves this SDK's Clusters: the API version is the same and fields are only ever added.
+	KeptNewer InstallAction = "KeptNewer"
+)
+
+// InstallResult reports what Install found and did.
+type InstallResult struct {
+	Action InstallAction
+	// Found is the schema version of the CRD Install found: 0 when there was none, or when it
+	// predates recorded versions.
+	Found int
+}
+
+func (r InstallResult) String() string {
+	switch r.Action {
+	case Created:
+		return fmt.Sprintf("CRD %s created with schema version %d", CRDName, SchemaVersion)
+	case Upgraded:
+		return fmt.Sprintf("CRD %s upgraded from schema version %d to %d", CRDName, r.Found, SchemaVersion)
+	case KeptNewer:
+		return fmt.Sprintf("CRD %s has schema version %d, newer than this SDK's %d; left as it is", CRDName, r.Found, SchemaVersion)
+	default:
+		return fmt.Sprintf("CRD %s is up to date at schema version %d", CRDName, SchemaVersion)
+	}
+}
+
+// Install creates the Cluster CRD, or upgrades an older one to this SDK's schema, and waits until
+// the API server reports it Established, so that Clusters can be written as soon as it returns.
+// It is safe to call on every start: an up-to-date CRD is left as it is.
+//
+// It never downgrades. A CRD whose schema version is newer than SchemaVersion, installed by a
+// tool built on a newer SDK, is left alone and reported as KeptNewer: replacing it would roll
+// its schema back (and the server would then prune the newer fields from every Cluster it
+// serves), and two tools on different SDKs would flap it on every start.
 //
 // Labels and annotations that others put on the CRD are kept. Bound the wait with ctx.
-func Install(ctx context.Context, client apiextensionsclient.Interface) error {
+func Install(ctx context.Context, client apiextensionsclient.Interface) (InstallResult, error) {
 	crds := client.ApiextensionsV1().CustomResourceDefinitions()
 	want := CRD()
+	var result InstallResult
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		have, err := crds.Get(ctx, want.Name, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
+			result = InstallResult{Action: Created}
 			_, err = crds.Create(ctx, want, metav1.CreateOptions{})
 			return err
 		}
 		if err != nil {
 			return err
 		}
-		if !needsUpgrade(have, want) {
+		result = InstallResult{Action: Unchanged, Found: schemaVersion(have)}
+		switch {
+		case result.Found > SchemaVersion:
+			result.Action = KeptNewer
+			return nil
+		case !needsUpgrade(have, want):
 			return nil
 		}
+		result.Action = Upgraded
 		upgraded := have.DeepCopy()
 		upgraded.Spec = want.Spec
 		upgraded.Labels = mergeStrings(upgraded.Labels, want.Labels)
@@ -47,9 +106,19 @@ func Install(ctx context.Context, client apiextensionsclient.Interface) error {
 		return err
 	})
 	if err != nil {
-		return fmt.Errorf("installing CRD %s: %w", want.Name, err)
+		return InstallResult{}, fmt.Errorf("installing CRD %s: %w", want.Name, err)
 	}
-	return waitEstablished(ctx, client, want.Name)
+	return result, waitEstablished(ctx, client, want.Name)
+}
+
+// schemaVersion reads a CRD's SchemaVersionAnnotation; a CRD without one (or with one that is not
+// a number) is taken as version 0, older than any SDK that records versions.
+func schemaVersion(crd *apiextensionsv1.CustomResourceDefinition) int {
+	v, err := strconv.Atoi(crd.Annotations[SchemaVersionAnnotation])
+	if err != nil || v < 0 {
+		return 0
+	}
+	return v
 }
 
 func needsUpgrade(have, want *apiextensionsv1.CustomResourceDefinition) bool {

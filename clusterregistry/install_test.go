@@ -2,7 +2,12 @@ package clusterregistry_test
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"fmt"
 	"slices"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -41,8 +46,8 @@ func TestInstallUpgradesAndIsIdempotent(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	if err := clusterregistry.Install(ctx, client); err != nil {
-		t.Fatal(err)
+	if res, err := clusterregistry.Install(ctx, client); err != nil || res.Action != clusterregistry.Upgraded {
+		t.Fatalf("Install() = %v, %v; want it to upgrade", res, err)
 	}
 	upgraded, err := crds.Get(ctx, clusterregistry.CRDName, metav1.GetOptions{})
 	if err != nil {
@@ -76,16 +81,116 @@ func TestInstallUpgradesAndIsIdempotent(t *testing.T) {
 	}
 
 	for range 3 {
-		if err := clusterregistry.Install(ctx, client); err != nil {
-			t.Fatal(err)
+		if res, err := clusterregistry.Install(ctx, client); err != nil || res.Action != clusterregistry.Unchanged {
+			t.Fatalf("Install() = %v, %v; want it to leave the CRD unchanged", res, err)
 		}
 	}
 	again, err := crds.Get(ctx, clusterregistry.CRDName, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if again.ResourceVersion != upgraded.ResourceVersion || again.Generation != upgraded.Generation {
-		t.Errorf("Install rewrote an up-to-date CRD: resourceVersion %s -> %s", upgraded.ResourceVersion, again.ResourceVersion)
+	// The server's controllers may still touch the status; Install (which said Unchanged) must not
+	// have touched the spec.
+	if again.Generation != upgraded.Generation {
+		t.Errorf("Install rewrote an up-to-date CRD: generation %d -> %d", upgraded.Generation, again.Generation)
+	}
+}
+
+// Install never downgrades: a CRD from a newer SDK stays as it is, one from an older SDK (or from
+// before schema versions were recorded) is upgraded, and an equal one is left alone.
+func TestInstallNeverDowngrades(t *testing.T) {
+	ctx := testContext(t)
+	client, err := apiextensionsclient.NewForConfig(lf.Registry.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	crds := client.ApiextensionsV1().CustomResourceDefinitions()
+	t.Cleanup(func() { _, _ = clusterregistry.Install(context.Background(), client) })
+
+	// setInstalled makes the registry's CRD look as if an SDK with schema version v installed it,
+	// with a schema that differs from this SDK's (no printer columns).
+	setInstalled := func(v string) *apiextensionsv1.CustomResourceDefinition {
+		t.Helper()
+		crd, err := crds.Get(ctx, clusterregistry.CRDName, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		crd.Spec.Versions[0].AdditionalPrinterColumns = nil
+		if v == "" {
+			delete(crd.Annotations, clusterregistry.SchemaVersionAnnotation)
+		} else {
+			crd.Annotations[clusterregistry.SchemaVersionAnnotation] = v
+		}
+		if crd, err = crds.Update(ctx, crd, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		return crd
+	}
+	newer := strconv.Itoa(clusterregistry.SchemaVersion + 1)
+	for _, tc := range []struct {
+		name, installed string
+		want            clusterregistry.InstallAction
+		found           int
+	}{
+		{"new over old", strconv.Itoa(clusterregistry.SchemaVersion - 1), clusterregistry.Upgraded, clusterregistry.SchemaVersion - 1},
+		{"new over one from before versions", "", clusterregistry.Upgraded, 0},
+		{"old over new", newer, clusterregistry.KeptNewer, clusterregistry.SchemaVersion + 1},
+		{"equal, changed by hand", strconv.Itoa(clusterregistry.SchemaVersion), clusterregistry.Upgraded, clusterregistry.SchemaVersion},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			before := setInstalled(tc.installed)
+			res, err := clusterregistry.Install(ctx, client)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Action != tc.want || res.Found != tc.found {
+				t.Errorf("Install() = %+v, want %s with found version %d", res, tc.want, tc.found)
+			}
+			after, err := crds.Get(ctx, clusterregistry.CRDName, metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			columns := len(after.Spec.Versions[0].AdditionalPrinterColumns)
+			if tc.want == clusterregistry.KeptNewer {
+				if after.Generation != before.Generation || columns != 0 || after.Annotations[clusterregistry.SchemaVersionAnnotation] != newer {
+					t.Errorf("Install changed a newer CRD: generation %d -> %d", before.Generation, after.Generation)
+				}
+				if !strings.Contains(res.String(), "newer than this SDK's") {
+					t.Errorf("the result does not say why the CRD was kept: %s", res)
+				}
+				return
+			}
+			if columns == 0 || after.Annotations[clusterregistry.SchemaVersionAnnotation] != strconv.Itoa(clusterregistry.SchemaVersion) {
+				t.Errorf("Install did not restore this SDK's CRD (version %q, %d columns)",
+					after.Annotations[clusterregistry.SchemaVersionAnnotation], columns)
+			}
+		})
+	}
+	if res, err := clusterregistry.Install(ctx, client); err != nil || res.Action != clusterregistry.Unchanged {
+		t.Errorf("equal: Install() = %v, %v; want Unchanged", res, err)
+	}
+}
+
+// The CRD records SchemaVersion, and a change to the schema must raise it: otherwise an SDK with
+// the older schema and the same version would replace the newer CRD on every start.
+func TestSchemaVersionIsRaisedWithTheSchema(t *testing.T) {
+	crd := clusterregistry.CRD()
+	if got := crd.Annotations[clusterregistry.SchemaVersionAnnotation]; got != strconv.Itoa(clusterregistry.SchemaVersion) {
+		t.Fatalf("the CRD records schema version %q, SchemaVersion is %d: edit the marker in clusterregistry/v1alpha1/types.go", got, clusterregistry.SchemaVersion)
+	}
+	spec, err := json.Marshal(crd.Spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	digest := fmt.Sprintf("%x", sha256.Sum256(spec))
+	// One digest per schema version; add a line when you raise SchemaVersion.
+	digests := map[int]string{
+		1: "df573e6fcccd2ad028aa33824161a81ed08d4a166e58592789d904f53197d804",
+	}
+	if want := digests[clusterregistry.SchemaVersion]; digest != want {
+		t.Errorf("the CRD's schema changed (digest %s) without a new schema version: raise SchemaVersion and the "+
+			"clusterregistry.k8s.io/schema-version marker in clusterregistry/v1alpha1/types.go, run hack/update-codegen.sh, "+
+			"and record the digest here", digest)
 	}
 }
 

@@ -3,12 +3,16 @@ package clusterregistry_test
 import (
 	"encoding/base64"
 	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 	"testing"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/dynamic"
 
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
 )
@@ -53,34 +57,52 @@ func TestServerValidationMatchesValidateCluster(t *testing.T) {
 		name   string
 		mutate func(*v1alpha1.Cluster)
 		field  string // as the server names it; ValidateCluster names it or a field inside it
+		says   string // when set, both errors say this (the key at fault, for config)
 	}{
-		{"long displayName", func(c *v1alpha1.Cluster) { c.Spec.DisplayName = strings.Repeat("d", 257) }, "spec.displayName"},
-		{"clientCIDR not a CIDR", setCIDR("10.0.0.300/8"), endpoint0 + ".clientCIDR"},
-		{"clientCIDR bare address", setCIDR("10.0.0.1"), endpoint0 + ".clientCIDR"},
-		{"clientCIDR host bits", setCIDR("10.1.0.0/8"), endpoint0 + ".clientCIDR"},
-		{"clientCIDR upper-case IPv6", setCIDR("2001:DB8::/32"), endpoint0 + ".clientCIDR"},
-		{"clientCIDR IPv4-mapped", setCIDR("::ffff:10.0.0.0/104"), endpoint0 + ".clientCIDR"},
-		{"duplicate clientCIDR", addEndpoint("0.0.0.0/0"), "spec.kubernetesApiEndpoints.serverEndpoints[1]"},
-		{"http scheme", setAddress("http://api.example.com"), endpoint0 + ".serverAddress"},
-		{"user info", setAddress("https://admin:" + plantedSecret + "@api.example.com"), endpoint0 + ".serverAddress"},
-		{"query string", setAddress("https://api.example.com/?access_token=" + plantedSecret), endpoint0 + ".serverAddress"},
-		{"fragment", setAddress("https://api.example.com/#x"), endpoint0 + ".serverAddress"},
-		{"port out of range", setAddress("api.example.com:70000"), endpoint0 + ".serverAddress"},
-		{"empty serverAddress", setAddress(""), endpoint0 + ".serverAddress"},
-		{"caBundle not PEM", func(c *v1alpha1.Cluster) { c.Spec.KubernetesAPIEndpoints.CABundle = []byte(plantedSecret) }, "spec.kubernetesApiEndpoints.caBundle"},
+		{"long displayName", func(c *v1alpha1.Cluster) { c.Spec.DisplayName = strings.Repeat("d", 257) }, "spec.displayName", ""},
+		{"clientCIDR not a CIDR", setCIDR("10.0.0.300/8"), endpoint0 + ".clientCIDR", ""},
+		{"clientCIDR bare address", setCIDR("10.0.0.1"), endpoint0 + ".clientCIDR", ""},
+		{"clientCIDR host bits", setCIDR("10.1.0.0/8"), endpoint0 + ".clientCIDR", ""},
+		{"clientCIDR upper-case IPv6", setCIDR("2001:DB8::/32"), endpoint0 + ".clientCIDR", ""},
+		{"clientCIDR IPv4-mapped", setCIDR("::ffff:10.0.0.0/104"), endpoint0 + ".clientCIDR", ""},
+		{"duplicate clientCIDR", addEndpoint("0.0.0.0/0"), "spec.kubernetesApiEndpoints.serverEndpoints[1]", ""},
+		{"http scheme", setAddress("http://api.example.com"), endpoint0 + ".serverAddress", ""},
+		{"user info", setAddress("https://admin:" + plantedSecret + "@api.example.com"), endpoint0 + ".serverAddress", ""},
+		{"query string", setAddress("https://api.example.com/?access_token=" + plantedSecret), endpoint0 + ".serverAddress", ""},
+		{"fragment", setAddress("https://api.example.com/#x"), endpoint0 + ".serverAddress", ""},
+		{"port out of range", setAddress("api.example.com:70000"), endpoint0 + ".serverAddress", ""},
+		{"empty serverAddress", setAddress(""), endpoint0 + ".serverAddress", ""},
+		{"caBundle not PEM", func(c *v1alpha1.Cluster) { c.Spec.KubernetesAPIEndpoints.CABundle = []byte(plantedSecret) }, "spec.kubernetesApiEndpoints.caBundle", ""},
 		{"caBundle with a private key", func(c *v1alpha1.Cluster) {
 			c.Spec.KubernetesAPIEndpoints.CABundle = append(append([]byte{}, testCAPEM...),
 				"-----BEGIN PRIVATE KEY-----\n"+plantedSecret+"\n-----END PRIVATE KEY-----\n"...)
-		}, "spec.kubernetesApiEndpoints.caBundle"},
-		{"duplicate provider name", addProvider("controller", "exec"), "spec.authInfo.providers[1]"},
-		{"empty provider name", func(c *v1alpha1.Cluster) { c.Spec.AuthInfo.Providers[0].Name = "" }, provider0 + ".name"},
-		{"empty provider type", func(c *v1alpha1.Cluster) { c.Spec.AuthInfo.Providers[0].Type.Name = "" }, provider0 + ".type.name"},
-		{"inline token", setConfig("token", plantedSecret), provider0 + ".config"},
-		{"inline password", setConfig("Password", plantedSecret), provider0 + ".config"},
-		{"inline client-key-data", setConfig("client-key-data", plantedSecret), provider0 + ".config"},
-		{"inline client-certificate-data", setConfig("client_certificate_data", plantedSecret), provider0 + ".config"},
-		{"private key value", setConfig("env", "K=-----BEGIN RSA PRIVATE KEY-----\n"+plantedSecret+"\n-----END RSA PRIVATE KEY-----"), provider0 + ".config"},
-		{"long config value", setConfig("args", plantedSecret+strings.Repeat("a", 4097)), provider0 + ".config"},
+		}, "spec.kubernetesApiEndpoints.caBundle", ""},
+		{"duplicate provider name", addProvider("controller", "exec"), "spec.authInfo.providers[1]", ""},
+		{"empty provider name", func(c *v1alpha1.Cluster) { c.Spec.AuthInfo.Providers[0].Name = "" }, provider0 + ".name", ""},
+		{"empty provider type", func(c *v1alpha1.Cluster) { c.Spec.AuthInfo.Providers[0].Type.Name = "" }, provider0 + ".type.name", ""},
+		{"inline token", setConfig("token", plantedSecret), provider0 + ".config", ""},
+		{"inline password", setConfig("Password", plantedSecret), provider0 + ".config", ""},
+		{"inline client-key-data", setConfig("client-key-data", plantedSecret), provider0 + ".config", ""},
+		{"inline client-certificate-data", setConfig("client_certificate_data", plantedSecret), provider0 + ".config", ""},
+		{"private key value", setConfig("env", "K=-----BEGIN RSA PRIVATE KEY-----\n"+plantedSecret+"\n-----END RSA PRIVATE KEY-----"), provider0 + ".config", ""},
+		{"long config value", setConfig("args", plantedSecret+strings.Repeat("a", 4097)), provider0 + ".config", ""},
+		{"config value of 4097 two-byte characters", setConfig("args", strings.Repeat("ü", 4097)), provider0 + ".config", ""},
+		{"displayName of 257 two-byte characters", func(c *v1alpha1.Cluster) { c.Spec.DisplayName = strings.Repeat("é", 257) }, "spec.displayName", ""},
+		{"provider name of 254 three-byte characters", func(c *v1alpha1.Cluster) { c.Spec.AuthInfo.Providers[0].Name = strings.Repeat("名", 254) }, provider0 + ".name", ""},
+		{"inline apiToken", setConfig("apiToken", plantedSecret), provider0 + ".config", `"apiToken"`},
+		{"inline sessionToken", setConfig("sessionToken", plantedSecret), provider0 + ".config", `"sessionToken"`},
+		{"inline secretAccessKey", setConfig("secretAccessKey", plantedSecret), provider0 + ".config", `"secretAccessKey"`},
+		{"inline github_token", setConfig("github_token", plantedSecret), provider0 + ".config", `"github_token"`},
+		{"inline tls.key", setConfig("tls.key", plantedSecret), provider0 + ".config", `"tls.key"`},
+		{"inline clientSecret", setConfig("clientSecret", plantedSecret), provider0 + ".config", `"clientSecret"`},
+		{"PGP private key value", setConfig("installHint", "-----BEGIN PGP PRIVATE KEY BLOCK-----\n\n"+plantedSecret+"\n-----END PGP PRIVATE KEY BLOCK-----"), provider0 + ".config", `config["installHint"]`},
+		{"base64 PEM private key value", setConfig("args", base64.StdEncoding.EncodeToString([]byte(testKeyPEM))), provider0 + ".config", `config["args"]`},
+		{"base64 PEM private key value, shifted", setConfig("args", base64.StdEncoding.EncodeToString([]byte("x"+testKeyPEM))), provider0 + ".config", `config["args"]`},
+		{"base64 PEM private key value, shifted twice", setConfig("args", base64.StdEncoding.EncodeToString([]byte("xy"+testKeyPEM))), provider0 + ".config", `config["args"]`},
+		{"service account token value", setConfig("name", testJWT), provider0 + ".config", `config["name"]`},
+		{"caBundle holding a base64 private key", func(c *v1alpha1.Cluster) {
+			c.Spec.KubernetesAPIEndpoints.CABundle = append(append([]byte{}, testCAPEM...), testKeyPEM...)
+		}, "spec.kubernetesApiEndpoints.caBundle", "caBundle must not hold a private key"},
 	}
 	for i, tt := range rejected {
 		t.Run(tt.name, func(t *testing.T) {
@@ -91,6 +113,13 @@ func TestServerValidationMatchesValidateCluster(t *testing.T) {
 			leaks := []string{plantedSecret}
 			if ca := c.Spec.KubernetesAPIEndpoints.CABundle; len(ca) > 0 {
 				leaks = append(leaks, base64.StdEncoding.EncodeToString(ca))
+			}
+			for _, p := range c.Spec.AuthInfo.Providers {
+				for _, v := range p.Config {
+					if len(v) >= 12 { // values, not the pointers such as "bad-1-token"
+						leaks = append(leaks, v)
+					}
+				}
 			}
 			leaked := func(msg string) bool {
 				for _, l := range leaks {
@@ -112,6 +141,9 @@ func TestServerValidationMatchesValidateCluster(t *testing.T) {
 			if !goNamed {
 				t.Errorf("ValidateCluster() = %v, want an error on %s", goErrs, tt.field)
 			}
+			if tt.says != "" && !strings.Contains(fmt.Sprint(goErrs), tt.says) {
+				t.Errorf("ValidateCluster() = %v, want it to say %s", goErrs, tt.says)
+			}
 
 			_, err := clusters.Create(testContext(t), c, metav1.CreateOptions{})
 			if !apierrors.IsInvalid(err) {
@@ -122,6 +154,9 @@ func TestServerValidationMatchesValidateCluster(t *testing.T) {
 			}
 			if !serverNamesField(err, tt.field) {
 				t.Errorf("server error does not name %s: %v", tt.field, err)
+			}
+			if tt.says != "" && !strings.Contains(err.Error(), tt.says) {
+				t.Errorf("server error does not say %s: %v", tt.says, err)
 			}
 		})
 	}
@@ -145,6 +180,15 @@ func TestServerValidationMatchesValidateCluster(t *testing.T) {
 			c.Spec.AuthInfo.Providers[0].Config = map[string]string{"name": "n", "namespace": "ns", "key": "value", "tokenPath": "/p"}
 		}},
 		{"public certificate in config", setConfig("ca", string(testCAPEM))},
+		{"the built-in types' pointer keys, and pointer keys holding credential words", func(c *v1alpha1.Cluster) {
+			c.Spec.AuthInfo.Providers[0].Config = map[string]string{}
+			for _, k := range pointerKeys {
+				c.Spec.AuthInfo.Providers[0].Config[k] = "x"
+			}
+		}},
+		{"displayName of 256 two-byte characters", func(c *v1alpha1.Cluster) { c.Spec.DisplayName = strings.Repeat("é", 256) }},
+		{"config value of 4096 two-byte characters", setConfig("args", strings.Repeat("ü", 4096))},
+		{"provider name of 253 three-byte characters", func(c *v1alpha1.Cluster) { c.Spec.AuthInfo.Providers[0].Name = strings.Repeat("名", 253) }},
 		{"no endpoints or providers", func(c *v1alpha1.Cluster) { c.Spec = v1alpha1.ClusterSpec{} }},
 	}
 	for i, tt := range accepted {
@@ -160,6 +204,59 @@ func TestServerValidationMatchesValidateCluster(t *testing.T) {
 		})
 	}
 }
+
+// A PEM file pasted into caBundle without base64-encoding it (kubectl apply of hand-written YAML)
+// is refused with a message that says what caBundle takes, and no part of it comes back: the
+// server used to check the field's base64 format first and repeat the whole value, twice.
+func TestRawPEMCABundleIsRefusedWithoutEcho(t *testing.T) {
+	ns := newNamespace(t)
+	dyn, err := dynamic.NewForConfig(lf.Registry.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := newCluster("raw-pem")
+	c.Spec.KubernetesAPIEndpoints.CABundle = nil
+	obj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := &unstructured.Unstructured{Object: obj}
+	u.SetAPIVersion(v1alpha1.SchemeGroupVersion.String())
+	u.SetKind("Cluster")
+	raw := string(testCAPEM) + testKeyPEM
+	if err := unstructured.SetNestedField(u.Object, raw, "spec", "kubernetesApiEndpoints", "caBundle"); err != nil {
+		t.Fatal(err)
+	}
+	_, err = dyn.Resource(v1alpha1.SchemeGroupVersion.WithResource("clusters")).Namespace(ns).Create(testContext(t), u, metav1.CreateOptions{})
+	if !apierrors.IsInvalid(err) {
+		t.Fatalf("server accepted a raw PEM caBundle or failed otherwise: %v", err)
+	}
+	if !serverNamesField(err, "spec.kubernetesApiEndpoints.caBundle") || !strings.Contains(err.Error(), "caBundle takes PEM certificates encoded as base64") {
+		t.Errorf("the error should name caBundle and say it takes base64: %v", err)
+	}
+	for _, part := range []string{plantedSecret, "PRIVATE KEY", "BEGIN CERTIFICATE-----\n"} {
+		if strings.Contains(err.Error(), part) {
+			t.Errorf("the error repeats %q of the value: %v", part, err)
+		}
+	}
+}
+
+// pointerKeys are config keys that say where a credential is. The guard against pasted
+// credentials must let every one through, on the server and in ValidateCluster alike.
+var pointerKeys = []string{
+	// The built-in types' keys.
+	"name", "namespace", "key", "path", "context", "command", "args", "env", "apiVersion",
+	"provideClusterInfo", "installHint", "clusterConfig",
+	// Pointers whose names hold a credential word.
+	"secretName", "secretNamespace", "tokenFile", "token-path", "credentialsFile", "tokenAudience",
+	"apiKeyRef", "password_file", "client-key-file",
+}
+
+// testKeyPEM is a private key block (its body is not a real key: the rules look for the block).
+const testKeyPEM = "-----BEGIN EC PRIVATE KEY-----\n" + plantedSecret + "\n-----END EC PRIVATE KEY-----\n"
+
+// testJWT has the shape of a service account token.
+const testJWT = "eyJhbGciOiJSUzI1NiIsImtpZCI6IiJ9.eyJpc3MiOiJrdWJlcm5ldGVzIn0." + plantedSecret
 
 func serverNamesField(err error, fieldPath string) bool {
 	var status apierrors.APIStatus

@@ -115,7 +115,7 @@ func (f *Fleet) setUp(ctx context.Context, labels map[string]string) error {
 	if err != nil {
 		return err
 	}
-	if err := clusterregistry.Install(ctx, crds); err != nil {
+	if _, err := clusterregistry.Install(ctx, crds); err != nil {
 		return fmt.Errorf("installing the Cluster CRD in the registry: %w", err)
 	}
 	kube, err := kubernetes.NewForConfig(f.Registry.Config)

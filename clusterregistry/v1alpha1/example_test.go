@@ -31,7 +31,7 @@ func ExampleValidateCluster() {
 	}
 	// Output:
 	// spec.kubernetesApiEndpoints.serverEndpoints[0].serverAddress: Invalid value: serverAddress must be an https URL (https://host[:port][/path]) or host[:port]; other schemes, user info, query and fragment are not allowed
-	// spec.authInfo.providers[0].config[token]: Forbidden: config must hold pointers to credentials, not credentials
+	// spec.authInfo.providers[0].config[token]: Forbidden: config key "token" names a credential; config holds pointers to credentials (a Secret's name, a file's path), not credentials
 }
 
 // Controllers that probe members record what they saw as conditions; readers ask IsReady.
@@ -65,13 +65,15 @@ func ExampleCluster_IsNotReady() {
 // Provider config holds pointers only. IsCredentialKey is the rule both ValidateCluster and the
 // server apply to config keys, for tools that build configs from user input.
 func ExampleIsCredentialKey() {
-	for _, key := range []string{"name", "path", "token", "client-key-data", "Password"} {
+	for _, key := range []string{"name", "path", "secretName", "token", "client-key-data", "apiToken", "secretAccessKey"} {
 		fmt.Println(key, v1alpha1.IsCredentialKey(key))
 	}
 	// Output:
 	// name false
 	// path false
+	// secretName false
 	// token true
 	// client-key-data true
-	// Password true
+	// apiToken true
+	// secretAccessKey true
 }

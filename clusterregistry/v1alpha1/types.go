@@ -15,6 +15,7 @@ import (
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:scope=Namespaced,shortName=rcl,categories=clusterregistry
 // +kubebuilder:metadata:annotations="api-approved.kubernetes.io=unapproved, not an official Kubernetes API; see https://github.com/cluster-registry/sdk"
+// +kubebuilder:metadata:annotations="clusterregistry.k8s.io/schema-version=1"
 // +kubebuilder:printcolumn:name="Display Name",type=string,JSONPath=`.spec.displayName`
 // +kubebuilder:printcolumn:name="Server",type=string,JSONPath=`.spec.kubernetesApiEndpoints.serverEndpoints[0].serverAddress`
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
@@ -67,7 +68,8 @@ type ClusterSpec struct {
 // KubernetesAPIEndpoints is where a cluster's Kubernetes API server is, as seen from different
 // client networks, and the CA bundle that verifies it.
 //
-// +kubebuilder:validation:XValidation:rule=`!has(self.caBundle) || string(self.caBundle).matches(r'^(\s*-----BEGIN CERTIFICATE-----\r?\n[A-Za-z0-9+/=\r\n]+-----END CERTIFICATE-----)+\s*$')`,message="caBundle must hold only PEM-encoded CERTIFICATE blocks",fieldPath=".caBundle"
+// +kubebuilder:validation:XValidation:rule=`!has(self.caBundle) || size(self.caBundle) == 0 || (self.caBundle.matches(r'^([A-Za-z0-9+/]{4})*([A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$') && self.caBundle.startsWith('LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0t'))`,messageExpression=`self.caBundle.matches(r'^([A-Za-z0-9+/]{4})*([A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$') ? 'caBundle must hold PEM-encoded CERTIFICATE blocks, beginning with -----BEGIN CERTIFICATE-----' : 'caBundle takes PEM certificates encoded as base64 on one line (as base64 -w0 ca.crt prints them)'`,fieldPath=".caBundle"
+// +kubebuilder:validation:XValidation:rule=`!has(self.caBundle) || !(self.caBundle.contains('UFJJVkFURSBLRV') || self.caBundle.contains('BSSVZBVEUgS0VZ') || self.caBundle.contains('QUklWQVRFIEtFW'))`,message="caBundle must not hold a private key",fieldPath=".caBundle"
 type KubernetesAPIEndpoints struct {
 	// serverEndpoints lists the API server's address for each client network. A caller uses the
 	// entry whose clientCIDR holds its own IP address, the longest prefix winning; 0.0.0.0/0 and
@@ -131,11 +133,14 @@ type AuthProviderConfig struct {
 
 	// config holds the provider type's settings: where its credentials are (a Secret's name, a file
 	// path, an exec plugin's command), never the credentials. Keys that name a credential (token,
-	// password, client-key-data, ...) and values holding a PEM private key are rejected.
+	// apiToken, password, secretAccessKey, client-key-data, ...) and values holding a private key or
+	// a token are rejected: a guard against pasted credentials, not a proof that none is stored.
 	// +optional
 	// +kubebuilder:validation:MaxProperties=64
-	// +kubebuilder:validation:XValidation:rule=`self.all(k, !(k.lowerAscii().replace('-', '').replace('_', '').replace('.', '') in ['token', 'bearertoken', 'idtoken', 'accesstoken', 'refreshtoken', 'password', 'passwd', 'secret', 'clientsecret', 'clientkey', 'clientkeydata', 'clientcertificatedata', 'privatekey', 'tlskey', 'apikey']))`,message="config must hold pointers to credentials, not credentials: keys such as token, password, client-key-data and client-certificate-data are rejected"
-	// +kubebuilder:validation:XValidation:rule=`self.all(k, !self[k].contains('PRIVATE KEY-----'))`,message="config must not hold a private key"
+	// +kubebuilder:validation:XValidation:rule=`self.all(k, !(k.lowerAscii().replace('-', '').replace('_', '').replace('.', '').matches('token|passw|passphrase|secret|credential|privatekey|apikey|accesskey|clientkey|keydata|certificatedata|tlskey|bearer') && !k.lowerAscii().replace('-', '').replace('_', '').replace('.', '').matches('(name|namespace|ref|path|file|dir|env|url|audience)$')))`,messageExpression=`'config key "' + self.filter(k, k.lowerAscii().replace('-', '').replace('_', '').replace('.', '').matches('token|passw|passphrase|secret|credential|privatekey|apikey|accesskey|clientkey|keydata|certificatedata|tlskey|bearer') && !k.lowerAscii().replace('-', '').replace('_', '').replace('.', '').matches('(name|namespace|ref|path|file|dir|env|url|audience)$'))[0] + '" names a credential; config holds pointers to credentials (a Secret\'s name, a file\'s path), not credentials'`
+	// +kubebuilder:validation:XValidation:rule=`self.all(k, !(self[k].contains('PRIVATE KEY') || self[k].contains('.eyJ')))`,messageExpression=`'config["' + self.filter(k, self[k].contains('PRIVATE KEY') || self[k].contains('.eyJ'))[0] + '"] holds a private key or a token; config holds pointers to credentials, not credentials'`
+	// +kubebuilder:validation:XValidation:rule=`self.all(k, !(self[k].contains('UFJJVkFURSBLRV') || self[k].contains('BSSVZBVEUgS0VZ')))`,messageExpression=`'config["' + self.filter(k, self[k].contains('UFJJVkFURSBLRV') || self[k].contains('BSSVZBVEUgS0VZ'))[0] + '"] holds a private key or a token; config holds pointers to credentials, not credentials'`
+	// +kubebuilder:validation:XValidation:rule=`self.all(k, !(self[k].contains('QUklWQVRFIEtFW')))`,messageExpression=`'config["' + self.filter(k, self[k].contains('QUklWQVRFIEtFW'))[0] + '"] holds a private key or a token; config holds pointers to credentials, not credentials'`
 	Config map[string]string `json:"config,omitempty"`
 }
 

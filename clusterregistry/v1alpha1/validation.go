@@ -6,7 +6,9 @@ import (
 	"net/netip"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -19,17 +21,31 @@ import (
 const (
 	// ServerAddressPattern matches an https URL (https://host[:port][/path]) or a bare host[:port].
 	ServerAddressPattern = `^(https://)?([A-Za-z0-9]([-A-Za-z0-9]*[A-Za-z0-9])?(\.[A-Za-z0-9]([-A-Za-z0-9]*[A-Za-z0-9])?)*|\[[0-9A-Fa-f:.]+\])(:(6553[0-5]|655[0-2][0-9]|65[0-4][0-9]{2}|6[0-4][0-9]{3}|[1-5][0-9]{4}|[1-9][0-9]{0,3}))?(/[^?#\s]*)?$`
-	// CABundlePattern matches one or more PEM CERTIFICATE blocks and nothing else.
-	CABundlePattern = `^(\s*-----BEGIN CERTIFICATE-----\r?\n[A-Za-z0-9+/=\r\n]+-----END CERTIFICATE-----)+\s*$`
+
+	// Base64Pattern matches standard, padded base64 on one line: how caBundle travels in JSON.
+	Base64Pattern = `^([A-Za-z0-9+/]{4})*([A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$`
+	// CABundlePrefix is "-----BEGIN CERTIFICATE-----" in base64: every caBundle begins with it.
+	// The server sees caBundle only as base64 text (CEL cannot decode it), so the rules on caBundle
+	// are written on that text, and ValidateCluster applies them to the same text.
+	CABundlePrefix = "LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0t"
+
+	// CredentialKeyPattern matches a normalized config key (lower case, without '-', '_' and '.')
+	// that names a credential: token, apiToken, sessionToken, password, secretAccessKey,
+	// client-key-data, tls.key, ...
+	CredentialKeyPattern = `token|passw|passphrase|secret|credential|privatekey|apikey|accesskey|clientkey|keydata|certificatedata|tlskey|bearer`
+	// PointerKeyPattern matches normalized keys that say where a credential is, though they hold
+	// a credential word: secretName, tokenFile, credentialsPath, tokenAudience, ...
+	PointerKeyPattern = `(name|namespace|ref|path|file|dir|env|url|audience)$`
 )
 
-// Limits enforced by the CRD's schema and by ValidateCluster alike.
+// Limits enforced by the CRD's schema and by ValidateCluster alike. Lengths count characters
+// (Unicode code points), as the server's maxLength does.
 const (
 	MaxDisplayNameLength     = 256
 	MaxServerEndpoints       = 32
 	MaxClientCIDRLength      = 64
 	MaxServerAddressLength   = 2048
-	MaxCABundleEncodedLength = 65536 // base64 characters, as the schema measures a byte field
+	MaxCABundleEncodedLength = 65536 // base64 characters, as the server sees the field
 	MaxProviders             = 16
 	MaxProviderNameLength    = 253
 	MaxProviderConfigEntries = 64
@@ -40,19 +56,39 @@ const (
 
 var (
 	serverAddressRE = regexp.MustCompile(ServerAddressPattern)
-	caBundleRE      = regexp.MustCompile(CABundlePattern)
+	credentialKeyRE = regexp.MustCompile(CredentialKeyPattern)
+	pointerKeyRE    = regexp.MustCompile(PointerKeyPattern)
 )
 
-// credentialKeys are config keys, lower-cased with '-', '_' and '.' removed, that name a credential
-// rather than point to one. The CRD rejects the same list.
-var credentialKeys = []string{
-	"token", "bearertoken", "idtoken", "accesstoken", "refreshtoken",
-	"password", "passwd", "secret", "clientsecret",
-	"clientkey", "clientkeydata", "clientcertificatedata", "privatekey", "tlskey", "apikey",
+// PrivateKeyBase64Markers are "PRIVATE KEY" base64-encoded at each of the three byte alignments it
+// can take: one of them is in the base64 of any PEM or PGP private key.
+var PrivateKeyBase64Markers = []string{"UFJJVkFURSBLRV", "BSSVZBVEUgS0VZ", "QUklWQVRFIEtFW"}
+
+// CredentialValueMarkers are the substrings that make a config value a credential: a PEM or PGP
+// private key ("PRIVATE KEY"), the same base64-encoded, or a JSON Web Token such as a service
+// account token (".eyJ", where its payload begins). The CRD's rules test each with contains(), in
+// three rules: the server's CEL cost budget allows that over 16 providers' 64 values of 4096
+// characters, where one rule, or a regular expression, was over it.
+var CredentialValueMarkers = append([]string{"PRIVATE KEY"}, append(PrivateKeyBase64Markers, ".eyJ")...)
+
+func containsAny(s string, markers []string) bool {
+	for _, m := range markers {
+		if strings.Contains(s, m) {
+			return true
+		}
+	}
+	return false
 }
 
-// privateKeyMarker ends every PEM private key header ("-----BEGIN RSA PRIVATE KEY-----" and kin).
-const privateKeyMarker = "PRIVATE KEY-----"
+// Messages shared by ValidateCluster and the CRD's rules (the CRD's copies are in types.go's
+// markers; a test holds them equal).
+const (
+	msgCABundleBase64     = "caBundle takes PEM certificates encoded as base64 on one line (as base64 -w0 ca.crt prints them)"
+	msgCABundleCerts      = "caBundle must hold PEM-encoded CERTIFICATE blocks, beginning with -----BEGIN CERTIFICATE-----"
+	msgCABundlePrivateKey = "caBundle must not hold a private key"
+	msgCredentialKey      = "names a credential; config holds pointers to credentials (a Secret's name, a file's path), not credentials"
+	msgCredentialValue    = "holds a private key or a token; config holds pointers to credentials, not credentials"
+)
 
 // ValidateCluster checks a Cluster against the rules the server enforces on create and update, so
 // that clients can report every problem, each naming its field, before they send anything. Values
@@ -80,7 +116,7 @@ func validateObjectMeta(m *metav1.ObjectMeta, fldPath *field.Path) field.ErrorLi
 // ValidateClusterSpec checks a ClusterSpec found at fldPath; ValidateCluster calls it for spec.
 func ValidateClusterSpec(s *ClusterSpec, fldPath *field.Path) field.ErrorList {
 	var allErrs field.ErrorList
-	if len(s.DisplayName) > MaxDisplayNameLength {
+	if chars(s.DisplayName) > MaxDisplayNameLength {
 		allErrs = append(allErrs, field.TooLong(fldPath.Child("displayName"), "", MaxDisplayNameLength))
 	}
 	allErrs = append(allErrs, validateEndpoints(&s.KubernetesAPIEndpoints, fldPath.Child("kubernetesApiEndpoints"))...)
@@ -104,12 +140,16 @@ func validateEndpoints(e *KubernetesAPIEndpoints, fldPath *field.Path) field.Err
 		allErrs = append(allErrs, validateServerAddress(ep.ServerAddress, p.Child("serverAddress"))...)
 	}
 	if len(e.CABundle) > 0 {
-		p := fldPath.Child("caBundle")
+		// What the server checks is the base64 text that JSON carries; check the same text.
+		p, text := fldPath.Child("caBundle"), base64.StdEncoding.EncodeToString(e.CABundle)
 		switch {
-		case base64.StdEncoding.EncodedLen(len(e.CABundle)) > MaxCABundleEncodedLength:
+		case len(text) > MaxCABundleEncodedLength:
 			allErrs = append(allErrs, field.TooLong(p, "", MaxCABundleEncodedLength))
-		case !caBundleRE.Match(e.CABundle):
-			allErrs = append(allErrs, field.Invalid(p, field.OmitValueType{}, "caBundle must hold only PEM-encoded CERTIFICATE blocks"))
+		case !strings.HasPrefix(text, CABundlePrefix):
+			allErrs = append(allErrs, field.Invalid(p, field.OmitValueType{}, msgCABundleCerts))
+		}
+		if containsAny(text, PrivateKeyBase64Markers) {
+			allErrs = append(allErrs, field.Invalid(p, field.OmitValueType{}, msgCABundlePrivateKey))
 		}
 	}
 	return allErrs
@@ -119,7 +159,7 @@ func validateClientCIDR(s string, fldPath *field.Path) field.ErrorList {
 	switch {
 	case s == "":
 		return field.ErrorList{field.Required(fldPath, "")}
-	case len(s) > MaxClientCIDRLength:
+	case chars(s) > MaxClientCIDRLength:
 		return field.ErrorList{field.TooLong(fldPath, "", MaxClientCIDRLength)}
 	}
 	// The same test as the CRD's isCIDR(self) && string(cidr(self).masked()) == self.
@@ -134,7 +174,7 @@ func validateServerAddress(s string, fldPath *field.Path) field.ErrorList {
 	switch {
 	case s == "":
 		return field.ErrorList{field.Required(fldPath, "")}
-	case len(s) > MaxServerAddressLength:
+	case chars(s) > MaxServerAddressLength:
 		return field.ErrorList{field.TooLong(fldPath, "", MaxServerAddressLength)}
 	case !serverAddressRE.MatchString(s):
 		// Not echoed: a malformed address may carry user info such as https://user:password@host.
@@ -168,7 +208,7 @@ func validateName(s string, fldPath *field.Path) field.ErrorList {
 	switch {
 	case s == "":
 		return field.ErrorList{field.Required(fldPath, "")}
-	case len(s) > MaxProviderNameLength:
+	case chars(s) > MaxProviderNameLength:
 		return field.ErrorList{field.TooLong(fldPath, "", MaxProviderNameLength)}
 	}
 	return nil
@@ -182,22 +222,37 @@ func validateProviderConfig(config map[string]string, fldPath *field.Path) field
 	// Sorted so that errors come out in the same order on every call.
 	for _, k := range slices.Sorted(maps.Keys(config)) {
 		if IsCredentialKey(k) {
-			allErrs = append(allErrs, field.Forbidden(fldPath.Key(k), "config must hold pointers to credentials, not credentials"))
+			allErrs = append(allErrs, field.Forbidden(fldPath.Key(k), "config key "+strconv.Quote(k)+" "+msgCredentialKey))
 		}
-		if len(config[k]) > MaxProviderConfigValueLength {
+		if chars(config[k]) > MaxProviderConfigValueLength {
 			allErrs = append(allErrs, field.TooLong(fldPath.Key(k), "", MaxProviderConfigValueLength))
 		}
-		if strings.Contains(config[k], privateKeyMarker) {
-			allErrs = append(allErrs, field.Forbidden(fldPath.Key(k), "config must not hold a private key"))
+		if IsCredentialValue(config[k]) {
+			allErrs = append(allErrs, field.Forbidden(fldPath.Key(k), "config["+strconv.Quote(k)+"] "+msgCredentialValue))
 		}
 	}
 	return allErrs
 }
 
-// IsCredentialKey reports whether a provider config key names a credential (token, password,
-// client-key-data, ...) that must not be stored in the registry. Case and the separators '-', '_'
-// and '.' are ignored, as the CRD ignores them.
+// IsCredentialKey reports whether a provider config key names a credential (token, apiToken,
+// password, secretAccessKey, client-key-data, ...) rather than where one is (name, path,
+// secretName, tokenFile, ...). Case and the separators '-', '_' and '.' are ignored, as the CRD
+// ignores them. It is a guard against pasted credentials, not a proof that none is stored: a
+// credential under an innocent key passes.
 func IsCredentialKey(key string) bool {
+	norm := normalizeKey(key)
+	return credentialKeyRE.MatchString(norm) && !pointerKeyRE.MatchString(norm)
+}
+
+// IsCredentialValue reports whether a provider config value holds a private key (PEM or PGP,
+// plain or base64-encoded) or a JSON Web Token. Like IsCredentialKey, it is a guard, not a proof.
+func IsCredentialValue(value string) bool {
+	return containsAny(value, CredentialValueMarkers)
+}
+
+// normalizeKey lower-cases ASCII letters and drops '-', '_' and '.': the CRD's
+// k.lowerAscii().replace('-', ”).replace('_', ”).replace('.', ”).
+func normalizeKey(key string) string {
 	norm := make([]byte, 0, len(key))
 	for i := 0; i < len(key); i++ {
 		switch c := key[i]; {
@@ -208,5 +263,10 @@ func IsCredentialKey(key string) bool {
 			norm = append(norm, c)
 		}
 	}
-	return slices.Contains(credentialKeys, string(norm))
+	return string(norm)
+}
+
+// chars counts characters as the server's maxLength does: Unicode code points, not bytes.
+func chars(s string) int {
+	return utf8.RuneCountInString(s)
 }

@@ -1,6 +1,7 @@
 package v1alpha1
 
 import (
+	"encoding/base64"
 	"strconv"
 	"strings"
 	"testing"
@@ -156,11 +157,38 @@ func TestValidateClusterRejectsInvalid(t *testing.T) {
 
 func itoa(i int) string { return strconv.Itoa(i) }
 
+func TestIsCredentialValue(t *testing.T) {
+	key := "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjE=\n-----END OPENSSH PRIVATE KEY-----\n"
+	for value, want := range map[string]bool{
+		key:                                     true,
+		"-----BEGIN PGP PRIVATE KEY BLOCK-----": true,
+		base64.StdEncoding.EncodeToString([]byte(key)):        true,
+		base64.StdEncoding.EncodeToString([]byte("a" + key)):  true,
+		base64.StdEncoding.EncodeToString([]byte("ab" + key)): true,
+		"eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJ4In0.c2ln":           true,
+		"--token=eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJ4In0.c2ln":   true,
+		string(testCAPEM):                            false,
+		"gke-gcloud-auth-plugin":                     false,
+		`{"clusterName":"member-1"}`:                 false,
+		"eyJjbHVzdGVyTmFtZSI6Im0xIn0=":               false, // base64 JSON, not a token
+		base64.StdEncoding.EncodeToString(testCAPEM): false,
+	} {
+		if got := IsCredentialValue(value); got != want {
+			t.Errorf("IsCredentialValue(%.40q) = %v, want %v", value, got, want)
+		}
+	}
+}
+
 func TestIsCredentialKey(t *testing.T) {
 	for key, want := range map[string]bool{
 		"token": true, "Token": true, "bearer-token": true, "id_token": true, "client-key-data": true,
 		"client.key": true, "tls.key": true, "apiKey": true, "CLIENT_SECRET": true,
+		"apiToken": true, "sessionToken": true, "secretAccessKey": true, "github_token": true, "passphrase": true,
+		"credentials": true, "accessKey": true, "privateKey": true, "clientCertificateData": true,
 		"name": false, "key": false, "path": false, "tokenPath": false, "secretName": false, "namespace": false,
+		"context": false, "command": false, "args": false, "env": false, "apiVersion": false, "installHint": false,
+		"provideClusterInfo": false, "clusterConfig": false, "tokenFile": false, "credentialsFile": false,
+		"tokenAudience": false, "secretNamespace": false,
 		// CEL's lowerAscii() leaves non-ASCII letters alone, so the Go check must too: U+212A KELVIN
 		// SIGN lower-cases to "k" under strings.ToLower but is not the key "apikey".
 		"api\u212Aey": false,

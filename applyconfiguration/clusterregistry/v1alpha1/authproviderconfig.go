@@ -30,7 +30,8 @@ type AuthProviderConfigApplyConfiguration struct {
 	Type *AuthProviderTypeApplyConfiguration `json:"type,omitempty"`
 	// config holds the provider type's settings: where its credentials are (a Secret's name, a file
 	// path, an exec plugin's command), never the credentials. Keys that name a credential (token,
-	// password, client-key-data, ...) and values holding a PEM private key are rejected.
+	// apiToken, password, secretAccessKey, client-key-data, ...) and values holding a private key or
+	// a token are rejected: a guard against pasted credentials, not a proof that none is stored.
 	Config map[string]string `json:"config,omitempty"`
 }
 
