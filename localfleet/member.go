@@ -57,7 +57,9 @@ func (m *Member) register(ctx context.Context, registryKube kubernetes.Interface
 		}
 		secret.Name = m.Name + "-token"
 		secret.Annotations = map[string]string{v1alpha1.ServersAnnotation: m.URL()}
-		secret.Data = map[string][]byte{"token": []byte(token)}
+		// The member's CA travels with the token, so that it alone verifies the member: a Cluster's
+		// caBundle, which the Cluster's editor controls, does not.
+		secret.Data = map[string][]byte{"token": []byte(token), "ca.crt": m.Config.CAData}
 		provider = v1alpha1.AuthProviderConfig{Name: "token", Config: map[string]string{"name": secret.Name}}
 	} else {
 		m.ProviderType = v1alpha1.ProviderTypeKubeconfigSecret

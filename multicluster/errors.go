@@ -13,7 +13,7 @@ var (
 	// resolved to credentials.
 	ErrNoUsableProvider = errors.New("no usable auth provider")
 	// ErrUnpinnedSecret: credentials would be sent to a server their Secret (or kubeconfig) does
-	// not name.
+	// not name, or, for the caller's own credentials, that the caller's options do not allow.
 	ErrUnpinnedSecret = errors.New("credentials not pinned to this server")
 	// ErrNotAllowed: the caller's options do not allow what the provider asks for (another
 	// namespace, an exec command, a file path).
@@ -79,13 +79,18 @@ func (e *NoProviderError) Unwrap() []error {
 	return errs
 }
 
-// PinningError says that credentials would go to a server their store does not name, and how to
-// pin them if that server is the right one. The store is a Secret or a kubeconfig file.
+// PinningError says that credentials would go to a server their store, or the caller, does not
+// tie them to, and how to allow it if that server is the right one. The store is a Secret or a
+// kubeconfig file; credentials from the caller's side (files, exec plugins) are tied to servers by
+// the caller's options.
 type PinningError struct {
 	// Secret is the Secret's namespace/name, when the credentials came from one.
 	Secret string
 	// File is the kubeconfig file's path, when the credentials came from one.
 	File string
+	// Option is the caller's option that ties the credentials to servers (such as
+	// "ResolverOptions.ExecPlugins[0].SendTo"), when they come from the caller's side.
+	Option string
 	// Server is where the Cluster would send the credentials.
 	Server string
 	// Allowed are the servers the store names; empty when it names none.
@@ -93,6 +98,10 @@ type PinningError struct {
 }
 
 func (e *PinningError) Error() string {
+	if e.Option != "" {
+		return fmt.Sprintf("%s does not allow sending these credentials of the caller's to %s; if that server is right, allow it there",
+			e.Option, e.Server)
+	}
 	if e.File != "" {
 		return fmt.Sprintf("kubeconfig %s gives its credentials for %s, not for %s; the Cluster's endpoint and the kubeconfig must name the same server",
 			e.File, strings.Join(e.Allowed, ", "), e.Server)

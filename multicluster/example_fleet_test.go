@@ -83,7 +83,7 @@ items:
       serverEndpoints: [{clientCIDR: 0.0.0.0/0, serverAddress: "dev-eu-1.example.com:6443"}]
 `), 0o600)
 
-	resolver, err := multicluster.NewResolver(multicluster.ResolverOptions{ExecCommands: []string{"ops-login"}})
+	resolver, err := multicluster.NewResolver(multicluster.ResolverOptions{ExecPlugins: []multicluster.ExecPlugin{opsLogin}})
 	if err != nil {
 		panic(err)
 	}

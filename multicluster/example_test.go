@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"net/url"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -41,8 +43,10 @@ func ExampleResolver_Resolve() {
 	}
 
 	resolver, err := multicluster.NewResolver(multicluster.ResolverOptions{
-		Prefer:    []string{v1alpha1.ProviderTypeTokenFile, v1alpha1.ProviderTypeSecret},
-		FileRoots: []string{tokens},
+		Prefer: []string{v1alpha1.ProviderTypeTokenFile, v1alpha1.ProviderTypeSecret},
+		// The projected token is for edge-3 alone: whatever a Cluster's editor writes, it goes
+		// nowhere else.
+		FileRoots: []multicluster.FileRoot{{Dir: tokens, SendTo: multicluster.Servers("edge-3.example.com", "10.3.0.1:6443")}},
 		ClientIP:  netip.MustParseAddr("10.1.2.3"), // inside the data centre
 	})
 	if err != nil {
@@ -62,10 +66,19 @@ func ExampleResolver_Resolve() {
 	// provider: projected token-file
 }
 
+// opsLogin lets Clusters use the ops-login plugin, whose credentials may go to the company's own
+// API servers only.
+var opsLogin = multicluster.ExecPlugin{
+	Command: "ops-login",
+	SendTo: multicluster.ServerFunc(func(_ *v1alpha1.Cluster, server *url.URL) bool {
+		return strings.HasSuffix(server.Hostname(), ".example.com")
+	}),
+}
+
 // exampleFleet is a fleet of three Clusters that people reach through an exec plugin. Nothing in
 // the examples below connects to them.
 func exampleFleet() *multicluster.Fleet {
-	resolver, err := multicluster.NewResolver(multicluster.ResolverOptions{ExecCommands: []string{"ops-login"}})
+	resolver, err := multicluster.NewResolver(multicluster.ResolverOptions{ExecPlugins: []multicluster.ExecPlugin{opsLogin}})
 	if err != nil {
 		panic(err)
 	}

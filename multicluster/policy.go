@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
 )
@@ -20,12 +22,20 @@ const annotationServers = v1alpha1.ServersAnnotation
 // Secret reads a Secret for the provider, in the Cluster's own namespace when namespace is empty.
 // Another namespace is read only when the caller's ResolverOptions.SecretNamespaces allows it: whoever
 // can edit a Cluster must not be able to point the caller at Secrets outside their cluster set.
+// Names that are not valid object names are refused without being repeated: they may be a
+// credential pasted into the wrong key.
 func (r *Request) Secret(ctx context.Context, namespace, name string) (*corev1.Secret, error) {
 	if name == "" {
 		return nil, errors.New("config.name is required: the Secret to read")
 	}
+	if len(validation.IsDNS1123Subdomain(name)) > 0 {
+		return nil, errors.New("config.name is not a valid Secret name")
+	}
 	if namespace == "" {
 		namespace = r.Cluster.Namespace
+	}
+	if len(validation.IsDNS1123Label(namespace)) > 0 {
+		return nil, errors.New("config.namespace is not a valid namespace name")
 	}
 	if namespace != r.Cluster.Namespace && !slices.Contains(r.resolver.opts.SecretNamespaces, namespace) && !slices.Contains(r.resolver.opts.SecretNamespaces, "*") {
 		return nil, fmt.Errorf("%w: Secret %s/%s is outside the cluster's namespace %s; allow it with ResolverOptions.SecretNamespaces",
@@ -67,13 +77,14 @@ func (r *Request) CheckPinned(secret *corev1.Secret, alsoAllowed ...string) erro
 }
 
 // ReadFile reads a file named by the provider's config, which ResolvePath must allow, and returns
-// its resolved path with its content.
+// its resolved path with its content. It is for files whose content is not sent to the member as
+// it is (a kubeconfig, a CA); for a credential use CredentialFile.
 func (r *Request) ReadFile(path string) (resolved string, data []byte, err error) {
 	if resolved, err = r.ResolvePath(path); err != nil {
 		return "", nil, err
 	}
 	if data, err = os.ReadFile(resolved); err != nil {
-		return "", nil, err
+		return "", nil, withoutPath(err)
 	}
 	return resolved, data, nil
 }
@@ -81,43 +92,68 @@ func (r *Request) ReadFile(path string) (resolved string, data []byte, err error
 // ResolvePath returns the absolute path, links followed, of a file named by the provider's config,
 // if it lies under one of the caller's ResolverOptions.FileRoots: a Cluster is written by others, and must
 // not be able to make the caller read, and send as a credential, any file it can reach. A leading
-// "~/" is the caller's home directory.
+// "~/" is the caller's home directory. Errors do not repeat the path.
 func (r *Request) ResolvePath(path string) (string, error) {
+	clean, _, err := r.resolvePath(path)
+	return clean, err
+}
+
+// CredentialFile is ResolvePath for a file whose content is a credential sent to the member (a
+// token file, a client certificate or key): the FileRoot it lies under must send to the
+// request's server (FileRoot.SendTo).
+func (r *Request) CredentialFile(path string) (string, error) {
+	clean, root, err := r.resolvePath(path)
+	if err != nil {
+		return "", err
+	}
+	if err := r.checkSendTo(root); err != nil {
+		return "", err
+	}
+	return clean, nil
+}
+
+func (r *Request) checkSendTo(root int) error {
+	if m := r.resolver.opts.FileRoots[root].SendTo; m != nil && m.MatchServer(r.Cluster, r.Server) {
+		return nil
+	}
+	return &PinningError{Option: fmt.Sprintf("ResolverOptions.FileRoots[%d].SendTo", root), Server: r.Server.String()}
+}
+
+// resolvePath returns the clean path and the index of the root it lies under.
+func (r *Request) resolvePath(path string) (string, int, error) {
 	if path == "" {
-		return "", errors.New("config.path is required")
+		return "", 0, errors.New("a path is required")
 	}
 	expanded, err := expandHome(path)
 	if err != nil {
-		return "", err
+		return "", 0, err
 	}
 	abs, err := filepath.Abs(expanded)
 	if err != nil {
-		return "", err
+		return "", 0, withoutPath(err)
 	}
 	// Follow links first, so that a link under a root cannot lead outside it. (A projected token is
 	// a chain of links within its own directory.)
 	clean, err := filepath.EvalSymlinks(abs)
 	if err != nil {
-		return "", err
+		return "", 0, withoutPath(err)
 	}
-	for _, root := range r.resolver.fileRoots {
+	for i, root := range r.resolver.fileRoots {
 		if rel, err := filepath.Rel(root, clean); err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
-			return clean, nil
+			return clean, i, nil
 		}
 	}
-	return "", fmt.Errorf("%w: %s is not under any of ResolverOptions.FileRoots", ErrNotAllowed, clean)
+	return "", 0, fmt.Errorf("%w: the path is not under any of ResolverOptions.FileRoots", ErrNotAllowed)
 }
 
-// CheckExec reports whether the caller allows the exec plugin command to run. A Cluster is
-// written by others; it must not be able to make the caller run a program of its choosing.
-func (r *Request) CheckExec(command string) error {
-	if command == "" {
-		return errors.New("config.command is required")
+// withoutPath drops the path from a file system error: the path came from a Cluster or a Secret,
+// and may be a pasted credential rather than a path.
+func withoutPath(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return fmt.Errorf("%s: %w", pe.Op, pe.Err)
 	}
-	if !slices.Contains(r.resolver.opts.ExecCommands, command) {
-		return fmt.Errorf("%w: exec command %q is not in ResolverOptions.ExecCommands", ErrNotAllowed, command)
-	}
-	return nil
+	return err
 }
 
 func expandHome(path string) (string, error) {
@@ -126,7 +162,7 @@ func expandHome(path string) (string, error) {
 	}
 	home, err := os.UserHomeDir()
 	if err != nil {
-		return "", fmt.Errorf("expanding ~ in %s: %w", path, err)
+		return "", fmt.Errorf("expanding ~: %w", err)
 	}
 	return filepath.Join(home, strings.TrimPrefix(path, "~")), nil
 }

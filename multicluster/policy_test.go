@@ -3,11 +3,14 @@ package multicluster
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
+
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
 )
@@ -48,19 +51,100 @@ func TestSecretNamespacePolicy(t *testing.T) {
 	}
 }
 
+// The one exec policy: a command runs only if an ExecPlugin lists it, with the args it allows,
+// the variables it lets Clusters set, and for the servers its SendTo allows. Refusals name the
+// option to set and never a value of the Cluster's.
 func TestExecPolicy(t *testing.T) {
+	const command = "/usr/bin/evil"
 	c := offlineCluster("exec-policy", testServer, nil,
-		provider("p", v1alpha1.ProviderTypeExec, map[string]string{"command": "/usr/bin/evil", "env": "LD_PRELOAD=/tmp/x.so"}))
-	err := resolveErr(t, ResolverOptions{}, c)
-	if !errors.Is(err, ErrNotAllowed) || !strings.Contains(err.Error(), `"/usr/bin/evil" is not in ResolverOptions.ExecCommands`) {
-		t.Errorf("command not allowed: %v", err)
+		provider("p", v1alpha1.ProviderTypeExec, map[string]string{"command": command, "args": "--fetch", "env": "LD_PRELOAD=/tmp/x.so"}))
+	allowed := func(p ExecPlugin) ResolverOptions {
+		p.Command = command
+		return ResolverOptions{ExecPlugins: []ExecPlugin{p}}
 	}
-	err = resolveErr(t, ResolverOptions{ExecCommands: []string{"/usr/bin/evil"}}, c)
-	if !errors.Is(err, ErrNotAllowed) || !strings.Contains(err.Error(), "LD_PRELOAD, which is not in ResolverOptions.ExecEnv") {
-		t.Errorf("env not allowed: %v", err)
+	for _, tc := range []struct {
+		name  string
+		opts  ResolverOptions
+		check func(error) bool
+		says  string
+	}{
+		{"not listed", ResolverOptions{}, isNotAllowed, "not among ResolverOptions.ExecPlugins"},
+		{"listed for no server", allowed(ExecPlugin{ClusterArgs: true, ClusterEnv: []string{"LD_PRELOAD"}}), isPinning,
+			"ResolverOptions.ExecPlugins[0].SendTo does not allow sending these credentials of the caller's to " + testServer},
+		{"listed for another server", allowed(ExecPlugin{ClusterArgs: true, ClusterEnv: []string{"LD_PRELOAD"}, SendTo: Servers("https://other.example.com")}), isPinning,
+			"ResolverOptions.ExecPlugins[0].SendTo"},
+		{"args not allowed", allowed(ExecPlugin{Args: []string{"--get"}, SendTo: AnyServer()}), isNotAllowed,
+			"differ from ResolverOptions.ExecPlugins[0].Args; set ResolverOptions.ExecPlugins[0].ClusterArgs"},
+		{"env not allowed", allowed(ExecPlugin{ClusterArgs: true, SendTo: Servers(testServer)}), isNotAllowed,
+			"exec env variable 1 is not in ResolverOptions.ExecPlugins[0].ClusterEnv"},
+		{"allowed", allowed(ExecPlugin{ClusterArgs: true, ClusterEnv: []string{"LD_PRELOAD"}, SendTo: Servers("member.example.com:6443")}), nil, ""},
+	} {
+		err := resolveErr(t, tc.opts, c)
+		if tc.check == nil {
+			if err != nil {
+				t.Errorf("%s: %v", tc.name, err)
+			}
+			continue
+		}
+		if !tc.check(err) || !strings.Contains(fmt.Sprint(err), tc.says) {
+			t.Errorf("%s: got %v; want it to say %q", tc.name, err, tc.says)
+		}
+		for _, value := range []string{command, "--fetch", "LD_PRELOAD", "/tmp/x.so"} {
+			if strings.Contains(err.Error(), value) {
+				t.Errorf("%s: the error repeats the Cluster's %q: %v", tc.name, value, err)
+			}
+		}
 	}
-	if err := resolveErr(t, ResolverOptions{ExecCommands: []string{"/usr/bin/evil"}, ExecEnv: []string{"LD_PRELOAD"}}, c); err != nil {
-		t.Errorf("allowed: %v", err)
+}
+
+func isNotAllowed(err error) bool { return errors.Is(err, ErrNotAllowed) }
+
+func isPinning(err error) bool {
+	var pe *PinningError
+	return errors.As(err, &pe) && errors.Is(err, ErrUnpinnedSecret) && pe.Option != ""
+}
+
+// The caller's entries for one command can differ by args and servers; the caller's args and env
+// are the defaults a Cluster need not carry, and the caller's env wins over the Cluster's.
+func TestExecPluginEntries(t *testing.T) {
+	r := newResolver(t, ResolverOptions{ExecPlugins: []ExecPlugin{
+		{Command: "cloud-login", Args: []string{"token", "--account", "prod"}, Env: map[string]string{"PROFILE": "prod"},
+			ClusterEnv: []string{"PROFILE", "REGION"}, InstallHint: "install cloud-login", SendTo: Servers("https://prod.example.com")},
+		{Command: "cloud-login", Args: []string{"token", "--account", "dev"}, SendTo: Servers("https://dev.example.com")},
+	}})
+	for _, tc := range []struct {
+		server string
+		config map[string]string
+		args   []string
+		env    string
+	}{
+		{"https://prod.example.com", map[string]string{"command": "cloud-login", "env": "PROFILE=mine REGION=eu"}, []string{"token", "--account", "prod"}, "REGION=eu PROFILE=prod"},
+		{"https://dev.example.com", map[string]string{"command": "cloud-login"}, []string{"token", "--account", "dev"}, ""},
+		{"https://dev.example.com", map[string]string{"command": "cloud-login", "args": "token --account dev"}, []string{"token", "--account", "dev"}, ""},
+	} {
+		c := offlineCluster("entries", tc.server, nil, provider("p", v1alpha1.ProviderTypeExec, tc.config))
+		a, err := r.Resolve(testContext(t), c)
+		if err != nil {
+			t.Errorf("%s %v: %v", tc.server, tc.config, err)
+			continue
+		}
+		exec := a.Config.ExecProvider
+		var env []string
+		for _, e := range exec.Env {
+			env = append(env, e.Name+"="+e.Value)
+		}
+		if !reflect.DeepEqual(exec.Args, tc.args) || strings.Join(env, " ") != tc.env {
+			t.Errorf("%s: args %q env %q; want %q and %q", tc.server, exec.Args, env, tc.args, tc.env)
+		}
+		if exec.PluginPolicy.PolicyType != clientcmdapi.PluginPolicyAllowlist || exec.InteractiveMode != clientcmdapi.NeverExecInteractiveMode {
+			t.Errorf("%s: plugin policy %v, interactive mode %s", tc.server, exec.PluginPolicy, exec.InteractiveMode)
+		}
+	}
+	// The dev entry's args on the prod server: no entry fits both.
+	c := offlineCluster("mixed", "https://prod.example.com", nil, provider("p", v1alpha1.ProviderTypeExec,
+		map[string]string{"command": "cloud-login", "args": "token --account dev"}))
+	if _, err := r.Resolve(testContext(t), c); !isPinning(err) {
+		t.Errorf("dev args on the prod server: %v", err)
 	}
 }
 
@@ -77,7 +161,7 @@ func TestFileRootsPolicy(t *testing.T) {
 	if err := os.Symlink(filepath.Join(outside, "secret"), filepath.Join(root, "escape")); err != nil {
 		t.Fatal(err)
 	}
-	opts := ResolverOptions{FileRoots: []string{root}}
+	opts := ResolverOptions{FileRoots: []FileRoot{{Dir: root, SendTo: Servers(testServer)}}}
 	for path, wantOK := range map[string]bool{
 		filepath.Join(root, "token"):                                true,
 		filepath.Join(root, "..", filepath.Base(outside), "secret"): false,
@@ -90,13 +174,24 @@ func TestFileRootsPolicy(t *testing.T) {
 		if wantOK != (err == nil) {
 			t.Errorf("token file %s: %v", path, err)
 		}
-		if err != nil && strings.Contains(err.Error(), "outside\n") {
-			t.Errorf("error quotes the file: %v", err)
+		if err != nil && (strings.Contains(err.Error(), "outside") || strings.Contains(err.Error(), path)) {
+			t.Errorf("error quotes the file or its path: %v", err)
 		}
 	}
 	c := offlineCluster("files", testServer, nil, provider("p", v1alpha1.ProviderTypeTokenFile, map[string]string{"path": filepath.Join(root, "token")}))
 	if err := resolveErr(t, ResolverOptions{}, c); !errors.Is(err, ErrNotAllowed) {
 		t.Errorf("no FileRoots at all: %v", err)
+	}
+	// A root that sends nowhere serves kubeconfig files only; one that sends elsewhere, not here.
+	for _, sendTo := range []ServerMatcher{nil, Servers("https://other.example.com")} {
+		opts := ResolverOptions{FileRoots: []FileRoot{{Dir: root, SendTo: sendTo}}}
+		if err := resolveErr(t, opts, c); !isPinning(err) || !strings.Contains(err.Error(), "ResolverOptions.FileRoots[0].SendTo") {
+			t.Errorf("FileRoot.SendTo %v: %v", sendTo, err)
+		}
+	}
+	if _, err := NewResolver(ResolverOptions{FileRoots: []FileRoot{{Dir: root, SendTo: Servers("ftp://x")}}}); err == nil ||
+		!strings.Contains(err.Error(), "ResolverOptions.FileRoots[0].SendTo") {
+		t.Errorf("a malformed SendTo server: %v", err)
 	}
 }
 
@@ -114,7 +209,7 @@ current-context: ctx
 	if err := os.WriteFile(path, []byte(kubeconfig), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	opts := ResolverOptions{FileRoots: []string{dir}}
+	opts := ResolverOptions{FileRoots: []FileRoot{{Dir: dir}}} // the kubeconfig's own server pins it
 	same := offlineCluster("same", "member.example.com:6443", nil, provider("p", v1alpha1.ProviderTypeKubeconfigFile, map[string]string{"path": path}))
 	if err := resolveErr(t, opts, same); err != nil {
 		t.Errorf("the kubeconfig's own server, spelled differently: %v", err)
@@ -125,7 +220,7 @@ current-context: ctx
 		t.Errorf("another server: %v", err)
 	}
 	missing := offlineCluster("missing", testServer, nil, provider("p", v1alpha1.ProviderTypeKubeconfigFile, map[string]string{"path": path, "context": "nope"}))
-	if err := resolveErr(t, opts, missing); err == nil || !strings.Contains(err.Error(), `no context "nope"`) {
+	if err := resolveErr(t, opts, missing); err == nil || !strings.Contains(err.Error(), "has no such context") || strings.Contains(err.Error(), "nope") {
 		t.Errorf("missing context: %v", err)
 	}
 }
@@ -145,7 +240,8 @@ func TestPreferenceOrder(t *testing.T) {
 		provider("controller", v1alpha1.ProviderTypeSecret, map[string]string{"name": "creds"}),
 		provider("projected", v1alpha1.ProviderTypeTokenFile, map[string]string{"path": tokenPath}),
 	)
-	base := ResolverOptions{Secrets: secrets, FileRoots: []string{dir}, ExecCommands: []string{"login"}}
+	base := ResolverOptions{Secrets: secrets, FileRoots: []FileRoot{{Dir: dir, SendTo: AnyServer()}},
+		ExecPlugins: []ExecPlugin{{Command: "login", SendTo: AnyServer()}}}
 	for _, tc := range []struct {
 		prefer []string
 		want   string
@@ -165,7 +261,7 @@ func TestPreferenceOrder(t *testing.T) {
 
 	// The first preferred provider fails; the next is used.
 	opts := base
-	opts.ExecCommands = nil
+	opts.ExecPlugins = nil
 	if a, err := newResolver(t, opts).Resolve(testContext(t), c); err != nil || a.Provider != "controller" {
 		t.Errorf("exec not allowed, falls through to the secret: %v, %v", a, err)
 	}
@@ -180,7 +276,7 @@ func TestPreferenceOrder(t *testing.T) {
 	if clusterErr.Namespace != "fleet" || clusterErr.Name != "prefs" || len(none.Reasons) != 3 {
 		t.Errorf("error names %s/%s with %d reasons: %v", clusterErr.Namespace, clusterErr.Name, len(none.Reasons), err)
 	}
-	for _, want := range []string{"laptop (exec)", "not in ResolverOptions.ExecCommands", "controller (secret): type not among the preferred [exec]"} {
+	for _, want := range []string{"laptop (exec)", "not among ResolverOptions.ExecPlugins", "controller (secret): type not among the preferred [exec]"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q lacks %q", err, want)
 		}
@@ -225,7 +321,7 @@ func TestResolutionMutatesNothing(t *testing.T) {
 		"command": "login", "args": `["--cluster", "pure"]`, "env": "A=1", "provideClusterInfo": "true",
 	}))
 	pristine := c.DeepCopy()
-	r := newResolver(t, ResolverOptions{ExecCommands: []string{"login"}, ExecEnv: []string{"A"}})
+	r := newResolver(t, ResolverOptions{ExecPlugins: []ExecPlugin{{Command: "login", ClusterArgs: true, ClusterEnv: []string{"A"}, SendTo: AnyServer()}}})
 	var configs []*Access
 	for i := range 5 {
 		r.Forget("fleet", "pure") // resolve from scratch each time

@@ -39,7 +39,9 @@ type Credentials struct {
 	// Exec runs a client.authentication.k8s.io plugin for credentials.
 	Exec *clientcmdapi.ExecConfig
 
-	// CAData verifies the member when the Cluster has no caBundle of its own.
+	// CAData is the CA that came with the credentials (a Secret's ca.crt, a kubeconfig's CA).
+	// When set, it alone verifies the member: the Cluster's caBundle, which the Cluster's editor
+	// controls, serves only credentials that carry no CA.
 	CAData []byte
 	// TLSServerName overrides the name the member's certificate is checked against.
 	TLSServerName string

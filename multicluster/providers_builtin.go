@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -50,55 +51,51 @@ func secretCredentials(ctx context.Context, req *Request) (*Credentials, error) 
 	return creds, nil
 }
 
-// execCredentials runs a client.authentication.k8s.io exec plugin, never interactively. Config:
-// "command" (which ResolverOptions.ExecCommands must allow), "args" (a JSON array, or words separated by
-// spaces), "env" (a JSON object, or NAME=VALUE words), "apiVersion" (default
+// execCredentials runs a client.authentication.k8s.io exec plugin, never interactively, by the
+// caller's ResolverOptions.ExecPlugins. Config: "command", "args" (a JSON array, or words separated
+// by spaces), "env" (a JSON object, or NAME=VALUE words), "apiVersion" (default
 // client.authentication.k8s.io/v1), "provideClusterInfo" ("true" passes the member's server and CA
-// to the plugin), "installHint".
+// to the plugin), and "clusterConfig" (a JSON object the plugin may get as its cluster config, if
+// its ExecPlugin passes it on). A Cluster's "installHint" is not used: see ExecPlugin.InstallHint.
 func execCredentials(_ context.Context, req *Request) (*Credentials, error) {
-	command := req.Config("command", "")
-	if err := req.CheckExec(command); err != nil {
-		return nil, err
+	spec := ExecSpec{
+		Command:       req.Config("command", ""),
+		APIVersion:    req.Config("apiVersion", ""),
+		ClusterConfig: json.RawMessage(req.Config("clusterConfig", "")),
 	}
-	args, err := parseArgs(req.Config("args", ""))
-	if err != nil {
+	var err error
+	if spec.Args, err = parseArgs(req.Config("args", "")); err != nil {
 		return nil, fmt.Errorf("config.args: %w", err)
 	}
-	env, err := parseEnv(req.Config("env", ""))
-	if err != nil {
+	if spec.Env, err = parseEnv(req.Config("env", "")); err != nil {
 		return nil, fmt.Errorf("config.env: %w", err)
 	}
-	for _, e := range env {
-		if !slices.Contains(req.resolver.opts.ExecEnv, e.Name) {
-			return nil, fmt.Errorf("%w: config.env sets %s, which is not in ResolverOptions.ExecEnv", ErrNotAllowed, e.Name)
-		}
-	}
-	provideClusterInfo := false
 	if v := req.Config("provideClusterInfo", ""); v != "" {
-		if provideClusterInfo, err = strconv.ParseBool(v); err != nil {
-			return nil, fmt.Errorf("config.provideClusterInfo %q is not true or false", v)
+		if spec.ProvideClusterInfo, err = strconv.ParseBool(v); err != nil {
+			return nil, errors.New("config.provideClusterInfo is not true or false")
 		}
 	}
-	return &Credentials{Exec: &clientcmdapi.ExecConfig{
-		Command:            command,
-		Args:               args,
-		Env:                env,
-		APIVersion:         req.Config("apiVersion", "client.authentication.k8s.io/v1"),
-		ProvideClusterInfo: provideClusterInfo,
-		InstallHint:        req.Config("installHint", ""),
-		InteractiveMode:    clientcmdapi.NeverExecInteractiveMode,
-	}}, nil
+	exec, err := req.exec(spec, "config", false)
+	if err != nil {
+		return nil, err
+	}
+	return &Credentials{Exec: exec}, nil
 }
 
 // tokenFileCredentials sends the bearer token in the file at config "path", which must lie under
-// ResolverOptions.FileRoots. The file is reread as it changes, as a projected service account token is.
+// one of ResolverOptions.FileRoots whose SendTo allows the member's server. The file is reread as
+// it changes, as a projected service account token is.
 func tokenFileCredentials(_ context.Context, req *Request) (*Credentials, error) {
-	path, data, err := req.ReadFile(req.Config("path", ""))
+	path, err := req.CredentialFile(req.Config("path", ""))
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("config.path: %w", err)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("config.path: %w", withoutPath(err))
 	}
 	if len(strings.TrimSpace(string(data))) == 0 {
-		return nil, fmt.Errorf("token file %s is empty", path)
+		return nil, errors.New("config.path: the token file is empty")
 	}
 	sum := sha256.Sum256(data)
 	return &Credentials{TokenFile: path, Revision: hex.EncodeToString(sum[:])}, nil

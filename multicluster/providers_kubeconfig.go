@@ -2,125 +2,207 @@ package multicluster
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"path/filepath"
 
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 )
+
+// execExtension is the kubeconfig cluster extension whose content client-go gives exec plugins as
+// their cluster config.
+const execExtension = "client.authentication.k8s.io/exec"
 
 // kubeconfigSecretCredentials reads a kubeconfig from a Secret, by Cluster API's convention: config
 // "name" defaults to "<cluster>-kubeconfig" and "key" to "value"; "context" picks a context (the
-// kubeconfig's current one by default). The kubeconfig's own server pins its credentials, as does
-// the Secret's servers annotation.
+// kubeconfig's current one by default). The kubeconfig's own server pins the credentials inside
+// it, as does the Secret's servers annotation. Files and exec plugins it names are on the caller's
+// side: refused unless ResolverOptions.AllowKubeconfigSecretRefs, and then tied to servers by the
+// caller's FileRoots and ExecPlugins, not by the Secret.
 func kubeconfigSecretCredentials(ctx context.Context, req *Request) (*Credentials, error) {
 	s, err := req.Secret(ctx, req.Config("namespace", ""), req.Config("name", req.Cluster.Name+"-kubeconfig"))
 	if err != nil {
 		return nil, err
 	}
 	key := req.Config("key", "value")
+	if len(validation.IsConfigMapKey(key)) > 0 {
+		return nil, errors.New("config.key is not a valid Secret key")
+	}
 	data := s.Data[key]
 	if len(data) == 0 {
 		return nil, fmt.Errorf("Secret %s/%s has no key %q", s.Namespace, s.Name, key)
 	}
-	source := fmt.Sprintf("Secret %s/%s key %q", s.Namespace, s.Name, key)
-	return kubeconfigCredentials(req, data, req.Config("context", ""), source, "", func(server string) error {
-		return req.CheckPinned(s, server)
+	return kubeconfigCredentials(req, data, req.Config("context", ""), kubeconfigSource{
+		desc: fmt.Sprintf("Secret %s/%s key %q", s.Namespace, s.Name, key),
+		pin:  func(server string) error { return req.CheckPinned(s, server) },
 	})
 }
 
-// kubeconfigFileCredentials reads a kubeconfig on the caller's machine: config "path" (under
+// kubeconfigFileCredentials reads a kubeconfig of the caller's: config "path" (under
 // ResolverOptions.FileRoots) and "context". The Cluster's server must be the one the kubeconfig gives
-// the credentials for.
+// the credentials for. Being the caller's own, the kubeconfig's server pins everything it names,
+// files and exec plugins included (which still need FileRoots and ExecPlugins).
 func kubeconfigFileCredentials(_ context.Context, req *Request) (*Credentials, error) {
 	path, data, err := req.ReadFile(req.Config("path", ""))
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("config.path: %w", err)
 	}
-	return kubeconfigCredentials(req, data, req.Config("context", ""), "kubeconfig "+path, filepath.Dir(path), func(server string) error {
-		if u, err := ServerURL(server); err == nil && u.String() == req.Server.String() {
-			return nil
-		}
-		return &PinningError{File: path, Server: req.Server.String(), Allowed: []string{server}}
+	return kubeconfigCredentials(req, data, req.Config("context", ""), kubeconfigSource{
+		desc:        "kubeconfig " + path,
+		baseDir:     filepath.Dir(path),
+		callerOwned: true,
+		pin: func(server string) error {
+			if u, err := ServerURL(server); err == nil && u.String() == req.Server.String() {
+				return nil
+			}
+			return &PinningError{File: path, Server: req.Server.String(), Allowed: []string{server}}
+		},
 	})
 }
 
+// kubeconfigSource says where a kubeconfig came from, and so what it may name.
+type kubeconfigSource struct {
+	desc    string
+	baseDir string // for relative paths in a kubeconfig file
+	// callerOwned is set for a kubeconfig of the caller's: its server pins the files and exec
+	// plugins it names. A kubeconfig Secret's server pins only the data inside the Secret.
+	callerOwned bool
+	pin         func(server string) error
+}
+
 // kubeconfigCredentials takes the credentials of one context of a kubeconfig. Files it names are
-// read under the same FileRoots rule, relative to baseDir; exec plugins under the same
-// ExecCommands rule. Its insecure-skip-tls-verify is ignored: that is the caller's choice alone.
-func kubeconfigCredentials(req *Request, data []byte, contextName, source, baseDir string, pin func(server string) error) (*Credentials, error) {
+// read under the same FileRoots rule, relative to baseDir; exec plugins go through the same
+// ExecPlugins policy as the exec provider type. Its insecure-skip-tls-verify, proxy-url and
+// impersonation are ignored: those are the caller's choices alone.
+func kubeconfigCredentials(req *Request, data []byte, contextName string, src kubeconfigSource) (*Credentials, error) {
 	cfg, err := clientcmd.Load(data)
 	if err != nil {
 		// The parser's message can quote the document, which holds credentials.
-		return nil, fmt.Errorf("%s is not a valid kubeconfig", source)
+		return nil, fmt.Errorf("%s is not a valid kubeconfig", src.desc)
 	}
 	if contextName == "" {
 		contextName = cfg.CurrentContext
 	}
 	kctx := cfg.Contexts[contextName]
 	if kctx == nil {
-		return nil, fmt.Errorf("%s has no context %q", source, contextName)
+		return nil, fmt.Errorf("%s has no such context (config.context, or its current-context)", src.desc)
 	}
 	cluster, auth := cfg.Clusters[kctx.Cluster], cfg.AuthInfos[kctx.AuthInfo]
 	if cluster == nil || auth == nil {
-		return nil, fmt.Errorf("%s: context %q names a cluster or user it does not define", source, contextName)
+		return nil, fmt.Errorf("%s: the context names a cluster or user it does not define", src.desc)
 	}
-	if err := pin(cluster.Server); err != nil {
+	if err := src.pin(cluster.Server); err != nil {
 		return nil, err
 	}
 
-	readFile := func(path string) ([]byte, error) {
-		if baseDir != "" && !filepath.IsAbs(path) {
-			path = filepath.Join(baseDir, path)
+	// What the kubeconfig names on the caller's side, checked by the caller's rules.
+	refsAllowed := src.callerOwned || req.resolver.opts.AllowKubeconfigSecretRefs
+	checkRef := func(what string) error {
+		if refsAllowed {
+			return nil
 		}
-		_, data, err := req.ReadFile(path)
+		return fmt.Errorf("%w: %s: its %s is on the caller's side; a kubeconfig Secret may name the caller's files and exec plugins only with ResolverOptions.AllowKubeconfigSecretRefs",
+			ErrNotAllowed, src.desc, what)
+	}
+	path := func(p string) string {
+		if src.baseDir != "" && !filepath.IsAbs(p) {
+			return filepath.Join(src.baseDir, p)
+		}
+		return p
+	}
+	readCA := func(p string) ([]byte, error) {
+		if err := checkRef("certificate-authority file"); err != nil {
+			return nil, err
+		}
+		_, data, err := req.ReadFile(path(p))
 		return data, err
 	}
+	// A credential file is tied to the kubeconfig's server when the kubeconfig is the caller's,
+	// and to its FileRoot's SendTo otherwise.
+	credentialFile := func(what, p string) (string, error) {
+		if err := checkRef(what); err != nil {
+			return "", err
+		}
+		if src.callerOwned {
+			return req.ResolvePath(path(p))
+		}
+		return req.CredentialFile(path(p))
+	}
+	readCredential := func(what, p string) ([]byte, error) {
+		resolved, err := credentialFile(what, p)
+		if err != nil {
+			return nil, err
+		}
+		_, data, err := req.ReadFile(resolved)
+		return data, err
+	}
+
 	creds := &Credentials{CAData: clone(cluster.CertificateAuthorityData), TLSServerName: cluster.TLSServerName}
 	if len(creds.CAData) == 0 && cluster.CertificateAuthority != "" {
-		if creds.CAData, err = readFile(cluster.CertificateAuthority); err != nil {
-			return nil, fmt.Errorf("%s: certificate-authority: %w", source, err)
+		if creds.CAData, err = readCA(cluster.CertificateAuthority); err != nil {
+			return nil, fmt.Errorf("%s: certificate-authority: %w", src.desc, err)
 		}
 	}
 	switch {
 	case auth.Token != "":
 		creds.BearerToken = auth.Token
 	case auth.TokenFile != "":
-		path := auth.TokenFile
-		if baseDir != "" && !filepath.IsAbs(path) {
-			path = filepath.Join(baseDir, path)
-		}
-		if creds.TokenFile, err = req.ResolvePath(path); err != nil {
-			return nil, fmt.Errorf("%s: tokenFile: %w", source, err)
+		if creds.TokenFile, err = credentialFile("tokenFile", auth.TokenFile); err != nil {
+			return nil, fmt.Errorf("%s: tokenFile: %w", src.desc, err)
 		}
 	case len(auth.ClientCertificateData) > 0 || auth.ClientCertificate != "":
 		creds.CertData, creds.KeyData = clone(auth.ClientCertificateData), clone(auth.ClientKeyData)
 		if len(creds.CertData) == 0 {
-			if creds.CertData, err = readFile(auth.ClientCertificate); err != nil {
-				return nil, fmt.Errorf("%s: client-certificate: %w", source, err)
+			if creds.CertData, err = readCredential("client-certificate file", auth.ClientCertificate); err != nil {
+				return nil, fmt.Errorf("%s: client-certificate: %w", src.desc, err)
 			}
 		}
 		if len(creds.KeyData) == 0 && auth.ClientKey != "" {
-			if creds.KeyData, err = readFile(auth.ClientKey); err != nil {
-				return nil, fmt.Errorf("%s: client-key: %w", source, err)
+			if creds.KeyData, err = readCredential("client-key file", auth.ClientKey); err != nil {
+				return nil, fmt.Errorf("%s: client-key: %w", src.desc, err)
 			}
 		}
 		if len(creds.KeyData) == 0 {
-			return nil, fmt.Errorf("%s: user %q has a client certificate but no key", source, kctx.AuthInfo)
+			return nil, fmt.Errorf("%s: the context's user has a client certificate but no key", src.desc)
 		}
 	case auth.Exec != nil:
-		if err := req.CheckExec(auth.Exec.Command); err != nil {
-			return nil, fmt.Errorf("%s: %w", source, err)
+		if err := checkRef("exec plugin"); err != nil {
+			return nil, err
 		}
-		exec := auth.Exec.DeepCopy()
-		exec.InteractiveMode = clientcmdapi.NeverExecInteractiveMode
-		creds.Exec = exec
+		spec := ExecSpec{
+			Command:            auth.Exec.Command,
+			Args:               auth.Exec.Args,
+			Env:                auth.Exec.Env,
+			APIVersion:         auth.Exec.APIVersion,
+			ProvideClusterInfo: auth.Exec.ProvideClusterInfo,
+			ClusterConfig:      extensionJSON(cluster.Extensions[execExtension]),
+		}
+		if creds.Exec, err = req.exec(spec, src.desc+": the context's user", src.callerOwned); err != nil {
+			return nil, err
+		}
 	case auth.AuthProvider != nil:
-		return nil, fmt.Errorf("%s: user %q uses the legacy auth-provider %q; use an exec plugin", source, kctx.AuthInfo, auth.AuthProvider.Name)
+		return nil, fmt.Errorf("%s: the context's user uses a legacy auth-provider; use an exec plugin", src.desc)
 	case auth.Username != "" || auth.Password != "":
-		return nil, fmt.Errorf("%s: user %q uses basic auth, which is not supported", source, kctx.AuthInfo)
+		return nil, fmt.Errorf("%s: the context's user uses basic auth, which is not supported", src.desc)
 	default:
-		return nil, fmt.Errorf("%s: user %q has no credentials", source, kctx.AuthInfo)
+		return nil, fmt.Errorf("%s: the context's user has no credentials", src.desc)
 	}
 	return creds, nil
+}
+
+// extensionJSON is a kubeconfig extension's content as JSON, nil when there is none. clientcmd
+// loads extensions as runtime.Unknown holding the raw JSON.
+func extensionJSON(ext runtime.Object) json.RawMessage {
+	switch e := ext.(type) {
+	case nil:
+		return nil
+	case *runtime.Unknown:
+		return e.Raw
+	default:
+		b, _ := json.Marshal(e) // a value that does not serialize offers no config
+		return b
+	}
 }

@@ -66,9 +66,9 @@ func TestBuiltinProvidersReachTheMember(t *testing.T) {
 		t.Run(tc.provider.Type.Name+"/"+tc.cluster, func(t *testing.T) {
 			c := memberCluster(t, ns, tc.cluster, tc.provider)
 			r := newResolver(t, ResolverOptions{
-				FileRoots:    []string{dir},
-				ExecCommands: []string{plugin},
-				ExecEnv:      []string{"TEST_TOKEN_FILE", "TEST_COUNT_FILE"},
+				FileRoots: []FileRoot{{Dir: dir, SendTo: Servers(member.URL())}},
+				ExecPlugins: []ExecPlugin{{Command: plugin, ClusterEnv: []string{"TEST_TOKEN_FILE", "TEST_COUNT_FILE"},
+					SendTo: Servers(member.URL())}},
 			})
 			a, err := r.Resolve(testContext(t), c)
 			if err != nil {
@@ -87,10 +87,16 @@ func TestBuiltinProvidersReachTheMember(t *testing.T) {
 // buildExecPlugin compiles testdata/execplugin into a temporary directory.
 func buildExecPlugin(t testing.TB) string {
 	t.Helper()
-	out := filepath.Join(t.TempDir(), "execplugin")
-	cmd := exec.Command("go", "build", "-o", out, "./testdata/execplugin")
+	return buildTestCommand(t, "execplugin")
+}
+
+// buildTestCommand compiles testdata/<name> into a temporary directory.
+func buildTestCommand(t testing.TB, name string) string {
+	t.Helper()
+	out := filepath.Join(t.TempDir(), name)
+	cmd := exec.Command("go", "build", "-o", out, "./testdata/"+name)
 	if b, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("building the exec plugin: %v\n%s", err, b)
+		t.Fatalf("building testdata/%s: %v\n%s", name, err, b)
 	}
 	return out
 }
@@ -114,8 +120,12 @@ func TestExecPluginHonoursExpiry(t *testing.T) {
 		"provideClusterInfo": "true",
 	}))
 	r := newResolver(t, ResolverOptions{
-		ExecCommands: []string{plugin},
-		ExecEnv:      []string{"TEST_TOKEN_FILE", "TEST_COUNT_FILE", "TEST_INFO_FILE", "TEST_EXPIRY_SECONDS"},
+		ExecPlugins: []ExecPlugin{{
+			Command:     plugin,
+			ClusterArgs: true,
+			ClusterEnv:  []string{"TEST_TOKEN_FILE", "TEST_COUNT_FILE", "TEST_INFO_FILE", "TEST_EXPIRY_SECONDS"},
+			SendTo:      Servers(member.URL()),
+		}},
 	})
 	runs := func() int {
 		b, _ := os.ReadFile(countPath)

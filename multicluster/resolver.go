@@ -32,7 +32,9 @@ const DefaultRevalidateAfter = 30 * time.Second
 
 // ResolverOptions configures a Resolver. The zero value resolves only what needs none of the caller's
 // trust: reading Secrets needs Secrets, reading files needs FileRoots, running exec plugins needs
-// ExecCommands. A Cluster is written by others, so each is the caller's explicit choice.
+// ExecPlugins. A Cluster is written by others, so each is the caller's explicit choice, and
+// credentials from the caller's side (files, plugins) go only to the servers the caller ties them
+// to (FileRoot.SendTo, ExecPlugin.SendTo).
 type ResolverOptions struct {
 	// Secrets reads Secrets from the registry's cluster with the caller's permissions, for the
 	// secret and kubeconfig-secret types. See SecretsFromClient and SecretsFromLister.
@@ -56,15 +58,20 @@ type ResolverOptions struct {
 	// the Secret names no servers of its own. Off by default: see CheckPinned.
 	AllowUnpinnedSecrets bool
 
-	// ExecCommands lists the exec plugin commands, exactly as Clusters name them, that may run.
-	// An allowed plugin's credentials go to the server the Cluster names, so allow plugins whose
-	// credentials are scoped to a cluster or that read the cluster info they are given.
-	ExecCommands []string
-	// ExecEnv lists the environment variable names a Cluster's exec provider may set.
-	ExecEnv []string
-	// FileRoots lists the directories under which token-file and kubeconfig-file paths (and files
-	// a kubeconfig names) may be read.
-	FileRoots []string
+	// ExecPlugins lists the exec plugins that providers may run, with the args, environment and
+	// cluster config each gets, and the servers its credentials may be sent to. A plugin not listed
+	// does not run. See ExecPlugin.
+	ExecPlugins []ExecPlugin
+	// FileRoots lists the directories under which token-file and kubeconfig-file paths (and the
+	// files a kubeconfig names) may be read, and where the credentials read there may be sent.
+	// See FileRoot.
+	FileRoots []FileRoot
+	// AllowKubeconfigSecretRefs lets a kubeconfig Secret's user name files (tokenFile,
+	// client-certificate, client-key, certificate-authority) and exec plugins on the caller's side.
+	// Off by default: the Secret's own server pins only the data inside the Secret, so each such
+	// file or plugin must still lie under FileRoots or ExecPlugins, and their SendTo must allow the
+	// server, as if a Cluster named it directly.
+	AllowKubeconfigSecretRefs bool
 
 	// InsecureSkipTLSVerify turns off verification of members' serving certificates.
 	InsecureSkipTLSVerify bool
@@ -164,21 +171,44 @@ func NewResolver(opts ResolverOptions) (*Resolver, error) {
 			return nil, fmt.Errorf("ResolverOptions.Prefer names %q: %w", t, ErrUnknownProviderType)
 		}
 	}
-	for _, root := range opts.FileRoots {
-		expanded, err := expandHome(root)
+	for i, root := range opts.FileRoots {
+		option := fmt.Sprintf("ResolverOptions.FileRoots[%d]", i)
+		if root.Dir == "" {
+			return nil, fmt.Errorf("%s.Dir is empty", option)
+		}
+		expanded, err := expandHome(root.Dir)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("%s.Dir: %w", option, err)
 		}
 		abs, err := filepath.Abs(expanded)
 		if err != nil {
-			return nil, fmt.Errorf("ResolverOptions.FileRoots %q: %w", root, err)
+			return nil, fmt.Errorf("%s.Dir %q: %w", option, root.Dir, err)
 		}
 		// Compared with paths whose links are followed, so follow the root's too.
 		if real, err := filepath.EvalSymlinks(abs); err == nil {
 			abs = real
 		}
 		r.fileRoots = append(r.fileRoots, abs)
+		if err := validateMatcher(root.SendTo); err != nil {
+			return nil, fmt.Errorf("%s.SendTo: %w", option, err)
+		}
 	}
+	for i, p := range opts.ExecPlugins {
+		option := fmt.Sprintf("ResolverOptions.ExecPlugins[%d]", i)
+		if p.Command == "" {
+			return nil, fmt.Errorf("%s.Command is empty", option)
+		}
+		for name := range p.Env {
+			if !envNameRE.MatchString(name) {
+				return nil, fmt.Errorf("%s.Env: %q is not a variable name", option, name)
+			}
+		}
+		if err := validateMatcher(p.SendTo); err != nil {
+			return nil, fmt.Errorf("%s.SendTo: %w", option, err)
+		}
+	}
+	r.opts.FileRoots = slices.Clone(opts.FileRoots)
+	r.opts.ExecPlugins = slices.Clone(opts.ExecPlugins)
 	return r, nil
 }
 
@@ -252,9 +282,12 @@ func (r *Resolver) resolve(ctx context.Context, key types.NamespacedName, c *v1a
 	if err != nil {
 		return nil, clusterErr("", err)
 	}
-	caData := c.Spec.KubernetesAPIEndpoints.CABundle
+	// A credential that carries its own CA (a Secret's ca.crt, a kubeconfig's CA) is verified by
+	// that CA alone: otherwise whoever edits the Cluster could set a caBundle of theirs and receive
+	// the credential at the pinned address, from anywhere on the network path to it.
+	caData := creds.CAData
 	if len(caData) == 0 {
-		caData = creds.CAData
+		caData = c.Spec.KubernetesAPIEndpoints.CABundle
 	}
 	inputs := r.fingerprint(server, caData, provider, creds)
 
@@ -429,6 +462,7 @@ func (r *Resolver) fingerprint(server *url.URL, caData []byte, p *v1alpha1.AuthP
 	if c.Exec != nil {
 		exec, _ := json.Marshal(c.Exec) // plain data; cannot fail
 		writeField(h, exec)
+		writeField(h, execClusterConfig(c.Exec)) // not in the JSON above
 	}
 	var out [sha256.Size]byte
 	h.Sum(out[:0])

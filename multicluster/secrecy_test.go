@@ -2,6 +2,7 @@ package multicluster
 
 import (
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -52,8 +53,8 @@ current-context: x
 		logs.WriteString(prefix + " " + args + "\n")
 	}, funcr.Options{Verbosity: 10})
 	r := newResolver(t, ResolverOptions{
-		Secrets: secrets, Logger: logger, FileRoots: []string{dir},
-		ExecCommands: []string{"login"}, ExecEnv: []string{"A"},
+		Secrets: secrets, Logger: logger, FileRoots: []FileRoot{{Dir: dir, SendTo: AnyServer()}},
+		ExecPlugins: []ExecPlugin{{Command: "login", ClusterEnv: []string{"A"}, SendTo: AnyServer()}},
 	})
 
 	cases := map[string]*v1alpha1.Cluster{
@@ -94,5 +95,64 @@ current-context: x
 	}
 	if testing.Verbose() {
 		t.Log(strings.Join(texts, "\n"))
+	}
+}
+
+// No part of a Cluster's config value appears in an error: a value may be a credential pasted into
+// the wrong key (a base64 token with its trailing "=" looks like an env word, a JWT like a Secret
+// name). Each key of each built-in type gets such a value in turn, beside otherwise working
+// pointers, and every error is searched for any eight characters of it.
+func TestNoConfigValueInErrors(t *testing.T) {
+	const planted = "c2VjcmV0LXBsYW50ZWQtdG9rZW4="
+	dir := t.TempDir()
+	secrets := &memSecrets{}
+	secrets.put(tokenSecret("fleet", "creds", "tok", pinnedTo(testServer)))
+	kubeconfig := []byte(`apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {server: "` + testServer + `"}}]
+users: [{name: u, user: {token: tok}}]
+contexts: [{name: x, context: {cluster: c, user: u}}]
+current-context: x
+`)
+	secrets.put(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "fleet", Name: "kc"}, Data: map[string][]byte{"value": kubeconfig}})
+	if err := os.WriteFile(filepath.Join(dir, "kubeconfig"), kubeconfig, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := newResolver(t, ResolverOptions{
+		Secrets:     secrets,
+		FileRoots:   []FileRoot{{Dir: dir, SendTo: AnyServer()}},
+		ExecPlugins: []ExecPlugin{{Command: "login", Args: []string{"get-token"}, ClusterEnv: []string{"A"}, ClusterConfig: GivenClusterConfig, SendTo: AnyServer()}},
+	})
+	working := map[string]map[string]string{
+		v1alpha1.ProviderTypeSecret:           {"name": "creds", "namespace": "fleet"},
+		v1alpha1.ProviderTypeKubeconfigSecret: {"name": "kc", "namespace": "fleet", "key": "value", "context": "x"},
+		v1alpha1.ProviderTypeKubeconfigFile:   {"path": filepath.Join(dir, "kubeconfig"), "context": "x"},
+		v1alpha1.ProviderTypeTokenFile:        {"path": filepath.Join(dir, "kubeconfig")},
+		v1alpha1.ProviderTypeExec: {"command": "login", "args": "get-token", "env": "A=1", "apiVersion": "client.authentication.k8s.io/v1",
+			"provideClusterInfo": "true", "clusterConfig": `{"a": 1}`},
+	}
+	for typ, config := range working {
+		for key := range config {
+			t.Run(typ+"/"+key, func(t *testing.T) {
+				bad := maps.Clone(config)
+				switch key {
+				case "env": // a pasted value after a good word
+					bad[key] = "A=1 " + planted
+				case "args":
+					bad[key] = "get-token " + planted
+				default:
+					bad[key] = planted
+				}
+				_, err := r.Resolve(testContext(t), offlineCluster("c", testServer, nil, provider("p", typ, bad)))
+				if err == nil {
+					t.Fatalf("resolved with %s=%s", key, bad[key])
+				}
+				for i := 0; i+8 <= len(planted); i++ {
+					if strings.Contains(err.Error(), planted[i:i+8]) {
+						t.Fatalf("the error repeats part of config.%s: %v", key, err)
+					}
+				}
+			})
+		}
 	}
 }

@@ -216,6 +216,8 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	prefer := fs.String("prefer", "", "provider types to use, in order of preference, e.g. secret,kubeconfig-secret (default: each Cluster's own order)")
 	execs := fs.String("allow-exec", "", "comma-separated exec plugin commands that Clusters may name (default: none)")
 	roots := fs.String("file-root", "", "comma-separated directories that token-file and kubeconfig-file providers may read (default: none)")
+	sendTo := fs.String("send-to", "", "comma-separated API servers that credentials from this machine (--allow-exec plugins, --file-root token files) may be sent to, "+
+		"or * for any server (only for plugins whose credentials are bound to the server they are given); a kubeconfig file's own server always counts (default: none)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -255,8 +257,19 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 		}
 		opts.resolver.Prefer = append(opts.resolver.Prefer, t)
 	}
-	opts.resolver.ExecCommands = list(*execs)
-	opts.resolver.FileRoots = list(*roots)
+	var to multicluster.ServerMatcher
+	switch servers := list(*sendTo); {
+	case slices.Equal(servers, []string{"*"}):
+		to = multicluster.AnyServer()
+	case len(servers) > 0:
+		to = multicluster.Servers(servers...)
+	}
+	for _, command := range list(*execs) {
+		opts.resolver.ExecPlugins = append(opts.resolver.ExecPlugins, multicluster.ExecPlugin{Command: command, ClusterArgs: true, SendTo: to})
+	}
+	for _, dir := range list(*roots) {
+		opts.resolver.FileRoots = append(opts.resolver.FileRoots, multicluster.FileRoot{Dir: dir, SendTo: to})
+	}
 	return opts, errors.Join(errs...)
 }
 
