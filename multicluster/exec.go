@@ -24,7 +24,8 @@ type ExecPlugin struct {
 	// Args are the plugin's arguments. A provider that gives none gets these; one that gives
 	// some must give exactly these, unless ClusterArgs.
 	Args []string
-	// ClusterArgs lets providers choose the plugin's arguments.
+	// ClusterArgs lets providers choose the plugin's arguments. (A kubeconfig file of the caller's
+	// chooses its own args and env: they are the caller's.)
 	ClusterArgs bool
 	// Env is set in the plugin's environment, over anything a provider sets.
 	Env map[string]string
@@ -93,9 +94,9 @@ func (r *Request) Exec(spec ExecSpec) (*clientcmdapi.ExecConfig, error) {
 }
 
 // exec is Exec for the built-in providers: what names the spec in errors, and whether the source
-// is the caller's own kubeconfig file, whose server pins its plugin as it pins its other
-// credentials.
-func (r *Request) exec(spec ExecSpec, what string, callerPinned bool) (*clientcmdapi.ExecConfig, error) {
+// is the caller's own kubeconfig file. Such a file's server pins its plugin as it pins its other
+// credentials, and its args and env are the caller's own; its command must still be listed.
+func (r *Request) exec(spec ExecSpec, what string, callerOwned bool) (*clientcmdapi.ExecConfig, error) {
 	if spec.Command == "" {
 		return nil, fmt.Errorf("%s: an exec command is required", what)
 	}
@@ -121,24 +122,24 @@ func (r *Request) exec(spec ExecSpec, what string, callerPinned bool) (*clientcm
 			continue
 		}
 		option := fmt.Sprintf("ResolverOptions.ExecPlugins[%d]", i)
-		if len(spec.Args) > 0 && !p.ClusterArgs && !slices.Equal(spec.Args, p.Args) {
+		if len(spec.Args) > 0 && !callerOwned && !p.ClusterArgs && !slices.Equal(spec.Args, p.Args) {
 			refusal = fmt.Errorf("%w: %s: the exec args differ from %s.Args; set %s.ClusterArgs to let Clusters choose them",
 				ErrNotAllowed, what, option, option)
 			continue
 		}
-		if !callerPinned && (p.SendTo == nil || !p.SendTo.MatchServer(r.Cluster, r.Server)) {
+		if !callerOwned && (p.SendTo == nil || !p.SendTo.MatchServer(r.Cluster, r.Server)) {
 			refusal = &PinningError{Option: option + ".SendTo", Server: r.Server.String()}
 			continue
 		}
-		return r.execConfig(p, option, spec, apiVersion, what)
+		return r.execConfig(p, option, spec, apiVersion, what, callerOwned)
 	}
 	return nil, refusal
 }
 
-func (r *Request) execConfig(p *ExecPlugin, option string, spec ExecSpec, apiVersion, what string) (*clientcmdapi.ExecConfig, error) {
+func (r *Request) execConfig(p *ExecPlugin, option string, spec ExecSpec, apiVersion, what string, callerOwned bool) (*clientcmdapi.ExecConfig, error) {
 	var env []clientcmdapi.ExecEnvVar
 	for i, e := range spec.Env {
-		if !slices.Contains(p.ClusterEnv, e.Name) {
+		if !callerOwned && !slices.Contains(p.ClusterEnv, e.Name) {
 			// Not named: a word of a pasted secret can look like a variable.
 			return nil, fmt.Errorf("%w: %s: exec env variable %d is not in %s.ClusterEnv", ErrNotAllowed, what, i+1, option)
 		}

@@ -6,11 +6,13 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/cluster-registry/sdk/clientset/versioned"
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
@@ -45,6 +47,20 @@ func attempt(t *testing.T, r *Resolver, c *v1alpha1.Cluster) error {
 	return useMember(testContext(t), a)
 }
 
+// attackScene is a cluster set of the attacker's in the registry, their harvester, and a directory
+// of the reader's holding a token file for the member.
+func attackScene(t *testing.T) (ns string, harvester *fakeMember, dir, tokenPath string) {
+	t.Helper()
+	ns = newNamespace(t, registry)
+	harvester = newFakeMember(t, "never")
+	dir = t.TempDir()
+	tokenPath = filepath.Join(dir, "token")
+	if err := os.WriteFile(tokenPath, []byte(memberToken(t, newNamespace(t, member), "reader")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return ns, harvester, dir, tokenPath
+}
+
 func requireNothingHarvested(t *testing.T, harvester *fakeMember) {
 	t.Helper()
 	if seen := harvester.requests(); len(seen) > 0 {
@@ -55,14 +71,7 @@ func requireNothingHarvested(t *testing.T, harvester *fakeMember) {
 // The reader's own token file and exec plugin are tied to the member by the reader; a Cluster
 // moved to the harvester cannot have them. The same Cluster on the member works.
 func TestReaderCredentialsGoOnlyWhereTheReaderSends(t *testing.T) {
-	ns := newNamespace(t, registry)
-	memberNS := newNamespace(t, member)
-	harvester := newFakeMember(t, "never")
-	dir := t.TempDir()
-	tokenPath := filepath.Join(dir, "token")
-	if err := os.WriteFile(tokenPath, []byte(memberToken(t, memberNS, "reader")), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	ns, harvester, dir, tokenPath := attackScene(t)
 	plugin := buildExecPlugin(t)
 	r := newResolver(t, ResolverOptions{
 		FileRoots: []FileRoot{{Dir: dir, SendTo: Servers(member.URL())}},
@@ -109,14 +118,7 @@ func TestReaderCredentialsGoOnlyWhereTheReaderSends(t *testing.T) {
 // that it names: those are refused unless the reader allows them, and then go only where the
 // reader's FileRoots and ExecPlugins send them.
 func TestKubeconfigSecretCannotNameTheReadersCredentials(t *testing.T) {
-	ns := newNamespace(t, registry)
-	memberNS := newNamespace(t, member)
-	harvester := newFakeMember(t, "never")
-	dir := t.TempDir()
-	tokenPath := filepath.Join(dir, "token")
-	if err := os.WriteFile(tokenPath, []byte(memberToken(t, memberNS, "reader")), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	ns, harvester, dir, tokenPath := attackScene(t)
 	plugin := buildExecPlugin(t)
 	kubeconfig := func(server, user string) []byte {
 		return []byte(fmt.Sprintf(`apiVersion: v1
@@ -277,7 +279,7 @@ clusters:
     extensions:
     - name: client.authentication.k8s.io/exec
       extension: {clusterName: profiled}
-users: [{name: u, user: {exec: {command: %q, apiVersion: client.authentication.k8s.io/v1beta1, provideClusterInfo: true}}}]
+users: [{name: u, user: {exec: {command: %q, args: [--from-kubeconfig], env: [{name: FROM_KUBECONFIG, value: "yes"}], apiVersion: client.authentication.k8s.io/v1beta1, provideClusterInfo: true}}}]
 contexts: [{name: x, context: {cluster: m, user: u}}]
 current-context: x
 `, member.URL(), base64.StdEncoding.EncodeToString(member.Config.CAData), plugin)), 0o600); err != nil {
@@ -290,5 +292,10 @@ current-context: x
 	r = newResolver(t, ResolverOptions{FileRoots: []FileRoot{{Dir: dir}}, ExecPlugins: []ExecPlugin{pinnedByFile}})
 	if err := attempt(t, r, fromFile); err != nil {
 		t.Errorf("kubeconfig file with the exec extension: %v", err)
+	}
+	// The caller's own kubeconfig chooses its plugin's args and env; only the command must be listed.
+	if a, err := r.Resolve(testContext(t), fromFile); err != nil || strings.Join(a.Config.ExecProvider.Args, " ") != "--from-kubeconfig" ||
+		!slices.Contains(a.Config.ExecProvider.Env, clientcmdapi.ExecEnvVar{Name: "FROM_KUBECONFIG", Value: "yes"}) {
+		t.Errorf("the kubeconfig's own args and env: %v", err)
 	}
 }
