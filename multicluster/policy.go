@@ -83,8 +83,8 @@ func (r *Request) ReadFile(path string) (resolved string, data []byte, err error
 	if resolved, err = r.ResolvePath(path); err != nil {
 		return "", nil, err
 	}
-	if data, err = os.ReadFile(resolved); err != nil {
-		return "", nil, withoutPath(err)
+	if data, err = readResolved(resolved); err != nil {
+		return "", nil, err
 	}
 	return resolved, data, nil
 }

@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -90,9 +89,9 @@ func tokenFileCredentials(_ context.Context, req *Request) (*Credentials, error)
 	if err != nil {
 		return nil, fmt.Errorf("config.path: %w", err)
 	}
-	data, err := os.ReadFile(path)
+	data, err := readResolved(path)
 	if err != nil {
-		return nil, fmt.Errorf("config.path: %w", withoutPath(err))
+		return nil, fmt.Errorf("config.path: %w", err)
 	}
 	if len(strings.TrimSpace(string(data))) == 0 {
 		return nil, errors.New("config.path: the token file is empty")

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 
 	"k8s.io/apimachinery/pkg/runtime"
@@ -136,8 +137,7 @@ func kubeconfigCredentials(req *Request, data []byte, contextName string, src ku
 		if err != nil {
 			return nil, err
 		}
-		_, data, err := req.ReadFile(resolved)
-		return data, err
+		return readResolved(resolved)
 	}
 
 	creds := &Credentials{CAData: clone(cluster.CertificateAuthorityData), TLSServerName: cluster.TLSServerName}
@@ -205,4 +205,14 @@ func extensionJSON(ext runtime.Object) json.RawMessage {
 		b, _ := json.Marshal(e) // a value that does not serialize offers no config
 		return b
 	}
+}
+
+// readResolved reads a file whose path ResolvePath or CredentialFile already resolved, so that its
+// links are not followed twice; errors leave the path out.
+func readResolved(path string) ([]byte, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, withoutPath(err)
+	}
+	return data, nil
 }
