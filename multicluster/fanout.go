@@ -2,7 +2,6 @@ package multicluster
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"runtime/debug"
 	"sync"
@@ -10,66 +9,7 @@ import (
 	"time"
 
 	"golang.org/x/sync/semaphore"
-	"k8s.io/apimachinery/pkg/util/wait"
 )
-
-// Errors recorded for members that a fan-out did not run, for errors.Is.
-var (
-	// ErrNotStarted: the fan-out stopped before this member's turn (context ended, too many
-	// failures, or a failed canary). The wrapping error says which.
-	ErrNotStarted = errors.New("not started")
-	// ErrNotReady: SkipNotReady was given and the member's Ready condition is False.
-	ErrNotReady = errors.New("skipped: Ready condition is False")
-)
-
-// DefaultRetry is how a fan-out retries transient errors unless told otherwise: three attempts in
-// all, a little over a tenth of a second apart, then twice that.
-var DefaultRetry = wait.Backoff{Steps: 3, Duration: 100 * time.Millisecond, Factor: 2, Jitter: 0.2, Cap: 5 * time.Second}
-
-// An Option shapes a fan-out.
-type Option func(*fanOut)
-
-type fanOut struct {
-	concurrency  int
-	timeout      time.Duration
-	overall      time.Duration
-	retry        wait.Backoff
-	canary       int
-	stopAfter    int
-	skipNotReady bool
-	onResult     func(Outcome)
-}
-
-// Concurrency runs at most n members at once; n <= 0 (the default) runs them all at once.
-func Concurrency(n int) Option { return func(f *fanOut) { f.concurrency = n } }
-
-// Timeout bounds each member's work, retries included; when it passes, the member's context is
-// cancelled and the member is reported as timed out, whether or not its callback has returned.
-func Timeout(d time.Duration) Option { return func(f *fanOut) { f.timeout = d } }
-
-// OverallTimeout bounds the whole fan-out, as a deadline on its context would.
-func OverallTimeout(d time.Duration) Option { return func(f *fanOut) { f.overall = d } }
-
-// Retry sets how transient errors are retried: b.Steps is the most attempts a member gets.
-// Transient errors are refused or reset connections, 5xx answers, 429 (after its Retry-After) and
-// one 401, after which the Resolver rereads the member's credentials.
-func Retry(b wait.Backoff) Option { return func(f *fanOut) { f.retry = b } }
-
-// NoRetry gives each member one attempt.
-func NoRetry() Option { return Retry(wait.Backoff{Steps: 1}) }
-
-// Canary runs the first n members on their own first; if any of them fails, the rest do not run.
-func Canary(n int) Option { return func(f *fanOut) { f.canary = n } }
-
-// StopAfter starts no more members once n have failed; those already running finish.
-func StopAfter(failures int) Option { return func(f *fanOut) { f.stopAfter = failures } }
-
-// SkipNotReady does not run members whose Ready condition is False; they are reported with
-// ErrNotReady. Members with no Ready condition run.
-func SkipNotReady() Option { return func(f *fanOut) { f.skipNotReady = true } }
-
-// OnResult is called as each member finishes, one call at a time, for progress reports.
-func OnResult(fn func(Outcome)) Option { return func(f *fanOut) { f.onResult = fn } }
 
 // ForEach runs fn for every member, as Map does, for work that returns no value.
 func ForEach(ctx context.Context, members []*Member, fn func(context.Context, *Member) error, opts ...Option) Results[struct{}] {
@@ -82,49 +22,76 @@ func ForEach(ctx context.Context, members []*Member, fn func(context.Context, *M
 // order. A slow or dead member delays no other beyond its own Timeout; a panic in fn becomes that
 // member's error. When ctx ends, no new member starts, those running see their contexts cancelled,
 // and Map returns what finished, the rest marked ErrNotStarted.
+//
+// Map returns once every member has a result, which at a Timeout may be before its callback has
+// returned: a callback that ignores its context keeps running, abandoned, and its value is
+// dropped. Give TrackCallbacks to wait for such stragglers.
 func Map[T any](ctx context.Context, members []*Member, fn func(context.Context, *Member) (T, error), opts ...Option) Results[T] {
-	f := &fanOut{retry: DefaultRetry}
-	for _, o := range opts {
-		o(f)
-	}
-	if f.overall > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, f.overall)
-		defer cancel()
-	}
 	results := make(Results[T], len(members))
 	for i, m := range members {
 		results[i].Member = m
 	}
-	run := &run[T]{f: f, fn: fn, results: results}
-	if f.onResult != nil {
-		run.report = &sync.Mutex{}
+	f, err := newFanOut(opts)
+	r := &run[T]{f: f, fn: fn, results: results}
+	if err != nil {
+		r.f = &fanOut{onResult: onResultOf(opts)}
+		for i := range results {
+			r.finish(i, fmt.Errorf("%w: %w", ErrNotStarted, err))
+		}
+		return results
+	}
+	if f.timeout > 0 {
+		r.memberCause = &deadline{"member timed out"}
+	}
+	if f.overall > 0 {
+		r.overallCause = &deadline{fmt.Sprintf("fan-out timed out after %s", f.overall)}
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeoutCause(ctx, f.overall, r.overallCause)
+		defer cancel()
 	}
 
-	all := make([]int, len(members))
-	for i := range all {
-		all[i] = i
+	// Readiness is read once, up front, so that the canaries are members that will run.
+	torun := make([]int, 0, len(members))
+	for i, m := range members {
+		if f.skipNotReady && m.Cluster().IsNotReady() {
+			r.finish(i, ErrNotReady)
+			continue
+		}
+		torun = append(torun, i)
 	}
-	if f.canary > 0 && f.canary < len(all) {
-		run.start(ctx, all[:f.canary])
-		if failed := run.failures.Load(); failed > 0 {
-			for _, i := range all[f.canary:] {
-				results[i].Err = fmt.Errorf("%w: %d of %d canary members failed", ErrNotStarted, failed, f.canary)
+	if f.canary > 0 && f.canary < len(torun) {
+		r.start(ctx, torun[:f.canary])
+		if failed := r.failures.Load(); failed > 0 {
+			for _, i := range torun[f.canary:] {
+				r.finish(i, fmt.Errorf("%w: %d of %d canary members failed", ErrNotStarted, failed, f.canary))
 			}
 			return results
 		}
-		all = all[f.canary:]
+		torun = torun[f.canary:]
 	}
-	run.start(ctx, all)
+	r.start(ctx, torun)
 	return results
+}
+
+// onResultOf finds the OnResult among options that were refused, so that progress still reaches
+// every member.
+func onResultOf(opts []Option) func(Outcome) {
+	f := &fanOut{}
+	for _, o := range opts {
+		o(f)
+	}
+	return f.onResult
 }
 
 type run[T any] struct {
 	f        *fanOut
 	fn       func(context.Context, *Member) (T, error)
 	results  Results[T]
-	failures atomic.Int64
-	report   *sync.Mutex
+	failures atomic.Int64 // members that ran and failed
+	reportMu sync.Mutex
+
+	// The causes of the contexts that Timeout and OverallTimeout end.
+	memberCause, overallCause *deadline
 }
 
 // start runs the members at the given indexes and waits for them.
@@ -136,18 +103,18 @@ func (r *run[T]) start(ctx context.Context, indexes []int) {
 	var wg sync.WaitGroup
 	for _, i := range indexes {
 		if err := r.stopped(ctx); err != nil {
-			r.results[i].Err = err
+			r.finish(i, err)
 			continue
 		}
 		if sem != nil {
 			if err := sem.Acquire(ctx, 1); err != nil {
-				r.results[i].Err = fmt.Errorf("%w: %w", ErrNotStarted, context.Cause(ctx))
+				r.finish(i, r.stopped(ctx))
 				continue
 			}
 			// Failures may have piled up while waiting for a slot.
 			if err := r.stopped(ctx); err != nil {
 				sem.Release(1)
-				r.results[i].Err = err
+				r.finish(i, err)
 				continue
 			}
 		}
@@ -160,16 +127,13 @@ func (r *run[T]) start(ctx context.Context, indexes []int) {
 			if res.Err != nil {
 				r.failures.Add(1)
 			}
-			if r.report != nil {
-				r.report.Lock()
-				defer r.report.Unlock()
-				r.f.onResult(res.Outcome)
-			}
+			r.report(i)
 		})
 	}
 	wg.Wait()
 }
 
+// stopped is the error of a member that may not start, or nil.
 func (r *run[T]) stopped(ctx context.Context) error {
 	if ctx.Err() != nil {
 		return fmt.Errorf("%w: %w", ErrNotStarted, context.Cause(ctx))
@@ -180,6 +144,23 @@ func (r *run[T]) stopped(ctx context.Context) error {
 	return nil
 }
 
+// finish records the outcome of a member that did not run.
+func (r *run[T]) finish(i int, err error) {
+	res := &r.results[i]
+	res.Err = err
+	res.Endpoint = res.Member.endpoint()
+	r.report(i)
+}
+
+func (r *run[T]) report(i int) {
+	if r.f.onResult == nil {
+		return
+	}
+	r.reportMu.Lock()
+	defer r.reportMu.Unlock()
+	r.f.onResult(r.results[i].Outcome)
+}
+
 func (r *run[T]) runMember(ctx context.Context, res *Result[T]) {
 	m := res.Member
 	start := time.Now()
@@ -187,41 +168,66 @@ func (r *run[T]) runMember(ctx context.Context, res *Result[T]) {
 		res.Duration = time.Since(start)
 		res.Endpoint = m.endpoint()
 	}()
-	if r.f.skipNotReady && m.Cluster().IsNotReady() {
-		res.Err = ErrNotReady
-		return
-	}
 	if r.f.timeout > 0 {
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, r.f.timeout)
+		ctx, cancel = context.WithTimeoutCause(ctx, r.f.timeout, r.memberCause)
 		defer cancel()
 	}
 	backoff := r.f.retry
-	steps := max(backoff.Steps, 1)
+	attempts := max(backoff.Steps, 1)
 	for attempt := 1; ; attempt++ {
 		res.Attempts = attempt
-		res.Value, res.Err = call(ctx, m, r.fn)
-		if res.Err == nil {
+		res.Value, res.Err = call(ctx, m, r.fn, r.f.track)
+		switch {
+		case res.Err == nil:
+			return
+		case ctx.Err() != nil:
+			res.Err = r.timedOut(ctx, res.Err, attempt, attempts)
+			return
+		case attempt >= attempts:
 			return
 		}
-		delay, ok := transient(res.Err, attempt)
-		if !ok || attempt >= steps || ctx.Err() != nil {
+		delay, ok := safeToRetry(res.Err, attempt)
+		if !ok && (r.f.retryIf == nil || !r.f.retryIf(res.Err)) {
 			return
 		}
 		delay = max(delay, backoff.Step())
+		if end, ok := ctx.Deadline(); ok && time.Until(end) < delay {
+			res.Err = fmt.Errorf("%w (attempt %d of %d; not retried, as the wait of %s would pass the deadline)", res.Err, attempt, attempts, delay)
+			return
+		}
 		select {
 		case <-time.After(delay):
 		case <-ctx.Done():
+			res.Err = r.timedOut(ctx, res.Err, attempt, attempts)
 			return
 		}
 	}
 }
 
+// timedOut is err, from an attempt whose context ended, as a *TimeoutError when the fan-out's own
+// Timeout or OverallTimeout ended it.
+func (r *run[T]) timedOut(ctx context.Context, err error, attempt, attempts int) error {
+	switch cause := context.Cause(ctx); {
+	case cause == error(r.memberCause) && r.memberCause != nil:
+		return &TimeoutError{After: r.f.timeout, Attempt: attempt, Attempts: attempts, Err: err}
+	case cause == error(r.overallCause) && r.overallCause != nil:
+		return &TimeoutError{After: r.f.overall, Overall: true, Attempt: attempt, Attempts: attempts, Err: err}
+	}
+	return err
+}
+
 // call runs fn in a goroutine of its own, so that a callback that ignores its context still
 // cannot hold up its member past its timeout, and turns a panic into an error. A context that can
 // never end has nothing to abandon the callback for, so fn then runs in the caller's goroutine.
-func call[T any](ctx context.Context, m *Member, fn func(context.Context, *Member) (T, error)) (T, error) {
+func call[T any](ctx context.Context, m *Member, fn func(context.Context, *Member) (T, error), track *sync.WaitGroup) (T, error) {
+	if track != nil {
+		track.Add(1)
+	}
 	if ctx.Done() == nil {
+		if track != nil {
+			defer track.Done()
+		}
 		return callInline(ctx, m, fn)
 	}
 	type outcome struct {
@@ -230,6 +236,9 @@ func call[T any](ctx context.Context, m *Member, fn func(context.Context, *Membe
 	}
 	done := make(chan outcome, 1) // buffered: an abandoned callback can still finish and exit
 	go func() {
+		if track != nil {
+			defer track.Done()
+		}
 		v, err := callInline(ctx, m, fn)
 		done <- outcome{v, err}
 	}()
@@ -252,11 +261,3 @@ func callInline[T any](ctx context.Context, m *Member, fn func(context.Context, 
 	}()
 	return fn(ctx, m)
 }
-
-// PanicError is a member's error when its callback panicked.
-type PanicError struct {
-	Value any
-	Stack []byte
-}
-
-func (e *PanicError) Error() string { return fmt.Sprintf("panic: %v", e.Value) }

@@ -4,19 +4,28 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
+	"os"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
 )
@@ -173,31 +182,44 @@ func TestMapCancel(t *testing.T) {
 	}
 }
 
-func TestMapRetriesTransientErrors(t *testing.T) {
+func TestMapRetriesWhatIsSafeToRetry(t *testing.T) {
 	members := staticMembers(t, 1)
 	status := func(code int32, retryAfter int32) error {
 		s := &apierrors.StatusError{ErrStatus: metav1.Status{Status: metav1.StatusFailure, Code: code, Reason: metav1.StatusReasonUnknown}}
 		if retryAfter > 0 {
-			s.ErrStatus.Reason = metav1.StatusReasonTooManyRequests
 			s.ErrStatus.Details = &metav1.StatusDetails{RetryAfterSeconds: retryAfter}
 		}
 		return s
 	}
+	dialRefused := &net.OpError{Op: "dial", Net: "tcp", Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)}
+	reset := &url.Error{Op: "Post", URL: "https://m0.example.com/api", Err: &net.OpError{Op: "read", Net: "tcp", Err: os.NewSyscallError("read", syscall.ECONNRESET)}}
 	fast := Retry(wait.Backoff{Steps: 4, Duration: time.Millisecond})
+	idempotent := RetryIf(IsTransient)
 	for _, tc := range []struct {
 		name         string
 		errs         []error
+		opts         []Option
 		wantAttempts int
 		wantErr      bool
 	}{
-		{"refused then ok", []error{syscall.ECONNREFUSED}, 2, false},
-		{"503, 500 then ok", []error{status(503, 0), status(500, 0)}, 3, false},
-		{"429 with Retry-After", []error{status(429, 1)}, 2, false},
-		{"one 401 is retried", []error{apierrors.NewUnauthorized("x")}, 2, false},
-		{"two 401s are not", []error{apierrors.NewUnauthorized("x"), apierrors.NewUnauthorized("x")}, 2, true},
-		{"404 is final", []error{apierrors.NewNotFound(schema.GroupResource{Resource: "configmaps"}, "x")}, 1, true},
-		{"a plain error is final", []error{errors.New("bad input")}, 1, true},
-		{"gives up after Steps", []error{syscall.ECONNREFUSED, syscall.ECONNREFUSED, syscall.ECONNREFUSED, syscall.ECONNREFUSED}, 4, true},
+		{"refused then ok", []error{dialRefused}, nil, 2, false},
+		{"no such host then ok", []error{&net.DNSError{Err: "no such host", Name: "m0.example.com", IsNotFound: true}}, nil, 2, false},
+		{"429 then ok", []error{status(429, 0)}, nil, 2, false},
+		{"429 with Retry-After", []error{status(429, 1)}, nil, 2, false},
+		{"503 with Retry-After", []error{status(503, 1)}, nil, 2, false},
+		{"one 401 is retried", []error{apierrors.NewUnauthorized("x")}, nil, 2, false},
+		{"two 401s are not", []error{apierrors.NewUnauthorized("x"), apierrors.NewUnauthorized("x")}, nil, 2, true},
+		// The member may have committed these before the answer was lost.
+		{"500 is final", []error{status(500, 0)}, nil, 1, true},
+		{"503 is final", []error{status(503, 0)}, nil, 1, true},
+		{"a reset connection is final", []error{reset}, nil, 1, true},
+		{"EPIPE is final", []error{syscall.EPIPE}, nil, 1, true},
+		{"RetryIf(IsTransient) retries 503 and 500", []error{status(503, 0), status(500, 0)}, []Option{idempotent}, 3, false},
+		{"RetryIf(IsTransient) retries a reset", []error{reset}, []Option{idempotent}, 2, false},
+		{"RetryIf(IsTransient) leaves 404", []error{apierrors.NewNotFound(schema.GroupResource{Resource: "configmaps"}, "x")}, []Option{idempotent}, 1, true},
+		{"404 is final", []error{apierrors.NewNotFound(schema.GroupResource{Resource: "configmaps"}, "x")}, nil, 1, true},
+		{"a plain error is final", []error{errors.New("bad input")}, nil, 1, true},
+		{"gives up after Steps", []error{dialRefused, dialRefused, dialRefused, dialRefused}, nil, 4, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var n atomic.Int32
@@ -207,15 +229,63 @@ func TestMapRetriesTransientErrors(t *testing.T) {
 					return tc.errs[i]
 				}
 				return nil
-			}, fast)
-			if r := results[0]; r.Attempts != tc.wantAttempts || (r.Err != nil) != tc.wantErr {
-				t.Errorf("attempts %d, err %v; want %d attempts, error %v", r.Attempts, r.Err, tc.wantAttempts, tc.wantErr)
-			}
-			if strings.Contains(tc.name, "Retry-After") && time.Since(start) < time.Second {
-				t.Errorf("429 Retry-After: 1 was retried after %v", time.Since(start))
+			}, append([]Option{fast}, tc.opts...)...)
+			r := results[0]
+			require.Equal(t, tc.wantAttempts, r.Attempts, "attempts; error %v", r.Err)
+			require.Equal(t, tc.wantErr, r.Err != nil, "error %v", r.Err)
+			if strings.Contains(tc.name, "Retry-After") {
+				require.GreaterOrEqual(t, time.Since(start), time.Second, "Retry-After: 1 was not waited for")
 			}
 		})
 	}
+}
+
+// A create that the member committed but answered with 500, or whose connection broke before the
+// answer, is sent once: retrying it would make a second object from generateName.
+func TestRetryNeverRepeatsACommittedCreate(t *testing.T) {
+	for _, answer := range []string{"500", "reset"} {
+		t.Run(answer, func(t *testing.T) {
+			var creates atomic.Int32
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if r.Method != http.MethodPost {
+					http.NotFound(w, r)
+					return
+				}
+				creates.Add(1) // committed
+				if answer == "reset" {
+					conn, _, _ := w.(http.Hijacker).Hijack()
+					_ = conn.(*net.TCPConn).SetLinger(0)
+					_ = conn.Close()
+					return
+				}
+				w.Header().Set("Content-Type", "application/json")
+				w.WriteHeader(http.StatusInternalServerError)
+				_, _ = w.Write([]byte(`{"kind":"Status","apiVersion":"v1","status":"Failure","code":500,"message":"etcd answer lost"}`))
+			}))
+			defer srv.Close()
+			kube := kubernetes.NewForConfigOrDie(&rest.Config{Host: srv.URL})
+			results := ForEach(context.Background(), staticMembers(t, 1), func(ctx context.Context, _ *Member) error {
+				_, err := kube.CoreV1().ConfigMaps("default").Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{GenerateName: "job-"}}, metav1.CreateOptions{})
+				return err
+			}, Retry(wait.Backoff{Steps: 3, Duration: time.Millisecond}))
+			require.Error(t, results[0].Err)
+			require.Equal(t, int32(1), creates.Load(), "creates sent; result %v", results[0].Err)
+			require.Equal(t, 1, results[0].Attempts)
+		})
+	}
+}
+
+// A Retry-After longer than what is left of the member's Timeout is not waited for: the member
+// reports the answer at once, not a timeout long after.
+func TestRetryAfterIsBoundedByTheTimeout(t *testing.T) {
+	start := time.Now()
+	results := ForEach(context.Background(), staticMembers(t, 1), func(context.Context, *Member) error {
+		return apierrors.NewTooManyRequests("busy", 30)
+	}, Timeout(2*time.Second))
+	require.Less(t, time.Since(start), time.Second)
+	err := results[0].Err
+	require.True(t, apierrors.IsTooManyRequests(err), "%v", err)
+	require.Contains(t, err.Error(), "attempt 1 of 3; not retried, as the wait of 30s would pass the deadline")
 }
 
 // Without a timeout or a context that can end, callbacks run in the member's own goroutine; a
@@ -309,4 +379,147 @@ func TestStaticFleetFilters(t *testing.T) {
 	if sel.Len() != 1 || sel.Members()[0].String() != "fleet/b" {
 		t.Errorf("selector filter: %v", sel.Members())
 	}
+}
+
+// setNotReady marks a member's Cluster Ready=False, as the health controller would.
+func setNotReady(m *Member) {
+	c := m.Cluster().DeepCopy()
+	c.Status.SetCondition(metav1.Condition{Type: v1alpha1.ConditionReady, Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonUnreachable})
+	m.setCluster(c)
+}
+
+// A skipped member is not a failure: it fails no canary, counts towards no StopAfter, and is
+// left out of Failed and Err. The canaries are the first members that run.
+func TestSkippedIsNotFailed(t *testing.T) {
+	members := staticMembers(t, 5)
+	setNotReady(members[0])
+	setNotReady(members[3])
+	var ran []string
+	results := ForEach(context.Background(), members, func(_ context.Context, m *Member) error {
+		ran = append(ran, m.Name().Name)
+		return nil
+	}, Canary(1), SkipNotReady(), Concurrency(1), StopAfter(1))
+	require.Equal(t, []string{"m1", "m2", "m4"}, ran)
+	require.NoError(t, results.Err())
+	require.Empty(t, results.Failed())
+	require.Len(t, results.Succeeded(), 3)
+	require.Len(t, results.Skipped(), 2)
+	require.True(t, results[0].Skipped() && !results[0].Failed() && errors.Is(results[0].Err, ErrNotReady))
+}
+
+// OnResult is called exactly once for every member, whether it ran, was skipped or never
+// started, whatever stopped the fan-out.
+func TestOnResultReachesEveryMember(t *testing.T) {
+	failM1 := func(_ context.Context, m *Member) error {
+		if m.Name().Name == "m1" {
+			return errors.New("boom")
+		}
+		return nil
+	}
+	cancelled, cancel := context.WithCancel(context.Background())
+	cancel()
+	for _, tc := range []struct {
+		name string
+		ctx  context.Context
+		opts []Option
+	}{
+		{"all run", context.Background(), nil},
+		{"failed canary", context.Background(), []Option{Canary(2), NoRetry()}},
+		{"stop after", context.Background(), []Option{Concurrency(1), StopAfter(1), NoRetry()}},
+		{"skipped", context.Background(), []Option{SkipNotReady()}},
+		{"cancelled", cancelled, []Option{Concurrency(2)}},
+		{"refused options", context.Background(), []Option{StopAfter(1)}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			members := staticMembers(t, 6)
+			setNotReady(members[4])
+			seen := map[string]int{}
+			ForEach(tc.ctx, members, failM1, append(tc.opts, OnResult(func(o Outcome) { seen[o.Member.String()]++ }))...)
+			require.Len(t, seen, len(members))
+			for m, n := range seen {
+				require.Equal(t, 1, n, "OnResult calls for %s", m)
+			}
+		})
+	}
+}
+
+// StopAfter without Concurrency could never stop anything; the fan-out refuses it, runs nothing,
+// and says why for every member.
+func TestContradictoryOptionsAreRefused(t *testing.T) {
+	for _, tc := range []struct {
+		opts []Option
+		want string
+	}{
+		{[]Option{StopAfter(2)}, "StopAfter(2) needs Concurrency"},
+		{[]Option{Timeout(-time.Second)}, "Timeout(-1s) is negative"},
+		{[]Option{Canary(-1)}, "Canary(-1) is negative"},
+	} {
+		var calls atomic.Int32
+		results := ForEach(context.Background(), staticMembers(t, 3), func(context.Context, *Member) error {
+			calls.Add(1)
+			return nil
+		}, tc.opts...)
+		require.Zero(t, calls.Load())
+		for _, r := range results {
+			require.ErrorIs(t, r.Err, ErrInvalidOptions)
+			require.ErrorIs(t, r.Err, ErrNotStarted)
+			require.ErrorContains(t, r.Err, tc.want)
+		}
+	}
+}
+
+// A timed-out member's error says what timed out, after how long, and which attempt it was.
+func TestTimeoutSaysWhatTimedOut(t *testing.T) {
+	hang := func(ctx context.Context, _ *Member) error { <-ctx.Done(); return ctx.Err() }
+	results := ForEach(context.Background(), staticMembers(t, 1), hang, Timeout(100*time.Millisecond))
+	var te *TimeoutError
+	require.ErrorAs(t, results[0].Err, &te)
+	require.ErrorIs(t, results[0].Err, context.DeadlineExceeded)
+	require.Equal(t, "timed out after 100ms, attempt 1 of 3", results[0].Err.Error())
+
+	// A request's own error, when it came back before the member was abandoned, follows.
+	require.Equal(t, "timed out after 50ms, attempt 2 of 3: listing pods: context deadline exceeded",
+		(&TimeoutError{After: 50 * time.Millisecond, Attempt: 2, Attempts: 3, Err: fmt.Errorf("listing pods: %w", context.DeadlineExceeded)}).Error())
+
+	results = ForEach(context.Background(), staticMembers(t, 3), hang, Concurrency(1), OverallTimeout(50*time.Millisecond))
+	require.Equal(t, "fan-out timed out after 50ms, attempt 1 of 3", results[0].Err.Error())
+	require.Equal(t, "not started: fan-out timed out after 50ms", results[2].Err.Error())
+	require.ErrorIs(t, results[2].Err, context.DeadlineExceeded)
+}
+
+// Map returns at a member's timeout while a callback that ignores its context runs on;
+// TrackCallbacks lets the caller wait for it.
+func TestTrackCallbacksWaitsForStragglers(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	release := make(chan struct{})
+	var finished atomic.Bool
+	var wg sync.WaitGroup
+	results := ForEach(context.Background(), staticMembers(t, 2), func(context.Context, *Member) error {
+		<-release // ignores its context
+		finished.Store(true)
+		return nil
+	}, Timeout(20*time.Millisecond), TrackCallbacks(&wg))
+	require.ErrorIs(t, results[0].Err, context.DeadlineExceeded)
+	require.False(t, finished.Load(), "Map waited for the callback")
+	close(release)
+	wg.Wait()
+	require.True(t, finished.Load())
+}
+
+// Results.Err's errors are *MemberError: the member, its attempts and the cause.
+func TestResultsErrIsTyped(t *testing.T) {
+	cause := errors.New("quota exceeded")
+	members := staticMembers(t, 2)
+	results := ForEach(context.Background(), members, func(_ context.Context, m *Member) error {
+		if m.Name().Name == "m1" {
+			return cause
+		}
+		return nil
+	})
+	var me *MemberError
+	require.ErrorAs(t, results.Err(), &me)
+	require.Same(t, members[1], me.Member)
+	require.Equal(t, 1, me.Attempts)
+	require.ErrorIs(t, me, cause)
+	require.Equal(t, "fleet/m1: quota exceeded", me.Error())
 }

@@ -15,13 +15,20 @@ type Outcome struct {
 	Member *Member
 	// Endpoint is the member's API server as last resolved, or as its Cluster lists it first.
 	Endpoint string
-	// Err is nil on success. ErrNotStarted and ErrNotReady mark members that did not run.
+	// Err is nil on success. ErrNotStarted marks members the fan-out did not start; ErrNotReady
+	// those that SkipNotReady skipped, which are not failures (see Skipped).
 	Err error
 	// Attempts counts calls of the callback, retries included; 0 when the member did not run.
 	Attempts int
 	// Duration is the time spent on the member, retries and waits between them included.
 	Duration time.Duration
 }
+
+// Skipped reports whether SkipNotReady skipped the member. A skipped member is not a failure.
+func (o *Outcome) Skipped() bool { return errors.Is(o.Err, ErrNotReady) }
+
+// Failed reports whether the member failed or was not started; skipped members have not failed.
+func (o *Outcome) Failed() bool { return o.Err != nil && !o.Skipped() }
 
 // Result is a member's Outcome and the value its callback returned.
 type Result[T any] struct {
@@ -37,9 +44,15 @@ func (rs Results[T]) Succeeded() Results[T] {
 	return rs.filter(func(r *Result[T]) bool { return r.Err == nil })
 }
 
-// Failed returns the results with an error, members that did not run included.
+// Failed returns the results of members that failed or were not started; skipped members are
+// not among them.
 func (rs Results[T]) Failed() Results[T] {
-	return rs.filter(func(r *Result[T]) bool { return r.Err != nil })
+	return rs.filter(func(r *Result[T]) bool { return r.Failed() })
+}
+
+// Skipped returns the results of members that SkipNotReady skipped.
+func (rs Results[T]) Skipped() Results[T] {
+	return rs.filter(func(r *Result[T]) bool { return r.Skipped() })
 }
 
 func (rs Results[T]) filter(keep func(*Result[T]) bool) Results[T] {
@@ -52,11 +65,12 @@ func (rs Results[T]) filter(keep func(*Result[T]) bool) Results[T] {
 	return out
 }
 
-// Err joins the failed members' errors, each prefixed by the member's name; nil when none failed.
+// Err joins the failed members' errors, each a *MemberError that names the member; nil when
+// none failed. Skipped members are not failures.
 func (rs Results[T]) Err() error {
 	var errs []error
 	for _, r := range rs.Failed() {
-		errs = append(errs, fmt.Errorf("%s: %w", r.Member, r.Err))
+		errs = append(errs, &MemberError{Member: r.Member, Attempts: r.Attempts, Err: r.Err})
 	}
 	return errors.Join(errs...)
 }
