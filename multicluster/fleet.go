@@ -5,20 +5,27 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"slices"
 	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
 
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	utilnet "k8s.io/apimachinery/pkg/util/net"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/yaml"
 
 	"github.com/cluster-registry/sdk/clientset/versioned"
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
-	"github.com/cluster-registry/sdk/informers/externalversions"
 )
 
 // FleetOptions chooses which Clusters of the registry make up a Fleet.
@@ -32,24 +39,36 @@ type FleetOptions struct {
 }
 
 // Fleet is a set of Members: a live view of the registry (NewFleet), or a fixed set of Clusters
-// (StaticFleet, LoadFleet). Members come and go with their Clusters; a Member's clients survive an
-// edit that does not change how the member is reached. A Fleet is safe for concurrent use.
+// (StaticFleet, LoadFleet, FleetOf). Members come and go with their Clusters; a Member's clients
+// survive an edit that does not change how the member is reached. A Fleet is safe for concurrent
+// use.
 type Fleet struct {
 	resolver *Resolver
 	opts     FleetOptions
+	registry versioned.Interface
 
 	mu      sync.RWMutex
 	members map[types.NamespacedName]*Member
+	// snapshot is Members' answer, built on the first call after membership changed.
+	snapshot atomic.Pointer[[]*Member]
+	subs     []*subscription
+	status   FleetStatus
 
-	registry  versioned.Interface
-	factories []externalversions.SharedInformerFactory
-	cancel    context.CancelFunc
+	life    sync.Mutex // serialises Start and Stop
+	running *following
+}
+
+// following is one Start's informers.
+type following struct {
+	cancel context.CancelFunc
+	done   sync.WaitGroup
 }
 
 // NewFleet returns a Fleet that follows the registry's Clusters. Call Start to begin, Stop to end.
 func NewFleet(registry versioned.Interface, resolver *Resolver, opts FleetOptions) *Fleet {
 	f := newFleet(resolver, opts)
 	f.registry = registry
+	f.status = FleetStatus{Since: time.Now()}
 	return f
 }
 
@@ -96,83 +115,217 @@ func newFleet(resolver *Resolver, opts FleetOptions) *Fleet {
 	if opts.Scheme == nil {
 		opts.Scheme = defaultScheme
 	}
-	return &Fleet{resolver: resolver, opts: opts, members: map[types.NamespacedName]*Member{}}
+	// A static Fleet is as current as it will ever be; NewFleet's is not until Start.
+	return &Fleet{resolver: resolver, opts: opts, members: map[types.NamespacedName]*Member{},
+		status: FleetStatus{Synced: true, Since: time.Now()}}
 }
 
+// ErrFleetRunning is Start's error when the Fleet already follows the registry.
+var ErrFleetRunning = errors.New("fleet: already started; call Stop first")
+
 // Start begins following the registry and returns once the Fleet holds every matching Cluster.
-// The Fleet follows the registry until Stop is called or ctx ends.
+// The Fleet follows the registry until Stop is called or ctx ends; Status says how current its
+// view is meanwhile. After Stop, Start may be called again: the Fleet lists the registry anew,
+// and members whose Clusters went meanwhile are removed. Start and Stop may be called from
+// different goroutines; Stop during Start makes Start return an error. A static Fleet needs no
+// Start: it returns nil.
 func (f *Fleet) Start(ctx context.Context) error {
+	f.life.Lock()
 	if f.registry == nil {
-		return nil // a static fleet
+		f.life.Unlock()
+		return nil
 	}
-	if f.cancel != nil {
-		return errors.New("fleet already started")
+	if f.running != nil {
+		f.life.Unlock()
+		return ErrFleetRunning
 	}
-	ctx, f.cancel = context.WithCancel(ctx)
-	var synced []cache.InformerSynced
+	run := &following{}
+	ctx, run.cancel = context.WithCancel(ctx)
+	f.running = run
+	f.setStatus(FleetStatus{Since: time.Now()})
 	namespaces := f.opts.Namespaces
 	if len(namespaces) == 0 {
 		namespaces = []string{metav1.NamespaceAll}
 	}
+	var synced []cache.InformerSynced
+	var stores []cache.Store
 	for _, ns := range namespaces {
-		factory := externalversions.NewSharedInformerFactoryWithOptions(f.registry, 0,
-			externalversions.WithNamespace(ns),
-			externalversions.WithTweakListOptions(func(o *metav1.ListOptions) {
-				if f.opts.Selector != nil {
-					o.LabelSelector = f.opts.Selector.String()
-				}
-			}))
-		informer := factory.Clusterregistry().V1alpha1().Clusters().Informer()
+		informer := cache.NewSharedIndexInformer(f.listWatch(ns), &v1alpha1.Cluster{}, 0, cache.Indexers{})
+		// Nothing here reads managed fields; dropping them keeps an idle member small.
+		_ = informer.SetTransform(dropManagedFields)
+		_ = informer.SetWatchErrorHandlerWithContext(func(ctx context.Context, r *cache.Reflector, err error) {
+			f.observe(err)
+			cache.DefaultWatchErrorHandler(ctx, r, err)
+		})
 		reg, err := informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
 			AddFunc:    func(obj any) { f.upsert(obj.(*v1alpha1.Cluster)) },
 			UpdateFunc: func(_, obj any) { f.upsert(obj.(*v1alpha1.Cluster)) },
 			DeleteFunc: f.onDelete,
 		})
 		if err != nil {
+			run.cancel()
+			f.running = nil
+			f.life.Unlock()
 			return err
 		}
-		f.factories = append(f.factories, factory)
 		// The handler's own sync, not the informer's: handlers run after the store is filled.
 		synced = append(synced, reg.HasSynced)
-		factory.Start(ctx.Done())
+		stores = append(stores, informer.GetStore())
+		run.done.Go(func() { informer.RunWithContext(ctx) })
 	}
+	// A context that ends without Stop leaves a view nobody updates; say so.
+	run.done.Go(func() {
+		<-ctx.Done()
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		if f.running == run {
+			f.status = FleetStatus{Err: fmt.Errorf("fleet: stopped following the registry: %w", context.Cause(ctx)), Since: time.Now()}
+		}
+	})
+	f.life.Unlock()
+
 	if !cache.WaitForCacheSync(ctx.Done(), synced...) {
 		return fmt.Errorf("fleet: the registry's Clusters did not sync: %w", context.Cause(ctx))
 	}
+	f.prune(stores)
+	f.mu.Lock()
+	if f.running == run && f.status.Err == nil {
+		f.status = FleetStatus{Synced: true, Since: time.Now()}
+	}
+	f.mu.Unlock()
 	return nil
 }
 
 // Stop stops following the registry and waits for the Fleet's goroutines to end. Members keep
-// working; their clients are not closed.
+// working; their clients are not closed. Status reports the view as not synced until Start.
+// Calling Stop when the Fleet is not running does nothing.
 func (f *Fleet) Stop() {
-	if f.cancel == nil {
+	f.life.Lock()
+	defer f.life.Unlock()
+	run := f.running
+	if run == nil {
 		return
 	}
-	f.cancel()
-	for _, factory := range f.factories {
-		factory.Shutdown()
+	run.cancel()
+	run.done.Wait()
+	f.running = nil
+	f.setStatus(FleetStatus{Since: time.Now()})
+}
+
+// listWatch lists and watches one namespace's Clusters, recording in the Fleet's status whether
+// the registry answers.
+//
+// A registry that cannot be reached is retried here, every second at most, rather than by the
+// informer: the informer backs off for up to 30 seconds after repeated failures, so after an
+// outage the Fleet would stay stale for that long once the registry was back.
+func (f *Fleet) listWatch(namespace string) *cache.ListWatch {
+	clusters := f.registry.ClusterregistryV1alpha1().Clusters(namespace)
+	tweak := func(o metav1.ListOptions) metav1.ListOptions {
+		if f.opts.Selector != nil {
+			o.LabelSelector = f.opts.Selector.String()
+		}
+		return o
+	}
+	return &cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			return untilConnected(ctx, f, func() (runtime.Object, error) { return clusters.List(ctx, tweak(o)) })
+		},
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			return untilConnected(ctx, f, func() (watch.Interface, error) { return clusters.Watch(ctx, tweak(o)) })
+		},
 	}
 }
 
-// Members returns the Fleet's members, ordered by namespace and name.
-func (f *Fleet) Members() []*Member {
+// reconnectBackoff paces untilConnected: quick at first, then once a second.
+var reconnectBackoff = wait.Backoff{Duration: 100 * time.Millisecond, Factor: 2, Jitter: 0.2, Steps: math.MaxInt32, Cap: time.Second}
+
+// untilConnected calls fn until it returns anything but a lost connection to the registry, or ctx
+// ends, recording each outcome in the Fleet's status.
+func untilConnected[T any](ctx context.Context, f *Fleet, fn func() (T, error)) (T, error) {
+	backoff := reconnectBackoff
+	for {
+		v, err := fn()
+		f.observe(err)
+		if err == nil || !connectionLost(err) || ctx.Err() != nil {
+			return v, err
+		}
+		select {
+		case <-time.After(backoff.Step()):
+		case <-ctx.Done():
+			return v, err
+		}
+	}
+}
+
+// connectionLost reports whether err means the registry could not be reached or went away.
+func connectionLost(err error) bool {
+	return notConnected(err) || utilnet.IsConnectionReset(err) || utilnet.IsProbableEOF(err) ||
+		utilnet.IsHTTP2ConnectionLost(err) || errors.Is(err, syscall.ECONNRESET)
+}
+
+// dropManagedFields is the informers' transform.
+func dropManagedFields(obj any) (any, error) {
+	if c, ok := obj.(*v1alpha1.Cluster); ok {
+		c.ManagedFields = nil
+	}
+	return obj, nil
+}
+
+// prune removes the members whose Clusters are in none of the stores: those deleted while the
+// Fleet was stopped.
+func (f *Fleet) prune(stores []cache.Store) {
+	present := map[string]bool{}
+	for _, s := range stores {
+		for _, key := range s.ListKeys() {
+			present[key] = true
+		}
+	}
 	f.mu.RLock()
+	var gone []types.NamespacedName
+	for key := range f.members {
+		if !present[key.String()] {
+			gone = append(gone, key)
+		}
+	}
+	f.mu.RUnlock()
+	for _, key := range gone {
+		f.remove(key)
+	}
+}
+
+// Members returns the Fleet's members, ordered by namespace and name. The slice is shared by
+// every caller until membership changes, so that asking costs nothing: do not modify it (copy it
+// with slices.Clone first).
+func (f *Fleet) Members() []*Member {
+	if p := f.snapshot.Load(); p != nil {
+		return *p
+	}
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	if p := f.snapshot.Load(); p != nil {
+		return *p
+	}
 	out := make([]*Member, 0, len(f.members))
 	for _, m := range f.members {
 		out = append(out, m)
 	}
-	f.mu.RUnlock()
-	slices.SortFunc(out, func(a, b *Member) int {
-		return cmp.Or(cmp.Compare(a.key.Namespace, b.key.Namespace), cmp.Compare(a.key.Name, b.key.Name))
-	})
+	sortMembers(out)
+	out = slices.Clip(out)
+	// Writers hold the write lock, so membership cannot have changed since the map was read.
+	f.snapshot.Store(&out)
 	return out
 }
 
-// Select returns the members whose Cluster labels match selector, ordered as Members.
+// Select returns the members whose Cluster labels match selector, ordered as Members, in a new
+// slice.
 func (f *Fleet) Select(selector labels.Selector) []*Member {
-	return slices.DeleteFunc(f.Members(), func(m *Member) bool {
-		return !selector.Matches(labels.Set(m.Cluster().Labels))
-	})
+	var out []*Member
+	for _, m := range f.Members() {
+		if selector.Matches(labels.Set(m.Cluster().Labels)) {
+			out = append(out, m)
+		}
+	}
+	return out
 }
 
 // Member returns the member of that namespace and name, or nil.
@@ -205,10 +358,18 @@ func (f *Fleet) upsert(c *v1alpha1.Cluster) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if m, ok := f.members[key]; ok {
+		old := m.Cluster()
 		m.setCluster(c)
+		if !equality.Semantic.DeepEqual(old.Spec.KubernetesAPIEndpoints, c.Spec.KubernetesAPIEndpoints) ||
+			!equality.Semantic.DeepEqual(old.Spec.AuthInfo, c.Spec.AuthInfo) {
+			f.publish(MemberEvent{Type: MemberReachChanged, Member: m})
+		}
 		return
 	}
-	f.members[key] = newMember(c, f.resolver, f.opts.Scheme)
+	m := newMember(c, f.resolver, f.opts.Scheme)
+	f.members[key] = m
+	f.snapshot.Store(nil)
+	f.publish(MemberEvent{Type: MemberAdded, Member: m})
 }
 
 func (f *Fleet) onDelete(obj any) {
@@ -222,10 +383,20 @@ func (f *Fleet) onDelete(obj any) {
 
 func (f *Fleet) remove(key types.NamespacedName) {
 	f.mu.Lock()
-	_, had := f.members[key]
-	delete(f.members, key)
+	m, had := f.members[key]
+	if had {
+		delete(f.members, key)
+		f.snapshot.Store(nil)
+		f.publish(MemberEvent{Type: MemberRemoved, Member: m})
+	}
 	f.mu.Unlock()
 	if had {
 		f.resolver.Forget(key.Namespace, key.Name)
 	}
+}
+
+func sortMembers(ms []*Member) {
+	slices.SortFunc(ms, func(a, b *Member) int {
+		return cmp.Or(cmp.Compare(a.key.Namespace, b.key.Namespace), cmp.Compare(a.key.Name, b.key.Name))
+	})
 }

@@ -1,0 +1,235 @@
+package multicluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/url"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/rest"
+
+	"github.com/cluster-registry/sdk/clientset/versioned"
+	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
+)
+
+// Start and Stop from different goroutines are safe, and a stopped Fleet starts again, seeing
+// what changed while it was stopped.
+func TestFleetStartStopRaceAndRestart(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent(), ignoreRegistryConnections)
+	ns := newNamespace(t, registry)
+	storedCluster(t, ns, "a", "a.example.com", nil)
+	storedCluster(t, ns, "b", "b.example.com", nil)
+	fleet := NewFleet(versioned.NewForConfigOrDie(registry.Config), newResolver(t, ResolverOptions{}), FleetOptions{Namespaces: []string{ns}})
+
+	for range 5 {
+		var wg sync.WaitGroup
+		wg.Go(func() {
+			if err := fleet.Start(testContext(t)); err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, ErrFleetRunning) {
+				t.Errorf("Start: %v", err)
+			}
+		})
+		wg.Go(fleet.Stop)
+		wg.Wait()
+		fleet.Stop()
+	}
+	require.False(t, fleet.Status().Synced, "a stopped Fleet says it is not synced")
+
+	require.NoError(t, fleet.Start(testContext(t)))
+	require.ErrorIs(t, fleet.Start(testContext(t)), ErrFleetRunning)
+	require.Equal(t, fmt.Sprintf("[%s/a %s/b]", ns, ns), fmt.Sprint(fleet.Members()))
+	fleet.Stop()
+
+	clusters := versioned.NewForConfigOrDie(registry.Config).ClusterregistryV1alpha1().Clusters(ns)
+	require.NoError(t, clusters.Delete(testContext(t), "a", metav1.DeleteOptions{}))
+	storedCluster(t, ns, "c", "c.example.com", nil)
+	require.NoError(t, fleet.Start(testContext(t)))
+	defer fleet.Stop()
+	require.Equal(t, fmt.Sprintf("[%s/b %s/c]", ns, ns), fmt.Sprint(fleet.Members()))
+	require.True(t, fleet.Status().Fresh())
+}
+
+// While the registry cannot be reached the Fleet says its view is stale, and since when; once the
+// registry is back the Fleet follows it again at once.
+func TestFleetFreshnessAcrossARegistryOutage(t *testing.T) {
+	proxy := startProxy(t, registry.Config.Host)
+	cfg := rest.CopyConfig(registry.Config)
+	cfg.Host = "https://" + proxy.addr
+	ns := newNamespace(t, registry)
+	fleet := NewFleet(versioned.NewForConfigOrDie(cfg), newResolver(t, ResolverOptions{}), FleetOptions{Namespaces: []string{ns}})
+	require.NoError(t, fleet.Start(testContext(t)), "%v; %s", fleet.Status(), cfg.Host)
+	defer fleet.Stop()
+	require.True(t, fleet.Status().Fresh(), "%v", fleet.Status())
+
+	cut := time.Now()
+	proxy.down()
+	require.Eventually(t, func() bool { return fleet.Status().Err != nil }, testTimeout, 20*time.Millisecond)
+	st := fleet.Status()
+	require.False(t, st.Fresh())
+	require.False(t, st.Since.Before(cut), "stale since %v, cut at %v", st.Since, cut)
+	require.Contains(t, st.String(), "not following the registry since")
+	time.Sleep(3 * time.Second) // long enough for the reflector to back off
+
+	proxy.up()
+	back := time.Now()
+	storedCluster(t, ns, "after-outage", "after.example.com", nil)
+	require.Eventually(t, func() bool { return fleet.Member(ns, "after-outage") != nil }, testTimeout, 10*time.Millisecond)
+	seen := time.Since(back)
+	t.Logf("a Cluster created once the registry was back appeared in the Fleet after %v", seen)
+	require.Less(t, seen, 5*time.Second, "reconnection is not prompt")
+	require.True(t, fleet.Status().Fresh(), "%v", fleet.Status())
+}
+
+// A Fleet's subscribers see members added, changed in how they are reached, and removed; a
+// subscriber that blocks delays neither the Fleet nor another subscriber.
+func TestFleetSubscribe(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent(), ignoreRegistryConnections)
+	ns := newNamespace(t, registry)
+	storedCluster(t, ns, "first", "first.example.com", nil)
+	fleet := NewFleet(versioned.NewForConfigOrDie(registry.Config), newResolver(t, ResolverOptions{}), FleetOptions{Namespaces: []string{ns}})
+	require.NoError(t, fleet.Start(testContext(t)))
+	defer fleet.Stop()
+
+	events := make(chan string, 100)
+	unsubscribe := fleet.Subscribe(func(ev MemberEvent) { events <- ev.Type.String() + " " + ev.Member.Name().Name })
+	defer unsubscribe()
+	blocked := make(chan struct{})
+	stuck := fleet.Subscribe(func(MemberEvent) { <-blocked })
+	next := func() string {
+		select {
+		case ev := <-events:
+			return ev
+		case <-time.After(testTimeout):
+			return "no event"
+		}
+	}
+	require.Equal(t, "Added first", next())
+
+	clusters := versioned.NewForConfigOrDie(registry.Config).ClusterregistryV1alpha1().Clusters(ns)
+	storedCluster(t, ns, "second", "second.example.com", nil)
+	require.Equal(t, "Added second", next())
+
+	c, err := clusters.Get(testContext(t), "second", metav1.GetOptions{})
+	require.NoError(t, err)
+	c.Labels = map[string]string{"only": "labels"} // not a change of reach
+	c, err = clusters.Update(testContext(t), c, metav1.UpdateOptions{})
+	require.NoError(t, err)
+	c.Spec.KubernetesAPIEndpoints.ServerEndpoints[0].ServerAddress = "moved.example.com"
+	_, err = clusters.Update(testContext(t), c, metav1.UpdateOptions{})
+	require.NoError(t, err)
+	require.Equal(t, "ReachChanged second", next())
+
+	require.NoError(t, clusters.Delete(testContext(t), "first", metav1.DeleteOptions{}))
+	require.Equal(t, "Removed first", next())
+	require.Equal(t, 1, fleet.Len(), "the blocked subscriber held up the Fleet")
+
+	stuck()
+	close(blocked)
+}
+
+// Members is one shared, ordered snapshot while membership is unchanged, and a new one after.
+func TestMembersSnapshot(t *testing.T) {
+	clusters := []v1alpha1.Cluster{*offlineCluster("b", "b.example.com", nil), *offlineCluster("a", "a.example.com", nil)}
+	fleet := StaticFleet(nil, clusters, FleetOptions{})
+	first := fleet.Members()
+	require.Equal(t, "[fleet/a fleet/b]", fmt.Sprint(first))
+	require.Zero(t, testing.AllocsPerRun(100, func() { _ = fleet.Members() }))
+	require.Same(t, &first[0], &fleet.Members()[0])
+
+	edited := clusters[0].DeepCopy()
+	edited.Labels = map[string]string{"x": "y"}
+	fleet.upsert(edited) // not a membership change
+	require.Same(t, &first[0], &fleet.Members()[0])
+
+	fleet.upsert(offlineCluster("c", "c.example.com", nil))
+	require.Equal(t, "[fleet/a fleet/b fleet/c]", fmt.Sprint(fleet.Members()))
+	require.Equal(t, "[fleet/a fleet/b]", fmt.Sprint(first), "an earlier snapshot changed")
+	require.Len(t, fleet.Select(labels.Everything()), 3)
+}
+
+// ignoreRegistryConnections leaves out the idle HTTP/2 connections to the shared registry: client-go
+// shares transports between clients of one config, so they outlive the test that opened them.
+var ignoreRegistryConnections = goleak.IgnoreAnyFunction("golang.org/x/net/http2.(*ClientConn).readLoop")
+
+// proxy forwards TCP connections to an API server, and can refuse them and cut those open, as an
+// outage of the server would.
+type proxy struct {
+	addr, target string
+	mu           sync.Mutex
+	ln           net.Listener
+	conns        map[net.Conn]bool
+	wg           sync.WaitGroup
+}
+
+func startProxy(t *testing.T, targetURL string) *proxy {
+	u, err := url.Parse(targetURL)
+	require.NoError(t, err)
+	p := &proxy{target: u.Host, conns: map[net.Conn]bool{}}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	p.addr = ln.Addr().String()
+	p.serve(ln)
+	t.Cleanup(func() { p.down(); p.wg.Wait() })
+	return p
+}
+
+func (p *proxy) serve(ln net.Listener) {
+	p.mu.Lock()
+	p.ln = ln
+	p.mu.Unlock()
+	p.wg.Go(func() {
+		for {
+			in, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			out, err := net.Dial("tcp", p.target)
+			if err != nil {
+				in.Close()
+				continue
+			}
+			p.mu.Lock()
+			p.conns[in], p.conns[out] = true, true
+			p.mu.Unlock()
+			p.wg.Go(func() { _, _ = io.Copy(out, in); out.Close() })
+			p.wg.Go(func() { _, _ = io.Copy(in, out); in.Close() })
+		}
+	})
+}
+
+// down refuses new connections and cuts the open ones.
+func (p *proxy) down() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.ln != nil {
+		p.ln.Close()
+		p.ln = nil
+	}
+	for c := range p.conns {
+		c.Close()
+		delete(p.conns, c)
+	}
+}
+
+// up accepts connections again, on the same address.
+func (p *proxy) up() {
+	var ln net.Listener
+	err := wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		var err error
+		ln, err = net.Listen("tcp", p.addr)
+		return err == nil, nil
+	})
+	if err != nil {
+		panic(fmt.Sprintf("proxy: listening on %s again: %v", p.addr, err))
+	}
+	p.serve(ln)
+}
