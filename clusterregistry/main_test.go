@@ -2,6 +2,7 @@ package clusterregistry_test
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"os"
 	"testing"
@@ -17,6 +18,13 @@ import (
 var lf *localfleet.Fleet
 
 func TestMain(m *testing.M) {
+	// -short runs the unit tests of pure logic, without the API-server binaries; every test here
+	// runs against real servers.
+	flag.Parse()
+	if testing.Short() {
+		fmt.Println("skipped under -short: these tests need kube-apiserver and etcd")
+		os.Exit(0)
+	}
 	logf.SetLogger(logr.Discard()) // envtest logs through controller-runtime's logger
 	var err error
 	if lf, err = localfleet.Start(context.Background(), localfleet.Options{}); err != nil {

@@ -2,6 +2,8 @@ package localfleet_test
 
 import (
 	"context"
+	"flag"
+	"fmt"
 	"net"
 	"net/url"
 	"os"
@@ -23,6 +25,13 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	// -short runs the unit tests of pure logic, without the API-server binaries; every test here
+	// runs against real servers.
+	flag.Parse()
+	if testing.Short() {
+		fmt.Println("skipped under -short: these tests need kube-apiserver and etcd")
+		os.Exit(0)
+	}
 	logf.SetLogger(logr.Discard()) // envtest logs through controller-runtime's logger
 	os.Exit(m.Run())
 }

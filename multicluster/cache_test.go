@@ -42,6 +42,7 @@ func secretFixture(t *testing.T, name, token string) (*fakeMember, *memSecrets, 
 // transport: one TLS handshake, however often it is resolved and used, revalidations included.
 // Changed inputs give a new Access; a removed Cluster is forgotten.
 func TestCacheKeepsTransportUntilInputsChange(t *testing.T) {
+	integration(t)
 	fake, secrets, c, r := secretFixture(t, "cached", "tok-1")
 	clk := &clock{now: time.Now()}
 	r.now = clk.Now

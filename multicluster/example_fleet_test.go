@@ -5,57 +5,66 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/client-go/kubernetes"
 
-	"github.com/cluster-registry/sdk/clientset/versioned"
-	"github.com/cluster-registry/sdk/localfleet"
+	"github.com/cluster-registry/sdk/clientset/versioned/fake"
+	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
 	"github.com/cluster-registry/sdk/multicluster"
 )
 
 // A controller follows the registry: members added, edited or removed are seen without a
-// restart, and a removed member's clients are dropped. The registry here is a local fleet of
-// two members; a tool would use its registry's rest.Config.
+// restart, and a removed member's clients are dropped. Subscribe tells per-member state when to
+// start and stop. The registry here is the generated fake clientset, as in a tool's unit test; a
+// tool passes versioned.NewForConfig(its registry's rest.Config), and its integration tests a
+// local fleet's (see localfleet).
 func ExampleNewFleet() {
 	ctx := context.Background()
-	lf, err := localfleet.Start(ctx, localfleet.Options{Members: 2})
-	if err != nil {
-		panic(err)
+	cluster := func(name string) *v1alpha1.Cluster {
+		return &v1alpha1.Cluster{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "fleet", Name: name, Labels: map[string]string{"env": "prod"}},
+			Spec: v1alpha1.ClusterSpec{KubernetesAPIEndpoints: v1alpha1.KubernetesAPIEndpoints{
+				ServerEndpoints: []v1alpha1.ServerAddressByClientCIDR{{ClientCIDR: "0.0.0.0/0", ServerAddress: name + ".example.com"}},
+			}},
+		}
 	}
-	defer lf.Stop()
-	registryConfig := lf.Registry.Config
+	// NewSimpleClientset: NewClientset needs an OpenAPI schema that the generated code lacks yet.
+	registry := fake.NewSimpleClientset(cluster("prod-eu-1"), cluster("prod-us-1")) //nolint:staticcheck
 
-	registry := versioned.NewForConfigOrDie(registryConfig)
 	resolver, err := multicluster.NewResolver(multicluster.ResolverOptions{
-		// Secrets are read from the registry with the tool's own permissions.
-		Secrets: multicluster.SecretsFromClient(kubernetes.NewForConfigOrDie(registryConfig)),
+		// Secrets are read from the registry with the tool's own permissions, e.g.
+		// multicluster.SecretsFromClient(kubernetes.NewForConfigOrDie(registryConfig)).
 	})
 	if err != nil {
 		panic(err)
 	}
 	fleet := multicluster.NewFleet(registry, resolver, multicluster.FleetOptions{
 		Namespaces: []string{"fleet"},
-		Selector:   labels.SelectorFromSet(labels.Set{"fleet": "local"}),
+		Selector:   labels.SelectorFromSet(labels.Set{"env": "prod"}),
 	})
 	if err := fleet.Start(ctx); err != nil { // returns once every matching Cluster is held
 		panic(err)
 	}
 	defer fleet.Stop()
-	fmt.Println(fleet.Members())
+	fmt.Println(fleet.Members(), fleet.Status().Fresh())
 
-	if err := registry.ClusterregistryV1alpha1().Clusters("fleet").Delete(ctx, "member-2", metav1.DeleteOptions{}); err != nil {
+	events := make(chan multicluster.MemberEvent, 10)
+	unsubscribe := fleet.Subscribe(func(ev multicluster.MemberEvent) { events <- ev })
+	defer unsubscribe()
+	for range fleet.Len() {
+		<-events // MemberAdded for each member already there
+	}
+	if _, err := registry.ClusterregistryV1alpha1().Clusters("fleet").Create(ctx, cluster("prod-ap-1"), metav1.CreateOptions{}); err != nil {
 		panic(err)
 	}
-	for fleet.Len() != 1 {
-		time.Sleep(10 * time.Millisecond)
-	}
+	ev := <-events
+	fmt.Println(ev.Type, ev.Member)
 	fmt.Println(fleet.Members())
 	// Output:
-	// [fleet/member-1 fleet/member-2]
-	// [fleet/member-1]
+	// [fleet/prod-eu-1 fleet/prod-us-1] true
+	// Added fleet/prod-ap-1
+	// [fleet/prod-ap-1 fleet/prod-eu-1 fleet/prod-us-1]
 }
 
 // A tool without access to a registry works from a file, such as `kubectl get clusters -o yaml`

@@ -218,7 +218,7 @@ func (f *Fleet) Stop() {
 // A registry that cannot be reached is retried here, every second at most, rather than by the
 // informer: the informer backs off for up to 30 seconds after repeated failures, so after an
 // outage the Fleet would stay stale for that long once the registry was back.
-func (f *Fleet) listWatch(namespace string) *cache.ListWatch {
+func (f *Fleet) listWatch(namespace string) cache.ListerWatcher {
 	clusters := f.registry.ClusterregistryV1alpha1().Clusters(namespace)
 	tweak := func(o metav1.ListOptions) metav1.ListOptions {
 		if f.opts.Selector != nil {
@@ -226,14 +226,16 @@ func (f *Fleet) listWatch(namespace string) *cache.ListWatch {
 		}
 		return o
 	}
-	return &cache.ListWatch{
+	// The registry's client says whether it can stream the initial list in a watch; the generated
+	// fake clientset cannot.
+	return cache.ToListWatcherWithWatchListSemantics(&cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 			return untilConnected(ctx, f, func() (runtime.Object, error) { return clusters.List(ctx, tweak(o)) })
 		},
 		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
 			return untilConnected(ctx, f, func() (watch.Interface, error) { return clusters.Watch(ctx, tweak(o)) })
 		},
-	}
+	}, f.registry)
 }
 
 // reconnectBackoff paces untilConnected: quick at first, then once a second.
@@ -390,7 +392,7 @@ func (f *Fleet) remove(key types.NamespacedName) {
 		f.publish(MemberEvent{Type: MemberRemoved, Member: m})
 	}
 	f.mu.Unlock()
-	if had {
+	if had && f.resolver != nil {
 		f.resolver.Forget(key.Namespace, key.Name)
 	}
 }

@@ -25,6 +25,7 @@ import (
 // Start and Stop from different goroutines are safe, and a stopped Fleet starts again, seeing
 // what changed while it was stopped.
 func TestFleetStartStopRaceAndRestart(t *testing.T) {
+	integration(t)
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent(), ignoreRegistryConnections)
 	ns := newNamespace(t, registry)
 	storedCluster(t, ns, "a", "a.example.com", nil)
@@ -61,6 +62,7 @@ func TestFleetStartStopRaceAndRestart(t *testing.T) {
 // While the registry cannot be reached the Fleet says its view is stale, and since when; once the
 // registry is back the Fleet follows it again at once.
 func TestFleetFreshnessAcrossARegistryOutage(t *testing.T) {
+	integration(t)
 	proxy := startProxy(t, registry.Config.Host)
 	cfg := rest.CopyConfig(registry.Config)
 	cfg.Host = "https://" + proxy.addr
@@ -92,6 +94,7 @@ func TestFleetFreshnessAcrossARegistryOutage(t *testing.T) {
 // A Fleet's subscribers see members added, changed in how they are reached, and removed; a
 // subscriber that blocks delays neither the Fleet nor another subscriber.
 func TestFleetSubscribe(t *testing.T) {
+	integration(t)
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent(), ignoreRegistryConnections)
 	ns := newNamespace(t, registry)
 	storedCluster(t, ns, "first", "first.example.com", nil)

@@ -80,6 +80,7 @@ func applyWorkload(ctx context.Context, m *Member) error {
 // TestFleetAgainstRealMembers runs a Fleet over a local fleet of its own: a registry and three
 // members, member-1 and member-3 reached with pinned tokens, member-2 with a kubeconfig Secret.
 func TestFleetAgainstRealMembers(t *testing.T) {
+	integration(t)
 	ignore := goleak.IgnoreCurrent()
 	ctx := testContext(t)
 	lf, err := localfleet.Start(ctx, localfleet.Options{Members: 3, Labels: map[string]string{"fleet": "test"}})

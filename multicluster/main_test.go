@@ -39,6 +39,10 @@ func TestMain(m *testing.M) {
 	if f := flag.Lookup("test.fuzzworker"); f != nil && f.Value.String() == "true" {
 		os.Exit(m.Run())
 	}
+	if testing.Short() {
+		// Unit tests of pure logic only; those that need servers skip themselves.
+		os.Exit(m.Run())
+	}
 	code, err := runWithServers(m)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -60,6 +64,15 @@ func runWithServers(m *testing.M) (int, error) {
 
 const testTimeout = 30 * time.Second
 
+// integration marks a test that needs the registry and member servers: under -short, which runs
+// the unit tests of pure logic without the API-server binaries, it is skipped.
+func integration(t testing.TB) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("needs kube-apiserver and etcd; run without -short (hack/test.sh builds them)")
+	}
+}
+
 // testClientIP is the client address the tests' Resolvers state, so that no test depends on this
 // machine's routes.
 var testClientIP = netip.MustParseAddr("127.0.0.1")
@@ -73,6 +86,9 @@ func testContext(t testing.TB) context.Context {
 
 func kubeClient(t testing.TB, env *localfleet.Server) kubernetes.Interface {
 	t.Helper()
+	if env == nil {
+		integration(t)
+	}
 	return kubernetes.NewForConfigOrDie(env.Config)
 }
 
@@ -167,7 +183,7 @@ func pinnedTo(servers ...string) map[string]string {
 // newResolver is a Resolver that reads Secrets from the registry as an admin would.
 func newResolver(t testing.TB, opts ResolverOptions) *Resolver {
 	t.Helper()
-	if opts.Secrets == nil {
+	if opts.Secrets == nil && registry != nil { // pure policy tests under -short read no Secret
 		opts.Secrets = SecretsFromClient(kubeClient(t, registry))
 	}
 	if !opts.ClientIP.IsValid() {

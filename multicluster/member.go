@@ -28,6 +28,8 @@ type Member struct {
 
 	mu      sync.Mutex
 	clients memberClients
+	// given are the clients NewMember was given; such a member resolves nothing.
+	given *Clients
 }
 
 // memberClients are built on one Access; a new Access replaces them all.
@@ -55,8 +57,15 @@ func (m *Member) Cluster() *v1alpha1.Cluster { return m.cluster.Load() }
 
 func (m *Member) setCluster(c *v1alpha1.Cluster) { m.cluster.Store(c) }
 
-// Access resolves the member's Cluster; see Resolver.Resolve.
+// Access resolves the member's Cluster; see Resolver.Resolve. A member made by NewMember has an
+// Access with the Config it was given, or an error if it was given none.
 func (m *Member) Access(ctx context.Context) (*Access, error) {
+	if m.given != nil {
+		if m.given.Config == nil {
+			return nil, fmt.Errorf("member %s: no rest.Config was given to NewMember", m.key)
+		}
+		return &Access{Config: m.given.Config}, nil
+	}
 	return m.resolver.Resolve(ctx, m.Cluster())
 }
 
@@ -105,6 +114,12 @@ func (m *Member) Client(ctx context.Context) (client.Client, error) {
 // slot is empty or was built on an older Access.
 func memberClient[C any](m *Member, ctx context.Context, field func(*memberClients) *C, build func(*Access) (C, error)) (C, error) {
 	var zero C
+	if m.given != nil {
+		if c := *field(&m.given.clients); any(c) != nil {
+			return c, nil
+		}
+		return zero, fmt.Errorf("member %s: no %s client was given to NewMember", m.key, fmt.Sprintf("%T", &zero)[1:])
+	}
 	a, err := m.Access(ctx)
 	if err != nil {
 		return zero, err

@@ -120,6 +120,7 @@ func tokenSecret(ns, name, token string, annotations map[string]string) *corev1.
 // A Secret's token is rotated and the old one revoked: the Access in hand gets a 401, and the
 // next Resolve reads the Secret again and works, with nothing restarted.
 func TestRotatedSecretIsPickedUp(t *testing.T) {
+	integration(t)
 	ctx := testContext(t)
 	ns := newNamespace(t, registry)
 	memberNS := newNamespace(t, member)
@@ -163,6 +164,7 @@ func TestRotatedSecretIsPickedUp(t *testing.T) {
 // Whoever can edit a Cluster can point it at a server of their own. A Secret pinned to the real
 // member keeps its token from going there: the test's server sees no request at all.
 func TestPinningKeepsCredentialsFromOtherServers(t *testing.T) {
+	integration(t)
 	ctx := testContext(t)
 	ns := newNamespace(t, registry)
 	memberNS := newNamespace(t, member)
@@ -212,6 +214,7 @@ func TestPinningKeepsCredentialsFromOtherServers(t *testing.T) {
 // A Secret that names no servers is refused by default with an error that says what to add, and
 // used when the caller relaxes the rule.
 func TestUnpinnedSecret(t *testing.T) {
+	integration(t)
 	fake := newFakeMember(t, "tok-unpinned")
 	secrets := &memSecrets{}
 	secrets.put(tokenSecret("fleet", "loose", "tok-unpinned", nil))

@@ -207,6 +207,7 @@ func simResolver(tb testing.TB) *Resolver {
 // Simulated members answer through a Fleet as real ones do, and count handshakes: a check on
 // the benchmarks' own instrument.
 func TestSimulatedMembers(t *testing.T) {
+	integration(t)
 	sim := startSimMembers(t, 3, time.Millisecond)
 	members := StaticFleet(simResolver(t), sim.clusters(), FleetOptions{}).Members()
 	for range 3 {

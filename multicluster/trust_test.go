@@ -71,6 +71,7 @@ func requireNothingHarvested(t *testing.T, harvester *fakeMember) {
 // The reader's own token file and exec plugin are tied to the member by the reader; a Cluster
 // moved to the harvester cannot have them. The same Cluster on the member works.
 func TestReaderCredentialsGoOnlyWhereTheReaderSends(t *testing.T) {
+	integration(t)
 	ns, harvester, dir, tokenPath := attackScene(t)
 	plugin := buildExecPlugin(t)
 	r := newResolver(t, ResolverOptions{
@@ -118,6 +119,7 @@ func TestReaderCredentialsGoOnlyWhereTheReaderSends(t *testing.T) {
 // that it names: those are refused unless the reader allows them, and then go only where the
 // reader's FileRoots and ExecPlugins send them.
 func TestKubeconfigSecretCannotNameTheReadersCredentials(t *testing.T) {
+	integration(t)
 	ns, harvester, dir, tokenPath := attackScene(t)
 	plugin := buildExecPlugin(t)
 	kubeconfig := func(server, user string) []byte {
@@ -169,6 +171,7 @@ current-context: x
 // harvester, as one on the network path would) must not receive the token. The Secret's own CA
 // verifies the server; the Cluster's caBundle serves only credentials without one.
 func TestCredentialCAOverridesTheClustersCABundle(t *testing.T) {
+	integration(t)
 	ns := newNamespace(t, registry)
 	memberNS := newNamespace(t, member)
 	harvester := newFakeMember(t, "never")
@@ -197,6 +200,7 @@ func TestCredentialCAOverridesTheClustersCABundle(t *testing.T) {
 // Cluster's name as spec.cluster.config (ClusterNameConfig), with the plugin's own args and env
 // from the caller's side, and the plugin reads the member's token from the registry.
 func TestClusterProfilePluginWorksUnchanged(t *testing.T) {
+	integration(t)
 	ns := newNamespace(t, registry)
 	memberNS := newNamespace(t, member)
 	dir := t.TempDir()

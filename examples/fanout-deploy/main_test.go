@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
@@ -20,6 +21,13 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	// -short runs the unit tests of pure logic, without the API-server binaries; every test here
+	// runs against real servers.
+	flag.Parse()
+	if testing.Short() {
+		fmt.Println("skipped under -short: these tests need kube-apiserver and etcd")
+		os.Exit(0)
+	}
 	logf.SetLogger(logr.Discard()) // envtest logs through controller-runtime's logger
 	os.Exit(m.Run())
 }
