@@ -3,17 +3,17 @@
 // client, and is meant to be read: a registry client, a Resolver that follows each Cluster's
 // credential pointers, a Fleet, and one multicluster.Map.
 //
-//	fanout-deploy --namespace fleet --selector env=prod --name web --image nginx:1.27 --replicas 2
-//	fanout-deploy --namespace fleet --name web --delete
+//	fanout-deploy -n fleet -l env=prod --name web --image nginx:1.27 --replicas 2
+//	fanout-deploy -n fleet --name web --delete
 //
-// It prints a line per member as each finishes, then a table, and exits 1 naming the members that
-// failed, or 2 for bad flags.
+// It takes kubectl's connection flags for the registry (--kubeconfig, --context, -n, --as, ...,
+// from k8s.io/cli-runtime). It prints a line per member as each finishes, then a table, then each
+// failed member's full error, and exits 1 naming the members that failed, or 2 for bad flags.
 package main
 
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -23,15 +23,17 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
 	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/cluster-registry/sdk/clientset/versioned"
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
@@ -42,14 +44,15 @@ import (
 const fieldManager = "fanout-deploy"
 
 type options struct {
-	kubeconfig, context, namespace string // where the registry is, and which cluster set
-	selector                       labels.Selector
-	name, image, memberNamespace   string
-	replicas                       int
-	concurrency                    int
-	timeout                        time.Duration
-	dryRun, delete                 bool
-	resolver                       multicluster.ResolverOptions
+	registry                     *genericclioptions.ConfigFlags // where the registry is
+	namespace                    string                         // which cluster set
+	selector                     labels.Selector
+	name, image, memberNamespace string
+	replicas                     int
+	concurrency                  int
+	timeout                      time.Duration
+	dryRun, delete               bool
+	resolver                     multicluster.ResolverOptions
 }
 
 func main() {
@@ -60,15 +63,15 @@ func main() {
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	opts, err := parseFlags(args, stderr)
-	if errors.Is(err, flag.ErrHelp) {
+	opts, err := parseFlags(args, stdout)
+	if errors.Is(err, pflag.ErrHelp) {
 		return 0
 	}
 	if err != nil {
 		for line := range strings.Lines(err.Error()) { // one line per bad flag
 			fmt.Fprint(stderr, "fanout-deploy: ", strings.TrimSuffix(line, "\n"), "\n")
 		}
-		fmt.Fprintln(stderr, "Run fanout-deploy -h for the flags.")
+		fmt.Fprintln(stderr, "Run fanout-deploy --help for the flags.")
 		return 2
 	}
 	members, err := selectMembers(ctx, opts)
@@ -108,9 +111,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	_ = results.WriteTable(stdout)
 
 	if failed := results.Failed(); len(failed) > 0 {
+		// The table cuts long errors to a line; the remedy is often at the end.
+		fmt.Fprintln(stdout, "\nErrors:")
 		names := make([]string, len(failed))
 		for i, r := range failed {
 			names[i] = r.Member.String()
+			fmt.Fprintf(stdout, "  %s: %s\n", r.Member, strings.ReplaceAll(r.Err.Error(), "\n", "\n    "))
 		}
 		fmt.Fprintf(stderr, "fanout-deploy: %d of %d members failed: %s\n", len(failed), len(results), strings.Join(names, ", "))
 		return 1
@@ -121,17 +127,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 // selectMembers reads the selected Clusters from the registry and makes them a Fleet. A one-shot
 // command lists once; a long-running tool would use multicluster.NewFleet to follow the registry.
 func selectMembers(ctx context.Context, opts *options) ([]*multicluster.Member, error) {
-	rules := clientcmd.NewDefaultClientConfigLoadingRules()
-	rules.ExplicitPath = opts.kubeconfig
-	kubeconfig := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: opts.context})
-	config, err := kubeconfig.ClientConfig()
+	config, err := opts.registry.ToRESTConfig()
 	if err != nil {
 		return nil, fmt.Errorf("reaching the registry: %w", err)
 	}
-	if opts.namespace == "" {
-		if opts.namespace, _, err = kubeconfig.Namespace(); err != nil {
-			return nil, fmt.Errorf("reaching the registry: %w", err)
-		}
+	if opts.namespace, _, err = opts.registry.ToRawKubeConfigLoader().Namespace(); err != nil {
+		return nil, fmt.Errorf("reaching the registry: %w", err)
 	}
 	registry, err := versioned.NewForConfig(config)
 	if err != nil {
@@ -197,34 +198,68 @@ func deployment(opts *options) func(context.Context, *multicluster.Member) (stri
 	}
 }
 
-func parseFlags(args []string, stderr io.Writer) (*options, error) {
-	opts := &options{}
-	fs := flag.NewFlagSet("fanout-deploy", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.StringVar(&opts.kubeconfig, "kubeconfig", "", "kubeconfig of the registry (default: $KUBECONFIG, then ~/.kube/config)")
-	fs.StringVar(&opts.context, "context", "", "kubeconfig context of the registry (default: the current one)")
-	fs.StringVar(&opts.namespace, "namespace", "", "the registry namespace (cluster set) whose Clusters to act on (default: the context's)")
-	selector := fs.String("selector", "", "label selector over the Clusters, e.g. env=prod,region!=eu")
+func parseFlags(args []string, stdout io.Writer) (*options, error) {
+	opts := &options{registry: genericclioptions.NewConfigFlags(true)}
+	var selector, prefer, execs, roots, sendTo string
+	var dryRun string
+	cmd := &cobra.Command{
+		Use:   "fanout-deploy --name NAME --image IMAGE [-l SELECTOR] [flags]",
+		Short: "Apply a Deployment to every member cluster the registry selects",
+		Long: `Apply (or delete) a Deployment on every member cluster that the registry's Clusters in one
+namespace (cluster set) select, all at once, and report what happened on each.
+
+The registry is reached with kubectl's connection flags; each member with the credentials its
+Cluster points to, read with your own permissions.`,
+		Example: `  # Two replicas of nginx on every production member of the "fleet" cluster set
+  fanout-deploy -n fleet -l env=prod --name web --image nginx:1.27 --replicas 2
+
+  # Check first: each member validates the change without making it
+  fanout-deploy -n fleet --name web --image nginx:1.28 --dry-run=server
+
+  # Remove it again, from the registry of another kubeconfig context
+  fanout-deploy --context ops -n fleet --name web --delete`,
+		Args:          cobra.ArbitraryArgs, // checked below, with the other flags
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		RunE:          func(*cobra.Command, []string) error { return nil },
+	}
+	cmd.SetArgs(args)
+	cmd.SetOut(stdout)
+	fs := cmd.Flags()
+	opts.registry.AddFlags(fs)
+	fs.StringVarP(&selector, "selector", "l", "", "label selector over the Clusters, e.g. env=prod,region!=eu")
 	fs.StringVar(&opts.name, "name", "", "the Deployment's name (required)")
 	fs.StringVar(&opts.image, "image", "", "the container image (required unless --delete)")
 	fs.IntVar(&opts.replicas, "replicas", 1, "replicas on each member")
 	fs.StringVar(&opts.memberNamespace, "member-namespace", "default", "namespace of the Deployment on each member")
 	fs.IntVar(&opts.concurrency, "concurrency", 0, "members at once (0: all)")
 	fs.DurationVar(&opts.timeout, "timeout", 30*time.Second, "time allowed per member, retries included")
-	fs.BoolVar(&opts.dryRun, "dry-run", false, "ask each member to validate the change without making it (server-side dry run)")
+	fs.StringVar(&dryRun, "dry-run", "none", `"server" asks each member to validate the change without making it; "none" makes it`)
+	fs.Lookup("dry-run").NoOptDefVal = "server"
 	fs.BoolVar(&opts.delete, "delete", false, "delete the Deployment instead of applying it")
-	prefer := fs.String("prefer", "", "provider types to use, in order of preference, e.g. secret,kubeconfig-secret (default: each Cluster's own order)")
-	execs := fs.String("allow-exec", "", "comma-separated exec plugin commands that Clusters may name (default: none)")
-	roots := fs.String("file-root", "", "comma-separated directories that token-file and kubeconfig-file providers may read (default: none)")
-	sendTo := fs.String("send-to", "", "comma-separated API servers that credentials from this machine (--allow-exec plugins, --file-root token files) may be sent to, "+
+	fs.StringVar(&prefer, "prefer", "", "provider types to use, in order of preference, e.g. secret,kubeconfig-secret (default: each Cluster's own order)")
+	fs.StringVar(&execs, "allow-exec", "", "comma-separated exec plugin commands that Clusters may name (default: none)")
+	fs.StringVar(&roots, "file-root", "", "comma-separated directories that token-file and kubeconfig-file providers may read (default: none)")
+	fs.StringVar(&sendTo, "send-to", "", "comma-separated API servers that credentials from this machine (--allow-exec plugins, --file-root token files) may be sent to, "+
 		"or * for any server (only for plugins whose credentials are bound to the server they are given); a kubeconfig file's own server always counts (default: none)")
-	if err := fs.Parse(args); err != nil {
+	if err := cmd.Execute(); err != nil {
 		return nil, err
 	}
+	if help, _ := fs.GetBool("help"); help {
+		return nil, pflag.ErrHelp
+	}
+	fsArgs := fs.Args()
 
 	var errs []error
-	if fs.NArg() > 0 {
-		errs = append(errs, fmt.Errorf("unexpected argument %q: everything is given by flags", fs.Arg(0)))
+	if len(fsArgs) > 0 {
+		errs = append(errs, fmt.Errorf("unexpected argument %q: everything is given by flags", fsArgs[0]))
+	}
+	switch dryRun {
+	case "server":
+		opts.dryRun = true
+	case "none":
+	default:
+		errs = append(errs, fmt.Errorf("--dry-run=%s: want server or none (a change to other clusters cannot be checked client-side)", dryRun))
 	}
 	if opts.name == "" {
 		errs = append(errs, errors.New("--name is required"))
@@ -247,27 +282,27 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 		errs = append(errs, fmt.Errorf("--timeout %v: want a positive duration", opts.timeout))
 	}
 	var err error
-	if opts.selector, err = labels.Parse(*selector); err != nil {
+	if opts.selector, err = labels.Parse(selector); err != nil {
 		errs = append(errs, fmt.Errorf("--selector: %w", err))
 	}
 	known := []string{v1alpha1.ProviderTypeSecret, v1alpha1.ProviderTypeKubeconfigSecret, v1alpha1.ProviderTypeKubeconfigFile, v1alpha1.ProviderTypeExec, v1alpha1.ProviderTypeTokenFile}
-	for _, t := range list(*prefer) {
+	for _, t := range list(prefer) {
 		if !slices.Contains(known, t) {
 			errs = append(errs, fmt.Errorf("--prefer: unknown provider type %q (known: %s)", t, strings.Join(known, ", ")))
 		}
 		opts.resolver.Prefer = append(opts.resolver.Prefer, t)
 	}
 	var to multicluster.ServerMatcher
-	switch servers := list(*sendTo); {
+	switch servers := list(sendTo); {
 	case slices.Equal(servers, []string{"*"}):
 		to = multicluster.AnyServer()
 	case len(servers) > 0:
 		to = multicluster.Servers(servers...)
 	}
-	for _, command := range list(*execs) {
+	for _, command := range list(execs) {
 		opts.resolver.ExecPlugins = append(opts.resolver.ExecPlugins, multicluster.ExecPlugin{Command: command, ClusterArgs: true, SendTo: to})
 	}
-	for _, dir := range list(*roots) {
+	for _, dir := range list(roots) {
 		opts.resolver.FileRoots = append(opts.resolver.FileRoots, multicluster.FileRoot{Dir: dir, SendTo: to})
 	}
 	return opts, errors.Join(errs...)

@@ -45,7 +45,8 @@ func TestBadFlags(t *testing.T) {
 			[]string{"--replicas -1", "--concurrency -2", "--timeout 0s"}},
 		{[]string{"--name", "web", "--image", "x", "--member-namespace", "Not/Valid"}, []string{`--member-namespace "Not/Valid"`}},
 		{[]string{"--name", "web", "--image", "x", "stray"}, []string{`unexpected argument "stray"`}},
-		{[]string{"--no-such-flag"}, []string{"flag provided but not defined: -no-such-flag"}},
+		{[]string{"--no-such-flag"}, []string{"unknown flag: --no-such-flag"}},
+		{[]string{"--name", "web", "--image", "x", "--dry-run=client"}, []string{"--dry-run=client: want server or none"}},
 	} {
 		var stdout, stderr bytes.Buffer
 		code := run(context.Background(), tc.args, &stdout, &stderr)
@@ -83,7 +84,7 @@ func TestEndToEnd(t *testing.T) {
 	fanoutDeploy := func(t *testing.T, args ...string) (code int, stdout, stderr string) {
 		t.Helper()
 		var out, errOut bytes.Buffer
-		cmd := exec.CommandContext(ctx, bin, append([]string{"--kubeconfig", lf.Registry.Kubeconfig, "--namespace", lf.Namespace}, args...)...)
+		cmd := exec.CommandContext(ctx, bin, append([]string{"--kubeconfig", lf.Registry.Kubeconfig, "-n", lf.Namespace}, args...)...)
 		cmd.Stdout, cmd.Stderr = &out, &errOut
 		err := cmd.Run()
 		if exitErr, ok := err.(*exec.ExitError); ok {
@@ -118,7 +119,7 @@ func TestEndToEnd(t *testing.T) {
 	}
 
 	t.Run("applies to every member", func(t *testing.T) {
-		code, out, _ := fanoutDeploy(t, "--selector", "env=demo", "--name", "web", "--image", "registry.example/web:1", "--replicas", "2")
+		code, out, _ := fanoutDeploy(t, "-l", "env=demo", "--name", "web", "--image", "registry.example/web:1", "--replicas", "2")
 		if code != 0 {
 			t.Fatalf("exit %d", code)
 		}
@@ -161,6 +162,10 @@ func TestEndToEnd(t *testing.T) {
 		}
 		if row := tableRow(out, "fleet/member-2"); !strings.Contains(row, "connection refused") || !strings.Contains(row, "  3  ") {
 			t.Errorf("failed member's row: %q", row)
+		}
+		// Below the table, the whole error, which the table's column may cut.
+		if _, errors, ok := strings.Cut(out, "\nErrors:\n"); !ok || !strings.HasPrefix(errors, "  fleet/member-2: Patch \"https://") || !strings.Contains(errors, "connection refused") {
+			t.Errorf("no full error below the table:\n%s", out)
 		}
 		for _, name := range []string{"fleet/member-1", "fleet/member-3"} {
 			if row := tableRow(out, name); !strings.Contains(row, "applied, generation 2") {

@@ -80,7 +80,7 @@ func run(ctx context.Context, fanoutDeploy string, keep bool) error {
 	}
 
 	step("fanout-deploy applies a Deployment to every selected member at once")
-	if err := deploy("--namespace", lf.Namespace, "--selector", "env=demo", "--name", "hello", "--image", "registry.example/hello:1", "--replicas", "2"); err != nil {
+	if err := deploy("-n", lf.Namespace, "-l", "env=demo", "--name", "hello", "--image", "registry.example/hello:1", "--replicas", "2"); err != nil {
 		return fmt.Errorf("fanout-deploy: %w", err)
 	}
 	fmt.Printf("\n$ kubectl --kubeconfig <member-1's admin kubeconfig> get deployments\n")
@@ -99,7 +99,7 @@ func run(ctx context.Context, fanoutDeploy string, keep bool) error {
 	}
 
 	step("fanout-deploy again: the other members are updated, member-2 is reported and named")
-	err = deploy("--namespace", lf.Namespace, "--selector", "env=demo", "--name", "hello", "--image", "registry.example/hello:2", "--timeout", "10s")
+	err = deploy("-n", lf.Namespace, "-l", "env=demo", "--name", "hello", "--image", "registry.example/hello:2", "--timeout", "10s")
 	var exitErr *exec.ExitError
 	if !errors.As(err, &exitErr) || exitErr.ExitCode() != 1 {
 		return fmt.Errorf("fanout-deploy with a member down: %v, want exit status 1", err)
