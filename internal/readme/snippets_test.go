@@ -1,0 +1,124 @@
+package readme
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// fences are README.md's code blocks: the language and the text.
+func fences(t *testing.T, lang string) []string {
+	t.Helper()
+	readme, err := os.ReadFile("../../README.md")
+	require.NoError(t, err)
+	var blocks []string
+	re := regexp.MustCompile("(?ms)^```" + lang + "\n(.*?)^```")
+	for _, m := range re.FindAllStringSubmatch(string(readme), -1) {
+		blocks = append(blocks, m[1])
+	}
+	return blocks
+}
+
+// snippetPrelude declares what README's snippets take as given: the packages they use and the
+// variables a tool would already have.
+const snippetPrelude = `package snippets
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+	"k8s.io/client-go/kubernetes"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/rest"
+
+	"github.com/cluster-registry/sdk/clientset/versioned"
+	"github.com/cluster-registry/sdk/clusterregistry"
+	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
+	"github.com/cluster-registry/sdk/localfleet"
+	"github.com/cluster-registry/sdk/multicluster"
+)
+
+var (
+	ctx            context.Context
+	cfg            *rest.Config
+	caPEM          []byte
+	registryKube   kubernetes.Interface
+	registryClient versioned.Interface
+	secretLister   corelisters.SecretLister
+	cluster        *v1alpha1.Cluster
+	resolver       *multicluster.Resolver // from "Reach a member"
+	cm             *corev1ac.ConfigMapApplyConfiguration
+	t              *testing.T
+	runMyTool      func(t *testing.T, args ...string)
+)
+`
+
+// TestGoSnippetsCompile builds every Go snippet of README.md, as written, in a function of its
+// own. Only "declared and not used" is forgiven: a snippet shows a value it does not go on to use.
+func TestGoSnippetsCompile(t *testing.T) {
+	snippets := fences(t, "go")
+	require.NotEmpty(t, snippets)
+	var src strings.Builder
+	imports := map[string]bool{}
+	for _, line := range strings.Split(snippetPrelude, "\n") {
+		imports[strings.TrimSpace(line)] = true
+	}
+	var extraImports []string
+	for i, s := range snippets {
+		// A snippet may open with its imports; they join the file's.
+		if rest, ok := strings.CutPrefix(s, "import (\n"); ok {
+			block, body, _ := strings.Cut(rest, "\n)\n")
+			for _, line := range strings.Split(block, "\n") {
+				if line = strings.TrimSpace(line); line != "" && !imports[line] {
+					extraImports = append(extraImports, line)
+				}
+			}
+			s = body
+		}
+		fmt.Fprintf(&src, "\n// README.md, Go snippet %d\nfunc _() error {\n\tvar err error\n\t_ = err\n%s\treturn nil\n}\n", i+1, s)
+	}
+	file := strings.Replace(snippetPrelude, "import (\n", "import (\n\t"+strings.Join(extraImports, "\n\t")+"\n", 1) + src.String()
+
+	// Inside the module, so that the SDK's own packages resolve; the directory is removed after.
+	dir, err := os.MkdirTemp(".", "_snippets")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "snippets.go"), []byte(file), 0o600))
+	cmd := exec.Command("go", "build", "-gcflags=-e", "-o", os.DevNull, "./"+filepath.Base(dir))
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	_ = cmd.Run()
+	var problems []string
+	for line := range strings.Lines(out.String()) {
+		if strings.HasPrefix(line, "#") || strings.Contains(line, "declared and not used") || strings.Contains(line, "imported and not used") {
+			continue
+		}
+		problems = append(problems, line)
+	}
+	if len(problems) > 0 || (cmd.ProcessState.ExitCode() != 0 && len(problems) == 0 && !strings.Contains(out.String(), "not used")) {
+		t.Errorf("README.md's Go snippets do not compile:\n%s\nthe file built:\n%s", strings.Join(problems, ""), numbered(file))
+	}
+}
+
+func numbered(s string) string {
+	var b strings.Builder
+	for i, line := range strings.Split(s, "\n") {
+		fmt.Fprintf(&b, "%4d  %s\n", i+1, line)
+	}
+	return b.String()
+}
