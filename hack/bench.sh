@@ -2,7 +2,10 @@
 # Runs the SDK's benchmarks and prints their figures as a table. Figures are ratios and per-unit
 # costs measured in the same run, since these machines are noisy. Takes a few minutes.
 #   BenchmarkResolveCached    cached Resolve of an unchanged Cluster (target < 1µs, 0 allocs)
-#   BenchmarkFanOut           one GET on N simulated members of 50ms latency (see bench_test.go)
+#   BenchmarkFanOut           one GET on N simulated members of 50ms latency, beside the hand-rolled
+#                             peer (a clientset per member, errgroup) in the same run (bench_test.go)
+#   BenchmarkFleet            a Fleet of 10,000 Clusters on the real registry, beside client-go's
+#                             generated informer: sync, heap per idle member, Members, Select
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -12,7 +15,10 @@ export KUBEBUILDER_ASSETS
 out="$(mktemp)"
 trap 'rm -f "$out"' EXIT
 go test ./multicluster/ -run '^$' -bench 'ResolveCached' -benchtime 200000x | tee -a "$out" >&2
-go test ./multicluster/ -run '^$' -bench 'FanOut/members' -benchtime 100x | tee -a "$out" >&2
+go test ./multicluster/ -run '^$' -bench 'FanOut/(members|peer-members)=(10|100|1000)$' -benchtime 100x | tee -a "$out" >&2
+go test ./multicluster/ -run '^$' -bench 'FanOut/(members|peer-members)=3000$' -benchtime 20x | tee -a "$out" >&2
+go test ./multicluster/ -run '^$' -bench 'Fleet/(sync|idle-heap)$' -benchtime 3x | tee -a "$out" >&2
+go test ./multicluster/ -run '^$' -bench 'Fleet/(Members|Select)$' -benchtime 2000x | tee -a "$out" >&2
 go test ./multicluster/ -run '^$' -bench 'FanOut/naive' -benchtime 3x | tee -a "$out" >&2
 
 # Each result line is: name iterations value unit value unit ...; print one row per benchmark.

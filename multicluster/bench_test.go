@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sync/errgroup"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 )
@@ -27,11 +28,17 @@ const simLatency = 50 * time.Millisecond
 //   - idle-KiB/member and idle-goroutines/member: the same for members never used (target 0
 //     goroutines).
 //
+// peer-members=N is the hand-rolled peer, in the same run: one client-go clientset per member,
+// built once, and an errgroup with no limit. Compare its latency-ratio with ours at the same N
+// (target: ours at least as good at every N).
+//
 // naive/members=N is the same fan-out done as tools often do it: sequentially, with a new
 // rest.Config and clientset per call. Compare its latency-ratio with ours at the same N.
 func BenchmarkFanOut(b *testing.B) {
-	for _, n := range []int{10, 100, 1000} {
+	integration(b)
+	for _, n := range []int{10, 100, 1000, 3000} {
 		b.Run(fmt.Sprintf("members=%d", n), func(b *testing.B) { benchFanOut(b, n) })
+		b.Run(fmt.Sprintf("peer-members=%d", n), func(b *testing.B) { benchPeer(b, n) })
 	}
 	for _, n := range []int{10, 100} {
 		b.Run(fmt.Sprintf("naive/members=%d", n), func(b *testing.B) { benchNaive(b, n) })
@@ -71,6 +78,48 @@ func benchFanOut(b *testing.B, n int) {
 	b.ReportMetric(float64(heapIdle-heap0)/1024/float64(n), "idle-KiB/member")
 	b.ReportMetric(float64(gIdle-g0)/float64(n), "idle-goroutines/member")
 	runtime.KeepAlive(members)
+}
+
+// benchPeer is the hand-rolled peer: a clientset per member built once, outside the timing, and
+// one goroutine per member per fan-out with errgroup.
+func benchPeer(b *testing.B, n int) {
+	sim := startSimMembers(b, n, simLatency)
+	clusters := sim.clusters()
+	ctx := context.Background()
+	clients := make([]kubernetes.Interface, n)
+	for i := range clusters {
+		cfg, err := simResolver(b).Config(ctx, &clusters[i])
+		if err != nil {
+			b.Fatal(err)
+		}
+		if clients[i], err = kubernetes.NewForConfig(cfg); err != nil {
+			b.Fatal(err)
+		}
+	}
+	fanOut := func() error {
+		var g errgroup.Group
+		for _, kube := range clients {
+			g.Go(func() error {
+				_, err := kube.CoreV1().ConfigMaps("default").Get(ctx, "fleet-demo", metav1.GetOptions{})
+				return err
+			})
+		}
+		return g.Wait()
+	}
+	if err := fanOut(); err != nil { // warm every member, as the SDK's run is
+		b.Fatal(err)
+	}
+	cpu0 := processCPU()
+	b.ResetTimer()
+	for b.Loop() {
+		if err := fanOut(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	perFanOut := b.Elapsed() / time.Duration(b.N)
+	b.StopTimer()
+	b.ReportMetric(float64(processCPU()-cpu0)/float64(time.Microsecond)/float64(b.N*n), "client-CPU-µs/call")
+	b.ReportMetric(float64(perFanOut)/float64(simLatency), "latency-ratio")
 }
 
 // benchNaive builds a new rest.Config and clientset for every call, one member after another.

@@ -146,8 +146,8 @@ func (m *Member) endpoint() string {
 	m.mu.Lock()
 	a := m.clients.access
 	m.mu.Unlock()
-	if a != nil {
-		return a.Server.String()
+	if a != nil && a.server != "" {
+		return a.server
 	}
 	if eps := m.Cluster().Spec.KubernetesAPIEndpoints.ServerEndpoints; len(eps) > 0 {
 		return eps[0].ServerAddress

@@ -108,6 +108,8 @@ type Access struct {
 	// Provider and ProviderType name the auth provider whose credentials are in use.
 	Provider, ProviderType string
 
+	// server is Server as a string, made once: every fan-out result reports it.
+	server string
 	// unauthorized is set when the member answers 401, so that the next Resolve rereads the inputs.
 	unauthorized *atomic.Bool
 }
@@ -421,6 +423,7 @@ func (r *Resolver) build(server *url.URL, caData []byte, provider *v1alpha1.Auth
 		Server:       server,
 		Provider:     provider.Name,
 		ProviderType: provider.Type.Name,
+		server:       server.String(),
 		unauthorized: unauthorized,
 	}, nil
 }
