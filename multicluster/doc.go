@@ -8,4 +8,10 @@
 // a Secret's credentials go only to the servers the Secret names (credential pinning), Secrets
 // outside a Cluster's namespace, files outside the caller's chosen roots and exec commands not on
 // the caller's list are refused, and no credential ever appears in an error or a log line.
+//
+// A Fleet is a set of Members, live from the registry (NewFleet) or fixed (StaticFleet, LoadFleet,
+// FleetOf); Status says how current a live one is, and Subscribe follows its membership. Map and
+// ForEach act on many members at once, with bounded concurrency, per-member timeouts, canaries,
+// and retries only of what provably did not reach a member; every member gets one Result. For
+// unit tests of a callback, NewMember makes Members backed by fake clientsets.
 package multicluster
