@@ -2,6 +2,7 @@ package localfleet_test
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"net"
@@ -10,10 +11,12 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
@@ -180,5 +183,32 @@ func TestAssetsDirMatchesTheBuildScript(t *testing.T) {
 	got, err := localfleet.AssetsDir("")
 	if want := strings.TrimSpace(string(out)); err != nil || got != want {
 		t.Errorf("AssetsDir() = %q, %v; the build script prints %q", got, err, want)
+	}
+}
+
+// A restarted API server answers on the same address, to the same credentials, with the same data;
+// while it is down, clients are refused.
+func TestAPIServerRestart(t *testing.T) {
+	ctx := testContext(t)
+	f, err := localfleet.Start(ctx, localfleet.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Stop()
+	kube := kubernetes.NewForConfigOrDie(f.Registry.Config)
+	if _, err := kube.CoreV1().ConfigMaps(f.Namespace).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "kept"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Registry.StopAPIServer(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kube.CoreV1().ConfigMaps(f.Namespace).Get(ctx, "kept", metav1.GetOptions{}); !errors.Is(err, syscall.ECONNREFUSED) {
+		t.Errorf("while stopped: %v, want connection refused", err)
+	}
+	if err := f.Registry.StartAPIServer(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kube.CoreV1().ConfigMaps(f.Namespace).Get(ctx, "kept", metav1.GetOptions{}); err != nil {
+		t.Errorf("after the restart: %v", err)
 	}
 }

@@ -2,10 +2,14 @@ package localfleet
 
 import (
 	"fmt"
+	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"k8s.io/client-go/rest"
@@ -33,13 +37,25 @@ type Server struct {
 
 // startServer starts kube-apiserver and etcd from assets and writes an admin kubeconfig.
 func startServer(assets string, timeout time.Duration) (*Server, error) {
-	s := &Server{env: &envtest.Environment{
+	dir, err := os.MkdirTemp("", "localfleet-")
+	if err != nil {
+		return nil, err
+	}
+	// The API server's certificates live in a directory of ours, not one envtest removes when the
+	// API server stops, so that StartAPIServer brings it back with the same ones.
+	certs := filepath.Join(dir, "apiserver")
+	if err := os.Mkdir(certs, 0o700); err != nil {
+		_ = os.RemoveAll(dir)
+		return nil, err
+	}
+	s := &Server{dir: dir, env: &envtest.Environment{
 		BinaryAssetsDirectory:    assets,
 		ControlPlaneStartTimeout: timeout,
 		ControlPlaneStopTimeout:  timeout,
 	}}
-	var err error
+	s.env.ControlPlane.APIServer = &envtest.APIServer{CertDir: certs}
 	if s.Config, err = s.env.Start(); err != nil {
+		_ = os.RemoveAll(dir)
 		return nil, fmt.Errorf("starting kube-apiserver and etcd from %s: %w", assets, err)
 	}
 	if err := s.writeKubeconfig(); err != nil {
@@ -52,9 +68,6 @@ func startServer(assets string, timeout time.Duration) (*Server, error) {
 func (s *Server) writeKubeconfig() error {
 	kubeconfig, err := s.AddUser("admin", "system:masters")
 	if err != nil {
-		return err
-	}
-	if s.dir, err = os.MkdirTemp("", "localfleet-"); err != nil {
 		return err
 	}
 	s.Kubeconfig = filepath.Join(s.dir, "kubeconfig")
@@ -76,6 +89,74 @@ func (s *Server) AddUser(name string, groups ...string) ([]byte, error) {
 		return nil, fmt.Errorf("writing a kubeconfig for user %s: %w", name, err)
 	}
 	return kubeconfig, nil
+}
+
+// StopAPIServer kills the kube-apiserver alone, as a crash or an outage would: open connections
+// break, new ones are refused, and etcd keeps every object. StartAPIServer brings it back. (A
+// graceful stop would wait up to a minute for open watches to drain.)
+func (s *Server) StopAPIServer() error {
+	pid, err := s.apiServerPID()
+	if err != nil {
+		return err
+	}
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		return fmt.Errorf("killing kube-apiserver (pid %d): %w", pid, err)
+	}
+	// envtest waits for its process and notices it gone; Stop then has nothing to stop.
+	return s.env.ControlPlane.APIServer.Stop()
+}
+
+// apiServerPID finds this Server's kube-apiserver among this process's children by its port.
+func (s *Server) apiServerPID() (int, error) {
+	u, err := url.Parse(s.Config.Host)
+	if err != nil {
+		return 0, err
+	}
+	port := "--secure-port=" + u.Port()
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return 0, fmt.Errorf("finding kube-apiserver: %w", err)
+	}
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		cmdline, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err != nil {
+			continue
+		}
+		args := strings.Split(string(cmdline), "\x00")
+		if filepath.Base(args[0]) == "kube-apiserver" && slices.Contains(args, port) && parentPID(pid) == os.Getpid() {
+			return pid, nil
+		}
+	}
+	return 0, fmt.Errorf("finding kube-apiserver: no child process serves %s", u.Host)
+}
+
+// parentPID is the parent of process pid, from /proc/pid/stat, or 0.
+func parentPID(pid int) int {
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	// pid (comm) state ppid ...; comm may hold spaces, so start after its closing parenthesis.
+	i := strings.LastIndexByte(string(stat), ')')
+	fields := strings.Fields(string(stat[i+1:]))
+	if len(fields) < 2 {
+		return 0
+	}
+	ppid, _ := strconv.Atoi(fields[1])
+	return ppid
+}
+
+// StartAPIServer starts the kube-apiserver that StopAPIServer stopped, on the same address, with
+// the same certificates and users, over the same etcd: to its clients, the server restarted.
+func (s *Server) StartAPIServer() error {
+	if err := s.env.ControlPlane.APIServer.Start(); err != nil {
+		return fmt.Errorf("starting kube-apiserver again: %w", err)
+	}
+	return nil
 }
 
 // Stop stops the API server and etcd and removes their files. Calling it again does nothing.

@@ -4,9 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"net"
-	"net/url"
 	"sync"
 	"testing"
 	"time"
@@ -15,11 +12,10 @@ import (
 	"go.uber.org/goleak"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/rest"
 
 	"github.com/cluster-registry/sdk/clientset/versioned"
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
+	"github.com/cluster-registry/sdk/localfleet"
 )
 
 // Start and Stop from different goroutines are safe, and a stopped Fleet starts again, seeing
@@ -59,34 +55,42 @@ func TestFleetStartStopRaceAndRestart(t *testing.T) {
 	require.True(t, fleet.Status().Fresh())
 }
 
-// While the registry cannot be reached the Fleet says its view is stale, and since when; once the
-// registry is back the Fleet follows it again at once.
-func TestFleetFreshnessAcrossARegistryOutage(t *testing.T) {
+// While the registry's API server is down the Fleet says its view is stale, and since when; once
+// the API server has restarted, the Fleet follows it again within about a second.
+func TestFleetFreshnessAcrossARegistryRestart(t *testing.T) {
 	integration(t)
-	proxy := startProxy(t, registry.Config.Host)
-	cfg := rest.CopyConfig(registry.Config)
-	cfg.Host = "https://" + proxy.addr
-	ns := newNamespace(t, registry)
-	fleet := NewFleet(versioned.NewForConfigOrDie(cfg), newResolver(t, ResolverOptions{}), FleetOptions{Namespaces: []string{ns}})
-	require.NoError(t, fleet.Start(testContext(t)), "%v; %s", fleet.Status(), cfg.Host)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute) // two API server starts
+	defer cancel()
+	lf, err := localfleet.Start(ctx, localfleet.Options{}) // a registry of its own, to restart
+	require.NoError(t, err)
+	defer lf.Stop()
+	clusters := versioned.NewForConfigOrDie(lf.Registry.Config)
+	resolver := newResolver(t, ResolverOptions{Secrets: SecretsFromClient(kubeClient(t, lf.Registry))})
+	fleet := NewFleet(clusters, resolver, FleetOptions{Namespaces: []string{lf.Namespace}})
+	require.NoError(t, fleet.Start(ctx))
 	defer fleet.Stop()
 	require.True(t, fleet.Status().Fresh(), "%v", fleet.Status())
 
 	cut := time.Now()
-	proxy.down()
+	require.NoError(t, lf.Registry.StopAPIServer())
 	require.Eventually(t, func() bool { return fleet.Status().Err != nil }, testTimeout, 20*time.Millisecond)
 	st := fleet.Status()
 	require.False(t, st.Fresh())
-	require.False(t, st.Since.Before(cut), "stale since %v, cut at %v", st.Since, cut)
+	require.False(t, st.Since.Before(cut), "stale since %v, stopped at %v", st.Since, cut)
 	require.Contains(t, st.String(), "not following the registry since")
-	time.Sleep(3 * time.Second) // long enough for the reflector to back off
+	time.Sleep(5 * time.Second) // long enough for client-go's own backoff to have grown
 
-	proxy.up()
+	restart := time.Now()
+	require.NoError(t, lf.Registry.StartAPIServer())
 	back := time.Now()
-	storedCluster(t, ns, "after-outage", "after.example.com", nil)
-	require.Eventually(t, func() bool { return fleet.Member(ns, "after-outage") != nil }, testTimeout, 10*time.Millisecond)
+	t.Logf("the registry's API server took %v to start again", back.Sub(restart))
+	c := offlineCluster("after-restart", "after.example.com", nil)
+	c.Namespace, c.UID = lf.Namespace, ""
+	_, err = clusters.ClusterregistryV1alpha1().Clusters(lf.Namespace).Create(ctx, c, metav1.CreateOptions{})
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { return fleet.Member(lf.Namespace, "after-restart") != nil }, testTimeout, 10*time.Millisecond)
 	seen := time.Since(back)
-	t.Logf("a Cluster created once the registry was back appeared in the Fleet after %v", seen)
+	t.Logf("a Cluster created once the registry was back appeared in the Fleet %v after the restart", seen)
 	require.Less(t, seen, 5*time.Second, "reconnection is not prompt")
 	require.True(t, fleet.Status().Fresh(), "%v", fleet.Status())
 }
@@ -162,77 +166,3 @@ func TestMembersSnapshot(t *testing.T) {
 // ignoreRegistryConnections leaves out the idle HTTP/2 connections to the shared registry: client-go
 // shares transports between clients of one config, so they outlive the test that opened them.
 var ignoreRegistryConnections = goleak.IgnoreAnyFunction("golang.org/x/net/http2.(*ClientConn).readLoop")
-
-// proxy forwards TCP connections to an API server, and can refuse them and cut those open, as an
-// outage of the server would.
-type proxy struct {
-	addr, target string
-	mu           sync.Mutex
-	ln           net.Listener
-	conns        map[net.Conn]bool
-	wg           sync.WaitGroup
-}
-
-func startProxy(t *testing.T, targetURL string) *proxy {
-	u, err := url.Parse(targetURL)
-	require.NoError(t, err)
-	p := &proxy{target: u.Host, conns: map[net.Conn]bool{}}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	p.addr = ln.Addr().String()
-	p.serve(ln)
-	t.Cleanup(func() { p.down(); p.wg.Wait() })
-	return p
-}
-
-func (p *proxy) serve(ln net.Listener) {
-	p.mu.Lock()
-	p.ln = ln
-	p.mu.Unlock()
-	p.wg.Go(func() {
-		for {
-			in, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			out, err := net.Dial("tcp", p.target)
-			if err != nil {
-				in.Close()
-				continue
-			}
-			p.mu.Lock()
-			p.conns[in], p.conns[out] = true, true
-			p.mu.Unlock()
-			p.wg.Go(func() { _, _ = io.Copy(out, in); out.Close() })
-			p.wg.Go(func() { _, _ = io.Copy(in, out); in.Close() })
-		}
-	})
-}
-
-// down refuses new connections and cuts the open ones.
-func (p *proxy) down() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.ln != nil {
-		p.ln.Close()
-		p.ln = nil
-	}
-	for c := range p.conns {
-		c.Close()
-		delete(p.conns, c)
-	}
-}
-
-// up accepts connections again, on the same address.
-func (p *proxy) up() {
-	var ln net.Listener
-	err := wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
-		var err error
-		ln, err = net.Listen("tcp", p.addr)
-		return err == nil, nil
-	})
-	if err != nil {
-		panic(fmt.Sprintf("proxy: listening on %s again: %v", p.addr, err))
-	}
-	p.serve(ln)
-}
