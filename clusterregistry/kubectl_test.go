@@ -57,7 +57,7 @@ func TestKubectlGetShowsColumns(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.Status.Version = "v1.36.3"
-	c.Status.SetCondition(metav1.Condition{Type: v1alpha1.ConditionReady, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonProbeSucceeded})
+	c.Status.SetCondition(metav1.Condition{Type: v1alpha1.ConditionReady, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonReachable})
 	if _, err := clusters.UpdateStatus(testContext(t), c, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}

@@ -101,7 +101,7 @@ func (m *Member) register(ctx context.Context, registryKube kubernetes.Interface
 	created.Status.Version = version.GitVersion
 	created.Status.LastProbeTime = &now
 	created.Status.SetCondition(metav1.Condition{Type: v1alpha1.ConditionReady, Status: metav1.ConditionTrue,
-		Reason: v1alpha1.ReasonProbeSucceeded, Message: "started by localfleet"})
+		Reason: v1alpha1.ReasonReachable, Message: "started by localfleet"})
 	if _, err := clusters.UpdateStatus(ctx, created, metav1.UpdateOptions{FieldManager: fieldManager}); err != nil {
 		return fmt.Errorf("member %s: writing its status: %w", m.Name, err)
 	}

@@ -40,18 +40,18 @@ func ExampleClusterStatus_SetCondition() {
 	c.Status.SetCondition(metav1.Condition{
 		Type:    v1alpha1.ConditionReady,
 		Status:  metav1.ConditionTrue,
-		Reason:  v1alpha1.ReasonProbeSucceeded,
+		Reason:  v1alpha1.ReasonReachable,
 		Message: "GET /version answered v1.36.3",
 	})
 	fmt.Println(c.IsReady(), c.Status.Condition(v1alpha1.ConditionReady).Reason)
-	// Output: true ProbeSucceeded
+	// Output: true Reachable
 }
 
 // Ready has three states: True, False, and not known yet (no condition, or Unknown). A tool that
 // skips unhealthy members skips only those known to be down.
 func ExampleCluster_IsNotReady() {
 	up, down, fresh := &v1alpha1.Cluster{}, &v1alpha1.Cluster{}, &v1alpha1.Cluster{}
-	up.Status.SetCondition(metav1.Condition{Type: v1alpha1.ConditionReady, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonProbeSucceeded})
+	up.Status.SetCondition(metav1.Condition{Type: v1alpha1.ConditionReady, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonReachable})
 	down.Status.SetCondition(metav1.Condition{Type: v1alpha1.ConditionReady, Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonUnreachable})
 	for _, c := range []*v1alpha1.Cluster{up, down, fresh} {
 		fmt.Printf("ready=%t notReady=%t\n", c.IsReady(), c.IsNotReady())

@@ -15,11 +15,13 @@ import (
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:scope=Namespaced,shortName=rcl,categories=clusterregistry
 // +kubebuilder:metadata:annotations="api-approved.kubernetes.io=unapproved, not an official Kubernetes API; see https://github.com/cluster-registry/sdk"
-// +kubebuilder:metadata:annotations="clusterregistry.k8s.io/schema-version=1"
+// +kubebuilder:metadata:annotations="clusterregistry.k8s.io/schema-version=2"
 // +kubebuilder:printcolumn:name="Display Name",type=string,JSONPath=`.spec.displayName`
 // +kubebuilder:printcolumn:name="Server",type=string,JSONPath=`.spec.kubernetesApiEndpoints.serverEndpoints[0].serverAddress`
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name="Version",type=string,JSONPath=`.status.version`
+// +kubebuilder:printcolumn:name="Reason",type=string,priority=1,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`
+// +kubebuilder:printcolumn:name="Last Probe",type=date,priority=1,JSONPath=`.status.lastProbeTime`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type Cluster struct {
 	metav1.TypeMeta   `json:",inline"`
@@ -170,9 +172,18 @@ type ClusterStatus struct {
 	// +kubebuilder:validation:MaxLength=64
 	Version string `json:"version,omitempty"`
 
-	// lastProbeTime is when a controller last probed the cluster's API server.
+	// lastProbeTime is when a controller last probed the cluster's API server. A health
+	// controller refreshes it at most once per heartbeat while nothing else changes.
 	// +optional
 	LastProbeTime *metav1.Time `json:"lastProbeTime,omitempty"`
+
+	// clusterID identifies the cluster the endpoints lead to: the UID of its kube-system
+	// namespace, as KEP-2149 (ClusterId) and Karmada use. A health controller records it on first
+	// sight; if the endpoints later lead to a cluster with another ID, Ready turns False with
+	// reason IdentityChanged. Remove the field to accept the new cluster.
+	// +optional
+	// +kubebuilder:validation:MaxLength=128
+	ClusterID string `json:"clusterID,omitempty"`
 }
 
 // ClusterList is a list of Clusters.

@@ -24,19 +24,30 @@ const (
 
 // Well-known condition types and reasons for ClusterStatus.Conditions.
 const (
-	// ConditionReady is True when the cluster's API server answered its last probe.
+	// ConditionReady is True when the cluster's API server was reachable and usable, with the
+	// prober's credentials, at its last probes.
 	ConditionReady = "Ready"
 
-	// ReasonProbeSucceeded: the API server answered the probe.
-	ReasonProbeSucceeded = "ProbeSucceeded"
-	// ReasonUnreachable: no connection could be made to any usable endpoint.
+	// ReasonReachable (True): the API server answered readyz and version with the credentials.
+	ReasonReachable = "Reachable"
+	// ReasonUnreachable: no connection could be made to the cluster's endpoint, or it did not
+	// answer in time.
 	ReasonUnreachable = "Unreachable"
-	// ReasonUnauthorized: the API server refused the caller's credentials.
+	// ReasonNotReady: the API server answered, but its readiness checks fail; the message names
+	// them.
+	ReasonNotReady = "NotReady"
+	// ReasonUnauthorized: the API server refused the credentials (401 or 403).
 	ReasonUnauthorized = "Unauthorized"
-	// ReasonCredentialsUnavailable: none of the cluster's auth providers could be resolved.
+	// ReasonCredentialsUnavailable: none of the cluster's auth providers could be resolved; the
+	// message names them.
 	ReasonCredentialsUnavailable = "CredentialsUnavailable"
 	// ReasonNoEndpoint: no serverEndpoints entry matches the prober's client address.
 	ReasonNoEndpoint = "NoEndpoint"
+	// ReasonIdentityChanged: the endpoints now lead to a different cluster than status.clusterID
+	// records.
+	ReasonIdentityChanged = "IdentityChanged"
+	// ReasonNotProbed (Unknown): no controller has probed the cluster for too long.
+	ReasonNotProbed = "NotProbed"
 )
 
 // ServersAnnotation, on a Secret that holds credentials for clusters, lists the API server

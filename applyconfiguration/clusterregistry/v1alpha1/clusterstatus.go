@@ -33,8 +33,14 @@ type ClusterStatusApplyConfiguration struct {
 	Conditions []v1.ConditionApplyConfiguration `json:"conditions,omitempty"`
 	// version is the Kubernetes version the cluster's API server last reported, such as v1.36.3.
 	Version *string `json:"version,omitempty"`
-	// lastProbeTime is when a controller last probed the cluster's API server.
+	// lastProbeTime is when a controller last probed the cluster's API server. A health
+	// controller refreshes it at most once per heartbeat while nothing else changes.
 	LastProbeTime *metav1.Time `json:"lastProbeTime,omitempty"`
+	// clusterID identifies the cluster the endpoints lead to: the UID of its kube-system
+	// namespace, as KEP-2149 (ClusterId) and Karmada use. A health controller records it on first
+	// sight; if the endpoints later lead to a cluster with another ID, Ready turns False with
+	// reason IdentityChanged. Remove the field to accept the new cluster.
+	ClusterID *string `json:"clusterID,omitempty"`
 }
 
 // ClusterStatusApplyConfiguration constructs a declarative configuration of the ClusterStatus type for use with
@@ -69,5 +75,13 @@ func (b *ClusterStatusApplyConfiguration) WithVersion(value string) *ClusterStat
 // If called multiple times, the LastProbeTime field is set to the value of the last call.
 func (b *ClusterStatusApplyConfiguration) WithLastProbeTime(value metav1.Time) *ClusterStatusApplyConfiguration {
 	b.LastProbeTime = &value
+	return b
+}
+
+// WithClusterID sets the ClusterID field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the ClusterID field is set to the value of the last call.
+func (b *ClusterStatusApplyConfiguration) WithClusterID(value string) *ClusterStatusApplyConfiguration {
+	b.ClusterID = &value
 	return b
 }
