@@ -1,0 +1,262 @@
+package health
+
+import (
+	"container/heap"
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/cluster-registry/sdk/multicluster"
+)
+
+// Controller probes the members of a registry and writes their status. Make one with New and
+// start it with Run.
+type Controller struct {
+	opts    Options
+	fleet   *multicluster.Fleet
+	writer  *writer
+	metrics *metrics
+
+	mu      sync.Mutex
+	members map[types.NamespacedName]*tracked
+	queue   probeQueue
+	wake    chan struct{}
+}
+
+// tracked is one member, its place in the probe queue and its state.
+type tracked struct {
+	member *multicluster.Member
+	next   time.Time
+	index  int // in the queue; -1 when out of it (being probed, or removed)
+	gone   bool
+	state  memberState
+}
+
+// New checks opts and returns a Controller.
+func New(opts Options) (*Controller, error) {
+	o, err := opts.withDefaults()
+	if err != nil {
+		return nil, fmt.Errorf("health: %w", err)
+	}
+	m, err := newMetrics(o.Metrics)
+	if err != nil {
+		return nil, fmt.Errorf("health: registering metrics: %w", err)
+	}
+	return &Controller{
+		opts:    o,
+		metrics: m,
+		members: map[types.NamespacedName]*tracked{},
+		wake:    make(chan struct{}, 1),
+	}, nil
+}
+
+// Run probes members until ctx ends, then waits for its goroutines and returns ctx's error. It
+// returns an error at once if the registry's Clusters cannot be listed.
+func (c *Controller) Run(ctx context.Context) error {
+	c.fleet = multicluster.NewFleet(c.opts.Registry, c.opts.Resolver, multicluster.FleetOptions{
+		Namespaces: c.opts.Namespaces, Selector: c.opts.Selector,
+	})
+	w, err := newWriter(ctx, &c.opts)
+	if err != nil {
+		return err
+	}
+	c.writer = w
+	defer w.shutdown()
+	if err := c.fleet.Start(ctx); err != nil {
+		return fmt.Errorf("health: %w", err)
+	}
+	defer c.fleet.Stop()
+	unsubscribe := c.fleet.Subscribe(c.onMembership)
+	defer unsubscribe()
+
+	work := make(chan *tracked)
+	var wg sync.WaitGroup
+	for range c.opts.Concurrency {
+		wg.Go(func() {
+			for t := range work {
+				c.probeAndWrite(ctx, t)
+			}
+		})
+	}
+	c.dispatch(ctx, work)
+	close(work)
+	wg.Wait()
+	return ctx.Err()
+}
+
+// onMembership follows the Fleet: a new member is probed within one interval, at a random point
+// of it so that a fleet's probes spread out; a member whose endpoints changed is probed at once.
+func (c *Controller) onMembership(ev multicluster.MemberEvent) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	key := ev.Member.Name()
+	switch ev.Type {
+	case multicluster.MemberAdded:
+		t := &tracked{member: ev.Member, index: -1}
+		c.members[key] = t
+		c.schedule(t, time.Now().Add(time.Duration(rand.Int64N(int64(c.opts.Interval)))))
+	case multicluster.MemberReachChanged:
+		if t := c.members[key]; t != nil && t.index >= 0 {
+			t.next = time.Now()
+			heap.Fix(&c.queue, t.index)
+		}
+	case multicluster.MemberRemoved:
+		if t := c.members[key]; t != nil {
+			t.gone = true
+			if t.index >= 0 {
+				heap.Remove(&c.queue, t.index)
+			}
+			delete(c.members, key)
+			c.metrics.setReason(key, "")
+		}
+	}
+	c.signal()
+}
+
+// schedule puts t in the queue at next; c.mu is held.
+func (c *Controller) schedule(t *tracked, next time.Time) {
+	t.next = next
+	heap.Push(&c.queue, t)
+}
+
+func (c *Controller) signal() {
+	select {
+	case c.wake <- struct{}{}:
+	default:
+	}
+}
+
+// dispatch hands due members to the workers until ctx ends, and marks members that have gone
+// unprobed too long. It is the only goroutine that waits on time; an idle member costs a queue
+// entry, not a goroutine.
+func (c *Controller) dispatch(ctx context.Context, work chan<- *tracked) {
+	sweep := time.NewTicker(c.opts.Interval)
+	defer sweep.Stop()
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	for {
+		c.mu.Lock()
+		var due *tracked
+		wait := time.Hour
+		if len(c.queue) > 0 {
+			if d := time.Until(c.queue[0].next); d <= 0 {
+				due = heap.Pop(&c.queue).(*tracked)
+			} else {
+				wait = d
+			}
+		}
+		c.mu.Unlock()
+		if due != nil {
+			select {
+			case work <- due:
+				continue
+			case <-ctx.Done():
+				return
+			}
+		}
+		timer.Reset(wait)
+		select {
+		case <-ctx.Done():
+			return
+		case <-c.wake:
+		case <-timer.C:
+		case <-sweep.C:
+			c.markUnprobed(ctx)
+		}
+	}
+}
+
+// probeAndWrite probes one member, writes its status if that changes it, and schedules the next
+// probe one interval (jittered by a tenth) after this one began.
+func (c *Controller) probeAndWrite(ctx context.Context, t *tracked) {
+	start := time.Now()
+	o := c.probe(ctx, t.member)
+	c.metrics.observeProbe(o.reason, time.Since(start))
+	if ctx.Err() != nil {
+		return
+	}
+	c.mu.Lock()
+	if t.gone {
+		c.mu.Unlock()
+		return
+	}
+	v := t.state.decide(t.member.Cluster(), o, &c.opts, start)
+	write := t.state.needsWrite(v, c.opts.Heartbeat, start)
+	previous := t.state.written
+	c.mu.Unlock()
+
+	if write {
+		if err := c.writer.apply(ctx, t.member.Cluster(), v, start); err != nil {
+			c.opts.Logger.Error(err, "writing status", "cluster", t.member.String())
+		} else {
+			c.mu.Lock()
+			t.state.wrote(v, start)
+			c.mu.Unlock()
+			if v.transition {
+				c.writer.event(t.member.Cluster(), previous, v.condition)
+				c.opts.Logger.Info("Ready changed", "cluster", t.member.String(), "status", v.condition.Status, "reason", v.condition.Reason)
+			}
+		}
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !t.gone {
+		c.metrics.setReason(t.member.Name(), v.condition.Reason)
+		jitter := time.Duration(rand.Int64N(int64(c.opts.Interval)/5+1)) - c.opts.Interval/10
+		c.schedule(t, start.Add(c.opts.Interval+jitter))
+		c.signal()
+	}
+}
+
+// markUnprobed turns Ready Unknown, reason NotProbed, for members not probed for UnknownAfter:
+// when probes fall behind, the status says so instead of standing stale.
+func (c *Controller) markUnprobed(ctx context.Context) {
+	now := time.Now()
+	var stale []*tracked
+	c.mu.Lock()
+	for _, t := range c.members {
+		if !t.state.lastProbe.IsZero() && now.Sub(t.state.lastProbe) > c.opts.UnknownAfter &&
+			t.state.written != nil && t.state.written.Reason != notProbed.Reason {
+			stale = append(stale, t)
+		}
+	}
+	c.mu.Unlock()
+	for _, t := range stale {
+		v := verdict{condition: notProbed, transition: true, version: t.state.version, clusterID: t.state.clusterID}
+		v.condition.Message = fmt.Sprintf("not probed for %s", since(now, t.state.lastProbe))
+		if err := c.writer.apply(ctx, t.member.Cluster(), v, t.state.lastProbe); err == nil {
+			c.mu.Lock()
+			previous := t.state.written
+			t.state.wrote(v, now)
+			c.mu.Unlock()
+			c.writer.event(t.member.Cluster(), previous, v.condition)
+		}
+	}
+}
+
+// probeQueue orders members by their next probe.
+type probeQueue []*tracked
+
+func (q probeQueue) Len() int           { return len(q) }
+func (q probeQueue) Less(i, j int) bool { return q[i].next.Before(q[j].next) }
+func (q probeQueue) Swap(i, j int) {
+	q[i], q[j] = q[j], q[i]
+	q[i].index, q[j].index = i, j
+}
+func (q *probeQueue) Push(x any) {
+	t := x.(*tracked)
+	t.index = len(*q)
+	*q = append(*q, t)
+}
+func (q *probeQueue) Pop() any {
+	old := *q
+	t := old[len(old)-1]
+	old[len(old)-1] = nil
+	*q = old[:len(old)-1]
+	t.index = -1
+	return t
+}

@@ -1,0 +1,18 @@
+// Package health is a controller that keeps every Cluster's status true: it probes each member's
+// API server with the credentials a tool would use (through a multicluster.Resolver), and writes
+// the Ready condition, the member's version, its identity (the kube-system namespace's UID) and
+// the time of the last probe, with server-side apply on the status subresource.
+//
+// Ready means reachable and usable: the API server answered /readyz (or /healthz where /readyz
+// is absent) and /version with the credentials. Its reasons tell the cases apart: Reachable,
+// Unreachable, NotReady (naming the failing checks), Unauthorized, CredentialsUnavailable (naming
+// the providers), NoEndpoint, IdentityChanged (the endpoints now lead to another cluster) and
+// NotProbed (Unknown: not probed for too long).
+//
+// A state must persist for a number of probes before the condition changes, so one lost answer
+// does not flap it. The registry sees a write only when something changed, or once per
+// heartbeat to refresh lastProbeTime, and a Kubernetes Event on every transition. Probes are
+// bounded in number, jittered, and scheduled from one queue: an idle member holds no goroutine.
+//
+// Run it in a tool with New and Run, or as the `clusterregistry health` command.
+package health

@@ -1,0 +1,238 @@
+package health_test
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/client-go/kubernetes"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/cluster-registry/sdk/clientset/versioned"
+	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
+	"github.com/cluster-registry/sdk/health"
+	"github.com/cluster-registry/sdk/localfleet"
+	"github.com/cluster-registry/sdk/multicluster"
+)
+
+func TestMain(m *testing.M) {
+	flag.Parse()
+	logf.SetLogger(logr.Discard()) // envtest logs through controller-runtime's logger
+	os.Exit(m.Run())
+}
+
+// integration skips a test that needs kube-apiserver and etcd under -short, which runs the unit
+// tests of pure logic without the API-server binaries.
+func integration(t *testing.T) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("needs kube-apiserver and etcd; run without -short (hack/test.sh builds them)")
+	}
+}
+
+// fastOptions probe often and damp little, so that tests see transitions in seconds.
+func fastOptions(lf *localfleet.Fleet) health.Options {
+	return health.Options{
+		Registry:         versioned.NewForConfigOrDie(lf.Registry.Config),
+		Kube:             kubernetes.NewForConfigOrDie(lf.Registry.Config),
+		Resolver:         resolverFor(lf),
+		Namespaces:       []string{lf.Namespace},
+		Interval:         300 * time.Millisecond,
+		Timeout:          2 * time.Second,
+		FailureThreshold: 2,
+		SuccessThreshold: 1,
+		Heartbeat:        time.Hour,
+	}
+}
+
+func resolverFor(lf *localfleet.Fleet) *multicluster.Resolver {
+	r, err := multicluster.NewResolver(multicluster.ResolverOptions{
+		Secrets: multicluster.SecretsFromClient(kubernetes.NewForConfigOrDie(lf.Registry.Config)),
+		// Reread credentials every second, not every 30: the tests rotate and delete them.
+		RevalidateAfter: time.Second,
+	})
+	if err != nil {
+		panic(err)
+	}
+	return r
+}
+
+// start runs a controller; stop ends it and waits for Run to return.
+func start(t *testing.T, opts health.Options) (stop func()) {
+	t.Helper()
+	c, err := health.New(opts)
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		if err := c.Run(ctx); err != context.Canceled {
+			t.Errorf("Run: %v", err)
+		}
+	})
+	return func() { cancel(); wg.Wait() }
+}
+
+// ready is a Cluster's Ready condition as "Status/Reason", or "none".
+func ready(t *testing.T, lf *localfleet.Fleet, name string) (string, *v1alpha1.Cluster) {
+	t.Helper()
+	c, err := versioned.NewForConfigOrDie(lf.Registry.Config).ClusterregistryV1alpha1().Clusters(lf.Namespace).Get(context.Background(), name, metav1.GetOptions{})
+	require.NoError(t, err)
+	cond := c.Status.Condition(v1alpha1.ConditionReady)
+	if cond == nil {
+		return "none", c
+	}
+	return string(cond.Status) + "/" + cond.Reason, c
+}
+
+func waitFor(t *testing.T, lf *localfleet.Fleet, name, want string) *v1alpha1.Cluster {
+	t.Helper()
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(50 * time.Millisecond) {
+		got, c := ready(t, lf, name)
+		if got == want {
+			return c
+		}
+		require.True(t, time.Now().Before(deadline), "%s: Ready is %s, want %s", name, got, want)
+	}
+}
+
+func TestHealthAgainstRealMembers(t *testing.T) {
+	integration(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	ignore := goleak.IgnoreCurrent()
+	lf, err := localfleet.Start(ctx, localfleet.Options{Members: 3})
+	require.NoError(t, err)
+	registryKube := kubernetes.NewForConfigOrDie(lf.Registry.Config)
+	stop := start(t, fastOptions(lf))
+	defer func() {
+		// The controller first: the registry would wait a minute for its watch to drain.
+		stop()
+		require.NoError(t, lf.Stop())
+		// Nothing the controller started outlives it: workers, the Fleet, the event broadcaster,
+		// connections (they end with their servers).
+		goleak.VerifyNone(t, ignore)
+	}()
+
+	t.Run("every member reachable, with its version and identity", func(t *testing.T) {
+		for _, m := range lf.Members {
+			ns, err := kubernetes.NewForConfigOrDie(m.Config).CoreV1().Namespaces().Get(ctx, metav1.NamespaceSystem, metav1.GetOptions{})
+			require.NoError(t, err)
+			var c *v1alpha1.Cluster
+			for deadline := time.Now().Add(time.Minute); ; time.Sleep(50 * time.Millisecond) {
+				if _, c = ready(t, lf, m.Name); c.Status.ClusterID == string(ns.UID) {
+					break
+				}
+				require.True(t, time.Now().Before(deadline), "%s: clusterID %q, want %q", m.Name, c.Status.ClusterID, ns.UID)
+			}
+			cond := c.Status.Condition(v1alpha1.ConditionReady)
+			require.Equal(t, metav1.ConditionTrue, cond.Status)
+			require.Equal(t, v1alpha1.ReasonReachable, cond.Reason)
+			require.Equal(t, "v1.36.3", c.Status.Version)
+			require.NotNil(t, c.Status.LastProbeTime)
+		}
+	})
+
+	t.Run("a stopped member is Unreachable, and Reachable again once back", func(t *testing.T) {
+		require.NoError(t, lf.Member("member-3").StopAPIServer())
+		c := waitFor(t, lf, "member-3", "False/Unreachable")
+		require.Contains(t, c.Status.Condition(v1alpha1.ConditionReady).Message, "connection refused")
+		require.NoError(t, lf.Member("member-3").StartAPIServer())
+		waitFor(t, lf, "member-3", "True/Reachable")
+		requireEvent(t, registryKube, lf.Namespace, "member-3", "Unreachable")
+		requireEvent(t, registryKube, lf.Namespace, "member-3", "Reachable")
+	})
+
+	t.Run("a revoked token is Unauthorized", func(t *testing.T) {
+		secrets := registryKube.CoreV1().Secrets(lf.Namespace)
+		s, err := secrets.Get(ctx, "member-1-token", metav1.GetOptions{})
+		require.NoError(t, err)
+		good := s.Data["token"]
+		s.Data["token"] = []byte("revoked.token.value")
+		s, err = secrets.Update(ctx, s, metav1.UpdateOptions{})
+		require.NoError(t, err)
+		c := waitFor(t, lf, "member-1", "False/Unauthorized")
+		require.NotContains(t, fmt.Sprint(c.Status), "revoked.token.value")
+
+		s.Data["token"] = good
+		_, err = secrets.Update(ctx, s, metav1.UpdateOptions{})
+		require.NoError(t, err)
+		waitFor(t, lf, "member-1", "True/Reachable")
+	})
+
+	t.Run("a deleted Secret is CredentialsUnavailable, naming the provider", func(t *testing.T) {
+		secrets := registryKube.CoreV1().Secrets(lf.Namespace)
+		s, err := secrets.Get(ctx, "member-2-kubeconfig", metav1.GetOptions{})
+		require.NoError(t, err)
+		require.NoError(t, secrets.Delete(ctx, s.Name, metav1.DeleteOptions{}))
+		c := waitFor(t, lf, "member-2", "False/CredentialsUnavailable")
+		msg := c.Status.Condition(v1alpha1.ConditionReady).Message
+		require.Contains(t, msg, "kubeconfig (kubeconfig-secret)")
+		require.NotContains(t, msg, "BEGIN")
+
+		s.ResourceVersion, s.UID = "", ""
+		_, err = secrets.Create(ctx, s, metav1.CreateOptions{})
+		require.NoError(t, err)
+		waitFor(t, lf, "member-2", "True/Reachable")
+	})
+
+	t.Run("at steady state the registry sees no writes", func(t *testing.T) {
+		for _, m := range lf.Members {
+			waitFor(t, lf, m.Name, "True/Reachable")
+		}
+		versions := map[string]string{}
+		for _, m := range lf.Members {
+			_, c := ready(t, lf, m.Name)
+			versions[m.Name] = c.ResourceVersion
+		}
+		time.Sleep(3 * time.Second) // ten probes of each member
+		for _, m := range lf.Members {
+			_, c := ready(t, lf, m.Name)
+			require.Equal(t, versions[m.Name], c.ResourceVersion, "%s was written at steady state", m.Name)
+		}
+	})
+
+	t.Run("nothing in status or events holds a credential", func(t *testing.T) {
+		events, err := registryKube.CoreV1().Events(lf.Namespace).List(ctx, metav1.ListOptions{})
+		require.NoError(t, err)
+		secrets, err := registryKube.CoreV1().Secrets(lf.Namespace).List(ctx, metav1.ListOptions{})
+		require.NoError(t, err)
+		clusters, err := versioned.NewForConfigOrDie(lf.Registry.Config).ClusterregistryV1alpha1().Clusters(lf.Namespace).List(ctx, metav1.ListOptions{})
+		require.NoError(t, err)
+		seen := fmt.Sprint(events.Items) + fmt.Sprint(clusters.Items)
+		for _, s := range secrets.Items {
+			for k, v := range s.Data {
+				if len(v) > 16 && k != "ca.crt" {
+					require.NotContains(t, seen, string(v[len(v)/2:len(v)/2+12]), "Secret %s key %s leaked", s.Name, k)
+				}
+			}
+		}
+	})
+
+}
+
+// requireEvent finds an Event on the Cluster with the reason.
+func requireEvent(t *testing.T, kube kubernetes.Interface, ns, cluster, reason string) {
+	t.Helper()
+	require.Eventually(t, func() bool {
+		list, err := kube.CoreV1().Events(ns).List(context.Background(), metav1.ListOptions{
+			FieldSelector: fields.Set{"involvedObject.name": cluster, "reason": reason}.String()})
+		return err == nil && len(list.Items) > 0 && list.Items[0].Type == eventType(reason)
+	}, 30*time.Second, 100*time.Millisecond, "no %s event on %s", reason, cluster)
+}
+
+func eventType(reason string) string {
+	if reason == v1alpha1.ReasonReachable {
+		return corev1.EventTypeNormal
+	}
+	return corev1.EventTypeWarning
+}

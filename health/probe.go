@@ -1,0 +1,127 @@
+package health
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
+	"github.com/cluster-registry/sdk/multicluster"
+)
+
+// observation is what one probe of one member saw.
+type observation struct {
+	ready   bool
+	reason  string
+	message string
+	version string
+	// clusterID is the kube-system namespace's UID, or "" where the credentials cannot read it.
+	clusterID string
+}
+
+// probe checks one member as a tool would reach it: resolve its credentials, then GET /readyz
+// (or /healthz), /version and the kube-system namespace, within the controller's timeout.
+func (c *Controller) probe(ctx context.Context, m *multicluster.Member) observation {
+	ctx, cancel := context.WithTimeout(ctx, c.opts.Timeout)
+	defer cancel()
+
+	if _, err := m.Access(ctx); err != nil {
+		var noEndpoint *multicluster.NoEndpointError
+		if errors.As(err, &noEndpoint) {
+			return observation{reason: v1alpha1.ReasonNoEndpoint, message: noEndpoint.Error()}
+		}
+		// The Resolver's errors name the providers and what to change, never a credential.
+		return observation{reason: v1alpha1.ReasonCredentialsUnavailable, message: err.Error()}
+	}
+	kube, err := m.Kubernetes(ctx)
+	if err != nil {
+		return observation{reason: v1alpha1.ReasonCredentialsUnavailable, message: err.Error()}
+	}
+	rest := kube.Discovery().RESTClient()
+
+	var o observation
+	check := func(path string) (int, []byte, error) {
+		var code int
+		body, err := rest.Get().AbsPath(path).Do(ctx).StatusCode(&code).Raw()
+		return code, body, err
+	}
+	code, body, err := check("/readyz")
+	if code == http.StatusNotFound {
+		code, body, err = check("/healthz") // API servers before /readyz
+	}
+	if o, done := c.failed(ctx, code, body, err); done {
+		return o
+	}
+	info, err := kube.Discovery().ServerVersion()
+	if err != nil {
+		if o, done := c.failed(ctx, 0, nil, err); done {
+			return o
+		}
+	} else {
+		o.version = info.GitVersion
+	}
+	// The cluster's identity, where the credentials may read it; an answer that refuses (403) or
+	// lacks it leaves the identity unknown.
+	ns, err := kube.CoreV1().Namespaces().Get(ctx, metav1.NamespaceSystem, metav1.GetOptions{})
+	var status apierrors.APIStatus
+	switch {
+	case err == nil:
+		o.clusterID = string(ns.UID)
+	case !errors.As(err, &status):
+		fail, _ := c.failed(ctx, 0, nil, err)
+		return fail
+	}
+	o.ready, o.reason, o.message = true, v1alpha1.ReasonReachable, "readyz and version answered"
+	return o
+}
+
+// failed turns a failed request into an observation; done is false when the request succeeded.
+func (c *Controller) failed(ctx context.Context, code int, body []byte, err error) (observation, bool) {
+	switch {
+	case err == nil && code < 300:
+		return observation{}, false
+	case ctx.Err() != nil:
+		return observation{reason: v1alpha1.ReasonUnreachable, message: fmt.Sprintf("no answer within %s", c.opts.Timeout)}, true
+	case apierrors.IsUnauthorized(err), code == http.StatusUnauthorized:
+		return observation{reason: v1alpha1.ReasonUnauthorized, message: "the API server refused the credentials (401)"}, true
+	case apierrors.IsForbidden(err), code == http.StatusForbidden:
+		return observation{reason: v1alpha1.ReasonUnauthorized, message: "the credentials may not read the API server's health (403)"}, true
+	case code >= 500 && len(body) > 0:
+		return observation{reason: v1alpha1.ReasonNotReady, message: failingChecks(body)}, true
+	case code != 0:
+		return observation{reason: v1alpha1.ReasonNotReady, message: fmt.Sprintf("the API server answered %d", code)}, true
+	}
+	return observation{reason: v1alpha1.ReasonUnreachable, message: oneLine(err.Error())}, true
+}
+
+// failingChecks names the checks a /readyz answer marks failed ("[-]etcd failed: ...").
+func failingChecks(body []byte) string {
+	var failing []string
+	for line := range strings.Lines(string(body)) {
+		if name, ok := strings.CutPrefix(strings.TrimSpace(line), "[-]"); ok {
+			name, _, _ = strings.Cut(name, " ")
+			failing = append(failing, name)
+		}
+	}
+	if len(failing) == 0 {
+		return "readiness checks failed"
+	}
+	return "failing checks: " + strings.Join(failing, ", ")
+}
+
+func oneLine(s string) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if len(s) > 512 {
+		s = s[:509] + "..."
+	}
+	return s
+}
+
+// since is how long ago t was, for messages.
+func since(now, t time.Time) time.Duration { return now.Sub(t).Round(time.Second) }

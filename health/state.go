@@ -1,0 +1,118 @@
+package health
+
+import (
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
+)
+
+// memberState is what the controller knows of one member between probes: the Ready condition
+// it last wrote, the state that may replace it and how many probes in a row have seen it.
+type memberState struct {
+	written    *metav1.Condition // nil until the controller writes or adopts one
+	version    string
+	clusterID  string
+	lastWrite  time.Time
+	lastProbe  time.Time
+	candidate  metav1.Condition
+	candidates int
+}
+
+// verdict is what a probe decides for a member's status.
+type verdict struct {
+	// condition is the Ready condition to write.
+	condition metav1.Condition
+	// transition is true when the condition's status or reason changes.
+	transition bool
+	version    string
+	clusterID  string
+}
+
+// decide folds one observation into the member's state and returns what its status should say,
+// damped by the thresholds. current is the Cluster as the registry has it.
+func (s *memberState) decide(current *v1alpha1.Cluster, o observation, opts *Options, now time.Time) verdict {
+	s.lastProbe = now
+	if s.written == nil {
+		// Adopt what the registry says, so a restarted controller does not rewrite a true status.
+		if c := current.Status.Condition(v1alpha1.ConditionReady); c != nil {
+			adopted := *c
+			s.written = &adopted
+			s.version, s.clusterID = current.Status.Version, current.Status.ClusterID
+			if t := current.Status.LastProbeTime; t != nil {
+				s.lastWrite = t.Time
+			}
+		}
+	}
+	v := verdict{version: s.version, clusterID: current.Status.ClusterID}
+	if o.version != "" {
+		v.version = o.version
+	}
+	// Identity: recorded on first sight; a different one means the endpoints lead elsewhere.
+	switch {
+	case o.clusterID == "":
+	case v.clusterID == "":
+		v.clusterID = o.clusterID
+	case o.clusterID != v.clusterID:
+		o = observation{reason: v1alpha1.ReasonIdentityChanged,
+			message: "the endpoints now lead to the cluster " + o.clusterID + ", not " + v.clusterID + " as status.clusterID records; remove status.clusterID to accept it"}
+	}
+	want := metav1.Condition{Type: v1alpha1.ConditionReady, Status: metav1.ConditionFalse, Reason: o.reason, Message: o.message}
+	if o.ready {
+		want.Status = metav1.ConditionTrue
+	}
+
+	if s.written == nil || s.written.Status == metav1.ConditionUnknown {
+		// Nothing true to protect from a flap: say what was seen at once.
+		return s.accept(want, v, now)
+	}
+	if s.written.Status == want.Status && s.written.Reason == want.Reason {
+		s.candidates = 0
+		keep := *s.written
+		keep.Message = want.Message
+		v.condition = keep
+		return v
+	}
+	if s.candidate.Status == want.Status && s.candidate.Reason == want.Reason {
+		s.candidates++
+	} else {
+		s.candidate, s.candidates = want, 1
+	}
+	threshold := opts.FailureThreshold
+	switch {
+	case want.Status == metav1.ConditionTrue:
+		threshold = opts.SuccessThreshold
+	case want.Reason == v1alpha1.ReasonIdentityChanged:
+		threshold = 1 // a redirected endpoint is not a flap
+	}
+	if s.candidates >= threshold {
+		return s.accept(want, v, now)
+	}
+	v.condition = *s.written // not yet: the written condition stands
+	return v
+}
+
+func (s *memberState) accept(want metav1.Condition, v verdict, now time.Time) verdict {
+	want.LastTransitionTime = metav1.NewTime(now)
+	if s.written != nil && s.written.Status == want.Status && s.written.Reason == want.Reason {
+		want.LastTransitionTime = s.written.LastTransitionTime
+	} else {
+		v.transition = true
+	}
+	s.candidates = 0
+	v.condition = want
+	return v
+}
+
+// needsWrite reports whether the verdict changes the status, or the heartbeat is due.
+func (s *memberState) needsWrite(v verdict, heartbeat time.Duration, now time.Time) bool {
+	return s.written == nil || v.transition || v.version != s.version || v.clusterID != s.clusterID ||
+		now.Sub(s.lastWrite) >= heartbeat
+}
+
+// wrote records a successful write.
+func (s *memberState) wrote(v verdict, now time.Time) {
+	c := v.condition
+	s.written, s.version, s.clusterID, s.lastWrite = &c, v.version, v.clusterID, now
+}

@@ -1,0 +1,87 @@
+package health
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
+)
+
+var (
+	up   = observation{ready: true, reason: v1alpha1.ReasonReachable, version: "v1.36.3", clusterID: "uid-a"}
+	down = observation{reason: v1alpha1.ReasonUnreachable, message: "connection refused"}
+)
+
+// decideAll folds observations, a probe a second, and returns each verdict's Status/Reason and
+// whether it was a transition.
+func decideAll(s *memberState, c *v1alpha1.Cluster, opts *Options, obs ...observation) []string {
+	var out []string
+	now := time.Unix(1_800_000_000, 0)
+	for _, o := range obs {
+		now = now.Add(time.Second)
+		v := s.decide(c, o, opts, now)
+		mark := ""
+		if v.transition {
+			mark = "!"
+		}
+		if s.needsWrite(v, opts.Heartbeat, now) {
+			s.wrote(v, now)
+			c.Status.SetCondition(v.condition)
+			c.Status.ClusterID = v.clusterID
+		}
+		out = append(out, string(v.condition.Status)+"/"+v.condition.Reason+mark)
+	}
+	return out
+}
+
+func TestDampingNeedsThresholdProbesInARow(t *testing.T) {
+	opts := &Options{FailureThreshold: 3, SuccessThreshold: 2, Heartbeat: time.Hour}
+	s, c := &memberState{}, &v1alpha1.Cluster{}
+	got := decideAll(s, c, opts, up, down, down, up, down, down, down, up, up)
+	require.Equal(t, []string{
+		"True/Reachable!",    // first sight: said at once
+		"True/Reachable",     // one failure
+		"True/Reachable",     // two
+		"True/Reachable",     // an answer resets the count
+		"True/Reachable",     // one
+		"True/Reachable",     // two
+		"False/Unreachable!", // three in a row
+		"False/Unreachable",  // one success
+		"True/Reachable!",    // two
+	}, got)
+}
+
+func TestIdentityIsRecordedAndAChangeIsAtOnce(t *testing.T) {
+	opts := &Options{FailureThreshold: 3, SuccessThreshold: 2, Heartbeat: time.Hour}
+	s, c := &memberState{}, &v1alpha1.Cluster{}
+	other := up
+	other.clusterID = "uid-b"
+	got := decideAll(s, c, opts, up, other)
+	require.Equal(t, []string{"True/Reachable!", "False/IdentityChanged!"}, got)
+	require.Equal(t, "uid-a", c.Status.ClusterID, "the recorded identity is kept")
+	require.Contains(t, c.Status.Condition(v1alpha1.ConditionReady).Message, "remove status.clusterID to accept it")
+
+	// Someone accepts the new cluster by removing the recorded identity.
+	c.Status.ClusterID = ""
+	got = decideAll(s, c, opts, other, other)
+	require.Equal(t, []string{"False/IdentityChanged", "True/Reachable!"}, got)
+	require.Equal(t, "uid-b", c.Status.ClusterID)
+}
+
+// A controller that restarts adopts the Ready condition it finds, and does not rewrite a status
+// that is still true.
+func TestAdoptsTheRegistrysStatus(t *testing.T) {
+	opts := &Options{FailureThreshold: 3, SuccessThreshold: 2, Heartbeat: time.Hour}
+	c := &v1alpha1.Cluster{}
+	probed := metav1.NewTime(time.Unix(1_800_000_000, 0))
+	c.Status = v1alpha1.ClusterStatus{Version: "v1.36.3", ClusterID: "uid-a", LastProbeTime: &probed}
+	c.Status.SetCondition(metav1.Condition{Type: v1alpha1.ConditionReady, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonReachable, LastTransitionTime: probed})
+	s := &memberState{}
+	v := s.decide(c, up, opts, probed.Add(time.Second))
+	require.False(t, v.transition)
+	require.False(t, s.needsWrite(v, opts.Heartbeat, probed.Add(time.Second)))
+	require.True(t, s.needsWrite(v, opts.Heartbeat, probed.Add(time.Hour)), "the heartbeat is due")
+}
