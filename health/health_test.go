@@ -15,6 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -183,6 +184,23 @@ func TestHealthAgainstRealMembers(t *testing.T) {
 		_, err = secrets.Create(ctx, s, metav1.CreateOptions{})
 		require.NoError(t, err)
 		waitFor(t, lf, "member-2", "True/Reachable")
+	})
+
+	t.Run("an endpoint that leads to another cluster is IdentityChanged", func(t *testing.T) {
+		_, before := ready(t, lf, "member-2")
+		// member-2's credentials are a client certificate, which the new cluster accepts too.
+		require.NoError(t, lf.Member("member-2").Reinstall())
+		c := waitFor(t, lf, "member-2", "False/IdentityChanged")
+		require.Equal(t, before.Status.ClusterID, c.Status.ClusterID, "the recorded identity is kept")
+		requireEvent(t, registryKube, lf.Namespace, "member-2", "IdentityChanged")
+
+		// Whoever knows the cluster was reinstalled accepts it by removing the recorded identity.
+		_, err := versioned.NewForConfigOrDie(lf.Registry.Config).ClusterregistryV1alpha1().Clusters(lf.Namespace).Patch(ctx, "member-2",
+			types.JSONPatchType, []byte(`[{"op":"remove","path":"/status/clusterID"}]`), metav1.PatchOptions{}, "status")
+		require.NoError(t, err)
+		c = waitFor(t, lf, "member-2", "True/Reachable")
+		require.NotEqual(t, before.Status.ClusterID, c.Status.ClusterID)
+		require.NotEmpty(t, c.Status.ClusterID)
 	})
 
 	t.Run("at steady state the registry sees no writes", func(t *testing.T) {

@@ -106,6 +106,24 @@ func (s *Server) StopAPIServer() error {
 	return s.env.ControlPlane.APIServer.Stop()
 }
 
+// Reinstall replaces the cluster behind the server with a new, empty one, as a cluster torn down
+// and installed again at the same address would be: the same address, certificates and users,
+// but new etcd data, so a new kube-system namespace (another cluster ID) and none of the old
+// objects. Service account tokens of the old cluster no longer work; client certificates do.
+func (s *Server) Reinstall() error {
+	if err := s.StopAPIServer(); err != nil {
+		return err
+	}
+	etcd := s.env.ControlPlane.Etcd
+	if err := etcd.Stop(); err != nil { // removes its data
+		return fmt.Errorf("stopping etcd: %w", err)
+	}
+	if err := etcd.Start(); err != nil {
+		return fmt.Errorf("starting a new etcd: %w", err)
+	}
+	return s.StartAPIServer()
+}
+
 // apiServerPID finds this Server's kube-apiserver among this process's children by its port.
 func (s *Server) apiServerPID() (int, error) {
 	u, err := url.Parse(s.Config.Host)
