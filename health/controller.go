@@ -3,12 +3,17 @@ package health
 import (
 	"container/heap"
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"sync"
+	"sync/atomic"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/leaderelection"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
 
 	"github.com/cluster-registry/sdk/multicluster"
 )
@@ -20,6 +25,8 @@ type Controller struct {
 	fleet   *multicluster.Fleet
 	writer  *writer
 	metrics *metrics
+
+	started atomic.Bool // run has begun
 
 	mu      sync.Mutex
 	members map[types.NamespacedName]*tracked
@@ -54,9 +61,67 @@ func New(opts Options) (*Controller, error) {
 	}, nil
 }
 
+// ErrLostLeadership is Run's error when the controller was the leader and could no longer renew
+// its Lease: another replica may write now, so this one stops. Restart it to contend again.
+var ErrLostLeadership = errors.New("health: lost the leader election")
+
 // Run probes members until ctx ends, then waits for its goroutines and returns ctx's error. It
-// returns an error at once if the registry's Clusters cannot be listed.
+// returns an error at once if the registry's Clusters cannot be listed. With LeaderElection, it
+// first waits to hold the Lease, and returns ErrLostLeadership if it loses it.
 func (c *Controller) Run(ctx context.Context) error {
+	le := c.opts.LeaderElection
+	if le == nil {
+		return c.run(ctx)
+	}
+	// The elector calls OnStartedLeading in a goroutine of its own and cancels its context when
+	// the lead is lost; done carries run's error back once it has returned.
+	done := make(chan error, 1)
+	elector, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
+		Lock: &resourcelock.LeaseLock{
+			LeaseMeta:  metav1.ObjectMeta{Namespace: le.Namespace, Name: le.Name},
+			Client:     c.opts.Kube.CoordinationV1(),
+			LockConfig: resourcelock.ResourceLockConfig{Identity: le.Identity},
+		},
+		LeaseDuration:   le.LeaseDuration,
+		RenewDeadline:   le.RenewDeadline,
+		RetryPeriod:     le.RetryPeriod,
+		ReleaseOnCancel: true,
+		Name:            le.Name,
+		Callbacks: leaderelection.LeaderCallbacks{
+			OnStartedLeading: func(ctx context.Context) {
+				c.opts.Logger.Info("leading", "lease", le.Namespace+"/"+le.Name, "identity", le.Identity)
+				done <- c.run(ctx)
+			},
+			OnStoppedLeading: func() {},
+		},
+	})
+	if err != nil {
+		return fmt.Errorf("health: %w", err)
+	}
+	elector.Run(ctx) // returns when ctx ends or the lead is lost
+	if !c.started.Load() {
+		// Either this replica never led, or it won just now and its goroutine has yet to begin:
+		// the elector does not say which, so give that goroutine a moment.
+		select {
+		case err = <-done:
+		case <-time.After(le.RetryPeriod):
+			return ctx.Err()
+		}
+	} else {
+		err = <-done
+	}
+	switch {
+	case ctx.Err() != nil:
+		return ctx.Err()
+	case errors.Is(err, context.Canceled):
+		return ErrLostLeadership
+	}
+	return err
+}
+
+// run is Run without election.
+func (c *Controller) run(ctx context.Context) error {
+	c.started.Store(true)
 	c.fleet = multicluster.NewFleet(c.opts.Registry, c.opts.Resolver, multicluster.FleetOptions{
 		Namespaces: c.opts.Namespaces, Selector: c.opts.Selector,
 	})

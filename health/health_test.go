@@ -4,8 +4,11 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"net/http"
 	"os"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -17,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/cluster-registry/sdk/clientset/versioned"
@@ -253,4 +257,70 @@ func eventType(reason string) string {
 		return corev1.EventTypeNormal
 	}
 	return corev1.EventTypeWarning
+}
+
+// countingConfig is cfg with a counter of the requests that write.
+func countingConfig(cfg *rest.Config, writes *atomic.Int64) *rest.Config {
+	cfg = rest.CopyConfig(cfg)
+	cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper {
+		return roundTripperFunc(func(r *http.Request) (*http.Response, error) {
+			if r.Method == http.MethodPatch && strings.Contains(r.URL.Path, "/clusters/") {
+				writes.Add(1)
+			}
+			return rt.RoundTrip(r)
+		})
+	}
+	return cfg
+}
+
+type roundTripperFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripperFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// Two replicas: only the leader writes; when it stops, the other takes over within the lease.
+func TestLeaderElectionFailover(t *testing.T) {
+	integration(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	lf, err := localfleet.Start(ctx, localfleet.Options{Members: 1})
+	require.NoError(t, err)
+	defer lf.Stop()
+	leases := kubernetes.NewForConfigOrDie(lf.Registry.Config).CoordinationV1().Leases(lf.Namespace)
+
+	replica := func(name string, writes *atomic.Int64) (stop func()) {
+		opts := fastOptions(lf)
+		opts.Registry = versioned.NewForConfigOrDie(countingConfig(lf.Registry.Config, writes))
+		opts.LeaderElection = &health.LeaderElection{Namespace: lf.Namespace, Identity: name,
+			LeaseDuration: 3 * time.Second, RenewDeadline: 2 * time.Second, RetryPeriod: 200 * time.Millisecond}
+		return start(t, opts)
+	}
+	holder := func() string {
+		l, err := leases.Get(ctx, "clusterregistry-health", metav1.GetOptions{})
+		if err != nil || l.Spec.HolderIdentity == nil {
+			return ""
+		}
+		return *l.Spec.HolderIdentity
+	}
+	var writesA, writesB atomic.Int64
+	stopA := replica("a", &writesA)
+	require.Eventually(t, func() bool { return holder() == "a" }, 30*time.Second, 50*time.Millisecond)
+	stopB := replica("b", &writesB)
+	defer stopB()
+
+	require.NoError(t, lf.Members[0].StopAPIServer())
+	waitFor(t, lf, "member-1", "False/Unreachable")
+	require.Positive(t, writesA.Load())
+	require.Zero(t, writesB.Load(), "the replica that does not lead wrote")
+
+	stopA()
+	stopped := time.Now()
+	require.Eventually(t, func() bool { return holder() == "b" }, 30*time.Second, 50*time.Millisecond)
+	t.Logf("b took over %v after a stopped", time.Since(stopped))
+	require.Less(t, time.Since(stopped), 3*time.Second, "takeover took longer than the lease duration")
+	afterA := writesA.Load()
+
+	require.NoError(t, lf.Members[0].StartAPIServer())
+	waitFor(t, lf, "member-1", "True/Reachable")
+	require.Positive(t, writesB.Load())
+	require.Equal(t, afterA, writesA.Load(), "the stopped replica wrote")
 }

@@ -1,8 +1,11 @@
 package health
 
 import (
+	"cmp"
+	"crypto/rand"
 	"errors"
 	"fmt"
+	"os"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -49,6 +52,10 @@ type Options struct {
 	// with reason NotProbed. Default 3 intervals plus a timeout.
 	UnknownAfter time.Duration
 
+	// LeaderElection, if set, makes replicas of the controller take turns: only the holder of a
+	// Lease in the registry probes and writes. Nil runs without election.
+	LeaderElection *LeaderElection
+
 	// FieldManager owns the status fields the controller writes. Default "clusterregistry-health".
 	FieldManager string
 	// Metrics, if set, receives the controller's Prometheus metrics.
@@ -58,6 +65,23 @@ type Options struct {
 }
 
 const defaultFieldManager = "clusterregistry-health"
+
+// LeaderElection names the Lease that replicas of the controller contend for.
+type LeaderElection struct {
+	// Namespace and Name of the Lease in the registry. Default name "clusterregistry-health".
+	Namespace, Name string
+	// Identity of this replica; default the host name and a random suffix.
+	Identity string
+	// LeaseDuration is how long a leader's claim stands without renewal: how long a replica that
+	// died silently delays the next one. Default 15s. A leader that stops releases the Lease,
+	// and the next one takes over at its next retry.
+	LeaseDuration time.Duration
+	// RenewDeadline is how long the leader keeps trying to renew before it gives up and stops
+	// writing. Default 10s.
+	RenewDeadline time.Duration
+	// RetryPeriod is how often replicas try to acquire or renew. Default 2s.
+	RetryPeriod time.Duration
+}
 
 func (o *Options) withDefaults() (Options, error) {
 	d := *o
@@ -100,6 +124,28 @@ func (o *Options) withDefaults() (Options, error) {
 	}
 	if d.UnknownAfter <= d.Interval {
 		errs = append(errs, fmt.Errorf("Options.UnknownAfter (%s) must be longer than Interval (%s)", d.UnknownAfter, d.Interval))
+	}
+	if le := d.LeaderElection; le != nil {
+		copied := *le
+		le = &copied
+		d.LeaderElection = le
+		if le.Namespace == "" {
+			errs = append(errs, errors.New("Options.LeaderElection.Namespace is required"))
+		}
+		if le.Name == "" {
+			le.Name = defaultFieldManager
+		}
+		if le.Identity == "" {
+			host, _ := os.Hostname()
+			le.Identity = host + "-" + rand.Text()[:8]
+		}
+		le.LeaseDuration = cmp.Or(le.LeaseDuration, 15*time.Second)
+		le.RenewDeadline = cmp.Or(le.RenewDeadline, 10*time.Second)
+		le.RetryPeriod = cmp.Or(le.RetryPeriod, 2*time.Second)
+		if !(le.RetryPeriod < le.RenewDeadline && le.RenewDeadline < le.LeaseDuration) {
+			errs = append(errs, fmt.Errorf("Options.LeaderElection: want RetryPeriod (%s) < RenewDeadline (%s) < LeaseDuration (%s)",
+				le.RetryPeriod, le.RenewDeadline, le.LeaseDuration))
+		}
 	}
 	if d.FieldManager == "" {
 		d.FieldManager = defaultFieldManager
