@@ -241,6 +241,7 @@ func (c *Controller) probeAndWrite(ctx context.Context, t *tracked) {
 	start := time.Now()
 	o := c.probe(ctx, t.member)
 	c.metrics.observeProbe(o.reason, time.Since(start))
+	c.opts.Logger.V(1).Info("probed", "cluster", t.member.String(), "reason", o.reason, "duration", time.Since(start))
 	if ctx.Err() != nil {
 		return
 	}

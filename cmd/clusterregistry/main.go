@@ -1,0 +1,72 @@
+// Command clusterregistry runs the Cluster Registry SDK's components against a registry:
+//
+//	clusterregistry health -n fleet        # keep every Cluster's status true
+//
+// It takes kubectl's connection flags for the registry (--kubeconfig, --context, -n, --as, ...).
+// Installed as kubectl-clusterregistry on $PATH, it is also `kubectl clusterregistry`.
+//
+// Exit status: 0 on success or when interrupted, 1 when a command fails, 2 for bad flags.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// usageError marks errors in how the command was called: exit status 2.
+type usageError struct{ error }
+
+func (e usageError) Unwrap() error { return e.error }
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	cmd := newRoot(ctx)
+	cmd.SetArgs(args)
+	cmd.SetOut(stdout)
+	cmd.SetErr(stderr)
+	err := cmd.Execute()
+	var usage usageError
+	switch {
+	case err == nil, errors.Is(err, context.Canceled):
+		return 0
+	case errors.As(err, &usage):
+		fmt.Fprintln(stderr, "clusterregistry:", err)
+		fmt.Fprintln(stderr, "Run clusterregistry --help for the commands and flags.")
+		return 2
+	}
+	fmt.Fprintln(stderr, "clusterregistry:", err)
+	return 1
+}
+
+func newRoot(ctx context.Context) *cobra.Command {
+	registry := genericclioptions.NewConfigFlags(true)
+	root := &cobra.Command{
+		Use:   "clusterregistry",
+		Short: "Run the Cluster Registry SDK's components against a registry",
+		Long: `clusterregistry acts on a cluster registry: a Kubernetes API server that serves the
+clusterregistry.k8s.io Cluster API, one namespace per cluster set.
+
+It reaches the registry with kubectl's connection flags.`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.SetContext(ctx)
+	registry.AddFlags(root.PersistentFlags())
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
+	root.AddCommand(newHealth(registry))
+	return root
+}

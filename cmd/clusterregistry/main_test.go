@@ -1,0 +1,109 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"flag"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/cluster-registry/sdk/clientset/versioned"
+	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
+	"github.com/cluster-registry/sdk/localfleet"
+)
+
+func TestMain(m *testing.M) {
+	flag.Parse()
+	logf.SetLogger(logr.Discard()) // envtest logs through controller-runtime's logger
+	os.Exit(m.Run())
+}
+
+func TestBadFlags(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"health", "--no-such-flag"}, "unknown flag: --no-such-flag"},
+		{[]string{"health", "stray"}, `unknown command "stray"`},
+		{[]string{"health", "-l", "a in ("}, "-l/--selector: unable to parse"},
+		{[]string{"health", "-A", "--leader-elect"}, "--leader-elect with -A needs --leader-elect-namespace"},
+		{[]string{"health", "--prefer", "magic"}, `--prefer: unknown provider type "magic"`},
+		{[]string{"health", "--failure-threshold", "-1"}, "Options.FailureThreshold is -1, want at least 1"},
+	} {
+		var stdout, stderr bytes.Buffer
+		code := run(context.Background(), tc.args, &stdout, &stderr)
+		if tc.want == `unknown command "stray"` {
+			require.NotZero(t, code, "%q", tc.args)
+		} else {
+			require.Equal(t, 2, code, "%q: %s", tc.args, stderr.String())
+		}
+		require.Contains(t, stderr.String(), tc.want, "%q", tc.args)
+	}
+}
+
+// The command, built and run as a user would, against a local fleet: it writes what it sees, and
+// an interrupt ends it with status 0.
+func TestHealthCommand(t *testing.T) {
+	if testing.Short() {
+		t.Skip("needs kube-apiserver and etcd; run without -short")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	bin := filepath.Join(t.TempDir(), "clusterregistry")
+	build := exec.CommandContext(ctx, "go", "build", "-o", bin, ".")
+	out, err := build.CombinedOutput()
+	require.NoError(t, err, "%s", out)
+
+	lf, err := localfleet.Start(ctx, localfleet.Options{Members: 1})
+	require.NoError(t, err)
+	defer lf.Stop()
+	var logs syncBuffer
+	cmd := exec.CommandContext(ctx, bin, "health", "--kubeconfig", lf.Registry.Kubeconfig, "-n", lf.Namespace,
+		"--interval", "300ms", "--failure-threshold", "1", "--success-threshold", "1")
+	cmd.Stdout, cmd.Stderr = &logs, &logs
+	require.NoError(t, cmd.Start())
+	defer func() {
+		_ = cmd.Process.Signal(syscall.SIGINT)
+		require.NoError(t, cmd.Wait(), "exit status after an interrupt; logs:\n%s", logs.String())
+	}()
+
+	clusters := versioned.NewForConfigOrDie(lf.Registry.Config).ClusterregistryV1alpha1().Clusters(lf.Namespace)
+	require.NoError(t, lf.Members[0].StopAPIServer())
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(100 * time.Millisecond) {
+		c, err := clusters.Get(ctx, "member-1", metav1.GetOptions{})
+		require.NoError(t, err)
+		if cond := c.Status.Condition(v1alpha1.ConditionReady); cond != nil && cond.Reason == v1alpha1.ReasonUnreachable {
+			break
+		}
+		require.True(t, time.Now().Before(deadline), "member-1 not marked Unreachable; logs:\n%s", logs.String())
+	}
+	require.NoError(t, lf.Members[0].StartAPIServer())
+}
+
+// syncBuffer is a bytes.Buffer that a command's output and the test may use at once.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
