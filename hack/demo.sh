@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The README's one-command demo: builds the real kube-apiserver, etcd and kubectl when they are not
 # cached yet, builds examples/fanout-deploy, starts a local fleet (a registry and three members),
-# runs fanout-deploy across it, stops a member and runs it again, then cleans up, Ctrl-C included.
+# runs the health controller and fanout-deploy across it, stops a member and runs fanout-deploy
+# again, brings the member back, then cleans up, Ctrl-C included.
 # Pass -keep to leave the fleet running until Ctrl-C.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -10,5 +11,6 @@ KUBEBUILDER_ASSETS="$(hack/build-testbins.sh)"
 export KUBEBUILDER_ASSETS
 # Built and exec'd rather than go run, so that Ctrl-C reaches the demo itself and it can clean up.
 go build -o bin/fanout-deploy ./examples/fanout-deploy
+go build -o bin/clusterregistry ./cmd/clusterregistry
 go build -o bin/demo ./hack/demo
-exec bin/demo -fanout-deploy bin/fanout-deploy "$@"
+exec bin/demo -fanout-deploy bin/fanout-deploy -clusterregistry bin/clusterregistry "$@"

@@ -33,6 +33,10 @@ type Options struct {
 	BinaryAssetsDirectory string
 	// StartTimeout bounds starting (and stopping) each API server and its etcd. Default 2 minutes.
 	StartTimeout time.Duration
+	// MarkStopped makes Member.Stop record the outage in the member's Cluster (Ready False,
+	// reason Unreachable), as a health controller would once it noticed, for tests that run
+	// none. By default status is left to a controller: run health.New against the fleet.
+	MarkStopped bool
 }
 
 // Fleet is a running registry and its members.
@@ -49,6 +53,8 @@ type Fleet struct {
 	stopOnce sync.Once
 	stopErr  error
 	stopped  chan struct{}
+
+	markStopped bool
 }
 
 // Start starts the registry and opts.Members members at once, installs the Cluster CRD in the
@@ -77,7 +83,7 @@ func Start(ctx context.Context, opts Options) (*Fleet, error) {
 	if err != nil {
 		return nil, err
 	}
-	f := &Fleet{Registry: servers[0], Namespace: opts.Namespace, stopped: make(chan struct{})}
+	f := &Fleet{Registry: servers[0], Namespace: opts.Namespace, markStopped: opts.MarkStopped, stopped: make(chan struct{})}
 	if _, err := os.Stat(filepath.Join(assets, "kubectl")); err == nil {
 		f.Kubectl = filepath.Join(assets, "kubectl")
 	}

@@ -47,7 +47,7 @@ func testContext(t *testing.T) context.Context {
 
 func TestStartRegistersMembersBothWays(t *testing.T) {
 	ctx := testContext(t)
-	f, err := localfleet.Start(ctx, localfleet.Options{Members: 2, Namespace: "team-a", Labels: map[string]string{"env": "test"}})
+	f, err := localfleet.Start(ctx, localfleet.Options{Members: 2, Namespace: "team-a", Labels: map[string]string{"env": "test"}, MarkStopped: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,7 +105,7 @@ func TestStartRegistersMembersBothWays(t *testing.T) {
 		}
 	}
 
-	// Stopping a member is an outage: the server is gone and its Cluster says so.
+	// Stopping a member is an outage: the server is gone and, with MarkStopped, its Cluster says so.
 	m2 := f.Members[1]
 	if err := m2.Stop(); err != nil {
 		t.Fatal(err)

@@ -131,12 +131,15 @@ func adminToken(ctx context.Context, kube kubernetes.Interface) (string, error) 
 	return tr.Status.Token, nil
 }
 
-// Stop stops the member's API server and etcd, as an outage would, and records it in its
-// Cluster: Ready False, reason Unreachable. Its Cluster and Secret stay, so tools still try the
-// member and must report it. Server.Stop stops it without touching the Cluster. Calling Stop
-// again does nothing.
+// Stop stops the member's API server and etcd, as an outage would. Its Cluster and Secret stay,
+// so tools still try the member and must report it. With Options.MarkStopped it also records
+// the outage in its Cluster (Ready False, reason Unreachable); otherwise a health controller's
+// probes do. Calling Stop again does nothing.
 func (m *Member) Stop() error {
 	err := m.Server.Stop()
+	if !m.fleet.markStopped {
+		return err
+	}
 	select {
 	case <-m.fleet.stopped:
 		return err // the registry is going too

@@ -1,7 +1,8 @@
 // Command demo is the README's one-command tour. It starts a local fleet (a registry and three
 // member clusters, real kube-apiservers with etcd), shows the registry with kubectl, runs
-// examples/fanout-deploy against it, stops one member and runs it again to show a partial
-// failure reported per member, then stops everything and removes its files, also on Ctrl-C.
+// examples/fanout-deploy against it and the health controller (clusterregistry health) beside
+// it, stops one member to show the controller see it and fanout-deploy report it, brings it back,
+// then stops everything and removes its files, also on Ctrl-C.
 // hack/demo.sh builds the binaries it needs and runs it; with -keep the fleet stays up until
 // Ctrl-C.
 package main
@@ -19,8 +20,10 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
+	"github.com/cluster-registry/sdk/clientset/versioned"
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
 	"github.com/cluster-registry/sdk/localfleet"
 )
@@ -28,18 +31,19 @@ import (
 func main() {
 	keep := flag.Bool("keep", false, "keep the fleet running at the end until interrupted, and print how to reach it")
 	fanoutDeploy := flag.String("fanout-deploy", "bin/fanout-deploy", "the built examples/fanout-deploy")
+	clusterregistry := flag.String("clusterregistry", "bin/clusterregistry", "the built cmd/clusterregistry")
 	flag.Parse()
 
 	logf.SetLogger(logr.Discard()) // envtest logs through controller-runtime's logger
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, *fanoutDeploy, *keep); err != nil {
+	if err := run(ctx, *fanoutDeploy, *clusterregistry, *keep); err != nil {
 		fmt.Fprintln(os.Stderr, "demo:", err)
 		os.Exit(1)
 	}
 }
 
-func run(ctx context.Context, fanoutDeploy string, keep bool) error {
+func run(ctx context.Context, fanoutDeploy, clusterregistry string, keep bool) error {
 	start := time.Now()
 	step("Starting a local fleet: a registry and 3 member clusters, each a real kube-apiserver with etcd")
 	lf, err := localfleet.Start(ctx, localfleet.Options{Members: 3, Labels: map[string]string{"env": "demo"}})
@@ -74,6 +78,37 @@ func run(ctx context.Context, fanoutDeploy string, keep bool) error {
 	kubectl := func(args ...string) error { return sh("kubectl", lf.Kubectl, args...) }
 	deploy := func(args ...string) error { return sh("fanout-deploy", fanoutDeploy, args...) }
 
+	step("The health controller probes every member and writes what it sees into each Cluster's status")
+	health := exec.CommandContext(ctx, clusterregistry, "health", "-n", lf.Namespace,
+		"--interval", "1s", "--failure-threshold", "2", "--success-threshold", "1")
+	health.Env = append(os.Environ(), "KUBECONFIG="+lf.Registry.Kubeconfig)
+	health.Stdout, health.Stderr = os.Stdout, os.Stdout
+	health.Cancel = func() error { return health.Process.Signal(os.Interrupt) }
+	fmt.Printf("$ clusterregistry %s &\n", strings.Join(health.Args[1:], " "))
+	if err := health.Start(); err != nil {
+		return err
+	}
+	defer func() { _ = health.Process.Signal(os.Interrupt); _ = health.Wait() }()
+	clusters := versioned.NewForConfigOrDie(lf.Registry.Config).ClusterregistryV1alpha1().Clusters(lf.Namespace)
+	// waitReady waits until the controller has written Ready with the reason for the member.
+	waitReady := func(name, reason string) error {
+		for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+			c, err := clusters.Get(ctx, name, metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			if r := c.Status.Condition(v1alpha1.ConditionReady); r != nil && r.Reason == reason && c.Status.ClusterID != "" {
+				return nil
+			}
+		}
+		return fmt.Errorf("%s: the health controller did not report %s within a minute", name, reason)
+	}
+	for _, m := range lf.Members {
+		if err := waitReady(m.Name, v1alpha1.ReasonReachable); err != nil {
+			return err
+		}
+	}
+
 	step("The registry: one Cluster per member, with pointers to credentials, never the credentials")
 	if err := kubectl("get", "clusters", "-n", lf.Namespace, "-o", "wide"); err != nil {
 		return err
@@ -90,11 +125,14 @@ func run(ctx context.Context, fanoutDeploy string, keep bool) error {
 		return err
 	}
 
-	step("Stopping member-2, as an outage would; its Cluster's Ready condition turns False")
-	if err := lf.Member("member-2").Stop(); err != nil {
+	step("Stopping member-2's API server, as an outage would; the health controller sees it")
+	if err := lf.Member("member-2").StopAPIServer(); err != nil {
 		return err
 	}
-	if err := kubectl("get", "clusters", "-n", lf.Namespace); err != nil {
+	if err := waitReady("member-2", v1alpha1.ReasonUnreachable); err != nil {
+		return err
+	}
+	if err := kubectl("get", "clusters", "-n", lf.Namespace, "-o", "wide"); err != nil {
 		return err
 	}
 
@@ -105,6 +143,20 @@ func run(ctx context.Context, fanoutDeploy string, keep bool) error {
 		return fmt.Errorf("fanout-deploy with a member down: %v, want exit status 1", err)
 	}
 	fmt.Println("(exit status 1, as expected)")
+
+	step("member-2 comes back; the health controller marks it Ready again")
+	if err := lf.Member("member-2").StartAPIServer(); err != nil {
+		return err
+	}
+	if err := waitReady("member-2", v1alpha1.ReasonReachable); err != nil {
+		return err
+	}
+	if err := kubectl("get", "clusters", "-n", lf.Namespace, "-o", "wide"); err != nil {
+		return err
+	}
+	if err := kubectl("describe", "cluster", "member-2", "-n", lf.Namespace); err != nil {
+		return err
+	}
 
 	if keep {
 		step("The fleet is up. In another shell:")
