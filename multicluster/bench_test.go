@@ -11,6 +11,8 @@ import (
 	"golang.org/x/sync/errgroup"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/cluster-registry/sdk/internal/simmembers"
 )
 
 // simLatency is each simulated member's answer time, as a distant API server's might be.
@@ -46,11 +48,11 @@ func BenchmarkFanOut(b *testing.B) {
 }
 
 func benchFanOut(b *testing.B, n int) {
-	sim := startSimMembers(b, n, simLatency)
+	sim := simmembers.Start(b, n, simLatency)
 	ctx := context.Background()
 
 	heap0, g0 := settledHeapAndGoroutines()
-	members := StaticFleet(simResolver(b), sim.clusters(), FleetOptions{}).Members()
+	members := StaticFleet(simResolver(b), sim.Clusters("sim"), FleetOptions{}).Members()
 	heapIdle, gIdle := settledHeapAndGoroutines()
 	if err := ForEach(ctx, members, getConfigMap).Err(); err != nil { // warm every member
 		b.Fatal(err)
@@ -83,8 +85,8 @@ func benchFanOut(b *testing.B, n int) {
 // benchPeer is the hand-rolled peer: a clientset per member built once, outside the timing, and
 // one goroutine per member per fan-out with errgroup.
 func benchPeer(b *testing.B, n int) {
-	sim := startSimMembers(b, n, simLatency)
-	clusters := sim.clusters()
+	sim := simmembers.Start(b, n, simLatency)
+	clusters := sim.Clusters("sim")
 	ctx := context.Background()
 	clients := make([]kubernetes.Interface, n)
 	for i := range clusters {
@@ -124,8 +126,8 @@ func benchPeer(b *testing.B, n int) {
 
 // benchNaive builds a new rest.Config and clientset for every call, one member after another.
 func benchNaive(b *testing.B, n int) {
-	sim := startSimMembers(b, n, simLatency)
-	clusters := sim.clusters()
+	sim := simmembers.Start(b, n, simLatency)
+	clusters := sim.Clusters("sim")
 	ctx := context.Background()
 	b.ResetTimer()
 	for b.Loop() {
@@ -176,8 +178,8 @@ func settledHeapAndGoroutines() (heap uint64, goroutines int) {
 // BenchmarkMemberKubernetesCached: a used member's clientset, asked for again, as every fan-out
 // callback does. It must not be rebuilt, nor allocate.
 func BenchmarkMemberKubernetesCached(b *testing.B) {
-	sim := startSimMembers(b, 1, 0)
-	m := StaticFleet(simResolver(b), sim.clusters(), FleetOptions{}).Members()[0]
+	sim := simmembers.Start(b, 1, 0)
+	m := StaticFleet(simResolver(b), sim.Clusters("sim"), FleetOptions{}).Members()[0]
 	first, err := m.Kubernetes(context.Background())
 	if err != nil {
 		b.Fatal(err)

@@ -1,4 +1,4 @@
-package multicluster
+package simmembers
 
 import (
 	"bufio"
@@ -15,13 +15,13 @@ import (
 	"golang.org/x/net/http2/hpack"
 )
 
-// serveSimH2 serves one simulated member's connections with just enough HTTP/2 to answer GETs:
+// serveH2 serves one simulated member's connections with just enough HTTP/2 to answer GETs:
 // settings, pings, and a HEADERS then DATA answer per request after the latency. net/http's
 // server spends about 100µs of CPU per request (a goroutine, a response writer and a flush per
 // stream); at 1000 members that is a tenth of a second of the very cores the client under test
 // runs on, which a real member's own machine would spend. This costs a fraction of that, so the
 // benchmarks measure the client.
-func serveSimH2(ln net.Listener, config *tls.Config, answer func(path, auth, accept string) (int, string, string), latency time.Duration) {
+func serveH2(ln net.Listener, config *tls.Config, answer func(path, auth, accept string) (int, string, string), latency time.Duration) {
 	config = config.Clone()
 	config.NextProtos = []string{http2.NextProtoTLS}
 	tl := tls.NewListener(ln, config)
@@ -30,11 +30,11 @@ func serveSimH2(ln net.Listener, config *tls.Config, answer func(path, auth, acc
 		if err != nil {
 			return
 		}
-		go serveSimH2Conn(conn, answer, latency)
+		go serveH2Conn(conn, answer, latency)
 	}
 }
 
-func serveSimH2Conn(conn net.Conn, answer func(path, auth, accept string) (int, string, string), latency time.Duration) {
+func serveH2Conn(conn net.Conn, answer func(path, auth, accept string) (int, string, string), latency time.Duration) {
 	defer conn.Close()
 	br := bufio.NewReader(conn)
 	preface := make([]byte, len(http2.ClientPreface))

@@ -1,0 +1,236 @@
+package simmembers
+
+import (
+	"bufio"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/json"
+	"encoding/pem"
+	"fmt"
+	"io"
+	"math/big"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
+	"k8s.io/apimachinery/pkg/types"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+
+	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
+)
+
+const (
+	membersEnv = "CLUSTERREGISTRY_SIM_MEMBERS"
+	latencyEnv = "CLUSTERREGISTRY_SIM_LATENCY"
+	// Token is the bearer token every simulated member accepts; ProviderType names a provider
+	// that gives it (register one with the Resolver).
+	Token        = "sim-token"
+	ProviderType = "sim"
+)
+
+// Main serves simulated members when this process is a child that Start began, and then returns
+// its exit code and true; otherwise it returns at once with false. Call it first in TestMain.
+func Main() (code int, child bool) {
+	if os.Getenv(membersEnv) == "" {
+		return 0, false
+	}
+	return serve(), true
+}
+
+// serve is the child's main: it serves the members, prints their addresses and CA as one JSON
+// line, and exits when its standard input closes.
+func serve() int {
+	n, err := strconv.Atoi(os.Getenv(membersEnv))
+	latency, err2 := time.ParseDuration(os.Getenv(latencyEnv))
+	if err != nil || err2 != nil || n < 1 || n > 60000 {
+		fmt.Fprintln(os.Stderr, "sim members: bad", membersEnv, "or", latencyEnv)
+		return 2
+	}
+	caKey, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	caTmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "sim-ca"}, IsCA: true,
+		BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign, NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour)}
+	caDER, _ := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
+	caCert, _ := x509.ParseCertificate(caDER)
+	leafKey, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+
+	out := struct {
+		CA      string   `json:"ca"`
+		Servers []string `json:"servers"`
+	}{CA: string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER}))}
+	for i := range n {
+		ip := net.IPv4(127, 1, byte(i/250), byte(i%250+1))
+		tmpl := &x509.Certificate{SerialNumber: big.NewInt(int64(i + 2)), Subject: pkix.Name{CommonName: ip.String()},
+			IPAddresses: []net.IP{ip}, KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+			NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour)}
+		der, err := x509.CreateCertificate(rand.Reader, tmpl, caCert, &leafKey.PublicKey, caKey)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "sim members:", err)
+			return 1
+		}
+		ln, err := net.Listen("tcp", net.JoinHostPort(ip.String(), "0"))
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "sim members:", err)
+			return 1
+		}
+		m := &member{uid: types.UID(fmt.Sprintf("00000000-0000-0000-0000-%012d", i))}
+		config := &tls.Config{
+			Certificates: []tls.Certificate{{Certificate: [][]byte{der}, PrivateKey: leafKey}},
+			GetConfigForClient: func(*tls.ClientHelloInfo) (*tls.Config, error) {
+				m.handshakes.Add(1)
+				return nil, nil
+			},
+		}
+		go serveH2(ln, config, m.answer, latency)
+		out.Servers = append(out.Servers, "https://"+ln.Addr().String())
+	}
+	if err := json.NewEncoder(os.Stdout).Encode(out); err != nil {
+		return 1
+	}
+	_, _ = io.Copy(io.Discard, os.Stdin) // until the parent is done
+	return 0
+}
+
+// member is one simulated member's state.
+type member struct {
+	uid        types.UID
+	handshakes atomic.Int64
+	failing    atomic.Bool
+}
+
+// answer answers GET /readyz and /healthz (failing, once /debug/fail was asked, as an API server
+// whose etcd is gone), /version, the kube-system namespace, a GET or server-side apply of a
+// namespaced ConfigMap (in protobuf when the client accepts it, as API servers do), and the debug
+// paths: /debug/handshakes with the member's TLS handshake count, /debug/cpu with this process's
+// CPU time in microseconds, /debug/fail and /debug/recover. The server sends answers other than
+// debug ones after the latency.
+func (m *member) answer(path, auth, accept string) (status int, contentType, body string) {
+	const json = "application/json"
+	if auth != "Bearer "+Token {
+		return http.StatusUnauthorized, json, `{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"Unauthorized","code":401}`
+	}
+	path, _, _ = strings.Cut(path, "?")
+	switch {
+	case path == "/debug/handshakes":
+		return http.StatusOK, "text/plain", strconv.FormatInt(m.handshakes.Load(), 10)
+	case path == "/debug/cpu":
+		return http.StatusOK, "text/plain", strconv.FormatInt(ProcessCPU().Microseconds(), 10)
+	case path == "/debug/fail", path == "/debug/recover":
+		m.failing.Store(path == "/debug/fail")
+		return http.StatusOK, "text/plain", "0"
+	case path == "/readyz", path == "/healthz":
+		if m.failing.Load() {
+			return http.StatusInternalServerError, "text/plain", "[+]ping ok\n[-]etcd failed: reason withheld\n" + path[1:] + " check failed\n"
+		}
+		return http.StatusOK, "text/plain", "ok"
+	case path == "/version":
+		return http.StatusOK, json, `{"major":"1","minor":"36","gitVersion":"v1.36.3"}`
+	case path == "/api/v1/namespaces/kube-system":
+		return encode(accept, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "kube-system", UID: m.uid}})
+	case strings.HasPrefix(path, "/api/v1/namespaces/") && strings.Contains(path, "/configmaps/"):
+		parts := strings.Split(path, "/")
+		return encode(accept, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: parts[4], Name: parts[6]}, Data: map[string]string{"k": "v"}})
+	}
+	return http.StatusNotFound, json, `{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"NotFound","code":404}`
+}
+
+// encode answers with obj in protobuf when the client accepts it, as API servers do, or JSON.
+func encode(accept string, obj runtime.Object) (int, string, string) {
+	var codec runtime.Encoder = jsonCodec
+	contentType := runtime.ContentTypeJSON
+	if strings.HasPrefix(accept, runtime.ContentTypeProtobuf) {
+		codec, contentType = protobufCodec, runtime.ContentTypeProtobuf
+	}
+	data, err := runtime.Encode(codec, obj)
+	if err != nil {
+		return http.StatusInternalServerError, runtime.ContentTypeJSON, `{"kind":"Status","apiVersion":"v1","status":"Failure","code":500}`
+	}
+	return http.StatusOK, contentType, string(data)
+}
+
+var (
+	protobufCodec = clientgoscheme.Codecs.EncoderForVersion(
+		protobuf.NewSerializer(clientgoscheme.Scheme, clientgoscheme.Scheme), corev1.SchemeGroupVersion)
+	jsonCodec = clientgoscheme.Codecs.LegacyCodec(corev1.SchemeGroupVersion)
+)
+
+// Members is the parent's handle on a child serving simulated members.
+type Members struct {
+	CA      []byte
+	Servers []string
+}
+
+// Start starts a child process serving n simulated members that answer after latency, and stops
+// it when the test ends.
+func Start(tb testing.TB, n int, latency time.Duration) *Members {
+	tb.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), membersEnv+"="+strconv.Itoa(n), latencyEnv+"="+latency.String())
+	cmd.Stderr = os.Stderr
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() {
+		_ = stdin.Close()
+		_ = cmd.Wait()
+	})
+	var out struct {
+		CA      string   `json:"ca"`
+		Servers []string `json:"servers"`
+	}
+	line, err := bufio.NewReader(stdout).ReadBytes('\n')
+	if err != nil || json.Unmarshal(line, &out) != nil || len(out.Servers) != n {
+		tb.Fatalf("simulated members did not start: %v", err)
+	}
+	return &Members{CA: []byte(out.CA), Servers: out.Servers}
+}
+
+// Clusters are Clusters in namespace for the simulated members, authenticated by ProviderType.
+func (s *Members) Clusters(namespace string) []v1alpha1.Cluster {
+	out := make([]v1alpha1.Cluster, len(s.Servers))
+	for i, server := range s.Servers {
+		out[i] = v1alpha1.Cluster{
+			ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: fmt.Sprintf("member-%05d", i)},
+			Spec: v1alpha1.ClusterSpec{
+				KubernetesAPIEndpoints: v1alpha1.KubernetesAPIEndpoints{
+					ServerEndpoints: []v1alpha1.ServerAddressByClientCIDR{{ClientCIDR: "0.0.0.0/0", ServerAddress: server}},
+					CABundle:        s.CA,
+				},
+				AuthInfo: v1alpha1.AuthInfo{Providers: []v1alpha1.AuthProviderConfig{
+					{Name: "sim", Type: v1alpha1.AuthProviderType{Name: ProviderType}}}},
+			},
+		}
+	}
+	return out
+}
+
+// ProcessCPU is the CPU time this process has used, user and system.
+func ProcessCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
