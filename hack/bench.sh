@@ -4,6 +4,9 @@
 #   BenchmarkResolveCached    cached Resolve of an unchanged Cluster (target < 1µs, 0 allocs)
 #   BenchmarkFanOut           one GET on N simulated members of 50ms latency, beside the hand-rolled
 #                             peer (a clientset per member, errgroup) in the same run (bench_test.go)
+#   BenchmarkHealth           the health controller over 10,000 simulated members in a real
+#                             registry: CPU per probe, heap per member, writes at steady state
+#                             and in an outage of 10% (takes about 3 minutes)
 #   BenchmarkFleet            a Fleet of 10,000 Clusters on the real registry, beside client-go's
 #                             generated informer: sync, heap per idle member, Members, Select
 set -euo pipefail
@@ -21,6 +24,7 @@ go test ./multicluster/ -run '^$' -bench 'Fleet/(sync|idle-heap)$' -benchtime 3x
 go test ./multicluster/ -run '^$' -bench 'Fleet/Members$' -benchtime 100000x | tee -a "$out" >&2
 go test ./multicluster/ -run '^$' -bench 'Fleet/Select$' -benchtime 200x | tee -a "$out" >&2
 go test ./multicluster/ -run '^$' -bench 'FanOut/naive' -benchtime 3x | tee -a "$out" >&2
+go test ./health/ -run '^$' -bench 'Health' -benchtime 1x -timeout 30m | tee -a "$out" >&2
 
 # Each result line is: name iterations value unit value unit ...; print one row per benchmark.
 awk '

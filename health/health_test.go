@@ -26,11 +26,16 @@ import (
 	"github.com/cluster-registry/sdk/clientset/versioned"
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
 	"github.com/cluster-registry/sdk/health"
+	"github.com/cluster-registry/sdk/internal/simmembers"
 	"github.com/cluster-registry/sdk/localfleet"
 	"github.com/cluster-registry/sdk/multicluster"
 )
 
 func TestMain(m *testing.M) {
+	// The benchmark's simulated members run in child processes of this binary.
+	if code, child := simmembers.Main(); child {
+		os.Exit(code)
+	}
 	flag.Parse()
 	logf.SetLogger(logr.Discard()) // envtest logs through controller-runtime's logger
 	os.Exit(m.Run())
@@ -38,7 +43,7 @@ func TestMain(m *testing.M) {
 
 // integration skips a test that needs kube-apiserver and etcd under -short, which runs the unit
 // tests of pure logic without the API-server binaries.
-func integration(t *testing.T) {
+func integration(t testing.TB) {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("needs kube-apiserver and etcd; run without -short (hack/test.sh builds them)")

@@ -8,6 +8,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"encoding/base64"
 	"encoding/json"
 	"encoding/pem"
 	"fmt"
@@ -35,8 +36,12 @@ import (
 )
 
 const (
-	membersEnv = "CLUSTERREGISTRY_SIM_MEMBERS"
+	membersEnv = "CLUSTERREGISTRY_SIM_MEMBERS" // how many, from which index: "count,first"
 	latencyEnv = "CLUSTERREGISTRY_SIM_LATENCY"
+	keysEnv    = "CLUSTERREGISTRY_SIM_KEYS" // the CA's certificate and key, and the leaf key, shared by every child
+	// perChild is the most members one child serves: each takes a listener and a connection, and
+	// a process may hold 20,000 files on the machines this runs on.
+	perChild = 4000
 	// Token is the bearer token every simulated member accepts; ProviderType names a provider
 	// that gives it (register one with the Resolver).
 	Token        = "sim-token"
@@ -52,32 +57,24 @@ func Main() (code int, child bool) {
 	return serve(), true
 }
 
-// serve is the child's main: it serves the members, prints their addresses and CA as one JSON
-// line, and exits when its standard input closes.
+// serve is the child's main: it serves its members, prints their addresses as one JSON line, and
+// exits when its standard input closes.
 func serve() int {
-	n, err := strconv.Atoi(os.Getenv(membersEnv))
+	var n, first int
+	_, err := fmt.Sscanf(os.Getenv(membersEnv), "%d,%d", &n, &first)
 	latency, err2 := time.ParseDuration(os.Getenv(latencyEnv))
-	if err != nil || err2 != nil || n < 1 || n > 60000 {
-		fmt.Fprintln(os.Stderr, "sim members: bad", membersEnv, "or", latencyEnv)
+	k, err3 := decodeKeys(os.Getenv(keysEnv))
+	if err != nil || err2 != nil || err3 != nil || n < 1 || first < 0 || first+n > 60000 {
+		fmt.Fprintln(os.Stderr, "sim members: bad", membersEnv, latencyEnv, "or", keysEnv)
 		return 2
 	}
-	caKey, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	caTmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "sim-ca"}, IsCA: true,
-		BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign, NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour)}
-	caDER, _ := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
-	caCert, _ := x509.ParseCertificate(caDER)
-	leafKey, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-
-	out := struct {
-		CA      string   `json:"ca"`
-		Servers []string `json:"servers"`
-	}{CA: string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER}))}
-	for i := range n {
-		ip := net.IPv4(127, 1, byte(i/250), byte(i%250+1))
+	var servers []string
+	for i := first; i < first+n; i++ {
+		ip := net.IPv4(127, 1+byte(i/62500), byte(i/250%250), byte(i%250+1))
 		tmpl := &x509.Certificate{SerialNumber: big.NewInt(int64(i + 2)), Subject: pkix.Name{CommonName: ip.String()},
 			IPAddresses: []net.IP{ip}, KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
 			NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour)}
-		der, err := x509.CreateCertificate(rand.Reader, tmpl, caCert, &leafKey.PublicKey, caKey)
+		der, err := x509.CreateCertificate(rand.Reader, tmpl, k.caCert, &k.leafKey.PublicKey, k.caKey)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "sim members:", err)
 			return 1
@@ -89,20 +86,69 @@ func serve() int {
 		}
 		m := &member{uid: types.UID(fmt.Sprintf("00000000-0000-0000-0000-%012d", i))}
 		config := &tls.Config{
-			Certificates: []tls.Certificate{{Certificate: [][]byte{der}, PrivateKey: leafKey}},
+			Certificates: []tls.Certificate{{Certificate: [][]byte{der}, PrivateKey: k.leafKey}},
 			GetConfigForClient: func(*tls.ClientHelloInfo) (*tls.Config, error) {
 				m.handshakes.Add(1)
 				return nil, nil
 			},
 		}
 		go serveH2(ln, config, m.answer, latency)
-		out.Servers = append(out.Servers, "https://"+ln.Addr().String())
+		servers = append(servers, "https://"+ln.Addr().String())
 	}
-	if err := json.NewEncoder(os.Stdout).Encode(out); err != nil {
+	if err := json.NewEncoder(os.Stdout).Encode(servers); err != nil {
 		return 1
 	}
 	_, _ = io.Copy(io.Discard, os.Stdin) // until the parent is done
 	return 0
+}
+
+// keys are what every child signs and serves with: one CA, one leaf key.
+type keys struct {
+	caCert  *x509.Certificate
+	caKey   *ecdsa.PrivateKey
+	leafKey *ecdsa.PrivateKey
+	caPEM   []byte
+}
+
+func newKeys() (*keys, string, error) {
+	caKey, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	leafKey, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	caTmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "sim-ca"}, IsCA: true,
+		BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign, NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour)}
+	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
+	if err != nil {
+		return nil, "", err
+	}
+	caKeyDER, _ := x509.MarshalECPrivateKey(caKey)
+	leafKeyDER, _ := x509.MarshalECPrivateKey(leafKey)
+	encoded := strings.Join([]string{base64.StdEncoding.EncodeToString(caDER), base64.StdEncoding.EncodeToString(caKeyDER),
+		base64.StdEncoding.EncodeToString(leafKeyDER)}, ",")
+	k, err := decodeKeys(encoded)
+	return k, encoded, err
+}
+
+func decodeKeys(s string) (*keys, error) {
+	parts := strings.Split(s, ",")
+	if len(parts) != 3 {
+		return nil, fmt.Errorf("want 3 keys, got %d", len(parts))
+	}
+	var der [3][]byte
+	for i, p := range parts {
+		var err error
+		if der[i], err = base64.StdEncoding.DecodeString(p); err != nil {
+			return nil, err
+		}
+	}
+	k := &keys{caPEM: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der[0]})}
+	var err error
+	if k.caCert, err = x509.ParseCertificate(der[0]); err != nil {
+		return nil, err
+	}
+	if k.caKey, err = x509.ParseECPrivateKey(der[1]); err != nil {
+		return nil, err
+	}
+	k.leafKey, err = x509.ParseECPrivateKey(der[2])
+	return k, err
 }
 
 // member is one simulated member's state.
@@ -174,37 +220,43 @@ type Members struct {
 	Servers []string
 }
 
-// Start starts a child process serving n simulated members that answer after latency, and stops
-// it when the test ends.
+// Start starts child processes serving n simulated members that answer after latency, and stops
+// them when the test ends.
 func Start(tb testing.TB, n int, latency time.Duration) *Members {
 	tb.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), membersEnv+"="+strconv.Itoa(n), latencyEnv+"="+latency.String())
-	cmd.Stderr = os.Stderr
-	stdin, err := cmd.StdinPipe()
+	k, encoded, err := newKeys()
 	if err != nil {
 		tb.Fatal(err)
 	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		tb.Fatal(err)
+	out := &Members{CA: k.caPEM}
+	for first := 0; first < n; first += perChild {
+		count := min(perChild, n-first)
+		cmd := exec.Command(os.Args[0], "-test.run=^$")
+		cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%d,%d", membersEnv, count, first), latencyEnv+"="+latency.String(), keysEnv+"="+encoded)
+		cmd.Stderr = os.Stderr
+		stdin, err := cmd.StdinPipe()
+		if err != nil {
+			tb.Fatal(err)
+		}
+		stdout, err := cmd.StdoutPipe()
+		if err != nil {
+			tb.Fatal(err)
+		}
+		if err := cmd.Start(); err != nil {
+			tb.Fatal(err)
+		}
+		tb.Cleanup(func() {
+			_ = stdin.Close()
+			_ = cmd.Wait()
+		})
+		var servers []string
+		line, err := bufio.NewReader(stdout).ReadBytes('\n')
+		if err != nil || json.Unmarshal(line, &servers) != nil || len(servers) != count {
+			tb.Fatalf("simulated members did not start: %v", err)
+		}
+		out.Servers = append(out.Servers, servers...)
 	}
-	if err := cmd.Start(); err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() {
-		_ = stdin.Close()
-		_ = cmd.Wait()
-	})
-	var out struct {
-		CA      string   `json:"ca"`
-		Servers []string `json:"servers"`
-	}
-	line, err := bufio.NewReader(stdout).ReadBytes('\n')
-	if err != nil || json.Unmarshal(line, &out) != nil || len(out.Servers) != n {
-		tb.Fatalf("simulated members did not start: %v", err)
-	}
-	return &Members{CA: []byte(out.CA), Servers: out.Servers}
+	return out
 }
 
 // Clusters are Clusters in namespace for the simulated members, authenticated by ProviderType.

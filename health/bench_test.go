@@ -1,0 +1,157 @@
+package health_test
+
+import (
+	"context"
+	"runtime"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"github.com/cluster-registry/sdk/clientset/versioned"
+	"github.com/cluster-registry/sdk/health"
+	"github.com/cluster-registry/sdk/internal/simmembers"
+	"github.com/cluster-registry/sdk/localfleet"
+	"github.com/cluster-registry/sdk/multicluster"
+)
+
+// BenchmarkHealth: the controller over 10,000 simulated members (20ms latency, in other
+// processes) registered in a real registry, probing each once per 10 s with the default
+// thresholds. Run it once (-benchtime 1x); it takes a few minutes. Reported:
+//   - first-pass-s: time until every Cluster's status is written once (10,000 writes);
+//   - CPU-µs/probe and probes/s/core: the controller's own CPU per probe at steady state, and
+//     the probes one core sustains at that cost;
+//   - heap-KiB/member and goroutines/member: what the controller holds per member, warm;
+//   - steady-writes/s: registry writes at steady state (heartbeats only; target at most one per
+//     Cluster per 30 s, 333/s here);
+//   - outage-writes/s: writes over the 40 s after 10% of the members fail at once.
+func BenchmarkHealth(b *testing.B) {
+	integration(b)
+	const n = 10000
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	sims := simmembers.Start(b, n, 20*time.Millisecond)
+	lf, err := localfleet.Start(ctx, localfleet.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer lf.Stop()
+	admin := kubernetes.NewForConfigOrDie(lf.Registry.Config)
+	if _, err := admin.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "sim"}}, metav1.CreateOptions{}); err != nil {
+		b.Fatal(err)
+	}
+	bulk := rest.CopyConfig(lf.Registry.Config)
+	bulk.QPS, bulk.Burst = -1, 0
+	clusters := versioned.NewForConfigOrDie(bulk).ClusterregistryV1alpha1().Clusters("sim")
+	items := sims.Clusters("sim")
+	toCreate := make([]*multicluster.Member, n)
+	for i := range items {
+		toCreate[i] = multicluster.NewMember(&items[i], multicluster.Clients{})
+	}
+	if err := multicluster.ForEach(ctx, toCreate, func(ctx context.Context, m *multicluster.Member) error {
+		_, err := clusters.Create(ctx, m.Cluster(), metav1.CreateOptions{})
+		return err
+	}, multicluster.Concurrency(64), multicluster.RetryIf(multicluster.IsTransient)).Err(); err != nil {
+		b.Fatal(err)
+	}
+
+	resolver, err := multicluster.NewResolver(multicluster.ResolverOptions{Providers: map[string]multicluster.Provider{
+		simmembers.ProviderType: multicluster.ProviderFunc(func(context.Context, *multicluster.Request) (*multicluster.Credentials, error) {
+			return &multicluster.Credentials{BearerToken: simmembers.Token}, nil
+		}),
+	}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	var writes atomic.Int64
+	reg := prometheus.NewRegistry()
+	c, err := health.New(health.Options{
+		Registry:   versioned.NewForConfigOrDie(countingConfig(bulk, &writes)),
+		Kube:       kubernetes.NewForConfigOrDie(bulk),
+		Resolver:   resolver,
+		Namespaces: []string{"sim"},
+		Metrics:    reg,
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	heap0, g0 := settled()
+	start := time.Now()
+	runCtx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- c.Run(runCtx) }()
+	defer func() { stop(); <-done }()
+
+	// First pass: every Cluster written once.
+	for writes.Load() < n {
+		if time.Since(start) > 5*time.Minute {
+			b.Fatalf("only %d of %d Clusters written after 5 minutes", writes.Load(), n)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	b.ReportMetric(time.Since(start).Seconds(), "first-pass-s")
+	time.Sleep(10 * time.Second) // let the first pass's stragglers finish
+
+	// Steady state.
+	const window = 30 * time.Second
+	probes0, cpu0, writes0 := probes(b, reg), simmembers.ProcessCPU(), writes.Load()
+	time.Sleep(window)
+	probed, cpu, wrote := probes(b, reg)-probes0, simmembers.ProcessCPU()-cpu0, writes.Load()-writes0
+	heap1, g1 := settled()
+	b.ReportMetric(float64(cpu.Microseconds())/probed, "CPU-µs/probe")
+	b.ReportMetric(probed/cpu.Seconds(), "probes/s/core")
+	b.ReportMetric(probed/window.Seconds(), "probes/s")
+	b.ReportMetric(float64(heap1-heap0)/1024/n, "heap-KiB/member")
+	b.ReportMetric(float64(g1-g0)/n, "goroutines/member")
+	b.ReportMetric(float64(wrote)/window.Seconds(), "steady-writes/s")
+
+	// 10% of the members fail at once; each is written when its FailureThreshold is reached.
+	failing := multicluster.StaticFleet(resolver, items[:n/10], multicluster.FleetOptions{}).Members()
+	if err := multicluster.ForEach(ctx, failing, func(ctx context.Context, m *multicluster.Member) error {
+		kube, err := m.Kubernetes(ctx)
+		if err != nil {
+			return err
+		}
+		return kube.CoreV1().RESTClient().Get().AbsPath("/debug/fail").Do(ctx).Error()
+	}, multicluster.Concurrency(64)).Err(); err != nil {
+		b.Fatal(err)
+	}
+	writes0 = writes.Load()
+	const outage = 40 * time.Second
+	time.Sleep(outage)
+	b.ReportMetric(float64(writes.Load()-writes0)/outage.Seconds(), "outage-writes/s")
+	runtime.KeepAlive(c)
+}
+
+// probes is how many probes the controller has made, from its histogram.
+func probes(b *testing.B, reg *prometheus.Registry) float64 {
+	families, err := reg.Gather()
+	if err != nil {
+		b.Fatal(err)
+	}
+	var total float64
+	for _, f := range families {
+		if f.GetName() != "clusterregistry_health_probe_duration_seconds" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			total += float64(m.GetHistogram().GetSampleCount())
+		}
+	}
+	return total
+}
+
+// settled reads the live heap and goroutine count after garbage collection.
+func settled() (uint64, int) {
+	runtime.GC()
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return ms.HeapAlloc, runtime.NumGoroutine()
+}
+
