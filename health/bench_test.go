@@ -154,4 +154,3 @@ func settled() (uint64, int) {
 	runtime.ReadMemStats(&ms)
 	return ms.HeapAlloc, runtime.NumGoroutine()
 }
-

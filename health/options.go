@@ -48,6 +48,10 @@ type Options struct {
 	// Heartbeat is how often lastProbeTime is refreshed while nothing else changes: the only
 	// writes at steady state. Default 60s, so at most one write per Cluster a minute.
 	Heartbeat time.Duration
+	// KeepConnections keeps each member's connection open between probes: no TLS handshake per
+	// probe, but a connection, its buffers and a goroutine per member. By default a probe's
+	// connection is closed when it is done, so an idle member costs no goroutine.
+	KeepConnections bool
 	// UnknownAfter is how long a member may go unprobed before its Ready condition turns Unknown
 	// with reason NotProbed. Default 3 intervals plus a timeout.
 	UnknownAfter time.Duration

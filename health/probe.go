@@ -10,6 +10,9 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	utilnet "k8s.io/apimachinery/pkg/util/net"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
 	"github.com/cluster-registry/sdk/multicluster"
@@ -31,7 +34,8 @@ func (c *Controller) probe(ctx context.Context, m *multicluster.Member) observat
 	ctx, cancel := context.WithTimeout(ctx, c.opts.Timeout)
 	defer cancel()
 
-	if _, err := m.Access(ctx); err != nil {
+	access, err := m.Access(ctx)
+	if err != nil {
 		var noEndpoint *multicluster.NoEndpointError
 		if errors.As(err, &noEndpoint) {
 			return observation{reason: v1alpha1.ReasonNoEndpoint, message: noEndpoint.Error()}
@@ -39,10 +43,11 @@ func (c *Controller) probe(ctx context.Context, m *multicluster.Member) observat
 		// The Resolver's errors name the providers and what to change, never a credential.
 		return observation{reason: v1alpha1.ReasonCredentialsUnavailable, message: err.Error()}
 	}
-	kube, err := m.Kubernetes(ctx)
+	kube, done, err := c.clientFor(ctx, m, access)
 	if err != nil {
 		return observation{reason: v1alpha1.ReasonCredentialsUnavailable, message: err.Error()}
 	}
+	defer done()
 	rest := kube.Discovery().RESTClient()
 
 	var o observation
@@ -79,6 +84,31 @@ func (c *Controller) probe(ctx context.Context, m *multicluster.Member) observat
 	}
 	o.ready, o.reason, o.message = true, v1alpha1.ReasonReachable, "readyz and version answered"
 	return o
+}
+
+// clientFor is the client a probe uses. By default it has a connection of its own, closed when
+// the probe is done, so that an idle member holds no connection and no goroutine between
+// probes, at the cost of a TLS handshake per probe; with KeepConnections it is the member's shared
+// clientset, whose connection stays open.
+func (c *Controller) clientFor(ctx context.Context, m *multicluster.Member, access *multicluster.Access) (kubernetes.Interface, func(), error) {
+	if c.opts.KeepConnections {
+		kube, err := m.Kubernetes(ctx)
+		return kube, func() {}, err
+	}
+	cfg := rest.CopyConfig(access.Config)
+	// A Proxy function keeps client-go from sharing a cached transport, whose connections would
+	// outlive the probe. It is the proxy client-go uses anyway.
+	cfg.Proxy = http.ProxyFromEnvironment
+	client, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		return nil, nil, fmt.Errorf("building a client: %w", err)
+	}
+	kube, err := kubernetes.NewForConfigAndClient(cfg, client)
+	if err != nil {
+		return nil, nil, fmt.Errorf("building a client: %w", err)
+	}
+	// http.Client.CloseIdleConnections stops at client-go's wrappers; this unwraps them.
+	return kube, func() { utilnet.CloseIdleConnectionsFor(client.Transport) }, nil
 }
 
 // failed turns a failed request into an observation; done is false when the request succeeded.
