@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"github.com/go-logr/logr/funcr"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 	corev1 "k8s.io/api/core/v1"
@@ -123,7 +124,10 @@ func TestHealthAgainstRealMembers(t *testing.T) {
 	lf, err := localfleet.Start(ctx, localfleet.Options{Members: 3})
 	require.NoError(t, err)
 	registryKube := kubernetes.NewForConfigOrDie(lf.Registry.Config)
-	stop := start(t, fastOptions(lf))
+	opts := fastOptions(lf)
+	var logs lockedBuffer
+	opts.Logger = funcr.New(func(prefix, args string) { logs.WriteString(prefix + args + "\n") }, funcr.Options{Verbosity: 1})
+	stop := start(t, opts)
 	defer func() {
 		// The controller first: the registry would wait a minute for its watch to drain.
 		stop()
@@ -228,14 +232,15 @@ func TestHealthAgainstRealMembers(t *testing.T) {
 		}
 	})
 
-	t.Run("nothing in status or events holds a credential", func(t *testing.T) {
+	t.Run("nothing in status, events or logs holds a credential", func(t *testing.T) {
 		events, err := registryKube.CoreV1().Events(lf.Namespace).List(ctx, metav1.ListOptions{})
 		require.NoError(t, err)
 		secrets, err := registryKube.CoreV1().Secrets(lf.Namespace).List(ctx, metav1.ListOptions{})
 		require.NoError(t, err)
 		clusters, err := versioned.NewForConfigOrDie(lf.Registry.Config).ClusterregistryV1alpha1().Clusters(lf.Namespace).List(ctx, metav1.ListOptions{})
 		require.NoError(t, err)
-		seen := fmt.Sprint(events.Items) + fmt.Sprint(clusters.Items)
+		seen := fmt.Sprint(events.Items) + fmt.Sprint(clusters.Items) + logs.String()
+		require.Contains(t, logs.String(), "Ready changed", "the logs were not captured")
 		for _, s := range secrets.Items {
 			for k, v := range s.Data {
 				if len(v) > 16 && k != "ca.crt" {
@@ -328,4 +333,22 @@ func TestLeaderElectionFailover(t *testing.T) {
 	waitFor(t, lf, "member-1", "True/Reachable")
 	require.Positive(t, writesB.Load())
 	require.Equal(t, afterA, writesA.Load(), "the stopped replica wrote")
+}
+
+// lockedBuffer collects log lines from the controller's goroutines.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf strings.Builder
+}
+
+func (b *lockedBuffer) WriteString(s string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.buf.WriteString(s)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
