@@ -40,6 +40,7 @@ type tracked struct {
 	next   time.Time
 	index  int // in the queue; -1 when out of it (being probed, or removed)
 	gone   bool
+	added  time.Time // when the controller began to track it
 	state  memberState
 }
 
@@ -161,7 +162,7 @@ func (c *Controller) onMembership(ev multicluster.MemberEvent) {
 	key := ev.Member.Name()
 	switch ev.Type {
 	case multicluster.MemberAdded:
-		t := &tracked{member: ev.Member, index: -1}
+		t := &tracked{member: ev.Member, index: -1, added: time.Now()}
 		c.members[key] = t
 		c.schedule(t, time.Now().Add(time.Duration(rand.Int64N(int64(c.opts.Interval)))))
 	case multicluster.MemberReachChanged:
@@ -216,12 +217,17 @@ func (c *Controller) dispatch(ctx context.Context, work chan<- *tracked) {
 		}
 		c.mu.Unlock()
 		if due != nil {
-			select {
-			case work <- due:
-				continue
-			case <-ctx.Done():
-				return
+			for sent := false; !sent; {
+				select {
+				case work <- due:
+					sent = true
+				case <-sweep.C: // every worker busy: the members waiting are what the sweep is for
+					c.markUnprobed(ctx)
+				case <-ctx.Done():
+					return
+				}
 			}
+			continue // the next may be due too
 		}
 		timer.Reset(wait)
 		select {
@@ -285,16 +291,29 @@ func (c *Controller) markUnprobed(ctx context.Context) {
 	var stale []*tracked
 	c.mu.Lock()
 	for _, t := range c.members {
-		if !t.state.lastProbe.IsZero() && now.Sub(t.state.lastProbe) > c.opts.UnknownAfter &&
-			t.state.written != nil && t.state.written.Reason != notProbed.Reason {
+		last := t.state.lastProbe
+		if last.IsZero() {
+			last = t.added
+		}
+		if now.Sub(last) > c.opts.UnknownAfter && (t.state.written == nil || t.state.written.Reason != notProbed.Reason) {
 			stale = append(stale, t)
 		}
 	}
 	c.mu.Unlock()
 	for _, t := range stale {
-		v := verdict{condition: notProbed, transition: true, version: t.state.version, clusterID: t.state.clusterID}
-		v.condition.Message = fmt.Sprintf("not probed for %s", since(now, t.state.lastProbe))
-		if err := c.writer.apply(ctx, t.member.Cluster(), v, t.state.lastProbe); err == nil {
+		last := t.state.lastProbe
+		if last.IsZero() {
+			last = t.added
+		}
+		current := t.member.Cluster()
+		v := verdict{condition: notProbed, transition: true, version: current.Status.Version, clusterID: current.Status.ClusterID}
+		v.condition.Message = fmt.Sprintf("not probed for %s", since(now, last))
+		v.condition.LastTransitionTime = metav1.NewTime(now)
+		probed := now
+		if p := current.Status.LastProbeTime; p != nil {
+			probed = p.Time // the last probe is what it was
+		}
+		if err := c.writer.apply(ctx, current, v, probed); err == nil {
 			c.mu.Lock()
 			previous := t.state.written
 			t.state.wrote(v, now)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"net"
 	"net/http"
 	"os"
 	"strings"
@@ -351,4 +352,59 @@ func (b *lockedBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.String()
+}
+
+// A controller that falls behind says so: with one probe at a time and two members that never
+// answer, member-1 goes unprobed for longer than UnknownAfter, and its Ready turns Unknown,
+// reason NotProbed, rather than standing stale.
+func TestUnprobedMembersBecomeUnknown(t *testing.T) {
+	integration(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	lf, err := localfleet.Start(ctx, localfleet.Options{Members: 1})
+	require.NoError(t, err)
+	defer lf.Stop()
+
+	blackHole, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer blackHole.Close()
+	go func() {
+		for {
+			conn, err := blackHole.Accept()
+			if err != nil {
+				return
+			}
+			defer conn.Close() // accepted, never answered
+		}
+	}()
+	clusters := versioned.NewForConfigOrDie(lf.Registry.Config).ClusterregistryV1alpha1().Clusters(lf.Namespace)
+	for _, name := range []string{"hole-1", "hole-2"} {
+		_, err := clusters.Create(ctx, &v1alpha1.Cluster{
+			ObjectMeta: metav1.ObjectMeta{Name: name},
+			Spec: v1alpha1.ClusterSpec{
+				KubernetesAPIEndpoints: v1alpha1.KubernetesAPIEndpoints{ServerEndpoints: []v1alpha1.ServerAddressByClientCIDR{
+					{ClientCIDR: "0.0.0.0/0", ServerAddress: "https://" + blackHole.Addr().String()}}},
+				AuthInfo: v1alpha1.AuthInfo{Providers: []v1alpha1.AuthProviderConfig{{Name: "static", Type: v1alpha1.AuthProviderType{Name: "static"}}}},
+			},
+		}, metav1.CreateOptions{})
+		require.NoError(t, err)
+	}
+	resolver, err := multicluster.NewResolver(multicluster.ResolverOptions{
+		Secrets: multicluster.SecretsFromClient(kubernetes.NewForConfigOrDie(lf.Registry.Config)),
+		Providers: map[string]multicluster.Provider{"static": multicluster.ProviderFunc(
+			func(context.Context, *multicluster.Request) (*multicluster.Credentials, error) {
+				return &multicluster.Credentials{BearerToken: "static"}, nil
+			})},
+	})
+	require.NoError(t, err)
+	opts := fastOptions(lf)
+	opts.Resolver = resolver
+	opts.Concurrency = 1
+	opts.Timeout = 2 * time.Second
+	opts.UnknownAfter = time.Second
+	stop := start(t, opts)
+	defer stop()
+
+	c := waitFor(t, lf, "member-1", "Unknown/NotProbed")
+	require.Contains(t, c.Status.Condition(v1alpha1.ConditionReady).Message, "not probed for")
 }
