@@ -60,7 +60,7 @@ func fastOptions(lf *localfleet.Fleet) health.Options {
 		Resolver:         resolverFor(lf),
 		Namespaces:       []string{lf.Namespace},
 		Interval:         300 * time.Millisecond,
-		Timeout:          2 * time.Second,
+		Timeout:          5 * time.Second, // more than the API server's own etcd check takes to fail
 		FailureThreshold: 2,
 		SuccessThreshold: 1,
 		Heartbeat:        time.Hour,
@@ -198,6 +198,26 @@ func TestHealthAgainstRealMembers(t *testing.T) {
 		_, err = secrets.Create(ctx, s, metav1.CreateOptions{})
 		require.NoError(t, err)
 		waitFor(t, lf, "member-2", "True/Reachable")
+	})
+
+	t.Run("a member whose etcd is frozen is NotReady, naming the check", func(t *testing.T) {
+		require.NoError(t, lf.Member("member-3").PauseEtcd())
+		c := waitFor(t, lf, "member-3", "False/NotReady")
+		require.NoError(t, lf.Member("member-3").ResumeEtcd())
+		require.Contains(t, c.Status.Condition(v1alpha1.ConditionReady).Message, "etcd")
+		waitFor(t, lf, "member-3", "True/Reachable")
+	})
+
+	t.Run("a Cluster with no endpoint for the controller's network is NoEndpoint", func(t *testing.T) {
+		clusters := versioned.NewForConfigOrDie(lf.Registry.Config).ClusterregistryV1alpha1().Clusters(lf.Namespace)
+		_, err := clusters.Create(ctx, &v1alpha1.Cluster{
+			ObjectMeta: metav1.ObjectMeta{Name: "elsewhere"},
+			Spec: v1alpha1.ClusterSpec{KubernetesAPIEndpoints: v1alpha1.KubernetesAPIEndpoints{ServerEndpoints: []v1alpha1.ServerAddressByClientCIDR{
+				{ClientCIDR: "10.0.0.0/8", ServerAddress: "https://10.1.2.3:6443"}}}},
+		}, metav1.CreateOptions{})
+		require.NoError(t, err)
+		waitFor(t, lf, "elsewhere", "False/NoEndpoint")
+		require.NoError(t, clusters.Delete(ctx, "elsewhere", metav1.DeleteOptions{}))
 	})
 
 	t.Run("an endpoint that leads to another cluster is IdentityChanged", func(t *testing.T) {

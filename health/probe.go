@@ -2,6 +2,7 @@ package health
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -11,6 +12,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilnet "k8s.io/apimachinery/pkg/util/net"
+	"k8s.io/apimachinery/pkg/version"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
@@ -63,7 +65,13 @@ func (c *Controller) probe(ctx context.Context, m *multicluster.Member) observat
 	if o, done := c.failed(ctx, code, body, err); done {
 		return o
 	}
-	info, err := kube.Discovery().ServerVersion()
+	// Discovery's ServerVersion takes no context; a member that stops answering here would hold
+	// the worker for good.
+	var info version.Info
+	raw, err := rest.Get().AbsPath("/version").Do(ctx).Raw()
+	if err == nil {
+		err = json.Unmarshal(raw, &info)
+	}
 	if err != nil {
 		if o, done := c.failed(ctx, 0, nil, err); done {
 			return o

@@ -124,16 +124,39 @@ func (s *Server) Reinstall() error {
 	return s.StartAPIServer()
 }
 
+// PauseEtcd freezes the server's etcd (SIGSTOP), as a storage outage would: the API server stays
+// up but its readiness check for etcd fails, and requests that need storage hang. ResumeEtcd
+// thaws it.
+func (s *Server) PauseEtcd() error { return s.signalEtcd(syscall.SIGSTOP) }
+
+// ResumeEtcd thaws the etcd that PauseEtcd froze.
+func (s *Server) ResumeEtcd() error { return s.signalEtcd(syscall.SIGCONT) }
+
+func (s *Server) signalEtcd(sig syscall.Signal) error {
+	pid, err := childPID("etcd", "--listen-client-urls="+s.env.ControlPlane.Etcd.URL.String())
+	if err != nil {
+		return err
+	}
+	if err := syscall.Kill(pid, sig); err != nil {
+		return fmt.Errorf("signalling etcd (pid %d): %w", pid, err)
+	}
+	return nil
+}
+
 // apiServerPID finds this Server's kube-apiserver among this process's children by its port.
 func (s *Server) apiServerPID() (int, error) {
 	u, err := url.Parse(s.Config.Host)
 	if err != nil {
 		return 0, err
 	}
-	port := "--secure-port=" + u.Port()
+	return childPID("kube-apiserver", "--secure-port="+u.Port())
+}
+
+// childPID finds a child process of this one by its program's name and one of its arguments.
+func childPID(program, arg string) (int, error) {
 	entries, err := os.ReadDir("/proc")
 	if err != nil {
-		return 0, fmt.Errorf("finding kube-apiserver: %w", err)
+		return 0, fmt.Errorf("finding %s: %w", program, err)
 	}
 	for _, e := range entries {
 		pid, err := strconv.Atoi(e.Name())
@@ -145,11 +168,11 @@ func (s *Server) apiServerPID() (int, error) {
 			continue
 		}
 		args := strings.Split(string(cmdline), "\x00")
-		if filepath.Base(args[0]) == "kube-apiserver" && slices.Contains(args, port) && parentPID(pid) == os.Getpid() {
+		if filepath.Base(args[0]) == program && slices.Contains(args, arg) && parentPID(pid) == os.Getpid() {
 			return pid, nil
 		}
 	}
-	return 0, fmt.Errorf("finding kube-apiserver: no child process serves %s", u.Host)
+	return 0, fmt.Errorf("finding %s: no child process with %s", program, arg)
 }
 
 // parentPID is the parent of process pid, from /proc/pid/stat, or 0.
