@@ -1,6 +1,7 @@
 // Command clusterregistry runs the Cluster Registry SDK's components against a registry:
 //
-//	clusterregistry health -n fleet        # keep every Cluster's status true
+//	clusterregistry install --create-namespace -n fleet   # make an API server a registry
+//	clusterregistry health -n fleet                       # keep every Cluster's status true
 //
 // It takes kubectl's connection flags for the registry (--kubeconfig, --context, -n, --as, ...).
 // Installed as kubectl-clusterregistry on $PATH, it is also `kubectl clusterregistry`.
@@ -67,6 +68,6 @@ It reaches the registry with kubectl's connection flags.`,
 	root.SetContext(ctx)
 	registry.AddFlags(root.PersistentFlags())
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
-	root.AddCommand(newHealth(registry))
+	root.AddCommand(newInstall(registry), newHealth(registry))
 	return root
 }

@@ -1,0 +1,125 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+
+	"github.com/spf13/cobra"
+	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+	rbacv1ac "k8s.io/client-go/applyconfigurations/rbac/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/cluster-registry/sdk/clusterregistry"
+	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
+)
+
+// fieldManager owns what the command applies.
+const fieldManager = "clusterregistry"
+
+// The ClusterRoles install makes. They aggregate into kubectl's view, edit and admin, so that
+// whoever may view or edit a namespace may view or edit the cluster set it is.
+const (
+	viewRole = "clusterregistry-view"
+	editRole = "clusterregistry-edit"
+)
+
+func newInstall(registry *genericclioptions.ConfigFlags) *cobra.Command {
+	var createNamespace bool
+	cmd := &cobra.Command{
+		Use:   "install [--create-namespace -n NAMESPACE]",
+		Short: "Make a Kubernetes API server a cluster registry",
+		Long: `install makes the API server a cluster registry: it installs (or upgrades) the Cluster CRD, and
+the ClusterRoles clusterregistry-view (read Clusters) and clusterregistry-edit (write them), which
+aggregate into kubectl's view, and edit and admin: bind those in a namespace, and the namespace's
+cluster set is readable, or writable, by whom you bind. With --create-namespace it also creates the
+-n namespace, a cluster set.
+
+It is idempotent: run it again, or from a newer release, to upgrade. It never downgrades a CRD that
+a newer release installed. It prints what it did with each object.`,
+		Example: `  # The current context's API server becomes a registry, with a cluster set "fleet"
+  clusterregistry install --create-namespace -n fleet
+
+  # Another context's
+  clusterregistry install --context ops`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, err := registry.ToRESTConfig()
+			if err != nil {
+				return fmt.Errorf("reaching the registry: %w", err)
+			}
+			kube, err := kubernetes.NewForConfig(cfg)
+			if err != nil {
+				return err
+			}
+			ext, err := apiextensionsclient.NewForConfig(cfg)
+			if err != nil {
+				return err
+			}
+			namespace := ""
+			if createNamespace {
+				if namespace, _, err = registry.ToRawKubeConfigLoader().Namespace(); err != nil {
+					return fmt.Errorf("reaching the registry: %w", err)
+				}
+			}
+			return install(cmd.Context(), cmd.OutOrStdout(), ext, kube, namespace)
+		},
+	}
+	cmd.Flags().BoolVar(&createNamespace, "create-namespace", false, "also create the -n namespace, a cluster set")
+	return cmd
+}
+
+// install does install's work in order, saying what it did as it goes, so that a failure part
+// way leaves a record of what was done.
+func install(ctx context.Context, out io.Writer, ext apiextensionsclient.Interface, kube kubernetes.Interface, namespace string) error {
+	result, err := clusterregistry.Install(ctx, ext)
+	if err != nil {
+		return fmt.Errorf("installing the Cluster CRD (nothing else was done): %w", err)
+	}
+	fmt.Fprintln(out, result)
+
+	clusters := []string{"clusters"}
+	read := []string{"get", "list", "watch"}[:3:3] // appended to below, never in place
+	for _, r := range []struct {
+		name       string
+		verbs      []string
+		aggregates []string
+	}{
+		{viewRole, read, []string{"view", "edit", "admin"}},
+		// An editor reads what it edits, even where no aggregation controller runs.
+		{editRole, append(read, "create", "update", "patch", "delete", "deletecollection"), []string{"edit", "admin"}},
+	} {
+		labels := map[string]string{}
+		for _, to := range r.aggregates {
+			labels["rbac.authorization.k8s.io/aggregate-to-"+to] = "true"
+		}
+		role := rbacv1ac.ClusterRole(r.name).WithLabels(labels).WithRules(
+			rbacv1ac.PolicyRule().WithAPIGroups(v1alpha1.GroupName).WithResources(clusters...).WithVerbs(r.verbs...))
+		if _, err := kube.RbacV1().ClusterRoles().Apply(ctx, role, metav1.ApplyOptions{FieldManager: fieldManager, Force: true}); err != nil {
+			return fmt.Errorf("applying ClusterRole %s (the CRD is installed): %w", r.name, err)
+		}
+		fmt.Fprintf(out, "ClusterRole %s applied (aggregated into %v)\n", r.name, r.aggregates)
+	}
+
+	if namespace == "" {
+		return nil
+	}
+	_, err = kube.CoreV1().Namespaces().Get(ctx, namespace, metav1.GetOptions{})
+	switch {
+	case err == nil:
+		fmt.Fprintf(out, "Namespace %s exists\n", namespace)
+		return nil
+	case !apierrors.IsNotFound(err):
+		return fmt.Errorf("reading namespace %s (the CRD and ClusterRoles are installed): %w", namespace, err)
+	}
+	ns := corev1ac.Namespace(namespace).WithLabels(map[string]string{v1alpha1.GroupName + "/cluster-set": "true"})
+	if _, err := kube.CoreV1().Namespaces().Apply(ctx, ns, metav1.ApplyOptions{FieldManager: fieldManager}); err != nil {
+		return fmt.Errorf("creating namespace %s (the CRD and ClusterRoles are installed): %w", namespace, err)
+	}
+	fmt.Fprintf(out, "Namespace %s created, a cluster set\n", namespace)
+	return nil
+}

@@ -1,0 +1,89 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/cluster-registry/sdk/clientset/versioned"
+	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
+	"github.com/cluster-registry/sdk/localfleet"
+)
+
+// install on a registry without the CRD, twice, then RBAC per cluster set: a user bound to the
+// edit role in one namespace writes Clusters there, only reads another set bound to view, and
+// sees nothing of a third.
+func TestInstall(t *testing.T) {
+	if testing.Short() {
+		t.Skip("needs kube-apiserver and etcd; run without -short")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	lf, err := localfleet.Start(ctx, localfleet.Options{Namespace: "unused"})
+	require.NoError(t, err)
+	defer lf.Stop()
+	admin := kubernetes.NewForConfigOrDie(lf.Registry.Config)
+	crds := apiextensionsclient.NewForConfigOrDie(lf.Registry.Config).ApiextensionsV1().CustomResourceDefinitions()
+	require.NoError(t, crds.Delete(ctx, "clusters.clusterregistry.k8s.io", metav1.DeleteOptions{}))
+	require.Eventually(t, func() bool {
+		_, err := crds.Get(ctx, "clusters.clusterregistry.k8s.io", metav1.GetOptions{})
+		return apierrors.IsNotFound(err)
+	}, time.Minute, 100*time.Millisecond)
+
+	installs := func(ns string) string {
+		var stdout, stderr bytes.Buffer
+		code := run(ctx, []string{"install", "--kubeconfig", lf.Registry.Kubeconfig, "--create-namespace", "-n", ns}, &stdout, &stderr)
+		require.Equal(t, 0, code, "stderr: %s", stderr.String())
+		return stdout.String()
+	}
+	out := installs("team-a")
+	require.Contains(t, out, "created with schema version")
+	require.Contains(t, out, "ClusterRole clusterregistry-view applied (aggregated into [view edit admin])")
+	require.Contains(t, out, "ClusterRole clusterregistry-edit applied (aggregated into [edit admin])")
+	require.Contains(t, out, "Namespace team-a created, a cluster set")
+	out = installs("team-a")
+	require.Contains(t, out, "is up to date")
+	require.Contains(t, out, "Namespace team-a exists")
+	installs("team-b")
+	installs("team-c")
+
+	view, err := admin.RbacV1().ClusterRoles().Get(ctx, viewRole, metav1.GetOptions{})
+	require.NoError(t, err)
+	require.Equal(t, "true", view.Labels["rbac.authorization.k8s.io/aggregate-to-view"])
+
+	// alice edits team-a and views team-b.
+	for ns, role := range map[string]string{"team-a": editRole, "team-b": viewRole} {
+		_, err := admin.RbacV1().RoleBindings(ns).Create(ctx, &rbacv1.RoleBinding{
+			ObjectMeta: metav1.ObjectMeta{Name: "alice"},
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role},
+			Subjects:   []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: "alice"}},
+		}, metav1.CreateOptions{})
+		require.NoError(t, err)
+	}
+	kubeconfig, err := lf.Registry.AddUser("alice")
+	require.NoError(t, err)
+	aliceConfig, err := clientcmd.RESTConfigFromKubeConfig(kubeconfig)
+	require.NoError(t, err)
+	alice := versioned.NewForConfigOrDie(aliceConfig).ClusterregistryV1alpha1()
+	cluster := &v1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: "prod-eu-1"}, Spec: v1alpha1.ClusterSpec{
+		KubernetesAPIEndpoints: v1alpha1.KubernetesAPIEndpoints{ServerEndpoints: []v1alpha1.ServerAddressByClientCIDR{
+			{ClientCIDR: "0.0.0.0/0", ServerAddress: "https://prod-eu-1.example.com:6443"}}}}}
+
+	_, err = alice.Clusters("team-a").Create(ctx, cluster, metav1.CreateOptions{})
+	require.NoError(t, err, "an editor of team-a writes its Clusters")
+	_, err = alice.Clusters("team-b").Create(ctx, cluster, metav1.CreateOptions{})
+	require.True(t, apierrors.IsForbidden(err), "a viewer of team-b wrote a Cluster: %v", err)
+	_, err = alice.Clusters("team-b").List(ctx, metav1.ListOptions{})
+	require.NoError(t, err, "a viewer of team-b reads its Clusters")
+	_, err = alice.Clusters("team-c").List(ctx, metav1.ListOptions{})
+	require.True(t, apierrors.IsForbidden(err), "alice read team-c, where she has no role: %v", err)
+}
