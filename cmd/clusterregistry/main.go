@@ -1,12 +1,15 @@
 // Command clusterregistry runs the Cluster Registry SDK's components against a registry:
 //
 //	clusterregistry install --create-namespace -n fleet   # make an API server a registry
+//	clusterregistry export -n fleet > fleet.yaml          # the cluster set as a flat file
+//	clusterregistry import fleet.yaml                     # and back
 //	clusterregistry health -n fleet                       # keep every Cluster's status true
 //
 // It takes kubectl's connection flags for the registry (--kubeconfig, --context, -n, --as, ...).
 // Installed as kubectl-clusterregistry on $PATH, it is also `kubectl clusterregistry`.
 //
-// Exit status: 0 on success or when interrupted, 1 when a command fails, 2 for bad flags.
+// Exit status: 0 on success or when interrupted, 1 when a command fails (import: when any Cluster
+// was not imported; the report names each), 2 for bad flags.
 package main
 
 import (
@@ -68,6 +71,6 @@ It reaches the registry with kubectl's connection flags.`,
 	root.SetContext(ctx)
 	registry.AddFlags(root.PersistentFlags())
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
-	root.AddCommand(newInstall(registry), newHealth(registry))
+	root.AddCommand(newInstall(registry), newExport(registry), newImport(registry), newHealth(registry))
 	return root
 }

@@ -1,0 +1,156 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/spf13/cobra"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"sigs.k8s.io/yaml"
+
+	"github.com/cluster-registry/sdk/clientset/versioned"
+	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
+)
+
+// errSomeFailed is import's error when some objects were not applied; the report names them.
+var errSomeFailed = errors.New("some Clusters were not imported")
+
+func newImport(registry *genericclioptions.ConfigFlags) *cobra.Command {
+	var dryRun string
+	var force bool
+	cmd := &cobra.Command{
+		Use:   "import FILE",
+		Short: "Apply a file of Clusters to the registry",
+		Long: `import reads a ClusterList (or a List of Clusters, as export and kubectl get -o yaml write) and
+applies each Cluster to the registry with server-side apply. Every Cluster is first checked as
+the server would check it; one that fails is reported, naming the Cluster and the field, and not
+applied, while the others are. Clusters without a namespace go to -n's. It prints one line per
+Cluster (created, configured, unchanged, or why not) and exits 1 if any was not imported.`,
+		Example: `  # Restore the fleet cluster set from git
+  clusterregistry import fleet.yaml
+
+  # See what would change, without changing anything
+  clusterregistry import fleet.yaml --dry-run=server`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if err := cobra.ExactArgs(1)(cmd, args); err != nil {
+				return usageError{fmt.Errorf("%w: the file to import", err)}
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if dryRun != "none" && dryRun != "server" {
+				return usageError{fmt.Errorf("--dry-run=%s: want server or none", dryRun)}
+			}
+			clusters, err := readClusters(args[0])
+			if err != nil {
+				return err
+			}
+			cfg, err := registry.ToRESTConfig()
+			if err != nil {
+				return fmt.Errorf("reaching the registry: %w", err)
+			}
+			namespace, _, err := registry.ToRawKubeConfigLoader().Namespace()
+			if err != nil {
+				return fmt.Errorf("reaching the registry: %w", err)
+			}
+			client, err := versioned.NewForConfig(cfg)
+			if err != nil {
+				return err
+			}
+			return importClusters(cmd.Context(), cmd.OutOrStdout(), client, args[0], clusters, namespace, dryRun == "server", force)
+		},
+	}
+	cmd.Flags().StringVar(&dryRun, "dry-run", "none", `"server" asks the registry to check each change without making it`)
+	cmd.Flags().Lookup("dry-run").NoOptDefVal = "server"
+	cmd.Flags().BoolVar(&force, "force-conflicts", false, "take over fields that another field manager owns")
+	return cmd
+}
+
+func readClusters(path string) ([]v1alpha1.Cluster, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var list v1alpha1.ClusterList
+	if err := yaml.UnmarshalStrict(data, &list); err != nil {
+		return nil, fmt.Errorf("%s: not a ClusterList: %w", path, err)
+	}
+	return list.Items, nil
+}
+
+// importClusters validates and applies each Cluster, one report line each.
+func importClusters(ctx context.Context, out io.Writer, client versioned.Interface, path string, clusters []v1alpha1.Cluster, namespace string, dryRun, force bool) error {
+	failed := 0
+	for i := range clusters {
+		c := portable(clusters[i])
+		if c.Namespace == "" {
+			c.Namespace = namespace
+		}
+		name := fmt.Sprintf("%s: cluster %s/%s", path, c.Namespace, c.Name)
+		if clusters[i].Kind != "" && clusters[i].Kind != "Cluster" {
+			fmt.Fprintf(out, "%s: items[%d] is a %s, not a Cluster; not imported\n", path, i, clusters[i].Kind)
+			failed++
+			continue
+		}
+		if errs := v1alpha1.ValidateCluster(&c); len(errs) > 0 {
+			fmt.Fprintf(out, "%s: invalid, not imported: %v\n", name, errs.ToAggregate())
+			failed++
+			continue
+		}
+		what, err := applyCluster(ctx, client, &c, dryRun, force)
+		if err != nil {
+			fmt.Fprintf(out, "%s: not imported: %v\n", name, err)
+			failed++
+			continue
+		}
+		if dryRun {
+			what += " (server dry run)"
+		}
+		fmt.Fprintf(out, "%s: %s\n", name, what)
+	}
+	if failed > 0 {
+		return fmt.Errorf("%w: %d of %d, named above", errSomeFailed, failed, len(clusters))
+	}
+	return nil
+}
+
+// applyCluster applies c and says whether it was created, configured or unchanged.
+func applyCluster(ctx context.Context, client versioned.Interface, c *v1alpha1.Cluster, dryRun, force bool) (string, error) {
+	clusters := client.ClusterregistryV1alpha1().Clusters(c.Namespace)
+	before, err := clusters.Get(ctx, c.Name, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		before = nil
+	case err != nil:
+		return "", err
+	}
+	data, err := json.Marshal(c)
+	if err != nil {
+		return "", err
+	}
+	opts := metav1.PatchOptions{FieldManager: fieldManager, Force: &force}
+	if dryRun {
+		opts.DryRun = []string{metav1.DryRunAll}
+	}
+	after, err := clusters.Patch(ctx, c.Name, types.ApplyPatchType, data, opts)
+	if err != nil {
+		if apierrors.IsConflict(err) {
+			return "", fmt.Errorf("%w; give --force-conflicts to take the fields over", err)
+		}
+		return "", err
+	}
+	switch {
+	case before == nil:
+		return "created", nil
+	case before.ResourceVersion != after.ResourceVersion:
+		return "configured", nil
+	}
+	return "unchanged", nil
+}
