@@ -1,0 +1,198 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+	rbacv1ac "k8s.io/client-go/applyconfigurations/rbac/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/cluster-registry/sdk/clientset/versioned"
+	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
+)
+
+// joinNamespace holds, on each member, the service account that join makes.
+const joinNamespace = "kube-system"
+
+type joinOptions struct {
+	name, displayName, clusterRole string
+	labels                         map[string]string
+	tokenTTL                       time.Duration
+}
+
+func newJoin(registry *genericclioptions.ConfigFlags) *cobra.Command {
+	var o joinOptions
+	var labelFlag string
+	cmd := &cobra.Command{
+		Use:   "join CONTEXT [--name NAME] [--labels k=v,...] [--cluster-role ROLE]",
+		Short: "Register a cluster of your kubeconfig in the registry",
+		Long: `join registers the cluster of one of your kubeconfig's contexts (the member) in the registry
+(the -n namespace, a cluster set). On the member, with the context's credentials, it makes a
+service account clusterregistry-<name> in kube-system, binds it to --cluster-role (default edit,
+bound cluster-wide: tools may change workloads everywhere but not RBAC; choose view to only read,
+or cluster-admin), and asks for a token for it. In the registry it stores the token and the
+member's CA in a Secret pinned to the member's server, and applies the Cluster: the endpoint,
+caBundle, a secret provider, labels and display name.
+
+Run again, it updates what it made rather than duplicating it, with a fresh token. It refuses a
+name already taken by a Cluster for another server. unjoin removes what join made, on both sides.`,
+		Example: `  # Register the kind-dev context as "dev", labelled env=dev, in the fleet cluster set
+  clusterregistry join kind-dev --name dev --labels env=dev -n fleet
+
+  # Read-only access for the registry's tools
+  clusterregistry join prod-eu-1 --cluster-role view -n fleet`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if err := cobra.ExactArgs(1)(cmd, args); err != nil {
+				return usageError{fmt.Errorf("%w: the kubeconfig context of the cluster to join", err)}
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			selector, err := labels.ConvertSelectorToLabelsMap(labelFlag)
+			if err != nil {
+				return usageError{fmt.Errorf("--labels: %w", err)}
+			}
+			o.labels = selector
+			member, server, err := memberConfig(registry, args[0])
+			if err != nil {
+				return err
+			}
+			if o.name == "" {
+				o.name = args[0]
+			}
+			cfg, err := registry.ToRESTConfig()
+			if err != nil {
+				return fmt.Errorf("reaching the registry: %w", err)
+			}
+			namespace, _, err := registry.ToRawKubeConfigLoader().Namespace()
+			if err != nil {
+				return fmt.Errorf("reaching the registry: %w", err)
+			}
+			return join(cmd.Context(), cmd.OutOrStdout(), cfg, namespace, member, server, o)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.name, "name", "", "the Cluster's name in the registry (default: the context's name)")
+	f.StringVar(&o.displayName, "display-name", "", "the Cluster's display name")
+	f.StringVar(&labelFlag, "labels", "", "labels for the Cluster, e.g. env=prod,region=eu")
+	f.StringVar(&o.clusterRole, "cluster-role", "edit", "the member's ClusterRole that the registry's tools act with")
+	f.DurationVar(&o.tokenTTL, "token-ttl", 365*24*time.Hour, "how long the token is valid (the member may cap it); join again to renew")
+	return cmd
+}
+
+// memberConfig is the rest.Config of a context of the user's kubeconfig, and its server.
+func memberConfig(registry *genericclioptions.ConfigFlags, context string) (*rest.Config, string, error) {
+	raw, err := registry.ToRawKubeConfigLoader().RawConfig()
+	if err != nil {
+		return nil, "", fmt.Errorf("reading the kubeconfig: %w", err)
+	}
+	if _, ok := raw.Contexts[context]; !ok {
+		return nil, "", usageError{fmt.Errorf("context %q is not in the kubeconfig (it has: %s)", context, strings.Join(sortedKeys(raw.Contexts), ", "))}
+	}
+	cfg, err := clientcmd.NewNonInteractiveClientConfig(raw, context, &clientcmd.ConfigOverrides{}, nil).ClientConfig()
+	if err != nil {
+		return nil, "", fmt.Errorf("context %q: %w", context, err)
+	}
+	if cfg.Host == "" {
+		return nil, "", fmt.Errorf("context %q: its cluster has no server address", context)
+	}
+	return cfg, strings.TrimSuffix(cfg.Host, "/"), nil
+}
+
+func sortedKeys[V any](m map[string]V) []string { return slices.Sorted(maps.Keys(m)) }
+
+// join does the work in order, saying what it did as it goes.
+func join(ctx context.Context, out io.Writer, registryConfig *rest.Config, namespace string, member *rest.Config, server string, o joinOptions) error {
+	registryKube, err := kubernetes.NewForConfig(registryConfig)
+	if err != nil {
+		return err
+	}
+	clusters := versioned.NewForConfigOrDie(registryConfig).ClusterregistryV1alpha1().Clusters(namespace)
+	secretName := o.name + "-token"
+	// A name taken by a Cluster for another server is not this member's to overwrite.
+	if existing, err := clusters.Get(ctx, o.name, metav1.GetOptions{}); err == nil {
+		if eps := existing.Spec.KubernetesAPIEndpoints.ServerEndpoints; len(eps) == 0 || strings.TrimSuffix(eps[0].ServerAddress, "/") != server {
+			return fmt.Errorf("cluster %s/%s already exists for another server; choose another --name, or unjoin it first", namespace, o.name)
+		}
+	} else if !apierrors.IsNotFound(err) {
+		return fmt.Errorf("reading cluster %s/%s in the registry: %w", namespace, o.name, err)
+	}
+
+	memberKube, err := kubernetes.NewForConfig(member)
+	if err != nil {
+		return err
+	}
+	account := "clusterregistry-" + o.name
+	apply := metav1.ApplyOptions{FieldManager: fieldManager, Force: true}
+	if _, err := memberKube.CoreV1().ServiceAccounts(joinNamespace).Apply(ctx, corev1ac.ServiceAccount(account, joinNamespace), apply); err != nil {
+		return fmt.Errorf("member: creating service account %s/%s (nothing was done): %w", joinNamespace, account, err)
+	}
+	fmt.Fprintf(out, "member: ServiceAccount %s/%s applied\n", joinNamespace, account)
+	binding := rbacv1ac.ClusterRoleBinding(account).
+		WithRoleRef(rbacv1ac.RoleRef().WithAPIGroup("rbac.authorization.k8s.io").WithKind("ClusterRole").WithName(o.clusterRole)).
+		WithSubjects(rbacv1ac.Subject().WithKind("ServiceAccount").WithNamespace(joinNamespace).WithName(account))
+	if _, err := memberKube.RbacV1().ClusterRoleBindings().Apply(ctx, binding, apply); err != nil {
+		return fmt.Errorf("member: binding %s to ClusterRole %s (the service account is made): %w", account, o.clusterRole, err)
+	}
+	fmt.Fprintf(out, "member: ClusterRoleBinding %s to ClusterRole %s applied\n", account, o.clusterRole)
+	ttl := int64(o.tokenTTL.Seconds())
+	token, err := memberKube.CoreV1().ServiceAccounts(joinNamespace).CreateToken(ctx, account,
+		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &ttl}}, metav1.CreateOptions{})
+	if err != nil {
+		return fmt.Errorf("member: asking for a token for %s (its service account and binding are made): %w", account, err)
+	}
+	ca := member.CAData
+	if len(ca) == 0 {
+		return errors.New("member: the context's cluster has no certificate-authority-data; join needs the CA to pin and verify the member")
+	}
+
+	secret := corev1ac.Secret(secretName, namespace).
+		WithAnnotations(map[string]string{v1alpha1.ServersAnnotation: server}).
+		WithType(corev1.SecretTypeOpaque).
+		WithData(map[string][]byte{"token": []byte(token.Status.Token), "ca.crt": ca})
+	if _, err := registryKube.CoreV1().Secrets(namespace).Apply(ctx, secret, apply); err != nil {
+		return fmt.Errorf("registry: storing the token in Secret %s/%s (the member's service account is made; unjoin removes it): %w", namespace, secretName, err)
+	}
+	fmt.Fprintf(out, "registry: Secret %s/%s applied, pinned to %s, token valid until %s\n", namespace, secretName, server, token.Status.ExpirationTimestamp.Format(time.RFC3339))
+
+	c := v1alpha1.Cluster{
+		TypeMeta:   metav1.TypeMeta{APIVersion: v1alpha1.SchemeGroupVersion.String(), Kind: "Cluster"},
+		ObjectMeta: metav1.ObjectMeta{Name: o.name, Namespace: namespace, Labels: o.labels},
+		Spec: v1alpha1.ClusterSpec{
+			DisplayName: o.displayName,
+			KubernetesAPIEndpoints: v1alpha1.KubernetesAPIEndpoints{
+				ServerEndpoints: []v1alpha1.ServerAddressByClientCIDR{{ClientCIDR: "0.0.0.0/0", ServerAddress: server}},
+				CABundle:        ca,
+			},
+			AuthInfo: v1alpha1.AuthInfo{Providers: []v1alpha1.AuthProviderConfig{{
+				Name: "token", Type: v1alpha1.AuthProviderType{Name: v1alpha1.ProviderTypeSecret},
+				Config: map[string]string{"name": secretName},
+			}}},
+		},
+	}
+	if errs := v1alpha1.ValidateCluster(&c); len(errs) > 0 {
+		return fmt.Errorf("registry: cluster %s/%s would be invalid (the member's service account and the Secret are made): %w", namespace, o.name, errs.ToAggregate())
+	}
+	what, err := applyCluster(ctx, versioned.NewForConfigOrDie(registryConfig), &c, false, true)
+	if err != nil {
+		return fmt.Errorf("registry: applying cluster %s/%s (the member's service account and the Secret are made): %w", namespace, o.name, err)
+	}
+	fmt.Fprintf(out, "registry: Cluster %s/%s %s\n", namespace, o.name, what)
+	return nil
+}

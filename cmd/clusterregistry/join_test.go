@@ -1,0 +1,107 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"github.com/cluster-registry/sdk/clientset/versioned"
+	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
+	"github.com/cluster-registry/sdk/localfleet"
+	"github.com/cluster-registry/sdk/multicluster"
+)
+
+// userKubeconfig is a kubeconfig as a user would have one: a context for the registry and one
+// per member, each with its administrator's credentials.
+func userKubeconfig(t *testing.T, lf *localfleet.Fleet, members map[string]*localfleet.Member) string {
+	t.Helper()
+	merged := clientcmdapi.NewConfig()
+	add := func(name, path string) {
+		cfg, err := clientcmd.LoadFromFile(path)
+		require.NoError(t, err)
+		ctx := cfg.Contexts[cfg.CurrentContext]
+		merged.Clusters[name] = cfg.Clusters[ctx.Cluster]
+		merged.AuthInfos[name] = cfg.AuthInfos[ctx.AuthInfo]
+		merged.Contexts[name] = &clientcmdapi.Context{Cluster: name, AuthInfo: name}
+	}
+	add("registry", lf.Registry.Kubeconfig)
+	for name, m := range members {
+		add(name, m.Kubeconfig)
+	}
+	merged.CurrentContext = "registry"
+	path := filepath.Join(t.TempDir(), "kubeconfig")
+	require.NoError(t, clientcmd.WriteToFile(*merged, path))
+	return path
+}
+
+// join registers two clusters of a user's kubeconfig; tools reach them through the registry with
+// the pinned tokens join made; a second join updates, a name taken by another server is refused.
+func TestJoin(t *testing.T) {
+	if testing.Short() {
+		t.Skip("needs kube-apiserver and etcd; run without -short")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	lf, err := localfleet.Start(ctx, localfleet.Options{Members: 2})
+	require.NoError(t, err)
+	defer lf.Stop()
+	kubeconfig := userKubeconfig(t, lf, map[string]*localfleet.Member{"alpha": lf.Members[0], "beta": lf.Members[1]})
+	cli := func(args ...string) (int, string, string) {
+		var stdout, stderr bytes.Buffer
+		code := run(ctx, append([]string{"--kubeconfig", kubeconfig, "-n", "joined"}, args...), &stdout, &stderr)
+		return code, stdout.String(), stderr.String()
+	}
+	code, out, stderr := cli("install", "--create-namespace")
+	require.Equal(t, 0, code, stderr)
+
+	for _, name := range []string{"alpha", "beta"} {
+		code, out, stderr = cli("join", name, "--labels", "env=test,joined=yes", "--cluster-role", "cluster-admin")
+		require.Equal(t, 0, code, "%s%s", out, stderr)
+		require.Contains(t, out, "registry: Cluster joined/"+name+" created")
+	}
+	code, out, stderr = cli("join", "alpha", "--labels", "env=test,joined=yes", "--cluster-role", "cluster-admin")
+	require.Equal(t, 0, code, "%s%s", out, stderr)
+	require.Contains(t, out, "registry: Cluster joined/alpha unchanged", "a second join duplicated or changed the Cluster")
+
+	// A tool reaches each member through the registry alone.
+	registry := versioned.NewForConfigOrDie(lf.Registry.Config)
+	resolver, err := multicluster.NewResolver(multicluster.ResolverOptions{Secrets: multicluster.SecretsFromClient(kubernetes.NewForConfigOrDie(lf.Registry.Config))})
+	require.NoError(t, err)
+	list, err := registry.ClusterregistryV1alpha1().Clusters("joined").List(ctx, metav1.ListOptions{LabelSelector: "joined=yes"})
+	require.NoError(t, err)
+	require.Len(t, list.Items, 2)
+	results := multicluster.Map(ctx, multicluster.StaticFleet(resolver, list.Items, multicluster.FleetOptions{}).Members(),
+		func(ctx context.Context, m *multicluster.Member) (string, error) {
+			kube, err := m.Kubernetes(ctx)
+			if err != nil {
+				return "", err
+			}
+			ns, err := kube.CoreV1().Namespaces().Get(ctx, "kube-system", metav1.GetOptions{})
+			if err != nil {
+				return "", err
+			}
+			return string(ns.UID), nil
+		})
+	require.NoError(t, results.Err())
+	secret, err := kubernetes.NewForConfigOrDie(lf.Registry.Config).CoreV1().Secrets("joined").Get(ctx, "alpha-token", metav1.GetOptions{})
+	require.NoError(t, err)
+	require.Equal(t, lf.Members[0].URL(), secret.Annotations[v1alpha1.ServersAnnotation])
+
+	// Refused, with what to do.
+	code, _, stderr = cli("join", "beta", "--name", "alpha")
+	require.Equal(t, 1, code)
+	require.Contains(t, stderr, "cluster joined/alpha already exists for another server; choose another --name, or unjoin it first")
+	code, _, stderr = cli("join", "gamma")
+	require.Equal(t, 2, code)
+	require.Contains(t, stderr, `context "gamma" is not in the kubeconfig (it has: alpha, beta, registry)`)
+	require.False(t, strings.Contains(stderr, "Bearer"))
+}
