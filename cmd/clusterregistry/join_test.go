@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
@@ -104,4 +105,21 @@ func TestJoin(t *testing.T) {
 	require.Equal(t, 2, code)
 	require.Contains(t, stderr, `context "gamma" is not in the kubeconfig (it has: alpha, beta, registry)`)
 	require.False(t, strings.Contains(stderr, "Bearer"))
+
+	// unjoin leaves nothing behind on either side; a second unjoin finds it all gone.
+	code, out, stderr = cli("unjoin", "alpha")
+	require.Equal(t, 0, code, "%s%s", out, stderr)
+	require.Equal(t, 4, strings.Count(out, " deleted\n"), out)
+	memberKube := kubernetes.NewForConfigOrDie(lf.Members[0].Config)
+	_, err = memberKube.CoreV1().ServiceAccounts("kube-system").Get(ctx, "clusterregistry-alpha", metav1.GetOptions{})
+	require.True(t, apierrors.IsNotFound(err), "service account left on the member: %v", err)
+	_, err = memberKube.RbacV1().ClusterRoleBindings().Get(ctx, "clusterregistry-alpha", metav1.GetOptions{})
+	require.True(t, apierrors.IsNotFound(err), "binding left on the member: %v", err)
+	_, err = registry.ClusterregistryV1alpha1().Clusters("joined").Get(ctx, "alpha", metav1.GetOptions{})
+	require.True(t, apierrors.IsNotFound(err), "Cluster left in the registry: %v", err)
+	_, err = kubernetes.NewForConfigOrDie(lf.Registry.Config).CoreV1().Secrets("joined").Get(ctx, "alpha-token", metav1.GetOptions{})
+	require.True(t, apierrors.IsNotFound(err), "Secret left in the registry: %v", err)
+	code, out, _ = cli("unjoin", "alpha")
+	require.Equal(t, 0, code)
+	require.Equal(t, 4, strings.Count(out, ": already gone\n"), out)
 }
