@@ -38,15 +38,12 @@ none either.`,
 			if output != "yaml" && output != "json" {
 				return usageError{fmt.Errorf("-o %q: want yaml or json", output)}
 			}
-			cfg, err := registry.ToRESTConfig()
+			cfg, namespace, err := connect(registry)
 			if err != nil {
-				return fmt.Errorf("reaching the registry: %w", err)
+				return err
 			}
-			namespace := metav1.NamespaceAll
-			if !allNamespaces {
-				if namespace, _, err = registry.ToRawKubeConfigLoader().Namespace(); err != nil {
-					return fmt.Errorf("reaching the registry: %w", err)
-				}
+			if allNamespaces {
+				namespace = metav1.NamespaceAll
 			}
 			client, err := versioned.NewForConfig(cfg)
 			if err != nil {

@@ -54,16 +54,12 @@ It needs the ClusterRole in deploy/health/clusterrole.yaml in each namespace it 
   clusterregistry health -n fleet --file-root /var/run/secrets/tokens --send-to https://prod-eu-1.example.com:6443`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, err := registry.ToRESTConfig()
+			cfg, namespace, err := connect(registry)
 			if err != nil {
-				return fmt.Errorf("reaching the registry: %w", err)
+				return err
 			}
 			if !allNamespaces {
-				ns, _, err := registry.ToRawKubeConfigLoader().Namespace()
-				if err != nil {
-					return fmt.Errorf("reaching the registry: %w", err)
-				}
-				opts.Namespaces = []string{ns}
+				opts.Namespaces = []string{namespace}
 			}
 			if opts.Selector, err = labels.Parse(selector); err != nil {
 				return usageError{fmt.Errorf("-l/--selector: %w", err)}

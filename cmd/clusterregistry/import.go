@@ -52,13 +52,9 @@ Cluster (created, configured, unchanged, or why not) and exits 1 if any was not 
 			if err != nil {
 				return err
 			}
-			cfg, err := registry.ToRESTConfig()
+			cfg, namespace, err := connect(registry)
 			if err != nil {
-				return fmt.Errorf("reaching the registry: %w", err)
-			}
-			namespace, _, err := registry.ToRawKubeConfigLoader().Namespace()
-			if err != nil {
-				return fmt.Errorf("reaching the registry: %w", err)
+				return err
 			}
 			client, err := versioned.NewForConfig(cfg)
 			if err != nil {

@@ -48,9 +48,12 @@ a newer release installed. It prints what it did with each object.`,
   clusterregistry install --context ops`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, err := registry.ToRESTConfig()
+			cfg, namespace, err := connect(registry)
 			if err != nil {
-				return fmt.Errorf("reaching the registry: %w", err)
+				return err
+			}
+			if !createNamespace {
+				namespace = ""
 			}
 			kube, err := kubernetes.NewForConfig(cfg)
 			if err != nil {
@@ -59,12 +62,6 @@ a newer release installed. It prints what it did with each object.`,
 			ext, err := apiextensionsclient.NewForConfig(cfg)
 			if err != nil {
 				return err
-			}
-			namespace := ""
-			if createNamespace {
-				if namespace, _, err = registry.ToRawKubeConfigLoader().Namespace(); err != nil {
-					return fmt.Errorf("reaching the registry: %w", err)
-				}
 			}
 			return install(cmd.Context(), cmd.OutOrStdout(), ext, kube, namespace)
 		},

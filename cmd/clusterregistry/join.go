@@ -76,13 +76,9 @@ name already taken by a Cluster for another server. unjoin removes what join mad
 			if o.name == "" {
 				o.name = args[0]
 			}
-			cfg, err := registry.ToRESTConfig()
+			cfg, namespace, err := connect(registry)
 			if err != nil {
-				return fmt.Errorf("reaching the registry: %w", err)
-			}
-			namespace, _, err := registry.ToRawKubeConfigLoader().Namespace()
-			if err != nil {
-				return fmt.Errorf("reaching the registry: %w", err)
+				return err
 			}
 			return join(cmd.Context(), cmd.OutOrStdout(), cfg, namespace, member, server, o)
 		},

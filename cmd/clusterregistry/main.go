@@ -23,6 +23,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/client-go/rest"
 )
 
 func main() {
@@ -73,4 +74,18 @@ It reaches the registry with kubectl's connection flags.`,
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
 	root.AddCommand(newInstall(registry), newJoin(registry), newUnjoin(registry), newExport(registry), newImport(registry), newHealth(registry))
 	return root
+}
+
+// connect is the registry's rest.Config and the namespace (cluster set) that -n, or else the
+// kubeconfig's context, names.
+func connect(registry *genericclioptions.ConfigFlags) (*rest.Config, string, error) {
+	cfg, err := registry.ToRESTConfig()
+	if err != nil {
+		return nil, "", fmt.Errorf("reaching the registry: %w", err)
+	}
+	namespace, _, err := registry.ToRawKubeConfigLoader().Namespace()
+	if err != nil {
+		return nil, "", fmt.Errorf("reaching the registry: %w", err)
+	}
+	return cfg, namespace, nil
 }

@@ -40,13 +40,9 @@ already gone is skipped. It says what it removed, in order.`,
 			if name == "" {
 				name = args[0]
 			}
-			cfg, err := registry.ToRESTConfig()
+			cfg, namespace, err := connect(registry)
 			if err != nil {
-				return fmt.Errorf("reaching the registry: %w", err)
-			}
-			namespace, _, err := registry.ToRawKubeConfigLoader().Namespace()
-			if err != nil {
-				return fmt.Errorf("reaching the registry: %w", err)
+				return err
 			}
 			return unjoin(cmd.Context(), cmd.OutOrStdout(), cfg, namespace, member, name)
 		},
