@@ -311,11 +311,7 @@ func (f roundTripperFunc) RoundTrip(r *http.Request) (*http.Response, error) { r
 // Two replicas: only the leader writes; when it stops, the other takes over within the lease.
 func TestLeaderElectionFailover(t *testing.T) {
 	integration(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	lf, err := localfleet.Start(ctx, localfleet.Options{Members: 1})
-	require.NoError(t, err)
-	defer lf.Stop()
+	ctx, lf := startFleet(t, localfleet.Options{Members: 1})
 	leases := kubernetes.NewForConfigOrDie(lf.Registry.Config).CoordinationV1().Leases(lf.Namespace)
 
 	replica := func(name string, writes *atomic.Int64) (stop func()) {
@@ -379,11 +375,7 @@ func (b *lockedBuffer) String() string {
 // reason NotProbed, rather than standing stale.
 func TestUnprobedMembersBecomeUnknown(t *testing.T) {
 	integration(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	lf, err := localfleet.Start(ctx, localfleet.Options{Members: 1})
-	require.NoError(t, err)
-	defer lf.Stop()
+	ctx, lf := startFleet(t, localfleet.Options{Members: 1})
 
 	blackHole, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
@@ -427,4 +419,16 @@ func TestUnprobedMembersBecomeUnknown(t *testing.T) {
 
 	c := waitFor(t, lf, "member-1", "Unknown/NotProbed")
 	require.Contains(t, c.Status.Condition(v1alpha1.ConditionReady).Message, "not probed for")
+}
+
+// startFleet starts a local fleet for one test, stopped when the test ends (after its own
+// deferred calls), and a context that bounds the test.
+func startFleet(t *testing.T, opts localfleet.Options) (context.Context, *localfleet.Fleet) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	t.Cleanup(cancel)
+	lf, err := localfleet.Start(ctx, opts)
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, lf.Stop()) })
+	return ctx, lf
 }

@@ -1,10 +1,8 @@
 package health_test
 
 import (
-	"context"
 	"os"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 	authenticationv1 "k8s.io/api/authentication/v1"
@@ -25,11 +23,7 @@ import (
 // it in the cluster set's namespace, it probes, writes status and events, and leads.
 func TestRunsWithTheShippedClusterRole(t *testing.T) {
 	integration(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	lf, err := localfleet.Start(ctx, localfleet.Options{Members: 1})
-	require.NoError(t, err)
-	defer lf.Stop()
+	ctx, lf := startFleet(t, localfleet.Options{Members: 1})
 	admin := kubernetes.NewForConfigOrDie(lf.Registry.Config)
 
 	data, err := os.ReadFile("../deploy/health/clusterrole.yaml")

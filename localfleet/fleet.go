@@ -33,6 +33,9 @@ type Options struct {
 	BinaryAssetsDirectory string
 	// StartTimeout bounds starting (and stopping) each API server and its etcd. Default 2 minutes.
 	StartTimeout time.Duration
+	// Bare starts the registry as a plain API server, without the Cluster CRD or the namespace,
+	// for tests of what installs them. It takes no members.
+	Bare bool
 	// MarkStopped makes Member.Stop record the outage in the member's Cluster (Ready False,
 	// reason Unreachable), as a health controller would once it noticed, for tests that run
 	// none. By default status is left to a controller: run health.New against the fleet.
@@ -65,6 +68,9 @@ func Start(ctx context.Context, opts Options) (*Fleet, error) {
 	if opts.Members < 0 {
 		return nil, fmt.Errorf("localfleet: Members is %d, want zero or more", opts.Members)
 	}
+	if opts.Bare && opts.Members > 0 {
+		return nil, fmt.Errorf("localfleet: Bare with Members %d: members are registered as Clusters, which need the CRD", opts.Members)
+	}
 	if opts.Namespace == "" {
 		opts.Namespace = "fleet"
 	}
@@ -89,6 +95,9 @@ func Start(ctx context.Context, opts Options) (*Fleet, error) {
 	}
 	for i, s := range servers[1:] {
 		f.Members = append(f.Members, &Member{Server: s, Name: fmt.Sprintf("member-%d", i+1), fleet: f})
+	}
+	if opts.Bare {
+		return f, nil
 	}
 	if err := f.setUp(ctx, opts.Labels); err != nil {
 		return nil, errors.Join(err, f.Stop())

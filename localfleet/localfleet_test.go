@@ -152,6 +152,9 @@ func TestStartRejectsBadOptions(t *testing.T) {
 	if _, err := localfleet.Start(context.Background(), localfleet.Options{Members: -1}); err == nil || !strings.Contains(err.Error(), "Members") {
 		t.Errorf("Members -1: %v", err)
 	}
+	if _, err := localfleet.Start(context.Background(), localfleet.Options{Bare: true, Members: 1}); err == nil || !strings.Contains(err.Error(), "Bare with Members 1") {
+		t.Errorf("Bare with a member: %v", err)
+	}
 	empty := t.TempDir()
 	_, err := localfleet.Start(context.Background(), localfleet.Options{BinaryAssetsDirectory: empty})
 	if err == nil || !strings.Contains(err.Error(), "kube-apiserver not found in "+empty) || !strings.Contains(err.Error(), "build-testbins.sh") {

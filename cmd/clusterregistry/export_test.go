@@ -2,12 +2,10 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -25,11 +23,7 @@ func TestExportImportRoundTrip(t *testing.T) {
 	if testing.Short() {
 		t.Skip("needs kube-apiserver and etcd; run without -short")
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	lf, err := localfleet.Start(ctx, localfleet.Options{Members: 2})
-	require.NoError(t, err)
-	defer lf.Stop()
+	ctx, lf := startFleet(t, localfleet.Options{Members: 2})
 	cli := func(args ...string) (int, string, string) {
 		var stdout, stderr bytes.Buffer
 		code := run(ctx, append([]string{"--kubeconfig", lf.Registry.Kubeconfig, "-n", lf.Namespace}, args...), &stdout, &stderr)

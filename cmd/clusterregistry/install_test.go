@@ -2,13 +2,10 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 	rbacv1 "k8s.io/api/rbac/v1"
-	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -26,18 +23,8 @@ func TestInstall(t *testing.T) {
 	if testing.Short() {
 		t.Skip("needs kube-apiserver and etcd; run without -short")
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	lf, err := localfleet.Start(ctx, localfleet.Options{Namespace: "unused"})
-	require.NoError(t, err)
-	defer lf.Stop()
+	ctx, lf := startFleet(t, localfleet.Options{Bare: true}) // no CRD yet
 	admin := kubernetes.NewForConfigOrDie(lf.Registry.Config)
-	crds := apiextensionsclient.NewForConfigOrDie(lf.Registry.Config).ApiextensionsV1().CustomResourceDefinitions()
-	require.NoError(t, crds.Delete(ctx, "clusters.clusterregistry.k8s.io", metav1.DeleteOptions{}))
-	require.Eventually(t, func() bool {
-		_, err := crds.Get(ctx, "clusters.clusterregistry.k8s.io", metav1.GetOptions{})
-		return apierrors.IsNotFound(err)
-	}, time.Minute, 100*time.Millisecond)
 
 	installs := func(ns string) string {
 		var stdout, stderr bytes.Buffer

@@ -6,7 +6,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -50,11 +49,7 @@ func TestJoin(t *testing.T) {
 	if testing.Short() {
 		t.Skip("needs kube-apiserver and etcd; run without -short")
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	lf, err := localfleet.Start(ctx, localfleet.Options{Members: 2})
-	require.NoError(t, err)
-	defer lf.Stop()
+	ctx, lf := startFleet(t, localfleet.Options{Members: 2})
 	kubeconfig := userKubeconfig(t, lf, map[string]*localfleet.Member{"alpha": lf.Members[0], "beta": lf.Members[1]})
 	cli := func(args ...string) (int, string, string) {
 		var stdout, stderr bytes.Buffer

@@ -13,9 +13,6 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/stretchr/testify/require"
-	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/cluster-registry/sdk/localfleet"
@@ -43,17 +40,10 @@ func TestInstallStepsWorkOnAFreshRegistry(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	lf, err := localfleet.Start(ctx, localfleet.Options{Namespace: "not-fleet"})
+	lf, err := localfleet.Start(ctx, localfleet.Options{Bare: true}) // no CRD, no namespace
 	require.NoError(t, err)
 	defer lf.Stop()
 	require.NotEmpty(t, lf.Kubectl)
-	// localfleet installs the CRD; take it away again, so that the steps start from nothing.
-	crds := apiextensionsclient.NewForConfigOrDie(lf.Registry.Config).ApiextensionsV1().CustomResourceDefinitions()
-	require.NoError(t, crds.Delete(ctx, "clusters.clusterregistry.k8s.io", metav1.DeleteOptions{}))
-	require.Eventually(t, func() bool {
-		_, err := crds.Get(ctx, "clusters.clusterregistry.k8s.io", metav1.GetOptions{})
-		return apierrors.IsNotFound(err)
-	}, time.Minute, 100*time.Millisecond)
 
 	root, err := filepath.Abs("../..")
 	require.NoError(t, err)
