@@ -14,6 +14,10 @@
 //	// run the tool with --kubeconfig fleet.Registry.Kubeconfig --namespace fleet.Namespace,
 //	// then check fleet.Members[i].Config to see what it did.
 //
+// There is no kube-controller-manager: nothing runs pods, and the ClusterRoles that aggregate
+// (view, edit, admin) are filled once, when a server starts, as its aggregation controller would
+// fill them; see Server.AggregateClusterRoles.
+//
 // The binaries come from BinaryAssetsDirectory, KUBEBUILDER_ASSETS, or the cache that the SDK's
 // hack/build-testbins.sh fills; see AssetsDir.
 package localfleet

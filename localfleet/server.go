@@ -1,6 +1,7 @@
 package localfleet
 
 import (
+	"context"
 	"fmt"
 	"net/url"
 	"os"
@@ -59,6 +60,12 @@ func startServer(assets string, timeout time.Duration) (*Server, error) {
 		return nil, fmt.Errorf("starting kube-apiserver and etcd from %s: %w", assets, err)
 	}
 	if err := s.writeKubeconfig(); err != nil {
+		_ = s.Stop()
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	if err := s.AggregateClusterRoles(ctx); err != nil {
 		_ = s.Stop()
 		return nil, err
 	}
@@ -121,7 +128,12 @@ func (s *Server) Reinstall() error {
 	if err := etcd.Start(); err != nil {
 		return fmt.Errorf("starting a new etcd: %w", err)
 	}
-	return s.StartAPIServer()
+	if err := s.StartAPIServer(); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), controlPlaneTimeout)
+	defer cancel()
+	return s.AggregateClusterRoles(ctx)
 }
 
 // PauseEtcd freezes the server's etcd (SIGSTOP), as a storage outage would: the API server stays

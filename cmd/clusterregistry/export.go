@@ -4,39 +4,71 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 
 	"github.com/spf13/cobra"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/yaml"
 
 	"github.com/cluster-registry/sdk/clientset/versioned"
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
+	"github.com/cluster-registry/sdk/multicluster"
 )
 
 func newExport(registry *genericclioptions.ConfigFlags) *cobra.Command {
-	var format, output, selector string
+	var format, output, selector, credentialCommand string
 	var allNamespaces bool
+	var trust trustFlags
 	cmd := &cobra.Command{
-		Use:   "export [-n NAMESPACE | -A] [-l SELECTOR] [-o yaml|json]",
-		Short: "Write the selected Clusters as a flat file, for storage and later use",
-		Long: `export writes the Clusters it selects as one ClusterList: what import and multicluster.LoadFleet
-read. It keeps what people write (names, namespaces, labels, annotations, spec) and drops what
-the server and controllers fill in (uid, resourceVersion, managed fields, status), so that an
-export imported again changes nothing. Clusters hold pointers, not credentials, so the file holds
-none either.`,
+		Use:   "export [-n NAMESPACE | -A] [-l SELECTOR] [--format clusters|kubeconfig] [-o yaml|json]",
+		Short: "Write the selected Clusters as a flat file, or as a kubeconfig that reaches them",
+		Long: `export writes the Clusters it selects.
+
+With --format clusters (the default) it writes one ClusterList: what import and
+multicluster.LoadFleet read. It keeps what people write (names, namespaces, labels, annotations,
+spec) and drops what the server and controllers fill in (uid, resourceVersion, managed fields,
+status), so that an export imported again changes nothing. Clusters hold pointers, not
+credentials, so the file holds none either.
+
+With --format kubeconfig it writes a kubeconfig with one context per Cluster (named after the
+Cluster; namespace/name with -A), so that kubectl reaches each member through the registry. Each
+context's server and CA are the ones the Cluster resolves to here, as the SDK's tools resolve it
+(so export reads the Secrets it points to, with your registry credentials). Its user is an exec
+entry running "clusterregistry credential" against this registry (the kubeconfig file and
+context export was given, and -n), which fetches the credentials when kubectl needs them: no
+credential is written to the file. The trust flags (--allow-exec, --file-root, --send-to,
+--prefer) apply to export and are written into each entry. A Cluster that does not resolve is
+named on standard error and left out, and export exits 1.`,
 		Example: `  # Keep the fleet cluster set in git
   clusterregistry export -n fleet > fleet.yaml
 
   # Production members of every cluster set, as JSON
-  clusterregistry export -A -l env=prod -o json`,
+  clusterregistry export -A -l env=prod -o json
+
+  # Reach every member of the fleet with kubectl, through the registry
+  clusterregistry export -n fleet --format kubeconfig > fleet.kubeconfig
+  kubectl --kubeconfig fleet.kubeconfig --context prod-eu-1 get nodes`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if format != "clusters" {
-				return usageError{fmt.Errorf("--format %q: only \"clusters\" is supported so far", format)}
-			}
 			if output != "yaml" && output != "json" {
 				return usageError{fmt.Errorf("-o %q: want yaml or json", output)}
+			}
+			switch format {
+			case "clusters":
+				for _, name := range []string{"credential-command", "prefer", "allow-exec", "file-root", "send-to"} {
+					if cmd.Flags().Changed(name) {
+						return usageError{fmt.Errorf("--%s applies only to --format kubeconfig", name)}
+					}
+				}
+			case "kubeconfig":
+			default:
+				return usageError{fmt.Errorf("--format %q: want clusters or kubeconfig", format)}
+			}
+			resolverOpts, err := trust.options()
+			if err != nil {
+				return usageError{err}
 			}
 			cfg, namespace, err := connect(registry)
 			if err != nil {
@@ -53,14 +85,39 @@ none either.`,
 			if err != nil {
 				return fmt.Errorf("listing the Clusters of namespace %q: %w", namespace, err)
 			}
-			return writeClusters(cmd.OutOrStdout(), list.Items, output)
+			if format == "clusters" {
+				return writeClusters(cmd.OutOrStdout(), list.Items, output)
+			}
+			credentialArgs, err := registryArgs(registry)
+			if err != nil {
+				return err
+			}
+			if credentialCommand == "" {
+				if credentialCommand, err = os.Executable(); err != nil {
+					return fmt.Errorf("finding this command's path for the kubeconfig; give --credential-command: %w", err)
+				}
+			}
+			kube, err := kubernetes.NewForConfig(cfg)
+			if err != nil {
+				return err
+			}
+			resolverOpts.Secrets = multicluster.SecretsFromClient(kube)
+			resolver, err := multicluster.NewResolver(resolverOpts)
+			if err != nil {
+				return usageError{err}
+			}
+			return exportKubeconfig(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), resolver, list.Items, kubeconfigExport{
+				command: credentialCommand, args: append(credentialArgs, trust.args()...), qualify: allNamespaces, output: output,
+			})
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&format, "format", "clusters", `what to write: "clusters", a ClusterList`)
+	f.StringVar(&format, "format", "clusters", `what to write: "clusters", a ClusterList, or "kubeconfig"`)
 	f.StringVarP(&output, "output", "o", "yaml", "yaml or json")
 	f.StringVarP(&selector, "selector", "l", "", "label selector over the Clusters, e.g. env=prod")
 	f.BoolVarP(&allNamespaces, "all-namespaces", "A", false, "export the Clusters of every namespace (cluster set)")
+	f.StringVar(&credentialCommand, "credential-command", "", "the command the kubeconfig runs for credentials (default: this command's path)")
+	trust.addFlags(f)
 	return cmd
 }
 

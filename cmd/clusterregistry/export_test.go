@@ -2,6 +2,8 @@ package main
 
 import (
 	"bytes"
+	"encoding/base64"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -9,12 +11,15 @@ import (
 
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/yaml"
 
 	"github.com/cluster-registry/sdk/clientset/versioned"
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
 	"github.com/cluster-registry/sdk/localfleet"
+	"github.com/cluster-registry/sdk/multicluster"
 )
 
 // export, delete, import: the Clusters come back as they were; importing again changes nothing;
@@ -86,4 +91,58 @@ func TestExportImportRoundTrip(t *testing.T) {
 	_, err = clusters.Get(ctx, "member-9", metav1.GetOptions{})
 	require.Error(t, err, "a Cluster with an inline credential was imported")
 	t.Logf("\n%s", out)
+}
+
+// import --from-kubeconfig makes a Cluster of each context that can be one, pointing at the
+// file's credentials rather than copying them; a tool reaches the member through the pointer;
+// contexts with no server or a name that cannot be a Cluster's are named and not imported.
+func TestImportFromKubeconfig(t *testing.T) {
+	if testing.Short() {
+		t.Skip("needs kube-apiserver and etcd; run without -short")
+	}
+	ctx, lf := startFleet(t, localfleet.Options{Members: 1})
+	kubeconfig := userKubeconfig(t, lf, map[string]*localfleet.Member{"alpha": lf.Members[0]})
+	cfg, err := clientcmd.LoadFromFile(kubeconfig)
+	require.NoError(t, err)
+	cfg.Clusters["serverless"] = &clientcmdapi.Cluster{}
+	cfg.Contexts["serverless"] = &clientcmdapi.Context{Cluster: "serverless", AuthInfo: "alpha"}
+	cfg.Contexts["Not_A_Name"] = &clientcmdapi.Context{Cluster: "alpha", AuthInfo: "alpha"}
+	cfg.Contexts["nowhere"] = &clientcmdapi.Context{Cluster: "missing", AuthInfo: "alpha"}
+	require.NoError(t, clientcmd.WriteToFile(*cfg, kubeconfig))
+
+	var stdout, stderr bytes.Buffer
+	code := run(ctx, []string{"--kubeconfig", lf.Registry.Kubeconfig, "-n", lf.Namespace, "import", "--from-kubeconfig", kubeconfig}, &stdout, &stderr)
+	out := stdout.String()
+	require.Equal(t, 1, code, "%s%s", out, stderr.String())
+	require.Contains(t, out, `context "serverless": its cluster "serverless" has no server; not imported`)
+	require.Contains(t, out, `context "Not_A_Name": not a valid Cluster name (`)
+	require.Contains(t, out, `context "nowhere": names cluster "missing", which the file does not define; not imported`)
+	require.Contains(t, out, "cluster fleet/alpha: created")
+	require.Contains(t, out, "cluster fleet/registry: created")
+	require.Contains(t, stderr.String(), "some Clusters were not imported: 3 of 5")
+
+	clusters := versioned.NewForConfigOrDie(lf.Registry.Config).ClusterregistryV1alpha1().Clusters(lf.Namespace)
+	alpha, err := clusters.Get(ctx, "alpha", metav1.GetOptions{})
+	require.NoError(t, err)
+	stored, err := json.Marshal(alpha)
+	require.NoError(t, err)
+	user := cfg.AuthInfos["alpha"]
+	for _, secret := range [][]byte{user.ClientKeyData, user.ClientCertificateData, []byte(user.Token)} {
+		if len(secret) > 0 {
+			require.NotContains(t, string(stored), string(secret), "a credential of the kubeconfig was copied into the registry")
+			require.NotContains(t, string(stored), base64.StdEncoding.EncodeToString(secret), "a credential of the kubeconfig was copied into the registry")
+		}
+	}
+	// The importer, allowing the file, reaches the member through the Cluster.
+	resolver, err := multicluster.NewResolver(multicluster.ResolverOptions{
+		FileRoots: []multicluster.FileRoot{{Dir: filepath.Dir(kubeconfig), SendTo: multicluster.Servers(lf.Members[0].URL())}},
+	})
+	require.NoError(t, err)
+	member, err := resolver.Config(ctx, alpha)
+	require.NoError(t, err)
+	ns, err := kubernetes.NewForConfigOrDie(member).CoreV1().Namespaces().Get(ctx, "kube-system", metav1.GetOptions{})
+	require.NoError(t, err)
+	want, err := kubernetes.NewForConfigOrDie(lf.Members[0].Config).CoreV1().Namespaces().Get(ctx, "kube-system", metav1.GetOptions{})
+	require.NoError(t, err)
+	require.Equal(t, want.UID, ns.UID)
 }

@@ -4,8 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"slices"
-	"strings"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -18,19 +16,18 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/cluster-registry/sdk/clientset/versioned"
-	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
 	"github.com/cluster-registry/sdk/health"
 	"github.com/cluster-registry/sdk/multicluster"
 )
 
 func newHealth(registry *genericclioptions.ConfigFlags) *cobra.Command {
 	var (
-		opts                         health.Options
-		allNamespaces, leaderElect   bool
-		selector, metricsAddr        string
-		prefer, execs, roots, sendTo []string
-		leaseNamespace, leaseName    string
-		verbose                      bool
+		opts                       health.Options
+		allNamespaces, leaderElect bool
+		selector, metricsAddr      string
+		trust                      trustFlags
+		leaseNamespace, leaseName  string
+		verbose                    bool
 	)
 	cmd := &cobra.Command{
 		Use:   "health [-n NAMESPACE | -A] [-l SELECTOR]",
@@ -68,7 +65,7 @@ It needs the ClusterRole in deploy/health/clusterrole.yaml in each namespace it 
 			if err != nil {
 				return err
 			}
-			resolverOpts, err := trustOptions(prefer, execs, roots, sendTo)
+			resolverOpts, err := trust.options()
 			if err != nil {
 				return usageError{err}
 			}
@@ -117,10 +114,7 @@ It needs the ClusterRole in deploy/health/clusterrole.yaml in each namespace it 
 	f.StringVar(&leaseNamespace, "leader-elect-namespace", "", "namespace of the Lease (default: the watched namespace)")
 	f.StringVar(&leaseName, "leader-elect-name", "clusterregistry-health", "name of the Lease")
 	f.StringVar(&metricsAddr, "metrics-bind-address", "", "serve Prometheus metrics at this address's /metrics, e.g. :8080 (default: off)")
-	f.StringSliceVar(&prefer, "prefer", nil, "provider types to use, in order of preference (default: each Cluster's own order)")
-	f.StringSliceVar(&execs, "allow-exec", nil, "exec plugin commands that Clusters may name (default: none)")
-	f.StringSliceVar(&roots, "file-root", nil, "directories that token-file and kubeconfig-file providers may read (default: none)")
-	f.StringSliceVar(&sendTo, "send-to", nil, "API servers that this machine's credentials (--allow-exec, --file-root) may be sent to, or * for any")
+	trust.addFlags(f)
 	f.BoolVarP(&verbose, "verbose", "v", false, "log every probe's outcome, not only transitions")
 	cmd.PreRunE = func(*cobra.Command, []string) error {
 		if leaderElect && allNamespaces && leaseNamespace == "" {
@@ -129,33 +123,6 @@ It needs the ClusterRole in deploy/health/clusterrole.yaml in each namespace it 
 		return nil
 	}
 	return cmd
-}
-
-// trustOptions are the Resolver's trust options from the flags, as fanout-deploy takes them.
-func trustOptions(prefer, execs, roots, sendTo []string) (multicluster.ResolverOptions, error) {
-	var o multicluster.ResolverOptions
-	known := []string{v1alpha1.ProviderTypeSecret, v1alpha1.ProviderTypeKubeconfigSecret, v1alpha1.ProviderTypeKubeconfigFile, v1alpha1.ProviderTypeExec, v1alpha1.ProviderTypeTokenFile}
-	var errs []error
-	for _, t := range prefer {
-		if !slices.Contains(known, t) {
-			errs = append(errs, fmt.Errorf("--prefer: unknown provider type %q (known: %s)", t, strings.Join(known, ", ")))
-		}
-	}
-	o.Prefer = prefer
-	var to multicluster.ServerMatcher
-	switch {
-	case slices.Equal(sendTo, []string{"*"}):
-		to = multicluster.AnyServer()
-	case len(sendTo) > 0:
-		to = multicluster.Servers(sendTo...)
-	}
-	for _, command := range execs {
-		o.ExecPlugins = append(o.ExecPlugins, multicluster.ExecPlugin{Command: command, ClusterArgs: true, SendTo: to})
-	}
-	for _, dir := range roots {
-		o.FileRoots = append(o.FileRoots, multicluster.FileRoot{Dir: dir, SendTo: to})
-	}
-	return o, errors.Join(errs...)
 }
 
 func serveMetrics(addr string, reg *prometheus.Registry, log logr.Logger) {

@@ -24,7 +24,7 @@ var errSomeFailed = errors.New("some Clusters were not imported")
 
 func newImport(registry *genericclioptions.ConfigFlags) *cobra.Command {
 	var dryRun string
-	var force bool
+	var force, fromKubeconfig bool
 	cmd := &cobra.Command{
 		Use:   "import FILE",
 		Short: "Apply a file of Clusters to the registry",
@@ -32,12 +32,20 @@ func newImport(registry *genericclioptions.ConfigFlags) *cobra.Command {
 applies each Cluster to the registry with server-side apply. Every Cluster is first checked as
 the server would check it; one that fails is reported, naming the Cluster and the field, and not
 applied, while the others are. Clusters without a namespace go to -n's. It prints one line per
-Cluster (created, configured, unchanged, or why not) and exits 1 if any was not imported.`,
+Cluster (created, configured, unchanged, or why not) and exits 1 if any was not imported.
+
+With --from-kubeconfig it reads a kubeconfig instead and makes a Cluster of each context, named
+after it: the context's server and CA, its user's exec plugin (if it runs one) as an exec
+provider, and a kubeconfig-file provider naming the file and context. No credential of the file
+is copied into the registry.`,
 		Example: `  # Restore the fleet cluster set from git
   clusterregistry import fleet.yaml
 
   # See what would change, without changing anything
-  clusterregistry import fleet.yaml --dry-run=server`,
+  clusterregistry import fleet.yaml --dry-run=server
+
+  # Every context of a kubeconfig, as Clusters of the fleet cluster set
+  clusterregistry import --from-kubeconfig ~/.kube/config -n fleet`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if err := cobra.ExactArgs(1)(cmd, args); err != nil {
 				return usageError{fmt.Errorf("%w: the file to import", err)}
@@ -48,7 +56,14 @@ Cluster (created, configured, unchanged, or why not) and exits 1 if any was not 
 			if dryRun != "none" && dryRun != "server" {
 				return usageError{fmt.Errorf("--dry-run=%s: want server or none", dryRun)}
 			}
-			clusters, err := readClusters(args[0])
+			var clusters []v1alpha1.Cluster
+			var problems []string
+			var err error
+			if fromKubeconfig {
+				clusters, problems, err = clustersFromKubeconfig(args[0])
+			} else {
+				clusters, err = readClusters(args[0])
+			}
 			if err != nil {
 				return err
 			}
@@ -60,12 +75,13 @@ Cluster (created, configured, unchanged, or why not) and exits 1 if any was not 
 			if err != nil {
 				return err
 			}
-			return importClusters(cmd.Context(), cmd.OutOrStdout(), client, args[0], clusters, namespace, dryRun == "server", force)
+			return importClusters(cmd.Context(), cmd.OutOrStdout(), client, args[0], clusters, problems, namespace, dryRun == "server", force)
 		},
 	}
 	cmd.Flags().StringVar(&dryRun, "dry-run", "none", `"server" asks the registry to check each change without making it`)
 	cmd.Flags().Lookup("dry-run").NoOptDefVal = "server"
 	cmd.Flags().BoolVar(&force, "force-conflicts", false, "take over fields that another field manager owns")
+	cmd.Flags().BoolVar(&fromKubeconfig, "from-kubeconfig", false, "FILE is a kubeconfig: import a Cluster for each of its contexts")
 	return cmd
 }
 
@@ -81,9 +97,13 @@ func readClusters(path string) ([]v1alpha1.Cluster, error) {
 	return list.Items, nil
 }
 
-// importClusters validates and applies each Cluster, one report line each.
-func importClusters(ctx context.Context, out io.Writer, client versioned.Interface, path string, clusters []v1alpha1.Cluster, namespace string, dryRun, force bool) error {
-	failed := 0
+// importClusters validates and applies each Cluster, one report line each, after a line for each
+// of the problems found while reading the file.
+func importClusters(ctx context.Context, out io.Writer, client versioned.Interface, path string, clusters []v1alpha1.Cluster, problems []string, namespace string, dryRun, force bool) error {
+	for _, p := range problems {
+		fmt.Fprintln(out, p)
+	}
+	failed := len(problems)
 	for i := range clusters {
 		c := portable(clusters[i])
 		if c.Namespace == "" {
@@ -112,7 +132,7 @@ func importClusters(ctx context.Context, out io.Writer, client versioned.Interfa
 		fmt.Fprintf(out, "%s: %s\n", name, what)
 	}
 	if failed > 0 {
-		return fmt.Errorf("%w: %d of %d, named above", errSomeFailed, failed, len(clusters))
+		return fmt.Errorf("%w: %d of %d, named above", errSomeFailed, failed, len(clusters)+len(problems))
 	}
 	return nil
 }

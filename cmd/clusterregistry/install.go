@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 
@@ -13,6 +15,7 @@ import (
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	rbacv1ac "k8s.io/client-go/applyconfigurations/rbac/v1"
 	"k8s.io/client-go/kubernetes"
+	"sigs.k8s.io/yaml"
 
 	"github.com/cluster-registry/sdk/clusterregistry"
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
@@ -30,6 +33,7 @@ const (
 
 func newInstall(registry *genericclioptions.ConfigFlags) *cobra.Command {
 	var createNamespace bool
+	var dryRun, output string
 	cmd := &cobra.Command{
 		Use:   "install [--create-namespace -n NAMESPACE]",
 		Short: "Make a Kubernetes API server a cluster registry",
@@ -40,14 +44,40 @@ cluster set is readable, or writable, by whom you bind. With --create-namespace 
 -n namespace, a cluster set.
 
 It is idempotent: run it again, or from a newer release, to upgrade. It never downgrades a CRD that
-a newer release installed. It prints what it did with each object.`,
+a newer release installed. It prints what it did with each object.
+
+With --dry-run=client it changes nothing and reaches no server: it prints the objects it would
+apply (-o yaml or json), for kubectl apply or a GitOps repository.`,
 		Example: `  # The current context's API server becomes a registry, with a cluster set "fleet"
   clusterregistry install --create-namespace -n fleet
 
   # Another context's
-  clusterregistry install --context ops`,
+  clusterregistry install --context ops
+
+  # The manifests, for GitOps
+  clusterregistry install --dry-run=client --create-namespace -n fleet > registry.yaml`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			switch {
+			case dryRun == "server":
+				return usageError{errors.New("--dry-run=server: install cannot ask the server to check a CRD upgrade; --dry-run=client prints what it would apply")}
+			case dryRun != "none" && dryRun != "client":
+				return usageError{fmt.Errorf("--dry-run=%s: want client or none", dryRun)}
+			case output != "yaml" && output != "json":
+				return usageError{fmt.Errorf("-o %q: want yaml or json", output)}
+			case dryRun == "none" && cmd.Flags().Changed("output"):
+				return usageError{errors.New("-o applies only to --dry-run=client, which prints the objects")}
+			}
+			if dryRun == "client" {
+				namespace := ""
+				if createNamespace {
+					var err error
+					if namespace, _, err = registry.ToRawKubeConfigLoader().Namespace(); err != nil {
+						return err
+					}
+				}
+				return printInstall(cmd.OutOrStdout(), namespace, output)
+			}
 			cfg, namespace, err := connect(registry)
 			if err != nil {
 				return err
@@ -67,6 +97,9 @@ a newer release installed. It prints what it did with each object.`,
 		},
 	}
 	cmd.Flags().BoolVar(&createNamespace, "create-namespace", false, "also create the -n namespace, a cluster set")
+	cmd.Flags().StringVar(&dryRun, "dry-run", "none", `"client" prints the objects install would apply, changing nothing`)
+	cmd.Flags().Lookup("dry-run").NoOptDefVal = "client"
+	cmd.Flags().StringVarP(&output, "output", "o", "yaml", "with --dry-run=client: yaml or json")
 	return cmd
 }
 
@@ -79,7 +112,39 @@ func install(ctx context.Context, out io.Writer, ext apiextensionsclient.Interfa
 	}
 	fmt.Fprintln(out, result)
 
-	clusters := []string{"clusters"}
+	for _, r := range clusterRoles() {
+		if _, err := kube.RbacV1().ClusterRoles().Apply(ctx, r.role, metav1.ApplyOptions{FieldManager: fieldManager, Force: true}); err != nil {
+			return fmt.Errorf("applying ClusterRole %s (the CRD is installed): %w", *r.role.Name, err)
+		}
+		fmt.Fprintf(out, "ClusterRole %s applied (aggregated into %v)\n", *r.role.Name, r.aggregates)
+	}
+
+	if namespace == "" {
+		return nil
+	}
+	_, err = kube.CoreV1().Namespaces().Get(ctx, namespace, metav1.GetOptions{})
+	switch {
+	case err == nil:
+		fmt.Fprintf(out, "Namespace %s exists\n", namespace)
+		return nil
+	case !apierrors.IsNotFound(err):
+		return fmt.Errorf("reading namespace %s (the CRD and ClusterRoles are installed): %w", namespace, err)
+	}
+	if _, err := kube.CoreV1().Namespaces().Apply(ctx, clusterSet(namespace), metav1.ApplyOptions{FieldManager: fieldManager}); err != nil {
+		return fmt.Errorf("creating namespace %s (the CRD and ClusterRoles are installed): %w", namespace, err)
+	}
+	fmt.Fprintf(out, "Namespace %s created, a cluster set\n", namespace)
+	return nil
+}
+
+type installRole struct {
+	role       *rbacv1ac.ClusterRoleApplyConfiguration
+	aggregates []string
+}
+
+// clusterRoles are the ClusterRoles install applies, with the kubectl roles each aggregates into.
+func clusterRoles() []installRole {
+	var roles []installRole
 	read := []string{"get", "list", "watch"}[:3:3] // appended to below, never in place
 	for _, r := range []struct {
 		name       string
@@ -94,29 +159,41 @@ func install(ctx context.Context, out io.Writer, ext apiextensionsclient.Interfa
 		for _, to := range r.aggregates {
 			labels["rbac.authorization.k8s.io/aggregate-to-"+to] = "true"
 		}
-		role := rbacv1ac.ClusterRole(r.name).WithLabels(labels).WithRules(
-			rbacv1ac.PolicyRule().WithAPIGroups(v1alpha1.GroupName).WithResources(clusters...).WithVerbs(r.verbs...))
-		if _, err := kube.RbacV1().ClusterRoles().Apply(ctx, role, metav1.ApplyOptions{FieldManager: fieldManager, Force: true}); err != nil {
-			return fmt.Errorf("applying ClusterRole %s (the CRD is installed): %w", r.name, err)
-		}
-		fmt.Fprintf(out, "ClusterRole %s applied (aggregated into %v)\n", r.name, r.aggregates)
+		roles = append(roles, installRole{
+			role: rbacv1ac.ClusterRole(r.name).WithLabels(labels).WithRules(
+				rbacv1ac.PolicyRule().WithAPIGroups(v1alpha1.GroupName).WithResources("clusters").WithVerbs(r.verbs...)),
+			aggregates: r.aggregates,
+		})
 	}
+	return roles
+}
 
-	if namespace == "" {
-		return nil
+// clusterSet is the namespace install creates for a cluster set.
+func clusterSet(namespace string) *corev1ac.NamespaceApplyConfiguration {
+	return corev1ac.Namespace(namespace).WithLabels(map[string]string{v1alpha1.GroupName + "/cluster-set": "true"})
+}
+
+// printInstall writes what install applies as one List, for kubectl apply -f.
+func printInstall(out io.Writer, namespace, output string) error {
+	items := []any{clusterregistry.CRD()}
+	for _, r := range clusterRoles() {
+		items = append(items, r.role)
 	}
-	_, err = kube.CoreV1().Namespaces().Get(ctx, namespace, metav1.GetOptions{})
-	switch {
-	case err == nil:
-		fmt.Fprintf(out, "Namespace %s exists\n", namespace)
-		return nil
-	case !apierrors.IsNotFound(err):
-		return fmt.Errorf("reading namespace %s (the CRD and ClusterRoles are installed): %w", namespace, err)
+	if namespace != "" {
+		items = append(items, clusterSet(namespace))
 	}
-	ns := corev1ac.Namespace(namespace).WithLabels(map[string]string{v1alpha1.GroupName + "/cluster-set": "true"})
-	if _, err := kube.CoreV1().Namespaces().Apply(ctx, ns, metav1.ApplyOptions{FieldManager: fieldManager}); err != nil {
-		return fmt.Errorf("creating namespace %s (the CRD and ClusterRoles are installed): %w", namespace, err)
+	list := map[string]any{"apiVersion": "v1", "kind": "List", "items": items}
+	var data []byte
+	var err error
+	if output == "json" {
+		data, err = json.MarshalIndent(list, "", "  ")
+		data = append(data, '\n')
+	} else {
+		data, err = yaml.Marshal(list)
 	}
-	fmt.Fprintf(out, "Namespace %s created, a cluster set\n", namespace)
-	return nil
+	if err != nil {
+		return err
+	}
+	_, err = out.Write(data)
+	return err
 }

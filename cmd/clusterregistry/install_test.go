@@ -2,6 +2,9 @@ package main
 
 import (
 	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -73,4 +76,16 @@ func TestInstall(t *testing.T) {
 	require.NoError(t, err, "a viewer of team-b reads its Clusters")
 	_, err = alice.Clusters("team-c").List(ctx, metav1.ListOptions{})
 	require.True(t, apierrors.IsForbidden(err), "alice read team-c, where she has no role: %v", err)
+
+	// The dry run's manifests, applied with kubectl, are what install makes: install then finds
+	// everything in place.
+	var manifests, stderr bytes.Buffer
+	require.Equal(t, 0, run(ctx, []string{"install", "--dry-run=client", "--create-namespace", "-n", "team-d"}, &manifests, &stderr), stderr.String())
+	file := filepath.Join(t.TempDir(), "registry.yaml")
+	require.NoError(t, os.WriteFile(file, manifests.Bytes(), 0o600))
+	applied, err := exec.CommandContext(ctx, lf.Kubectl, "--kubeconfig", lf.Registry.Kubeconfig, "apply", "--server-side", "--force-conflicts", "--field-manager", fieldManager, "-f", file).CombinedOutput()
+	require.NoError(t, err, "%s", applied)
+	out = installs("team-d")
+	require.Contains(t, out, "is up to date")
+	require.Contains(t, out, "Namespace team-d exists")
 }

@@ -34,11 +34,12 @@ type joinOptions struct {
 	name, displayName, clusterRole string
 	labels                         map[string]string
 	tokenTTL                       time.Duration
+	exec, dryRun                   bool
 }
 
 func newJoin(registry *genericclioptions.ConfigFlags) *cobra.Command {
 	var o joinOptions
-	var labelFlag string
+	var labelFlag, dryRun string
 	cmd := &cobra.Command{
 		Use:   "join CONTEXT [--name NAME] [--labels k=v,...] [--cluster-role ROLE]",
 		Short: "Register a cluster of your kubeconfig in the registry",
@@ -50,13 +51,25 @@ or cluster-admin), and asks for a token for it. In the registry it stores the to
 member's CA in a Secret pinned to the member's server, and applies the Cluster: the endpoint,
 caBundle, a secret provider, labels and display name.
 
+With --exec it copies no token: for a context whose user runs an exec plugin (a cloud's, such as
+aws eks get-token or gke-gcloud-auth-plugin), it checks that the plugin reaches the member and
+registers the plugin's command and args as the Cluster's exec provider, so that each reader runs
+it with their own cloud identity. Readers must allow the command (--allow-exec) and the server
+(--send-to). The plugin's environment is not copied, as it may hold secrets. To switch a member
+between a token and --exec, unjoin it first.
+
 Run again, it updates what it made rather than duplicating it, with a fresh token. It refuses a
-name already taken by a Cluster for another server. unjoin removes what join made, on both sides.`,
+name already taken by a Cluster for another server. unjoin removes what join made, on both sides.
+With --dry-run it checks the context, the name, the member's ClusterRole and the Cluster (by a
+server-side dry run) and says what it would do, changing nothing.`,
 		Example: `  # Register the kind-dev context as "dev", labelled env=dev, in the fleet cluster set
   clusterregistry join kind-dev --name dev --labels env=dev -n fleet
 
   # Read-only access for the registry's tools
-  clusterregistry join prod-eu-1 --cluster-role view -n fleet`,
+  clusterregistry join prod-eu-1 --cluster-role view -n fleet
+
+  # A cloud cluster: each reader authenticates with the context's plugin, as themselves
+  clusterregistry join gke_acme_europe-west1_prod --name prod-eu-2 --exec -n fleet`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if err := cobra.ExactArgs(1)(cmd, args); err != nil {
 				return usageError{fmt.Errorf("%w: the kubeconfig context of the cluster to join", err)}
@@ -69,6 +82,20 @@ name already taken by a Cluster for another server. unjoin removes what join mad
 				return usageError{fmt.Errorf("--labels: %w", err)}
 			}
 			o.labels = selector
+			switch dryRun {
+			case "none":
+			case "client":
+				o.dryRun = true
+			default:
+				return usageError{fmt.Errorf("--dry-run=%s: want client or none", dryRun)}
+			}
+			if o.exec {
+				for _, name := range []string{"cluster-role", "token-ttl"} {
+					if cmd.Flags().Changed(name) {
+						return usageError{fmt.Errorf("--%s and --exec conflict: --exec makes no service account or token", name)}
+					}
+				}
+			}
 			member, server, err := memberConfig(registry, args[0])
 			if err != nil {
 				return err
@@ -80,6 +107,9 @@ name already taken by a Cluster for another server. unjoin removes what join mad
 			if err != nil {
 				return err
 			}
+			if o.exec {
+				return joinExec(cmd.Context(), cmd.OutOrStdout(), cfg, namespace, args[0], member, server, o)
+			}
 			return join(cmd.Context(), cmd.OutOrStdout(), cfg, namespace, member, server, o)
 		},
 	}
@@ -89,6 +119,9 @@ name already taken by a Cluster for another server. unjoin removes what join mad
 	f.StringVar(&labelFlag, "labels", "", "labels for the Cluster, e.g. env=prod,region=eu")
 	f.StringVar(&o.clusterRole, "cluster-role", "edit", "the member's ClusterRole that the registry's tools act with")
 	f.DurationVar(&o.tokenTTL, "token-ttl", 365*24*time.Hour, "how long the token is valid (the member may cap it); join again to renew")
+	f.BoolVar(&o.exec, "exec", false, "register the context's exec plugin instead of a token (cloud clusters)")
+	f.StringVar(&dryRun, "dry-run", "none", `"client" checks what it can and says what it would do, changing nothing`)
+	f.Lookup("dry-run").NoOptDefVal = "client"
 	return cmd
 }
 
@@ -119,22 +152,56 @@ func join(ctx context.Context, out io.Writer, registryConfig *rest.Config, names
 	if err != nil {
 		return err
 	}
-	clusters := versioned.NewForConfigOrDie(registryConfig).ClusterregistryV1alpha1().Clusters(namespace)
 	secretName := o.name + "-token"
-	// A name taken by a Cluster for another server is not this member's to overwrite.
-	if existing, err := clusters.Get(ctx, o.name, metav1.GetOptions{}); err == nil {
-		if eps := existing.Spec.KubernetesAPIEndpoints.ServerEndpoints; len(eps) == 0 || strings.TrimSuffix(eps[0].ServerAddress, "/") != server {
-			return fmt.Errorf("cluster %s/%s already exists for another server; choose another --name, or unjoin it first", namespace, o.name)
-		}
-	} else if !apierrors.IsNotFound(err) {
-		return fmt.Errorf("reading cluster %s/%s in the registry: %w", namespace, o.name, err)
+	if err := checkNameFree(ctx, registryConfig, namespace, o.name, server); err != nil {
+		return err
 	}
 
+	ca := member.CAData
+	if len(ca) == 0 {
+		return errors.New("member: the context's cluster has no certificate-authority-data; join needs the CA to pin and verify the member")
+	}
+
+	c := v1alpha1.Cluster{
+		TypeMeta:   metav1.TypeMeta{APIVersion: v1alpha1.SchemeGroupVersion.String(), Kind: "Cluster"},
+		ObjectMeta: metav1.ObjectMeta{Name: o.name, Namespace: namespace, Labels: o.labels},
+		Spec: v1alpha1.ClusterSpec{
+			DisplayName: o.displayName,
+			KubernetesAPIEndpoints: v1alpha1.KubernetesAPIEndpoints{
+				ServerEndpoints: []v1alpha1.ServerAddressByClientCIDR{{ClientCIDR: "0.0.0.0/0", ServerAddress: server}},
+				CABundle:        ca,
+			},
+			AuthInfo: v1alpha1.AuthInfo{Providers: []v1alpha1.AuthProviderConfig{{
+				Name: "token", Type: v1alpha1.AuthProviderType{Name: v1alpha1.ProviderTypeSecret},
+				Config: map[string]string{"name": secretName},
+			}}},
+		},
+	}
+	if errs := v1alpha1.ValidateCluster(&c); len(errs) > 0 {
+		return fmt.Errorf("registry: cluster %s/%s would be invalid (nothing was done): %w", namespace, o.name, errs.ToAggregate())
+	}
 	memberKube, err := kubernetes.NewForConfig(member)
 	if err != nil {
 		return err
 	}
+	// A binding to a role that does not exist grants nothing, silently; reading the role also
+	// shows that the member answers, before anything is made.
+	if _, err := memberKube.RbacV1().ClusterRoles().Get(ctx, o.clusterRole, metav1.GetOptions{}); apierrors.IsNotFound(err) {
+		return usageError{fmt.Errorf("member: ClusterRole %q does not exist on %s (nothing was done); choose one that does (kubectl get clusterroles)", o.clusterRole, server)}
+	} else if err != nil {
+		return fmt.Errorf("member: reaching %s to read ClusterRole %s (nothing was done): %w", server, o.clusterRole, err)
+	}
 	account := "clusterregistry-" + o.name
+	if o.dryRun {
+		what, err := applyCluster(ctx, versioned.NewForConfigOrDie(registryConfig), &c, true, true)
+		if err != nil {
+			return fmt.Errorf("registry: the registry refuses cluster %s/%s (nothing was done): %w", namespace, o.name, err)
+		}
+		fmt.Fprintf(out, "member: would apply ServiceAccount %s/%s and bind it to ClusterRole %s (dry run)\n", joinNamespace, account, o.clusterRole)
+		fmt.Fprintf(out, "registry: would apply Secret %s/%s with a new token, pinned to %s (dry run)\n", namespace, secretName, server)
+		fmt.Fprintf(out, "registry: Cluster %s/%s would be %s (server dry run)\n", namespace, o.name, what)
+		return nil
+	}
 	apply := metav1.ApplyOptions{FieldManager: fieldManager, Force: true}
 	if _, err := memberKube.CoreV1().ServiceAccounts(joinNamespace).Apply(ctx, corev1ac.ServiceAccount(account, joinNamespace), apply); err != nil {
 		return fmt.Errorf("member: creating service account %s/%s (nothing was done): %w", joinNamespace, account, err)
@@ -153,11 +220,6 @@ func join(ctx context.Context, out io.Writer, registryConfig *rest.Config, names
 	if err != nil {
 		return fmt.Errorf("member: asking for a token for %s (its service account and binding are made): %w", account, err)
 	}
-	ca := member.CAData
-	if len(ca) == 0 {
-		return errors.New("member: the context's cluster has no certificate-authority-data; join needs the CA to pin and verify the member")
-	}
-
 	secret := corev1ac.Secret(secretName, namespace).
 		WithAnnotations(map[string]string{v1alpha1.ServersAnnotation: server}).
 		WithType(corev1.SecretTypeOpaque).
@@ -167,28 +229,27 @@ func join(ctx context.Context, out io.Writer, registryConfig *rest.Config, names
 	}
 	fmt.Fprintf(out, "registry: Secret %s/%s applied, pinned to %s, token valid until %s\n", namespace, secretName, server, token.Status.ExpirationTimestamp.Format(time.RFC3339))
 
-	c := v1alpha1.Cluster{
-		TypeMeta:   metav1.TypeMeta{APIVersion: v1alpha1.SchemeGroupVersion.String(), Kind: "Cluster"},
-		ObjectMeta: metav1.ObjectMeta{Name: o.name, Namespace: namespace, Labels: o.labels},
-		Spec: v1alpha1.ClusterSpec{
-			DisplayName: o.displayName,
-			KubernetesAPIEndpoints: v1alpha1.KubernetesAPIEndpoints{
-				ServerEndpoints: []v1alpha1.ServerAddressByClientCIDR{{ClientCIDR: "0.0.0.0/0", ServerAddress: server}},
-				CABundle:        ca,
-			},
-			AuthInfo: v1alpha1.AuthInfo{Providers: []v1alpha1.AuthProviderConfig{{
-				Name: "token", Type: v1alpha1.AuthProviderType{Name: v1alpha1.ProviderTypeSecret},
-				Config: map[string]string{"name": secretName},
-			}}},
-		},
-	}
-	if errs := v1alpha1.ValidateCluster(&c); len(errs) > 0 {
-		return fmt.Errorf("registry: cluster %s/%s would be invalid (the member's service account and the Secret are made): %w", namespace, o.name, errs.ToAggregate())
-	}
 	what, err := applyCluster(ctx, versioned.NewForConfigOrDie(registryConfig), &c, false, true)
 	if err != nil {
 		return fmt.Errorf("registry: applying cluster %s/%s (the member's service account and the Secret are made): %w", namespace, o.name, err)
 	}
 	fmt.Fprintf(out, "registry: Cluster %s/%s %s\n", namespace, o.name, what)
+	return nil
+}
+
+// checkNameFree refuses a name taken by a Cluster for another server: it is not this member's
+// to overwrite.
+func checkNameFree(ctx context.Context, registryConfig *rest.Config, namespace, name, server string) error {
+	clusters := versioned.NewForConfigOrDie(registryConfig).ClusterregistryV1alpha1().Clusters(namespace)
+	existing, err := clusters.Get(ctx, name, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil
+	case err != nil:
+		return fmt.Errorf("reading cluster %s/%s in the registry: %w", namespace, name, err)
+	}
+	if eps := existing.Spec.KubernetesAPIEndpoints.ServerEndpoints; len(eps) == 0 || strings.TrimSuffix(eps[0].ServerAddress, "/") != server {
+		return fmt.Errorf("cluster %s/%s already exists for another server; choose another --name, or unjoin it first", namespace, name)
+	}
 	return nil
 }

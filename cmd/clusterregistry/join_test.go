@@ -59,6 +59,16 @@ func TestJoin(t *testing.T) {
 	code, out, stderr := cli("install", "--create-namespace")
 	require.Equal(t, 0, code, stderr)
 
+	// A dry run checks and says what it would do, and does nothing; so does a role the member lacks.
+	code, out, stderr = cli("join", "alpha", "--dry-run", "--labels", "env=test")
+	require.Equal(t, 0, code, "%s%s", out, stderr)
+	require.Contains(t, out, "registry: Cluster joined/alpha would be created (server dry run)")
+	code, _, stderr = cli("join", "alpha", "--cluster-role", "no-such-role")
+	require.Equal(t, 2, code)
+	require.Contains(t, stderr, `member: ClusterRole "no-such-role" does not exist on `+lf.Members[0].URL()+" (nothing was done)")
+	_, err := kubernetes.NewForConfigOrDie(lf.Members[0].Config).CoreV1().ServiceAccounts("kube-system").Get(ctx, "clusterregistry-alpha", metav1.GetOptions{})
+	require.True(t, apierrors.IsNotFound(err), "a dry run or refused join made a service account: %v", err)
+
 	for _, name := range []string{"alpha", "beta"} {
 		code, out, stderr = cli("join", name, "--labels", "env=test,joined=yes", "--cluster-role", "cluster-admin")
 		require.Equal(t, 0, code, "%s%s", out, stderr)
@@ -100,6 +110,28 @@ func TestJoin(t *testing.T) {
 	require.Equal(t, 2, code)
 	require.Contains(t, stderr, `context "gamma" is not in the kubeconfig (it has: alpha, beta, registry)`)
 	require.False(t, strings.Contains(stderr, "Bearer"))
+
+	// A member that does not answer, and a context whose cluster has no server: nothing is made.
+	cfg, err := clientcmd.LoadFromFile(kubeconfig)
+	require.NoError(t, err)
+	down := cfg.Clusters["alpha"].DeepCopy()
+	down.Server = "https://127.0.0.1:1"
+	cfg.Clusters["down"], cfg.Contexts["down"] = down, &clientcmdapi.Context{Cluster: "down", AuthInfo: "alpha"}
+	cfg.Clusters["serverless"] = &clientcmdapi.Cluster{CertificateAuthorityData: down.CertificateAuthorityData}
+	cfg.Contexts["serverless"] = &clientcmdapi.Context{Cluster: "serverless", AuthInfo: "alpha"}
+	require.NoError(t, clientcmd.WriteToFile(*cfg, kubeconfig))
+	code, _, stderr = cli("join", "down")
+	require.Equal(t, 1, code)
+	require.Contains(t, stderr, "member: reaching https://127.0.0.1:1 to read ClusterRole edit (nothing was done)")
+	require.Contains(t, stderr, "connection refused")
+	code, _, stderr = cli("join", "serverless")
+	require.Equal(t, 1, code)
+	require.Contains(t, stderr, `context "serverless": `)
+	require.Contains(t, stderr, "server")
+	for _, name := range []string{"down", "serverless"} {
+		_, err = registry.ClusterregistryV1alpha1().Clusters("joined").Get(ctx, name, metav1.GetOptions{})
+		require.True(t, apierrors.IsNotFound(err), "a failed join registered %s: %v", name, err)
+	}
 
 	// unjoin leaves nothing behind on either side; a second unjoin finds it all gone.
 	code, out, stderr = cli("unjoin", "alpha")

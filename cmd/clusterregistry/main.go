@@ -72,7 +72,7 @@ It reaches the registry with kubectl's connection flags.`,
 	root.SetContext(ctx)
 	registry.AddFlags(root.PersistentFlags())
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
-	root.AddCommand(newInstall(registry), newJoin(registry), newUnjoin(registry), newExport(registry), newImport(registry), newHealth(registry))
+	root.AddCommand(newInstall(registry), newJoin(registry), newUnjoin(registry), newExport(registry), newImport(registry), newCredential(registry), newHealth(registry))
 	return root
 }
 

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"flag"
 	"os"
 	"os/exec"
@@ -39,6 +40,15 @@ func TestBadFlags(t *testing.T) {
 		{[]string{"health", "-A", "--leader-elect"}, "--leader-elect with -A needs --leader-elect-namespace"},
 		{[]string{"health", "--prefer", "magic"}, `--prefer: unknown provider type "magic"`},
 		{[]string{"health", "--failure-threshold", "-1"}, "Options.FailureThreshold is -1, want at least 1"},
+		{[]string{"install", "-o", "json"}, "-o applies only to --dry-run=client"},
+		{[]string{"install", "--dry-run=server"}, "--dry-run=server: install cannot ask the server"},
+		{[]string{"export", "--allow-exec", "aws"}, "--allow-exec applies only to --format kubeconfig"},
+		{[]string{"export", "--format", "table"}, `--format "table": want clusters or kubeconfig`},
+		{[]string{"join", "dev", "--exec", "--token-ttl", "1h"}, "--token-ttl and --exec conflict"},
+		{[]string{"join", "dev", "--dry-run=server"}, "--dry-run=server: want client or none"},
+		{[]string{"join"}, "the kubeconfig context of the cluster to join"},
+		{[]string{"credential"}, "the name of the Cluster"},
+		{[]string{"credential", "dev", "--prefer", "magic"}, `--prefer: unknown provider type "magic"`},
 	} {
 		var stdout, stderr bytes.Buffer
 		code := run(context.Background(), tc.args, &stdout, &stderr)
@@ -118,4 +128,27 @@ func startFleet(t *testing.T, opts localfleet.Options) (context.Context, *localf
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, lf.Stop()) })
 	return ctx, lf
+}
+
+// install --dry-run=client prints what it would apply, reaching no server: the CRD, the two
+// ClusterRoles and the cluster set's namespace.
+func TestInstallDryRun(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	code := run(context.Background(), []string{"install", "--dry-run", "--create-namespace", "-n", "fleet", "-o", "json", "--server", "https://127.0.0.1:1"}, &stdout, &stderr)
+	require.Equal(t, 0, code, stderr.String())
+	var list struct {
+		Kind  string
+		Items []struct {
+			Kind     string
+			Metadata struct{ Name string }
+		}
+	}
+	require.NoError(t, json.Unmarshal(stdout.Bytes(), &list))
+	require.Equal(t, "List", list.Kind)
+	var got []string
+	for _, item := range list.Items {
+		got = append(got, item.Kind+"/"+item.Metadata.Name)
+	}
+	require.Equal(t, []string{"CustomResourceDefinition/clusters.clusterregistry.k8s.io",
+		"ClusterRole/clusterregistry-view", "ClusterRole/clusterregistry-edit", "Namespace/fleet"}, got)
 }

@@ -1,0 +1,176 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/client-go/kubernetes"
+	clientauthv1 "k8s.io/client-go/pkg/apis/clientauthentication/v1"
+	"k8s.io/client-go/rest"
+
+	"github.com/cluster-registry/sdk/clientset/versioned"
+	"github.com/cluster-registry/sdk/multicluster"
+)
+
+// execInfoEnv is where kubectl (client-go) gives an exec plugin its request.
+const execInfoEnv = "KUBERNETES_EXEC_INFO"
+
+// credentialLifetime bounds how long kubectl may keep a credential before asking again, so that
+// a long-running client rereads the registry: an unjoined member, a rotated Secret or a moved
+// endpoint takes effect within it.
+const credentialLifetime = 5 * time.Minute
+
+// errNotPlugin says the command was not run by kubectl as an exec plugin.
+var errNotPlugin = errors.New(execInfoEnv + " is not set: credential is run by kubectl, as the exec plugin of a kubeconfig that `clusterregistry export --format kubeconfig` writes")
+
+func newCredential(registry *genericclioptions.ConfigFlags) *cobra.Command {
+	var trust trustFlags
+	cmd := &cobra.Command{
+		Use:   "credential NAME",
+		Short: "Be kubectl's credential plugin for a Cluster of the registry",
+		Long: `credential is a client.authentication.k8s.io exec plugin: kubectl runs it, as the user entry of
+a kubeconfig that "clusterregistry export --format kubeconfig" writes, to get credentials for
+the Cluster NAME of the registry (its --kubeconfig, --context and -n).
+
+It reads the Cluster with your registry credentials, resolves it as the SDK's tools do (Secrets
+pinned to their servers; exec plugins and files only as --allow-exec, --file-root and --send-to
+allow), and answers with a token or a client certificate, valid for at most five minutes.
+
+It refuses unless kubectl is about to call the very server the credentials were resolved for,
+verified by the same CA: a kubeconfig edited, handed to you, or older than a change of the
+Cluster's endpoint cannot send a member's credentials anywhere else. The kubeconfig's exec entry
+must therefore set provideClusterInfo: true.`,
+		Example: `  # Written by export into the kubeconfig, one user per Cluster:
+  #   users:
+  #   - name: fleet/prod-eu-1
+  #     user:
+  #       exec:
+  #         apiVersion: client.authentication.k8s.io/v1
+  #         command: clusterregistry
+  #         args: [credential, prod-eu-1, --namespace=fleet, --context=registry]
+  #         provideClusterInfo: true
+  #         interactiveMode: Never
+  clusterregistry export --format kubeconfig -n fleet > fleet.kubeconfig
+  kubectl --kubeconfig fleet.kubeconfig --context prod-eu-1 get nodes`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if err := cobra.ExactArgs(1)(cmd, args); err != nil {
+				return usageError{fmt.Errorf("%w: the name of the Cluster", err)}
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts, err := trust.options()
+			if err != nil {
+				return usageError{err}
+			}
+			info := os.Getenv(execInfoEnv)
+			if info == "" {
+				return errNotPlugin
+			}
+			cfg, namespace, err := connect(registry)
+			if err != nil {
+				return err
+			}
+			return credential(cmd.Context(), cmd.OutOrStdout(), cfg, namespace, args[0], []byte(info), opts)
+		},
+	}
+	trust.addFlags(cmd.Flags())
+	return cmd
+}
+
+// credential answers kubectl's request for the credentials of Cluster namespace/name.
+func credential(ctx context.Context, out io.Writer, registryConfig *rest.Config, namespace, name string, info []byte, opts multicluster.ResolverOptions) error {
+	var req clientauthv1.ExecCredential
+	if err := json.Unmarshal(info, &req); err != nil {
+		return fmt.Errorf("%s is not an ExecCredential: %w", execInfoEnv, err)
+	}
+	switch req.APIVersion {
+	case "client.authentication.k8s.io/v1", "client.authentication.k8s.io/v1beta1":
+	default:
+		return fmt.Errorf("%s: apiVersion %q is not one credential answers (client.authentication.k8s.io/v1 or v1beta1)", execInfoEnv, req.APIVersion)
+	}
+	key := namespace + "/" + name
+	if req.Spec.Cluster == nil {
+		return fmt.Errorf("cluster %s: kubectl did not say which server it will call; set provideClusterInfo: true in the kubeconfig's exec entry (export writes it so)", key)
+	}
+
+	at := strings.TrimSuffix(registryConfig.Host, "/")
+	c, err := versioned.NewForConfigOrDie(registryConfig).ClusterregistryV1alpha1().Clusters(namespace).Get(ctx, name, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		return fmt.Errorf("cluster %s is not in the registry (%s): it was removed or renamed; export the kubeconfig again", key, at)
+	case apierrors.IsForbidden(err):
+		return fmt.Errorf("cluster %s: the registry (%s) does not let you read it; ask for the clusterregistry-view role (or view) in namespace %s: %w", key, at, namespace, err)
+	case err != nil:
+		return fmt.Errorf("cluster %s: reading it from the registry (%s): %w", key, at, err)
+	}
+
+	kube, err := kubernetes.NewForConfig(registryConfig)
+	if err != nil {
+		return err
+	}
+	opts.Secrets = multicluster.SecretsFromClient(kube)
+	opts.UserAgent = "clusterregistry-credential"
+	resolver, err := multicluster.NewResolver(opts)
+	if err != nil {
+		return usageError{err}
+	}
+	access, err := resolver.Resolve(ctx, c)
+	if err != nil {
+		return err // a *multicluster.ClusterError: it names the Cluster and each provider's reason
+	}
+	if err := checkTarget(key, access, req.Spec.Cluster); err != nil {
+		return err
+	}
+	status, err := material(ctx, access)
+	if err != nil {
+		return fmt.Errorf("cluster %s, provider %s: %w", key, access.Provider, err)
+	}
+	answer := clientauthv1.ExecCredential{TypeMeta: metav1.TypeMeta{APIVersion: req.APIVersion, Kind: "ExecCredential"}, Status: status}
+	return json.NewEncoder(out).Encode(answer)
+}
+
+// checkTarget refuses unless kubectl will call the server the credentials were resolved for, and
+// verify it as the Resolver would: by the same CA and server name, never without verifying.
+func checkTarget(key string, a *multicluster.Access, to *clientauthv1.Cluster) error {
+	server, err := multicluster.ServerURL(to.Server)
+	if err != nil {
+		return fmt.Errorf("cluster %s: kubectl's server for this context: %w", key, err)
+	}
+	if server.String() != a.Server.String() {
+		return fmt.Errorf("cluster %s: refused: its credentials are for %s, but kubectl is about to call %s; "+
+			"the kubeconfig is out of date or was not written for this registry: export it again", key, a.Server, redacted(to.Server))
+	}
+	if to.InsecureSkipTLSVerify {
+		return fmt.Errorf("cluster %s: refused: the kubeconfig skips verifying %s (insecure-skip-tls-verify); remove it, or export the kubeconfig again", key, a.Server)
+	}
+	if !bytes.Equal(bytes.TrimSpace(to.CertificateAuthorityData), bytes.TrimSpace(a.Config.CAData)) {
+		return fmt.Errorf("cluster %s: refused: kubectl would verify %s with another certificate authority than the registry gives for it; export the kubeconfig again", key, a.Server)
+	}
+	if to.TLSServerName != a.Config.ServerName {
+		return fmt.Errorf("cluster %s: refused: kubectl would check %s's certificate for the name %q, the registry for %q; export the kubeconfig again", key, a.Server, to.TLSServerName, a.Config.ServerName)
+	}
+	return nil
+}
+
+// redacted is a server address without any user info it may carry.
+func redacted(address string) string {
+	u, err := url.Parse(address)
+	if err != nil {
+		return "(an address that does not parse)"
+	}
+	u.User = nil
+	return u.String()
+}

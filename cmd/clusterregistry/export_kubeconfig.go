@@ -1,0 +1,121 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	clientcmdlatest "k8s.io/client-go/tools/clientcmd/api/latest"
+
+	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
+	"github.com/cluster-registry/sdk/multicluster"
+)
+
+// kubeconfigExport says how export writes each Cluster's exec entry.
+type kubeconfigExport struct {
+	command string   // clusterregistry's path
+	args    []string // after "credential NAME --namespace=NS": the registry's and the trust flags
+	qualify bool     // name contexts namespace/name (with -A)
+	output  string   // yaml or json
+}
+
+// exportKubeconfig writes a kubeconfig with a context per Cluster that resolves here, each
+// verified as the Resolver verifies it and authenticated by clusterregistry credential. Clusters
+// that do not resolve are named on errOut and left out.
+func exportKubeconfig(ctx context.Context, out, errOut io.Writer, resolver *multicluster.Resolver, clusters []v1alpha1.Cluster, o kubeconfigExport) error {
+	cfg := clientcmdapi.NewConfig()
+	failed := 0
+	for i := range clusters {
+		c := &clusters[i]
+		name := c.Name
+		if o.qualify {
+			name = c.Namespace + "/" + c.Name
+		}
+		access, err := resolver.Resolve(ctx, c)
+		if err != nil {
+			fmt.Fprintf(errOut, "not exported: %v\n", err) // a *multicluster.ClusterError names the Cluster
+			failed++
+			continue
+		}
+		cfg.Clusters[name] = &clientcmdapi.Cluster{
+			Server:                   access.Server.String(),
+			CertificateAuthorityData: access.Config.CAData,
+			TLSServerName:            access.Config.ServerName,
+		}
+		cfg.AuthInfos[name] = &clientcmdapi.AuthInfo{Exec: &clientcmdapi.ExecConfig{
+			APIVersion: "client.authentication.k8s.io/v1",
+			Command:    o.command,
+			Args:       append([]string{"credential", c.Name, "--namespace=" + c.Namespace}, o.args...),
+			// credential checks the server and CA kubectl will use against the resolved ones.
+			ProvideClusterInfo: true,
+			InteractiveMode:    clientcmdapi.NeverExecInteractiveMode,
+		}}
+		cfg.Contexts[name] = &clientcmdapi.Context{Cluster: name, AuthInfo: name, Namespace: "default"}
+	}
+	var data []byte
+	var err error
+	if o.output == "json" {
+		data, err = runtime.Encode(clientcmdlatest.Codec, cfg)
+		data = append(data, '\n')
+	} else {
+		data, err = clientcmd.Write(*cfg)
+	}
+	if err != nil {
+		return err
+	}
+	if _, err := out.Write(data); err != nil {
+		return err
+	}
+	if failed > 0 {
+		return fmt.Errorf("%d of %d Clusters not exported, named above; the kubeconfig holds the others", failed, len(clusters))
+	}
+	return nil
+}
+
+// registryArgs are the flags by which clusterregistry credential reaches the registry as export
+// does now: the kubeconfig file by its absolute path and the context by name, so that neither a
+// later change of current context nor KUBECONFIG pointing at the exported file redirects it.
+func registryArgs(registry *genericclioptions.ConfigFlags) ([]string, error) {
+	loader := registry.ToRawKubeConfigLoader()
+	raw, err := loader.RawConfig()
+	if err != nil {
+		return nil, fmt.Errorf("reading the kubeconfig: %w", err)
+	}
+	context := raw.CurrentContext
+	if registry.Context != nil && *registry.Context != "" {
+		context = *registry.Context
+	}
+	if context == "" {
+		return nil, usageError{errors.New("the kubeconfig names no current context for the registry; give --context")}
+	}
+	var path string
+	if registry.KubeConfig != nil && *registry.KubeConfig != "" {
+		path = *registry.KubeConfig
+	} else {
+		// KUBECONFIG may list several files: the one that defines the context is the one to name.
+		for _, file := range loader.ConfigAccess().GetLoadingPrecedence() {
+			if cfg, err := clientcmd.LoadFromFile(file); err == nil && cfg.Contexts[context] != nil {
+				path = file
+				break
+			}
+		}
+		if path == "" {
+			return nil, usageError{fmt.Errorf("no kubeconfig file defines context %q; give --kubeconfig", context)}
+		}
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := os.Stat(abs); err != nil {
+		return nil, fmt.Errorf("the registry's kubeconfig: %w", err)
+	}
+	return []string{"--kubeconfig=" + abs, "--context=" + context}, nil
+}

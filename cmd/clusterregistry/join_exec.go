@@ -1,0 +1,91 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"github.com/cluster-registry/sdk/clientset/versioned"
+	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
+)
+
+// joinExec registers a member whose context authenticates with an exec plugin: the Cluster gets
+// the plugin as its exec provider, and nothing is made on the member or stored in the registry
+// but the Cluster.
+func joinExec(ctx context.Context, out io.Writer, registryConfig *rest.Config, namespace, context string, member *rest.Config, server string, o joinOptions) error {
+	plugin := member.ExecProvider
+	if plugin == nil {
+		return fmt.Errorf("context %q: its user runs no exec plugin, so there is nothing for --exec to register; join it without --exec to copy a token", context)
+	}
+	if err := checkNameFree(ctx, registryConfig, namespace, o.name, server); err != nil {
+		return err
+	}
+	if len(member.CAData) == 0 {
+		return errors.New("member: the context's cluster has no certificate-authority-data; join needs the CA to verify the member")
+	}
+	memberKube, err := kubernetes.NewForConfig(member)
+	if err != nil {
+		return err
+	}
+	// The plugin must work here before readers are told to run it: the member must know who it
+	// authenticates, which /version (open to anyone) would not show.
+	review, err := memberKube.AuthenticationV1().SelfSubjectReviews().Create(ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
+	if err != nil {
+		return fmt.Errorf("member: authenticating to %s with context %q's exec plugin (nothing was done): %w", server, context, err)
+	}
+	fmt.Fprintf(out, "member: %s knows the exec plugin %s's credentials as user %q\n", server, plugin.Command, review.Status.UserInfo.Username)
+
+	args, err := json.Marshal(plugin.Args)
+	if err != nil {
+		return err
+	}
+	config := map[string]string{"command": plugin.Command, "apiVersion": plugin.APIVersion}
+	if len(plugin.Args) > 0 {
+		config["args"] = string(args)
+	}
+	if plugin.ProvideClusterInfo {
+		config["provideClusterInfo"] = "true"
+	}
+	c := v1alpha1.Cluster{
+		TypeMeta:   metav1.TypeMeta{APIVersion: v1alpha1.SchemeGroupVersion.String(), Kind: "Cluster"},
+		ObjectMeta: metav1.ObjectMeta{Name: o.name, Namespace: namespace, Labels: o.labels},
+		Spec: v1alpha1.ClusterSpec{
+			DisplayName: o.displayName,
+			KubernetesAPIEndpoints: v1alpha1.KubernetesAPIEndpoints{
+				ServerEndpoints: []v1alpha1.ServerAddressByClientCIDR{{ClientCIDR: "0.0.0.0/0", ServerAddress: server}},
+				CABundle:        member.CAData,
+			},
+			AuthInfo: v1alpha1.AuthInfo{Providers: []v1alpha1.AuthProviderConfig{{
+				Name: "exec", Type: v1alpha1.AuthProviderType{Name: v1alpha1.ProviderTypeExec}, Config: config,
+			}}},
+		},
+	}
+	if errs := v1alpha1.ValidateCluster(&c); len(errs) > 0 {
+		return fmt.Errorf("registry: cluster %s/%s would be invalid (nothing was done): %w", namespace, o.name, errs.ToAggregate())
+	}
+	what, err := applyCluster(ctx, versioned.NewForConfigOrDie(registryConfig), &c, o.dryRun, true)
+	if err != nil {
+		return fmt.Errorf("registry: applying cluster %s/%s (nothing else was done): %w", namespace, o.name, err)
+	}
+	if o.dryRun {
+		what = "would be " + what + " (server dry run)"
+	}
+	fmt.Fprintf(out, "registry: Cluster %s/%s %s, with exec provider %s\n", namespace, o.name, what, plugin.Command)
+	if len(plugin.Env) > 0 {
+		var names []string
+		for _, v := range plugin.Env {
+			names = append(names, v.Name)
+		}
+		fmt.Fprintf(out, "note: the plugin's environment (%s) was not copied, as it may hold secrets; readers set it themselves\n", strings.Join(names, ", "))
+	}
+	fmt.Fprintf(out, "note: readers run the plugin only if they allow it: --allow-exec %s --send-to %s\n", plugin.Command, server)
+	return nil
+}

@@ -1,0 +1,86 @@
+package readme
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"github.com/cluster-registry/sdk/localfleet"
+)
+
+// TestRegisterStepsWork runs README.md's "Register your clusters" walk-through as written, with
+// the commands built from this checkout and real kubectl: a kubeconfig with contexts kind-ops (a
+// plain API server, which becomes the registry), kind-dev and kind-prod (two members).
+func TestRegisterStepsWork(t *testing.T) {
+	if testing.Short() {
+		t.Skip("needs kube-apiserver, etcd and kubectl; run without -short")
+	}
+	var steps string
+	for _, block := range fences(t, "sh") {
+		if strings.Contains(block, "join kind-dev") {
+			steps = block
+		}
+	}
+	require.NotEmpty(t, steps, "README.md has no walk-through that joins kind-dev")
+
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	// The members' Clusters go to a namespace of their own, so that "fleet" starts empty.
+	lf, err := localfleet.Start(ctx, localfleet.Options{Members: 2, Namespace: "localfleet"})
+	require.NoError(t, err)
+	defer lf.Stop()
+	require.NotEmpty(t, lf.Kubectl)
+
+	dir := t.TempDir()
+	kubeconfig := clientcmdapi.NewConfig()
+	for name, path := range map[string]string{"kind-ops": lf.Registry.Kubeconfig, "kind-dev": lf.Members[0].Kubeconfig, "kind-prod": lf.Members[1].Kubeconfig} {
+		cfg, err := clientcmd.LoadFromFile(path)
+		require.NoError(t, err)
+		c := cfg.Contexts[cfg.CurrentContext]
+		kubeconfig.Clusters[name], kubeconfig.AuthInfos[name] = cfg.Clusters[c.Cluster], cfg.AuthInfos[c.AuthInfo]
+		kubeconfig.Contexts[name] = &clientcmdapi.Context{Cluster: name, AuthInfo: name}
+	}
+	kubeconfig.CurrentContext = "kind-dev"
+	kubeconfigPath := filepath.Join(dir, "config")
+	require.NoError(t, clientcmd.WriteToFile(*kubeconfig, kubeconfigPath))
+
+	// go install, from this checkout.
+	bin := filepath.Join(dir, "bin")
+	root, err := filepath.Abs("../..")
+	require.NoError(t, err)
+	build := exec.CommandContext(ctx, "go", "build", "-o", bin+"/", "./cmd/clusterregistry", "./examples/fanout-deploy")
+	build.Dir = root
+	out, err := build.CombinedOutput()
+	require.NoError(t, err, "%s", out)
+
+	for line := range strings.Lines(steps) {
+		command, _, _ := strings.Cut(line, "#")
+		if command = strings.TrimSpace(command); command == "" || strings.HasPrefix(command, "go install") {
+			continue
+		}
+		cmd := exec.CommandContext(ctx, "sh", "-c", command)
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfigPath, "PATH="+bin+":"+filepath.Dir(lf.Kubectl)+":"+os.Getenv("PATH"))
+		out, err := cmd.CombinedOutput()
+		require.NoError(t, err, "README step %q:\n%s", command, out)
+		t.Logf("$ %s\n%s", command, out)
+		switch {
+		case strings.HasPrefix(command, "kubectl --context kind-ops get clusters"):
+			require.Contains(t, string(out), "dev ")
+			require.Contains(t, string(out), "prod ")
+		case strings.HasPrefix(command, "fanout-deploy"):
+			require.Contains(t, string(out), "fleet/dev")
+			require.Contains(t, string(out), "fleet/prod")
+		case strings.HasPrefix(command, "kubectl --kubeconfig fleet.kubeconfig"):
+			require.Contains(t, string(out), "hello", "kubectl through the registry does not show the fan-out's Deployment")
+		}
+	}
+}
