@@ -91,13 +91,13 @@ func (o *Options) withDefaults() (Options, error) {
 	d := *o
 	var errs []error
 	if d.Registry == nil {
-		errs = append(errs, errors.New("Options.Registry is required"))
+		errs = append(errs, errors.New("health.Options.Registry is required"))
 	}
 	if d.Kube == nil {
-		errs = append(errs, errors.New("Options.Kube is required"))
+		errs = append(errs, errors.New("health.Options.Kube is required"))
 	}
 	if d.Resolver == nil {
-		errs = append(errs, errors.New("Options.Resolver is required"))
+		errs = append(errs, errors.New("health.Options.Resolver is required"))
 	}
 	for _, v := range []struct {
 		name  string
@@ -105,7 +105,7 @@ func (o *Options) withDefaults() (Options, error) {
 		def   time.Duration
 	}{{"Interval", &d.Interval, 10 * time.Second}, {"Timeout", &d.Timeout, 5 * time.Second}, {"Heartbeat", &d.Heartbeat, time.Minute}} {
 		if *v.value < 0 {
-			errs = append(errs, fmt.Errorf("Options.%s is negative (%s)", v.name, *v.value))
+			errs = append(errs, fmt.Errorf("health.Options.%s is negative (%s)", v.name, *v.value))
 		}
 		if *v.value == 0 {
 			*v.value = v.def
@@ -120,21 +120,21 @@ func (o *Options) withDefaults() (Options, error) {
 			*v.value = v.def
 		}
 		if *v.value < v.least {
-			errs = append(errs, fmt.Errorf("Options.%s is %d, want at least %d", v.name, *v.value, v.least))
+			errs = append(errs, fmt.Errorf("health.Options.%s is %d, want at least %d", v.name, *v.value, v.least))
 		}
 	}
 	if d.UnknownAfter == 0 {
 		d.UnknownAfter = 3*d.Interval + d.Timeout
 	}
 	if d.UnknownAfter <= d.Interval {
-		errs = append(errs, fmt.Errorf("Options.UnknownAfter (%s) must be longer than Interval (%s)", d.UnknownAfter, d.Interval))
+		errs = append(errs, fmt.Errorf("health.Options.UnknownAfter (%s) must be longer than Interval (%s)", d.UnknownAfter, d.Interval))
 	}
 	if le := d.LeaderElection; le != nil {
 		copied := *le
 		le = &copied
 		d.LeaderElection = le
 		if le.Namespace == "" {
-			errs = append(errs, errors.New("Options.LeaderElection.Namespace is required"))
+			errs = append(errs, errors.New("health.Options.LeaderElection.Namespace is required"))
 		}
 		if le.Name == "" {
 			le.Name = defaultFieldManager
@@ -147,7 +147,7 @@ func (o *Options) withDefaults() (Options, error) {
 		le.RenewDeadline = cmp.Or(le.RenewDeadline, 10*time.Second)
 		le.RetryPeriod = cmp.Or(le.RetryPeriod, 2*time.Second)
 		if !(le.RetryPeriod < le.RenewDeadline && le.RenewDeadline < le.LeaseDuration) {
-			errs = append(errs, fmt.Errorf("Options.LeaderElection: want RetryPeriod (%s) < RenewDeadline (%s) < LeaseDuration (%s)",
+			errs = append(errs, fmt.Errorf("health.Options.LeaderElection: want RetryPeriod (%s) < RenewDeadline (%s) < LeaseDuration (%s)",
 				le.RetryPeriod, le.RenewDeadline, le.LeaseDuration))
 		}
 	}

@@ -63,7 +63,12 @@ must therefore set provideClusterInfo: true.`,
   #         provideClusterInfo: true
   #         interactiveMode: Never
   clusterregistry export --format kubeconfig -n fleet > fleet.kubeconfig
-  kubectl --kubeconfig fleet.kubeconfig --context prod-eu-1 get nodes`,
+  kubectl --kubeconfig fleet.kubeconfig --context prod-eu-1 get nodes
+
+  # By hand, as kubectl runs it
+  KUBERNETES_EXEC_INFO='{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential",
+    "spec":{"cluster":{"server":"https://prod-eu-1.example.com:6443","certificate-authority-data":"..."}}}' \
+    clusterregistry credential prod-eu-1 -n fleet --context registry`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if err := cobra.ExactArgs(1)(cmd, args); err != nil {
 				return usageError{fmt.Errorf("%w: the name of the Cluster", err)}

@@ -56,11 +56,11 @@ func TestJoin(t *testing.T) {
 		code := run(ctx, append([]string{"--kubeconfig", kubeconfig, "-n", "joined"}, args...), &stdout, &stderr)
 		return code, stdout.String(), stderr.String()
 	}
-	code, out, stderr := cli("install", "--create-namespace")
+	code, _, stderr := cli("install", "--create-namespace")
 	require.Equal(t, 0, code, stderr)
 
 	// A dry run checks and says what it would do, and does nothing; so does a role the member lacks.
-	code, out, stderr = cli("join", "alpha", "--dry-run", "--labels", "env=test")
+	code, out, stderr := cli("join", "alpha", "--dry-run", "--labels", "env=test")
 	require.Equal(t, 0, code, "%s%s", out, stderr)
 	require.Contains(t, out, "registry: Cluster joined/alpha would be created (server dry run)")
 	code, _, stderr = cli("join", "alpha", "--cluster-role", "no-such-role")

@@ -152,3 +152,17 @@ func TestInstallDryRun(t *testing.T) {
 	require.Equal(t, []string{"CustomResourceDefinition/clusters.clusterregistry.k8s.io",
 		"ClusterRole/clusterregistry-view", "ClusterRole/clusterregistry-edit", "Namespace/fleet"}, got)
 }
+
+// Every subcommand says what it does and shows how, as kubectl's do.
+func TestEverySubcommandHasHelpWithExamples(t *testing.T) {
+	root := newRoot(context.Background())
+	require.NotEmpty(t, root.Commands())
+	for _, cmd := range root.Commands() {
+		if cmd.Name() == "help" || cmd.Name() == "completion" {
+			continue
+		}
+		require.NotEmpty(t, cmd.Short, "%s: no short description", cmd.Name())
+		require.NotEmpty(t, cmd.Long, "%s: no description", cmd.Name())
+		require.Contains(t, cmd.Example, "clusterregistry "+cmd.Name(), "%s: no example that runs it", cmd.Name())
+	}
+}
