@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Compares the exported API of the module's public packages with the last release's (the commit
+# recorded in hack/last-release) using apidiff, and fails on an incompatible change that
+# CHANGELOG.md's Unreleased section does not name under "### Breaking" (hack/apicompat).
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+module=github.com/cluster-registry/sdk
+read -r version commit < hack/last-release
+if ! git cat-file -e "$commit^{commit}" 2>/dev/null; then
+  echo "verify-apidiff: $version's commit $commit is not in this clone; it needs main's history (git fetch --unshallow)" >&2
+  exit 1
+fi
+bin="$(hack/lint-tools.sh)"
+tmp="$(mktemp -d)"
+trap 'rm -rf "$tmp"' EXIT
+mkdir "$tmp/old"
+git archive "$commit" | tar -x -C "$tmp/old"
+# apidiff names each internal package it skips on stderr; keep that out of the way unless it fails.
+(cd "$tmp/old" && "$bin/apidiff" -m -w "$tmp/old.export" "$module") 2>"$tmp/log" || { cat "$tmp/log" >&2; exit 1; }
+"$bin/apidiff" -m -w "$tmp/new.export" "$module" 2>"$tmp/log" || { cat "$tmp/log" >&2; exit 1; }
+"$bin/apidiff" -m -incompatible "$tmp/old.export" "$tmp/new.export" > "$tmp/incompatible"
+go run ./hack/apicompat CHANGELOG.md < "$tmp/incompatible"
+echo "verify-apidiff: compared with $version ($commit): $(wc -l < "$tmp/incompatible") incompatible changes, each named in CHANGELOG.md"
