@@ -18,6 +18,6 @@ git archive "$commit" | tar -x -C "$tmp/old"
 # apidiff names each internal package it skips on stderr; keep that out of the way unless it fails.
 (cd "$tmp/old" && "$bin/apidiff" -m -w "$tmp/old.export" "$module") 2>"$tmp/log" || { cat "$tmp/log" >&2; exit 1; }
 "$bin/apidiff" -m -w "$tmp/new.export" "$module" 2>"$tmp/log" || { cat "$tmp/log" >&2; exit 1; }
-"$bin/apidiff" -m -incompatible "$tmp/old.export" "$tmp/new.export" > "$tmp/incompatible"
+"$bin/apidiff" -m -incompatible "$tmp/old.export" "$tmp/new.export" > "$tmp/incompatible" 2>"$tmp/log" || { cat "$tmp/log" >&2; exit 1; }
 go run ./hack/apicompat CHANGELOG.md < "$tmp/incompatible"
 echo "verify-apidiff: compared with $version ($commit): $(wc -l < "$tmp/incompatible") incompatible changes, each named in CHANGELOG.md"
