@@ -152,7 +152,7 @@ func TestHealthAgainstRealMembers(t *testing.T) {
 			cond := c.Status.Condition(v1alpha1.ConditionReady)
 			require.Equal(t, metav1.ConditionTrue, cond.Status)
 			require.Equal(t, v1alpha1.ReasonReachable, cond.Reason)
-			require.Equal(t, "v1.36.3", c.Status.Version)
+			require.Equal(t, m.Version, c.Status.Version)
 			require.NotNil(t, c.Status.LastProbeTime)
 		}
 	})

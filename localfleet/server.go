@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 )
@@ -29,6 +30,9 @@ type Server struct {
 	// Kubeconfig is the path of a kubeconfig file for the same administrator, for kubectl and
 	// for tools that take --kubeconfig.
 	Kubeconfig string
+	// Version is the kube-apiserver's version (its gitVersion, such as v1.36.3), as it answered
+	// /version when it started: tests compare what tools report with it.
+	Version string
 
 	env      *envtest.Environment
 	dir      string
@@ -69,6 +73,17 @@ func startServer(assets string, timeout time.Duration) (*Server, error) {
 		_ = s.Stop()
 		return nil, err
 	}
+	kube, err := kubernetes.NewForConfig(s.Config)
+	if err != nil {
+		_ = s.Stop()
+		return nil, err
+	}
+	version, err := kube.Discovery().ServerVersion()
+	if err != nil {
+		_ = s.Stop()
+		return nil, fmt.Errorf("reading the API server's version: %w", err)
+	}
+	s.Version = version.GitVersion
 	return s, nil
 }
 

@@ -208,8 +208,8 @@ func useMember(ctx context.Context, a *Access) error {
 	if err != nil {
 		return fmt.Errorf("GET /version: %w", err)
 	}
-	if v.GitVersion != "v1.36.3" {
-		return fmt.Errorf("member reports version %q", v.GitVersion)
+	if v.GitVersion != member.Version {
+		return fmt.Errorf("member reports version %q, want %q", v.GitVersion, member.Version)
 	}
 	if _, err := kube.CoreV1().ConfigMaps("kube-system").List(ctx, metav1.ListOptions{}); err != nil {
 		return fmt.Errorf("listing ConfigMaps: %w", err)

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Version skew, tested: the Kubernetes versions RELEASE.md says the SDK supports, beyond the newest
+# one that every test runs against (hack/build-testbins.sh's default).
+#
+#  1. The oldest supported Kubernetes as the registry and as every member, with its own kubectl:
+#     the CRD and its CEL rules, kubectl's columns, explain and refusals, the Resolver, fan-out,
+#     the health controller and the clusterregistry command (credential plugin included).
+#  2. The oldest supported kubectl (two minors below the newest) against the newest API server:
+#     the kubectl tests, the command's kubectl paths and the README's kubectl steps.
+#
+# Each version is built once from the Go module proxy, like the newest, and cached by version.
+# Tests run without the race detector here: hack/test.sh runs them with it on the newest.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+OLDEST="${OLDEST_KUBE_VERSION:-v1.32.13}"
+OLDEST_KUBECTL="${OLDEST_KUBECTL_VERSION:-v1.34.4}"
+CACHE_ROOT="${CLUSTER_REGISTRY_SDK_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/cluster-registry-sdk}"
+
+newest="$(hack/build-testbins.sh | tail -n 1)"
+oldest="$(KUBE_VERSION="$OLDEST" hack/build-testbins.sh | tail -n 1)"
+older_kubectl="$(KUBE_VERSION="$OLDEST_KUBECTL" hack/build-testbins.sh | tail -n 1)"
+mixed="$CACHE_ROOT/assets/newest-apiserver-kubectl-$OLDEST_KUBECTL"
+mkdir -p "$mixed"
+ln -sf "$(readlink -f "$newest/kube-apiserver")" "$mixed/kube-apiserver"
+ln -sf "$(readlink -f "$newest/etcd")" "$mixed/etcd"
+ln -sf "$(readlink -f "$older_kubectl/kubectl")" "$mixed/kubectl"
+
+echo "== registry, members and kubectl at Kubernetes $OLDEST"
+KUBEBUILDER_ASSETS="$oldest" go test -count=1 ./clusterregistry/ ./multicluster/ ./health/ ./cmd/clusterregistry/
+
+echo "== kubectl $OLDEST_KUBECTL against the newest API server"
+KUBEBUILDER_ASSETS="$mixed" go test -count=1 ./clusterregistry/ ./cmd/clusterregistry/ ./internal/readme/
