@@ -78,11 +78,7 @@ func TestKubeconfigThroughRegistry(t *testing.T) {
 	ctx, lf := startFleet(t, localfleet.Options{Members: 2})
 	bin := commandBinary(t)
 	kubeconfig := userKubeconfig(t, lf, map[string]*localfleet.Member{"alpha": lf.Members[0], "beta": lf.Members[1]})
-	cli := func(args ...string) (int, string, string) {
-		var stdout, stderr bytes.Buffer
-		code := run(ctx, append([]string{"--kubeconfig", kubeconfig, "-n", "joined"}, args...), &stdout, &stderr)
-		return code, stdout.String(), stderr.String()
-	}
+	cli := commandLine(ctx, kubeconfig, "joined")
 	code, _, stderr := cli("install", "--create-namespace")
 	require.Equal(t, 0, code, stderr)
 	for _, name := range []string{"alpha", "beta"} {

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -10,7 +9,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/client-go/kubernetes"
-	"sigs.k8s.io/yaml"
 
 	"github.com/cluster-registry/sdk/clientset/versioned"
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
@@ -136,17 +134,5 @@ func writeClusters(w io.Writer, clusters []v1alpha1.Cluster, output string) erro
 	for _, c := range clusters {
 		list.Items = append(list.Items, portable(c))
 	}
-	var data []byte
-	var err error
-	if output == "json" {
-		data, err = json.MarshalIndent(list, "", "  ")
-		data = append(data, '\n')
-	} else {
-		data, err = yaml.Marshal(list)
-	}
-	if err != nil {
-		return err
-	}
-	_, err = w.Write(data)
-	return err
+	return writeObject(w, list, output)
 }

@@ -29,11 +29,7 @@ func TestExportImportRoundTrip(t *testing.T) {
 		t.Skip("needs kube-apiserver and etcd; run without -short")
 	}
 	ctx, lf := startFleet(t, localfleet.Options{Members: 2})
-	cli := func(args ...string) (int, string, string) {
-		var stdout, stderr bytes.Buffer
-		code := run(ctx, append([]string{"--kubeconfig", lf.Registry.Kubeconfig, "-n", lf.Namespace}, args...), &stdout, &stderr)
-		return code, stdout.String(), stderr.String()
-	}
+	cli := commandLine(ctx, lf.Registry.Kubeconfig, lf.Namespace)
 	clusters := versioned.NewForConfigOrDie(lf.Registry.Config).ClusterregistryV1alpha1().Clusters(lf.Namespace)
 	before, err := clusters.List(ctx, metav1.ListOptions{})
 	require.NoError(t, err)

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -15,7 +14,6 @@ import (
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	rbacv1ac "k8s.io/client-go/applyconfigurations/rbac/v1"
 	"k8s.io/client-go/kubernetes"
-	"sigs.k8s.io/yaml"
 
 	"github.com/cluster-registry/sdk/clusterregistry"
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
@@ -182,18 +180,5 @@ func printInstall(out io.Writer, namespace, output string) error {
 	if namespace != "" {
 		items = append(items, clusterSet(namespace))
 	}
-	list := map[string]any{"apiVersion": "v1", "kind": "List", "items": items}
-	var data []byte
-	var err error
-	if output == "json" {
-		data, err = json.MarshalIndent(list, "", "  ")
-		data = append(data, '\n')
-	} else {
-		data, err = yaml.Marshal(list)
-	}
-	if err != nil {
-		return err
-	}
-	_, err = out.Write(data)
-	return err
+	return writeObject(out, map[string]any{"apiVersion": "v1", "kind": "List", "items": items}, output)
 }

@@ -162,21 +162,10 @@ func join(ctx context.Context, out io.Writer, registryConfig *rest.Config, names
 		return errors.New("member: the context's cluster has no certificate-authority-data; join needs the CA to pin and verify the member")
 	}
 
-	c := v1alpha1.Cluster{
-		TypeMeta:   metav1.TypeMeta{APIVersion: v1alpha1.SchemeGroupVersion.String(), Kind: "Cluster"},
-		ObjectMeta: metav1.ObjectMeta{Name: o.name, Namespace: namespace, Labels: o.labels},
-		Spec: v1alpha1.ClusterSpec{
-			DisplayName: o.displayName,
-			KubernetesAPIEndpoints: v1alpha1.KubernetesAPIEndpoints{
-				ServerEndpoints: []v1alpha1.ServerAddressByClientCIDR{{ClientCIDR: "0.0.0.0/0", ServerAddress: server}},
-				CABundle:        ca,
-			},
-			AuthInfo: v1alpha1.AuthInfo{Providers: []v1alpha1.AuthProviderConfig{{
-				Name: "token", Type: v1alpha1.AuthProviderType{Name: v1alpha1.ProviderTypeSecret},
-				Config: map[string]string{"name": secretName},
-			}}},
-		},
-	}
+	c := joinedCluster(namespace, server, ca, o, v1alpha1.AuthProviderConfig{
+		Name: "token", Type: v1alpha1.AuthProviderType{Name: v1alpha1.ProviderTypeSecret},
+		Config: map[string]string{"name": secretName},
+	})
 	if errs := v1alpha1.ValidateCluster(&c); len(errs) > 0 {
 		return fmt.Errorf("registry: cluster %s/%s would be invalid (nothing was done): %w", namespace, o.name, errs.ToAggregate())
 	}
@@ -252,4 +241,21 @@ func checkNameFree(ctx context.Context, registryConfig *rest.Config, namespace, 
 		return fmt.Errorf("cluster %s/%s already exists for another server; choose another --name, or unjoin it first", namespace, name)
 	}
 	return nil
+}
+
+// joinedCluster is the Cluster join applies: the member at server, verified by ca, reached with
+// provider, and the name, labels and display name the user gave.
+func joinedCluster(namespace, server string, ca []byte, o joinOptions, provider v1alpha1.AuthProviderConfig) v1alpha1.Cluster {
+	return v1alpha1.Cluster{
+		TypeMeta:   metav1.TypeMeta{APIVersion: v1alpha1.SchemeGroupVersion.String(), Kind: "Cluster"},
+		ObjectMeta: metav1.ObjectMeta{Name: o.name, Namespace: namespace, Labels: o.labels},
+		Spec: v1alpha1.ClusterSpec{
+			DisplayName: o.displayName,
+			KubernetesAPIEndpoints: v1alpha1.KubernetesAPIEndpoints{
+				ServerEndpoints: []v1alpha1.ServerAddressByClientCIDR{{ClientCIDR: "0.0.0.0/0", ServerAddress: server}},
+				CABundle:        ca,
+			},
+			AuthInfo: v1alpha1.AuthInfo{Providers: []v1alpha1.AuthProviderConfig{provider}},
+		},
+	}
 }

@@ -54,20 +54,9 @@ func joinExec(ctx context.Context, out io.Writer, registryConfig *rest.Config, n
 	if plugin.ProvideClusterInfo {
 		config["provideClusterInfo"] = "true"
 	}
-	c := v1alpha1.Cluster{
-		TypeMeta:   metav1.TypeMeta{APIVersion: v1alpha1.SchemeGroupVersion.String(), Kind: "Cluster"},
-		ObjectMeta: metav1.ObjectMeta{Name: o.name, Namespace: namespace, Labels: o.labels},
-		Spec: v1alpha1.ClusterSpec{
-			DisplayName: o.displayName,
-			KubernetesAPIEndpoints: v1alpha1.KubernetesAPIEndpoints{
-				ServerEndpoints: []v1alpha1.ServerAddressByClientCIDR{{ClientCIDR: "0.0.0.0/0", ServerAddress: server}},
-				CABundle:        member.CAData,
-			},
-			AuthInfo: v1alpha1.AuthInfo{Providers: []v1alpha1.AuthProviderConfig{{
-				Name: "exec", Type: v1alpha1.AuthProviderType{Name: v1alpha1.ProviderTypeExec}, Config: config,
-			}}},
-		},
-	}
+	c := joinedCluster(namespace, server, member.CAData, o, v1alpha1.AuthProviderConfig{
+		Name: "exec", Type: v1alpha1.AuthProviderType{Name: v1alpha1.ProviderTypeExec}, Config: config,
+	})
 	if errs := v1alpha1.ValidateCluster(&c); len(errs) > 0 {
 		return fmt.Errorf("registry: cluster %s/%s would be invalid (nothing was done): %w", namespace, o.name, errs.ToAggregate())
 	}

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -55,11 +54,7 @@ func TestJoinExec(t *testing.T) {
 		Env: []clientcmdapi.ExecEnvVar{{Name: "CLOUD_SECRET", Value: "s3cr3t-value"}}, InteractiveMode: clientcmdapi.NeverExecInteractiveMode,
 	}}
 	require.NoError(t, clientcmd.WriteToFile(*cfg, kubeconfig))
-	cli := func(args ...string) (int, string, string) {
-		var stdout, stderr bytes.Buffer
-		code := run(ctx, append([]string{"--kubeconfig", kubeconfig, "-n", "clouds"}, args...), &stdout, &stderr)
-		return code, stdout.String(), stderr.String()
-	}
+	cli := commandLine(ctx, kubeconfig, "clouds")
 	code, _, stderr := cli("install", "--create-namespace")
 	require.Equal(t, 0, code, stderr)
 

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"path/filepath"
 	"strings"
@@ -51,11 +50,7 @@ func TestJoin(t *testing.T) {
 	}
 	ctx, lf := startFleet(t, localfleet.Options{Members: 2})
 	kubeconfig := userKubeconfig(t, lf, map[string]*localfleet.Member{"alpha": lf.Members[0], "beta": lf.Members[1]})
-	cli := func(args ...string) (int, string, string) {
-		var stdout, stderr bytes.Buffer
-		code := run(ctx, append([]string{"--kubeconfig", kubeconfig, "-n", "joined"}, args...), &stdout, &stderr)
-		return code, stdout.String(), stderr.String()
-	}
+	cli := commandLine(ctx, kubeconfig, "joined")
 	code, _, stderr := cli("install", "--create-namespace")
 	require.Equal(t, 0, code, stderr)
 

@@ -166,3 +166,13 @@ func TestEverySubcommandHasHelpWithExamples(t *testing.T) {
 		require.Contains(t, cmd.Example, "clusterregistry "+cmd.Name(), "%s: no example that runs it", cmd.Name())
 	}
 }
+
+// commandLine runs the command in-process against a registry's kubeconfig and namespace, and
+// returns its exit status, standard output and standard error.
+func commandLine(ctx context.Context, kubeconfig, namespace string) func(args ...string) (int, string, string) {
+	return func(args ...string) (int, string, string) {
+		var stdout, stderr bytes.Buffer
+		code := run(ctx, append([]string{"--kubeconfig", kubeconfig, "-n", namespace}, args...), &stdout, &stderr)
+		return code, stdout.String(), stderr.String()
+	}
+}
