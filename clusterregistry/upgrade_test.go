@@ -43,13 +43,18 @@ func lastRelease(t *testing.T) (version, dir string) {
 // release's CRD, leaves it alone.
 func TestUpgradeFromLastRelease(t *testing.T) {
 	version, old := lastRelease(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
-	defer cancel()
+	// Building the old command compiles the whole SDK and its dependencies on a cold machine,
+	// beside the other packages' tests: it gets its own, generous, deadline.
+	buildCtx, cancelBuild := context.WithTimeout(context.Background(), 15*time.Minute)
+	defer cancelBuild()
 	oldCommand := filepath.Join(t.TempDir(), "clusterregistry")
-	build := exec.CommandContext(ctx, "go", "build", "-trimpath", "-o", oldCommand, "./cmd/clusterregistry")
+	build := exec.CommandContext(buildCtx, "go", "build", "-trimpath", "-o", oldCommand, "./cmd/clusterregistry")
 	build.Dir = old
 	out, err := build.CombinedOutput()
 	require.NoError(t, err, "building %s's clusterregistry: %s", version, out)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
 
 	fleet, err := localfleet.Start(ctx, localfleet.Options{Bare: true})
 	require.NoError(t, err)
