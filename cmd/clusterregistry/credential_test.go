@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/pem"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -26,36 +27,25 @@ import (
 
 var (
 	buildOnce sync.Once
-	builtPath string
+	builtDir  string // removed by TestMain
 	buildErr  error
 )
 
 // commandBinary builds the command once per test run, for tests that need it as a program:
-// kubectl runs it as a credential plugin.
+// kubectl runs it as a credential plugin, and health runs as a process of its own.
 func commandBinary(t *testing.T) string {
 	t.Helper()
 	buildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "clusterregistry-bin-")
-		if err != nil {
-			buildErr = err
+		if builtDir, buildErr = os.MkdirTemp("", "clusterregistry-bin-"); buildErr != nil {
 			return
 		}
-		builtPath = filepath.Join(dir, "clusterregistry")
-		out, err := exec.Command("go", "build", "-o", builtPath, ".").CombinedOutput()
-		if err != nil {
-			buildErr = &buildError{out: string(out), err: err}
+		if out, err := exec.Command("go", "build", "-o", builtDir+"/", ".").CombinedOutput(); err != nil {
+			buildErr = fmt.Errorf("building the command: %w\n%s", err, out)
 		}
 	})
 	require.NoError(t, buildErr)
-	return builtPath
+	return filepath.Join(builtDir, "clusterregistry")
 }
-
-type buildError struct {
-	out string
-	err error
-}
-
-func (e *buildError) Error() string { return e.err.Error() + ": " + e.out }
 
 // kubectl runs the fleet's kubectl with a kubeconfig and nothing of the environment's.
 func kubectl(ctx context.Context, lf *localfleet.Fleet, kubeconfig string, args ...string) (string, string, error) {

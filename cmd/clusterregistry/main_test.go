@@ -7,7 +7,6 @@ import (
 	"flag"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"sync"
 	"syscall"
 	"testing"
@@ -26,7 +25,11 @@ import (
 func TestMain(m *testing.M) {
 	flag.Parse()
 	logf.SetLogger(logr.Discard()) // envtest logs through controller-runtime's logger
-	os.Exit(m.Run())
+	code := m.Run()
+	if builtDir != "" {
+		_ = os.RemoveAll(builtDir)
+	}
+	os.Exit(code)
 }
 
 func TestBadFlags(t *testing.T) {
@@ -69,10 +72,7 @@ func TestHealthCommand(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	bin := filepath.Join(t.TempDir(), "clusterregistry")
-	build := exec.CommandContext(ctx, "go", "build", "-o", bin, ".")
-	out, err := build.CombinedOutput()
-	require.NoError(t, err, "%s", out)
+	bin := commandBinary(t)
 
 	lf, err := localfleet.Start(ctx, localfleet.Options{Members: 1})
 	require.NoError(t, err)
