@@ -6,8 +6,10 @@
 # build (about 5 minutes cold on 2 cores). On success the last line printed is the envtest assets
 # directory holding all three binaries; tests find it through KUBEBUILDER_ASSETS.
 #
-# Usage: hack/build-testbins.sh            build what is missing, print the assets directory
-#        hack/build-testbins.sh --print    print the assets directory; fail if anything is missing
+# Usage: hack/build-testbins.sh                 build what is missing, print the assets directory
+#        hack/build-testbins.sh --print         print the assets directory; fail if anything is missing
+#        hack/build-testbins.sh --kubectl-only  build only kubectl, print the directory holding it
+#                                               (version skew needs an older kubectl, not its server)
 set -euo pipefail
 
 KUBE_VERSION="${KUBE_VERSION:-v1.36.3}"
@@ -35,6 +37,12 @@ if [ "${1:-}" = "--print" ]; then
   have_all || { log "binaries missing; run hack/build-testbins.sh"; exit 1; }
   link_assets
   exit 0
+fi
+
+# The Kubernetes binaries to build: kube-apiserver is most of the cold build's time.
+kube_bins="kube-apiserver kubectl"
+if [ "${1:-}" = "--kubectl-only" ]; then
+  kube_bins="kubectl"
 fi
 
 # staging_replaces MODULE VERSION PATTERN prints a replace line for every local (./ or ../) replace
@@ -77,7 +85,11 @@ MOD
   )
 }
 
-if [ ! -x "$KUBE_DIR/kube-apiserver" ] || [ ! -x "$KUBE_DIR/kubectl" ]; then
+missing_pkgs=""
+for bin in $kube_bins; do
+  [ -x "$KUBE_DIR/$bin" ] || missing_pkgs+=" k8s.io/kubernetes/cmd/$bin"
+done
+if [ -n "$missing_pkgs" ]; then
   minor="${KUBE_VERSION#v1.}"; minor="${minor%%.*}"
   staging="v0.${KUBE_VERSION#v1.}"
   vpkgs="k8s.io/component-base/version k8s.io/client-go/pkg/version"
@@ -86,11 +98,21 @@ if [ ! -x "$KUBE_DIR/kube-apiserver" ] || [ ! -x "$KUBE_DIR/kubectl" ]; then
     ldflags+=" -X $p.gitVersion=$KUBE_VERSION -X $p.gitMajor=1 -X $p.gitMinor=$minor"
     ldflags+=" -X $p.gitTreeState=clean -X $p.buildDate=1970-01-01T00:00:00Z"
   done
+  # Build into a temporary directory beside the cache, then move each binary in: a build that is
+  # cut off never leaves a half-written binary that a later run would take for a finished one.
   tmp="$KUBE_DIR.tmp"
   rm -rf "$tmp"
-  build_in_module "$KUBE_DIR" k8s.io/kubernetes "$KUBE_VERSION" '^k8s\.io/' "$staging" "$ldflags" "$tmp" \
-    k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kubectl
-  rm -rf "$KUBE_DIR"; mv "$tmp" "$KUBE_DIR"
+  # shellcheck disable=SC2086 # one package per word
+  build_in_module "$KUBE_DIR" k8s.io/kubernetes "$KUBE_VERSION" '^k8s\.io/' "$staging" "$ldflags" "$tmp" $missing_pkgs
+  mkdir -p "$KUBE_DIR"
+  for f in "$tmp"/*; do mv -f "$f" "$KUBE_DIR/"; done
+  rm -rf "$tmp"
+fi
+
+if [ "${1:-}" = "--kubectl-only" ]; then
+  [ -x "$KUBE_DIR/kubectl" ] || { log "build finished but kubectl is missing under $KUBE_DIR"; exit 1; }
+  echo "$KUBE_DIR"
+  exit 0
 fi
 
 if [ ! -x "$ETCD_DIR/etcd" ]; then

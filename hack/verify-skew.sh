@@ -8,7 +8,8 @@
 #  2. The oldest supported kubectl (two minors below the newest) against the newest API server:
 #     the kubectl tests, the command's kubectl paths and the README's kubectl steps.
 #
-# Each version is built once from the Go module proxy, like the newest, and cached by version.
+# Each version is built once from the Go module proxy, like the newest, and cached by version; of
+# the older kubectl's release only kubectl is built.
 # Tests run without the race detector here: hack/test.sh runs them with it on the newest.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -19,7 +20,7 @@ CACHE_ROOT="${CLUSTER_REGISTRY_SDK_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/cluste
 
 newest="$(hack/build-testbins.sh | tail -n 1)"
 oldest="$(KUBE_VERSION="$OLDEST" hack/build-testbins.sh | tail -n 1)"
-older_kubectl="$(KUBE_VERSION="$OLDEST_KUBECTL" hack/build-testbins.sh | tail -n 1)"
+older_kubectl="$(KUBE_VERSION="$OLDEST_KUBECTL" hack/build-testbins.sh --kubectl-only | tail -n 1)"
 mixed="$CACHE_ROOT/assets/newest-apiserver-kubectl-$OLDEST_KUBECTL"
 mkdir -p "$mixed"
 ln -sf "$(readlink -f "$newest/kube-apiserver")" "$mixed/kube-apiserver"
