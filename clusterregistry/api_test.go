@@ -194,6 +194,24 @@ func TestServerSideApply(t *testing.T) {
 		t.Fatalf("forced apply: %v, %q", err, got.Spec.DisplayName)
 	}
 
+	// Extract reads a manager's intent back from what the server recorded, with the schema the
+	// apply configurations embed: it must agree with the CRD's on which lists are maps.
+	mine, err := crapply.ExtractCluster(got, "registrar")
+	if err != nil {
+		t.Fatalf("ExtractCluster: %v", err)
+	}
+	if mine.Spec.DisplayName != nil || mine.Labels["env"] != "prod" ||
+		len(mine.Spec.KubernetesAPIEndpoints.ServerEndpoints) != 1 || *mine.Spec.KubernetesAPIEndpoints.ServerEndpoints[0].ClientCIDR != "0.0.0.0/0" {
+		t.Errorf("registrar's fields after the forced apply took displayName: %+v", mine)
+	}
+	status := crapply.Cluster("delta", ns).WithStatus(crapply.ClusterStatus().WithVersion("v1.36.3"))
+	if got, err = clusters.ApplyStatus(ctx, status, metav1.ApplyOptions{FieldManager: "health"}); err != nil {
+		t.Fatalf("ApplyStatus: %v", err)
+	}
+	if probed, err := crapply.ExtractClusterStatus(got, "health"); err != nil || probed.Status == nil || *probed.Status.Version != "v1.36.3" {
+		t.Errorf("ExtractClusterStatus: %+v, %v", probed, err)
+	}
+
 	// The registrar applies again without its endpoint: the entry it alone owned goes, the network
 	// tool's stays.
 	registrar.Spec.KubernetesAPIEndpoints.ServerEndpoints = nil

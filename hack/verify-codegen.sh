@@ -7,11 +7,17 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 SCRATCH="$(mktemp -d)"
 trap 'rm -rf "$SCRATCH"' EXIT
 
-GENERATED=(clusterregistry clientset informers listers applyconfiguration)
+GENERATED=(clusterregistry clientset informers listers applyconfiguration internal/openapi)
 cp -a "$ROOT/go.mod" "$ROOT/go.sum" "$SCRATCH/"
 for d in "${GENERATED[@]}"; do
-  [ -e "$ROOT/$d" ] && cp -a "$ROOT/$d" "$SCRATCH/"
+  if [ -e "$ROOT/$d" ]; then
+    mkdir -p "$(dirname "$SCRATCH/$d")"
+    cp -a "$ROOT/$d" "$SCRATCH/$d"
+  fi
 done
+# update-codegen.sh runs this in the tree it generates into, against that tree's generated code.
+mkdir -p "$SCRATCH/hack"
+cp -a "$ROOT/hack/models-schema" "$SCRATCH/hack/"
 
 "$ROOT/hack/update-codegen.sh" "$SCRATCH" >/dev/null
 

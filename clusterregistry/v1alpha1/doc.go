@@ -8,5 +8,6 @@
 // reject bad input before it sends it.
 //
 // +k8s:deepcopy-gen=package
+// +k8s:openapi-gen=true
 // +groupName=clusterregistry.k8s.io
 package v1alpha1

@@ -19,8 +19,11 @@ limitations under the License.
 package v1alpha1
 
 import (
+	internal "github.com/cluster-registry/sdk/applyconfiguration/internal"
+	clusterregistryv1alpha1 "github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	types "k8s.io/apimachinery/pkg/types"
+	managedfields "k8s.io/apimachinery/pkg/util/managedfields"
 	v1 "k8s.io/client-go/applyconfigurations/meta/v1"
 )
 
@@ -50,6 +53,47 @@ func Cluster(name, namespace string) *ClusterApplyConfiguration {
 	b.WithKind("Cluster")
 	b.WithAPIVersion("clusterregistry.k8s.io/v1alpha1")
 	return b
+}
+
+// ExtractClusterFrom extracts the applied configuration owned by fieldManager from
+// cluster for the specified subresource. Pass an empty string for subresource to extract
+// the main resource. Common subresources include "status", "scale", etc.
+// cluster must be a unmodified Cluster API object that was retrieved from the Kubernetes API.
+// ExtractClusterFrom provides a way to perform a extract/modify-in-place/apply workflow.
+// Note that an extracted apply configuration will contain fewer fields than what the fieldManager previously
+// applied if another fieldManager has updated or force applied any of the previously applied fields.
+func ExtractClusterFrom(cluster *clusterregistryv1alpha1.Cluster, fieldManager string, subresource string) (*ClusterApplyConfiguration, error) {
+	b := &ClusterApplyConfiguration{}
+	err := managedfields.ExtractInto(cluster, internal.Parser().Type("com.github.cluster-registry.sdk.clusterregistry.v1alpha1.Cluster"), fieldManager, b, subresource)
+	if err != nil {
+		return nil, err
+	}
+	b.WithName(cluster.Name)
+	b.WithNamespace(cluster.Namespace)
+
+	b.WithKind("Cluster")
+	b.WithAPIVersion("clusterregistry.k8s.io/v1alpha1")
+	return b, nil
+}
+
+// ExtractCluster extracts the applied configuration owned by fieldManager from
+// cluster. If no managedFields are found in cluster for fieldManager, a
+// ClusterApplyConfiguration is returned with only the Name, Namespace (if applicable),
+// APIVersion and Kind populated. It is possible that no managed fields were found for because other
+// field managers have taken ownership of all the fields previously owned by fieldManager, or because
+// the fieldManager never owned fields any fields.
+// cluster must be a unmodified Cluster API object that was retrieved from the Kubernetes API.
+// ExtractCluster provides a way to perform a extract/modify-in-place/apply workflow.
+// Note that an extracted apply configuration will contain fewer fields than what the fieldManager previously
+// applied if another fieldManager has updated or force applied any of the previously applied fields.
+func ExtractCluster(cluster *clusterregistryv1alpha1.Cluster, fieldManager string) (*ClusterApplyConfiguration, error) {
+	return ExtractClusterFrom(cluster, fieldManager, "")
+}
+
+// ExtractClusterStatus extracts the applied configuration owned by fieldManager from
+// cluster for the status subresource.
+func ExtractClusterStatus(cluster *clusterregistryv1alpha1.Cluster, fieldManager string) (*ClusterApplyConfiguration, error) {
+	return ExtractClusterFrom(cluster, fieldManager, "status")
 }
 
 func (b ClusterApplyConfiguration) IsApplyConfiguration() {}
