@@ -41,7 +41,27 @@ type tracked struct {
 	index  int // in the queue; -1 when out of it (being probed, or removed)
 	gone   bool
 	added  time.Time // when the controller began to track it
-	state  memberState
+	// identified is when a probe last read the member's version and identity; unidentified is
+	// true when a probe opened a connection that no probe has identified since.
+	identified   time.Time
+	unidentified bool
+	state        memberState
+}
+
+// identify reports whether the next probe must read the version and identity, whatever
+// connection it uses: the connection is unidentified, or the heartbeat is due.
+func (t *tracked) identify(now time.Time, heartbeat time.Duration) bool {
+	return t.unidentified || now.Sub(t.identified) >= heartbeat
+}
+
+// observed records what a probe that began at start learned of the member's connection.
+func (t *tracked) observed(o observation, start time.Time) {
+	switch {
+	case o.identified:
+		t.identified, t.unidentified = start, false
+	case o.opened:
+		t.unidentified = true
+	}
 }
 
 // New checks opts and returns a Controller.
@@ -245,7 +265,10 @@ func (c *Controller) dispatch(ctx context.Context, work chan<- *tracked) {
 // probe one interval (jittered by a tenth) after this one began.
 func (c *Controller) probeAndWrite(ctx context.Context, t *tracked) {
 	start := time.Now()
-	o := c.probe(ctx, t.member)
+	c.mu.Lock()
+	identify := t.identify(start, c.opts.Heartbeat)
+	c.mu.Unlock()
+	o := c.probe(ctx, t.member, identify)
 	c.metrics.observeProbe(o.reason, time.Since(start))
 	c.opts.Logger.V(1).Info("probed", "cluster", t.member.String(), "reason", o.reason, "duration", time.Since(start))
 	if ctx.Err() != nil {
@@ -256,6 +279,7 @@ func (c *Controller) probeAndWrite(ctx context.Context, t *tracked) {
 		c.mu.Unlock()
 		return
 	}
+	t.observed(o, start)
 	v := t.state.decide(t.member.Cluster(), o, &c.opts, start)
 	write := t.state.needsWrite(v, c.opts.Heartbeat, start)
 	previous := t.state.written

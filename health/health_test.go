@@ -432,3 +432,29 @@ func startFleet(t *testing.T, opts localfleet.Options) (context.Context, *localf
 	t.Cleanup(func() { require.NoError(t, lf.Stop()) })
 	return ctx, lf
 }
+
+// With KeepConnections a probe over an open connection reads /readyz only; the version and the
+// identity are read again when the connection is new. A cluster reinstalled behind the same
+// endpoint drops the connection, so the next probe's new one finds the new identity.
+func TestKeepConnectionsSeesAReinstalledCluster(t *testing.T) {
+	integration(t)
+	_, lf := startFleet(t, localfleet.Options{Members: 2})
+	opts := fastOptions(lf)
+	opts.KeepConnections = true
+	stop := start(t, opts)
+	defer stop()
+
+	c := waitFor(t, lf, "member-2", "True/Reachable")
+	for deadline := time.Now().Add(time.Minute); c.Status.ClusterID == ""; time.Sleep(50 * time.Millisecond) {
+		require.True(t, time.Now().Before(deadline), "member-2's clusterID was never recorded")
+		_, c = ready(t, lf, "member-2")
+	}
+	// Probes over the open connection (the heartbeat, which also identifies, is an hour away).
+	time.Sleep(5 * opts.Interval)
+	waitFor(t, lf, "member-2", "True/Reachable")
+
+	// member-2's credentials are a client certificate, which the new cluster accepts too.
+	require.NoError(t, lf.Member("member-2").Reinstall())
+	got := waitFor(t, lf, "member-2", "False/IdentityChanged")
+	require.Equal(t, c.Status.ClusterID, got.Status.ClusterID, "the recorded identity is kept")
+}

@@ -51,6 +51,12 @@ type Options struct {
 	// KeepConnections keeps each member's connection open between probes: no TLS handshake per
 	// probe, but a connection, its buffers and a goroutine per member. By default a probe's
 	// connection is closed when it is done, so an idle member costs no goroutine.
+	//
+	// A probe reads /readyz, /version and the kube-system namespace (the member's identity). Over
+	// a kept connection it reads /readyz alone until the connection is replaced or the
+	// Heartbeat is due: an open connection reaches the server it was opened to, so the identity
+	// it read cannot change under it. A cluster reinstalled behind the same address is still
+	// IdentityChanged at the first probe over the new connection.
 	KeepConnections bool
 	// UnknownAfter is how long a member may go unprobed before its Ready condition turns Unknown
 	// with reason NotProbed. Default 3 intervals plus a timeout.

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/http/httptrace"
 	"strings"
 	"time"
 
@@ -28,11 +29,25 @@ type observation struct {
 	version string
 	// clusterID is the kube-system namespace's UID, or "" where the credentials cannot read it.
 	clusterID string
+	// opened is true when the readiness check came over a new connection, or the transport did
+	// not say: the server at the other end may be another one until a probe identifies it.
+	opened bool
+	// identified is true when the probe read the version and the identity, as far as the
+	// credentials allow: a 403 on kube-system counts, since they never will read it.
+	identified bool
 }
 
 // probe checks one member as a tool would reach it: resolve its credentials, then GET /readyz
 // (or /healthz), /version and the kube-system namespace, within the controller's timeout.
-func (c *Controller) probe(ctx context.Context, m *multicluster.Member) observation {
+//
+// The version and the identity are read when the readiness check came over a new connection, or
+// when identify is set; otherwise they are left "" (unchanged). An open connection reaches the
+// server it was opened to, whose identity cannot change under it, and an upgrade restarts the
+// server and so the connection. Skipping them makes a probe one request instead of three where
+// connections are kept. The caller sets identify until a probe has identified the connection it
+// opened, and at least once a Heartbeat, for connections through proxies that may switch
+// backends.
+func (c *Controller) probe(ctx context.Context, m *multicluster.Member, identify bool) observation {
 	ctx, cancel := context.WithTimeout(ctx, c.opts.Timeout)
 	defer cancel()
 
@@ -52,19 +67,38 @@ func (c *Controller) probe(ctx context.Context, m *multicluster.Member) observat
 	defer done()
 	rest := kube.Discovery().RESTClient()
 
-	var o observation
+	// Only a connection known to be reused spares the identity check. client-go retries a GET
+	// whose connection failed, so one check may see several connections.
+	var reused, opened bool
+	traced := httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{GotConn: func(info httptrace.GotConnInfo) {
+		if info.Reused {
+			reused = true
+		} else {
+			opened = true
+		}
+	}})
 	check := func(path string) (int, []byte, error) {
 		var code int
-		body, err := rest.Get().AbsPath(path).Do(ctx).StatusCode(&code).Raw()
+		body, err := rest.Get().AbsPath(path).Do(traced).StatusCode(&code).Raw()
 		return code, body, err
 	}
 	code, body, err := check("/readyz")
 	if code == http.StatusNotFound {
 		code, body, err = check("/healthz") // API servers before /readyz
 	}
-	if o, done := c.failed(ctx, code, body, err); done {
+	newConn := opened || !reused
+	fail := func(o observation) observation {
+		o.opened = newConn
 		return o
 	}
+	if o, done := c.failed(ctx, code, body, err); done {
+		return fail(o)
+	}
+	o := observation{ready: true, reason: v1alpha1.ReasonReachable, message: "readyz answered", opened: newConn}
+	if !newConn && !identify {
+		return o
+	}
+
 	// Discovery's ServerVersion takes no context; a member that stops answering here would hold
 	// the worker for good.
 	var info version.Info
@@ -73,12 +107,10 @@ func (c *Controller) probe(ctx context.Context, m *multicluster.Member) observat
 		err = json.Unmarshal(raw, &info)
 	}
 	if err != nil {
-		if o, done := c.failed(ctx, 0, nil, err); done {
-			return o
-		}
-	} else {
-		o.version = info.GitVersion
+		f, _ := c.failed(ctx, 0, nil, err)
+		return fail(f)
 	}
+	o.version = info.GitVersion
 	// The cluster's identity, where the credentials may read it; an answer that refuses (403) or
 	// lacks it leaves the identity unknown.
 	ns, err := kube.CoreV1().Namespaces().Get(ctx, metav1.NamespaceSystem, metav1.GetOptions{})
@@ -86,11 +118,15 @@ func (c *Controller) probe(ctx context.Context, m *multicluster.Member) observat
 	switch {
 	case err == nil:
 		o.clusterID = string(ns.UID)
+		o.identified = true
+	case apierrors.IsForbidden(err):
+		o.identified = true // these credentials will never read it
 	case !errors.As(err, &status):
-		fail, _ := c.failed(ctx, 0, nil, err)
-		return fail
+		f, _ := c.failed(ctx, 0, nil, err)
+		return fail(f)
 	}
-	o.ready, o.reason, o.message = true, v1alpha1.ReasonReachable, "readyz and version answered"
+	// Any other answer (a server just started answers 404 until it has made kube-system) leaves
+	// the connection unidentified, and the next probe asks again.
 	return o
 }
 

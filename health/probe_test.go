@@ -2,13 +2,17 @@ package health
 
 import (
 	"context"
+	"encoding/pem"
 	"net/http"
 	"net/http/httptest"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
@@ -17,6 +21,13 @@ import (
 
 // fakeAPIServer answers the probe's paths as handlers say; a nil handler is a 404.
 func fakeAPIServer(t *testing.T, readyz, healthz http.HandlerFunc) *multicluster.Member {
+	m, _ := fakeAPIServerWithServer(t, readyz, healthz, false)
+	return m
+}
+
+// fakeAPIServerWithServer is fakeAPIServer, and its server; with h2 it serves HTTP/2 over TLS, as
+// API servers do.
+func fakeAPIServerWithServer(t *testing.T, readyz, healthz http.HandlerFunc, h2 bool) (*multicluster.Member, *httptest.Server) {
 	mux := http.NewServeMux()
 	if readyz != nil {
 		mux.HandleFunc("/readyz", readyz)
@@ -31,10 +42,19 @@ func fakeAPIServer(t *testing.T, readyz, healthz http.HandlerFunc) *multicluster
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = w.Write([]byte(`{"kind":"Namespace","apiVersion":"v1","metadata":{"name":"kube-system","uid":"uid-old"}}`))
 	})
-	srv := httptest.NewServer(mux)
+	srv := httptest.NewUnstartedServer(mux)
+	cfg := &rest.Config{}
+	if h2 {
+		srv.EnableHTTP2 = true
+		srv.StartTLS()
+		cfg.CAData = pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
+	} else {
+		srv.Start()
+	}
 	t.Cleanup(srv.Close)
+	cfg.Host = srv.URL
 	c := &v1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: "fleet", Name: "old"}}
-	return multicluster.NewMember(c, multicluster.Clients{Config: &rest.Config{Host: srv.URL}})
+	return multicluster.NewMember(c, multicluster.Clients{Config: cfg, Kubernetes: kubernetes.NewForConfigOrDie(cfg)}), srv
 }
 
 func ok(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) }
@@ -46,18 +66,18 @@ func TestProbe(t *testing.T) {
 		readyz, healthz http.HandlerFunc
 		want            observation
 	}{
-		{"ready", ok, nil, observation{ready: true, reason: v1alpha1.ReasonReachable, message: "readyz and version answered", version: "v1.20.0", clusterID: "uid-old"}},
+		{"ready", ok, nil, observation{ready: true, reason: v1alpha1.ReasonReachable, message: "readyz answered", version: "v1.20.0", clusterID: "uid-old", opened: true, identified: true}},
 		{"an API server without /readyz is asked /healthz", nil, ok,
-			observation{ready: true, reason: v1alpha1.ReasonReachable, message: "readyz and version answered", version: "v1.20.0", clusterID: "uid-old"}},
+			observation{ready: true, reason: v1alpha1.ReasonReachable, message: "readyz answered", version: "v1.20.0", clusterID: "uid-old", opened: true, identified: true}},
 		{"failing checks are named", func(w http.ResponseWriter, _ *http.Request) {
 			w.WriteHeader(http.StatusInternalServerError)
 			_, _ = w.Write([]byte("[+]ping ok\n[-]etcd failed: reason withheld\n[-]poststarthook/rbac/bootstrap-roles failed: not finished\nreadyz check failed\n"))
-		}, nil, observation{reason: v1alpha1.ReasonNotReady, message: "failing checks: etcd, poststarthook/rbac/bootstrap-roles"}},
+		}, nil, observation{reason: v1alpha1.ReasonNotReady, message: "failing checks: etcd, poststarthook/rbac/bootstrap-roles", opened: true}},
 		{"401", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusUnauthorized) }, nil,
-			observation{reason: v1alpha1.ReasonUnauthorized, message: "the API server refused the credentials (401)"}},
+			observation{reason: v1alpha1.ReasonUnauthorized, message: "the API server refused the credentials (401)", opened: true}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got := c.probe(context.Background(), fakeAPIServer(t, tc.readyz, tc.healthz))
+			got := c.probe(context.Background(), fakeAPIServer(t, tc.readyz, tc.healthz), false)
 			require.Equal(t, tc.want, got)
 		})
 	}
@@ -66,6 +86,89 @@ func TestProbe(t *testing.T) {
 	hang := make(chan struct{})
 	defer close(hang)
 	c.opts.Timeout = 200 * time.Millisecond
-	got := c.probe(context.Background(), fakeAPIServer(t, func(http.ResponseWriter, *http.Request) { <-hang }, nil))
-	require.Equal(t, observation{reason: v1alpha1.ReasonUnreachable, message: "no answer within 200ms"}, got)
+	got := c.probe(context.Background(), fakeAPIServer(t, func(http.ResponseWriter, *http.Request) { <-hang }, nil), false)
+	require.Equal(t, observation{reason: v1alpha1.ReasonUnreachable, message: "no answer within 200ms", opened: true}, got)
+}
+
+// With KeepConnections a probe over a connection already open reads /readyz only: the server at
+// the other end is the one whose version and identity the connection's first probe read. A new
+// connection, or identify (the heartbeat), reads them again.
+func TestProbeIdentifiesOnNewConnections(t *testing.T) {
+	for _, h2 := range []bool{false, true} {
+		t.Run(map[bool]string{false: "HTTP/1.1", true: "HTTP/2"}[h2], func(t *testing.T) {
+			c := &Controller{opts: Options{Timeout: 5 * time.Second, KeepConnections: true}}
+			var mu sync.Mutex
+			var requests []string
+			seen := func() []string {
+				mu.Lock()
+				defer mu.Unlock()
+				r := requests
+				requests = nil
+				return r
+			}
+			m, srv := fakeAPIServerWithServer(t, ok, nil, h2)
+			inner := srv.Config.Handler
+			var fresh atomic.Bool // a server just started: no kube-system yet
+			srv.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				mu.Lock()
+				requests = append(requests, r.URL.Path)
+				mu.Unlock()
+				if fresh.Load() && r.URL.Path == "/api/v1/namespaces/kube-system" {
+					w.Header().Set("Content-Type", "application/json")
+					w.WriteHeader(http.StatusNotFound)
+					_, _ = w.Write([]byte(`{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"NotFound","code":404}`))
+					return
+				}
+				inner.ServeHTTP(w, r)
+			})
+			identified := observation{ready: true, reason: v1alpha1.ReasonReachable, message: "readyz answered", version: "v1.20.0", clusterID: "uid-old", opened: true, identified: true}
+			ctx := context.Background()
+			all := []string{"/readyz", "/version", "/api/v1/namespaces/kube-system"}
+
+			require.Equal(t, identified, c.probe(ctx, m, false), "the first probe opens the connection")
+			require.Equal(t, all, seen())
+
+			require.Equal(t, observation{ready: true, reason: v1alpha1.ReasonReachable, message: "readyz answered"}, c.probe(ctx, m, false),
+				"a probe over the open connection")
+			require.Equal(t, []string{"/readyz"}, seen())
+
+			reidentified := identified
+			reidentified.opened = false
+			require.Equal(t, reidentified, c.probe(ctx, m, true), "identify (the heartbeat) reads them over an open connection too")
+			require.Equal(t, all, seen())
+
+			srv.CloseClientConnections()
+			require.Equal(t, identified, c.probe(ctx, m, false), "a new connection may reach another server")
+			require.Equal(t, all, seen())
+
+			// A new connection to a server that cannot tell its identity yet is not identified:
+			// the controller asks again over it (see TestTrackedIdentify).
+			fresh.Store(true)
+			srv.CloseClientConnections()
+			require.Equal(t, observation{ready: true, reason: v1alpha1.ReasonReachable, message: "readyz answered", version: "v1.20.0", opened: true},
+				c.probe(ctx, m, false))
+			require.Equal(t, all, seen())
+		})
+	}
+}
+
+// The controller asks a probe to identify the member until a probe has identified the connection
+// it opened, and once a heartbeat.
+func TestTrackedIdentify(t *testing.T) {
+	const heartbeat = time.Minute
+	t0 := time.Now()
+	var m tracked
+	require.True(t, m.identify(t0, heartbeat), "never identified")
+
+	m.observed(observation{opened: true, identified: true}, t0)
+	require.False(t, m.identify(t0.Add(time.Second), heartbeat), "identified, over a connection kept since")
+
+	m.observed(observation{opened: true}, t0.Add(2*time.Second)) // a new connection, say 404 on kube-system
+	require.True(t, m.identify(t0.Add(3*time.Second), heartbeat), "a new connection not yet identified")
+	m.observed(observation{}, t0.Add(3*time.Second)) // a failed probe over it identifies nothing
+	require.True(t, m.identify(t0.Add(4*time.Second), heartbeat), "still not identified")
+
+	m.observed(observation{identified: true}, t0.Add(4*time.Second))
+	require.False(t, m.identify(t0.Add(5*time.Second), heartbeat))
+	require.True(t, m.identify(t0.Add(4*time.Second+heartbeat), heartbeat), "the heartbeat identifies again")
 }
