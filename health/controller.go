@@ -28,6 +28,10 @@ type Controller struct {
 
 	started atomic.Bool // run has begun
 
+	// sweeping is true while a sweep (markUnprobed) writes; sweeps waits for it to finish.
+	sweeping atomic.Bool
+	sweeps   sync.WaitGroup
+
 	mu      sync.Mutex
 	members map[types.NamespacedName]*tracked
 	queue   probeQueue
@@ -171,6 +175,7 @@ func (c *Controller) run(ctx context.Context) error {
 	c.dispatch(ctx, work)
 	close(work)
 	wg.Wait()
+	c.sweeps.Wait()
 	return ctx.Err()
 }
 
@@ -242,7 +247,7 @@ func (c *Controller) dispatch(ctx context.Context, work chan<- *tracked) {
 				case work <- due:
 					sent = true
 				case <-sweep.C: // every worker busy: the members waiting are what the sweep is for
-					c.markUnprobed(ctx)
+					c.sweep(ctx)
 				case <-ctx.Done():
 					return
 				}
@@ -256,7 +261,7 @@ func (c *Controller) dispatch(ctx context.Context, work chan<- *tracked) {
 		case <-c.wake:
 		case <-timer.C:
 		case <-sweep.C:
-			c.markUnprobed(ctx)
+			c.sweep(ctx)
 		}
 	}
 }
@@ -270,7 +275,9 @@ func (c *Controller) probeAndWrite(ctx context.Context, t *tracked) {
 	c.mu.Unlock()
 	o := c.probe(ctx, t.member, identify)
 	c.metrics.observeProbe(o.reason, time.Since(start))
-	c.opts.Logger.V(1).Info("probed", "cluster", t.member.String(), "reason", o.reason, "duration", time.Since(start))
+	if log := c.opts.Logger.V(1); log.Enabled() { // not even the arguments at the default level
+		log.Info("probed", "cluster", t.member.String(), "reason", o.reason, "duration", time.Since(start))
+	}
 	if ctx.Err() != nil {
 		return
 	}
@@ -308,6 +315,35 @@ func (c *Controller) probeAndWrite(ctx context.Context, t *tracked) {
 	}
 }
 
+// sweep starts markUnprobed in a goroutine of its own, unless the last sweep is still writing.
+// The dispatcher must not wait for it: when probes fall behind, a sweep writes a status for
+// every member left waiting, one write at a time, and a dispatcher that waited dispatched
+// nothing meanwhile, so that more members fell behind for the next sweep to write.
+func (c *Controller) sweep(ctx context.Context) {
+	if !c.sweeping.CompareAndSwap(false, true) {
+		return
+	}
+	c.sweeps.Go(func() {
+		defer c.sweeping.Store(false)
+		c.markUnprobed(ctx)
+	})
+}
+
+// unprobedSince is when t was last probed, or began to be tracked. c.mu is held.
+func (c *Controller) unprobedSince(t *tracked) time.Time {
+	if t.state.lastProbe.IsZero() {
+		return t.added
+	}
+	return t.state.lastProbe
+}
+
+// stale reports whether t was last probed more than UnknownAfter before now and its status does
+// not say so yet. c.mu is held.
+func (c *Controller) stale(t *tracked, now time.Time) bool {
+	return !t.gone && now.Sub(c.unprobedSince(t)) > c.opts.UnknownAfter &&
+		(t.state.written == nil || t.state.written.Reason != notProbed.Reason)
+}
+
 // markUnprobed turns Ready Unknown, reason NotProbed, for members not probed for UnknownAfter:
 // when probes fall behind, the status says so instead of standing stale.
 func (c *Controller) markUnprobed(ctx context.Context) {
@@ -315,19 +351,22 @@ func (c *Controller) markUnprobed(ctx context.Context) {
 	var stale []*tracked
 	c.mu.Lock()
 	for _, t := range c.members {
-		last := t.state.lastProbe
-		if last.IsZero() {
-			last = t.added
-		}
-		if now.Sub(last) > c.opts.UnknownAfter && (t.state.written == nil || t.state.written.Reason != notProbed.Reason) {
+		if c.stale(t, now) {
 			stale = append(stale, t)
 		}
 	}
 	c.mu.Unlock()
 	for _, t := range stale {
-		last := t.state.lastProbe
-		if last.IsZero() {
-			last = t.added
+		if ctx.Err() != nil {
+			return
+		}
+		// Probes go on while the sweep writes: one may have caught up with this member.
+		c.mu.Lock()
+		now := time.Now()
+		still, last := c.stale(t, now), c.unprobedSince(t)
+		c.mu.Unlock()
+		if !still {
+			continue
 		}
 		current := t.member.Cluster()
 		v := verdict{condition: notProbed, transition: true, version: current.Status.Version, clusterID: current.Status.ClusterID}

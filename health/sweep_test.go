@@ -1,0 +1,87 @@
+package health
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	kubefake "k8s.io/client-go/kubernetes/fake"
+	clienttesting "k8s.io/client-go/testing"
+
+	"github.com/cluster-registry/sdk/clientset/versioned/fake"
+	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
+	"github.com/cluster-registry/sdk/multicluster"
+)
+
+// A sweep writes a status for every member left unprobed, one write at a time. It used to run on
+// the dispatcher, which then handed out no probe until the writes were done: at 10,000 members
+// whose first pass outlasted UnknownAfter, probing stopped for good while the sweeps wrote. Here
+// the registry holds the sweep's write, and a probe must still be dispatched meanwhile.
+func TestSweepDoesNotHoldUpProbes(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	release := make(chan struct{})
+	var releaseOnce sync.Once
+	defer releaseOnce.Do(func() { close(release) })
+	writing := make(chan struct{}, 1)
+	registry := fake.NewClientset()
+	registry.PrependReactor("patch", "clusters", func(clienttesting.Action) (bool, runtime.Object, error) {
+		select {
+		case writing <- struct{}{}:
+		default:
+		}
+		<-release
+		return true, &v1alpha1.Cluster{}, nil
+	})
+	resolver, err := multicluster.NewResolver(multicluster.ResolverOptions{})
+	require.NoError(t, err)
+	opts, err := (&Options{
+		Registry: registry, Kube: kubefake.NewClientset(), Resolver: resolver,
+		Interval: 50 * time.Millisecond, UnknownAfter: 100 * time.Millisecond,
+	}).withDefaults()
+	require.NoError(t, err)
+	c := &Controller{opts: opts, members: map[types.NamespacedName]*tracked{}, wake: make(chan struct{}, 1)}
+	c.metrics, err = newMetrics(nil)
+	require.NoError(t, err)
+	c.writer, err = newWriter(ctx, &c.opts)
+	require.NoError(t, err)
+	defer c.writer.shutdown()
+
+	member := func(name string) *multicluster.Member {
+		return multicluster.NewMember(&v1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: "fleet", Name: name}}, multicluster.Clients{})
+	}
+	stale := &tracked{member: member("stale"), index: -1, added: time.Now().Add(-time.Hour)}
+	due := &tracked{member: member("due"), index: -1, added: time.Now()}
+	c.mu.Lock()
+	c.members[stale.member.Name()] = stale
+	c.members[due.member.Name()] = due
+	c.schedule(due, time.Now().Add(300*time.Millisecond)) // after the first sweeps
+	c.mu.Unlock()
+
+	work := make(chan *tracked)
+	dispatched := make(chan struct{})
+	go func() {
+		defer close(dispatched)
+		c.dispatch(ctx, work)
+	}()
+	select {
+	case <-writing:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the sweep wrote nothing for the member unprobed for an hour")
+	}
+	select {
+	case got := <-work:
+		require.Same(t, due, got)
+	case <-time.After(10 * time.Second):
+		t.Fatal("no probe was dispatched while the sweep's write was outstanding")
+	}
+	cancel()
+	<-dispatched
+	releaseOnce.Do(func() { close(release) })
+	c.sweeps.Wait()
+}
