@@ -311,7 +311,8 @@ func (f roundTripperFunc) RoundTrip(r *http.Request) (*http.Response, error) { r
 // Two replicas: only the leader writes; when it stops, the other takes over within the lease.
 func TestLeaderElectionFailover(t *testing.T) {
 	integration(t)
-	ctx, lf := startFleet(t, localfleet.Options{Members: 1})
+	lf := localfleet.StartForTest(t, localfleet.Options{Members: 1})
+	ctx := t.Context()
 	leases := kubernetes.NewForConfigOrDie(lf.Registry.Config).CoordinationV1().Leases(lf.Namespace)
 
 	replica := func(name string, writes *atomic.Int64) (stop func()) {
@@ -375,7 +376,8 @@ func (b *lockedBuffer) String() string {
 // reason NotProbed, rather than standing stale.
 func TestUnprobedMembersBecomeUnknown(t *testing.T) {
 	integration(t)
-	ctx, lf := startFleet(t, localfleet.Options{Members: 1})
+	lf := localfleet.StartForTest(t, localfleet.Options{Members: 1})
+	ctx := t.Context()
 
 	blackHole, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
@@ -421,24 +423,12 @@ func TestUnprobedMembersBecomeUnknown(t *testing.T) {
 	require.Contains(t, c.Status.Condition(v1alpha1.ConditionReady).Message, "not probed for")
 }
 
-// startFleet starts a local fleet for one test, stopped when the test ends (after its own
-// deferred calls), and a context that bounds the test.
-func startFleet(t *testing.T, opts localfleet.Options) (context.Context, *localfleet.Fleet) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	t.Cleanup(cancel)
-	lf, err := localfleet.Start(ctx, opts)
-	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, lf.Stop()) })
-	return ctx, lf
-}
-
 // With KeepConnections a probe over an open connection reads /readyz only; the version and the
 // identity are read again when the connection is new. A cluster reinstalled behind the same
 // endpoint drops the connection, so the next probe's new one finds the new identity.
 func TestKeepConnectionsSeesAReinstalledCluster(t *testing.T) {
 	integration(t)
-	_, lf := startFleet(t, localfleet.Options{Members: 2})
+	lf := localfleet.StartForTest(t, localfleet.Options{Members: 2})
 	opts := fastOptions(lf)
 	opts.KeepConnections = true
 	stop := start(t, opts)

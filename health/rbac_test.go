@@ -23,7 +23,8 @@ import (
 // it in the cluster set's namespace, it probes, writes status and events, and leads.
 func TestRunsWithTheShippedClusterRole(t *testing.T) {
 	integration(t)
-	ctx, lf := startFleet(t, localfleet.Options{Members: 1})
+	lf := localfleet.StartForTest(t, localfleet.Options{Members: 1})
+	ctx := t.Context()
 	admin := kubernetes.NewForConfigOrDie(lf.Registry.Config)
 
 	data, err := os.ReadFile("../deploy/health/clusterrole.yaml")

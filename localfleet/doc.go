@@ -6,11 +6,11 @@
 // even-numbered ones with a client-certificate kubeconfig in a Secret (kubeconfig-secret), so a
 // tool is exercised on both.
 //
-// A test starts one fleet and points the tool under test at Fleet.Registry:
+// A test starts one fleet (StartForTest stops it when the test ends; Start leaves that to the
+// caller, for a TestMain that shares one fleet) and points the tool under test at
+// Fleet.Registry:
 //
-//	fleet, err := localfleet.Start(ctx, localfleet.Options{Members: 3})
-//	if err != nil { t.Fatal(err) }
-//	t.Cleanup(func() { _ = fleet.Stop() })
+//	fleet := localfleet.StartForTest(t, localfleet.Options{Members: 3})
 //	// run the tool with --kubeconfig fleet.Registry.Kubeconfig --namespace fleet.Namespace,
 //	// then check fleet.Members[i].Config to see what it did.
 //

@@ -65,7 +65,8 @@ func TestKubeconfigThroughRegistry(t *testing.T) {
 	if testing.Short() {
 		t.Skip("needs kube-apiserver and etcd; run without -short")
 	}
-	ctx, lf := startFleet(t, localfleet.Options{Members: 2})
+	lf := localfleet.StartForTest(t, localfleet.Options{Members: 2})
+	ctx := t.Context()
 	bin := commandBinary(t)
 	kubeconfig := userKubeconfig(t, lf, map[string]*localfleet.Member{"alpha": lf.Members[0], "beta": lf.Members[1]})
 	cli := commandLine(ctx, kubeconfig, "joined")

@@ -28,7 +28,8 @@ func TestExportImportRoundTrip(t *testing.T) {
 	if testing.Short() {
 		t.Skip("needs kube-apiserver and etcd; run without -short")
 	}
-	ctx, lf := startFleet(t, localfleet.Options{Members: 2})
+	lf := localfleet.StartForTest(t, localfleet.Options{Members: 2})
+	ctx := t.Context()
 	cli := commandLine(ctx, lf.Registry.Kubeconfig, lf.Namespace)
 	clusters := versioned.NewForConfigOrDie(lf.Registry.Config).ClusterregistryV1alpha1().Clusters(lf.Namespace)
 	before, err := clusters.List(ctx, metav1.ListOptions{})
@@ -96,7 +97,8 @@ func TestImportFromKubeconfig(t *testing.T) {
 	if testing.Short() {
 		t.Skip("needs kube-apiserver and etcd; run without -short")
 	}
-	ctx, lf := startFleet(t, localfleet.Options{Members: 1})
+	lf := localfleet.StartForTest(t, localfleet.Options{Members: 1})
+	ctx := t.Context()
 	kubeconfig := userKubeconfig(t, lf, map[string]*localfleet.Member{"alpha": lf.Members[0]})
 	cfg, err := clientcmd.LoadFromFile(kubeconfig)
 	require.NoError(t, err)

@@ -26,7 +26,8 @@ func TestInstall(t *testing.T) {
 	if testing.Short() {
 		t.Skip("needs kube-apiserver and etcd; run without -short")
 	}
-	ctx, lf := startFleet(t, localfleet.Options{Bare: true}) // no CRD yet
+	lf := localfleet.StartForTest(t, localfleet.Options{Bare: true}) // no CRD yet
+	ctx := t.Context()
 	admin := kubernetes.NewForConfigOrDie(lf.Registry.Config)
 
 	installs := func(ns string) string {

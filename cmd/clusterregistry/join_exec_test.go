@@ -43,7 +43,8 @@ func TestJoinExec(t *testing.T) {
 	if testing.Short() {
 		t.Skip("needs kube-apiserver and etcd; run without -short")
 	}
-	ctx, lf := startFleet(t, localfleet.Options{Members: 1})
+	lf := localfleet.StartForTest(t, localfleet.Options{Members: 1})
+	ctx := t.Context()
 	bin := commandBinary(t)
 	plugin := cloudPlugin(t, lf.Members[0])
 	kubeconfig := userKubeconfig(t, lf, map[string]*localfleet.Member{"cloud": lf.Members[0]})

@@ -48,7 +48,8 @@ func TestJoin(t *testing.T) {
 	if testing.Short() {
 		t.Skip("needs kube-apiserver and etcd; run without -short")
 	}
-	ctx, lf := startFleet(t, localfleet.Options{Members: 2})
+	lf := localfleet.StartForTest(t, localfleet.Options{Members: 2})
+	ctx := t.Context()
 	kubeconfig := userKubeconfig(t, lf, map[string]*localfleet.Member{"alpha": lf.Members[0], "beta": lf.Members[1]})
 	cli := commandLine(ctx, kubeconfig, "joined")
 	code, _, stderr := cli("install", "--create-namespace")

@@ -118,18 +118,6 @@ func (b *syncBuffer) String() string {
 	return b.buf.String()
 }
 
-// startFleet starts a local fleet for one test, stopped when the test ends (after its own
-// deferred calls), and a context that bounds the test.
-func startFleet(t *testing.T, opts localfleet.Options) (context.Context, *localfleet.Fleet) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	t.Cleanup(cancel)
-	lf, err := localfleet.Start(ctx, opts)
-	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, lf.Stop()) })
-	return ctx, lf
-}
-
 // install --dry-run=client prints what it would apply, reaching no server: the CRD, the two
 // ClusterRoles and the cluster set's namespace.
 func TestInstallDryRun(t *testing.T) {
