@@ -64,6 +64,21 @@ func TestExportImportRoundTrip(t *testing.T) {
 	require.Equal(t, 0, code)
 	require.Equal(t, 2, strings.Count(out, ": unchanged"), out)
 
+	// -o: the applied Clusters on stdout, as the registry has them, and the report on stderr.
+	code, out, stderr = cli("import", file, "-o", "yaml")
+	require.Equal(t, 0, code, stderr)
+	require.Equal(t, 2, strings.Count(stderr, ": unchanged"), stderr)
+	var printed v1alpha1.ClusterList
+	require.NoError(t, yaml.UnmarshalStrict([]byte(out), &printed), out)
+	require.Equal(t, "List", printed.Kind)
+	require.Len(t, printed.Items, 2)
+	for i, c := range printed.Items {
+		require.Equal(t, "Cluster", c.Kind)
+		require.Equal(t, after.Items[i].Spec, c.Spec)
+		require.NotEmpty(t, c.UID, "the object as the registry returned it")
+		require.Empty(t, c.ManagedFields)
+	}
+
 	// Two bad entries and a good one: an http endpoint, and an inline credential.
 	var list v1alpha1.ClusterList
 	require.NoError(t, yaml.Unmarshal([]byte(exported), &list))
@@ -78,16 +93,20 @@ func TestExportImportRoundTrip(t *testing.T) {
 	require.NoError(t, err)
 	badFile := filepath.Join(t.TempDir(), "bad.yaml")
 	require.NoError(t, os.WriteFile(badFile, data, 0o600))
-	code, out, stderr = cli("import", badFile)
+	code, out, stderr = cli("import", badFile, "-o", "name")
 	require.Equal(t, 1, code, "%s%s", out, stderr)
-	require.Contains(t, out, "cluster fleet/member-1: invalid, not imported: spec.kubernetesApiEndpoints.serverEndpoints[0].serverAddress")
-	require.Contains(t, out, "cluster fleet/member-9: invalid, not imported: spec.authInfo.providers[0].config")
-	require.Contains(t, out, "cluster fleet/member-10: created")
+	require.Equal(t, "cluster.clusterregistry.k8s.io/member-10\n", out, "-o name lists only what was applied")
+	require.Contains(t, stderr, "cluster fleet/member-1: invalid, not imported: spec.kubernetesApiEndpoints.serverEndpoints[0].serverAddress")
+	require.Contains(t, stderr, "cluster fleet/member-9: invalid, not imported: spec.authInfo.providers[0].config")
+	require.Contains(t, stderr, "cluster fleet/member-10: created")
 	require.Contains(t, stderr, "some Clusters were not imported: 2 of 3")
 	require.NotContains(t, out+stderr, "c2VjcmV0dG9rZW4tdmFsdWU=")
+	code, _, stderr = cli("import", badFile, "-o", "wide")
+	require.Equal(t, 2, code)
+	require.Contains(t, stderr, "--output=wide: want yaml, json or name")
 	_, err = clusters.Get(ctx, "member-9", metav1.GetOptions{})
 	require.Error(t, err, "a Cluster with an inline credential was imported")
-	t.Logf("\n%s", out)
+	t.Logf("\n%s", stderr)
 }
 
 // import --from-kubeconfig makes a Cluster of each context that can be one, pointing at the

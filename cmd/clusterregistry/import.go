@@ -25,8 +25,9 @@ var errSomeFailed = errors.New("some Clusters were not imported")
 func newImport(registry *genericclioptions.ConfigFlags) *cobra.Command {
 	var dryRun string
 	var force, fromKubeconfig bool
+	var output appliedOutput
 	cmd := &cobra.Command{
-		Use:   "import FILE",
+		Use:   "import FILE [-o yaml|json|name]",
 		Short: "Apply a file of Clusters to the registry",
 		Long: `import reads a ClusterList (or a List of Clusters, as export and kubectl get -o yaml write) and
 applies each Cluster to the registry with server-side apply. Every Cluster is first checked as
@@ -45,7 +46,10 @@ is copied into the registry.`,
   clusterregistry import fleet.yaml --dry-run=server
 
   # Every context of a kubeconfig, as Clusters of the fleet cluster set
-  clusterregistry import --from-kubeconfig ~/.kube/config -n fleet`,
+  clusterregistry import --from-kubeconfig ~/.kube/config -n fleet
+
+  # The names of the Clusters applied, for a script (the report goes to stderr)
+  clusterregistry import fleet.yaml -o name`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if err := cobra.ExactArgs(1)(cmd, args); err != nil {
 				return usageError{fmt.Errorf("%w: the file to import", err)}
@@ -55,6 +59,9 @@ is copied into the registry.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if dryRun != "none" && dryRun != "server" {
 				return usageError{fmt.Errorf("--dry-run=%s: want server or none", dryRun)}
+			}
+			if err := output.validate(); err != nil {
+				return err
 			}
 			var clusters []v1alpha1.Cluster
 			var problems []string
@@ -75,13 +82,14 @@ is copied into the registry.`,
 			if err != nil {
 				return err
 			}
-			return importClusters(cmd.Context(), cmd.OutOrStdout(), client, args[0], clusters, problems, namespace, dryRun == "server", force)
+			return importClusters(cmd.Context(), output.report(cmd), cmd.OutOrStdout(), &output, client, args[0], clusters, problems, namespace, dryRun == "server", force)
 		},
 	}
 	cmd.Flags().StringVar(&dryRun, "dry-run", "none", `"server" asks the registry to check each change without making it`)
 	cmd.Flags().Lookup("dry-run").NoOptDefVal = "server"
 	cmd.Flags().BoolVar(&force, "force-conflicts", false, "take over fields that another field manager owns")
 	cmd.Flags().BoolVar(&fromKubeconfig, "from-kubeconfig", false, "FILE is a kubeconfig: import a Cluster for each of its contexts")
+	output.addFlag(cmd)
 	return cmd
 }
 
@@ -99,7 +107,11 @@ func readClusters(path string) ([]v1alpha1.Cluster, error) {
 
 // importClusters validates and applies each Cluster, one report line each, after a line for each
 // of the problems found while reading the file.
-func importClusters(ctx context.Context, out io.Writer, client versioned.Interface, path string, clusters []v1alpha1.Cluster, problems []string, namespace string, dryRun, force bool) error {
+//
+// The applied Clusters go to stdout as output asks, once all are applied, those that failed left
+// out.
+func importClusters(ctx context.Context, out, stdout io.Writer, output *appliedOutput, client versioned.Interface, path string, clusters []v1alpha1.Cluster, problems []string, namespace string, dryRun, force bool) error {
+	var applied []*v1alpha1.Cluster
 	for _, p := range problems {
 		fmt.Fprintln(out, p)
 	}
@@ -120,7 +132,7 @@ func importClusters(ctx context.Context, out io.Writer, client versioned.Interfa
 			failed++
 			continue
 		}
-		what, err := applyCluster(ctx, client, &c, dryRun, force)
+		after, what, err := applyCluster(ctx, client, &c, dryRun, force)
 		if err != nil {
 			fmt.Fprintf(out, "%s: not imported: %v\n", name, err)
 			failed++
@@ -130,6 +142,10 @@ func importClusters(ctx context.Context, out io.Writer, client versioned.Interfa
 			what += " (server dry run)"
 		}
 		fmt.Fprintf(out, "%s: %s\n", name, what)
+		applied = append(applied, after)
+	}
+	if err := output.print(stdout, applied); err != nil {
+		return err
 	}
 	if failed > 0 {
 		return fmt.Errorf("%w: %d of %d, named above", errSomeFailed, failed, len(clusters)+len(problems))
@@ -137,19 +153,20 @@ func importClusters(ctx context.Context, out io.Writer, client versioned.Interfa
 	return nil
 }
 
-// applyCluster applies c and says whether it was created, configured or unchanged.
-func applyCluster(ctx context.Context, client versioned.Interface, c *v1alpha1.Cluster, dryRun, force bool) (string, error) {
+// applyCluster applies c, and returns the Cluster as the registry has it after and whether it
+// was created, configured or unchanged.
+func applyCluster(ctx context.Context, client versioned.Interface, c *v1alpha1.Cluster, dryRun, force bool) (*v1alpha1.Cluster, string, error) {
 	clusters := client.ClusterregistryV1alpha1().Clusters(c.Namespace)
 	before, err := clusters.Get(ctx, c.Name, metav1.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err):
 		before = nil
 	case err != nil:
-		return "", err
+		return nil, "", err
 	}
 	data, err := json.Marshal(c)
 	if err != nil {
-		return "", err
+		return nil, "", err
 	}
 	opts := metav1.PatchOptions{FieldManager: fieldManager, Force: &force}
 	if dryRun {
@@ -158,15 +175,15 @@ func applyCluster(ctx context.Context, client versioned.Interface, c *v1alpha1.C
 	after, err := clusters.Patch(ctx, c.Name, types.ApplyPatchType, data, opts)
 	if err != nil {
 		if apierrors.IsConflict(err) {
-			return "", fmt.Errorf("%w; give --force-conflicts to take the fields over", err)
+			return nil, "", fmt.Errorf("%w; give --force-conflicts to take the fields over", err)
 		}
-		return "", err
+		return nil, "", err
 	}
 	switch {
 	case before == nil:
-		return "created", nil
+		return after, "created", nil
 	case before.ResourceVersion != after.ResourceVersion:
-		return "configured", nil
+		return after, "configured", nil
 	}
-	return "unchanged", nil
+	return after, "unchanged", nil
 }

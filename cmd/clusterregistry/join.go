@@ -40,8 +40,9 @@ type joinOptions struct {
 func newJoin(registry *genericclioptions.ConfigFlags) *cobra.Command {
 	var o joinOptions
 	var labelFlag, dryRun string
+	var output appliedOutput
 	cmd := &cobra.Command{
-		Use:   "join CONTEXT [--name NAME] [--labels k=v,...] [--cluster-role ROLE]",
+		Use:   "join CONTEXT [--name NAME] [--labels k=v,...] [--cluster-role ROLE] [-o yaml|json|name]",
 		Short: "Register a cluster of your kubeconfig in the registry",
 		Long: `join registers the cluster of one of your kubeconfig's contexts (the member) in the registry
 (the -n namespace, a cluster set). On the member, with the context's credentials, it makes a
@@ -61,7 +62,8 @@ between a token and --exec, unjoin it first.
 Run again, it updates what it made rather than duplicating it, with a fresh token. It refuses a
 name already taken by a Cluster for another server. unjoin removes what join made, on both sides.
 With --dry-run it checks the context, the name, the member's ClusterRole and the Cluster (by a
-server-side dry run) and says what it would do, changing nothing.`,
+server-side dry run) and says what it would do, changing nothing. With -o it prints the Cluster
+as the registry returned it (yaml, json or name), and the report goes to stderr.`,
 		Example: `  # Register the kind-dev context as "dev", labelled env=dev, in the fleet cluster set
   clusterregistry join kind-dev --name dev --labels env=dev -n fleet
 
@@ -82,6 +84,9 @@ server-side dry run) and says what it would do, changing nothing.`,
 				return usageError{fmt.Errorf("--labels: %w", err)}
 			}
 			o.labels = selector
+			if err := output.validate(); err != nil {
+				return err
+			}
 			switch dryRun {
 			case "none":
 			case "client":
@@ -107,10 +112,16 @@ server-side dry run) and says what it would do, changing nothing.`,
 			if err != nil {
 				return err
 			}
+			var applied *v1alpha1.Cluster
 			if o.exec {
-				return joinExec(cmd.Context(), cmd.OutOrStdout(), cfg, namespace, args[0], member, server, o)
+				applied, err = joinExec(cmd.Context(), output.report(cmd), cfg, namespace, args[0], member, server, o)
+			} else {
+				applied, err = join(cmd.Context(), output.report(cmd), cfg, namespace, member, server, o)
 			}
-			return join(cmd.Context(), cmd.OutOrStdout(), cfg, namespace, member, server, o)
+			if err != nil {
+				return err
+			}
+			return output.print(cmd.OutOrStdout(), []*v1alpha1.Cluster{applied})
 		},
 	}
 	f := cmd.Flags()
@@ -122,6 +133,7 @@ server-side dry run) and says what it would do, changing nothing.`,
 	f.BoolVar(&o.exec, "exec", false, "register the context's exec plugin instead of a token (cloud clusters)")
 	f.StringVar(&dryRun, "dry-run", "none", `"client" checks what it can and says what it would do, changing nothing`)
 	f.Lookup("dry-run").NoOptDefVal = "client"
+	output.addFlag(cmd)
 	return cmd
 }
 
@@ -147,19 +159,19 @@ func memberConfig(registry *genericclioptions.ConfigFlags, context string) (*res
 func sortedKeys[V any](m map[string]V) []string { return slices.Sorted(maps.Keys(m)) }
 
 // join does the work in order, saying what it did as it goes.
-func join(ctx context.Context, out io.Writer, registryConfig *rest.Config, namespace string, member *rest.Config, server string, o joinOptions) error {
+func join(ctx context.Context, out io.Writer, registryConfig *rest.Config, namespace string, member *rest.Config, server string, o joinOptions) (*v1alpha1.Cluster, error) {
 	registryKube, err := kubernetes.NewForConfig(registryConfig)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	secretName := o.name + "-token"
 	if err := checkNameFree(ctx, registryConfig, namespace, o.name, server); err != nil {
-		return err
+		return nil, err
 	}
 
 	ca := member.CAData
 	if len(ca) == 0 {
-		return errors.New("member: the context's cluster has no certificate-authority-data; join needs the CA to pin and verify the member")
+		return nil, errors.New("member: the context's cluster has no certificate-authority-data; join needs the CA to pin and verify the member")
 	}
 
 	c := joinedCluster(namespace, server, ca, o, v1alpha1.AuthProviderConfig{
@@ -167,63 +179,63 @@ func join(ctx context.Context, out io.Writer, registryConfig *rest.Config, names
 		Config: map[string]string{"name": secretName},
 	})
 	if errs := v1alpha1.ValidateCluster(&c); len(errs) > 0 {
-		return fmt.Errorf("registry: cluster %s/%s would be invalid (nothing was done): %w", namespace, o.name, errs.ToAggregate())
+		return nil, fmt.Errorf("registry: cluster %s/%s would be invalid (nothing was done): %w", namespace, o.name, errs.ToAggregate())
 	}
 	memberKube, err := kubernetes.NewForConfig(member)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	// A binding to a role that does not exist grants nothing, silently; reading the role also
 	// shows that the member answers, before anything is made.
 	if _, err := memberKube.RbacV1().ClusterRoles().Get(ctx, o.clusterRole, metav1.GetOptions{}); apierrors.IsNotFound(err) {
-		return usageError{fmt.Errorf("member: ClusterRole %q does not exist on %s (nothing was done); choose one that does (kubectl get clusterroles)", o.clusterRole, server)}
+		return nil, usageError{fmt.Errorf("member: ClusterRole %q does not exist on %s (nothing was done); choose one that does (kubectl get clusterroles)", o.clusterRole, server)}
 	} else if err != nil {
-		return fmt.Errorf("member: reaching %s to read ClusterRole %s (nothing was done): %w", server, o.clusterRole, err)
+		return nil, fmt.Errorf("member: reaching %s to read ClusterRole %s (nothing was done): %w", server, o.clusterRole, err)
 	}
 	account := "clusterregistry-" + o.name
 	if o.dryRun {
-		what, err := applyCluster(ctx, versioned.NewForConfigOrDie(registryConfig), &c, true, true)
+		dry, what, err := applyCluster(ctx, versioned.NewForConfigOrDie(registryConfig), &c, true, true)
 		if err != nil {
-			return fmt.Errorf("registry: the registry refuses cluster %s/%s (nothing was done): %w", namespace, o.name, err)
+			return nil, fmt.Errorf("registry: the registry refuses cluster %s/%s (nothing was done): %w", namespace, o.name, err)
 		}
 		fmt.Fprintf(out, "member: would apply ServiceAccount %s/%s and bind it to ClusterRole %s (dry run)\n", joinNamespace, account, o.clusterRole)
 		fmt.Fprintf(out, "registry: would apply Secret %s/%s with a new token, pinned to %s (dry run)\n", namespace, secretName, server)
 		fmt.Fprintf(out, "registry: Cluster %s/%s would be %s (server dry run)\n", namespace, o.name, what)
-		return nil
+		return dry, nil
 	}
 	apply := metav1.ApplyOptions{FieldManager: fieldManager, Force: true}
 	if _, err := memberKube.CoreV1().ServiceAccounts(joinNamespace).Apply(ctx, corev1ac.ServiceAccount(account, joinNamespace), apply); err != nil {
-		return fmt.Errorf("member: creating service account %s/%s (nothing was done): %w", joinNamespace, account, err)
+		return nil, fmt.Errorf("member: creating service account %s/%s (nothing was done): %w", joinNamespace, account, err)
 	}
 	fmt.Fprintf(out, "member: ServiceAccount %s/%s applied\n", joinNamespace, account)
 	binding := rbacv1ac.ClusterRoleBinding(account).
 		WithRoleRef(rbacv1ac.RoleRef().WithAPIGroup("rbac.authorization.k8s.io").WithKind("ClusterRole").WithName(o.clusterRole)).
 		WithSubjects(rbacv1ac.Subject().WithKind("ServiceAccount").WithNamespace(joinNamespace).WithName(account))
 	if _, err := memberKube.RbacV1().ClusterRoleBindings().Apply(ctx, binding, apply); err != nil {
-		return fmt.Errorf("member: binding %s to ClusterRole %s (the service account is made): %w", account, o.clusterRole, err)
+		return nil, fmt.Errorf("member: binding %s to ClusterRole %s (the service account is made): %w", account, o.clusterRole, err)
 	}
 	fmt.Fprintf(out, "member: ClusterRoleBinding %s to ClusterRole %s applied\n", account, o.clusterRole)
 	ttl := int64(o.tokenTTL.Seconds())
 	token, err := memberKube.CoreV1().ServiceAccounts(joinNamespace).CreateToken(ctx, account,
 		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &ttl}}, metav1.CreateOptions{})
 	if err != nil {
-		return fmt.Errorf("member: asking for a token for %s (its service account and binding are made): %w", account, err)
+		return nil, fmt.Errorf("member: asking for a token for %s (its service account and binding are made): %w", account, err)
 	}
 	secret := corev1ac.Secret(secretName, namespace).
 		WithAnnotations(map[string]string{v1alpha1.ServersAnnotation: server}).
 		WithType(corev1.SecretTypeOpaque).
 		WithData(map[string][]byte{"token": []byte(token.Status.Token), "ca.crt": ca})
 	if _, err := registryKube.CoreV1().Secrets(namespace).Apply(ctx, secret, apply); err != nil {
-		return fmt.Errorf("registry: storing the token in Secret %s/%s (the member's service account is made; unjoin removes it): %w", namespace, secretName, err)
+		return nil, fmt.Errorf("registry: storing the token in Secret %s/%s (the member's service account is made; unjoin removes it): %w", namespace, secretName, err)
 	}
 	fmt.Fprintf(out, "registry: Secret %s/%s applied, pinned to %s, token valid until %s\n", namespace, secretName, server, token.Status.ExpirationTimestamp.Format(time.RFC3339))
 
-	what, err := applyCluster(ctx, versioned.NewForConfigOrDie(registryConfig), &c, false, true)
+	applied, what, err := applyCluster(ctx, versioned.NewForConfigOrDie(registryConfig), &c, false, true)
 	if err != nil {
-		return fmt.Errorf("registry: applying cluster %s/%s (the member's service account and the Secret are made): %w", namespace, o.name, err)
+		return nil, fmt.Errorf("registry: applying cluster %s/%s (the member's service account and the Secret are made): %w", namespace, o.name, err)
 	}
 	fmt.Fprintf(out, "registry: Cluster %s/%s %s\n", namespace, o.name, what)
-	return nil
+	return applied, nil
 }
 
 // checkNameFree refuses a name taken by a Cluster for another server: it is not this member's

@@ -20,32 +20,32 @@ import (
 // joinExec registers a member whose context authenticates with an exec plugin: the Cluster gets
 // the plugin as its exec provider, and nothing is made on the member or stored in the registry
 // but the Cluster.
-func joinExec(ctx context.Context, out io.Writer, registryConfig *rest.Config, namespace, context string, member *rest.Config, server string, o joinOptions) error {
+func joinExec(ctx context.Context, out io.Writer, registryConfig *rest.Config, namespace, context string, member *rest.Config, server string, o joinOptions) (*v1alpha1.Cluster, error) {
 	plugin := member.ExecProvider
 	if plugin == nil {
-		return fmt.Errorf("context %q: its user runs no exec plugin, so there is nothing for --exec to register; join it without --exec to copy a token", context)
+		return nil, fmt.Errorf("context %q: its user runs no exec plugin, so there is nothing for --exec to register; join it without --exec to copy a token", context)
 	}
 	if err := checkNameFree(ctx, registryConfig, namespace, o.name, server); err != nil {
-		return err
+		return nil, err
 	}
 	if len(member.CAData) == 0 {
-		return errors.New("member: the context's cluster has no certificate-authority-data; join needs the CA to verify the member")
+		return nil, errors.New("member: the context's cluster has no certificate-authority-data; join needs the CA to verify the member")
 	}
 	memberKube, err := kubernetes.NewForConfig(member)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	// The plugin must work here before readers are told to run it: the member must know who it
 	// authenticates, which /version (open to anyone) would not show.
 	review, err := memberKube.AuthenticationV1().SelfSubjectReviews().Create(ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
 	if err != nil {
-		return fmt.Errorf("member: authenticating to %s with context %q's exec plugin (nothing was done): %w", server, context, err)
+		return nil, fmt.Errorf("member: authenticating to %s with context %q's exec plugin (nothing was done): %w", server, context, err)
 	}
 	fmt.Fprintf(out, "member: %s knows the exec plugin %s's credentials as user %q\n", server, plugin.Command, review.Status.UserInfo.Username)
 
 	args, err := json.Marshal(plugin.Args)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	config := map[string]string{"command": plugin.Command, "apiVersion": plugin.APIVersion}
 	if len(plugin.Args) > 0 {
@@ -58,11 +58,11 @@ func joinExec(ctx context.Context, out io.Writer, registryConfig *rest.Config, n
 		Name: "exec", Type: v1alpha1.AuthProviderType{Name: v1alpha1.ProviderTypeExec}, Config: config,
 	})
 	if errs := v1alpha1.ValidateCluster(&c); len(errs) > 0 {
-		return fmt.Errorf("registry: cluster %s/%s would be invalid (nothing was done): %w", namespace, o.name, errs.ToAggregate())
+		return nil, fmt.Errorf("registry: cluster %s/%s would be invalid (nothing was done): %w", namespace, o.name, errs.ToAggregate())
 	}
-	what, err := applyCluster(ctx, versioned.NewForConfigOrDie(registryConfig), &c, o.dryRun, true)
+	applied, what, err := applyCluster(ctx, versioned.NewForConfigOrDie(registryConfig), &c, o.dryRun, true)
 	if err != nil {
-		return fmt.Errorf("registry: applying cluster %s/%s (nothing else was done): %w", namespace, o.name, err)
+		return nil, fmt.Errorf("registry: applying cluster %s/%s (nothing else was done): %w", namespace, o.name, err)
 	}
 	if o.dryRun {
 		what = "would be " + what + " (server dry run)"
@@ -76,5 +76,5 @@ func joinExec(ctx context.Context, out io.Writer, registryConfig *rest.Config, n
 		fmt.Fprintf(out, "note: the plugin's environment (%s) was not copied, as it may hold secrets; readers set it themselves\n", strings.Join(names, ", "))
 	}
 	fmt.Fprintf(out, "note: readers run the plugin only if they allow it: --allow-exec %s --send-to %s\n", plugin.Command, server)
-	return nil
+	return applied, nil
 }

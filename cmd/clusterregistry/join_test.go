@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -73,6 +74,19 @@ func TestJoin(t *testing.T) {
 	code, out, stderr = cli("join", "alpha", "--labels", "env=test,joined=yes", "--cluster-role", "cluster-admin")
 	require.Equal(t, 0, code, "%s%s", out, stderr)
 	require.Contains(t, out, "registry: Cluster joined/alpha unchanged", "a second join duplicated or changed the Cluster")
+	// -o: the Cluster on stdout, as the registry has it, and the report on stderr.
+	code, out, stderr = cli("join", "alpha", "--labels", "env=test,joined=yes", "--cluster-role", "cluster-admin", "-o", "json")
+	require.Equal(t, 0, code, stderr)
+	require.Contains(t, stderr, "registry: Cluster joined/alpha unchanged")
+	var printed v1alpha1.Cluster
+	require.NoError(t, json.Unmarshal([]byte(out), &printed), out)
+	require.Equal(t, "Cluster", printed.Kind)
+	require.Equal(t, "alpha", printed.Name)
+	require.Equal(t, lf.Members[0].URL(), printed.Spec.KubernetesAPIEndpoints.ServerEndpoints[0].ServerAddress)
+	require.Empty(t, printed.ManagedFields)
+	code, out, stderr = cli("join", "beta", "--dry-run", "-o", "name")
+	require.Equal(t, 0, code, stderr)
+	require.Equal(t, "cluster.clusterregistry.k8s.io/beta\n", out)
 
 	// A tool reaches each member through the registry alone.
 	registry := versioned.NewForConfigOrDie(lf.Registry.Config)
