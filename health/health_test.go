@@ -2,10 +2,12 @@ package health_test
 
 import (
 	"context"
+	"encoding/pem"
 	"flag"
 	"fmt"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"strings"
 	"sync"
@@ -447,4 +449,69 @@ func TestKeepConnectionsSeesAReinstalledCluster(t *testing.T) {
 	require.NoError(t, lf.Member("member-2").Reinstall())
 	got := waitFor(t, lf, "member-2", "False/IdentityChanged")
 	require.Equal(t, c.Status.ClusterID, got.Status.ClusterID, "the recorded identity is kept")
+}
+
+// Whoever answers at a Cluster's endpoint must not be able to freeze the status the registry
+// shows: a version and identity longer than the schema allows, and a readyz answer naming ten
+// thousand failing checks, still leave a status the real registry accepts.
+func TestHostileMemberCannotFreezeItsStatus(t *testing.T) {
+	integration(t)
+	lf := localfleet.StartForTest(t, localfleet.Options{})
+	ctx := t.Context()
+	long := strings.Repeat("x", 5000)
+	var failing atomic.Bool
+	mux := http.NewServeMux()
+	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
+		if !failing.Load() {
+			_, _ = w.Write([]byte("ok"))
+			return
+		}
+		w.WriteHeader(http.StatusInternalServerError)
+		for i := range 10000 {
+			fmt.Fprintf(w, "[-]check-%d failed: reason withheld\n", i)
+		}
+	})
+	mux.HandleFunc("/version", func(w http.ResponseWriter, _ *http.Request) {
+		_, _ = fmt.Fprintf(w, `{"major":"1","minor":"36","gitVersion":"v1.36.3-%s"}`, long)
+	})
+	mux.HandleFunc("/api/v1/namespaces/kube-system", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = fmt.Fprintf(w, `{"kind":"Namespace","apiVersion":"v1","metadata":{"name":"kube-system","uid":"%s"}}`, long)
+	})
+	hostile := httptest.NewTLSServer(mux)
+	defer hostile.Close()
+
+	clusters := versioned.NewForConfigOrDie(lf.Registry.Config).ClusterregistryV1alpha1().Clusters(lf.Namespace)
+	_, err := clusters.Create(ctx, &v1alpha1.Cluster{
+		ObjectMeta: metav1.ObjectMeta{Name: "hostile"},
+		Spec: v1alpha1.ClusterSpec{
+			KubernetesAPIEndpoints: v1alpha1.KubernetesAPIEndpoints{
+				ServerEndpoints: []v1alpha1.ServerAddressByClientCIDR{{ClientCIDR: "0.0.0.0/0", ServerAddress: hostile.URL}},
+				CABundle:        pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: hostile.Certificate().Raw}),
+			},
+			AuthInfo: v1alpha1.AuthInfo{Providers: []v1alpha1.AuthProviderConfig{{Name: "static", Type: v1alpha1.AuthProviderType{Name: "static"}}}},
+		},
+	}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	resolver, err := multicluster.NewResolver(multicluster.ResolverOptions{
+		Providers: map[string]multicluster.Provider{"static": multicluster.ProviderFunc(
+			func(context.Context, *multicluster.Request) (*multicluster.Credentials, error) {
+				return &multicluster.Credentials{BearerToken: "static"}, nil
+			})},
+	})
+	require.NoError(t, err)
+	opts := fastOptions(lf)
+	opts.Resolver = resolver
+	stop := start(t, opts)
+	defer stop()
+
+	c := waitFor(t, lf, "hostile", "True/Reachable")
+	require.Empty(t, c.Status.Version, "a version no API server would report")
+	require.Empty(t, c.Status.ClusterID, "an identity no API server would report")
+
+	failing.Store(true)
+	c = waitFor(t, lf, "hostile", "False/NotReady")
+	msg := c.Status.Condition(v1alpha1.ConditionReady).Message
+	require.LessOrEqual(t, len(msg), 512)
+	require.True(t, strings.HasPrefix(msg, "failing checks: check-0, check-1, "), msg)
 }

@@ -9,6 +9,7 @@ import (
 	"net/http/httptrace"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -110,14 +111,14 @@ func (c *Controller) probe(ctx context.Context, m *multicluster.Member, identify
 		f, _ := c.failed(ctx, 0, nil, err)
 		return fail(f)
 	}
-	o.version = info.GitVersion
+	o.version = reportedVersion(info.GitVersion)
 	// The cluster's identity, where the credentials may read it; an answer that refuses (403) or
 	// lacks it leaves the identity unknown.
 	ns, err := kube.CoreV1().Namespaces().Get(ctx, metav1.NamespaceSystem, metav1.GetOptions{})
 	var status apierrors.APIStatus
 	switch {
 	case err == nil:
-		o.clusterID = string(ns.UID)
+		o.clusterID = reportedUID(string(ns.UID))
 		o.identified = true
 	case apierrors.IsForbidden(err):
 		o.identified = true // these credentials will never read it
@@ -186,13 +187,45 @@ func failingChecks(body []byte) string {
 	if len(failing) == 0 {
 		return "readiness checks failed"
 	}
-	return "failing checks: " + strings.Join(failing, ", ")
+	return oneLine("failing checks: " + strings.Join(failing, ", "))
 }
 
+// What a member reports goes into its Cluster's status, whose schema bounds each field. A value
+// that does not fit would fail the whole status write, at every probe, and leave the status
+// standing stale: whoever answers at a Cluster's endpoint could freeze what the registry says of
+// it. So a version or identity that no API server would report is taken as not reported.
+
+// reportedVersion is v if it can be a Kubernetes gitVersion (status.version: at most 64
+// characters), else "".
+func reportedVersion(v string) string {
+	if len(v) > 64 || strings.IndexFunc(v, func(r rune) bool {
+		return !(r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || strings.ContainsRune(".-+_", r))
+	}) >= 0 {
+		return ""
+	}
+	return v
+}
+
+// reportedUID is uid if it can be an object's UID (status.clusterID: at most 128 characters),
+// else "": the identity is then unknown, as when the credentials may not read it.
+func reportedUID(uid string) string {
+	if len(uid) > 128 || strings.IndexFunc(uid, func(r rune) bool {
+		return !(r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r == '-')
+	}) >= 0 {
+		return ""
+	}
+	return uid
+}
+
+// oneLine is s on one line and at most 512 bytes, cut between characters.
 func oneLine(s string) string {
 	s = strings.Join(strings.Fields(s), " ")
 	if len(s) > 512 {
-		s = s[:509] + "..."
+		cut := 509
+		for cut > 0 && !utf8.RuneStart(s[cut]) {
+			cut--
+		}
+		s = s[:cut] + "..."
 	}
 	return s
 }

@@ -3,12 +3,15 @@ package health
 import (
 	"context"
 	"encoding/pem"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -171,4 +174,76 @@ func TestTrackedIdentify(t *testing.T) {
 	m.observed(observation{identified: true}, t0.Add(4*time.Second))
 	require.False(t, m.identify(t0.Add(5*time.Second), heartbeat))
 	require.True(t, m.identify(t0.Add(4*time.Second+heartbeat), heartbeat), "the heartbeat identifies again")
+}
+
+// Whoever answers at a Cluster's endpoint chooses what a probe reads. What it reports must still
+// fit the status schema (version at most 64 characters, clusterID 128, a condition's message
+// bounded), or every status write would fail and the status would stand stale.
+func TestProbeBoundsWhatTheMemberReports(t *testing.T) {
+	long := strings.Repeat("x", 5000)
+	mux := http.NewServeMux()
+	var failing atomic.Bool
+	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
+		if !failing.Load() {
+			_, _ = w.Write([]byte("ok"))
+			return
+		}
+		w.WriteHeader(http.StatusInternalServerError)
+		for i := range 10000 {
+			fmt.Fprintf(w, "[-]check-%d-é failed: reason withheld\n", i)
+		}
+	})
+	mux.HandleFunc("/version", func(w http.ResponseWriter, _ *http.Request) {
+		_, _ = fmt.Fprintf(w, `{"major":"1","minor":"36","gitVersion":"v1.36.3-%s"}`, long)
+	})
+	mux.HandleFunc("/api/v1/namespaces/kube-system", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = fmt.Fprintf(w, `{"kind":"Namespace","apiVersion":"v1","metadata":{"name":"kube-system","uid":"%s"}}`, long)
+	})
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+	cfg := &rest.Config{Host: srv.URL}
+	m := multicluster.NewMember(&v1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: "fleet", Name: "hostile"}},
+		multicluster.Clients{Config: cfg, Kubernetes: kubernetes.NewForConfigOrDie(cfg)})
+	c := &Controller{opts: Options{Timeout: 5 * time.Second}}
+
+	got := c.probe(context.Background(), m, true)
+	require.Equal(t, observation{ready: true, reason: v1alpha1.ReasonReachable, message: "readyz answered", opened: true, identified: true}, got,
+		"a version and identity no API server would report are taken as not reported")
+
+	failing.Store(true)
+	got = c.probe(context.Background(), m, true)
+	require.Equal(t, v1alpha1.ReasonNotReady, got.reason)
+	require.LessOrEqual(t, len(got.message), 512)
+	require.True(t, utf8.ValidString(got.message), "cut inside a character: %q", got.message[len(got.message)-8:])
+	require.True(t, strings.HasPrefix(got.message, "failing checks: check-0-é, check-1-é, "), got.message)
+}
+
+func FuzzFailingChecks(f *testing.F) {
+	f.Add([]byte("[+]ping ok\n[-]etcd failed: reason withheld\nreadyz check failed\n"))
+	f.Add([]byte(strings.Repeat("[-]ééééééééé\n", 100)))
+	f.Fuzz(func(t *testing.T, body []byte) {
+		got := failingChecks(body)
+		if len(got) > 512 {
+			t.Fatalf("%d bytes", len(got))
+		}
+		if utf8.Valid(body) && !utf8.ValidString(got) {
+			t.Fatalf("valid UTF-8 in, invalid out: %q", got)
+		}
+	})
+}
+
+func TestReportedVersionAndUID(t *testing.T) {
+	for v, want := range map[string]string{
+		"v1.36.3": "v1.36.3", "v1.33.1-eks-1b2c3d4": "v1.33.1-eks-1b2c3d4", "v1.30.0+k3s1": "v1.30.0+k3s1",
+		"": "", "v1.36.3 <script>": "", "v1\n": "", strings.Repeat("1", 65): "",
+	} {
+		require.Equal(t, want, reportedVersion(v), "%q", v)
+	}
+	for uid, want := range map[string]string{
+		"3a8e9b2c-0d1e-4f5a-8b7c-6d5e4f3a2b1c": "3a8e9b2c-0d1e-4f5a-8b7c-6d5e4f3a2b1c",
+		"":                                     "", "a b": "", "../x": "", strings.Repeat("a", 129): "",
+	} {
+		require.Equal(t, want, reportedUID(uid), "%q", uid)
+	}
 }
