@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptrace"
 	"strings"
@@ -15,7 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/apimachinery/pkg/version"
-	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
 
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
@@ -61,12 +62,11 @@ func (c *Controller) probe(ctx context.Context, m *multicluster.Member, identify
 		// The Resolver's errors name the providers and what to change, never a credential.
 		return observation{reason: v1alpha1.ReasonCredentialsUnavailable, message: err.Error()}
 	}
-	kube, done, err := c.clientFor(ctx, m, access)
+	rest, done, err := c.clientFor(access)
 	if err != nil {
 		return observation{reason: v1alpha1.ReasonCredentialsUnavailable, message: err.Error()}
 	}
 	defer done()
-	rest := kube.Discovery().RESTClient()
 
 	// Only a connection known to be reused spares the identity check. client-go retries a GET
 	// whose connection failed, so one check may see several connections.
@@ -114,7 +114,11 @@ func (c *Controller) probe(ctx context.Context, m *multicluster.Member, identify
 	o.version = reportedVersion(info.GitVersion)
 	// The cluster's identity, where the credentials may read it; an answer that refuses (403) or
 	// lacks it leaves the identity unknown.
-	ns, err := kube.CoreV1().Namespaces().Get(ctx, metav1.NamespaceSystem, metav1.GetOptions{})
+	var ns metav1.PartialObjectMetadata
+	raw, err = rest.Get().AbsPath("/api/v1/namespaces", metav1.NamespaceSystem).SetHeader("Accept", "application/json").Do(ctx).Raw()
+	if err == nil {
+		err = json.Unmarshal(raw, &ns)
+	}
 	var status apierrors.APIStatus
 	switch {
 	case err == nil:
@@ -133,27 +137,84 @@ func (c *Controller) probe(ctx context.Context, m *multicluster.Member, identify
 
 // clientFor is the client a probe uses. By default it has a connection of its own, closed when
 // the probe is done, so that an idle member holds no connection and no goroutine between
-// probes, at the cost of a TLS handshake per probe; with KeepConnections it is the member's shared
-// clientset, whose connection stays open.
-func (c *Controller) clientFor(ctx context.Context, m *multicluster.Member, access *multicluster.Access) (kubernetes.Interface, func(), error) {
-	if c.opts.KeepConnections {
-		kube, err := m.Kubernetes(ctx)
-		return kube, func() {}, err
-	}
+// probes, at the cost of a TLS handshake per probe; with KeepConnections it uses the member's
+// shared transport, whose connection stays open. Either way the member's answers are read to
+// at most maxProbeAnswer bytes.
+func (c *Controller) clientFor(access *multicluster.Access) (rest.Interface, func(), error) {
 	cfg := rest.CopyConfig(access.Config)
+	if c.opts.KeepConnections {
+		shared := access.HTTPClient
+		if shared == nil { // a Member made by NewMember from a rest.Config: client-go caches its transport
+			var err error
+			if shared, err = rest.HTTPClientFor(cfg); err != nil {
+				return nil, nil, fmt.Errorf("building a client: %w", err)
+			}
+		}
+		rt := shared.Transport
+		if rt == nil {
+			rt = http.DefaultTransport // what the client would use
+		}
+		client := &http.Client{Transport: capAnswers(rt), Timeout: shared.Timeout}
+		rc, err := discovery.NewDiscoveryClientForConfigAndClient(cfg, client)
+		if err != nil {
+			return nil, nil, fmt.Errorf("building a client: %w", err)
+		}
+		return rc.RESTClient(), func() {}, nil
+	}
 	// A Proxy function keeps client-go from sharing a cached transport, whose connections would
 	// outlive the probe. It is the proxy client-go uses anyway.
 	cfg.Proxy = http.ProxyFromEnvironment
+	cfg.Wrap(capAnswers)
 	client, err := rest.HTTPClientFor(cfg)
 	if err != nil {
 		return nil, nil, fmt.Errorf("building a client: %w", err)
 	}
-	kube, err := kubernetes.NewForConfigAndClient(cfg, client)
+	rc, err := discovery.NewDiscoveryClientForConfigAndClient(cfg, client)
 	if err != nil {
 		return nil, nil, fmt.Errorf("building a client: %w", err)
 	}
 	// http.Client.CloseIdleConnections stops at client-go's wrappers; this unwraps them.
-	return kube, func() { utilnet.CloseIdleConnectionsFor(client.Transport) }, nil
+	return rc.RESTClient(), func() { utilnet.CloseIdleConnectionsFor(client.Transport) }, nil
+}
+
+// maxProbeAnswer bounds what a probe reads of one answer. client-go reads an answer whole into
+// memory; a member, or whoever answers at its endpoint, could otherwise exhaust the controller's
+// memory with one endless readyz. Real answers are a few kilobytes.
+const maxProbeAnswer = 1 << 20
+
+// errAnswerTooLarge is a probe's error for an answer longer than maxProbeAnswer.
+var errAnswerTooLarge = fmt.Errorf("the answer exceeds %d KiB", maxProbeAnswer>>10)
+
+// capAnswers makes each answer's body fail with errAnswerTooLarge past maxProbeAnswer bytes.
+func capAnswers(next http.RoundTripper) http.RoundTripper {
+	return roundTripperFunc(func(r *http.Request) (*http.Response, error) {
+		resp, err := next.RoundTrip(r)
+		if err == nil {
+			resp.Body = &cappedBody{ReadCloser: resp.Body, left: maxProbeAnswer}
+		}
+		return resp, err
+	})
+}
+
+type roundTripperFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripperFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+type cappedBody struct {
+	io.ReadCloser
+	left int64
+}
+
+func (b *cappedBody) Read(p []byte) (int, error) {
+	if int64(len(p)) > b.left+1 {
+		p = p[:b.left+1] // one byte past the cap tells a body of exactly maxProbeAnswer from a longer one
+	}
+	n, err := b.ReadCloser.Read(p)
+	if int64(n) > b.left {
+		n, err = int(b.left), errAnswerTooLarge
+	}
+	b.left -= int64(n)
+	return n, err
 }
 
 // failed turns a failed request into an observation; done is false when the request succeeded.
@@ -163,6 +224,8 @@ func (c *Controller) failed(ctx context.Context, code int, body []byte, err erro
 		return observation{}, false
 	case ctx.Err() != nil:
 		return observation{reason: v1alpha1.ReasonUnreachable, message: fmt.Sprintf("no answer within %s", c.opts.Timeout)}, true
+	case errors.Is(err, errAnswerTooLarge):
+		return observation{reason: v1alpha1.ReasonNotReady, message: "the API server's answer exceeds " + fmt.Sprint(maxProbeAnswer>>10) + " KiB, more than any API server's"}, true
 	case apierrors.IsUnauthorized(err), code == http.StatusUnauthorized:
 		return observation{reason: v1alpha1.ReasonUnauthorized, message: "the API server refused the credentials (401)"}, true
 	case apierrors.IsForbidden(err), code == http.StatusForbidden:

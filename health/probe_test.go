@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/pem"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -245,5 +246,42 @@ func TestReportedVersionAndUID(t *testing.T) {
 		"":                                     "", "a b": "", "../x": "", strings.Repeat("a", 129): "",
 	} {
 		require.Equal(t, want, reportedUID(uid), "%q", uid)
+	}
+}
+
+// client-go reads an answer whole into memory. A member that answers readyz without end must not
+// exhaust the controller's memory: the probe stops reading at maxProbeAnswer, in both modes.
+func TestProbeStopsReadingAnEndlessAnswer(t *testing.T) {
+	for _, keep := range []bool{false, true} {
+		t.Run(fmt.Sprintf("KeepConnections=%v", keep), func(t *testing.T) {
+			endless := func(w http.ResponseWriter, _ *http.Request) {
+				chunk := []byte(strings.Repeat("[+]ping ok\n", 1000))
+				for {
+					if _, err := w.Write(chunk); err != nil {
+						return // the probe hung up
+					}
+				}
+			}
+			m, _ := fakeAPIServerWithServer(t, endless, nil, true)
+			c := &Controller{opts: Options{Timeout: 30 * time.Second, KeepConnections: keep}}
+			got := c.probe(context.Background(), m, false)
+			require.Equal(t, observation{reason: v1alpha1.ReasonNotReady, message: "the API server's answer exceeds 1024 KiB, more than any API server's", opened: true}, got)
+		})
+	}
+}
+
+func TestCappedBody(t *testing.T) {
+	for _, tc := range []struct {
+		size    int
+		wantErr error
+	}{{maxProbeAnswer, nil}, {maxProbeAnswer + 1, errAnswerTooLarge}, {10, nil}} {
+		b := &cappedBody{ReadCloser: io.NopCloser(strings.NewReader(strings.Repeat("x", tc.size))), left: maxProbeAnswer}
+		data, err := io.ReadAll(b)
+		require.ErrorIs(t, err, tc.wantErr, "size %d", tc.size)
+		if tc.wantErr == nil {
+			require.Len(t, data, tc.size)
+		} else {
+			require.Len(t, data, maxProbeAnswer)
+		}
 	}
 }
