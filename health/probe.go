@@ -186,19 +186,21 @@ const maxProbeAnswer = 1 << 20
 var errAnswerTooLarge = fmt.Errorf("the answer exceeds %d KiB", maxProbeAnswer>>10)
 
 // capAnswers makes each answer's body fail with errAnswerTooLarge past maxProbeAnswer bytes.
-func capAnswers(next http.RoundTripper) http.RoundTripper {
-	return roundTripperFunc(func(r *http.Request) (*http.Response, error) {
-		resp, err := next.RoundTrip(r)
-		if err == nil {
-			resp.Body = &cappedBody{ReadCloser: resp.Body, left: maxProbeAnswer}
-		}
-		return resp, err
-	})
+func capAnswers(next http.RoundTripper) http.RoundTripper { return &answerCap{next: next} }
+
+type answerCap struct{ next http.RoundTripper }
+
+func (a *answerCap) RoundTrip(r *http.Request) (*http.Response, error) {
+	resp, err := a.next.RoundTrip(r)
+	if err == nil {
+		resp.Body = &cappedBody{ReadCloser: resp.Body, left: maxProbeAnswer}
+	}
+	return resp, err
 }
 
-type roundTripperFunc func(*http.Request) (*http.Response, error)
-
-func (f roundTripperFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+// WrappedRoundTripper lets utilnet.CloseIdleConnectionsFor reach the transport under the cap:
+// without it a probe's connection is never closed, and each probe leaves one open.
+func (a *answerCap) WrappedRoundTripper() http.RoundTripper { return a.next }
 
 type cappedBody struct {
 	io.ReadCloser

@@ -5,6 +5,7 @@ import (
 	"encoding/pem"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -25,13 +26,13 @@ import (
 
 // fakeAPIServer answers the probe's paths as handlers say; a nil handler is a 404.
 func fakeAPIServer(t *testing.T, readyz, healthz http.HandlerFunc) *multicluster.Member {
-	m, _ := fakeAPIServerWithServer(t, readyz, healthz, false)
+	m, _ := fakeAPIServerWithServer(t, readyz, healthz, false, nil)
 	return m
 }
 
 // fakeAPIServerWithServer is fakeAPIServer, and its server; with h2 it serves HTTP/2 over TLS, as
-// API servers do.
-func fakeAPIServerWithServer(t *testing.T, readyz, healthz http.HandlerFunc, h2 bool) (*multicluster.Member, *httptest.Server) {
+// API servers do. connState, if not nil, hears of each connection's states.
+func fakeAPIServerWithServer(t *testing.T, readyz, healthz http.HandlerFunc, h2 bool, connState func(net.Conn, http.ConnState)) (*multicluster.Member, *httptest.Server) {
 	mux := http.NewServeMux()
 	if readyz != nil {
 		mux.HandleFunc("/readyz", readyz)
@@ -47,6 +48,7 @@ func fakeAPIServerWithServer(t *testing.T, readyz, healthz http.HandlerFunc, h2 
 		_, _ = w.Write([]byte(`{"kind":"Namespace","apiVersion":"v1","metadata":{"name":"kube-system","uid":"uid-old"}}`))
 	})
 	srv := httptest.NewUnstartedServer(mux)
+	srv.Config.ConnState = connState
 	cfg := &rest.Config{}
 	if h2 {
 		srv.EnableHTTP2 = true
@@ -110,7 +112,7 @@ func TestProbeIdentifiesOnNewConnections(t *testing.T) {
 				requests = nil
 				return r
 			}
-			m, srv := fakeAPIServerWithServer(t, ok, nil, h2)
+			m, srv := fakeAPIServerWithServer(t, ok, nil, h2, nil)
 			inner := srv.Config.Handler
 			var fresh atomic.Bool // a server just started: no kube-system yet
 			srv.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -262,7 +264,7 @@ func TestProbeStopsReadingAnEndlessAnswer(t *testing.T) {
 					}
 				}
 			}
-			m, _ := fakeAPIServerWithServer(t, endless, nil, true)
+			m, _ := fakeAPIServerWithServer(t, endless, nil, true, nil)
 			c := &Controller{opts: Options{Timeout: 30 * time.Second, KeepConnections: keep}}
 			got := c.probe(context.Background(), m, false)
 			require.Equal(t, observation{reason: v1alpha1.ReasonNotReady, message: "the API server's answer exceeds 1024 KiB, more than any API server's", opened: true}, got)
@@ -284,4 +286,25 @@ func TestCappedBody(t *testing.T) {
 			require.Len(t, data, maxProbeAnswer)
 		}
 	}
+}
+
+// By default a probe's connection is its own and is closed when the probe is done, so that an
+// idle member holds no connection and no goroutine. A wrapper that hid the transport from
+// CloseIdleConnectionsFor once left every probe's connection open.
+func TestProbeClosesItsConnection(t *testing.T) {
+	var open atomic.Int64
+	m, _ := fakeAPIServerWithServer(t, ok, nil, true, func(_ net.Conn, state http.ConnState) {
+		switch state {
+		case http.StateNew:
+			open.Add(1)
+		case http.StateClosed, http.StateHijacked:
+			open.Add(-1)
+		}
+	})
+	c := &Controller{opts: Options{Timeout: 5 * time.Second}}
+	for range 3 {
+		require.True(t, c.probe(context.Background(), m, false).ready)
+	}
+	require.Eventually(t, func() bool { return open.Load() == 0 }, 5*time.Second, 10*time.Millisecond,
+		"%d connections left open after the probes", open.Load())
 }
