@@ -458,26 +458,8 @@ func TestHostileMemberCannotFreezeItsStatus(t *testing.T) {
 	integration(t)
 	lf := localfleet.StartForTest(t, localfleet.Options{})
 	ctx := t.Context()
-	long := strings.Repeat("x", 5000)
 	var failing atomic.Bool
-	mux := http.NewServeMux()
-	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
-		if !failing.Load() {
-			_, _ = w.Write([]byte("ok"))
-			return
-		}
-		w.WriteHeader(http.StatusInternalServerError)
-		for i := range 10000 {
-			fmt.Fprintf(w, "[-]check-%d failed: reason withheld\n", i)
-		}
-	})
-	mux.HandleFunc("/version", func(w http.ResponseWriter, _ *http.Request) {
-		_, _ = fmt.Fprintf(w, `{"major":"1","minor":"36","gitVersion":"v1.36.3-%s"}`, long)
-	})
-	mux.HandleFunc("/api/v1/namespaces/kube-system", func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		_, _ = fmt.Fprintf(w, `{"kind":"Namespace","apiVersion":"v1","metadata":{"name":"kube-system","uid":"%s"}}`, long)
-	})
+	mux := health.HostileAPIServer(&failing)
 	hostile := httptest.NewTLSServer(mux)
 	defer hostile.Close()
 
@@ -513,5 +495,5 @@ func TestHostileMemberCannotFreezeItsStatus(t *testing.T) {
 	c = waitFor(t, lf, "hostile", "False/NotReady")
 	msg := c.Status.Condition(v1alpha1.ConditionReady).Message
 	require.LessOrEqual(t, len(msg), 512)
-	require.True(t, strings.HasPrefix(msg, "failing checks: check-0, check-1, "), msg)
+	require.True(t, strings.HasPrefix(msg, "failing checks: check-0-é, check-1-é, "), msg)
 }

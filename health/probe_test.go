@@ -179,13 +179,11 @@ func TestTrackedIdentify(t *testing.T) {
 	require.True(t, m.identify(t0.Add(4*time.Second+heartbeat), heartbeat), "the heartbeat identifies again")
 }
 
-// Whoever answers at a Cluster's endpoint chooses what a probe reads. What it reports must still
-// fit the status schema (version at most 64 characters, clusterID 128, a condition's message
-// bounded), or every status write would fail and the status would stand stale.
-func TestProbeBoundsWhatTheMemberReports(t *testing.T) {
+// hostileAPIServer answers with a 5,000-character gitVersion and kube-system UID, and, while
+// failing is set, a readyz answer naming 10,000 failing checks ("check-N-é").
+func hostileAPIServer(failing *atomic.Bool) http.Handler {
 	long := strings.Repeat("x", 5000)
 	mux := http.NewServeMux()
-	var failing atomic.Bool
 	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
 		if !failing.Load() {
 			_, _ = w.Write([]byte("ok"))
@@ -203,6 +201,15 @@ func TestProbeBoundsWhatTheMemberReports(t *testing.T) {
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = fmt.Fprintf(w, `{"kind":"Namespace","apiVersion":"v1","metadata":{"name":"kube-system","uid":"%s"}}`, long)
 	})
+	return mux
+}
+
+// Whoever answers at a Cluster's endpoint chooses what a probe reads. What it reports must still
+// fit the status schema (version at most 64 characters, clusterID 128, a condition's message
+// bounded), or every status write would fail and the status would stand stale.
+func TestProbeBoundsWhatTheMemberReports(t *testing.T) {
+	var failing atomic.Bool
+	mux := hostileAPIServer(&failing)
 	srv := httptest.NewServer(mux)
 	defer srv.Close()
 	cfg := &rest.Config{Host: srv.URL}
