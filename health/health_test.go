@@ -409,7 +409,7 @@ func TestUnprobedMembersBecomeUnknown(t *testing.T) {
 		Secrets: multicluster.SecretsFromClient(kubernetes.NewForConfigOrDie(lf.Registry.Config)),
 		Providers: map[string]multicluster.Provider{"static": multicluster.ProviderFunc(
 			func(context.Context, *multicluster.Request) (*multicluster.Credentials, error) {
-				return &multicluster.Credentials{BearerToken: "static"}, nil
+				return &multicluster.Credentials{BearerToken: "static-token-that-must-stay-home"}, nil
 			})},
 	})
 	require.NoError(t, err)
@@ -453,15 +453,26 @@ func TestKeepConnectionsSeesAReinstalledCluster(t *testing.T) {
 
 // Whoever answers at a Cluster's endpoint must not be able to freeze the status the registry
 // shows: a version and identity longer than the schema allows, and a readyz answer naming ten
-// thousand failing checks, still leave a status the real registry accepts.
-func TestHostileMemberCannotFreezeItsStatus(t *testing.T) {
+// thousand failing checks, still leave a status the real registry accepts. Nor can it redirect
+// the probe, and its credentials, to a server of its own.
+func TestHostileMemberCannotFreezeItsStatusNorRedirectItsProbes(t *testing.T) {
 	integration(t)
 	lf := localfleet.StartForTest(t, localfleet.Options{})
 	ctx := t.Context()
 	var failing atomic.Bool
+	var redirectTo atomic.Value // a URL, once the member starts redirecting its readyz
 	mux := health.HostileAPIServer(&failing)
-	hostile := httptest.NewTLSServer(mux)
+	hostile := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if to, _ := redirectTo.Load().(string); to != "" && r.URL.Path == "/readyz" {
+			http.Redirect(w, r, to+"/readyz", http.StatusFound)
+			return
+		}
+		mux.ServeHTTP(w, r)
+	}))
 	defer hostile.Close()
+	var harvested atomic.Int32
+	harvester := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { harvested.Add(1) }))
+	defer harvester.Close()
 
 	clusters := versioned.NewForConfigOrDie(lf.Registry.Config).ClusterregistryV1alpha1().Clusters(lf.Namespace)
 	_, err := clusters.Create(ctx, &v1alpha1.Cluster{
@@ -478,7 +489,7 @@ func TestHostileMemberCannotFreezeItsStatus(t *testing.T) {
 	resolver, err := multicluster.NewResolver(multicluster.ResolverOptions{
 		Providers: map[string]multicluster.Provider{"static": multicluster.ProviderFunc(
 			func(context.Context, *multicluster.Request) (*multicluster.Credentials, error) {
-				return &multicluster.Credentials{BearerToken: "static"}, nil
+				return &multicluster.Credentials{BearerToken: "static-token-that-must-stay-home"}, nil
 			})},
 	})
 	require.NoError(t, err)
@@ -496,4 +507,14 @@ func TestHostileMemberCannotFreezeItsStatus(t *testing.T) {
 	msg := c.Status.Condition(v1alpha1.ConditionReady).Message
 	require.LessOrEqual(t, len(msg), 512)
 	require.True(t, strings.HasPrefix(msg, "failing checks: check-0-é, check-1-é, "), msg)
+
+	// Its readyz now redirects to a plain http server: the probe's token does not follow, and the
+	// status says why the member is unreachable.
+	failing.Store(false)
+	redirectTo.Store(harvester.URL)
+	c = waitFor(t, lf, "hostile", "False/Unreachable")
+	msg = c.Status.Condition(v1alpha1.ConditionReady).Message
+	require.Contains(t, msg, "refused to follow a 302 redirect from "+hostile.URL+" to "+harvester.URL)
+	require.NotContains(t, msg, "static-token")
+	require.Zero(t, harvested.Load(), "the harvester heard from the probe")
 }

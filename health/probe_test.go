@@ -2,12 +2,14 @@ package health
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/pem"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -314,4 +316,63 @@ func TestProbeClosesItsConnection(t *testing.T) {
 	}
 	require.Eventually(t, func() bool { return open.Load() == 0 }, 5*time.Second, 10*time.Millisecond,
 		"%d connections left open after the probes", open.Load())
+}
+
+// A member's readyz answer that redirects elsewhere must not take the probe's credentials with it,
+// in either connection mode: the Resolver's transport refuses, and the member is Unreachable with
+// a message that says why. The targets are a plain http listener and another https server that
+// the member's CA vouches for; neither may see a request or a handshake.
+func TestProbeDoesNotFollowRedirectsElsewhere(t *testing.T) {
+	const token = "probe-token-that-must-stay-home"
+	var target atomic.Value
+	member := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, target.Load().(string)+r.URL.RequestURI(), http.StatusTemporaryRedirect)
+	}))
+	defer member.Close()
+	var seen atomic.Int32
+	record := http.HandlerFunc(func(http.ResponseWriter, *http.Request) { seen.Add(1) })
+	plain := httptest.NewServer(record)
+	defer plain.Close()
+	other := httptest.NewUnstartedServer(record)
+	other.TLS = &tls.Config{GetConfigForClient: func(*tls.ClientHelloInfo) (*tls.Config, error) {
+		seen.Add(1)
+		return nil, nil
+	}}
+	other.StartTLS()
+	defer other.Close()
+
+	resolver, err := multicluster.NewResolver(multicluster.ResolverOptions{
+		ClientIP: netip.MustParseAddr("127.0.0.1"),
+		Providers: map[string]multicluster.Provider{"static": multicluster.ProviderFunc(
+			func(context.Context, *multicluster.Request) (*multicluster.Credentials, error) {
+				return &multicluster.Credentials{BearerToken: token}, nil
+			})},
+	})
+	require.NoError(t, err)
+	fleet := multicluster.StaticFleet(resolver, []v1alpha1.Cluster{{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "fleet", Name: "redirecting"},
+		Spec: v1alpha1.ClusterSpec{
+			KubernetesAPIEndpoints: v1alpha1.KubernetesAPIEndpoints{
+				ServerEndpoints: []v1alpha1.ServerAddressByClientCIDR{{ClientCIDR: "0.0.0.0/0", ServerAddress: member.URL}},
+				CABundle:        pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: member.Certificate().Raw}),
+			},
+			AuthInfo: v1alpha1.AuthInfo{Providers: []v1alpha1.AuthProviderConfig{{Name: "p", Type: v1alpha1.AuthProviderType{Name: "static"}}}},
+		},
+	}}, multicluster.FleetOptions{})
+	m := fleet.Members()[0]
+
+	for _, keep := range []bool{false, true} {
+		for _, to := range []*httptest.Server{plain, other} {
+			t.Run(fmt.Sprintf("KeepConnections=%v to %s", keep, to.URL), func(t *testing.T) {
+				target.Store(to.URL)
+				c := &Controller{opts: Options{Timeout: 5 * time.Second, KeepConnections: keep}}
+				got := c.probe(context.Background(), m, true)
+				require.False(t, got.ready)
+				require.Equal(t, v1alpha1.ReasonUnreachable, got.reason)
+				require.Contains(t, got.message, "refused to follow a 307 redirect from "+member.URL+" to "+to.URL)
+				require.NotContains(t, got.message, token)
+				require.Zero(t, seen.Load(), "the redirect's target heard from the probe")
+			})
+		}
+	}
 }

@@ -98,7 +98,10 @@ type ResolverOptions struct {
 // Access is a resolved Cluster: how to reach its API server, with whose credentials.
 type Access struct {
 	// Config reaches the member. It is shared by every caller that resolves the same inputs: copy
-	// it with rest.CopyConfig before changing it.
+	// it with rest.CopyConfig before changing it. Its WrapTransport refuses, with an
+	// *OffServerError, every request for another server than Server (a redirect elsewhere, say),
+	// in every client built from it: add wrappers of your own with Config.Wrap, which keeps it;
+	// setting WrapTransport would drop it.
 	Config *rest.Config
 	// HTTPClient is built once from Config; pass it to the clientsets' NewForConfigAndClient so
 	// that they share its connections.
@@ -303,7 +306,7 @@ func (r *Resolver) resolve(ctx context.Context, key types.NamespacedName, c *v1a
 		access.unauthorized.Store(false)
 		r.log.V(2).Info("revalidated cluster", "cluster", key, "server", server.String())
 	} else {
-		if access, err = r.build(server, caData, provider, creds); err != nil {
+		if access, err = r.build(key, server, caData, provider, creds); err != nil {
 			return nil, clusterErr(provider.Name, err)
 		}
 		r.log.V(1).Info("resolved cluster", "cluster", key, "server", server.String(),
@@ -388,8 +391,9 @@ func (r *Resolver) ordered(providers []v1alpha1.AuthProviderConfig, noneErr *NoP
 	return out
 }
 
-func (r *Resolver) build(server *url.URL, caData []byte, provider *v1alpha1.AuthProviderConfig, creds *Credentials) (*Access, error) {
+func (r *Resolver) build(key types.NamespacedName, server *url.URL, caData []byte, provider *v1alpha1.AuthProviderConfig, creds *Credentials) (*Access, error) {
 	unauthorized := &atomic.Bool{}
+	pinned := pinTo(key.String(), server)
 	cfg := &rest.Config{
 		Host:            server.String(),
 		UserAgent:       r.opts.UserAgent,
@@ -404,8 +408,10 @@ func (r *Resolver) build(server *url.URL, caData []byte, provider *v1alpha1.Auth
 			KeyData:    creds.KeyData,
 			ServerName: creds.TLSServerName,
 		},
+		// Innermost, so that client-go's auth round trippers, which wrap it, cannot add a
+		// credential to a request it has not checked: see pinned_transport.go.
 		WrapTransport: func(rt http.RoundTripper) http.RoundTripper {
-			return &unauthorizedWatcher{next: rt, unauthorized: unauthorized}
+			return &unauthorizedWatcher{next: pinned(rt), unauthorized: unauthorized}
 		},
 	}
 	if r.opts.InsecureSkipTLSVerify {
