@@ -61,6 +61,7 @@ func TestCRDMatchesGoValidation(t *testing.T) {
 		{"caBundle prefix", endpointRules, "startsWith('" + v1alpha1.CABundlePrefix + "')"},
 		{"credential key pattern", configRules, "matches('" + v1alpha1.CredentialKeyPattern + "')"},
 		{"pointer key pattern", configRules, "matches('" + v1alpha1.PointerKeyPattern + "')"},
+		{"credential arg pattern", configRules, "matches('" + v1alpha1.CredentialArgPattern + "')"},
 	} {
 		if !strings.Contains(c.rules, c.want) {
 			t.Errorf("%s: CRD rules\n%s\ndo not hold the Go pattern\n%s", c.name, c.rules, c.want)

@@ -100,6 +100,13 @@ func TestServerValidationMatchesValidateCluster(t *testing.T) {
 		{"base64 PEM private key value, shifted", setConfig("args", base64.StdEncoding.EncodeToString([]byte("x"+testKeyPEM))), provider0 + ".config", `config["args"]`},
 		{"base64 PEM private key value, shifted twice", setConfig("args", base64.StdEncoding.EncodeToString([]byte("xy"+testKeyPEM))), provider0 + ".config", `config["args"]`},
 		{"service account token value", setConfig("name", testJWT), provider0 + ".config", `config["name"]`},
+		{"exec arg --oidc-client-secret=value", setConfig("args", `["get-token","--oidc-client-secret=`+plantedSecret+`"]`), provider0 + ".config", `config["args"] --oidc-client-secret passes a credential`},
+		{"exec arg --password value", setConfig("args", `["--username","u","--password","`+plantedSecret+`"]`), provider0 + ".config", `config["args"] --password passes`},
+		{"exec arg --Token value, as words", setConfig("args", "get-token --Token "+plantedSecret), provider0 + ".config", `config["args"] --token passes`},
+		{"exec arg --aws-secret-access-key", setConfig("args", `["--aws-secret-access-key=`+plantedSecret+`"]`), provider0 + ".config", "--aws-secret-access-key"},
+		{"exec arg --client-key", setConfig("args", `["--client-key",  "`+plantedSecret+`"]`), provider0 + ".config", "--client-key"},
+		{"exec arg --access-token at the end of words", setConfig("args", "x --access-token="+plantedSecret), provider0 + ".config", "--access-token"},
+		{"exec arg --apikey", setConfig("args", `["--apikey=`+plantedSecret+`"]`), provider0 + ".config", "--apikey"},
 		{"caBundle holding a base64 private key", func(c *v1alpha1.Cluster) {
 			c.Spec.KubernetesAPIEndpoints.CABundle = append(append([]byte{}, testCAPEM...), testKeyPEM...)
 		}, "spec.kubernetesApiEndpoints.caBundle", "caBundle must not hold a private key"},
@@ -180,6 +187,10 @@ func TestServerValidationMatchesValidateCluster(t *testing.T) {
 			c.Spec.AuthInfo.Providers[0].Config = map[string]string{"name": "n", "namespace": "ns", "key": "value", "tokenPath": "/p"}
 		}},
 		{"public certificate in config", setConfig("ca", string(testCAPEM))},
+		{"exec args that point at credentials, or only look alike", setConfig("args",
+			`["get-token","--token-file=/p","--password-file","/q","--token-cache-dir=/d","--secret-name","n","--grant-type","password",`+
+				`"--monkey=1","--client-id=x","--oidc-issuer-url=https://x","--key-file=/k","--tokens-dir=/t","token","--region","eu"]`)},
+		{"exec args as words that point at credentials", setConfig("args", "eks get-token --cluster-name prod --token-file /p --output json")},
 		{"the built-in types' pointer keys, and pointer keys holding credential words", func(c *v1alpha1.Cluster) {
 			c.Spec.AuthInfo.Providers[0].Config = map[string]string{}
 			for _, k := range pointerKeys {

@@ -36,6 +36,15 @@ const (
 	// PointerKeyPattern matches normalized keys that say where a credential is, though they hold
 	// a credential word: secretName, tokenFile, credentialsPath, tokenAudience, ...
 	PointerKeyPattern = `(name|namespace|ref|path|file|dir|env|url|audience)$`
+
+	// CredentialArgPattern matches, in the lower-cased text of a provider's "args" config (the
+	// exec type's arguments: a JSON array, or words separated by spaces), a flag that passes a
+	// credential on the command line: --client-secret, --oidc-client-secret, --password, --token,
+	// --access-token, --api-key, --client-key, --aws-secret-access-key, ..., in both the
+	// --flag=value and the --flag value forms. Flags that say where a credential is pass, as their
+	// names end in another word: --token-file, --password-file, --token-cache-dir, --secret-name.
+	// Whatever the registry holds, every reader of the cluster set can read.
+	CredentialArgPattern = `(^|[" ])--?[a-z0-9_.-]*(token|passw(or)?d|passphrase|secret|credentials?|bearer|(api|access|private|secret|client|signing)key|[-_.]key|key[-_.]?data)(=|"| |$)`
 )
 
 // Limits enforced by the CRD's schema and by ValidateCluster alike. Lengths count characters
@@ -58,6 +67,7 @@ var (
 	serverAddressRE = regexp.MustCompile(ServerAddressPattern)
 	credentialKeyRE = regexp.MustCompile(CredentialKeyPattern)
 	pointerKeyRE    = regexp.MustCompile(PointerKeyPattern)
+	credentialArgRE = regexp.MustCompile(CredentialArgPattern)
 )
 
 // PrivateKeyBase64Markers are "PRIVATE KEY" base64-encoded at each of the three byte alignments it
@@ -88,6 +98,7 @@ const (
 	msgCABundlePrivateKey = "caBundle must not hold a private key"
 	msgCredentialKey      = "names a credential; config holds pointers to credentials (a Secret's name, a file's path), not credentials"
 	msgCredentialValue    = "holds a private key or a token; config holds pointers to credentials, not credentials"
+	msgCredentialArg      = "passes a credential on the command line, for every reader of the cluster set to see; have the plugin read it on the reader's side (a file, its environment)"
 )
 
 // ValidateCluster checks a Cluster against the rules the server enforces on create and update, so
@@ -231,7 +242,31 @@ func validateProviderConfig(config map[string]string, fldPath *field.Path) field
 			allErrs = append(allErrs, field.Forbidden(fldPath.Key(k), "config["+strconv.Quote(k)+"] "+msgCredentialValue))
 		}
 	}
+	if flag := CredentialArgFlag(config["args"]); flag != "" {
+		allErrs = append(allErrs, field.Forbidden(fldPath.Key("args"), `config["args"] `+flag+" "+msgCredentialArg))
+	}
 	return allErrs
+}
+
+// CredentialArgFlag returns the first flag in args (an exec provider's "args" config: a JSON
+// array, or words separated by spaces; or one argument) that passes a credential, lower-cased and
+// without its value, or "" when there is none. See CredentialArgPattern; like IsCredentialKey it is
+// a guard against pasted credentials, not a proof that none is there.
+func CredentialArgFlag(args string) string {
+	// The CRD's self['args'].lowerAscii().find(...).replace('"', '').replace('=', '').replace(' ', '').
+	found := credentialArgRE.FindString(lowerASCII(args))
+	return strings.NewReplacer(`"`, "", "=", "", " ", "").Replace(found)
+}
+
+// lowerASCII lower-cases ASCII letters only, as CEL's lowerAscii() does.
+func lowerASCII(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if 'A' <= c && c <= 'Z' {
+			b[i] = c + ('a' - 'A')
+		}
+	}
+	return string(b)
 }
 
 // IsCredentialKey reports whether a provider config key names a credential (token, apiToken,

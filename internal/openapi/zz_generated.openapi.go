@@ -159,7 +159,7 @@ func schema_cluster_registry_sdk_clusterregistry_v1alpha1_AuthProviderConfig(ref
 					},
 					"config": {
 						SchemaProps: spec.SchemaProps{
-							Description: "config holds the provider type's settings: where its credentials are (a Secret's name, a file path, an exec plugin's command), never the credentials. Keys that name a credential (token, apiToken, password, secretAccessKey, client-key-data, ...) and values holding a private key or a token are rejected: a guard against pasted credentials, not a proof that none is stored.",
+							Description: "config holds the provider type's settings: where its credentials are (a Secret's name, a file path, an exec plugin's command), never the credentials. Keys that name a credential (token, apiToken, password, secretAccessKey, client-key-data, ...) and values holding a private key or a token are rejected, and so are exec arguments that pass a credential (--client-secret=..., --password ...): a guard against pasted credentials, not a proof that none is stored.",
 							Type:        []string{"object"},
 							AdditionalProperties: &spec.SchemaOrBool{
 								Allows: true,

@@ -31,7 +31,8 @@ type AuthProviderConfigApplyConfiguration struct {
 	// config holds the provider type's settings: where its credentials are (a Secret's name, a file
 	// path, an exec plugin's command), never the credentials. Keys that name a credential (token,
 	// apiToken, password, secretAccessKey, client-key-data, ...) and values holding a private key or
-	// a token are rejected: a guard against pasted credentials, not a proof that none is stored.
+	// a token are rejected, and so are exec arguments that pass a credential (--client-secret=...,
+	// --password ...): a guard against pasted credentials, not a proof that none is stored.
 	Config map[string]string `json:"config,omitempty"`
 }
 
