@@ -7,6 +7,7 @@ import (
 	"maps"
 	"regexp"
 	"slices"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
@@ -22,10 +23,20 @@ type ExecPlugin struct {
 	// Command is the plugin, exactly as providers name it: a path, or a name looked up in PATH.
 	Command string
 	// Args are the plugin's arguments. A provider that gives none gets these; one that gives
-	// some must give exactly these, unless ClusterArgs.
+	// some must give exactly these, or fit ArgsPattern, or ClusterArgs must be set.
 	Args []string
-	// ClusterArgs lets providers choose the plugin's arguments. (A kubeconfig file of the caller's
-	// chooses its own args and env: they are the caller's.)
+	// ArgsPattern lets providers choose the plugin's arguments within a pattern of the caller's:
+	// the arguments must match it element for element, each element matching an argument equal
+	// to it, except "*", which matches any one argument that does not begin with "-" (a value,
+	// never a flag of the Cluster editor's choosing), and an element ending in "=*", such as
+	// "--region=*", which matches that prefix followed by any value. For example
+	// {"eks", "get-token", "--cluster-name", "*", "--region", "*"} lets each Cluster name its
+	// cluster and region, and nothing else. MatchArgs is the check.
+	ArgsPattern []string
+	// ClusterArgs lets providers choose any arguments: whoever can edit a Cluster can then run
+	// the command with arguments of their choosing, as the caller, whether or not a credential
+	// comes out. Prefer Args or ArgsPattern. (A kubeconfig file of the caller's chooses its own
+	// args and env: they are the caller's.)
 	ClusterArgs bool
 	// Env is set in the plugin's environment, over anything a provider sets.
 	Env map[string]string
@@ -122,8 +133,9 @@ func (r *Request) exec(spec ExecSpec, what string, callerOwned bool) (*clientcmd
 			continue
 		}
 		option := fmt.Sprintf("ResolverOptions.ExecPlugins[%d]", i)
-		if len(spec.Args) > 0 && !callerOwned && !p.ClusterArgs && !slices.Equal(spec.Args, p.Args) {
-			refusal = fmt.Errorf("%w: %s: the exec args differ from %s.Args; set %s.ClusterArgs to let Clusters choose them",
+		if len(spec.Args) > 0 && !callerOwned && !p.ClusterArgs && !slices.Equal(spec.Args, p.Args) &&
+			(p.ArgsPattern == nil || !MatchArgs(p.ArgsPattern, spec.Args)) {
+			refusal = fmt.Errorf("%w: %s: the exec args neither equal %s.Args nor fit %s.ArgsPattern",
 				ErrNotAllowed, what, option, option)
 			continue
 		}
@@ -186,6 +198,31 @@ func (r *Request) execConfig(p *ExecPlugin, option string, spec ExecSpec, apiVer
 		}
 	}
 	return exec, nil
+}
+
+// MatchArgs reports whether args fit pattern, as ExecPlugin.ArgsPattern says: element for
+// element, "*" for any one argument that does not begin with "-", "PREFIX=*" for PREFIX= followed
+// by any value, and any other element for an argument equal to it.
+func MatchArgs(pattern, args []string) bool {
+	if len(pattern) != len(args) {
+		return false
+	}
+	for i, p := range pattern {
+		a := args[i]
+		switch {
+		case p == "*":
+			if a == "" || strings.HasPrefix(a, "-") {
+				return false
+			}
+		case strings.HasSuffix(p, "=*"):
+			if !strings.HasPrefix(a, strings.TrimSuffix(p, "*")) {
+				return false
+			}
+		case p != a:
+			return false
+		}
+	}
+	return true
 }
 
 func isJSONObject(b []byte) bool {

@@ -75,7 +75,12 @@ func TestExecPolicy(t *testing.T) {
 		{"listed for another server", allowed(ExecPlugin{ClusterArgs: true, ClusterEnv: []string{"LD_PRELOAD"}, SendTo: Servers("https://other.example.com")}), isPinning,
 			"ResolverOptions.ExecPlugins[0].SendTo"},
 		{"args not allowed", allowed(ExecPlugin{Args: []string{"--get"}, SendTo: AnyServer()}), isNotAllowed,
-			"differ from ResolverOptions.ExecPlugins[0].Args; set ResolverOptions.ExecPlugins[0].ClusterArgs"},
+			"neither equal ResolverOptions.ExecPlugins[0].Args nor fit ResolverOptions.ExecPlugins[0].ArgsPattern"},
+		{"a wildcard admits no flag", allowed(ExecPlugin{ArgsPattern: []string{"*"}, ClusterEnv: []string{"LD_PRELOAD"}, SendTo: AnyServer()}), isNotAllowed,
+			"nor fit ResolverOptions.ExecPlugins[0].ArgsPattern"},
+		{"args outside the pattern", allowed(ExecPlugin{ArgsPattern: []string{"--fetch=*"}, ClusterEnv: []string{"LD_PRELOAD"}, SendTo: AnyServer()}), isNotAllowed,
+			"nor fit ResolverOptions.ExecPlugins[0].ArgsPattern"},
+		{"args within the pattern", allowed(ExecPlugin{ArgsPattern: []string{"--fetch"}, ClusterEnv: []string{"LD_PRELOAD"}, SendTo: AnyServer()}), nil, ""},
 		{"env not allowed", allowed(ExecPlugin{ClusterArgs: true, SendTo: Servers(testServer)}), isNotAllowed,
 			"exec env variable 1 is not in ResolverOptions.ExecPlugins[0].ClusterEnv"},
 		{"allowed", allowed(ExecPlugin{ClusterArgs: true, ClusterEnv: []string{"LD_PRELOAD"}, SendTo: Servers("member.example.com:6443")}), nil, ""},
@@ -99,6 +104,36 @@ func TestExecPolicy(t *testing.T) {
 }
 
 func isNotAllowed(err error) bool { return errors.Is(err, ErrNotAllowed) }
+
+// A pattern lets a Cluster fill in values, never add, drop or replace a flag.
+func TestMatchArgs(t *testing.T) {
+	pattern := []string{"eks", "get-token", "--cluster-name", "*", "--region=*", "--output", "json"}
+	for _, tc := range []struct {
+		args []string
+		want bool
+	}{
+		{[]string{"eks", "get-token", "--cluster-name", "prod", "--region=eu-west-1", "--output", "json"}, true},
+		{[]string{"eks", "get-token", "--cluster-name", "prod", "--region=", "--output", "json"}, true},
+		{[]string{"eks", "get-token", "--cluster-name", "--profile=attacker", "--region=eu", "--output", "json"}, false},
+		{[]string{"eks", "get-token", "--cluster-name", "", "--region=eu", "--output", "json"}, false},
+		{[]string{"eks", "get-token", "--cluster-name", "prod", "--regionx=eu", "--output", "json"}, false},
+		{[]string{"eks", "get-token", "--cluster-name", "prod", "--region", "--output", "json"}, false},
+		{[]string{"eks", "get-token", "--cluster-name", "prod", "--region=eu", "--output", "json", "--debug"}, false},
+		{[]string{"eks", "get-token", "--cluster-name", "prod", "--region=eu", "--output"}, false},
+		{[]string{"s3", "rm", "--recursive", "s3://bucket", "--region=eu", "--output", "json"}, false},
+	} {
+		if got := MatchArgs(pattern, tc.args); got != tc.want {
+			t.Errorf("MatchArgs(%q) = %v, want %v", tc.args, got, tc.want)
+		}
+	}
+	if !MatchArgs(nil, nil) || MatchArgs(nil, []string{"x"}) {
+		t.Error("an empty pattern matches no args, and only that")
+	}
+	_, err := NewResolver(ResolverOptions{ExecPlugins: []ExecPlugin{{Command: "x", ClusterArgs: true, ArgsPattern: []string{"*"}}}})
+	if err == nil || !strings.Contains(err.Error(), "ResolverOptions.ExecPlugins[0]: ClusterArgs") {
+		t.Errorf("ClusterArgs with an ArgsPattern it would not honour: %v", err)
+	}
+}
 
 func isPinning(err error) bool {
 	var pe *PinningError

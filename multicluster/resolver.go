@@ -211,6 +211,9 @@ func NewResolver(opts ResolverOptions) (*Resolver, error) {
 		if err := validateMatcher(p.SendTo); err != nil {
 			return nil, fmt.Errorf("%s.SendTo: %w", option, err)
 		}
+		if p.ClusterArgs && p.ArgsPattern != nil {
+			return nil, fmt.Errorf("%s: ClusterArgs lets Clusters choose any args, so ArgsPattern would not limit them; set one of the two", option)
+		}
 	}
 	r.opts.FileRoots = slices.Clone(opts.FileRoots)
 	r.opts.ExecPlugins = slices.Clone(opts.ExecPlugins)
