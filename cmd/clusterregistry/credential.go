@@ -22,6 +22,7 @@ import (
 
 	"github.com/cluster-registry/sdk/clientset/versioned"
 	"github.com/cluster-registry/sdk/multicluster"
+	"github.com/cluster-registry/sdk/trustflags"
 )
 
 // execInfoEnv is where kubectl (client-go) gives an exec plugin its request.
@@ -36,7 +37,7 @@ const credentialLifetime = 5 * time.Minute
 var errNotPlugin = errors.New(execInfoEnv + " is not set: credential is run by kubectl, as the exec plugin of a kubeconfig that `clusterregistry export --format kubeconfig` writes")
 
 func newCredential(registry *genericclioptions.ConfigFlags) *cobra.Command {
-	var trust trustFlags
+	var trust trustflags.Flags
 	cmd := &cobra.Command{
 		Use:   "credential NAME",
 		Short: "Be kubectl's credential plugin for a Cluster of the registry",
@@ -45,8 +46,8 @@ a kubeconfig that "clusterregistry export --format kubeconfig" writes, to get cr
 the Cluster NAME of the registry (its --kubeconfig, --context and -n).
 
 It reads the Cluster with your registry credentials, resolves it as the SDK's tools do (Secrets
-pinned to their servers; exec plugins and files only as --allow-exec, --file-root and --send-to
-allow), and answers with a token or a client certificate, valid for at most five minutes.
+pinned to their servers; exec plugins and files only as --allow-exec, --allow-exec-args,
+--file-root and --send-to allow), and answers with a token or a client certificate, valid for at most five minutes.
 
 It refuses unless kubectl is about to call the very server the credentials were resolved for,
 verified by the same CA: a kubeconfig edited, handed to you, or older than a change of the
@@ -76,7 +77,7 @@ must therefore set provideClusterInfo: true.`,
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			opts, err := trust.options()
+			opts, err := trust.ResolverOptions()
 			if err != nil {
 				return usageError{err}
 			}
@@ -91,7 +92,7 @@ must therefore set provideClusterInfo: true.`,
 			return credential(cmd.Context(), cmd.OutOrStdout(), cfg, namespace, args[0], []byte(info), opts)
 		},
 	}
-	trust.addFlags(cmd.Flags())
+	trust.AddFlags(cmd.Flags())
 	return cmd
 }
 

@@ -13,12 +13,13 @@ import (
 	"github.com/cluster-registry/sdk/clientset/versioned"
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
 	"github.com/cluster-registry/sdk/multicluster"
+	"github.com/cluster-registry/sdk/trustflags"
 )
 
 func newExport(registry *genericclioptions.ConfigFlags) *cobra.Command {
 	var format, output, selector, credentialCommand string
 	var allNamespaces bool
-	var trust trustFlags
+	var trust trustflags.Flags
 	cmd := &cobra.Command{
 		Use:   "export [-n NAMESPACE | -A] [-l SELECTOR] [--format clusters|kubeconfig] [-o yaml|json]",
 		Short: "Write the selected Clusters as a flat file, or as a kubeconfig that reaches them",
@@ -36,8 +37,9 @@ context's server and CA are the ones the Cluster resolves to here, as the SDK's 
 (so export reads the Secrets it points to, with your registry credentials). Its user is an exec
 entry running "clusterregistry credential" against this registry (the kubeconfig file and
 context export was given, and -n), which fetches the credentials when kubectl needs them: no
-credential is written to the file. The trust flags (--allow-exec, --file-root, --send-to,
---prefer) apply to export and are written into each entry. A Cluster that does not resolve is
+credential is written to the file. The trust flags (--allow-exec, --allow-exec-args,
+--allow-exec-any-args, --file-root, --send-to, --prefer) apply to export and are written into
+each entry. A Cluster that does not resolve is
 named on standard error and left out, and export exits 1.`,
 		Example: `  # Keep the fleet cluster set in git
   clusterregistry export -n fleet > fleet.yaml
@@ -55,7 +57,7 @@ named on standard error and left out, and export exits 1.`,
 			}
 			switch format {
 			case "clusters":
-				for _, name := range []string{"credential-command", "prefer", "allow-exec", "file-root", "send-to"} {
+				for _, name := range append([]string{"credential-command"}, trustflags.Names...) {
 					if cmd.Flags().Changed(name) {
 						return usageError{fmt.Errorf("--%s applies only to --format kubeconfig", name)}
 					}
@@ -64,7 +66,7 @@ named on standard error and left out, and export exits 1.`,
 			default:
 				return usageError{fmt.Errorf("--format %q: want clusters or kubeconfig", format)}
 			}
-			resolverOpts, err := trust.options()
+			resolverOpts, err := trust.ResolverOptions()
 			if err != nil {
 				return usageError{err}
 			}
@@ -105,7 +107,7 @@ named on standard error and left out, and export exits 1.`,
 				return usageError{err}
 			}
 			return exportKubeconfig(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), resolver, list.Items, kubeconfigExport{
-				command: credentialCommand, args: append(credentialArgs, trust.args()...), qualify: allNamespaces, output: output,
+				command: credentialCommand, args: append(credentialArgs, trust.Args()...), qualify: allNamespaces, output: output,
 			})
 		},
 	}
@@ -115,7 +117,7 @@ named on standard error and left out, and export exits 1.`,
 	f.StringVarP(&selector, "selector", "l", "", "label selector over the Clusters, e.g. env=prod")
 	f.BoolVarP(&allNamespaces, "all-namespaces", "A", false, "export the Clusters of every namespace (cluster set)")
 	f.StringVar(&credentialCommand, "credential-command", "", "the command the kubeconfig runs for credentials (default: this command's path)")
-	trust.addFlags(f)
+	trust.AddFlags(f)
 	return cmd
 }
 

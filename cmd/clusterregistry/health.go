@@ -18,6 +18,7 @@ import (
 	"github.com/cluster-registry/sdk/clientset/versioned"
 	"github.com/cluster-registry/sdk/health"
 	"github.com/cluster-registry/sdk/multicluster"
+	"github.com/cluster-registry/sdk/trustflags"
 )
 
 func newHealth(registry *genericclioptions.ConfigFlags) *cobra.Command {
@@ -25,7 +26,7 @@ func newHealth(registry *genericclioptions.ConfigFlags) *cobra.Command {
 		opts                       health.Options
 		allNamespaces, leaderElect bool
 		selector, metricsAddr      string
-		trust                      trustFlags
+		trust                      trustflags.Flags
 		leaseNamespace, leaseName  string
 		verbose                    bool
 	)
@@ -65,7 +66,7 @@ It needs the ClusterRole in deploy/health/clusterrole.yaml in each namespace it 
 			if err != nil {
 				return err
 			}
-			resolverOpts, err := trust.options()
+			resolverOpts, err := trust.ResolverOptions()
 			if err != nil {
 				return usageError{err}
 			}
@@ -114,7 +115,7 @@ It needs the ClusterRole in deploy/health/clusterrole.yaml in each namespace it 
 	f.StringVar(&leaseNamespace, "leader-elect-namespace", "", "namespace of the Lease (default: the watched namespace)")
 	f.StringVar(&leaseName, "leader-elect-name", "clusterregistry-health", "name of the Lease")
 	f.StringVar(&metricsAddr, "metrics-bind-address", "", "serve Prometheus metrics at this address's /metrics, e.g. :8080 (default: off)")
-	trust.addFlags(f)
+	trust.AddFlags(f)
 	f.BoolVarP(&verbose, "verbose", "v", false, "log every probe's outcome, not only transitions")
 	cmd.PreRunE = func(*cobra.Command, []string) error {
 		if leaderElect && allNamespaces && leaseNamespace == "" {

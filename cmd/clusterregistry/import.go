@@ -24,7 +24,7 @@ var errSomeFailed = errors.New("some Clusters were not imported")
 
 func newImport(registry *genericclioptions.ConfigFlags) *cobra.Command {
 	var dryRun string
-	var force, fromKubeconfig bool
+	var force, fromKubeconfig, dropCredentialArgs bool
 	var output appliedOutput
 	cmd := &cobra.Command{
 		Use:   "import FILE [-o yaml|json|name]",
@@ -38,7 +38,9 @@ Cluster (created, configured, unchanged, or why not) and exits 1 if any was not 
 With --from-kubeconfig it reads a kubeconfig instead and makes a Cluster of each context, named
 after it: the context's server and CA, its user's exec plugin (if it runs one) as an exec
 provider, and a kubeconfig-file provider naming the file and context. No credential of the file
-is copied into the registry.`,
+is copied into the registry: not the plugin's environment, and not an argument that passes a
+credential (such as --oidc-client-secret=...); a context whose plugin has one is refused, or with
+--drop-credential-args imported without it.`,
 		Example: `  # Restore the fleet cluster set from git
   clusterregistry import fleet.yaml
 
@@ -64,11 +66,14 @@ is copied into the registry.`,
 				return err
 			}
 			var clusters []v1alpha1.Cluster
-			var problems []string
+			var problems, notes []string
 			var err error
 			if fromKubeconfig {
-				clusters, problems, err = clustersFromKubeconfig(args[0])
+				clusters, problems, notes, err = clustersFromKubeconfig(args[0], dropCredentialArgs)
 			} else {
+				if dropCredentialArgs {
+					return usageError{fmt.Errorf("--%s goes with --from-kubeconfig", dropCredentialArgsFlag)}
+				}
 				clusters, err = readClusters(args[0])
 			}
 			if err != nil {
@@ -82,6 +87,9 @@ is copied into the registry.`,
 			if err != nil {
 				return err
 			}
+			for _, n := range notes {
+				fmt.Fprintln(output.report(cmd), "note: "+n)
+			}
 			return importClusters(cmd.Context(), output.report(cmd), cmd.OutOrStdout(), &output, client, args[0], clusters, problems, namespace, dryRun == "server", force)
 		},
 	}
@@ -89,6 +97,7 @@ is copied into the registry.`,
 	cmd.Flags().Lookup("dry-run").NoOptDefVal = "server"
 	cmd.Flags().BoolVar(&force, "force-conflicts", false, "take over fields that another field manager owns")
 	cmd.Flags().BoolVar(&fromKubeconfig, "from-kubeconfig", false, "FILE is a kubeconfig: import a Cluster for each of its contexts")
+	cmd.Flags().BoolVar(&dropCredentialArgs, dropCredentialArgsFlag, false, "with --from-kubeconfig: leave out exec plugin arguments that pass a credential (--client-secret=..., --password ...) instead of refusing the context")
 	output.addFlag(cmd)
 	return cmd
 }

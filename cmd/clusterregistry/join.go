@@ -35,6 +35,7 @@ type joinOptions struct {
 	labels                         map[string]string
 	tokenTTL                       time.Duration
 	exec, dryRun                   bool
+	dropCredentialArgs             bool
 }
 
 func newJoin(registry *genericclioptions.ConfigFlags) *cobra.Command {
@@ -55,9 +56,11 @@ caBundle, a secret provider, labels and display name.
 With --exec it copies no token: for a context whose user runs an exec plugin (a cloud's, such as
 aws eks get-token or gke-gcloud-auth-plugin), it checks that the plugin reaches the member and
 registers the plugin's command and args as the Cluster's exec provider, so that each reader runs
-it with their own cloud identity. Readers must allow the command (--allow-exec) and the server
-(--send-to). The plugin's environment is not copied, as it may hold secrets. To switch a member
-between a token and --exec, unjoin it first.
+it with their own cloud identity. Readers must allow the command with its arguments
+(--allow-exec-args; join prints the flag) and the server (--send-to). The plugin's environment is
+not copied, as it may hold secrets; nor is an argument that passes a credential (such as
+--oidc-client-secret=...): join refuses such a plugin, or with --drop-credential-args registers it
+without the argument. To switch a member between a token and --exec, unjoin it first.
 
 Run again, it updates what it made rather than duplicating it, with a fresh token. It refuses a
 name already taken by a Cluster for another server. unjoin removes what join made, on both sides.
@@ -131,6 +134,7 @@ as the registry returned it (yaml, json or name), and the report goes to stderr.
 	f.StringVar(&o.clusterRole, "cluster-role", "edit", "the member's ClusterRole that the registry's tools act with")
 	f.DurationVar(&o.tokenTTL, "token-ttl", 365*24*time.Hour, "how long the token is valid (the member may cap it); join again to renew")
 	f.BoolVar(&o.exec, "exec", false, "register the context's exec plugin instead of a token (cloud clusters)")
+	f.BoolVar(&o.dropCredentialArgs, dropCredentialArgsFlag, false, "with --exec: leave out the plugin's arguments that pass a credential (--client-secret=..., --password ...) instead of refusing to register it")
 	f.StringVar(&dryRun, "dry-run", "none", `"client" checks what it can and says what it would do, changing nothing`)
 	f.Lookup("dry-run").NoOptDefVal = "client"
 	output.addFlag(cmd)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/cluster-registry/sdk/clientset/versioned"
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
+	"github.com/cluster-registry/sdk/trustflags"
 )
 
 // joinExec registers a member whose context authenticates with an exec plugin: the Cluster gets
@@ -43,20 +44,11 @@ func joinExec(ctx context.Context, out io.Writer, registryConfig *rest.Config, n
 	}
 	fmt.Fprintf(out, "member: %s knows the exec plugin %s's credentials as user %q\n", server, plugin.Command, review.Status.UserInfo.Username)
 
-	args, err := json.Marshal(plugin.Args)
+	provider, dropped, err := execProvider(plugin, o.dropCredentialArgs)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("context %q: %w (nothing was done)", context, err)
 	}
-	config := map[string]string{"command": plugin.Command, "apiVersion": plugin.APIVersion}
-	if len(plugin.Args) > 0 {
-		config["args"] = string(args)
-	}
-	if plugin.ProvideClusterInfo {
-		config["provideClusterInfo"] = "true"
-	}
-	c := joinedCluster(namespace, server, member.CAData, o, v1alpha1.AuthProviderConfig{
-		Name: "exec", Type: v1alpha1.AuthProviderType{Name: v1alpha1.ProviderTypeExec}, Config: config,
-	})
+	c := joinedCluster(namespace, server, member.CAData, o, provider)
 	if errs := v1alpha1.ValidateCluster(&c); len(errs) > 0 {
 		return nil, fmt.Errorf("registry: cluster %s/%s would be invalid (nothing was done): %w", namespace, o.name, errs.ToAggregate())
 	}
@@ -75,6 +67,17 @@ func joinExec(ctx context.Context, out io.Writer, registryConfig *rest.Config, n
 		}
 		fmt.Fprintf(out, "note: the plugin's environment (%s) was not copied, as it may hold secrets; readers set it themselves\n", strings.Join(names, ", "))
 	}
-	fmt.Fprintf(out, "note: readers run the plugin only if they allow it: --allow-exec %s --send-to %s\n", plugin.Command, server)
+	for _, d := range dropped {
+		fmt.Fprintf(out, "note: the plugin's argument %s was left out, as it passes a credential; readers give the plugin that credential themselves\n", d)
+	}
+	var args []string
+	if a := provider.Config["args"]; a != "" {
+		_ = json.Unmarshal([]byte(a), &args) // written above
+	}
+	allow, ok := trustflags.AllowExecArgsFor(plugin.Command, args)
+	if !ok {
+		allow = "--" + trustflags.FlagAllowExecArgs + " with a pattern that fits its arguments"
+	}
+	fmt.Fprintf(out, "note: readers run the plugin only if they allow it with these arguments and this server: %s --%s=%s\n", allow, trustflags.FlagSendTo, server)
 	return applied, nil
 }

@@ -19,7 +19,8 @@ import (
 )
 
 // cloudPlugin writes an exec plugin, as a cloud's would be, that answers with the member's
-// administrator certificate, and returns its path.
+// administrator certificate, and returns its path. Each run appends its arguments to a file
+// beside it, "runs".
 func cloudPlugin(t *testing.T, m *localfleet.Member) string {
 	t.Helper()
 	cfg, err := clientcmd.LoadFromFile(m.Kubeconfig)
@@ -31,9 +32,21 @@ func cloudPlugin(t *testing.T, m *localfleet.Member) string {
 		"status": map[string]string{"clientCertificateData": string(user.ClientCertificateData), "clientKeyData": string(user.ClientKeyData)},
 	})
 	require.NoError(t, err)
-	path := filepath.Join(t.TempDir(), "cloud-auth-plugin")
-	require.NoError(t, os.WriteFile(path, []byte("#!/bin/sh\ncat <<'EOF'\n"+string(answer)+"\nEOF\n"), 0o700))
+	dir := t.TempDir()
+	path := filepath.Join(dir, "cloud-auth-plugin")
+	script := "#!/bin/sh\necho \"$*\" >> '" + filepath.Join(dir, "runs") + "'\ncat <<'EOF'\n" + string(answer) + "\nEOF\n"
+	require.NoError(t, os.WriteFile(path, []byte(script), 0o700))
 	return path
+}
+
+// pluginRuns is what cloudPlugin's runs recorded, a line each.
+func pluginRuns(t *testing.T, plugin string) string {
+	data, err := os.ReadFile(filepath.Join(filepath.Dir(plugin), "runs"))
+	if os.IsNotExist(err) {
+		return ""
+	}
+	require.NoError(t, err)
+	return string(data)
 }
 
 // join --exec registers a cloud cluster's plugin, not a token: nothing is made on the member or
@@ -70,7 +83,8 @@ func TestJoinExec(t *testing.T) {
 	require.Equal(t, 0, code, "%s%s", out, stderr)
 	require.Contains(t, out, "registry: Cluster clouds/cloud created, with exec provider "+plugin)
 	require.Contains(t, out, "note: the plugin's environment (CLOUD_SECRET) was not copied")
-	require.Contains(t, out, "--allow-exec "+plugin+" --send-to "+lf.Members[0].URL())
+	allow := "--allow-exec-args='" + plugin + ` get-token --cluster "prod eu"'`
+	require.Contains(t, out, "note: readers run the plugin only if they allow it with these arguments and this server: "+allow+" --send-to="+lf.Members[0].URL())
 	c, err := versioned.NewForConfigOrDie(lf.Registry.Config).ClusterregistryV1alpha1().Clusters("clouds").Get(ctx, "cloud", metav1.GetOptions{})
 	require.NoError(t, err)
 	require.Equal(t, []v1alpha1.AuthProviderConfig{{Name: "exec", Type: v1alpha1.AuthProviderType{Name: v1alpha1.ProviderTypeExec},
@@ -85,12 +99,95 @@ func TestJoinExec(t *testing.T) {
 	code, _, stderr = cli("export", "--format", "kubeconfig", "--credential-command", bin)
 	require.Equal(t, 1, code)
 	require.Contains(t, stderr, "not exported: cluster clouds/cloud")
-	// One who has reaches the member with kubectl: the plugin's certificate, through credential.
-	code, out, stderr = cli("export", "--format", "kubeconfig", "--credential-command", bin, "--allow-exec", plugin, "--send-to", lf.Members[0].URL())
+	// Nor does one who allowed the command alone: the Cluster gives it arguments.
+	code, _, stderr = cli("export", "--format", "kubeconfig", "--credential-command", bin, "--allow-exec", plugin, "--send-to", lf.Members[0].URL())
+	require.Equal(t, 1, code)
+	require.Contains(t, stderr, "not exported: cluster clouds/cloud")
+	require.Contains(t, stderr, "the exec args neither equal")
+	joinRun := "get-token --cluster prod eu\n" // join itself checks that the plugin reaches the member
+	require.Equal(t, joinRun, pluginRuns(t, plugin), "the plugin ran for a reader who did not allow its arguments")
+	// One who allowed what join said reaches the member with kubectl: the plugin's certificate,
+	// through credential. The flag, as a shell would pass it, is one argument.
+	allowArg := "--allow-exec-args=" + plugin + ` get-token --cluster "prod eu"`
+	code, out, stderr = cli("export", "--format", "kubeconfig", "--credential-command", bin, allowArg, "--send-to", lf.Members[0].URL())
 	require.Equal(t, 0, code, stderr)
 	exported := filepath.Join(t.TempDir(), "clouds.kubeconfig")
 	require.NoError(t, os.WriteFile(exported, []byte(out), 0o600))
 	stdout, stderr, err := kubectl(ctx, lf, exported, "--context", "cloud", "auth", "whoami", "-o", "jsonpath={.status.userInfo.username}")
 	require.NoError(t, err, stderr)
 	require.NotEmpty(t, stdout)
+	require.Equal(t, joinRun+joinRun, pluginRuns(t, plugin))
+
+	// An editor of the Cluster now chooses the plugin's arguments: the reader's kubectl gets no
+	// credential, and the plugin does not run with them.
+	clusters := versioned.NewForConfigOrDie(lf.Registry.Config).ClusterregistryV1alpha1().Clusters("clouds")
+	c, err = clusters.Get(ctx, "cloud", metav1.GetOptions{})
+	require.NoError(t, err)
+	c.Spec.AuthInfo.Providers[0].Config["args"] = `["delete-everything","--yes"]`
+	_, err = clusters.Update(ctx, c, metav1.UpdateOptions{})
+	require.NoError(t, err)
+	_, stderr, err = kubectl(ctx, lf, exported, "--context", "cloud", "auth", "whoami")
+	require.Error(t, err)
+	require.Contains(t, stderr, "the exec args neither equal")
+	require.NotContains(t, pluginRuns(t, plugin), "delete-everything", "the plugin ran with the editor's arguments")
+
+	t.Run("arguments that pass a credential", func(t *testing.T) { testExecArgsWithCredentials(t, lf) })
+}
+
+// A plugin whose arguments pass a credential (kubelogin's --oidc-client-secret) is not copied
+// into the registry, where every reader of the cluster set would see it: join --exec and import
+// --from-kubeconfig refuse it, naming the flag and never its value, or leave the argument out
+// with --drop-credential-args.
+// TestJoinExec runs it on its fleet.
+func testExecArgsWithCredentials(t *testing.T, lf *localfleet.Fleet) {
+	ctx := t.Context()
+	plugin := cloudPlugin(t, lf.Members[0])
+	const secret = "0idc-cl1ent-s3cret-value"
+	kubeconfig := userKubeconfig(t, lf, map[string]*localfleet.Member{"oidc": lf.Members[0]})
+	cfg, err := clientcmd.LoadFromFile(kubeconfig)
+	require.NoError(t, err)
+	cfg.AuthInfos["oidc"] = &clientcmdapi.AuthInfo{Exec: &clientcmdapi.ExecConfig{
+		APIVersion: "client.authentication.k8s.io/v1", Command: plugin, InteractiveMode: clientcmdapi.NeverExecInteractiveMode,
+		Args: []string{"oidc-login", "get-token", "--oidc-issuer-url=https://issuer.example.com", "--oidc-client-secret=" + secret, "--password", secret, "--token-cache-dir=/tmp/cache"},
+	}}
+	require.NoError(t, clientcmd.WriteToFile(*cfg, kubeconfig))
+	cli := commandLine(ctx, kubeconfig, "oidc")
+	code, _, stderr := cli("install", "--create-namespace")
+	require.Equal(t, 0, code, stderr)
+	clusters := versioned.NewForConfigOrDie(lf.Registry.Config).ClusterregistryV1alpha1().Clusters("oidc")
+
+	code, out, stderr := cli("join", "oidc", "--exec")
+	require.Equal(t, 1, code, out)
+	require.Contains(t, stderr, `context "oidc": the exec plugin's argument --oidc-client-secret passes a credential`)
+	require.Contains(t, stderr, "--drop-credential-args")
+	require.NotContains(t, out+stderr, secret)
+	_, err = clusters.Get(ctx, "oidc", metav1.GetOptions{})
+	require.True(t, apierrors.IsNotFound(err), "a refused join made the Cluster: %v", err)
+
+	code, out, stderr = cli("import", "--from-kubeconfig", kubeconfig)
+	require.Equal(t, 1, code, out)
+	require.Contains(t, out, `context "oidc": the exec plugin's argument --oidc-client-secret passes a credential`)
+	require.Contains(t, out, "not imported")
+	require.NotContains(t, out+stderr, secret)
+	_, err = clusters.Get(ctx, "oidc", metav1.GetOptions{})
+	require.True(t, apierrors.IsNotFound(err), "a refused import made the Cluster: %v", err)
+
+	wantArgs := `["oidc-login","get-token","--oidc-issuer-url=https://issuer.example.com","--token-cache-dir=/tmp/cache"]`
+	for _, args := range [][]string{
+		{"join", "oidc", "--exec", "--drop-credential-args"},
+		{"import", "--from-kubeconfig", kubeconfig, "--drop-credential-args"},
+	} {
+		code, out, stderr = cli(args...)
+		require.Equal(t, 0, code, "%v: %s%s", args, out, stderr)
+		require.Contains(t, out, "argument --oidc-client-secret was left out")
+		require.Contains(t, out, "argument --password and its value was left out")
+		require.NotContains(t, out+stderr, secret)
+		c, err := clusters.Get(ctx, "oidc", metav1.GetOptions{})
+		require.NoError(t, err)
+		require.Equal(t, wantArgs, c.Spec.AuthInfo.Providers[0].Config["args"], "%v", args)
+		stored, err := json.Marshal(c)
+		require.NoError(t, err)
+		require.NotContains(t, string(stored), secret, "%v copied the credential into the registry", args)
+		require.NoError(t, clusters.Delete(ctx, "oidc", metav1.DeleteOptions{}))
+	}
 }

@@ -18,7 +18,6 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -36,8 +35,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/cluster-registry/sdk/clientset/versioned"
-	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
 	"github.com/cluster-registry/sdk/multicluster"
+	"github.com/cluster-registry/sdk/trustflags"
 )
 
 // fieldManager owns, on every member, the fields this tool applies.
@@ -200,8 +199,8 @@ func deployment(opts *options) func(context.Context, *multicluster.Member) (stri
 
 func parseFlags(args []string, stdout io.Writer) (*options, error) {
 	opts := &options{registry: genericclioptions.NewConfigFlags(true)}
-	var selector, prefer, execs, roots, sendTo string
-	var dryRun string
+	var selector, dryRun string
+	var trust trustflags.Flags
 	cmd := &cobra.Command{
 		Use:   "fanout-deploy --name NAME --image IMAGE [-l SELECTOR] [flags]",
 		Short: "Apply a Deployment to every member cluster the registry selects",
@@ -237,11 +236,7 @@ Cluster points to, read with your own permissions.`,
 	fs.StringVar(&dryRun, "dry-run", "none", `"server" asks each member to validate the change without making it; "none" makes it`)
 	fs.Lookup("dry-run").NoOptDefVal = "server"
 	fs.BoolVar(&opts.delete, "delete", false, "delete the Deployment instead of applying it")
-	fs.StringVar(&prefer, "prefer", "", "provider types to use, in order of preference, e.g. secret,kubeconfig-secret (default: each Cluster's own order)")
-	fs.StringVar(&execs, "allow-exec", "", "comma-separated exec plugin commands that Clusters may name (default: none)")
-	fs.StringVar(&roots, "file-root", "", "comma-separated directories that token-file and kubeconfig-file providers may read (default: none)")
-	fs.StringVar(&sendTo, "send-to", "", "comma-separated API servers that credentials from this machine (--allow-exec plugins, --file-root token files) may be sent to, "+
-		"or * for any server (only for plugins whose credentials are bound to the server they are given); a kubeconfig file's own server always counts (default: none)")
+	trust.AddFlags(fs)
 	if err := cmd.Execute(); err != nil {
 		return nil, err
 	}
@@ -285,36 +280,8 @@ Cluster points to, read with your own permissions.`,
 	if opts.selector, err = labels.Parse(selector); err != nil {
 		errs = append(errs, fmt.Errorf("--selector: %w", err))
 	}
-	known := []string{v1alpha1.ProviderTypeSecret, v1alpha1.ProviderTypeKubeconfigSecret, v1alpha1.ProviderTypeKubeconfigFile, v1alpha1.ProviderTypeExec, v1alpha1.ProviderTypeTokenFile}
-	for _, t := range list(prefer) {
-		if !slices.Contains(known, t) {
-			errs = append(errs, fmt.Errorf("--prefer: unknown provider type %q (known: %s)", t, strings.Join(known, ", ")))
-		}
-		opts.resolver.Prefer = append(opts.resolver.Prefer, t)
-	}
-	var to multicluster.ServerMatcher
-	switch servers := list(sendTo); {
-	case slices.Equal(servers, []string{"*"}):
-		to = multicluster.AnyServer()
-	case len(servers) > 0:
-		to = multicluster.Servers(servers...)
-	}
-	for _, command := range list(execs) {
-		opts.resolver.ExecPlugins = append(opts.resolver.ExecPlugins, multicluster.ExecPlugin{Command: command, ClusterArgs: true, SendTo: to})
-	}
-	for _, dir := range list(roots) {
-		opts.resolver.FileRoots = append(opts.resolver.FileRoots, multicluster.FileRoot{Dir: dir, SendTo: to})
+	if opts.resolver, err = trust.ResolverOptions(); err != nil {
+		errs = append(errs, err)
 	}
 	return opts, errors.Join(errs...)
-}
-
-// list splits a comma-separated flag value, dropping empty items.
-func list(s string) []string {
-	var out []string
-	for item := range strings.SplitSeq(s, ",") {
-		if item = strings.TrimSpace(item); item != "" {
-			out = append(out, item)
-		}
-	}
-	return out
 }

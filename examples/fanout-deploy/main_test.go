@@ -41,6 +41,8 @@ func TestBadFlags(t *testing.T) {
 		{[]string{"--name", "Web", "--image", "x"}, []string{`--name "Web" is not a valid Deployment name`}},
 		{[]string{"--name", "web", "--delete", "--selector", "a in ("}, []string{"--selector: unable to parse"}},
 		{[]string{"--name", "web", "--image", "x", "--prefer", "secret,magic"}, []string{`--prefer: unknown provider type "magic"`}},
+		{[]string{"--name", "web", "--image", "x", "--allow-exec", "aws eks get-token", "--allow-exec-args", ""},
+			[]string{`--allow-exec "aws eks get-token": want a command alone; a command with arguments goes in --allow-exec-args`, "--allow-exec-args is empty"}},
 		{[]string{"--name", "web", "--image", "x", "--replicas", "-1", "--concurrency", "-2", "--timeout", "0s"},
 			[]string{"--replicas -1", "--concurrency -2", "--timeout 0s"}},
 		{[]string{"--name", "web", "--image", "x", "--member-namespace", "Not/Valid"}, []string{`--member-namespace "Not/Valid"`}},

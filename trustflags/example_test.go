@@ -1,0 +1,39 @@
+package trustflags_test
+
+import (
+	"fmt"
+
+	"github.com/spf13/pflag"
+
+	"github.com/cluster-registry/sdk/multicluster"
+	"github.com/cluster-registry/sdk/trustflags"
+)
+
+// A tool takes the trust flags, and so lets its user say which exec plugins Clusters may run, with
+// which arguments, and where their credentials may go.
+func ExampleFlags() {
+	var trust trustflags.Flags
+	fs := pflag.NewFlagSet("my-tool", pflag.ContinueOnError)
+	trust.AddFlags(fs)
+	_ = fs.Parse([]string{
+		"--allow-exec-args=aws eks get-token --cluster-name * --region *",
+		"--send-to=https://prod.eks.example.com",
+	})
+
+	opts, err := trust.ResolverOptions()
+	if err != nil {
+		fmt.Println(err) // names the flag at fault
+		return
+	}
+	// opts.Secrets = multicluster.SecretsFromClient(registryKube)
+	_, err = multicluster.NewResolver(opts)
+	fmt.Println(err)
+	fmt.Println(opts.ExecPlugins[0].Command, opts.ExecPlugins[0].ArgsPattern)
+	fmt.Println(multicluster.MatchArgs(opts.ExecPlugins[0].ArgsPattern, []string{"eks", "get-token", "--cluster-name", "prod", "--region", "eu-west-1"}))
+	fmt.Println(multicluster.MatchArgs(opts.ExecPlugins[0].ArgsPattern, []string{"eks", "get-token", "--cluster-name", "--profile=admin", "--region", "eu-west-1"}))
+	// Output:
+	// <nil>
+	// aws [eks get-token --cluster-name * --region *]
+	// true
+	// false
+}

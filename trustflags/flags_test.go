@@ -1,0 +1,120 @@
+package trustflags
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/spf13/pflag"
+	"github.com/stretchr/testify/require"
+
+	"github.com/cluster-registry/sdk/multicluster"
+)
+
+func parse(t *testing.T, args ...string) (*Flags, multicluster.ResolverOptions, error) {
+	t.Helper()
+	var f Flags
+	fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
+	f.AddFlags(fs)
+	require.NoError(t, fs.Parse(args))
+	o, err := f.ResolverOptions()
+	return &f, o, err
+}
+
+// Each flag allows what it names and no more: --allow-exec no arguments of the Cluster's,
+// --allow-exec-args a pattern (quoted words kept whole, commas too), --allow-exec-any-args any.
+func TestResolverOptions(t *testing.T) {
+	f, o, err := parse(t,
+		"--allow-exec=gke-gcloud-auth-plugin,kubelogin",
+		`--allow-exec-args=aws eks get-token --cluster-name * --region=* --scopes "a, b"`,
+		"--allow-exec-any-args=legacy",
+		"--file-root=/var/run/secrets/tokens",
+		"--send-to=https://a.example.com,b.example.com:6443",
+		"--prefer=exec,token-file")
+	require.NoError(t, err)
+	require.Equal(t, []string{"exec", "token-file"}, o.Prefer)
+	require.Len(t, o.ExecPlugins, 4)
+	for _, p := range o.ExecPlugins[:2] {
+		require.Nil(t, p.ArgsPattern)
+		require.False(t, p.ClusterArgs)
+	}
+	require.Equal(t, "aws", o.ExecPlugins[2].Command)
+	require.Equal(t, []string{"eks", "get-token", "--cluster-name", "*", "--region=*", "--scopes", "a, b"}, o.ExecPlugins[2].ArgsPattern)
+	require.False(t, o.ExecPlugins[2].ClusterArgs)
+	require.True(t, o.ExecPlugins[3].ClusterArgs)
+	require.Equal(t, "/var/run/secrets/tokens", o.FileRoots[0].Dir)
+	for _, p := range o.ExecPlugins {
+		require.NotNil(t, p.SendTo)
+	}
+	_, err = multicluster.NewResolver(o)
+	require.NoError(t, err)
+
+	// Written back, the flags read the same.
+	_, again, err := parse(t, f.Args()...)
+	require.NoError(t, err)
+	require.Equal(t, len(o.ExecPlugins), len(again.ExecPlugins))
+	for i := range o.ExecPlugins {
+		require.Equal(t, o.ExecPlugins[i].Command, again.ExecPlugins[i].Command)
+		require.Equal(t, o.ExecPlugins[i].ArgsPattern, again.ExecPlugins[i].ArgsPattern)
+		require.Equal(t, o.ExecPlugins[i].ClusterArgs, again.ExecPlugins[i].ClusterArgs)
+	}
+
+	// Nothing given, nothing trusted.
+	_, o, err = parse(t)
+	require.NoError(t, err)
+	require.Empty(t, o.ExecPlugins)
+	require.Empty(t, o.FileRoots)
+}
+
+// Bad values are named by their flag.
+func TestResolverOptionsErrors(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		says string
+	}{
+		{[]string{"--prefer=vault"}, `--prefer: unknown provider type "vault"`},
+		{[]string{"--allow-exec=aws eks get-token"}, "a command with arguments goes in --allow-exec-args"},
+		{[]string{"--allow-exec-args="}, "--allow-exec-args is empty"},
+		{[]string{`--allow-exec-args=aws "eks`}, "a double quote is not closed"},
+		{[]string{"--allow-exec-any-args=a b"}, "--allow-exec-any-args"},
+		{[]string{"--send-to=*,https://a.example.com"}, "* stands for every server"},
+		{[]string{"--send-to=ftp://a.example.com"}, `--send-to "ftp://a.example.com"`},
+	} {
+		_, _, err := parse(t, tc.args...)
+		require.ErrorContains(t, err, tc.says, "%v", tc.args)
+	}
+}
+
+// What join --exec tells readers to allow is a flag that allows exactly that plugin and its args,
+// white space and quotes included.
+func TestAllowExecArgsFor(t *testing.T) {
+	args := []string{"get-token", "--cluster", "prod eu", `it's "quoted"`, `back\slash`}
+	flag, ok := AllowExecArgsFor("/usr/bin/cloud", args)
+	require.True(t, ok)
+	require.True(t, strings.HasPrefix(flag, "--allow-exec-args='/usr/bin/cloud get-token --cluster \"prod eu\" "), flag)
+	// What a shell makes of the single quotes, and then the flag of the words.
+	value := strings.TrimPrefix(flag, "--allow-exec-args=")
+	value = strings.ReplaceAll(strings.Trim(value, "'"), `'\''`, "'")
+	words, err := splitWords(value)
+	require.NoError(t, err)
+	require.Equal(t, append([]string{"/usr/bin/cloud"}, args...), words)
+
+	_, ok = AllowExecArgsFor("x", []string{"--region=*"})
+	require.False(t, ok, "a literal =* would read as a wildcard")
+}
+
+func FuzzSplitWords(f *testing.F) {
+	for _, s := range []string{`a b`, `"a b" 'c d' e\ f`, `"\"" '\'`, `x "y`, "\t\n", `""`} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		words, err := splitWords(s)
+		if err != nil {
+			return
+		}
+		again, err := splitWords(joinWords(words))
+		if err != nil || !slices.Equal(words, again) {
+			t.Fatalf("split %q = %q; joined and split again: %q, %v", s, words, again, err)
+		}
+	})
+}
