@@ -8,6 +8,10 @@
 // a Secret's credentials go only to the servers the Secret names (credential pinning), Secrets
 // outside a Cluster's namespace, files outside the caller's chosen roots and exec commands not on
 // the caller's list are refused, and no credential ever appears in an error or a log line.
+// Pinning holds on every request, not only when resolving: the transport of the rest.Config the
+// Resolver returns refuses any request for another server than the member's (a redirect that
+// the member, or whatever answers at its address, sends elsewhere) with an OffServerError, in
+// every client built from that config.
 //
 // A Fleet is a set of Members, live from the registry (NewFleet) or fixed (StaticFleet, LoadFleet,
 // FleetOf); Status says how current a live one is, and Subscribe follows its membership. Map and

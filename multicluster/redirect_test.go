@@ -136,7 +136,6 @@ func TestRedirectsDoNotCarryCredentials(t *testing.T) {
 	fleet := StaticFleet(r, clusters, FleetOptions{})
 
 	// Each way a tool reaches a member, with one request that the member redirects.
-	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "x"}}
 	uses := map[string]func(ctx context.Context, m *Member) error{
 		"Member.Kubernetes GET": func(ctx context.Context, m *Member) error {
 			kube, err := m.Kubernetes(ctx)
@@ -151,6 +150,7 @@ func TestRedirectsDoNotCarryCredentials(t *testing.T) {
 			if err != nil {
 				return err
 			}
+			cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "x"}} // one each: encoding sets its kind
 			_, err = kube.CoreV1().ConfigMaps("default").Create(ctx, cm, metav1.CreateOptions{})
 			return err
 		},
