@@ -156,28 +156,28 @@ func testExecArgsWithCredentials(t *testing.T, lf *localfleet.Fleet) {
 	require.Equal(t, 0, code, stderr)
 	clusters := versioned.NewForConfigOrDie(lf.Registry.Config).ClusterregistryV1alpha1().Clusters("oidc")
 
-	code, out, stderr := cli("join", "oidc", "--exec")
-	require.Equal(t, 1, code, out)
-	require.Contains(t, stderr, `context "oidc": the exec plugin's argument --oidc-client-secret passes a credential`)
-	require.Contains(t, stderr, "--drop-credential-args")
-	require.NotContains(t, out+stderr, secret)
-	_, err = clusters.Get(ctx, "oidc", metav1.GetOptions{})
-	require.True(t, apierrors.IsNotFound(err), "a refused join made the Cluster: %v", err)
-
-	code, out, stderr = cli("import", "--from-kubeconfig", kubeconfig)
-	require.Equal(t, 1, code, out)
-	require.Contains(t, out, `context "oidc": the exec plugin's argument --oidc-client-secret passes a credential`)
-	require.Contains(t, out, "not imported")
-	require.NotContains(t, out+stderr, secret)
-	_, err = clusters.Get(ctx, "oidc", metav1.GetOptions{})
-	require.True(t, apierrors.IsNotFound(err), "a refused import made the Cluster: %v", err)
+	for _, refused := range []struct {
+		args []string
+		says string
+	}{
+		{[]string{"join", "oidc", "--exec"}, "--drop-credential-args"},
+		{[]string{"import", "--from-kubeconfig", kubeconfig}, "not imported"},
+	} {
+		code, out, stderr := cli(refused.args...)
+		require.Equal(t, 1, code, "%v: %s", refused.args, out)
+		require.Contains(t, out+stderr, `context "oidc": the exec plugin's argument --oidc-client-secret passes a credential`)
+		require.Contains(t, out+stderr, refused.says)
+		require.NotContains(t, out+stderr, secret)
+		_, err = clusters.Get(ctx, "oidc", metav1.GetOptions{})
+		require.True(t, apierrors.IsNotFound(err), "a refused %v made the Cluster: %v", refused.args, err)
+	}
 
 	wantArgs := `["oidc-login","get-token","--oidc-issuer-url=https://issuer.example.com","--token-cache-dir=/tmp/cache"]`
 	for _, args := range [][]string{
 		{"join", "oidc", "--exec", "--drop-credential-args"},
 		{"import", "--from-kubeconfig", kubeconfig, "--drop-credential-args"},
 	} {
-		code, out, stderr = cli(args...)
+		code, out, stderr := cli(args...)
 		require.Equal(t, 0, code, "%v: %s%s", args, out, stderr)
 		require.Contains(t, out, "argument --oidc-client-secret was left out")
 		require.Contains(t, out, "argument --password and its value was left out")
