@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/client-go/kubernetes"
 
@@ -50,10 +51,13 @@ named on standard error and left out, and export exits 1.`,
   # Reach every member of the fleet with kubectl, through the registry
   clusterregistry export -n fleet --format kubeconfig > fleet.kubeconfig
   kubectl --kubeconfig fleet.kubeconfig --context prod-eu-1 get nodes`,
-		Args: cobra.NoArgs,
+		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if output != "yaml" && output != "json" {
 				return usageError{fmt.Errorf("-o %q: want yaml or json", output)}
+			}
+			if _, err := labels.Parse(selector); err != nil {
+				return usageError{fmt.Errorf("-l/--selector: %w", err)}
 			}
 			switch format {
 			case "clusters":

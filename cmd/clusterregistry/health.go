@@ -50,7 +50,7 @@ It needs the ClusterRole in deploy/health/clusterrole.yaml in each namespace it 
 
   # Members that authenticate with a projected token file of this pod's
   clusterregistry health -n fleet --file-root /var/run/secrets/tokens --send-to https://prod-eu-1.example.com:6443`,
-		Args: cobra.NoArgs,
+		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg, namespace, err := connect(registry)
 			if err != nil {

@@ -54,7 +54,7 @@ apply (-o yaml or json), for kubectl apply or a GitOps repository.`,
 
   # The manifests, for GitOps
   clusterregistry install --dry-run=client --create-namespace -n fleet > registry.yaml`,
-		Args: cobra.NoArgs,
+		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			switch {
 			case dryRun == "server":

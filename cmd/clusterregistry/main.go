@@ -68,16 +68,34 @@ clusterregistry.k8s.io Cluster API, one namespace per cluster set.
 It reaches the registry with kubectl's connection flags.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		// Left to cobra, an unknown command exits with status 1; it is a usage error (2).
+		Args: cobra.ArbitraryArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) > 0 {
+				return usageError{fmt.Errorf("unknown command %q", args[0])}
+			}
+			return cmd.Help()
+		},
 	}
 	root.SetContext(ctx)
 	registry.AddFlags(root.PersistentFlags())
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
-	root.AddCommand(newInstall(registry), newJoin(registry), newUnjoin(registry), newExport(registry), newImport(registry), newCredential(registry), newHealth(registry))
+	root.AddCommand(newInstall(registry), newJoin(registry), newUnjoin(registry), newExport(registry), newImport(registry), newCredential(registry), newHealth(registry), newVersion())
 	return root
 }
 
 // connect is the registry's rest.Config and the namespace (cluster set) that -n, or else the
 // kubeconfig's context, names.
+// usageArgs makes the errors of a positional-argument check usage errors (exit status 2).
+func usageArgs(check cobra.PositionalArgs) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if err := check(cmd, args); err != nil {
+			return usageError{err}
+		}
+		return nil
+	}
+}
+
 func connect(registry *genericclioptions.ConfigFlags) (*rest.Config, string, error) {
 	cfg, err := registry.ToRESTConfig()
 	if err != nil {

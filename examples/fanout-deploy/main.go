@@ -35,6 +35,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/cluster-registry/sdk/clientset/versioned"
+	"github.com/cluster-registry/sdk/internal/buildinfo"
 	"github.com/cluster-registry/sdk/multicluster"
 	"github.com/cluster-registry/sdk/trustflags"
 )
@@ -237,11 +238,16 @@ Cluster points to, read with your own permissions.`,
 	fs.Lookup("dry-run").NoOptDefVal = "server"
 	fs.BoolVar(&opts.delete, "delete", false, "delete the Deployment instead of applying it")
 	trust.AddFlags(fs)
+	version := fs.Bool("version", false, "print the version (the SDK release and the commit it was built from) and exit")
 	if err := cmd.Execute(); err != nil {
 		return nil, err
 	}
 	if help, _ := fs.GetBool("help"); help {
 		return nil, pflag.ErrHelp
+	}
+	if *version {
+		fmt.Fprintln(stdout, "fanout-deploy", buildinfo.Read())
+		return nil, pflag.ErrHelp // done, as for --help
 	}
 	fsArgs := fs.Args()
 
