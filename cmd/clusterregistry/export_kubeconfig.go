@@ -1,18 +1,19 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
-	clientcmdlatest "k8s.io/client-go/tools/clientcmd/api/latest"
+	"sigs.k8s.io/yaml"
 
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
 	"github.com/cluster-registry/sdk/multicluster"
@@ -59,13 +60,14 @@ func exportKubeconfig(ctx context.Context, out, errOut io.Writer, resolver *mult
 		}}
 		cfg.Contexts[name] = &clientcmdapi.Context{Cluster: name, AuthInfo: name, Namespace: "default"}
 	}
-	var data []byte
-	var err error
-	if o.output == "json" {
-		data, err = runtime.Encode(clientcmdlatest.Codec, cfg)
-		data = append(data, '\n')
-	} else {
-		data, err = clientcmd.Write(*cfg)
+	data, err := clientcmd.Write(*cfg)
+	if err == nil && o.output == "json" {
+		// clientcmd's codec writes YAML whatever it is asked for: convert, and indent as kubectl does.
+		var indented bytes.Buffer
+		if data, err = yaml.YAMLToJSON(data); err == nil {
+			err = json.Indent(&indented, data, "", "  ")
+			data = append(indented.Bytes(), '\n')
+		}
 	}
 	if err != nil {
 		return err
