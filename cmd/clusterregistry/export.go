@@ -89,8 +89,23 @@ named on standard error and left out, and export exits 1.`,
 			if err != nil {
 				return fmt.Errorf("listing the Clusters of namespace %q: %w", namespace, err)
 			}
+			if len(list.Items) == 0 {
+				// As kubectl get says it; the file is still a valid, empty list.
+				where := fmt.Sprintf("in namespace %s", namespace)
+				if allNamespaces {
+					where = "in any namespace"
+				}
+				fmt.Fprintf(cmd.ErrOrStderr(), "No Clusters found %s.\n", where)
+			}
 			if format == "clusters" {
-				return writeClusters(cmd.OutOrStdout(), list.Items, output)
+				if err := writeClusters(cmd.OutOrStdout(), list.Items, output); err != nil {
+					return err
+				}
+				if n := pointingAtSecrets(list.Items); n > 0 {
+					fmt.Fprintf(cmd.ErrOrStderr(), "note: %d of the %d Clusters point at Secrets, which export leaves out as they hold credentials: "+
+						"copy them to where you import the file (import names the ones it misses)\n", n, len(list.Items))
+				}
+				return nil
 			}
 			credentialArgs, err := registryArgs(registry)
 			if err != nil {
@@ -135,8 +150,23 @@ func portable(c v1alpha1.Cluster) v1alpha1.Cluster {
 	}
 }
 
+// pointingAtSecrets counts the Clusters with a secret or kubeconfig-secret provider.
+func pointingAtSecrets(clusters []v1alpha1.Cluster) int {
+	n := 0
+	for _, c := range clusters {
+		for _, p := range c.Spec.AuthInfo.Providers {
+			if p.Type.Name == v1alpha1.ProviderTypeSecret || p.Type.Name == v1alpha1.ProviderTypeKubeconfigSecret {
+				n++
+				break
+			}
+		}
+	}
+	return n
+}
+
 func writeClusters(w io.Writer, clusters []v1alpha1.Cluster, output string) error {
-	list := v1alpha1.ClusterList{TypeMeta: metav1.TypeMeta{APIVersion: v1alpha1.SchemeGroupVersion.String(), Kind: "ClusterList"}}
+	list := v1alpha1.ClusterList{TypeMeta: metav1.TypeMeta{APIVersion: v1alpha1.SchemeGroupVersion.String(), Kind: "ClusterList"},
+		Items: []v1alpha1.Cluster{}} // items: [], not null, when there are none
 	for _, c := range clusters {
 		list.Items = append(list.Items, portable(c))
 	}

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
@@ -37,6 +38,7 @@ func TestExportImportRoundTrip(t *testing.T) {
 
 	code, exported, stderr := cli("export")
 	require.Equal(t, 0, code, stderr)
+	require.Contains(t, stderr, "note: 2 of the 2 Clusters point at Secrets, which export leaves out")
 	require.Contains(t, exported, "kind: ClusterList")
 	require.NotContains(t, exported, "resourceVersion")
 	require.NotContains(t, exported, "managedFields")
@@ -64,6 +66,43 @@ func TestExportImportRoundTrip(t *testing.T) {
 	require.Equal(t, 0, code)
 	require.Equal(t, 2, strings.Count(out, ": unchanged"), out)
 
+	// -n that contradicts the file's namespace is refused, and nothing is imported; with the
+	// file's namespaces removed, the Clusters go to -n's, and the report names the Secrets they
+	// point at that are not there (import carries Clusters, not Secrets).
+	kube := kubernetes.NewForConfigOrDie(lf.Registry.Config)
+	_, err = kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "other"}}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	others := versioned.NewForConfigOrDie(lf.Registry.Config).ClusterregistryV1alpha1().Clusters("other")
+	otherCLI := commandLine(ctx, lf.Registry.Kubeconfig, "other")
+	code, out, stderr = otherCLI("import", file)
+	require.Equal(t, 1, code, out)
+	require.Contains(t, stderr, "2 Clusters are of other namespaces than -n other (fleet/member-1, fleet/member-2); nothing was imported")
+	none, err := others.List(ctx, metav1.ListOptions{})
+	require.NoError(t, err)
+	require.Empty(t, none.Items)
+	code, out, stderr = otherCLI("export")
+	require.Equal(t, 0, code, stderr)
+	require.Contains(t, out, "items: []")
+	require.Equal(t, "No Clusters found in namespace other.\n", stderr)
+	anywhere := filepath.Join(t.TempDir(), "anywhere.yaml")
+	var unplaced v1alpha1.ClusterList
+	require.NoError(t, yaml.Unmarshal([]byte(exported), &unplaced))
+	for i := range unplaced.Items {
+		unplaced.Items[i].Namespace = ""
+	}
+	data, err := yaml.Marshal(unplaced)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(anywhere, data, 0o600))
+	code, out, stderr = otherCLI("import", anywhere)
+	require.Equal(t, 0, code, "%s%s", out, stderr)
+	require.Contains(t, out, "cluster other/member-1: created")
+	require.Contains(t, out, "cluster other/member-1: warning: provider")
+	require.Regexp(t, `cluster other/member-1: warning: provider "\S+" points at Secret other/\S+, which is not there`, out)
+	require.Regexp(t, `cluster other/member-2: warning: provider "\S+" points at Secret other/member-2-kubeconfig, which is not there`, out)
+	code, out, _ = cli("import", file)
+	require.Equal(t, 0, code)
+	require.NotContains(t, out, "warning", "the Secrets are there in the Clusters' own namespace")
+
 	// -o: the applied Clusters on stdout, as the registry has them, and the report on stderr.
 	code, out, stderr = cli("import", file, "-o", "yaml")
 	require.Equal(t, 0, code, stderr)
@@ -89,7 +128,7 @@ func TestExportImportRoundTrip(t *testing.T) {
 	good := list.Items[1].DeepCopy()
 	good.Name = "member-10"
 	list.Items = append(list.Items[:1], *withToken, *good)
-	data, err := yaml.Marshal(list)
+	data, err = yaml.Marshal(list)
 	require.NoError(t, err)
 	badFile := filepath.Join(t.TempDir(), "bad.yaml")
 	require.NoError(t, os.WriteFile(badFile, data, 0o600))

@@ -7,12 +7,16 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"github.com/spf13/cobra"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/client-go/kubernetes"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"sigs.k8s.io/yaml"
 
 	"github.com/cluster-registry/sdk/clientset/versioned"
@@ -87,10 +91,18 @@ credential (such as --oidc-client-secret=...); a context whose plugin has one is
 			if err != nil {
 				return err
 			}
+			kube, err := kubernetes.NewForConfig(cfg)
+			if err != nil {
+				return err
+			}
 			for _, n := range notes {
 				fmt.Fprintln(output.report(cmd), "note: "+n)
 			}
-			return importClusters(cmd.Context(), output.report(cmd), cmd.OutOrStdout(), &output, client, args[0], clusters, problems, namespace, dryRun == "server", force)
+			// As kubectl apply: an -n that contradicts the file's namespaces is refused, not ignored.
+			explicitNamespace := registry.Namespace != nil && *registry.Namespace != ""
+			run := importRun{out: output.report(cmd), stdout: cmd.OutOrStdout(), output: &output, client: client, secrets: kube.CoreV1(),
+				path: args[0], namespace: namespace, enforceNamespace: explicitNamespace, dryRun: dryRun == "server", force: force}
+			return run.run(cmd.Context(), clusters, problems)
 		},
 	}
 	cmd.Flags().StringVar(&dryRun, "dry-run", "none", `"server" asks the registry to check each change without making it`)
@@ -114,52 +126,119 @@ func readClusters(path string) ([]v1alpha1.Cluster, error) {
 	return list.Items, nil
 }
 
-// importClusters validates and applies each Cluster, one report line each, after a line for each
-// of the problems found while reading the file.
-//
-// The applied Clusters go to stdout as output asks, once all are applied, those that failed left
-// out.
-func importClusters(ctx context.Context, out, stdout io.Writer, output *appliedOutput, client versioned.Interface, path string, clusters []v1alpha1.Cluster, problems []string, namespace string, dryRun, force bool) error {
+// importRun is one import: where it reports, what it applies with, and how.
+type importRun struct {
+	out, stdout io.Writer // the report; the applied Clusters, as output asks
+	output      *appliedOutput
+	client      versioned.Interface
+	secrets     corev1client.SecretsGetter // to say which Secrets the applied Clusters lack
+	path        string
+	// namespace is where Clusters without one go; with enforceNamespace (-n given), a Cluster of
+	// another namespace is refused, as kubectl apply refuses it.
+	namespace        string
+	enforceNamespace bool
+	dryRun, force    bool
+}
+
+// run validates and applies each Cluster, one report line each, after a line for each of the
+// problems found while reading the file, and warns of the Secrets an applied Cluster points at
+// that its namespace lacks. The applied Clusters go to stdout as output asks, once all are
+// applied, those that failed left out. A Cluster whose namespace contradicts -n stops the import
+// before anything is applied.
+func (r *importRun) run(ctx context.Context, clusters []v1alpha1.Cluster, problems []string) error {
+	if r.enforceNamespace {
+		var mismatched []string
+		for _, c := range clusters {
+			if c.Namespace != "" && c.Namespace != r.namespace {
+				mismatched = append(mismatched, fmt.Sprintf("%s/%s", c.Namespace, c.Name))
+			}
+		}
+		if len(mismatched) > 0 {
+			return fmt.Errorf("%s: %d Clusters are of other namespaces than -n %s (%s); nothing was imported: "+
+				"give the file's namespace with -n, or remove metadata.namespace from the file to import them into %s",
+				r.path, len(mismatched), r.namespace, strings.Join(mismatched, ", "), r.namespace)
+		}
+	}
 	var applied []*v1alpha1.Cluster
 	for _, p := range problems {
-		fmt.Fprintln(out, p)
+		fmt.Fprintln(r.out, p)
 	}
 	failed := len(problems)
 	for i := range clusters {
 		c := portable(clusters[i])
 		if c.Namespace == "" {
-			c.Namespace = namespace
+			c.Namespace = r.namespace
 		}
-		name := fmt.Sprintf("%s: cluster %s/%s", path, c.Namespace, c.Name)
+		name := fmt.Sprintf("%s: cluster %s/%s", r.path, c.Namespace, c.Name)
 		if clusters[i].Kind != "" && clusters[i].Kind != "Cluster" {
-			fmt.Fprintf(out, "%s: items[%d] is a %s, not a Cluster; not imported\n", path, i, clusters[i].Kind)
+			fmt.Fprintf(r.out, "%s: items[%d] is a %s, not a Cluster; not imported\n", r.path, i, clusters[i].Kind)
 			failed++
 			continue
 		}
 		if errs := v1alpha1.ValidateCluster(&c); len(errs) > 0 {
-			fmt.Fprintf(out, "%s: invalid, not imported: %v\n", name, errs.ToAggregate())
+			fmt.Fprintf(r.out, "%s: invalid, not imported: %v\n", name, errs.ToAggregate())
 			failed++
 			continue
 		}
-		after, what, err := applyCluster(ctx, client, &c, dryRun, force)
+		after, what, err := applyCluster(ctx, r.client, &c, r.dryRun, r.force)
 		if err != nil {
-			fmt.Fprintf(out, "%s: not imported: %v\n", name, err)
+			fmt.Fprintf(r.out, "%s: not imported: %v\n", name, err)
 			failed++
 			continue
 		}
-		if dryRun {
+		if r.dryRun {
 			what += " (server dry run)"
 		}
-		fmt.Fprintf(out, "%s: %s\n", name, what)
+		fmt.Fprintf(r.out, "%s: %s\n", name, what)
+		for _, warning := range missingSecrets(ctx, r.secrets, after) {
+			fmt.Fprintf(r.out, "%s: warning: %s\n", name, warning)
+		}
 		applied = append(applied, after)
 	}
-	if err := output.print(stdout, applied); err != nil {
+	if err := r.output.print(r.stdout, applied); err != nil {
 		return err
 	}
 	if failed > 0 {
 		return fmt.Errorf("%w: %d of %d, named above", errSomeFailed, failed, len(clusters)+len(problems))
 	}
 	return nil
+}
+
+// missingSecrets says which Secrets that c's secret and kubeconfig-secret providers point at are
+// not in the registry (or cannot be read): export and import carry Clusters, not the Secrets that
+// hold credentials, so a cluster set imported elsewhere points at Secrets that are not there.
+func missingSecrets(ctx context.Context, secrets corev1client.SecretsGetter, c *v1alpha1.Cluster) []string {
+	var warnings []string
+	for _, p := range c.Spec.AuthInfo.Providers {
+		var name string
+		switch p.Type.Name {
+		case v1alpha1.ProviderTypeSecret:
+			name = p.Config["name"]
+		case v1alpha1.ProviderTypeKubeconfigSecret:
+			name = p.Config["name"]
+			if name == "" {
+				name = c.Name + "-kubeconfig"
+			}
+		default:
+			continue
+		}
+		namespace := p.Config["namespace"]
+		if namespace == "" {
+			namespace = c.Namespace
+		}
+		if name == "" || len(validation.IsDNS1123Subdomain(name)) > 0 || len(validation.IsDNS1123Label(namespace)) > 0 {
+			continue // the Resolver says what is wrong with such a pointer
+		}
+		_, err := secrets.Secrets(namespace).Get(ctx, name, metav1.GetOptions{})
+		switch {
+		case apierrors.IsNotFound(err):
+			warnings = append(warnings, fmt.Sprintf("provider %q points at Secret %s/%s, which is not there: the Cluster resolves only once it is "+
+				"(import carries Clusters, not the Secrets that hold their credentials)", p.Name, namespace, name))
+		case err != nil:
+			warnings = append(warnings, fmt.Sprintf("provider %q points at Secret %s/%s, which could not be checked: %v", p.Name, namespace, name, err))
+		}
+	}
+	return warnings
 }
 
 // applyCluster applies c, and returns the Cluster as the registry has it after and whether it
