@@ -169,7 +169,7 @@ func join(ctx context.Context, out io.Writer, registryConfig *rest.Config, names
 		return nil, err
 	}
 	secretName := o.name + "-token"
-	if err := checkNameFree(ctx, registryConfig, namespace, o.name, server); err != nil {
+	if err := checkNameFree(ctx, out, registryConfig, namespace, o.name, server); err != nil {
 		return nil, err
 	}
 
@@ -196,23 +196,36 @@ func join(ctx context.Context, out io.Writer, registryConfig *rest.Config, names
 	} else if err != nil {
 		return nil, fmt.Errorf("member: reaching %s to read ClusterRole %s (nothing was done): %w", server, o.clusterRole, err)
 	}
-	account := "clusterregistry-" + o.name
-	if o.dryRun {
-		dry, what, err := applyCluster(ctx, versioned.NewForConfigOrDie(registryConfig), &c, true, true)
-		if err != nil {
-			return nil, fmt.Errorf("registry: the registry refuses cluster %s/%s (nothing was done): %w", namespace, o.name, err)
+	// What the registry would refuse (a cluster set that does not exist, no right to write
+	// Secrets or Clusters there, an invalid Cluster) is found before the member is changed.
+	regID := registryID(ctx, registryKube, registryConfig)
+	account := memberAccount(regID, namespace, o.name)
+	owner := ownerAnnotations(regID, namespace, o.name)
+	dry, what, err := applyCluster(ctx, versioned.NewForConfigOrDie(registryConfig), &c, true, true)
+	if err == nil {
+		dryApply := metav1.ApplyOptions{FieldManager: fieldManager, Force: true, DryRun: []string{metav1.DryRunAll}}
+		_, err = registryKube.CoreV1().Secrets(namespace).Apply(ctx, tokenSecret(namespace, secretName, server, "dry-run", ca), dryApply)
+	}
+	if err != nil {
+		hint := ""
+		if apierrors.IsNotFound(err) {
+			hint = fmt.Sprintf("; make the cluster set with: clusterregistry install --create-namespace -n %s", namespace)
 		}
+		return nil, fmt.Errorf("registry: the registry refuses cluster %s/%s or its Secret (nothing was done): %w%s", namespace, o.name, err, hint)
+	}
+	if o.dryRun {
 		fmt.Fprintf(out, "member: would apply ServiceAccount %s/%s and bind it to ClusterRole %s (dry run)\n", joinNamespace, account, o.clusterRole)
 		fmt.Fprintf(out, "registry: would apply Secret %s/%s with a new token, pinned to %s (dry run)\n", namespace, secretName, server)
 		fmt.Fprintf(out, "registry: Cluster %s/%s would be %s (server dry run)\n", namespace, o.name, what)
 		return dry, nil
 	}
 	apply := metav1.ApplyOptions{FieldManager: fieldManager, Force: true}
-	if _, err := memberKube.CoreV1().ServiceAccounts(joinNamespace).Apply(ctx, corev1ac.ServiceAccount(account, joinNamespace), apply); err != nil {
+	sa := corev1ac.ServiceAccount(account, joinNamespace).WithAnnotations(owner)
+	if _, err := memberKube.CoreV1().ServiceAccounts(joinNamespace).Apply(ctx, sa, apply); err != nil {
 		return nil, fmt.Errorf("member: creating service account %s/%s (nothing was done): %w", joinNamespace, account, err)
 	}
 	fmt.Fprintf(out, "member: ServiceAccount %s/%s applied\n", joinNamespace, account)
-	binding := rbacv1ac.ClusterRoleBinding(account).
+	binding := rbacv1ac.ClusterRoleBinding(account).WithAnnotations(owner).
 		WithRoleRef(rbacv1ac.RoleRef().WithAPIGroup("rbac.authorization.k8s.io").WithKind("ClusterRole").WithName(o.clusterRole)).
 		WithSubjects(rbacv1ac.Subject().WithKind("ServiceAccount").WithNamespace(joinNamespace).WithName(account))
 	if _, err := memberKube.RbacV1().ClusterRoleBindings().Apply(ctx, binding, apply); err != nil {
@@ -225,10 +238,7 @@ func join(ctx context.Context, out io.Writer, registryConfig *rest.Config, names
 	if err != nil {
 		return nil, fmt.Errorf("member: asking for a token for %s (its service account and binding are made): %w", account, err)
 	}
-	secret := corev1ac.Secret(secretName, namespace).
-		WithAnnotations(map[string]string{v1alpha1.ServersAnnotation: server}).
-		WithType(corev1.SecretTypeOpaque).
-		WithData(map[string][]byte{"token": []byte(token.Status.Token), "ca.crt": ca})
+	secret := tokenSecret(namespace, secretName, server, token.Status.Token, ca)
 	if _, err := registryKube.CoreV1().Secrets(namespace).Apply(ctx, secret, apply); err != nil {
 		return nil, fmt.Errorf("registry: storing the token in Secret %s/%s (the member's service account is made; unjoin removes it): %w", namespace, secretName, err)
 	}
@@ -242,19 +252,37 @@ func join(ctx context.Context, out io.Writer, registryConfig *rest.Config, names
 	return applied, nil
 }
 
+// tokenSecret is the Secret join stores a member's token in: pinned to the member's server, with
+// the member's CA.
+func tokenSecret(namespace, name, server, token string, ca []byte) *corev1ac.SecretApplyConfiguration {
+	return corev1ac.Secret(name, namespace).
+		WithAnnotations(map[string]string{v1alpha1.ServersAnnotation: server}).
+		WithType(corev1.SecretTypeOpaque).
+		WithData(map[string][]byte{"token": []byte(token), "ca.crt": ca})
+}
+
 // checkNameFree refuses a name taken by a Cluster for another server: it is not this member's
-// to overwrite.
-func checkNameFree(ctx context.Context, registryConfig *rest.Config, namespace, name, server string) error {
+// to overwrite. Other Clusters of the set for the same server are named in a warning: a fan-out
+// would reach that member once for each.
+func checkNameFree(ctx context.Context, out io.Writer, registryConfig *rest.Config, namespace, name, server string) error {
 	clusters := versioned.NewForConfigOrDie(registryConfig).ClusterregistryV1alpha1().Clusters(namespace)
-	existing, err := clusters.Get(ctx, name, metav1.GetOptions{})
-	switch {
-	case apierrors.IsNotFound(err):
-		return nil
-	case err != nil:
-		return fmt.Errorf("reading cluster %s/%s in the registry: %w", namespace, name, err)
+	list, err := clusters.List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return fmt.Errorf("reading the Clusters of %s in the registry (nothing was done): %w", namespace, err)
 	}
-	if eps := existing.Spec.KubernetesAPIEndpoints.ServerEndpoints; len(eps) == 0 || strings.TrimSuffix(eps[0].ServerAddress, "/") != server {
-		return fmt.Errorf("cluster %s/%s already exists for another server; choose another --name, or unjoin it first", namespace, name)
+	var same []string
+	for _, c := range list.Items {
+		eps := c.Spec.KubernetesAPIEndpoints.ServerEndpoints
+		forServer := len(eps) > 0 && strings.TrimSuffix(eps[0].ServerAddress, "/") == server
+		switch {
+		case c.Name == name && !forServer:
+			return fmt.Errorf("cluster %s/%s already exists for another server; choose another --name, or unjoin it first", namespace, name)
+		case c.Name != name && forServer:
+			same = append(same, c.Name)
+		}
+	}
+	if len(same) > 0 {
+		fmt.Fprintf(out, "warning: %s is already in %s as %s: a fan-out over the set reaches it once for each\n", server, namespace, strings.Join(same, ", "))
 	}
 	return nil
 }

@@ -26,7 +26,7 @@ func joinExec(ctx context.Context, out io.Writer, registryConfig *rest.Config, n
 	if plugin == nil {
 		return nil, fmt.Errorf("context %q: its user runs no exec plugin, so there is nothing for --exec to register; join it without --exec to copy a token", context)
 	}
-	if err := checkNameFree(ctx, registryConfig, namespace, o.name, server); err != nil {
+	if err := checkNameFree(ctx, out, registryConfig, namespace, o.name, server); err != nil {
 		return nil, err
 	}
 	if len(member.CAData) == 0 {

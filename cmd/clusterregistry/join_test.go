@@ -63,8 +63,14 @@ func TestJoin(t *testing.T) {
 	code, _, stderr = cli("join", "alpha", "--cluster-role", "no-such-role")
 	require.Equal(t, 2, code)
 	require.Contains(t, stderr, `member: ClusterRole "no-such-role" does not exist on `+lf.Members[0].URL()+" (nothing was done)")
-	_, err := kubernetes.NewForConfigOrDie(lf.Members[0].Config).CoreV1().ServiceAccounts("kube-system").Get(ctx, "clusterregistry-alpha", metav1.GetOptions{})
-	require.True(t, apierrors.IsNotFound(err), "a dry run or refused join made a service account: %v", err)
+	memberKube := kubernetes.NewForConfigOrDie(lf.Members[0].Config)
+	require.Empty(t, joinAccounts(t, memberKube), "a dry run or refused join made a service account")
+	// So does a cluster set the registry does not have: nothing is made on the member.
+	code, _, stderr = commandLine(ctx, kubeconfig, "nosuchns")("join", "alpha")
+	require.Equal(t, 1, code)
+	require.Contains(t, stderr, `namespaces "nosuchns" not found; make the cluster set with: clusterregistry install --create-namespace -n nosuchns`)
+	require.Contains(t, stderr, "(nothing was done)")
+	require.Empty(t, joinAccounts(t, memberKube), "a join into a missing cluster set made a service account")
 
 	for _, name := range []string{"alpha", "beta"} {
 		code, out, stderr = cli("join", name, "--labels", "env=test,joined=yes", "--cluster-role", "cluster-admin")
@@ -112,6 +118,41 @@ func TestJoin(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, lf.Members[0].URL(), secret.Annotations[v1alpha1.ServersAnnotation])
 
+	// What join made on the member records its owner, and is this Cluster's alone: the same
+	// member joined in another set, and under another name in this one (with a warning), gets
+	// objects of its own, and unjoin of those leaves joined/alpha's token working.
+	regID := registryID(ctx, kubernetes.NewForConfigOrDie(lf.Registry.Config), lf.Registry.Config)
+	sa, err := memberKube.CoreV1().ServiceAccounts("kube-system").Get(ctx, memberAccount(regID, "joined", "alpha"), metav1.GetOptions{})
+	require.NoError(t, err)
+	require.Equal(t, "joined/alpha", sa.Annotations["clusterregistry.k8s.io/cluster"])
+	require.Equal(t, regID, sa.Annotations["clusterregistry.k8s.io/registry"])
+	other := commandLine(ctx, kubeconfig, "other")
+	code, _, stderr = other("install", "--create-namespace")
+	require.Equal(t, 0, code, stderr)
+	code, out, stderr = other("join", "alpha")
+	require.Equal(t, 0, code, "%s%s", out, stderr)
+	code, out, stderr = cli("join", "alpha", "--name", "alpha-again")
+	require.Equal(t, 0, code, "%s%s", out, stderr)
+	require.Contains(t, out, "warning: "+lf.Members[0].URL()+" is already in joined as alpha: a fan-out over the set reaches it once for each")
+	require.Len(t, joinAccounts(t, memberKube), 3)
+	code, out, stderr = other("unjoin", "alpha")
+	require.Equal(t, 0, code, "%s%s", out, stderr)
+	require.Contains(t, out, "member: "+lf.Members[0].URL()+`, through context "alpha"`)
+	require.Equal(t, 4, strings.Count(out, " deleted\n"), out)
+	code, out, stderr = cli("unjoin", "alpha-again")
+	require.Equal(t, 0, code, "%s%s", out, stderr)
+	require.Equal(t, 4, strings.Count(out, " deleted\n"), out)
+	require.Len(t, joinAccounts(t, memberKube), 1)
+	require.NoError(t, multicluster.Map(ctx, multicluster.StaticFleet(resolver, list.Items, multicluster.FleetOptions{}).Members(),
+		func(ctx context.Context, m *multicluster.Member) (string, error) {
+			kube, err := m.Kubernetes(ctx)
+			if err != nil {
+				return "", err
+			}
+			_, err = kube.CoreV1().Namespaces().Get(ctx, "kube-system", metav1.GetOptions{})
+			return "", err
+		}).Err(), "unjoin of another set's or name's join revoked joined/alpha's token")
+
 	// Refused, with what to do.
 	code, _, stderr = cli("join", "beta", "--name", "alpha")
 	require.Equal(t, 1, code)
@@ -143,20 +184,49 @@ func TestJoin(t *testing.T) {
 		require.True(t, apierrors.IsNotFound(err), "a failed join registered %s: %v", name, err)
 	}
 
-	// unjoin leaves nothing behind on either side; a second unjoin finds it all gone.
+	// unjoin by the Cluster's name: a dry run says what it would remove and removes nothing;
+	// then nothing is left behind on either side, and a second unjoin finds nothing, saying so.
+	code, out, stderr = cli("unjoin", "alpha", "--dry-run")
+	require.Equal(t, 0, code, "%s%s", out, stderr)
+	require.Equal(t, 4, strings.Count(out, ": would be deleted (dry run)\n"), out)
+	require.Len(t, joinAccounts(t, memberKube), 1)
 	code, out, stderr = cli("unjoin", "alpha")
 	require.Equal(t, 0, code, "%s%s", out, stderr)
 	require.Equal(t, 4, strings.Count(out, " deleted\n"), out)
-	memberKube := kubernetes.NewForConfigOrDie(lf.Members[0].Config)
-	_, err = memberKube.CoreV1().ServiceAccounts("kube-system").Get(ctx, "clusterregistry-alpha", metav1.GetOptions{})
-	require.True(t, apierrors.IsNotFound(err), "service account left on the member: %v", err)
-	_, err = memberKube.RbacV1().ClusterRoleBindings().Get(ctx, "clusterregistry-alpha", metav1.GetOptions{})
-	require.True(t, apierrors.IsNotFound(err), "binding left on the member: %v", err)
+	require.Empty(t, joinAccounts(t, memberKube), "service account left on the member")
+	bindings, err := memberKube.RbacV1().ClusterRoleBindings().List(ctx, metav1.ListOptions{})
+	require.NoError(t, err)
+	for _, b := range bindings.Items {
+		require.False(t, strings.HasPrefix(b.Name, "clusterregistry-"), "binding %s left on the member", b.Name)
+	}
 	_, err = registry.ClusterregistryV1alpha1().Clusters("joined").Get(ctx, "alpha", metav1.GetOptions{})
 	require.True(t, apierrors.IsNotFound(err), "Cluster left in the registry: %v", err)
 	_, err = kubernetes.NewForConfigOrDie(lf.Registry.Config).CoreV1().Secrets("joined").Get(ctx, "alpha-token", metav1.GetOptions{})
 	require.True(t, apierrors.IsNotFound(err), "Secret left in the registry: %v", err)
 	code, out, _ = cli("unjoin", "alpha")
 	require.Equal(t, 0, code)
-	require.Equal(t, 4, strings.Count(out, ": already gone\n"), out)
+	require.Equal(t, 2, strings.Count(out, ": not found\n"), out)
+	require.Contains(t, out, "member: not looked at: cluster joined/alpha, which names the member's server, is not in the registry")
+	require.NotContains(t, out, "deleted")
+
+	// --registry-only, for a member that is gone: the registry's side only.
+	code, out, stderr = cli("unjoin", "beta", "--registry-only")
+	require.Equal(t, 0, code, "%s%s", out, stderr)
+	require.Contains(t, out, "member: left alone (--registry-only)")
+	require.Equal(t, 2, strings.Count(out, " deleted\n"), out)
+	require.Len(t, joinAccounts(t, kubernetes.NewForConfigOrDie(lf.Members[1].Config)), 1, "--registry-only touched the member")
+}
+
+// joinAccounts are the service accounts join made on a member.
+func joinAccounts(t *testing.T, member kubernetes.Interface) []string {
+	t.Helper()
+	list, err := member.CoreV1().ServiceAccounts("kube-system").List(t.Context(), metav1.ListOptions{})
+	require.NoError(t, err)
+	var names []string
+	for _, sa := range list.Items {
+		if strings.HasPrefix(sa.Name, "clusterregistry-") {
+			names = append(names, sa.Name)
+		}
+	}
+	return names
 }

@@ -2,8 +2,10 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"slices"
 
 	"github.com/spf13/cobra"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -13,78 +15,253 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/cluster-registry/sdk/clientset/versioned"
+	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
+	"github.com/cluster-registry/sdk/multicluster"
 )
 
+// unjoinOptions are unjoin's flags.
+type unjoinOptions struct {
+	memberContext string // the context that reaches the member; found by the Cluster's server when empty
+	registryOnly  bool   // leave the member alone
+	dryRun        bool
+}
+
 func newUnjoin(registry *genericclioptions.ConfigFlags) *cobra.Command {
-	var name string
+	var o unjoinOptions
+	var dryRun string
 	cmd := &cobra.Command{
-		Use:   "unjoin CONTEXT [--name NAME]",
-		Short: "Remove what join made, in the registry and on the member",
-		Long: `unjoin removes what join made for the cluster of one of your kubeconfig's contexts: in the
-registry (the -n namespace), the Cluster and its token Secret; on the member, the service account
-kube-system/clusterregistry-<name> and its ClusterRoleBinding, which revokes the token. What is
-already gone is skipped. It says what it removed, in order.`,
+		Use:   "unjoin NAME [--member-context CONTEXT | --registry-only] [--dry-run]",
+		Short: "Remove what join made for a Cluster, on the member and in the registry",
+		Long: `unjoin removes what join made for the Cluster NAME of the registry's -n namespace (cluster set):
+on the member, the service account join made for this Cluster of this set and registry, and its
+ClusterRoleBinding, which revokes the token; then, in the registry, the Cluster and its token
+Secret. What other cluster sets or registries joined of the same member is left alone.
+
+It reaches the member with the context of your kubeconfig whose server is the Cluster's
+(--member-context chooses one). With --registry-only it leaves the member alone, for a member
+that is gone or that your kubeconfig no longer reaches: the service account then stays, and its
+token stays valid until it expires. If the member cannot be reached, nothing is removed from the
+registry. With --dry-run it says what it would remove, and removes nothing. It says, for each
+object, whether it was deleted or not found.`,
 		Example: `  # Undo: clusterregistry join kind-dev --name dev -n fleet
-  clusterregistry unjoin kind-dev --name dev -n fleet`,
+  clusterregistry unjoin dev -n fleet
+
+  # See what it would remove
+  clusterregistry unjoin dev -n fleet --dry-run
+
+  # The member is gone: remove the Cluster and its Secret only
+  clusterregistry unjoin dev -n fleet --registry-only`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if err := cobra.ExactArgs(1)(cmd, args); err != nil {
-				return usageError{fmt.Errorf("%w: the kubeconfig context of the cluster to unjoin", err)}
+				return usageError{fmt.Errorf("%w: the name of the Cluster to unjoin", err)}
 			}
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			member, _, err := memberConfig(registry, args[0])
-			if err != nil {
-				return err
+			switch dryRun {
+			case "none":
+			case "client":
+				o.dryRun = true
+			default:
+				return usageError{fmt.Errorf("--dry-run=%s: want client or none", dryRun)}
 			}
-			if name == "" {
-				name = args[0]
+			if o.registryOnly && o.memberContext != "" {
+				return usageError{errors.New("--registry-only and --member-context conflict: --registry-only leaves the member alone")}
 			}
 			cfg, namespace, err := connect(registry)
 			if err != nil {
 				return err
 			}
-			return unjoin(cmd.Context(), cmd.OutOrStdout(), cfg, namespace, member, name)
+			return unjoin(cmd.Context(), cmd.OutOrStdout(), registry, cfg, namespace, args[0], o)
 		},
 	}
-	cmd.Flags().StringVar(&name, "name", "", "the Cluster's name in the registry (default: the context's name)")
+	cmd.Flags().StringVar(&o.memberContext, "member-context", "", "the kubeconfig context that reaches the member (default: the one whose server is the Cluster's)")
+	cmd.Flags().BoolVar(&o.registryOnly, "registry-only", false, "remove the Cluster and its Secret only, leaving the member alone (a member that is gone)")
+	cmd.Flags().StringVar(&dryRun, "dry-run", "none", `"client" says what it would remove, and removes nothing`)
+	cmd.Flags().Lookup("dry-run").NoOptDefVal = "client"
 	return cmd
 }
 
-func unjoin(ctx context.Context, out io.Writer, registryConfig *rest.Config, namespace string, member *rest.Config, name string) error {
+// removal is one object unjoin removes: how to say it, find it and delete it.
+type removal struct {
+	what string
+	// get reports whether the object is there, and if it is not unjoin's to remove, why.
+	get    func() (found bool, notOurs string, err error)
+	delete func() error
+}
+
+func unjoin(ctx context.Context, out io.Writer, registry *genericclioptions.ConfigFlags, registryConfig *rest.Config, namespace, name string, o unjoinOptions) error {
 	registryKube, err := kubernetes.NewForConfig(registryConfig)
 	if err != nil {
 		return err
 	}
-	memberKube, err := kubernetes.NewForConfig(member)
-	if err != nil {
-		return err
-	}
 	clusters := versioned.NewForConfigOrDie(registryConfig).ClusterregistryV1alpha1().Clusters(namespace)
-	account := "clusterregistry-" + name
-	for _, step := range []struct {
-		what   string
-		delete func() error
-	}{
-		{fmt.Sprintf("registry: Cluster %s/%s", namespace, name), func() error { return clusters.Delete(ctx, name, metav1.DeleteOptions{}) }},
-		{fmt.Sprintf("registry: Secret %s/%s-token", namespace, name), func() error {
-			return registryKube.CoreV1().Secrets(namespace).Delete(ctx, name+"-token", metav1.DeleteOptions{})
-		}},
-		{"member: ClusterRoleBinding " + account, func() error {
-			return memberKube.RbacV1().ClusterRoleBindings().Delete(ctx, account, metav1.DeleteOptions{})
-		}},
-		{fmt.Sprintf("member: ServiceAccount %s/%s", joinNamespace, account), func() error {
-			return memberKube.CoreV1().ServiceAccounts(joinNamespace).Delete(ctx, account, metav1.DeleteOptions{})
-		}},
-	} {
-		switch err := step.delete(); {
-		case apierrors.IsNotFound(err):
-			fmt.Fprintf(out, "%s: already gone\n", step.what)
+	cluster, err := clusters.Get(ctx, name, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		cluster = nil
+	case err != nil:
+		return fmt.Errorf("registry: reading cluster %s/%s (nothing was removed): %w", namespace, name, err)
+	}
+
+	var steps []removal
+	switch {
+	case o.registryOnly:
+		fmt.Fprintln(out, "member: left alone (--registry-only)")
+	case cluster == nil && o.memberContext == "":
+		fmt.Fprintf(out, "member: not looked at: cluster %s/%s, which names the member's server, is not in the registry; "+
+			"give --member-context to remove what join made there\n", namespace, name)
+	default:
+		memberSteps, err := memberRemovals(ctx, out, registry, registryKube, registryConfig, namespace, name, cluster, o.memberContext)
+		if err != nil {
+			return fmt.Errorf("%w (nothing was removed; --registry-only removes the registry's side alone)", err)
+		}
+		steps = append(steps, memberSteps...)
+	}
+	secrets := registryKube.CoreV1().Secrets(namespace)
+	steps = append(steps,
+		removal{
+			what: fmt.Sprintf("registry: Cluster %s/%s", namespace, name),
+			get:  func() (bool, string, error) { return cluster != nil, "", nil },
+			delete: func() error {
+				return clusters.Delete(ctx, name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &cluster.UID}})
+			},
+		},
+		removal{
+			what: fmt.Sprintf("registry: Secret %s/%s-token", namespace, name),
+			get: func() (bool, string, error) {
+				_, err := secrets.Get(ctx, name+"-token", metav1.GetOptions{})
+				return found(err)
+			},
+			delete: func() error { return secrets.Delete(ctx, name+"-token", metav1.DeleteOptions{}) },
+		})
+	for _, step := range steps {
+		there, notOurs, err := step.get()
+		switch {
 		case err != nil:
 			return fmt.Errorf("%s: %w (the lines above say what was removed)", step.what, err)
-		default:
-			fmt.Fprintf(out, "%s deleted\n", step.what)
+		case !there:
+			fmt.Fprintf(out, "%s: not found\n", step.what)
+			continue
+		case notOurs != "":
+			fmt.Fprintf(out, "%s: left in place: %s\n", step.what, notOurs)
+			continue
+		case o.dryRun:
+			fmt.Fprintf(out, "%s: would be deleted (dry run)\n", step.what)
+			continue
 		}
+		if err := step.delete(); err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("%s: %w (the lines above say what was removed)", step.what, err)
+		}
+		fmt.Fprintf(out, "%s deleted\n", step.what)
 	}
 	return nil
+}
+
+// memberRemovals are the member's objects that join made for the Cluster: its service account
+// and binding, if they record this registry's Cluster as their owner. A service account that an
+// earlier release's join made (named after the Cluster alone, and shared by every set that joined
+// the member under that name) is named, and left in place.
+func memberRemovals(ctx context.Context, out io.Writer, registry *genericclioptions.ConfigFlags, registryKube kubernetes.Interface, registryConfig *rest.Config,
+	namespace, name string, cluster *v1alpha1.Cluster, memberContext string) ([]removal, error) {
+	if memberContext == "" {
+		var err error
+		if memberContext, err = contextFor(registry, cluster); err != nil {
+			return nil, err
+		}
+	}
+	member, server, err := memberConfig(registry, memberContext)
+	if err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(out, "member: %s, through context %q\n", server, memberContext)
+	memberKube, err := kubernetes.NewForConfig(member)
+	if err != nil {
+		return nil, err
+	}
+	regID := registryID(ctx, registryKube, registryConfig)
+	account := memberAccount(regID, namespace, name)
+	owned := func(meta metav1.Object, err error) (bool, string, error) {
+		if there, _, err := found(err); !there || err != nil {
+			return there, "", err
+		}
+		if !ownedBy(meta.GetAnnotations(), regID, namespace, name) {
+			return true, fmt.Sprintf("it does not record this registry's cluster %s/%s as its owner", namespace, name), nil
+		}
+		return true, "", nil
+	}
+	// The member must answer before anything is removed anywhere.
+	sa, saErr := memberKube.CoreV1().ServiceAccounts(joinNamespace).Get(ctx, account, metav1.GetOptions{})
+	if saErr != nil && !apierrors.IsNotFound(saErr) {
+		return nil, fmt.Errorf("member: reading ServiceAccount %s/%s on %s: %w", joinNamespace, account, server, saErr)
+	}
+	legacy := legacyMemberAccount(name)
+	if old, err := memberKube.CoreV1().ServiceAccounts(joinNamespace).Get(ctx, legacy, metav1.GetOptions{}); err == nil && old.Annotations[annotationJoinedCluster] == "" {
+		fmt.Fprintf(out, "member: ServiceAccount %s/%s, which join made before v0.2 and which every cluster set that joined this member as %q shares, "+
+			"is left in place: once none uses it, delete it and ClusterRoleBinding %s to revoke its tokens\n", joinNamespace, legacy, name, legacy)
+	}
+	return []removal{
+		{
+			what: "member: ClusterRoleBinding " + account,
+			get: func() (bool, string, error) {
+				b, err := memberKube.RbacV1().ClusterRoleBindings().Get(ctx, account, metav1.GetOptions{})
+				return owned(b, err)
+			},
+			delete: func() error {
+				return memberKube.RbacV1().ClusterRoleBindings().Delete(ctx, account, metav1.DeleteOptions{})
+			},
+		},
+		{
+			what: fmt.Sprintf("member: ServiceAccount %s/%s", joinNamespace, account),
+			get:  func() (bool, string, error) { return owned(sa, saErr) },
+			delete: func() error {
+				return memberKube.CoreV1().ServiceAccounts(joinNamespace).Delete(ctx, account, metav1.DeleteOptions{})
+			},
+		},
+	}, nil
+}
+
+// contextFor is the context of the user's kubeconfig that reaches the Cluster's server: the
+// current context if it does, else the first by name.
+func contextFor(registry *genericclioptions.ConfigFlags, cluster *v1alpha1.Cluster) (string, error) {
+	eps := cluster.Spec.KubernetesAPIEndpoints.ServerEndpoints
+	if len(eps) == 0 {
+		return "", fmt.Errorf("member: cluster %s/%s names no server; give --member-context", cluster.Namespace, cluster.Name)
+	}
+	want, err := multicluster.ServerURL(eps[0].ServerAddress)
+	if err != nil {
+		return "", fmt.Errorf("member: cluster %s/%s: %w; give --member-context", cluster.Namespace, cluster.Name, err)
+	}
+	raw, err := registry.ToRawKubeConfigLoader().RawConfig()
+	if err != nil {
+		return "", fmt.Errorf("reading the kubeconfig: %w", err)
+	}
+	var matching []string
+	for name, c := range raw.Contexts {
+		if cl := raw.Clusters[c.Cluster]; cl != nil {
+			if u, err := multicluster.ServerURL(cl.Server); err == nil && u.String() == want.String() {
+				matching = append(matching, name)
+			}
+		}
+	}
+	switch {
+	case len(matching) == 0:
+		return "", fmt.Errorf("member: no context of your kubeconfig reaches %s, cluster %s/%s's server; give --member-context",
+			want, cluster.Namespace, cluster.Name)
+	case slices.Contains(matching, raw.CurrentContext):
+		return raw.CurrentContext, nil
+	}
+	slices.Sort(matching)
+	return matching[0], nil
+}
+
+// found turns a Get's error into whether the object is there.
+func found(err error) (bool, string, error) {
+	switch {
+	case err == nil:
+		return true, "", nil
+	case apierrors.IsNotFound(err):
+		return false, "", nil
+	}
+	return false, "", err
 }

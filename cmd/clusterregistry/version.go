@@ -13,6 +13,9 @@ func newVersion() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "version [-o json|yaml]",
 		Short: "Print the command's version: the SDK release and the commit it was built from",
+		Long: `version prints the SDK release the command was built from (a tag such as v0.2.0 when it was
+installed with go install ...@version, "(devel)" for a build from a checkout), the commit and
+whether the checkout had changes, and the Go version and platform.`,
 		Example: `  clusterregistry version
   clusterregistry version -o json`,
 		Args: usageArgs(cobra.NoArgs),
