@@ -49,7 +49,9 @@ type tracked struct {
 	// true when a probe opened a connection that no probe has identified since.
 	identified   time.Time
 	unidentified bool
-	state        memberState
+	// probing is when the probe in flight began; zero when none is.
+	probing time.Time
+	state   memberState
 }
 
 // identify reports whether the next probe must read the version and identity, whatever
@@ -95,6 +97,20 @@ var ErrLostLeadership = errors.New("health: lost the leader election")
 // first waits to hold the Lease, and returns ErrLostLeadership if it loses it.
 func (c *Controller) Run(ctx context.Context) error {
 	le := c.opts.LeaderElection
+	namespaces := c.opts.Namespaces
+	if len(namespaces) == 0 {
+		namespaces = []string{"(all)"}
+	}
+	selector := "(all)"
+	if c.opts.Selector != nil && !c.opts.Selector.Empty() {
+		selector = c.opts.Selector.String()
+	}
+	leader := "off"
+	if le != nil {
+		leader = le.Namespace + "/" + le.Name + " as " + le.Identity
+	}
+	c.opts.Logger.Info("starting", "namespaces", namespaces, "selector", selector, "interval", c.opts.Interval.String(),
+		"timeout", c.opts.Timeout.String(), "keepConnections", c.opts.KeepConnections, "leaderElection", leader)
 	if le == nil {
 		return c.run(ctx)
 	}
@@ -272,7 +288,13 @@ func (c *Controller) probeAndWrite(ctx context.Context, t *tracked) {
 	start := time.Now()
 	c.mu.Lock()
 	identify := t.identify(start, c.opts.Heartbeat)
+	t.probing = start
 	c.mu.Unlock()
+	defer func() {
+		c.mu.Lock()
+		t.probing = time.Time{}
+		c.mu.Unlock()
+	}()
 	o := c.probe(ctx, t.member, identify)
 	c.metrics.observeProbe(o.reason, time.Since(start))
 	if log := c.opts.Logger.V(1); log.Enabled() { // not even the arguments at the default level
@@ -329,12 +351,19 @@ func (c *Controller) sweep(ctx context.Context) {
 	})
 }
 
-// unprobedSince is when t was last probed, or began to be tracked. c.mu is held.
+// unprobedSince is when t was last probed, or began to be tracked. A probe in flight counts as
+// probed: a member whose probes take longer than a few intervals (a --probe-timeout much longer
+// than --interval, and a member that does not answer) is being probed all the time, and marking
+// it NotProbed between its Unreachable verdicts made its status flap. c.mu is held.
 func (c *Controller) unprobedSince(t *tracked) time.Time {
-	if t.state.lastProbe.IsZero() {
-		return t.added
+	since := t.state.lastProbe
+	if since.IsZero() {
+		since = t.added
 	}
-	return t.state.lastProbe
+	if t.probing.After(since) {
+		since = t.probing
+	}
+	return since
 }
 
 // stale reports whether t was last probed more than UnknownAfter before now and its status does

@@ -85,3 +85,18 @@ func TestSweepDoesNotHoldUpProbes(t *testing.T) {
 	releaseOnce.Do(func() { close(release) })
 	c.sweeps.Wait()
 }
+
+// A probe in flight counts as probed. A member that does not answer, probed with a timeout of
+// several intervals, is being probed all the time; it used to be marked NotProbed between its
+// Unreachable verdicts, so that its status flapped between the two, an Event each time.
+func TestProbeInFlightCountsAsProbed(t *testing.T) {
+	c := &Controller{opts: Options{UnknownAfter: time.Second}}
+	now := time.Now()
+	tr := &tracked{added: now.Add(-time.Hour)}
+	tr.state.lastProbe = now.Add(-10 * time.Second) // the last probe to finish began long ago
+	require.True(t, c.stale(tr, now))
+	tr.probing = now.Add(-500 * time.Millisecond)
+	require.False(t, c.stale(tr, now), "a member whose probe is in flight is marked NotProbed")
+	tr.probing = now.Add(-2 * time.Second) // in flight for longer than UnknownAfter: stuck
+	require.True(t, c.stale(tr, now))
+}

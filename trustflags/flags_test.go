@@ -1,6 +1,8 @@
 package trustflags
 
 import (
+	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -117,4 +119,18 @@ func FuzzSplitWords(f *testing.F) {
 			t.Fatalf("split %q = %q; joined and split again: %q, %v", s, words, again, err)
 		}
 	})
+}
+
+// A command's errors name its flags where the Resolver's name Go options.
+func TestInFlagTerms(t *testing.T) {
+	inner := fmt.Errorf("%w: the path is not under any of ResolverOptions.FileRoots", multicluster.ErrNotAllowed)
+	err := InFlagTerms(inner)
+	require.EqualError(t, err, "not allowed by the resolver's options: the path is not under any of --file-root")
+	require.ErrorIs(t, err, multicluster.ErrNotAllowed)
+	require.EqualError(t, InFlagTerms(errors.New("ResolverOptions.ExecPlugins[2].SendTo does not allow it")), "--send-to does not allow it")
+	require.EqualError(t, InFlagTerms(errors.New("the exec args neither equal ResolverOptions.ExecPlugins[0].Args nor fit ResolverOptions.ExecPlugins[0].ArgsPattern")),
+		"the exec args neither equal the arguments that --allow-exec-args gives nor fit --allow-exec-args's pattern")
+	require.EqualError(t, InFlagTerms(errors.New("not among ResolverOptions.ExecPlugins; add an ExecPlugin for it to run it")),
+		"not among --allow-exec or --allow-exec-args; allow the command to run it")
+	require.Nil(t, InFlagTerms(nil))
 }

@@ -135,7 +135,9 @@ func credential(ctx context.Context, out io.Writer, registryConfig *rest.Config,
 	}
 	access, err := resolver.Resolve(ctx, c)
 	if err != nil {
-		return err // a *multicluster.ClusterError: it names the Cluster and each provider's reason
+		// A *multicluster.ClusterError: it names the Cluster and each provider's reason, here in
+		// the terms of the flags that would allow it.
+		return trustflags.InFlagTerms(err)
 	}
 	if err := checkTarget(key, access, req.Spec.Cluster); err != nil {
 		return err

@@ -17,6 +17,7 @@ import (
 
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
 	"github.com/cluster-registry/sdk/multicluster"
+	"github.com/cluster-registry/sdk/trustflags"
 )
 
 // kubeconfigExport says how export writes each Cluster's exec entry.
@@ -41,7 +42,7 @@ func exportKubeconfig(ctx context.Context, out, errOut io.Writer, resolver *mult
 		}
 		access, err := resolver.Resolve(ctx, c)
 		if err != nil {
-			fmt.Fprintf(errOut, "not exported: %v\n", err) // a *multicluster.ClusterError names the Cluster
+			fmt.Fprintf(errOut, "not exported: %v\n", trustflags.InFlagTerms(err)) // a *multicluster.ClusterError names the Cluster
 			failed++
 			continue
 		}

@@ -52,6 +52,23 @@ It needs the ClusterRole in deploy/health/clusterrole.yaml in each namespace it 
   clusterregistry health -n fleet --file-root /var/run/secrets/tokens --send-to https://prod-eu-1.example.com:6443`,
 		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			// The library takes 0 for its default; a flag of 0 or less is a mistake, named as the flag.
+			for _, d := range []struct {
+				flag  string
+				value time.Duration
+			}{{"interval", opts.Interval}, {"probe-timeout", opts.Timeout}, {"heartbeat", opts.Heartbeat}} {
+				if d.value <= 0 {
+					return usageError{fmt.Errorf("--%s %s: want a positive duration", d.flag, d.value)}
+				}
+			}
+			for _, n := range []struct {
+				flag  string
+				value int
+			}{{"concurrency", opts.Concurrency}, {"failure-threshold", opts.FailureThreshold}, {"success-threshold", opts.SuccessThreshold}} {
+				if n.value < 1 {
+					return usageError{fmt.Errorf("--%s %d: want 1 or more", n.flag, n.value)}
+				}
+			}
 			cfg, namespace, err := connect(registry)
 			if err != nil {
 				return err
@@ -89,7 +106,7 @@ It needs the ClusterRole in deploy/health/clusterrole.yaml in each namespace it 
 			if verbose {
 				level = 1
 			}
-			opts.Logger = funcr.New(func(prefix, args string) { fmt.Fprintln(cmd.ErrOrStderr(), prefix, args) }, funcr.Options{Verbosity: level})
+			opts.Logger = funcr.New(func(prefix, args string) { fmt.Fprintln(cmd.ErrOrStderr(), prefix, args) }, funcr.Options{Verbosity: level, LogTimestamp: true})
 			if metricsAddr != "" {
 				reg := prometheus.NewRegistry()
 				opts.Metrics = reg

@@ -80,9 +80,6 @@ apply (-o yaml or json), for kubectl apply or a GitOps repository.`,
 			if err != nil {
 				return err
 			}
-			if !createNamespace {
-				namespace = ""
-			}
 			kube, err := kubernetes.NewForConfig(cfg)
 			if err != nil {
 				return err
@@ -91,7 +88,20 @@ apply (-o yaml or json), for kubectl apply or a GitOps repository.`,
 			if err != nil {
 				return err
 			}
-			return install(cmd.Context(), cmd.OutOrStdout(), ext, kube, namespace)
+			named := namespace
+			if !createNamespace {
+				namespace = ""
+			}
+			if err := install(cmd.Context(), cmd.OutOrStdout(), ext, kube, namespace); err != nil {
+				return err
+			}
+			// An -n without --create-namespace names a cluster set the user may expect to exist.
+			if !createNamespace && registry.Namespace != nil && *registry.Namespace != "" {
+				if _, err := kube.CoreV1().Namespaces().Get(cmd.Context(), named, metav1.GetOptions{}); apierrors.IsNotFound(err) {
+					fmt.Fprintf(cmd.OutOrStdout(), "note: namespace %s does not exist, so there is no such cluster set yet; --create-namespace makes it\n", named)
+				}
+			}
+			return nil
 		},
 	}
 	cmd.Flags().BoolVar(&createNamespace, "create-namespace", false, "also create the -n namespace, a cluster set")

@@ -89,4 +89,12 @@ func TestInstall(t *testing.T) {
 	out = installs("team-d")
 	require.Contains(t, out, "is up to date")
 	require.Contains(t, out, "Namespace team-d exists")
+
+	// -n without --create-namespace: a cluster set that does not exist is named, not made.
+	var stdout bytes.Buffer
+	stderr.Reset()
+	require.Equal(t, 0, run(ctx, []string{"install", "--kubeconfig", lf.Registry.Kubeconfig, "-n", "team-e"}, &stdout, &stderr), stderr.String())
+	require.Contains(t, stdout.String(), "note: namespace team-e does not exist, so there is no such cluster set yet; --create-namespace makes it")
+	_, err = admin.CoreV1().Namespaces().Get(ctx, "team-e", metav1.GetOptions{})
+	require.True(t, apierrors.IsNotFound(err), "install made a namespace without --create-namespace: %v", err)
 }

@@ -124,6 +124,9 @@ as the registry returned it (yaml, json or name), and the report goes to stderr.
 			if err != nil {
 				return err
 			}
+			if !o.dryRun {
+				fmt.Fprintf(output.report(cmd), "next: clusterregistry health -n %s probes the members and fills READY and VERSION in kubectl get clusters -n %s\n", namespace, namespace)
+			}
 			return output.print(cmd.OutOrStdout(), []*v1alpha1.Cluster{applied})
 		},
 	}

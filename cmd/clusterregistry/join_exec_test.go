@@ -102,7 +102,7 @@ func TestJoinExec(t *testing.T) {
 	code, _, stderr = cli("export", "--format", "kubeconfig", "--credential-command", bin, "--allow-exec", plugin, "--send-to", lf.Members[0].URL())
 	require.Equal(t, 1, code)
 	require.Contains(t, stderr, "not exported: cluster clouds/cloud")
-	require.Contains(t, stderr, "the exec args neither equal")
+	require.Contains(t, stderr, "the exec args neither equal the arguments that --allow-exec-args gives nor fit --allow-exec-args's pattern")
 	joinRun := "get-token --cluster prod eu\n" // join itself checks that the plugin reaches the member
 	require.Equal(t, joinRun, pluginRuns(t, plugin), "the plugin ran for a reader who did not allow its arguments")
 	// One who allowed what join said reaches the member with kubectl: the plugin's certificate,
@@ -127,7 +127,7 @@ func TestJoinExec(t *testing.T) {
 	require.NoError(t, err)
 	_, stderr, err = kubectl(ctx, lf, exported, "--context", "cloud", "auth", "whoami")
 	require.Error(t, err)
-	require.Contains(t, stderr, "the exec args neither equal")
+	require.Contains(t, stderr, "the exec args neither equal the arguments that --allow-exec-args gives nor fit --allow-exec-args's pattern")
 	require.NotContains(t, pluginRuns(t, plugin), "delete-everything", "the plugin ran with the editor's arguments")
 
 	t.Run("arguments that pass a credential", func(t *testing.T) { testExecArgsWithCredentials(t, lf) })

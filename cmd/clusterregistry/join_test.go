@@ -76,6 +76,7 @@ func TestJoin(t *testing.T) {
 		code, out, stderr = cli("join", name, "--labels", "env=test,joined=yes", "--cluster-role", "cluster-admin")
 		require.Equal(t, 0, code, "%s%s", out, stderr)
 		require.Contains(t, out, "registry: Cluster joined/"+name+" created")
+		require.Contains(t, out, "next: clusterregistry health -n joined probes the members")
 	}
 	code, out, stderr = cli("join", "alpha", "--labels", "env=test,joined=yes", "--cluster-role", "cluster-admin")
 	require.Equal(t, 0, code, "%s%s", out, stderr)

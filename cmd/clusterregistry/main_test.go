@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -51,7 +52,12 @@ func TestBadFlags(t *testing.T) {
 		{[]string{"health", "-l", "a in ("}, "-l/--selector: unable to parse"},
 		{[]string{"health", "-A", "--leader-elect"}, "--leader-elect with -A needs --leader-elect-namespace"},
 		{[]string{"health", "--prefer", "magic"}, `--prefer: unknown provider type "magic"`},
-		{[]string{"health", "--failure-threshold", "-1"}, "Options.FailureThreshold is -1, want at least 1"},
+		{[]string{"health", "--failure-threshold", "-1"}, "--failure-threshold -1: want 1 or more"},
+		{[]string{"health", "--failure-threshold", "0"}, "--failure-threshold 0: want 1 or more"},
+		{[]string{"health", "--interval", "-1s"}, "--interval -1s: want a positive duration"},
+		{[]string{"health", "--interval", "0"}, "--interval 0s: want a positive duration"},
+		{[]string{"health", "--probe-timeout", "0"}, "--probe-timeout 0s: want a positive duration"},
+		{[]string{"health", "--concurrency", "0"}, "--concurrency 0: want 1 or more"},
 		{[]string{"install", "-o", "json"}, "-o applies only to --dry-run=client"},
 		{[]string{"install", "--dry-run=server"}, "--dry-run=server: install cannot ask the server"},
 		{[]string{"export", "--allow-exec", "aws"}, "--allow-exec applies only to --format kubeconfig"},
@@ -107,6 +113,13 @@ func TestHealthCommand(t *testing.T) {
 		require.True(t, time.Now().Before(deadline), "member-1 not marked Unreachable; logs:\n%s", logs.String())
 	}
 	require.NoError(t, lf.Members[0].StartAPIServer())
+	// It says at start what it watches and how, and every line has a time.
+	require.Contains(t, logs.String(), `"msg"="starting"`)
+	require.Contains(t, logs.String(), `"namespaces"=["`+lf.Namespace+`"]`)
+	require.Contains(t, logs.String(), `"interval"="300ms"`)
+	for _, line := range strings.Split(strings.TrimSpace(logs.String()), "\n") {
+		require.Regexp(t, `"ts"="\d{4}-\d\d-\d\d `, line)
+	}
 }
 
 // syncBuffer is a bytes.Buffer that a command's output and the test may use at once.
