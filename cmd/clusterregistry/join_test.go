@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -94,6 +95,43 @@ func TestJoin(t *testing.T) {
 	code, out, stderr = cli("join", "beta", "--dry-run", "-o", "name")
 	require.Equal(t, 0, code, stderr)
 	require.Equal(t, "cluster.clusterregistry.k8s.io/beta\n", out)
+
+	// get: the overview, with the expiry of the token join stored (and never the token), and the
+	// Clusters themselves in kubectl's formats.
+	code, out, stderr = cli("get")
+	require.Equal(t, 0, code, stderr)
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	require.Len(t, lines, 3, out)
+	require.Regexp(t, `^NAME\s+READY\s+REASON\s+VERSION\s+LAST REPORT\s+CREDENTIAL\s+EXPIRES$`, lines[0])
+	require.Regexp(t, `^alpha\s+Unknown\s+-\s+-\s+never\s+secret\s+in 36\dd$`, lines[1])
+	token, err := kubernetes.NewForConfigOrDie(lf.Registry.Config).CoreV1().Secrets("joined").Get(ctx, "alpha-token", metav1.GetOptions{})
+	require.NoError(t, err)
+	require.NotContains(t, out, string(token.Data["token"]))
+	code, out, _ = cli("get", "-A", "-o", "wide")
+	require.Equal(t, 0, code)
+	require.Regexp(t, `(?m)^NAMESPACE\s+NAME\s+.*\s+SERVER\s+MESSAGE$`, out)
+	require.Regexp(t, `(?m)^joined\s+beta\s+.*`+regexp.QuoteMeta(lf.Members[1].URL()), out)
+	code, out, _ = cli("get", "-o", "name")
+	require.Equal(t, 0, code)
+	require.Equal(t, "cluster.clusterregistry.k8s.io/alpha\ncluster.clusterregistry.k8s.io/beta\n", out)
+	code, out, _ = cli("get", "alpha", "-o", "jsonpath={.spec.kubernetesApiEndpoints.serverEndpoints[0].serverAddress}")
+	require.Equal(t, 0, code)
+	require.Equal(t, lf.Members[0].URL(), out)
+	code, out, _ = cli("list", "-l", "joined=yes", "-o", "json")
+	require.Equal(t, 0, code)
+	var got struct {
+		Kind  string
+		Items []v1alpha1.Cluster
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &got), out)
+	require.Equal(t, "List", got.Kind)
+	require.Len(t, got.Items, 2)
+	code, _, stderr = cli("get", "alpha", "nosuch")
+	require.Equal(t, 1, code)
+	require.Contains(t, stderr, "no Cluster nosuch in namespace joined")
+	code, _, stderr = cli("get", "-o", "table")
+	require.Equal(t, 2, code)
+	require.Contains(t, stderr, "-o table: want wide, or one of")
 
 	// A tool reaches each member through the registry alone.
 	registry := versioned.NewForConfigOrDie(lf.Registry.Config)

@@ -80,7 +80,7 @@ It reaches the registry with kubectl's connection flags.`,
 	root.SetContext(ctx)
 	registry.AddFlags(root.PersistentFlags())
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
-	root.AddCommand(newInstall(registry), newJoin(registry), newUnjoin(registry), newExport(registry), newImport(registry), newCredential(registry), newHealth(registry), newVersion())
+	root.AddCommand(newInstall(registry), newJoin(registry), newUnjoin(registry), newExport(registry), newImport(registry), newCredential(registry), newHealth(registry), newGet(registry), newVersion())
 	return root
 }
 
