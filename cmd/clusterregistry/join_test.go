@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"path/filepath"
@@ -132,6 +133,7 @@ func TestJoin(t *testing.T) {
 	code, _, stderr = cli("get", "-o", "table")
 	require.Equal(t, 2, code)
 	require.Contains(t, stderr, "-o table: want wide, or one of")
+	t.Run("completion", func(t *testing.T) { testCompletion(t, kubeconfig) })
 
 	// A tool reaches each member through the registry alone.
 	registry := versioned.NewForConfigOrDie(lf.Registry.Config)
@@ -268,4 +270,28 @@ func joinAccounts(t *testing.T, member kubernetes.Interface) []string {
 		}
 	}
 	return names
+}
+
+// testCompletion completes contexts, cluster sets and Clusters from the kubeconfig and the
+// registry, as the command and as kubectl's plugin completion (kubectl_complete-clusterregistry);
+// the plugin form's help says kubectl clusterregistry. TestJoin runs it on its registry.
+func testCompletion(t *testing.T, kubeconfig string) {
+	complete := func(name string, args ...string) []string {
+		var stdout, stderr bytes.Buffer
+		code := runAs(t.Context(), name, append([]string{"--kubeconfig", kubeconfig, "-n", "joined"}, args...), &stdout, &stderr)
+		require.Equal(t, 0, code, stderr.String())
+		lines := strings.Split(strings.TrimSpace(stdout.String()), "\n")
+		require.Regexp(t, `^:\d+$`, lines[len(lines)-1], "cobra's directive ends the answer")
+		return lines[:len(lines)-1]
+	}
+	require.Equal(t, []string{"alpha", "beta"}, complete("clusterregistry", "__complete", "unjoin", ""))
+	require.Equal(t, []string{"beta"}, complete("clusterregistry", "__complete", "get", "alpha", ""))
+	require.Equal(t, []string{"alpha", "beta", "registry"}, complete("kubectl_complete-clusterregistry", "join", ""))
+	require.Subset(t, complete("kubectl_complete-clusterregistry", "get", "--context", ""), []string{"alpha", "registry"})
+	require.Subset(t, complete("clusterregistry", "__complete", "get", "--namespace", ""), []string{"joined", "kube-system"})
+
+	var stdout, stderr bytes.Buffer
+	require.Equal(t, 0, runAs(t.Context(), "kubectl-clusterregistry", []string{"join", "--help"}, &stdout, &stderr), stderr.String())
+	require.Contains(t, stdout.String(), "kubectl clusterregistry join kind-dev --name dev")
+	require.Contains(t, stdout.String(), "Usage:\n  kubectl clusterregistry join CONTEXT")
 }

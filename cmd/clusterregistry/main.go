@@ -19,6 +19,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -28,7 +29,7 @@ import (
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	code := runAs(ctx, filepath.Base(os.Args[0]), os.Args[1:], os.Stdout, os.Stderr)
 	stop()
 	os.Exit(code)
 }
@@ -39,7 +40,14 @@ type usageError struct{ error }
 func (e usageError) Unwrap() error { return e.error }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	return runAs(ctx, "clusterregistry", args, stdout, stderr)
+}
+
+// runAs runs the command as invoked under name: clusterregistry, or kubectl's names for its
+// plugin and the plugin's completion.
+func runAs(ctx context.Context, name string, args []string, stdout, stderr io.Writer) int {
 	cmd := newRoot(ctx)
+	args = asInvoked(cmd, name, args)
 	cmd.SetArgs(args)
 	cmd.SetOut(stdout)
 	cmd.SetErr(stderr)
@@ -81,6 +89,7 @@ It reaches the registry with kubectl's connection flags.`,
 	registry.AddFlags(root.PersistentFlags())
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
 	root.AddCommand(newInstall(registry), newJoin(registry), newUnjoin(registry), newExport(registry), newImport(registry), newCredential(registry), newHealth(registry), newGet(registry), newVersion())
+	registerCompletions(root, registry)
 	return root
 }
 

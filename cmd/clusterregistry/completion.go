@@ -1,0 +1,145 @@
+package main
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/cluster-registry/sdk/clientset/versioned"
+)
+
+// Shell completion that knows the registry: contexts of the kubeconfig, the registry's
+// namespaces (cluster sets) and the Clusters of -n's. cobra's completion command writes the
+// shell's script; kubectl completes the plugin form through kubectl_complete-clusterregistry,
+// which this binary answers when it is installed under that name too.
+
+// completionTimeout bounds a completion's request to the registry: a shell waits for it.
+const completionTimeout = 5 * time.Second
+
+// registerCompletions adds dynamic completion to root's connection flags and to the subcommands
+// that take a context or a Cluster's name.
+func registerCompletions(root *cobra.Command, registry *genericclioptions.ConfigFlags) {
+	_ = root.RegisterFlagCompletionFunc("context", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
+		return contextNames(registry), cobra.ShellCompDirectiveNoFileComp
+	})
+	_ = root.RegisterFlagCompletionFunc("namespace", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
+		return namespaceNames(registry), cobra.ShellCompDirectiveNoFileComp
+	})
+	for _, cmd := range root.Commands() {
+		switch cmd.Name() {
+		case "join":
+			cmd.ValidArgsFunction = func(_ *cobra.Command, args []string, _ string) ([]string, cobra.ShellCompDirective) {
+				if len(args) > 0 {
+					return nil, cobra.ShellCompDirectiveNoFileComp
+				}
+				return contextNames(registry), cobra.ShellCompDirectiveNoFileComp
+			}
+		case "unjoin", "credential":
+			cmd.ValidArgsFunction = func(_ *cobra.Command, args []string, _ string) ([]string, cobra.ShellCompDirective) {
+				if len(args) > 0 {
+					return nil, cobra.ShellCompDirectiveNoFileComp
+				}
+				return clusterNames(registry, nil), cobra.ShellCompDirectiveNoFileComp
+			}
+		case "get":
+			cmd.ValidArgsFunction = func(_ *cobra.Command, args []string, _ string) ([]string, cobra.ShellCompDirective) {
+				return clusterNames(registry, args), cobra.ShellCompDirectiveNoFileComp
+			}
+		}
+		if f := cmd.Flags().Lookup("member-context"); f != nil {
+			_ = cmd.RegisterFlagCompletionFunc("member-context", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
+				return contextNames(registry), cobra.ShellCompDirectiveNoFileComp
+			})
+		}
+	}
+}
+
+func contextNames(registry *genericclioptions.ConfigFlags) []string {
+	raw, err := registry.ToRawKubeConfigLoader().RawConfig()
+	if err != nil {
+		return nil
+	}
+	return sortedKeys(raw.Contexts)
+}
+
+func namespaceNames(registry *genericclioptions.ConfigFlags) []string {
+	cfg, err := registry.ToRESTConfig()
+	if err != nil {
+		return nil
+	}
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), completionTimeout)
+	defer cancel()
+	list, err := kube.CoreV1().Namespaces().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil
+	}
+	var names []string
+	for _, ns := range list.Items {
+		names = append(names, ns.Name)
+	}
+	return names
+}
+
+// clusterNames are the Clusters of -n's namespace, less those already given.
+func clusterNames(registry *genericclioptions.ConfigFlags, given []string) []string {
+	cfg, namespace, err := connect(registry)
+	if err != nil {
+		return nil
+	}
+	client, err := versioned.NewForConfig(cfg)
+	if err != nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), completionTimeout)
+	defer cancel()
+	list, err := client.ClusterregistryV1alpha1().Clusters(namespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil
+	}
+	var names []string
+	for _, c := range list.Items {
+		if !slices.Contains(given, c.Name) {
+			names = append(names, c.Name)
+		}
+	}
+	return names
+}
+
+// asInvoked adapts the command to the name it was run by: as kubectl's plugin
+// (kubectl-clusterregistry) its help says "kubectl clusterregistry"; as kubectl's plugin
+// completion (kubectl_complete-clusterregistry) it answers cobra's __complete request.
+func asInvoked(root *cobra.Command, name string, args []string) []string {
+	switch name {
+	case "kubectl-clusterregistry":
+		displayAs(root, "kubectl clusterregistry")
+	case "kubectl_complete-clusterregistry":
+		displayAs(root, "kubectl clusterregistry")
+		return append([]string{cobra.ShellCompRequestCmd}, args...)
+	}
+	return args
+}
+
+func displayAs(root *cobra.Command, name string) {
+	if root.Annotations == nil {
+		root.Annotations = map[string]string{}
+	}
+	root.Annotations[cobra.CommandDisplayNameAnnotation] = name
+	var rewrite func(*cobra.Command)
+	rewrite = func(c *cobra.Command) {
+		c.Example = strings.ReplaceAll(c.Example, "  clusterregistry ", "  "+name+" ")
+		for _, sub := range c.Commands() {
+			rewrite(sub)
+		}
+	}
+	rewrite(root)
+}
