@@ -1,11 +1,13 @@
 package readme
 
 import (
+	"bytes"
 	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -66,16 +68,31 @@ func TestRegisterStepsWork(t *testing.T) {
 		if command = strings.TrimSpace(command); command == "" || strings.HasPrefix(command, "go install") {
 			continue
 		}
+		env := append(os.Environ(), "KUBECONFIG="+kubeconfigPath, "PATH="+bin+":"+filepath.Dir(lf.Kubectl)+":"+os.Getenv("PATH"))
+		if background, ok := strings.CutSuffix(command, "&"); ok {
+			// A step the reader leaves running: it runs until the walk-through ends.
+			var logs bytes.Buffer
+			cmd := exec.CommandContext(ctx, "sh", "-c", "exec "+strings.TrimSpace(background))
+			cmd.Dir, cmd.Env, cmd.Stdout, cmd.Stderr = dir, env, &logs, &logs
+			require.NoError(t, cmd.Start(), "README step %q", command)
+			defer func() {
+				_ = cmd.Process.Signal(syscall.SIGINT)
+				require.NoError(t, cmd.Wait(), "README step %q, after an interrupt:\n%s", command, logs.String())
+			}()
+			continue
+		}
 		cmd := exec.CommandContext(ctx, "sh", "-c", command)
 		cmd.Dir = dir
-		cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfigPath, "PATH="+bin+":"+filepath.Dir(lf.Kubectl)+":"+os.Getenv("PATH"))
+		cmd.Env = env
 		out, err := cmd.CombinedOutput()
 		require.NoError(t, err, "README step %q:\n%s", command, out)
 		t.Logf("$ %s\n%s", command, out)
 		switch {
 		case strings.HasPrefix(command, "kubectl --context kind-ops get clusters"):
-			require.Contains(t, string(out), "dev ")
-			require.Contains(t, string(out), "prod ")
+			require.Regexp(t, `(?m)^dev\s+.*\sTrue\s+v1\.`, string(out), "the health controller has not filled READY and VERSION")
+			require.Regexp(t, `(?m)^prod\s+.*\sTrue\s+v1\.`, string(out))
+		case strings.HasPrefix(command, "clusterregistry --context kind-ops get"):
+			require.Regexp(t, `(?m)^dev\s+True\s+Reachable\s+v1\.`, string(out))
 		case strings.HasPrefix(command, "fanout-deploy"):
 			require.Contains(t, string(out), "fleet/dev")
 			require.Contains(t, string(out), "fleet/prod")
