@@ -49,9 +49,9 @@ type options struct {
 	selector                     labels.Selector
 	name, image, memberNamespace string
 	replicas                     int
-	concurrency                  int
+	concurrency, canaries        int
 	timeout                      time.Duration
-	dryRun, delete               bool
+	dryRun, delete, skipNotReady bool
 	resolver                     multicluster.ResolverOptions
 }
 
@@ -90,9 +90,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fmt.Fprintf(stdout, "%s Deployment %s/%s on %d members of %s\n", verb, opts.memberNamespace, opts.name, len(members), opts.namespace)
 
 	done := 0
-	results := multicluster.Map(ctx, members, deployment(opts),
-		multicluster.Concurrency(opts.concurrency),
-		multicluster.Timeout(opts.timeout),
+	fanOut := []multicluster.Option{multicluster.Concurrency(opts.concurrency), multicluster.Timeout(opts.timeout)}
+	if opts.canaries > 0 {
+		fanOut = append(fanOut, multicluster.Canary(opts.canaries))
+	}
+	if opts.skipNotReady {
+		fanOut = append(fanOut, multicluster.SkipNotReady())
+	}
+	results := multicluster.Map(ctx, members, deployment(opts), append(fanOut,
 		// Progress: one line per member as it finishes. Calls come one at a time.
 		multicluster.OnResult(func(o multicluster.Outcome) {
 			done++
@@ -104,11 +109,21 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			if o.Attempts != 1 {
 				attempts = fmt.Sprintf("%d attempts", o.Attempts)
 			}
+			if o.Skipped() {
+				status = "skipped (not Ready)"
+			}
 			fmt.Fprintf(stdout, "[%d/%d] %s %s (%s, %s)\n", done, len(members), o.Member, status, attempts, o.Duration.Round(time.Millisecond))
 		}),
-	)
+	)...)
 	fmt.Fprintln(stdout)
 	_ = results.WriteTable(stdout)
+	if skipped := results.Skipped(); len(skipped) > 0 {
+		names := make([]string, len(skipped))
+		for i, r := range skipped {
+			names[i] = r.Member.String()
+		}
+		fmt.Fprintf(stdout, "\nSkipped, not Ready (--skip-not-ready): %s\n", strings.Join(names, ", "))
+	}
 
 	if failed := results.Failed(); len(failed) > 0 {
 		// The table cuts long errors to a line; the remedy is often at the end.
@@ -178,10 +193,15 @@ func deployment(opts *options) func(context.Context, *multicluster.Member) (stri
 		deployments := kube.AppsV1().Deployments(opts.memberNamespace)
 		if opts.delete {
 			err := deployments.Delete(ctx, opts.name, metav1.DeleteOptions{DryRun: dryRun})
-			if apierrors.IsNotFound(err) {
+			switch {
+			case apierrors.IsNotFound(err):
 				return "not found", nil
+			case err != nil:
+				return "", err
+			case opts.dryRun:
+				return "would be deleted (server dry run)", nil
 			}
-			return "deleted", err
+			return "deleted", nil
 		}
 
 		labels := map[string]string{"app.kubernetes.io/name": opts.name, "app.kubernetes.io/managed-by": fieldManager}
@@ -193,6 +213,9 @@ func deployment(opts *options) func(context.Context, *multicluster.Member) (stri
 		applied, err := deployments.Apply(ctx, d, metav1.ApplyOptions{FieldManager: fieldManager, Force: true, DryRun: dryRun})
 		if err != nil {
 			return "", err
+		}
+		if opts.dryRun {
+			return fmt.Sprintf("would be applied, generation %d (server dry run)", applied.Generation), nil
 		}
 		return fmt.Sprintf("applied, generation %d", applied.Generation), nil
 	}
@@ -237,6 +260,8 @@ Cluster points to, read with your own permissions.`,
 	fs.StringVar(&dryRun, "dry-run", "none", `"server" asks each member to validate the change without making it; "none" makes it`)
 	fs.Lookup("dry-run").NoOptDefVal = "server"
 	fs.BoolVar(&opts.delete, "delete", false, "delete the Deployment instead of applying it")
+	fs.IntVar(&opts.canaries, "canary", 0, "run on this many members first, and on the rest only if all of those succeed (0: all at once)")
+	fs.BoolVar(&opts.skipNotReady, "skip-not-ready", false, "skip members whose Ready condition is False (they are listed, and do not fail the run)")
 	trust.AddFlags(fs)
 	version := fs.Bool("version", false, "print the version (the SDK release and the commit it was built from) and exit")
 	if err := cmd.Execute(); err != nil {
@@ -275,6 +300,9 @@ Cluster points to, read with your own permissions.`,
 	}
 	if opts.replicas < 0 || opts.replicas > 1<<20 {
 		errs = append(errs, fmt.Errorf("--replicas %d: want 0 to %d", opts.replicas, 1<<20))
+	}
+	if opts.canaries < 0 {
+		errs = append(errs, fmt.Errorf("--canary %d: want 0 (none) or more", opts.canaries))
 	}
 	if opts.concurrency < 0 {
 		errs = append(errs, fmt.Errorf("--concurrency %d: want 0 (all) or more", opts.concurrency))

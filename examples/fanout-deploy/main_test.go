@@ -13,10 +13,13 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
+	"github.com/cluster-registry/sdk/clientset/versioned"
+	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
 	"github.com/cluster-registry/sdk/localfleet"
 )
 
@@ -143,6 +146,9 @@ func TestEndToEnd(t *testing.T) {
 		if code != 0 || !strings.Contains(out, "server dry run") {
 			t.Fatalf("exit %d", code)
 		}
+		if row := tableRow(out, "fleet/member-1"); !strings.Contains(row, "would be applied, generation") {
+			t.Errorf("a dry run's row: %q", row)
+		}
 		if got := deployments(t, lf.Members...); got[0] != "registry.example/web:1/2" {
 			t.Errorf("a dry run changed the Deployments: %v", got)
 		}
@@ -176,6 +182,36 @@ func TestEndToEnd(t *testing.T) {
 		}
 		if got := deployments(t, lf.Members[0], lf.Members[2]); got[0] != "registry.example/web:3/1" || got[1] != got[0] {
 			t.Errorf("the live members' Deployments: %v", got)
+		}
+	})
+
+	t.Run("canaries", func(t *testing.T) {
+		// member-2, stopped, is the second canary: member-3 is not started.
+		code, out, _ := fanoutDeploy(t, "--name", "web", "--image", "registry.example/web:4", "--timeout", "5s", "--canary", "2")
+		if code != 1 || !strings.Contains(tableRow(out, "fleet/member-3"), "not started") {
+			t.Errorf("exit %d; member-3: %q", code, tableRow(out, "fleet/member-3"))
+		}
+		if got := deployments(t, lf.Members[0], lf.Members[2]); got[0] != "registry.example/web:4/1" || got[1] != "registry.example/web:3/1" {
+			t.Errorf("after a failed canary: %v", got)
+		}
+	})
+
+	t.Run("members not Ready are skipped", func(t *testing.T) {
+		clusters := versioned.NewForConfigOrDie(lf.Registry.Config).ClusterregistryV1alpha1().Clusters(lf.Namespace)
+		c, err := clusters.Get(ctx, "member-2", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		meta.SetStatusCondition(&c.Status.Conditions, metav1.Condition{Type: v1alpha1.ConditionReady, Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonUnreachable})
+		if _, err := clusters.UpdateStatus(ctx, c, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		code, out, _ := fanoutDeploy(t, "--name", "web", "--image", "registry.example/web:5", "--timeout", "5s", "--skip-not-ready")
+		if code != 0 || !strings.Contains(out, "] fleet/member-2 skipped (not Ready)") || !strings.Contains(out, "Skipped, not Ready (--skip-not-ready): fleet/member-2") {
+			t.Errorf("exit %d", code)
+		}
+		if got := deployments(t, lf.Members[0], lf.Members[2]); got[0] != "registry.example/web:5/1" || got[1] != got[0] {
+			t.Errorf("the Ready members' Deployments: %v", got)
 		}
 	})
 
