@@ -18,7 +18,7 @@ import (
 )
 
 func newExport(registry *genericclioptions.ConfigFlags) *cobra.Command {
-	var format, output, selector, credentialCommand string
+	var format, output, selector, credentialCommand, contextPrefix string
 	var allNamespaces bool
 	var trust trustflags.Flags
 	cmd := &cobra.Command{
@@ -61,7 +61,7 @@ named on standard error and left out, and export exits 1.`,
 			}
 			switch format {
 			case "clusters":
-				for _, name := range append([]string{"credential-command"}, trustflags.Names...) {
+				for _, name := range append([]string{"credential-command", "context-prefix"}, trustflags.Names...) {
 					if cmd.Flags().Changed(name) {
 						return usageError{fmt.Errorf("--%s applies only to --format kubeconfig", name)}
 					}
@@ -126,7 +126,7 @@ named on standard error and left out, and export exits 1.`,
 				return usageError{err}
 			}
 			return exportKubeconfig(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), resolver, list.Items, kubeconfigExport{
-				command: credentialCommand, args: append(credentialArgs, trust.Args()...), qualify: allNamespaces, output: output,
+				command: credentialCommand, args: append(credentialArgs, trust.Args()...), qualify: allNamespaces, prefix: contextPrefix, output: output,
 			})
 		},
 	}
@@ -136,6 +136,7 @@ named on standard error and left out, and export exits 1.`,
 	f.StringVarP(&selector, "selector", "l", "", "label selector over the Clusters, e.g. env=prod")
 	f.BoolVarP(&allNamespaces, "all-namespaces", "A", false, "export the Clusters of every namespace (cluster set)")
 	f.StringVar(&credentialCommand, "credential-command", "", "the command the kubeconfig runs for credentials (default: this command's path)")
+	f.StringVar(&contextPrefix, "context-prefix", "", `with --format kubeconfig: put this before each context's name (e.g. "fleet-"), so that the contexts do not collide with your own when kubeconfigs are merged (KUBECONFIG=a:b keeps the first of two contexts of one name)`)
 	trust.AddFlags(f)
 	return cmd
 }

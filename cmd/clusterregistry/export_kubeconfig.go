@@ -25,6 +25,7 @@ type kubeconfigExport struct {
 	command string   // clusterregistry's path
 	args    []string // after "credential NAME --namespace=NS": the registry's and the trust flags
 	qualify bool     // name contexts namespace/name (with -A)
+	prefix  string   // before each context's name, so that they do not collide with the user's own
 	output  string   // yaml or json
 }
 
@@ -40,6 +41,7 @@ func exportKubeconfig(ctx context.Context, out, errOut io.Writer, resolver *mult
 		if o.qualify {
 			name = c.Namespace + "/" + c.Name
 		}
+		name = o.prefix + name
 		access, err := resolver.Resolve(ctx, c)
 		if err != nil {
 			fmt.Fprintf(errOut, "not exported: %v\n", trustflags.InFlagTerms(err)) // a *multicluster.ClusterError names the Cluster

@@ -2,12 +2,16 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"net/netip"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
 	"github.com/cluster-registry/sdk/multicluster"
 )
 
@@ -24,4 +28,25 @@ func TestExportKubeconfigAsJSON(t *testing.T) {
 	require.Equal(t, "Config", doc["kind"])
 	_, err = clientcmd.Load(out.Bytes())
 	require.NoError(t, err)
+}
+
+// --context-prefix names the contexts, clusters and users apart from the user's own.
+func TestExportKubeconfigContextPrefix(t *testing.T) {
+	resolver, err := multicluster.NewResolver(multicluster.ResolverOptions{Providers: map[string]multicluster.Provider{"static": multicluster.ProviderFunc(
+		func(context.Context, *multicluster.Request) (*multicluster.Credentials, error) {
+			return &multicluster.Credentials{BearerToken: "static"}, nil
+		})}, ClientIP: netip.MustParseAddr("127.0.0.1")})
+	require.NoError(t, err)
+	c := v1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: "fleet", Name: "prod"}, Spec: v1alpha1.ClusterSpec{
+		KubernetesAPIEndpoints: v1alpha1.KubernetesAPIEndpoints{ServerEndpoints: []v1alpha1.ServerAddressByClientCIDR{{ClientCIDR: "0.0.0.0/0", ServerAddress: "https://prod.example.com"}}},
+		AuthInfo:               v1alpha1.AuthInfo{Providers: []v1alpha1.AuthProviderConfig{{Name: "p", Type: v1alpha1.AuthProviderType{Name: "static"}}}},
+	}}
+	var out, errOut bytes.Buffer
+	require.NoError(t, exportKubeconfig(t.Context(), &out, &errOut, resolver, []v1alpha1.Cluster{c}, kubeconfigExport{command: "clusterregistry", prefix: "fleet-"}))
+	cfg, err := clientcmd.Load(out.Bytes())
+	require.NoError(t, err)
+	require.Contains(t, cfg.Contexts, "fleet-prod")
+	require.Equal(t, "fleet-prod", cfg.Contexts["fleet-prod"].Cluster)
+	require.Equal(t, "https://prod.example.com:443", cfg.Clusters["fleet-prod"].Server)
+	require.NotContains(t, out.String(), "static", "a credential in the kubeconfig")
 }
