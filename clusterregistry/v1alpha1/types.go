@@ -21,7 +21,7 @@ import (
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name="Version",type=string,JSONPath=`.status.version`
 // +kubebuilder:printcolumn:name="Reason",type=string,priority=1,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`
-// +kubebuilder:printcolumn:name="Last Probe",type=date,priority=1,JSONPath=`.status.lastProbeTime`
+// +kubebuilder:printcolumn:name="Last Report",type=date,priority=1,JSONPath=`.status.lastProbeTime`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type Cluster struct {
 	metav1.TypeMeta   `json:",inline"`
@@ -174,8 +174,10 @@ type ClusterStatus struct {
 	// +kubebuilder:validation:MaxLength=64
 	Version string `json:"version,omitempty"`
 
-	// lastProbeTime is when a controller last probed the cluster's API server. A health
-	// controller refreshes it at most once per heartbeat while nothing else changes.
+	// lastProbeTime is when the probe whose outcome this status records began. A health
+	// controller probes far more often than it writes: it writes the status when the outcome
+	// changes, and otherwise once per heartbeat, so while it runs this is at most a heartbeat old
+	// (kubectl's column says Last Report, which is what it is).
 	// +optional
 	LastProbeTime *metav1.Time `json:"lastProbeTime,omitempty"`
 

@@ -374,7 +374,7 @@ func schema_cluster_registry_sdk_clusterregistry_v1alpha1_ClusterStatus(ref comm
 					},
 					"lastProbeTime": {
 						SchemaProps: spec.SchemaProps{
-							Description: "lastProbeTime is when a controller last probed the cluster's API server. A health controller refreshes it at most once per heartbeat while nothing else changes.",
+							Description: "lastProbeTime is when the probe whose outcome this status records began. A health controller probes far more often than it writes: it writes the status when the outcome changes, and otherwise once per heartbeat, so while it runs this is at most a heartbeat old (kubectl's column says Last Report, which is what it is).",
 							Ref:         ref(v1.Time{}.OpenAPIModelName()),
 						},
 					},

@@ -33,8 +33,10 @@ type ClusterStatusApplyConfiguration struct {
 	Conditions []v1.ConditionApplyConfiguration `json:"conditions,omitempty"`
 	// version is the Kubernetes version the cluster's API server last reported, such as v1.36.3.
 	Version *string `json:"version,omitempty"`
-	// lastProbeTime is when a controller last probed the cluster's API server. A health
-	// controller refreshes it at most once per heartbeat while nothing else changes.
+	// lastProbeTime is when the probe whose outcome this status records began. A health
+	// controller probes far more often than it writes: it writes the status when the outcome
+	// changes, and otherwise once per heartbeat, so while it runs this is at most a heartbeat old
+	// (kubectl's column says Last Report, which is what it is).
 	LastProbeTime *metav1.Time `json:"lastProbeTime,omitempty"`
 	// clusterID identifies the cluster the endpoints lead to: the UID of its kube-system
 	// namespace, as KEP-2149 (ClusterId) and Karmada use. A health controller records it on first
