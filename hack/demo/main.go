@@ -15,12 +15,15 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/go-logr/logr"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/cluster-registry/sdk/clientset/versioned"
@@ -159,9 +162,24 @@ func run(ctx context.Context, fanoutDeploy, clusterregistry string, keep bool) e
 	}
 
 	if keep {
+		kubeconfig, err := fleetKubeconfig(lf)
+		if err != nil {
+			return err
+		}
+		defer os.Remove(kubeconfig)
+		abs := func(p string) string {
+			if a, err := filepath.Abs(p); err == nil {
+				return a
+			}
+			return p
+		}
 		step("The fleet is up. In another shell:")
-		fmt.Printf("  export KUBECONFIG=%s\n  %s get clusters -n %s\n  %s --namespace %s --name hello --image nginx\nPress Ctrl-C to stop.\n",
-			lf.Registry.Kubeconfig, lf.Kubectl, lf.Namespace, fanoutDeploy, lf.Namespace)
+		fmt.Printf("  export KUBECONFIG=%s   # contexts: registry (current), %s\n", kubeconfig, memberNames(lf))
+		fmt.Printf("  %s get clusters -n %s\n", lf.Kubectl, lf.Namespace)
+		fmt.Printf("  %s --context member-1 get deployments\n", lf.Kubectl)
+		fmt.Printf("  %s get -n %s\n", abs(clusterregistry), lf.Namespace)
+		fmt.Printf("  %s -n %s --name hello --image nginx\n", abs(fanoutDeploy), lf.Namespace)
+		fmt.Println("Press Ctrl-C to stop.")
 		<-ctx.Done()
 	}
 	fmt.Printf("\n(demo took %s)\n", time.Since(start).Round(100*time.Millisecond))
@@ -169,3 +187,42 @@ func run(ctx context.Context, fanoutDeploy, clusterregistry string, keep bool) e
 }
 
 func step(msg string) { fmt.Printf("\n== %s\n", msg) }
+
+// fleetKubeconfig writes a kubeconfig with a context for the registry (the current one) and one
+// per member, each named after it, with its administrator's credentials.
+func fleetKubeconfig(lf *localfleet.Fleet) (string, error) {
+	merged := clientcmdapi.NewConfig()
+	add := func(name, path string) error {
+		cfg, err := clientcmd.LoadFromFile(path)
+		if err != nil {
+			return err
+		}
+		c := cfg.Contexts[cfg.CurrentContext]
+		merged.Clusters[name], merged.AuthInfos[name] = cfg.Clusters[c.Cluster], cfg.AuthInfos[c.AuthInfo]
+		merged.Contexts[name] = &clientcmdapi.Context{Cluster: name, AuthInfo: name}
+		return nil
+	}
+	if err := add("registry", lf.Registry.Kubeconfig); err != nil {
+		return "", err
+	}
+	for _, m := range lf.Members {
+		if err := add(m.Name, m.Kubeconfig); err != nil {
+			return "", err
+		}
+	}
+	merged.CurrentContext = "registry"
+	f, err := os.CreateTemp("", "demo-fleet-*.kubeconfig")
+	if err != nil {
+		return "", err
+	}
+	f.Close()
+	return f.Name(), clientcmd.WriteToFile(*merged, f.Name())
+}
+
+func memberNames(lf *localfleet.Fleet) string {
+	var names []string
+	for _, m := range lf.Members {
+		names = append(names, m.Name)
+	}
+	return strings.Join(names, ", ")
+}
