@@ -8,10 +8,6 @@ import (
 
 	"github.com/spf13/cobra"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/cli-runtime/pkg/genericclioptions"
-	"k8s.io/client-go/kubernetes"
-
-	"github.com/cluster-registry/sdk/clientset/versioned"
 )
 
 // Shell completion that knows the registry: contexts of the kubeconfig, the registry's
@@ -24,12 +20,12 @@ const completionTimeout = 5 * time.Second
 
 // registerCompletions adds dynamic completion to root's connection flags and to the subcommands
 // that take a context or a Cluster's name.
-func registerCompletions(root *cobra.Command, registry *genericclioptions.ConfigFlags) {
+func registerCompletions(root *cobra.Command, f *factory) {
 	_ = root.RegisterFlagCompletionFunc("context", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
-		return contextNames(registry), cobra.ShellCompDirectiveNoFileComp
+		return contextNames(f), cobra.ShellCompDirectiveNoFileComp
 	})
 	_ = root.RegisterFlagCompletionFunc("namespace", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
-		return namespaceNames(registry), cobra.ShellCompDirectiveNoFileComp
+		return namespaceNames(f), cobra.ShellCompDirectiveNoFileComp
 	})
 	for _, cmd := range root.Commands() {
 		switch cmd.Name() {
@@ -38,48 +34,44 @@ func registerCompletions(root *cobra.Command, registry *genericclioptions.Config
 				if len(args) > 0 {
 					return nil, cobra.ShellCompDirectiveNoFileComp
 				}
-				return contextNames(registry), cobra.ShellCompDirectiveNoFileComp
+				return contextNames(f), cobra.ShellCompDirectiveNoFileComp
 			}
 		case "unjoin", "credential":
 			cmd.ValidArgsFunction = func(_ *cobra.Command, args []string, _ string) ([]string, cobra.ShellCompDirective) {
 				if len(args) > 0 {
 					return nil, cobra.ShellCompDirectiveNoFileComp
 				}
-				return clusterNames(registry, nil), cobra.ShellCompDirectiveNoFileComp
+				return clusterNames(f, nil), cobra.ShellCompDirectiveNoFileComp
 			}
 		case "get":
 			cmd.ValidArgsFunction = func(_ *cobra.Command, args []string, _ string) ([]string, cobra.ShellCompDirective) {
-				return clusterNames(registry, args), cobra.ShellCompDirectiveNoFileComp
+				return clusterNames(f, args), cobra.ShellCompDirectiveNoFileComp
 			}
 		}
-		if f := cmd.Flags().Lookup("member-context"); f != nil {
+		if cmd.Flags().Lookup("member-context") != nil {
 			_ = cmd.RegisterFlagCompletionFunc("member-context", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
-				return contextNames(registry), cobra.ShellCompDirectiveNoFileComp
+				return contextNames(f), cobra.ShellCompDirectiveNoFileComp
 			})
 		}
 	}
 }
 
-func contextNames(registry *genericclioptions.ConfigFlags) []string {
-	raw, err := registry.ToRawKubeConfigLoader().RawConfig()
+func contextNames(f *factory) []string {
+	raw, err := f.flags.ToRawKubeConfigLoader().RawConfig()
 	if err != nil {
 		return nil
 	}
 	return sortedKeys(raw.Contexts)
 }
 
-func namespaceNames(registry *genericclioptions.ConfigFlags) []string {
-	cfg, err := registry.ToRESTConfig()
-	if err != nil {
-		return nil
-	}
-	kube, err := kubernetes.NewForConfig(cfg)
+func namespaceNames(f *factory) []string {
+	reg, err := f.Registry()
 	if err != nil {
 		return nil
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), completionTimeout)
 	defer cancel()
-	list, err := kube.CoreV1().Namespaces().List(ctx, metav1.ListOptions{})
+	list, err := reg.Kube.CoreV1().Namespaces().List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return nil
 	}
@@ -91,18 +83,14 @@ func namespaceNames(registry *genericclioptions.ConfigFlags) []string {
 }
 
 // clusterNames are the Clusters of -n's namespace, less those already given.
-func clusterNames(registry *genericclioptions.ConfigFlags, given []string) []string {
-	cfg, namespace, err := connect(registry)
-	if err != nil {
-		return nil
-	}
-	client, err := versioned.NewForConfig(cfg)
+func clusterNames(f *factory, given []string) []string {
+	reg, err := f.Registry()
 	if err != nil {
 		return nil
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), completionTimeout)
 	defer cancel()
-	list, err := client.ClusterregistryV1alpha1().Clusters(namespace).List(ctx, metav1.ListOptions{})
+	list, err := reg.Clusters.ClusterregistryV1alpha1().Clusters(reg.Namespace).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return nil
 	}

@@ -15,12 +15,8 @@ import (
 	"github.com/spf13/cobra"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/cli-runtime/pkg/genericclioptions"
-	"k8s.io/client-go/kubernetes"
 	clientauthv1 "k8s.io/client-go/pkg/apis/clientauthentication/v1"
-	"k8s.io/client-go/rest"
 
-	"github.com/cluster-registry/sdk/clientset/versioned"
 	"github.com/cluster-registry/sdk/multicluster"
 	"github.com/cluster-registry/sdk/trustflags"
 )
@@ -36,7 +32,7 @@ const credentialLifetime = 5 * time.Minute
 // errNotPlugin says the command was not run by kubectl as an exec plugin.
 var errNotPlugin = errors.New(execInfoEnv + " is not set: credential is run by kubectl, as the exec plugin of a kubeconfig that `clusterregistry export --format kubeconfig` writes")
 
-func newCredential(registry *genericclioptions.ConfigFlags) *cobra.Command {
+func newCredential(f *factory) *cobra.Command {
 	var trust trustflags.Flags
 	cmd := &cobra.Command{
 		Use:   "credential NAME",
@@ -85,11 +81,11 @@ must therefore set provideClusterInfo: true.`,
 			if info == "" {
 				return errNotPlugin
 			}
-			cfg, namespace, err := connect(registry)
+			reg, err := f.Registry()
 			if err != nil {
 				return err
 			}
-			return credential(cmd.Context(), cmd.OutOrStdout(), cfg, namespace, args[0], []byte(info), opts)
+			return credential(cmd.Context(), cmd.OutOrStdout(), reg, args[0], []byte(info), opts)
 		},
 	}
 	trust.AddFlags(cmd.Flags())
@@ -97,7 +93,8 @@ must therefore set provideClusterInfo: true.`,
 }
 
 // credential answers kubectl's request for the credentials of Cluster namespace/name.
-func credential(ctx context.Context, out io.Writer, registryConfig *rest.Config, namespace, name string, info []byte, opts multicluster.ResolverOptions) error {
+func credential(ctx context.Context, out io.Writer, reg *registry, name string, info []byte, opts multicluster.ResolverOptions) error {
+	namespace := reg.Namespace
 	var req clientauthv1.ExecCredential
 	if err := json.Unmarshal(info, &req); err != nil {
 		return fmt.Errorf("%s is not an ExecCredential: %w", execInfoEnv, err)
@@ -112,8 +109,8 @@ func credential(ctx context.Context, out io.Writer, registryConfig *rest.Config,
 		return fmt.Errorf("cluster %s: kubectl did not say which server it will call; set provideClusterInfo: true in the kubeconfig's exec entry (export writes it so)", key)
 	}
 
-	at := strings.TrimSuffix(registryConfig.Host, "/")
-	c, err := versioned.NewForConfigOrDie(registryConfig).ClusterregistryV1alpha1().Clusters(namespace).Get(ctx, name, metav1.GetOptions{})
+	at := strings.TrimSuffix(reg.Config.Host, "/")
+	c, err := reg.Clusters.ClusterregistryV1alpha1().Clusters(namespace).Get(ctx, name, metav1.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err):
 		return fmt.Errorf("cluster %s is not in the registry (%s): it was removed or renamed; export the kubeconfig again", key, at)
@@ -123,11 +120,7 @@ func credential(ctx context.Context, out io.Writer, registryConfig *rest.Config,
 		return fmt.Errorf("cluster %s: reading it from the registry (%s): %w", key, at, err)
 	}
 
-	kube, err := kubernetes.NewForConfig(registryConfig)
-	if err != nil {
-		return err
-	}
-	opts.Secrets = multicluster.SecretsFromClient(kube)
+	opts.Secrets = multicluster.SecretsFromClient(reg.Kube)
 	opts.UserAgent = "clusterregistry-credential"
 	resolver, err := multicluster.NewResolver(opts)
 	if err != nil {

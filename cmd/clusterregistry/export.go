@@ -8,16 +8,13 @@ import (
 	"github.com/spf13/cobra"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/cli-runtime/pkg/genericclioptions"
-	"k8s.io/client-go/kubernetes"
 
-	"github.com/cluster-registry/sdk/clientset/versioned"
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
 	"github.com/cluster-registry/sdk/multicluster"
 	"github.com/cluster-registry/sdk/trustflags"
 )
 
-func newExport(registry *genericclioptions.ConfigFlags) *cobra.Command {
+func newExport(fac *factory) *cobra.Command {
 	var format, output, selector, credentialCommand, contextPrefix string
 	var allNamespaces bool
 	var trust trustflags.Flags
@@ -74,18 +71,15 @@ named on standard error and left out, and export exits 1.`,
 			if err != nil {
 				return usageError{err}
 			}
-			cfg, namespace, err := connect(registry)
+			reg, err := fac.Registry()
 			if err != nil {
 				return err
 			}
+			namespace := reg.Namespace
 			if allNamespaces {
 				namespace = metav1.NamespaceAll
 			}
-			client, err := versioned.NewForConfig(cfg)
-			if err != nil {
-				return err
-			}
-			list, err := client.ClusterregistryV1alpha1().Clusters(namespace).List(cmd.Context(), metav1.ListOptions{LabelSelector: selector})
+			list, err := reg.Clusters.ClusterregistryV1alpha1().Clusters(namespace).List(cmd.Context(), metav1.ListOptions{LabelSelector: selector})
 			if err != nil {
 				return fmt.Errorf("listing the Clusters of namespace %q: %w", namespace, err)
 			}
@@ -107,7 +101,7 @@ named on standard error and left out, and export exits 1.`,
 				}
 				return nil
 			}
-			credentialArgs, err := registryArgs(registry)
+			credentialArgs, err := registryArgs(fac.flags)
 			if err != nil {
 				return err
 			}
@@ -116,11 +110,7 @@ named on standard error and left out, and export exits 1.`,
 					return fmt.Errorf("finding this command's path for the kubeconfig; give --credential-command: %w", err)
 				}
 			}
-			kube, err := kubernetes.NewForConfig(cfg)
-			if err != nil {
-				return err
-			}
-			resolverOpts.Secrets = multicluster.SecretsFromClient(kube)
+			resolverOpts.Secrets = multicluster.SecretsFromClient(reg.Kube)
 			resolver, err := multicluster.NewResolver(resolverOpts)
 			if err != nil {
 				return usageError{err}

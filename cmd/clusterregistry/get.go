@@ -60,7 +60,7 @@ type GetOptions struct {
 	out       io.Writer
 }
 
-func newGet(registry *genericclioptions.ConfigFlags) *cobra.Command {
+func newGet(f *factory) *cobra.Command {
 	o := &GetOptions{PrintFlags: genericclioptions.NewPrintFlags("").WithTypeSetter(scheme.Scheme)}
 	cmd := &cobra.Command{
 		Use:     "get [NAME ...] [-n NAMESPACE | -A] [-l SELECTOR] [-o wide|yaml|json|name|jsonpath=...]",
@@ -70,7 +70,7 @@ func newGet(registry *genericclioptions.ConfigFlags) *cobra.Command {
 		Example: getExample,
 		Args:    cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := o.Complete(registry, cmd, args); err != nil {
+			if err := o.Complete(f, cmd, args); err != nil {
 				return err
 			}
 			if err := o.Validate(); err != nil {
@@ -87,7 +87,7 @@ func newGet(registry *genericclioptions.ConfigFlags) *cobra.Command {
 }
 
 // Complete fills in what the flags and arguments leave to the environment.
-func (o *GetOptions) Complete(registry *genericclioptions.ConfigFlags, cmd *cobra.Command, args []string) error {
+func (o *GetOptions) Complete(f *factory, cmd *cobra.Command, args []string) error {
 	o.Names, o.out = args, cmd.OutOrStdout()
 	var err error
 	if o.selector, err = labels.Parse(o.Selector); err != nil {
@@ -105,19 +105,15 @@ func (o *GetOptions) Complete(registry *genericclioptions.ConfigFlags, cmd *cobr
 	if len(o.Names) > 0 && o.AllNamespaces {
 		return usageError{errors.New("names and -A conflict: a name is looked up in one namespace, -n's")}
 	}
-	cfg, namespace, err := connect(registry)
+	reg, err := f.Registry()
 	if err != nil {
 		return err
 	}
-	o.namespace = namespace
+	o.namespace, o.registry, o.kube = reg.Namespace, reg.Clusters, reg.Kube
 	if o.AllNamespaces {
 		o.namespace = metav1.NamespaceAll
 	}
-	if o.registry, err = versioned.NewForConfig(cfg); err != nil {
-		return err
-	}
-	o.kube, err = kubernetes.NewForConfig(cfg)
-	return err
+	return nil
 }
 
 // Validate checks what Complete could not.

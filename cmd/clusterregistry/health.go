@@ -12,16 +12,13 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/cli-runtime/pkg/genericclioptions"
-	"k8s.io/client-go/kubernetes"
 
-	"github.com/cluster-registry/sdk/clientset/versioned"
 	"github.com/cluster-registry/sdk/health"
 	"github.com/cluster-registry/sdk/multicluster"
 	"github.com/cluster-registry/sdk/trustflags"
 )
 
-func newHealth(registry *genericclioptions.ConfigFlags) *cobra.Command {
+func newHealth(fac *factory) *cobra.Command {
 	var (
 		opts                       health.Options
 		allNamespaces, leaderElect bool
@@ -69,33 +66,26 @@ It needs the ClusterRole in deploy/health/clusterrole.yaml in each namespace it 
 					return usageError{fmt.Errorf("--%s %d: want 1 or more", n.flag, n.value)}
 				}
 			}
-			cfg, namespace, err := connect(registry)
+			reg, err := fac.Registry()
 			if err != nil {
 				return err
 			}
 			if !allNamespaces {
-				opts.Namespaces = []string{namespace}
+				opts.Namespaces = []string{reg.Namespace}
 			}
 			if opts.Selector, err = labels.Parse(selector); err != nil {
 				return usageError{fmt.Errorf("-l/--selector: %w", err)}
-			}
-			kube, err := kubernetes.NewForConfig(cfg)
-			if err != nil {
-				return err
 			}
 			resolverOpts, err := trust.ResolverOptions()
 			if err != nil {
 				return usageError{err}
 			}
-			resolverOpts.Secrets = multicluster.SecretsFromClient(kube)
+			resolverOpts.Secrets = multicluster.SecretsFromClient(reg.Kube)
 			resolverOpts.UserAgent = "clusterregistry-health"
 			if opts.Resolver, err = multicluster.NewResolver(resolverOpts); err != nil {
 				return err
 			}
-			opts.Kube = kube
-			if opts.Registry, err = versioned.NewForConfig(cfg); err != nil {
-				return err
-			}
+			opts.Kube, opts.Registry = reg.Kube, reg.Clusters
 			if leaderElect {
 				if leaseNamespace == "" {
 					leaseNamespace = opts.Namespaces[0] // with -A, the flag is required below

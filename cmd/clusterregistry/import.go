@@ -14,8 +14,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
-	"k8s.io/cli-runtime/pkg/genericclioptions"
-	"k8s.io/client-go/kubernetes"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"sigs.k8s.io/yaml"
 
@@ -26,7 +24,7 @@ import (
 // errSomeFailed is import's error when some objects were not applied; the report names them.
 var errSomeFailed = errors.New("some Clusters were not imported")
 
-func newImport(registry *genericclioptions.ConfigFlags) *cobra.Command {
+func newImport(f *factory) *cobra.Command {
 	var dryRun string
 	var force, fromKubeconfig, dropCredentialArgs bool
 	var output appliedOutput
@@ -83,15 +81,7 @@ credential (such as --oidc-client-secret=...); a context whose plugin has one is
 			if err != nil {
 				return err
 			}
-			cfg, namespace, err := connect(registry)
-			if err != nil {
-				return err
-			}
-			client, err := versioned.NewForConfig(cfg)
-			if err != nil {
-				return err
-			}
-			kube, err := kubernetes.NewForConfig(cfg)
+			reg, err := f.Registry()
 			if err != nil {
 				return err
 			}
@@ -99,9 +89,8 @@ credential (such as --oidc-client-secret=...); a context whose plugin has one is
 				fmt.Fprintln(output.report(cmd), "note: "+n)
 			}
 			// As kubectl apply: an -n that contradicts the file's namespaces is refused, not ignored.
-			explicitNamespace := registry.Namespace != nil && *registry.Namespace != ""
-			run := importRun{out: output.report(cmd), stdout: cmd.OutOrStdout(), output: &output, client: client, secrets: kube.CoreV1(),
-				path: args[0], namespace: namespace, enforceNamespace: explicitNamespace, dryRun: dryRun == "server", force: force}
+			run := importRun{out: output.report(cmd), stdout: cmd.OutOrStdout(), output: &output, client: reg.Clusters, secrets: reg.Kube.CoreV1(),
+				path: args[0], namespace: reg.Namespace, enforceNamespace: reg.NamespaceGiven, dryRun: dryRun == "server", force: force}
 			return run.run(cmd.Context(), clusters, problems)
 		},
 	}

@@ -10,7 +10,6 @@ import (
 	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/cli-runtime/pkg/genericclioptions"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	rbacv1ac "k8s.io/client-go/applyconfigurations/rbac/v1"
 	"k8s.io/client-go/kubernetes"
@@ -29,7 +28,7 @@ const (
 	editRole = "clusterregistry-edit"
 )
 
-func newInstall(registry *genericclioptions.ConfigFlags) *cobra.Command {
+func newInstall(f *factory) *cobra.Command {
 	var createNamespace bool
 	var dryRun, output string
 	cmd := &cobra.Command{
@@ -70,24 +69,21 @@ apply (-o yaml or json), for kubectl apply or a GitOps repository.`,
 				namespace := ""
 				if createNamespace {
 					var err error
-					if namespace, _, err = registry.ToRawKubeConfigLoader().Namespace(); err != nil {
+					if namespace, _, err = f.flags.ToRawKubeConfigLoader().Namespace(); err != nil {
 						return err
 					}
 				}
 				return printInstall(cmd.OutOrStdout(), namespace, output)
 			}
-			cfg, namespace, err := connect(registry)
+			reg, err := f.Registry()
 			if err != nil {
 				return err
 			}
-			kube, err := kubernetes.NewForConfig(cfg)
+			ext, err := f.Extensions()
 			if err != nil {
 				return err
 			}
-			ext, err := apiextensionsclient.NewForConfig(cfg)
-			if err != nil {
-				return err
-			}
+			kube, namespace := reg.Kube, reg.Namespace
 			named := namespace
 			if !createNamespace {
 				namespace = ""
@@ -96,7 +92,7 @@ apply (-o yaml or json), for kubectl apply or a GitOps repository.`,
 				return err
 			}
 			// An -n without --create-namespace names a cluster set the user may expect to exist.
-			if !createNamespace && registry.Namespace != nil && *registry.Namespace != "" {
+			if !createNamespace && reg.NamespaceGiven {
 				if _, err := kube.CoreV1().Namespaces().Get(cmd.Context(), named, metav1.GetOptions{}); apierrors.IsNotFound(err) {
 					fmt.Fprintf(cmd.OutOrStdout(), "note: namespace %s does not exist, so there is no such cluster set yet; --create-namespace makes it\n", named)
 				}

@@ -16,14 +16,11 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/cli-runtime/pkg/genericclioptions"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	rbacv1ac "k8s.io/client-go/applyconfigurations/rbac/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 
-	"github.com/cluster-registry/sdk/clientset/versioned"
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
 )
 
@@ -38,7 +35,7 @@ type joinOptions struct {
 	dropCredentialArgs             bool
 }
 
-func newJoin(registry *genericclioptions.ConfigFlags) *cobra.Command {
+func newJoin(fac *factory) *cobra.Command {
 	var o joinOptions
 	var labelFlag, dryRun string
 	var output appliedOutput
@@ -104,22 +101,23 @@ as the registry returned it (yaml, json or name), and the report goes to stderr.
 					}
 				}
 			}
-			member, server, err := memberConfig(registry, args[0])
+			member, server, err := fac.Member(args[0])
 			if err != nil {
 				return err
 			}
 			if o.name == "" {
 				o.name = args[0]
 			}
-			cfg, namespace, err := connect(registry)
+			reg, err := fac.Registry()
 			if err != nil {
 				return err
 			}
+			namespace := reg.Namespace
 			var applied *v1alpha1.Cluster
 			if o.exec {
-				applied, err = joinExec(cmd.Context(), output.report(cmd), cfg, namespace, args[0], member, server, o)
+				applied, err = joinExec(cmd.Context(), output.report(cmd), reg, args[0], member, server, o)
 			} else {
-				applied, err = join(cmd.Context(), output.report(cmd), cfg, namespace, member, server, o)
+				applied, err = join(cmd.Context(), output.report(cmd), reg, member, server, o)
 			}
 			if err != nil {
 				return err
@@ -144,35 +142,13 @@ as the registry returned it (yaml, json or name), and the report goes to stderr.
 	return cmd
 }
 
-// memberConfig is the rest.Config of a context of the user's kubeconfig, and its server.
-func memberConfig(registry *genericclioptions.ConfigFlags, context string) (*rest.Config, string, error) {
-	raw, err := registry.ToRawKubeConfigLoader().RawConfig()
-	if err != nil {
-		return nil, "", fmt.Errorf("reading the kubeconfig: %w", err)
-	}
-	if _, ok := raw.Contexts[context]; !ok {
-		return nil, "", usageError{fmt.Errorf("context %q is not in the kubeconfig (it has: %s)", context, strings.Join(sortedKeys(raw.Contexts), ", "))}
-	}
-	cfg, err := clientcmd.NewNonInteractiveClientConfig(raw, context, &clientcmd.ConfigOverrides{}, nil).ClientConfig()
-	if err != nil {
-		return nil, "", fmt.Errorf("context %q: %w", context, err)
-	}
-	if cfg.Host == "" {
-		return nil, "", fmt.Errorf("context %q: its cluster has no server address", context)
-	}
-	return cfg, strings.TrimSuffix(cfg.Host, "/"), nil
-}
-
 func sortedKeys[V any](m map[string]V) []string { return slices.Sorted(maps.Keys(m)) }
 
 // join does the work in order, saying what it did as it goes.
-func join(ctx context.Context, out io.Writer, registryConfig *rest.Config, namespace string, member *rest.Config, server string, o joinOptions) (*v1alpha1.Cluster, error) {
-	registryKube, err := kubernetes.NewForConfig(registryConfig)
-	if err != nil {
-		return nil, err
-	}
+func join(ctx context.Context, out io.Writer, reg *registry, member *rest.Config, server string, o joinOptions) (*v1alpha1.Cluster, error) {
+	namespace, registryKube := reg.Namespace, reg.Kube
 	secretName := o.name + "-token"
-	if err := checkNameFree(ctx, out, registryConfig, namespace, o.name, server); err != nil {
+	if err := checkNameFree(ctx, out, reg, o.name, server); err != nil {
 		return nil, err
 	}
 
@@ -201,10 +177,10 @@ func join(ctx context.Context, out io.Writer, registryConfig *rest.Config, names
 	}
 	// What the registry would refuse (a cluster set that does not exist, no right to write
 	// Secrets or Clusters there, an invalid Cluster) is found before the member is changed.
-	regID := registryID(ctx, registryKube, registryConfig)
+	regID := registryID(ctx, registryKube, reg.Config)
 	account := memberAccount(regID, namespace, o.name)
 	owner := ownerAnnotations(regID, namespace, o.name)
-	dry, what, err := applyCluster(ctx, versioned.NewForConfigOrDie(registryConfig), &c, true, true)
+	dry, what, err := applyCluster(ctx, reg.Clusters, &c, true, true)
 	if err == nil {
 		dryApply := metav1.ApplyOptions{FieldManager: fieldManager, Force: true, DryRun: []string{metav1.DryRunAll}}
 		_, err = registryKube.CoreV1().Secrets(namespace).Apply(ctx, tokenSecret(namespace, secretName, server, "dry-run", ca), dryApply)
@@ -247,7 +223,7 @@ func join(ctx context.Context, out io.Writer, registryConfig *rest.Config, names
 	}
 	fmt.Fprintf(out, "registry: Secret %s/%s applied, pinned to %s, token valid until %s\n", namespace, secretName, server, token.Status.ExpirationTimestamp.Format(time.RFC3339))
 
-	applied, what, err := applyCluster(ctx, versioned.NewForConfigOrDie(registryConfig), &c, false, true)
+	applied, what, err := applyCluster(ctx, reg.Clusters, &c, false, true)
 	if err != nil {
 		return nil, fmt.Errorf("registry: applying cluster %s/%s (the member's service account and the Secret are made): %w", namespace, o.name, err)
 	}
@@ -267,8 +243,9 @@ func tokenSecret(namespace, name, server, token string, ca []byte) *corev1ac.Sec
 // checkNameFree refuses a name taken by a Cluster for another server: it is not this member's
 // to overwrite. Other Clusters of the set for the same server are named in a warning: a fan-out
 // would reach that member once for each.
-func checkNameFree(ctx context.Context, out io.Writer, registryConfig *rest.Config, namespace, name, server string) error {
-	clusters := versioned.NewForConfigOrDie(registryConfig).ClusterregistryV1alpha1().Clusters(namespace)
+func checkNameFree(ctx context.Context, out io.Writer, reg *registry, name, server string) error {
+	namespace := reg.Namespace
+	clusters := reg.Clusters.ClusterregistryV1alpha1().Clusters(namespace)
 	list, err := clusters.List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return fmt.Errorf("reading the Clusters of %s in the registry (nothing was done): %w", namespace, err)

@@ -13,7 +13,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
-	"github.com/cluster-registry/sdk/clientset/versioned"
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
 	"github.com/cluster-registry/sdk/trustflags"
 )
@@ -21,12 +20,13 @@ import (
 // joinExec registers a member whose context authenticates with an exec plugin: the Cluster gets
 // the plugin as its exec provider, and nothing is made on the member or stored in the registry
 // but the Cluster.
-func joinExec(ctx context.Context, out io.Writer, registryConfig *rest.Config, namespace, context string, member *rest.Config, server string, o joinOptions) (*v1alpha1.Cluster, error) {
+func joinExec(ctx context.Context, out io.Writer, reg *registry, context string, member *rest.Config, server string, o joinOptions) (*v1alpha1.Cluster, error) {
+	namespace := reg.Namespace
 	plugin := member.ExecProvider
 	if plugin == nil {
 		return nil, fmt.Errorf("context %q: its user runs no exec plugin, so there is nothing for --exec to register; join it without --exec to copy a token", context)
 	}
-	if err := checkNameFree(ctx, out, registryConfig, namespace, o.name, server); err != nil {
+	if err := checkNameFree(ctx, out, reg, o.name, server); err != nil {
 		return nil, err
 	}
 	if len(member.CAData) == 0 {
@@ -52,7 +52,7 @@ func joinExec(ctx context.Context, out io.Writer, registryConfig *rest.Config, n
 	if errs := v1alpha1.ValidateCluster(&c); len(errs) > 0 {
 		return nil, fmt.Errorf("registry: cluster %s/%s would be invalid (nothing was done): %w", namespace, o.name, errs.ToAggregate())
 	}
-	applied, what, err := applyCluster(ctx, versioned.NewForConfigOrDie(registryConfig), &c, o.dryRun, true)
+	applied, what, err := applyCluster(ctx, reg.Clusters, &c, o.dryRun, true)
 	if err != nil {
 		return nil, fmt.Errorf("registry: applying cluster %s/%s (nothing else was done): %w", namespace, o.name, err)
 	}

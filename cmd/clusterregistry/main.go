@@ -24,7 +24,6 @@ import (
 
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
-	"k8s.io/client-go/rest"
 )
 
 func main() {
@@ -67,6 +66,7 @@ func runAs(ctx context.Context, name string, args []string, stdout, stderr io.Wr
 
 func newRoot(ctx context.Context) *cobra.Command {
 	registry := genericclioptions.NewConfigFlags(true)
+	f := &factory{flags: registry}
 	root := &cobra.Command{
 		Use:   "clusterregistry",
 		Short: "Run the Cluster Registry SDK's components against a registry",
@@ -88,13 +88,11 @@ It reaches the registry with kubectl's connection flags.`,
 	root.SetContext(ctx)
 	registry.AddFlags(root.PersistentFlags())
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
-	root.AddCommand(newInstall(registry), newJoin(registry), newUnjoin(registry), newExport(registry), newImport(registry), newCredential(registry), newHealth(registry), newGet(registry), newVersion())
-	registerCompletions(root, registry)
+	root.AddCommand(newInstall(f), newJoin(f), newUnjoin(f), newExport(f), newImport(f), newCredential(f), newHealth(f), newGet(f), newVersion())
+	registerCompletions(root, f)
 	return root
 }
 
-// connect is the registry's rest.Config and the namespace (cluster set) that -n, or else the
-// kubeconfig's context, names.
 // usageArgs makes the errors of a positional-argument check usage errors (exit status 2).
 func usageArgs(check cobra.PositionalArgs) cobra.PositionalArgs {
 	return func(cmd *cobra.Command, args []string) error {
@@ -103,16 +101,4 @@ func usageArgs(check cobra.PositionalArgs) cobra.PositionalArgs {
 		}
 		return nil
 	}
-}
-
-func connect(registry *genericclioptions.ConfigFlags) (*rest.Config, string, error) {
-	cfg, err := registry.ToRESTConfig()
-	if err != nil {
-		return nil, "", fmt.Errorf("reaching the registry: %w", err)
-	}
-	namespace, _, err := registry.ToRawKubeConfigLoader().Namespace()
-	if err != nil {
-		return nil, "", fmt.Errorf("reaching the registry: %w", err)
-	}
-	return cfg, namespace, nil
 }

@@ -10,11 +10,7 @@ import (
 	"github.com/spf13/cobra"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/cli-runtime/pkg/genericclioptions"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
 
-	"github.com/cluster-registry/sdk/clientset/versioned"
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
 	"github.com/cluster-registry/sdk/multicluster"
 )
@@ -26,7 +22,7 @@ type unjoinOptions struct {
 	dryRun        bool
 }
 
-func newUnjoin(registry *genericclioptions.ConfigFlags) *cobra.Command {
+func newUnjoin(fac *factory) *cobra.Command {
 	var o unjoinOptions
 	var dryRun string
 	cmd := &cobra.Command{
@@ -68,11 +64,11 @@ object, whether it was deleted or not found.`,
 			if o.registryOnly && o.memberContext != "" {
 				return usageError{errors.New("--registry-only and --member-context conflict: --registry-only leaves the member alone")}
 			}
-			cfg, namespace, err := connect(registry)
+			reg, err := fac.Registry()
 			if err != nil {
 				return err
 			}
-			return unjoin(cmd.Context(), cmd.OutOrStdout(), registry, cfg, namespace, args[0], o)
+			return unjoin(cmd.Context(), cmd.OutOrStdout(), fac, reg, args[0], o)
 		},
 	}
 	cmd.Flags().StringVar(&o.memberContext, "member-context", "", "the kubeconfig context that reaches the member (default: the one whose server is the Cluster's)")
@@ -90,12 +86,9 @@ type removal struct {
 	delete func() error
 }
 
-func unjoin(ctx context.Context, out io.Writer, registry *genericclioptions.ConfigFlags, registryConfig *rest.Config, namespace, name string, o unjoinOptions) error {
-	registryKube, err := kubernetes.NewForConfig(registryConfig)
-	if err != nil {
-		return err
-	}
-	clusters := versioned.NewForConfigOrDie(registryConfig).ClusterregistryV1alpha1().Clusters(namespace)
+func unjoin(ctx context.Context, out io.Writer, fac *factory, reg *registry, name string, o unjoinOptions) error {
+	namespace, registryKube := reg.Namespace, reg.Kube
+	clusters := reg.Clusters.ClusterregistryV1alpha1().Clusters(namespace)
 	cluster, err := clusters.Get(ctx, name, metav1.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err):
@@ -112,7 +105,7 @@ func unjoin(ctx context.Context, out io.Writer, registry *genericclioptions.Conf
 		fmt.Fprintf(out, "member: not looked at: cluster %s/%s, which names the member's server, is not in the registry; "+
 			"give --member-context to remove what join made there\n", namespace, name)
 	default:
-		memberSteps, err := memberRemovals(ctx, out, registry, registryKube, registryConfig, namespace, name, cluster, o.memberContext)
+		memberSteps, err := memberRemovals(ctx, out, fac, reg, name, cluster, o.memberContext)
 		if err != nil {
 			return fmt.Errorf("%w (nothing was removed; --registry-only removes the registry's side alone)", err)
 		}
@@ -162,24 +155,24 @@ func unjoin(ctx context.Context, out io.Writer, registry *genericclioptions.Conf
 // and binding, if they record this registry's Cluster as their owner. A service account that an
 // earlier release's join made (named after the Cluster alone, and shared by every set that joined
 // the member under that name) is named, and left in place.
-func memberRemovals(ctx context.Context, out io.Writer, registry *genericclioptions.ConfigFlags, registryKube kubernetes.Interface, registryConfig *rest.Config,
-	namespace, name string, cluster *v1alpha1.Cluster, memberContext string) ([]removal, error) {
+func memberRemovals(ctx context.Context, out io.Writer, fac *factory, reg *registry, name string, cluster *v1alpha1.Cluster, memberContext string) ([]removal, error) {
+	namespace := reg.Namespace
 	if memberContext == "" {
 		var err error
-		if memberContext, err = contextFor(registry, cluster); err != nil {
+		if memberContext, err = contextFor(fac, cluster); err != nil {
 			return nil, err
 		}
 	}
-	member, server, err := memberConfig(registry, memberContext)
+	member, server, err := fac.Member(memberContext)
 	if err != nil {
 		return nil, err
 	}
 	fmt.Fprintf(out, "member: %s, through context %q\n", server, memberContext)
-	memberKube, err := kubernetes.NewForConfig(member)
+	memberKube, err := fac.MemberKube(member)
 	if err != nil {
 		return nil, err
 	}
-	regID := registryID(ctx, registryKube, registryConfig)
+	regID := registryID(ctx, reg.Kube, reg.Config)
 	account := memberAccount(regID, namespace, name)
 	owned := func(meta metav1.Object, err error) (bool, string, error) {
 		if there, _, err := found(err); !there || err != nil {
@@ -223,7 +216,7 @@ func memberRemovals(ctx context.Context, out io.Writer, registry *genericcliopti
 
 // contextFor is the context of the user's kubeconfig that reaches the Cluster's server: the
 // current context if it does, else the first by name.
-func contextFor(registry *genericclioptions.ConfigFlags, cluster *v1alpha1.Cluster) (string, error) {
+func contextFor(fac *factory, cluster *v1alpha1.Cluster) (string, error) {
 	eps := cluster.Spec.KubernetesAPIEndpoints.ServerEndpoints
 	if len(eps) == 0 {
 		return "", fmt.Errorf("member: cluster %s/%s names no server; give --member-context", cluster.Namespace, cluster.Name)
@@ -232,7 +225,7 @@ func contextFor(registry *genericclioptions.ConfigFlags, cluster *v1alpha1.Clust
 	if err != nil {
 		return "", fmt.Errorf("member: cluster %s/%s: %w; give --member-context", cluster.Namespace, cluster.Name, err)
 	}
-	raw, err := registry.ToRawKubeConfigLoader().RawConfig()
+	raw, err := fac.flags.ToRawKubeConfigLoader().RawConfig()
 	if err != nil {
 		return "", fmt.Errorf("reading the kubeconfig: %w", err)
 	}
