@@ -25,7 +25,7 @@ import (
 var errSomeFailed = errors.New("some Clusters were not imported")
 
 func newImport(f *factory) *cobra.Command {
-	var dryRun string
+	var dryRun *dryRunFlag
 	var force, fromKubeconfig, dropCredentialArgs bool
 	var output appliedOutput
 	cmd := &cobra.Command{
@@ -61,15 +61,15 @@ credential (such as --oidc-client-secret=...); a context whose plugin has one is
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if dryRun != "none" && dryRun != "server" {
-				return usageError{fmt.Errorf("--dry-run=%s: want server or none", dryRun)}
+			dry, err := dryRun.enabled()
+			if err != nil {
+				return err
 			}
 			if err := output.validate(); err != nil {
 				return err
 			}
 			var clusters []v1alpha1.Cluster
 			var problems, notes []string
-			var err error
 			if fromKubeconfig {
 				clusters, problems, notes, err = clustersFromKubeconfig(args[0], dropCredentialArgs)
 			} else {
@@ -90,12 +90,11 @@ credential (such as --oidc-client-secret=...); a context whose plugin has one is
 			}
 			// As kubectl apply: an -n that contradicts the file's namespaces is refused, not ignored.
 			run := importRun{out: output.report(cmd), stdout: cmd.OutOrStdout(), output: &output, client: reg.Clusters, secrets: reg.Kube.CoreV1(),
-				path: args[0], namespace: reg.Namespace, enforceNamespace: reg.NamespaceGiven, dryRun: dryRun == "server", force: force}
+				path: args[0], namespace: reg.Namespace, enforceNamespace: reg.NamespaceGiven, dryRun: dry, force: force}
 			return run.run(cmd.Context(), clusters, problems)
 		},
 	}
-	cmd.Flags().StringVar(&dryRun, "dry-run", "none", `"server" asks the registry to check each change without making it`)
-	cmd.Flags().Lookup("dry-run").NoOptDefVal = "server"
+	dryRun = addDryRunFlag(cmd, "server", "asks the registry to check each change without making it", nil)
 	cmd.Flags().BoolVar(&force, "force-conflicts", false, "take over fields that another field manager owns")
 	cmd.Flags().BoolVar(&fromKubeconfig, "from-kubeconfig", false, "FILE is a kubeconfig: import a Cluster for each of its contexts")
 	cmd.Flags().BoolVar(&dropCredentialArgs, dropCredentialArgsFlag, false, "with --from-kubeconfig: leave out exec plugin arguments that pass a credential (--client-secret=..., --password ...) instead of refusing the context")

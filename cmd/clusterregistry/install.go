@@ -30,7 +30,8 @@ const (
 
 func newInstall(f *factory) *cobra.Command {
 	var createNamespace bool
-	var dryRun, output string
+	var output string
+	var dryRun *dryRunFlag
 	cmd := &cobra.Command{
 		Use:   "install [--create-namespace -n NAMESPACE]",
 		Short: "Make a Kubernetes API server a cluster registry",
@@ -55,17 +56,16 @@ apply (-o yaml or json), for kubectl apply or a GitOps repository.`,
   clusterregistry install --dry-run=client --create-namespace -n fleet > registry.yaml`,
 		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			dry, err := dryRun.enabled()
 			switch {
-			case dryRun == "server":
-				return usageError{errors.New("--dry-run=server: install cannot ask the server to check a CRD upgrade; --dry-run=client prints what it would apply")}
-			case dryRun != "none" && dryRun != "client":
-				return usageError{fmt.Errorf("--dry-run=%s: want client or none", dryRun)}
+			case err != nil:
+				return err
 			case output != "yaml" && output != "json":
 				return usageError{fmt.Errorf("-o %q: want yaml or json", output)}
-			case dryRun == "none" && cmd.Flags().Changed("output"):
+			case !dry && cmd.Flags().Changed("output"):
 				return usageError{errors.New("-o applies only to --dry-run=client, which prints the objects")}
 			}
-			if dryRun == "client" {
+			if dry {
 				namespace := ""
 				if createNamespace {
 					var err error
@@ -101,8 +101,8 @@ apply (-o yaml or json), for kubectl apply or a GitOps repository.`,
 		},
 	}
 	cmd.Flags().BoolVar(&createNamespace, "create-namespace", false, "also create the -n namespace, a cluster set")
-	cmd.Flags().StringVar(&dryRun, "dry-run", "none", `"client" prints the objects install would apply, changing nothing`)
-	cmd.Flags().Lookup("dry-run").NoOptDefVal = "client"
+	dryRun = addDryRunFlag(cmd, "client", "prints the objects install would apply, changing nothing",
+		map[string]string{"server": "install cannot ask the server to check a CRD upgrade; --dry-run=client prints what it would apply"})
 	cmd.Flags().StringVarP(&output, "output", "o", "yaml", "with --dry-run=client: yaml or json")
 	return cmd
 }

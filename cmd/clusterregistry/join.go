@@ -37,7 +37,8 @@ type joinOptions struct {
 
 func newJoin(fac *factory) *cobra.Command {
 	var o joinOptions
-	var labelFlag, dryRun string
+	var labelFlag string
+	var dryRun *dryRunFlag
 	var output appliedOutput
 	cmd := &cobra.Command{
 		Use:   "join CONTEXT [--name NAME] [--labels k=v,...] [--cluster-role ROLE] [-o yaml|json|name]",
@@ -87,12 +88,8 @@ as the registry returned it (yaml, json or name), and the report goes to stderr.
 			if err := output.validate(); err != nil {
 				return err
 			}
-			switch dryRun {
-			case "none":
-			case "client":
-				o.dryRun = true
-			default:
-				return usageError{fmt.Errorf("--dry-run=%s: want client or none", dryRun)}
+			if o.dryRun, err = dryRun.enabled(); err != nil {
+				return err
 			}
 			if o.exec {
 				for _, name := range []string{"cluster-role", "token-ttl"} {
@@ -136,8 +133,7 @@ as the registry returned it (yaml, json or name), and the report goes to stderr.
 	f.DurationVar(&o.tokenTTL, "token-ttl", 365*24*time.Hour, "how long the token is valid (the member may cap it); join again to renew")
 	f.BoolVar(&o.exec, "exec", false, "register the context's exec plugin instead of a token (cloud clusters)")
 	f.BoolVar(&o.dropCredentialArgs, dropCredentialArgsFlag, false, "with --exec: leave out the plugin's arguments that pass a credential (--client-secret=..., --password ...) instead of refusing to register it")
-	f.StringVar(&dryRun, "dry-run", "none", `"client" checks what it can and says what it would do, changing nothing`)
-	f.Lookup("dry-run").NoOptDefVal = "client"
+	dryRun = addDryRunFlag(cmd, "client", "checks what it can (the registry by a server dry run) and says what it would do, changing nothing", nil)
 	output.addFlag(cmd)
 	return cmd
 }

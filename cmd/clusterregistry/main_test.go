@@ -68,6 +68,8 @@ func TestBadFlags(t *testing.T) {
 		{[]string{"export", "--format", "table"}, `--format "table": want clusters or kubeconfig`},
 		{[]string{"join", "dev", "--exec", "--token-ttl", "1h"}, "--token-ttl and --exec conflict"},
 		{[]string{"join", "dev", "--dry-run=server"}, "--dry-run=server: want client or none"},
+		{[]string{"unjoin", "dev", "--dry-run=server"}, "--dry-run=server: want client or none"},
+		{[]string{"import", "fleet.yaml", "--dry-run=client"}, "--dry-run=client: want server or none"},
 		{[]string{"join"}, "the kubeconfig context of the cluster to join"},
 		{[]string{"credential"}, "the name of the Cluster"},
 		{[]string{"credential", "dev", "--prefer", "magic"}, `--prefer: unknown provider type "magic"`},

@@ -24,7 +24,7 @@ type unjoinOptions struct {
 
 func newUnjoin(fac *factory) *cobra.Command {
 	var o unjoinOptions
-	var dryRun string
+	var dryRun *dryRunFlag
 	cmd := &cobra.Command{
 		Use:   "unjoin NAME [--member-context CONTEXT | --registry-only] [--dry-run]",
 		Short: "Remove what join made for a Cluster, on the member and in the registry",
@@ -54,12 +54,9 @@ object, whether it was deleted or not found.`,
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			switch dryRun {
-			case "none":
-			case "client":
-				o.dryRun = true
-			default:
-				return usageError{fmt.Errorf("--dry-run=%s: want client or none", dryRun)}
+			var err error
+			if o.dryRun, err = dryRun.enabled(); err != nil {
+				return err
 			}
 			if o.registryOnly && o.memberContext != "" {
 				return usageError{errors.New("--registry-only and --member-context conflict: --registry-only leaves the member alone")}
@@ -73,8 +70,7 @@ object, whether it was deleted or not found.`,
 	}
 	cmd.Flags().StringVar(&o.memberContext, "member-context", "", "the kubeconfig context that reaches the member (default: the one whose server is the Cluster's)")
 	cmd.Flags().BoolVar(&o.registryOnly, "registry-only", false, "remove the Cluster and its Secret only, leaving the member alone (a member that is gone)")
-	cmd.Flags().StringVar(&dryRun, "dry-run", "none", `"client" says what it would remove, and removes nothing`)
-	cmd.Flags().Lookup("dry-run").NoOptDefVal = "client"
+	dryRun = addDryRunFlag(cmd, "client", "says what it would remove, and removes nothing", nil)
 	return cmd
 }
 
