@@ -13,7 +13,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/duration"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/printers"
@@ -147,7 +146,7 @@ func (o *GetOptions) Run(ctx context.Context) error {
 		list.Items = append(list.Items, *c)
 	}
 	if o.printer != nil {
-		if err := o.printObjects(list); err != nil {
+		if err := printClusters(o.out, o.printer, *o.PrintFlags.OutputFormat, list.Items, len(o.Names) == 1); err != nil {
 			return err
 		}
 	} else if len(list.Items) == 0 && len(missing) == 0 {
@@ -168,30 +167,6 @@ func describeNamespace(namespace string) string {
 		return "any namespace"
 	}
 	return "namespace " + namespace
-}
-
-// printObjects prints one Cluster as itself and several as a List, without managed fields, as
-// kubectl get does.
-func (o *GetOptions) printObjects(list *v1alpha1.ClusterList) error {
-	for i := range list.Items {
-		list.Items[i].ManagedFields = nil
-	}
-	if len(o.Names) == 1 && len(list.Items) == 1 {
-		return o.printer.PrintObj(&list.Items[0], o.out)
-	}
-	if *o.PrintFlags.OutputFormat == "name" {
-		for i := range list.Items {
-			if err := o.printer.PrintObj(&list.Items[i], o.out); err != nil {
-				return err
-			}
-		}
-		return nil
-	}
-	items := &metav1.List{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "List"}}
-	for i := range list.Items {
-		items.Items = append(items.Items, runtime.RawExtension{Object: &list.Items[i]})
-	}
-	return o.printer.PrintObj(items, o.out)
 }
 
 // printTable writes the overview: members not Ready first, then by namespace and name.

@@ -4,10 +4,16 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/spf13/cobra"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/cli-runtime/pkg/printers"
 	"sigs.k8s.io/yaml"
 
+	"github.com/cluster-registry/sdk/clientset/versioned/scheme"
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
 )
 
@@ -29,54 +35,75 @@ func writeObject(w io.Writer, v any, output string) error {
 }
 
 // appliedOutput is -o for the commands that apply Clusters (join, import): as with kubectl apply
-// -o, the applied objects go to standard output, as the registry returned them, and the report
-// lines go to standard error instead.
-type appliedOutput struct{ format string }
-
-func (o *appliedOutput) addFlag(cmd *cobra.Command) {
-	cmd.Flags().StringVarP(&o.format, "output", "o", "", "print the applied Clusters: yaml, json or name (the report then goes to stderr)")
+// -o, the applied objects go to standard output, as the registry returned them, in any of
+// kubectl's formats (cli-runtime's PrintFlags), and the report lines go to standard error instead.
+type appliedOutput struct {
+	flags   *genericclioptions.PrintFlags
+	printer printers.ResourcePrinter
 }
 
+func (o *appliedOutput) addFlag(cmd *cobra.Command) {
+	o.flags = genericclioptions.NewPrintFlags("").WithTypeSetter(scheme.Scheme)
+	o.flags.AddFlags(cmd)
+	cmd.Flags().Lookup("output").Usage = "print the applied Clusters, as kubectl apply -o does (the report then goes to stderr): " +
+		strings.Join(o.flags.AllowedFormats(), ", ")
+}
+
+func (o *appliedOutput) format() string { return *o.flags.OutputFormat }
+
 func (o *appliedOutput) validate() error {
-	switch o.format {
-	case "", "yaml", "json", "name":
+	if o.format() == "" {
 		return nil
 	}
-	return usageError{fmt.Errorf("--output=%s: want yaml, json or name", o.format)}
+	var err error
+	if o.printer, err = o.flags.ToPrinter(); err != nil {
+		return usageError{fmt.Errorf("--output=%s: want one of %s", o.format(), strings.Join(o.flags.AllowedFormats(), ", "))}
+	}
+	return nil
 }
 
 // report is where the report lines go: stderr when the objects are printed.
 func (o *appliedOutput) report(cmd *cobra.Command) io.Writer {
-	if o.format != "" {
+	if o.format() != "" {
 		return cmd.ErrOrStderr()
 	}
 	return cmd.OutOrStdout()
 }
 
-// print writes the applied Clusters to w: one as itself, several as a List, each without its
-// managed fields (as kubectl shows them by default).
+// print writes the applied Clusters to w, as printClusters does.
 func (o *appliedOutput) print(w io.Writer, applied []*v1alpha1.Cluster) error {
-	if o.format == "" {
+	if o.printer == nil {
 		return nil
 	}
-	items := make([]any, 0, len(applied))
-	for _, c := range applied {
-		c = c.DeepCopy()
-		c.ManagedFields = nil
-		c.APIVersion, c.Kind = v1alpha1.SchemeGroupVersion.String(), "Cluster"
-		if o.format == "name" {
-			if _, err := fmt.Fprintf(w, "cluster.%s/%s\n", v1alpha1.SchemeGroupVersion.Group, c.Name); err != nil {
+	clusters := make([]v1alpha1.Cluster, len(applied))
+	for i, c := range applied {
+		clusters[i] = *c.DeepCopy()
+	}
+	return printClusters(w, o.printer, o.format(), clusters, len(clusters) == 1)
+}
+
+// printClusters prints Clusters as kubectl get does: without managed fields, one as itself
+// (single) and several as a List, or a name a line.
+func printClusters(w io.Writer, printer printers.ResourcePrinter, format string, clusters []v1alpha1.Cluster, single bool) error {
+	for i := range clusters {
+		clusters[i].ManagedFields = nil
+		// The printers set the kind of the object they print, not of a List's items.
+		clusters[i].APIVersion, clusters[i].Kind = v1alpha1.SchemeGroupVersion.String(), "Cluster"
+	}
+	if single && len(clusters) == 1 {
+		return printer.PrintObj(&clusters[0], w)
+	}
+	if format == "name" {
+		for i := range clusters {
+			if err := printer.PrintObj(&clusters[i], w); err != nil {
 				return err
 			}
-			continue
 		}
-		items = append(items, c)
-	}
-	switch {
-	case o.format == "name":
 		return nil
-	case len(items) == 1:
-		return writeObject(w, items[0], o.format)
 	}
-	return writeObject(w, map[string]any{"apiVersion": "v1", "kind": "List", "items": items}, o.format)
+	list := &metav1.List{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "List"}}
+	for i := range clusters {
+		list.Items = append(list.Items, runtime.RawExtension{Object: &clusters[i]})
+	}
+	return printer.PrintObj(list, w)
 }
