@@ -24,10 +24,66 @@ import (
 // errSomeFailed is import's error when some objects were not applied; the report names them.
 var errSomeFailed = errors.New("some Clusters were not imported")
 
+// ImportOptions are import's flags and what Complete makes of them: Complete fills in, Validate
+// checks without servers, Run does the work.
+type ImportOptions struct {
+	DryRun             *dryRunFlag
+	Force              bool
+	FromKubeconfig     bool
+	DropCredentialArgs bool
+	Output             appliedOutput
+
+	path    string
+	dryRun  bool
+	factory *factory
+	cmd     *cobra.Command
+}
+
+// Complete takes the file and the dry-run strategy.
+func (o *ImportOptions) Complete(f *factory, cmd *cobra.Command, args []string) error {
+	o.path, o.factory, o.cmd = args[0], f, cmd
+	var err error
+	o.dryRun, err = o.DryRun.enabled()
+	return err
+}
+
+// Validate refuses flags that do not go together, and an -o no printer takes.
+func (o *ImportOptions) Validate() error {
+	if o.DropCredentialArgs && !o.FromKubeconfig {
+		return usageError{fmt.Errorf("--%s goes with --from-kubeconfig", dropCredentialArgsFlag)}
+	}
+	return o.Output.validate()
+}
+
+// Run reads the file and imports its Clusters.
+func (o *ImportOptions) Run(ctx context.Context) error {
+	var clusters []v1alpha1.Cluster
+	var problems, notes []string
+	var err error
+	if o.FromKubeconfig {
+		clusters, problems, notes, err = clustersFromKubeconfig(o.path, o.DropCredentialArgs)
+	} else {
+		clusters, err = readClusters(o.path)
+	}
+	if err != nil {
+		return err
+	}
+	reg, err := o.factory.Registry()
+	if err != nil {
+		return err
+	}
+	report := o.Output.report(o.cmd)
+	for _, n := range notes {
+		fmt.Fprintln(report, "note: "+n)
+	}
+	// As kubectl apply: an -n that contradicts the file's namespaces is refused, not ignored.
+	run := importRun{out: report, stdout: o.cmd.OutOrStdout(), output: &o.Output, client: reg.Clusters, secrets: reg.Kube.CoreV1(),
+		path: o.path, namespace: reg.Namespace, enforceNamespace: reg.NamespaceGiven, dryRun: o.dryRun, force: o.Force}
+	return run.run(ctx, clusters, problems)
+}
+
 func newImport(f *factory) *cobra.Command {
-	var dryRun *dryRunFlag
-	var force, fromKubeconfig, dropCredentialArgs bool
-	var output appliedOutput
+	o := &ImportOptions{}
 	cmd := &cobra.Command{
 		Use:   "import FILE [-o yaml|json|name]",
 		Short: "Apply a file of Clusters to the registry",
@@ -61,44 +117,20 @@ credential (such as --oidc-client-secret=...); a context whose plugin has one is
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			dry, err := dryRun.enabled()
-			if err != nil {
+			if err := o.Complete(f, cmd, args); err != nil {
 				return err
 			}
-			if err := output.validate(); err != nil {
+			if err := o.Validate(); err != nil {
 				return err
 			}
-			var clusters []v1alpha1.Cluster
-			var problems, notes []string
-			if fromKubeconfig {
-				clusters, problems, notes, err = clustersFromKubeconfig(args[0], dropCredentialArgs)
-			} else {
-				if dropCredentialArgs {
-					return usageError{fmt.Errorf("--%s goes with --from-kubeconfig", dropCredentialArgsFlag)}
-				}
-				clusters, err = readClusters(args[0])
-			}
-			if err != nil {
-				return err
-			}
-			reg, err := f.Registry()
-			if err != nil {
-				return err
-			}
-			for _, n := range notes {
-				fmt.Fprintln(output.report(cmd), "note: "+n)
-			}
-			// As kubectl apply: an -n that contradicts the file's namespaces is refused, not ignored.
-			run := importRun{out: output.report(cmd), stdout: cmd.OutOrStdout(), output: &output, client: reg.Clusters, secrets: reg.Kube.CoreV1(),
-				path: args[0], namespace: reg.Namespace, enforceNamespace: reg.NamespaceGiven, dryRun: dry, force: force}
-			return run.run(cmd.Context(), clusters, problems)
+			return o.Run(cmd.Context())
 		},
 	}
-	dryRun = addDryRunFlag(cmd, "server", "asks the registry to check each change without making it", nil)
-	cmd.Flags().BoolVar(&force, "force-conflicts", false, "take over fields that another field manager owns")
-	cmd.Flags().BoolVar(&fromKubeconfig, "from-kubeconfig", false, "FILE is a kubeconfig: import a Cluster for each of its contexts")
-	cmd.Flags().BoolVar(&dropCredentialArgs, dropCredentialArgsFlag, false, "with --from-kubeconfig: leave out exec plugin arguments that pass a credential (--client-secret=..., --password ...) instead of refusing the context")
-	output.addFlag(cmd)
+	o.DryRun = addDryRunFlag(cmd, "server", "asks the registry to check each change without making it", nil)
+	cmd.Flags().BoolVar(&o.Force, "force-conflicts", false, "take over fields that another field manager owns")
+	cmd.Flags().BoolVar(&o.FromKubeconfig, "from-kubeconfig", false, "FILE is a kubeconfig: import a Cluster for each of its contexts")
+	cmd.Flags().BoolVar(&o.DropCredentialArgs, dropCredentialArgsFlag, false, "with --from-kubeconfig: leave out exec plugin arguments that pass a credential (--client-secret=..., --password ...) instead of refusing the context")
+	o.Output.addFlag(cmd)
 	return cmd
 }
 

@@ -69,6 +69,7 @@ func TestBadFlags(t *testing.T) {
 		{[]string{"join", "dev", "--exec", "--token-ttl", "1h"}, "--token-ttl and --exec conflict"},
 		{[]string{"join", "dev", "--dry-run=server"}, "--dry-run=server: want client or none"},
 		{[]string{"unjoin", "dev", "--dry-run=server"}, "--dry-run=server: want client or none"},
+		{[]string{"unjoin", "dev", "--registry-only", "--member-context", "dev"}, "--registry-only and --member-context conflict"},
 		{[]string{"import", "fleet.yaml", "--dry-run=client"}, "--dry-run=client: want server or none"},
 		{[]string{"join"}, "the kubeconfig context of the cluster to join"},
 		{[]string{"credential"}, "the name of the Cluster"},

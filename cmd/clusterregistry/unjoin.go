@@ -15,16 +15,37 @@ import (
 	"github.com/cluster-registry/sdk/multicluster"
 )
 
-// unjoinOptions are unjoin's flags.
-type unjoinOptions struct {
-	memberContext string // the context that reaches the member; found by the Cluster's server when empty
-	registryOnly  bool   // leave the member alone
-	dryRun        bool
+// UnjoinOptions are unjoin's flags and what Complete makes of them, in the manner of kubectl's
+// commands: Complete fills in, Validate checks without servers, Run does the work.
+type UnjoinOptions struct {
+	MemberContext string // the context that reaches the member; found by the Cluster's server when empty
+	RegistryOnly  bool   // leave the member alone
+	DryRun        *dryRunFlag
+
+	name    string
+	dryRun  bool
+	factory *factory
+	out     io.Writer
+}
+
+// Complete takes the Cluster's name and the dry-run strategy.
+func (o *UnjoinOptions) Complete(f *factory, cmd *cobra.Command, args []string) error {
+	o.name, o.factory, o.out = args[0], f, cmd.OutOrStdout()
+	var err error
+	o.dryRun, err = o.DryRun.enabled()
+	return err
+}
+
+// Validate refuses contradictory flags.
+func (o *UnjoinOptions) Validate() error {
+	if o.RegistryOnly && o.MemberContext != "" {
+		return usageError{errors.New("--registry-only and --member-context conflict: --registry-only leaves the member alone")}
+	}
+	return nil
 }
 
 func newUnjoin(fac *factory) *cobra.Command {
-	var o unjoinOptions
-	var dryRun *dryRunFlag
+	o := &UnjoinOptions{}
 	cmd := &cobra.Command{
 		Use:   "unjoin NAME [--member-context CONTEXT | --registry-only] [--dry-run]",
 		Short: "Remove what join made for a Cluster, on the member and in the registry",
@@ -54,23 +75,18 @@ object, whether it was deleted or not found.`,
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			var err error
-			if o.dryRun, err = dryRun.enabled(); err != nil {
+			if err := o.Complete(fac, cmd, args); err != nil {
 				return err
 			}
-			if o.registryOnly && o.memberContext != "" {
-				return usageError{errors.New("--registry-only and --member-context conflict: --registry-only leaves the member alone")}
-			}
-			reg, err := fac.Registry()
-			if err != nil {
+			if err := o.Validate(); err != nil {
 				return err
 			}
-			return unjoin(cmd.Context(), cmd.OutOrStdout(), fac, reg, args[0], o)
+			return o.Run(cmd.Context())
 		},
 	}
-	cmd.Flags().StringVar(&o.memberContext, "member-context", "", "the kubeconfig context that reaches the member (default: the one whose server is the Cluster's)")
-	cmd.Flags().BoolVar(&o.registryOnly, "registry-only", false, "remove the Cluster and its Secret only, leaving the member alone (a member that is gone)")
-	dryRun = addDryRunFlag(cmd, "client", "says what it would remove, and removes nothing", nil)
+	cmd.Flags().StringVar(&o.MemberContext, "member-context", "", "the kubeconfig context that reaches the member (default: the one whose server is the Cluster's)")
+	cmd.Flags().BoolVar(&o.RegistryOnly, "registry-only", false, "remove the Cluster and its Secret only, leaving the member alone (a member that is gone)")
+	o.DryRun = addDryRunFlag(cmd, "client", "says what it would remove, and removes nothing", nil)
 	return cmd
 }
 
@@ -82,7 +98,13 @@ type removal struct {
 	delete func() error
 }
 
-func unjoin(ctx context.Context, out io.Writer, fac *factory, reg *registry, name string, o unjoinOptions) error {
+// Run removes what join made, member first, saying what it did with each object.
+func (o *UnjoinOptions) Run(ctx context.Context) error {
+	reg, err := o.factory.Registry()
+	if err != nil {
+		return err
+	}
+	fac, out, name := o.factory, o.out, o.name
 	namespace, registryKube := reg.Namespace, reg.Kube
 	clusters := reg.Clusters.ClusterregistryV1alpha1().Clusters(namespace)
 	cluster, err := clusters.Get(ctx, name, metav1.GetOptions{})
@@ -95,13 +117,13 @@ func unjoin(ctx context.Context, out io.Writer, fac *factory, reg *registry, nam
 
 	var steps []removal
 	switch {
-	case o.registryOnly:
+	case o.RegistryOnly:
 		fmt.Fprintln(out, "member: left alone (--registry-only)")
-	case cluster == nil && o.memberContext == "":
+	case cluster == nil && o.MemberContext == "":
 		fmt.Fprintf(out, "member: not looked at: cluster %s/%s, which names the member's server, is not in the registry; "+
 			"give --member-context to remove what join made there\n", namespace, name)
 	default:
-		memberSteps, err := memberRemovals(ctx, out, fac, reg, name, cluster, o.memberContext)
+		memberSteps, err := memberRemovals(ctx, out, fac, reg, name, cluster, o.MemberContext)
 		if err != nil {
 			return fmt.Errorf("%w (nothing was removed; --registry-only removes the registry's side alone)", err)
 		}
