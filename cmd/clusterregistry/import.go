@@ -85,7 +85,7 @@ func (o *ImportOptions) Run(ctx context.Context) error {
 func newImport(f *factory) *cobra.Command {
 	o := &ImportOptions{}
 	cmd := &cobra.Command{
-		Use:   "import FILE [-o yaml|json|name]",
+		Use:   "import FILE [-o yaml|json|name|jsonpath=...]",
 		Short: "Apply a file of Clusters to the registry",
 		Long: `import reads a ClusterList (or a List of Clusters, as export and kubectl get -o yaml write) and
 applies each Cluster to the registry with server-side apply. Every Cluster is first checked as

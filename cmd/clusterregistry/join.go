@@ -41,7 +41,7 @@ func newJoin(fac *factory) *cobra.Command {
 	var dryRun *dryRunFlag
 	var output appliedOutput
 	cmd := &cobra.Command{
-		Use:   "join CONTEXT [--name NAME] [--labels k=v,...] [--cluster-role ROLE] [-o yaml|json|name]",
+		Use:   "join CONTEXT [--name NAME] [--labels k=v,...] [--cluster-role ROLE] [-o yaml|json|name|jsonpath=...]",
 		Short: "Register a cluster of your kubeconfig in the registry",
 		Long: `join registers the cluster of one of your kubeconfig's contexts (the member) in the registry
 (the -n namespace, a cluster set). On the member, with the context's credentials, it makes a
