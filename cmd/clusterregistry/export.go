@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"os"
@@ -14,10 +15,106 @@ import (
 	"github.com/cluster-registry/sdk/trustflags"
 )
 
+// ExportOptions are export's flags and what Complete makes of them: Complete fills in, Validate
+// checks without servers, Run does the work.
+type ExportOptions struct {
+	Format, Output, Selector         string
+	CredentialCommand, ContextPrefix string
+	AllNamespaces                    bool
+	Trust                            trustflags.Flags
+
+	resolver multicluster.ResolverOptions
+	factory  *factory
+	cmd      *cobra.Command
+}
+
+// Complete reads the trust flags into the Resolver's options.
+func (o *ExportOptions) Complete(f *factory, cmd *cobra.Command) error {
+	o.factory, o.cmd = f, cmd
+	var err error
+	if o.resolver, err = o.Trust.ResolverOptions(); err != nil {
+		return usageError{err}
+	}
+	return nil
+}
+
+// Validate refuses values no export takes, and kubeconfig flags with --format clusters.
+func (o *ExportOptions) Validate() error {
+	if o.Output != "yaml" && o.Output != "json" {
+		return usageError{fmt.Errorf("-o %q: want yaml or json", o.Output)}
+	}
+	if _, err := labels.Parse(o.Selector); err != nil {
+		return usageError{fmt.Errorf("-l/--selector: %w", err)}
+	}
+	switch o.Format {
+	case "clusters":
+		for _, name := range append([]string{"credential-command", "context-prefix"}, trustflags.Names...) {
+			if o.cmd.Flags().Changed(name) {
+				return usageError{fmt.Errorf("--%s applies only to --format kubeconfig", name)}
+			}
+		}
+	case "kubeconfig":
+	default:
+		return usageError{fmt.Errorf("--format %q: want clusters or kubeconfig", o.Format)}
+	}
+	return nil
+}
+
+// Run lists the Clusters and writes them in the format asked for.
+func (o *ExportOptions) Run(ctx context.Context) error {
+	cmd := o.cmd
+	reg, err := o.factory.Registry()
+	if err != nil {
+		return err
+	}
+	namespace := reg.Namespace
+	if o.AllNamespaces {
+		namespace = metav1.NamespaceAll
+	}
+	list, err := reg.Clusters.ClusterregistryV1alpha1().Clusters(namespace).List(ctx, metav1.ListOptions{LabelSelector: o.Selector})
+	if err != nil {
+		return fmt.Errorf("listing the Clusters of namespace %q: %w", namespace, err)
+	}
+	if len(list.Items) == 0 {
+		// As kubectl get says it; the file is still a valid, empty list.
+		where := fmt.Sprintf("in namespace %s", namespace)
+		if o.AllNamespaces {
+			where = "in any namespace"
+		}
+		fmt.Fprintf(cmd.ErrOrStderr(), "No Clusters found %s.\n", where)
+	}
+	if o.Format == "clusters" {
+		if err := writeClusters(cmd.OutOrStdout(), list.Items, o.Output); err != nil {
+			return err
+		}
+		if n := pointingAtSecrets(list.Items); n > 0 {
+			fmt.Fprintf(cmd.ErrOrStderr(), "note: %d of the %d Clusters point at Secrets, which export leaves out as they hold credentials: "+
+				"copy them to where you import the file (import names the ones it misses)\n", n, len(list.Items))
+		}
+		return nil
+	}
+	credentialArgs, err := registryArgs(o.factory.flags)
+	if err != nil {
+		return err
+	}
+	command := o.CredentialCommand
+	if command == "" {
+		if command, err = os.Executable(); err != nil {
+			return fmt.Errorf("finding this command's path for the kubeconfig; give --credential-command: %w", err)
+		}
+	}
+	o.resolver.Secrets = multicluster.SecretsFromClient(reg.Kube)
+	resolver, err := multicluster.NewResolver(o.resolver)
+	if err != nil {
+		return usageError{err}
+	}
+	return exportKubeconfig(ctx, cmd.OutOrStdout(), cmd.ErrOrStderr(), resolver, list.Items, kubeconfigExport{
+		command: command, args: append(credentialArgs, o.Trust.Args()...), qualify: o.AllNamespaces, prefix: o.ContextPrefix, output: o.Output,
+	})
+}
+
 func newExport(fac *factory) *cobra.Command {
-	var format, output, selector, credentialCommand, contextPrefix string
-	var allNamespaces bool
-	var trust trustflags.Flags
+	o := &ExportOptions{}
 	cmd := &cobra.Command{
 		Use:   "export [-n NAMESPACE | -A] [-l SELECTOR] [--format clusters|kubeconfig] [-o yaml|json]",
 		Short: "Write the selected Clusters as a flat file, or as a kubeconfig that reaches them",
@@ -50,84 +147,23 @@ named on standard error and left out, and export exits 1.`,
   kubectl --kubeconfig fleet.kubeconfig --context prod-eu-1 get nodes`,
 		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if output != "yaml" && output != "json" {
-				return usageError{fmt.Errorf("-o %q: want yaml or json", output)}
-			}
-			if _, err := labels.Parse(selector); err != nil {
-				return usageError{fmt.Errorf("-l/--selector: %w", err)}
-			}
-			switch format {
-			case "clusters":
-				for _, name := range append([]string{"credential-command", "context-prefix"}, trustflags.Names...) {
-					if cmd.Flags().Changed(name) {
-						return usageError{fmt.Errorf("--%s applies only to --format kubeconfig", name)}
-					}
-				}
-			case "kubeconfig":
-			default:
-				return usageError{fmt.Errorf("--format %q: want clusters or kubeconfig", format)}
-			}
-			resolverOpts, err := trust.ResolverOptions()
-			if err != nil {
-				return usageError{err}
-			}
-			reg, err := fac.Registry()
-			if err != nil {
+			if err := o.Complete(fac, cmd); err != nil {
 				return err
 			}
-			namespace := reg.Namespace
-			if allNamespaces {
-				namespace = metav1.NamespaceAll
-			}
-			list, err := reg.Clusters.ClusterregistryV1alpha1().Clusters(namespace).List(cmd.Context(), metav1.ListOptions{LabelSelector: selector})
-			if err != nil {
-				return fmt.Errorf("listing the Clusters of namespace %q: %w", namespace, err)
-			}
-			if len(list.Items) == 0 {
-				// As kubectl get says it; the file is still a valid, empty list.
-				where := fmt.Sprintf("in namespace %s", namespace)
-				if allNamespaces {
-					where = "in any namespace"
-				}
-				fmt.Fprintf(cmd.ErrOrStderr(), "No Clusters found %s.\n", where)
-			}
-			if format == "clusters" {
-				if err := writeClusters(cmd.OutOrStdout(), list.Items, output); err != nil {
-					return err
-				}
-				if n := pointingAtSecrets(list.Items); n > 0 {
-					fmt.Fprintf(cmd.ErrOrStderr(), "note: %d of the %d Clusters point at Secrets, which export leaves out as they hold credentials: "+
-						"copy them to where you import the file (import names the ones it misses)\n", n, len(list.Items))
-				}
-				return nil
-			}
-			credentialArgs, err := registryArgs(fac.flags)
-			if err != nil {
+			if err := o.Validate(); err != nil {
 				return err
 			}
-			if credentialCommand == "" {
-				if credentialCommand, err = os.Executable(); err != nil {
-					return fmt.Errorf("finding this command's path for the kubeconfig; give --credential-command: %w", err)
-				}
-			}
-			resolverOpts.Secrets = multicluster.SecretsFromClient(reg.Kube)
-			resolver, err := multicluster.NewResolver(resolverOpts)
-			if err != nil {
-				return usageError{err}
-			}
-			return exportKubeconfig(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), resolver, list.Items, kubeconfigExport{
-				command: credentialCommand, args: append(credentialArgs, trust.Args()...), qualify: allNamespaces, prefix: contextPrefix, output: output,
-			})
+			return o.Run(cmd.Context())
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&format, "format", "clusters", `what to write: "clusters", a ClusterList, or "kubeconfig"`)
-	f.StringVarP(&output, "output", "o", "yaml", "yaml or json")
-	f.StringVarP(&selector, "selector", "l", "", "label selector over the Clusters, e.g. env=prod")
-	f.BoolVarP(&allNamespaces, "all-namespaces", "A", false, "export the Clusters of every namespace (cluster set)")
-	f.StringVar(&credentialCommand, "credential-command", "", "the command the kubeconfig runs for credentials (default: this command's path)")
-	f.StringVar(&contextPrefix, "context-prefix", "", `with --format kubeconfig: put this before each context's name (e.g. "fleet-"), so that the contexts do not collide with your own when kubeconfigs are merged (KUBECONFIG=a:b keeps the first of two contexts of one name)`)
-	trust.AddFlags(f)
+	f.StringVar(&o.Format, "format", "clusters", `what to write: "clusters", a ClusterList, or "kubeconfig"`)
+	f.StringVarP(&o.Output, "output", "o", "yaml", "yaml or json")
+	f.StringVarP(&o.Selector, "selector", "l", "", "label selector over the Clusters, e.g. env=prod")
+	f.BoolVarP(&o.AllNamespaces, "all-namespaces", "A", false, "export the Clusters of every namespace (cluster set)")
+	f.StringVar(&o.CredentialCommand, "credential-command", "", "the command the kubeconfig runs for credentials (default: this command's path)")
+	f.StringVar(&o.ContextPrefix, "context-prefix", "", `with --format kubeconfig: put this before each context's name (e.g. "fleet-"), so that the contexts do not collide with your own when kubeconfigs are merged (KUBECONFIG=a:b keeps the first of two contexts of one name)`)
+	o.Trust.AddFlags(f)
 	return cmd
 }
 
