@@ -35,11 +35,84 @@ type joinOptions struct {
 	dropCredentialArgs             bool
 }
 
+// JoinOptions are join's flags and what Complete makes of them: Complete fills in, Validate
+// checks without servers, Run does the work.
+type JoinOptions struct {
+	joinOptions // what join and joinExec read
+	Labels      string
+	DryRun      *dryRunFlag
+	Output      appliedOutput
+
+	context string
+	factory *factory
+	cmd     *cobra.Command
+}
+
+// Complete takes the context, parses the labels and the dry-run strategy, and names the Cluster
+// after the context unless --name does.
+func (o *JoinOptions) Complete(f *factory, cmd *cobra.Command, args []string) error {
+	o.context, o.factory, o.cmd = args[0], f, cmd
+	var err error
+	if o.labels, err = labels.ConvertSelectorToLabelsMap(o.Labels); err != nil {
+		return usageError{fmt.Errorf("--labels: %w", err)}
+	}
+	if o.dryRun, err = o.DryRun.enabled(); err != nil {
+		return err
+	}
+	if o.name == "" {
+		o.name = o.context
+	}
+	return nil
+}
+
+// Validate refuses flags that do not go together, before anything is reached.
+func (o *JoinOptions) Validate() error {
+	if err := o.Output.validate(); err != nil {
+		return err
+	}
+	if o.exec {
+		for _, name := range []string{"cluster-role", "token-ttl"} {
+			if o.cmd.Flags().Changed(name) {
+				return usageError{fmt.Errorf("--%s and --exec conflict: --exec makes no service account or token", name)}
+			}
+		}
+	} else if o.dropCredentialArgs {
+		return usageError{fmt.Errorf("--%s goes with --exec: without it, join registers a token, not the context's plugin", dropCredentialArgsFlag)}
+	}
+	if o.tokenTTL <= 0 {
+		return usageError{fmt.Errorf("--token-ttl %s: want a positive duration", o.tokenTTL)}
+	}
+	return nil
+}
+
+// Run joins the member, saying what it does as it goes.
+func (o *JoinOptions) Run(ctx context.Context) error {
+	member, server, err := o.factory.Member(o.context)
+	if err != nil {
+		return err
+	}
+	reg, err := o.factory.Registry()
+	if err != nil {
+		return err
+	}
+	report := o.Output.report(o.cmd)
+	var applied *v1alpha1.Cluster
+	if o.exec {
+		applied, err = joinExec(ctx, report, reg, o.context, member, server, o.joinOptions)
+	} else {
+		applied, err = join(ctx, report, reg, member, server, o.joinOptions)
+	}
+	if err != nil {
+		return err
+	}
+	if !o.dryRun {
+		fmt.Fprintf(report, "next: clusterregistry health -n %s probes the members and fills READY and VERSION in kubectl get clusters -n %s\n", reg.Namespace, reg.Namespace)
+	}
+	return o.Output.print(o.cmd.OutOrStdout(), []*v1alpha1.Cluster{applied})
+}
+
 func newJoin(fac *factory) *cobra.Command {
-	var o joinOptions
-	var labelFlag string
-	var dryRun *dryRunFlag
-	var output appliedOutput
+	o := &JoinOptions{}
 	cmd := &cobra.Command{
 		Use:   "join CONTEXT [--name NAME] [--labels k=v,...] [--cluster-role ROLE] [-o yaml|json|name|jsonpath=...]",
 		Short: "Register a cluster of your kubeconfig in the registry",
@@ -80,61 +153,25 @@ as the registry returned it (yaml, json or name), and the report goes to stderr.
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			selector, err := labels.ConvertSelectorToLabelsMap(labelFlag)
-			if err != nil {
-				return usageError{fmt.Errorf("--labels: %w", err)}
-			}
-			o.labels = selector
-			if err := output.validate(); err != nil {
+			if err := o.Complete(fac, cmd, args); err != nil {
 				return err
 			}
-			if o.dryRun, err = dryRun.enabled(); err != nil {
+			if err := o.Validate(); err != nil {
 				return err
 			}
-			if o.exec {
-				for _, name := range []string{"cluster-role", "token-ttl"} {
-					if cmd.Flags().Changed(name) {
-						return usageError{fmt.Errorf("--%s and --exec conflict: --exec makes no service account or token", name)}
-					}
-				}
-			}
-			member, server, err := fac.Member(args[0])
-			if err != nil {
-				return err
-			}
-			if o.name == "" {
-				o.name = args[0]
-			}
-			reg, err := fac.Registry()
-			if err != nil {
-				return err
-			}
-			namespace := reg.Namespace
-			var applied *v1alpha1.Cluster
-			if o.exec {
-				applied, err = joinExec(cmd.Context(), output.report(cmd), reg, args[0], member, server, o)
-			} else {
-				applied, err = join(cmd.Context(), output.report(cmd), reg, member, server, o)
-			}
-			if err != nil {
-				return err
-			}
-			if !o.dryRun {
-				fmt.Fprintf(output.report(cmd), "next: clusterregistry health -n %s probes the members and fills READY and VERSION in kubectl get clusters -n %s\n", namespace, namespace)
-			}
-			return output.print(cmd.OutOrStdout(), []*v1alpha1.Cluster{applied})
+			return o.Run(cmd.Context())
 		},
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.name, "name", "", "the Cluster's name in the registry (default: the context's name)")
 	f.StringVar(&o.displayName, "display-name", "", "the Cluster's display name")
-	f.StringVar(&labelFlag, "labels", "", "labels for the Cluster, e.g. env=prod,region=eu")
+	f.StringVar(&o.Labels, "labels", "", "labels for the Cluster, e.g. env=prod,region=eu")
 	f.StringVar(&o.clusterRole, "cluster-role", "edit", "the member's ClusterRole that the registry's tools act with")
 	f.DurationVar(&o.tokenTTL, "token-ttl", 365*24*time.Hour, "how long the token is valid (the member may cap it); join again to renew")
 	f.BoolVar(&o.exec, "exec", false, "register the context's exec plugin instead of a token (cloud clusters)")
 	f.BoolVar(&o.dropCredentialArgs, dropCredentialArgsFlag, false, "with --exec: leave out the plugin's arguments that pass a credential (--client-secret=..., --password ...) instead of refusing to register it")
-	dryRun = addDryRunFlag(cmd, "client", "checks what it can (the registry by a server dry run) and says what it would do, changing nothing", nil)
-	output.addFlag(cmd)
+	o.DryRun = addDryRunFlag(cmd, "client", "checks what it can (the registry by a server dry run) and says what it would do, changing nothing", nil)
+	o.Output.addFlag(cmd)
 	return cmd
 }
 

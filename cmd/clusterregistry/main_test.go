@@ -68,6 +68,8 @@ func TestBadFlags(t *testing.T) {
 		{[]string{"export", "--format", "table"}, `--format "table": want clusters or kubeconfig`},
 		{[]string{"join", "dev", "--exec", "--token-ttl", "1h"}, "--token-ttl and --exec conflict"},
 		{[]string{"join", "dev", "--dry-run=server"}, "--dry-run=server: want client or none"},
+		{[]string{"join", "dev", "--drop-credential-args"}, "--drop-credential-args goes with --exec"},
+		{[]string{"join", "dev", "--token-ttl", "0s"}, "--token-ttl 0s: want a positive duration"},
 		{[]string{"unjoin", "dev", "--dry-run=server"}, "--dry-run=server: want client or none"},
 		{[]string{"unjoin", "dev", "--registry-only", "--member-context", "dev"}, "--registry-only and --member-context conflict"},
 		{[]string{"import", "fleet.yaml", "--dry-run=client"}, "--dry-run=client: want server or none"},
