@@ -28,10 +28,76 @@ const (
 	editRole = "clusterregistry-edit"
 )
 
+// InstallOptions are install's flags and what Complete makes of them: Complete fills in,
+// Validate checks without servers, Run does the work.
+type InstallOptions struct {
+	CreateNamespace bool
+	Output          string
+	DryRun          *dryRunFlag
+
+	dryRun  bool
+	factory *factory
+	cmd     *cobra.Command
+}
+
+// Complete takes the dry-run strategy.
+func (o *InstallOptions) Complete(f *factory, cmd *cobra.Command) error {
+	o.factory, o.cmd = f, cmd
+	var err error
+	o.dryRun, err = o.DryRun.enabled()
+	return err
+}
+
+// Validate refuses an -o that is not printed, or that no printer takes.
+func (o *InstallOptions) Validate() error {
+	switch {
+	case o.Output != "yaml" && o.Output != "json":
+		return usageError{fmt.Errorf("-o %q: want yaml or json", o.Output)}
+	case !o.dryRun && o.cmd.Flags().Changed("output"):
+		return usageError{errors.New("-o applies only to --dry-run=client, which prints the objects")}
+	}
+	return nil
+}
+
+// Run installs, or with --dry-run=client prints what it would install.
+func (o *InstallOptions) Run(ctx context.Context) error {
+	out := o.cmd.OutOrStdout()
+	if o.dryRun {
+		namespace := ""
+		if o.CreateNamespace {
+			var err error
+			if namespace, _, err = o.factory.flags.ToRawKubeConfigLoader().Namespace(); err != nil {
+				return err
+			}
+		}
+		return printInstall(out, namespace, o.Output)
+	}
+	reg, err := o.factory.Registry()
+	if err != nil {
+		return err
+	}
+	ext, err := o.factory.Extensions()
+	if err != nil {
+		return err
+	}
+	namespace := ""
+	if o.CreateNamespace {
+		namespace = reg.Namespace
+	}
+	if err := install(ctx, out, ext, reg.Kube, namespace); err != nil {
+		return err
+	}
+	// An -n without --create-namespace names a cluster set the user may expect to exist.
+	if !o.CreateNamespace && reg.NamespaceGiven {
+		if _, err := reg.Kube.CoreV1().Namespaces().Get(ctx, reg.Namespace, metav1.GetOptions{}); apierrors.IsNotFound(err) {
+			fmt.Fprintf(out, "note: namespace %s does not exist, so there is no such cluster set yet; --create-namespace makes it\n", reg.Namespace)
+		}
+	}
+	return nil
+}
+
 func newInstall(f *factory) *cobra.Command {
-	var createNamespace bool
-	var output string
-	var dryRun *dryRunFlag
+	o := &InstallOptions{}
 	cmd := &cobra.Command{
 		Use:   "install [--create-namespace -n NAMESPACE]",
 		Short: "Make a Kubernetes API server a cluster registry",
@@ -56,54 +122,19 @@ apply (-o yaml or json), for kubectl apply or a GitOps repository.`,
   clusterregistry install --dry-run=client --create-namespace -n fleet > registry.yaml`,
 		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			dry, err := dryRun.enabled()
-			switch {
-			case err != nil:
-				return err
-			case output != "yaml" && output != "json":
-				return usageError{fmt.Errorf("-o %q: want yaml or json", output)}
-			case !dry && cmd.Flags().Changed("output"):
-				return usageError{errors.New("-o applies only to --dry-run=client, which prints the objects")}
-			}
-			if dry {
-				namespace := ""
-				if createNamespace {
-					var err error
-					if namespace, _, err = f.flags.ToRawKubeConfigLoader().Namespace(); err != nil {
-						return err
-					}
-				}
-				return printInstall(cmd.OutOrStdout(), namespace, output)
-			}
-			reg, err := f.Registry()
-			if err != nil {
+			if err := o.Complete(f, cmd); err != nil {
 				return err
 			}
-			ext, err := f.Extensions()
-			if err != nil {
+			if err := o.Validate(); err != nil {
 				return err
 			}
-			kube, namespace := reg.Kube, reg.Namespace
-			named := namespace
-			if !createNamespace {
-				namespace = ""
-			}
-			if err := install(cmd.Context(), cmd.OutOrStdout(), ext, kube, namespace); err != nil {
-				return err
-			}
-			// An -n without --create-namespace names a cluster set the user may expect to exist.
-			if !createNamespace && reg.NamespaceGiven {
-				if _, err := kube.CoreV1().Namespaces().Get(cmd.Context(), named, metav1.GetOptions{}); apierrors.IsNotFound(err) {
-					fmt.Fprintf(cmd.OutOrStdout(), "note: namespace %s does not exist, so there is no such cluster set yet; --create-namespace makes it\n", named)
-				}
-			}
-			return nil
+			return o.Run(cmd.Context())
 		},
 	}
-	cmd.Flags().BoolVar(&createNamespace, "create-namespace", false, "also create the -n namespace, a cluster set")
-	dryRun = addDryRunFlag(cmd, "client", "prints the objects install would apply, changing nothing",
+	cmd.Flags().BoolVar(&o.CreateNamespace, "create-namespace", false, "also create the -n namespace, a cluster set")
+	o.DryRun = addDryRunFlag(cmd, "client", "prints the objects install would apply, changing nothing",
 		map[string]string{"server": "install cannot ask the server to check a CRD upgrade; --dry-run=client prints what it would apply"})
-	cmd.Flags().StringVarP(&output, "output", "o", "yaml", "with --dry-run=client: yaml or json")
+	cmd.Flags().StringVarP(&o.Output, "output", "o", "yaml", "with --dry-run=client: yaml or json")
 	return cmd
 }
 
