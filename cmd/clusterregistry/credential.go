@@ -32,8 +32,48 @@ const credentialLifetime = 5 * time.Minute
 // errNotPlugin says the command was not run by kubectl as an exec plugin.
 var errNotPlugin = errors.New(execInfoEnv + " is not set: credential is run by kubectl, as the exec plugin of a kubeconfig that `clusterregistry export --format kubeconfig` writes")
 
+// CredentialOptions are credential's flags and what Complete makes of them: Complete fills in
+// (the trust flags, and the ExecCredential kubectl passes in $KUBERNETES_EXEC_INFO), Run answers.
+type CredentialOptions struct {
+	Trust trustflags.Flags
+
+	name     string
+	info     []byte
+	resolver multicluster.ResolverOptions
+	factory  *factory
+	out      io.Writer
+}
+
+// Complete reads the trust flags and kubectl's request.
+func (o *CredentialOptions) Complete(f *factory, cmd *cobra.Command, args []string) error {
+	o.name, o.factory, o.out = args[0], f, cmd.OutOrStdout()
+	var err error
+	if o.resolver, err = o.Trust.ResolverOptions(); err != nil {
+		return usageError{err}
+	}
+	o.info = []byte(os.Getenv(execInfoEnv))
+	return nil
+}
+
+// Validate refuses to run other than as kubectl's plugin.
+func (o *CredentialOptions) Validate() error {
+	if len(o.info) == 0 {
+		return errNotPlugin
+	}
+	return nil
+}
+
+// Run answers kubectl with the Cluster's credentials.
+func (o *CredentialOptions) Run(ctx context.Context) error {
+	reg, err := o.factory.Registry()
+	if err != nil {
+		return err
+	}
+	return credential(ctx, o.out, reg, o.name, o.info, o.resolver)
+}
+
 func newCredential(f *factory) *cobra.Command {
-	var trust trustflags.Flags
+	o := &CredentialOptions{}
 	cmd := &cobra.Command{
 		Use:   "credential NAME",
 		Short: "Be kubectl's credential plugin for a Cluster of the registry",
@@ -73,22 +113,16 @@ must therefore set provideClusterInfo: true.`,
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			opts, err := trust.ResolverOptions()
-			if err != nil {
-				return usageError{err}
-			}
-			info := os.Getenv(execInfoEnv)
-			if info == "" {
-				return errNotPlugin
-			}
-			reg, err := f.Registry()
-			if err != nil {
+			if err := o.Complete(f, cmd, args); err != nil {
 				return err
 			}
-			return credential(cmd.Context(), cmd.OutOrStdout(), reg, args[0], []byte(info), opts)
+			if err := o.Validate(); err != nil {
+				return err
+			}
+			return o.Run(cmd.Context())
 		},
 	}
-	trust.AddFlags(cmd.Flags())
+	o.Trust.AddFlags(cmd.Flags())
 	return cmd
 }
 
