@@ -1,8 +1,10 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"time"
 
@@ -18,15 +20,102 @@ import (
 	"github.com/cluster-registry/sdk/trustflags"
 )
 
+// HealthOptions are health's flags and what Complete makes of them: Complete fills in, Validate
+// checks without servers, Run runs the controller until interrupted.
+type HealthOptions struct {
+	Controller                health.Options // the flags that map to it directly
+	AllNamespaces             bool
+	Selector, MetricsAddr     string
+	Trust                     trustflags.Flags
+	LeaderElect               bool
+	LeaseNamespace, LeaseName string
+	Verbose                   bool
+
+	factory *factory
+	stderr  io.Writer
+}
+
+// Complete parses the selector.
+func (o *HealthOptions) Complete(f *factory, cmd *cobra.Command) error {
+	o.factory, o.stderr = f, cmd.ErrOrStderr()
+	var err error
+	if o.Controller.Selector, err = labels.Parse(o.Selector); err != nil {
+		return usageError{fmt.Errorf("-l/--selector: %w", err)}
+	}
+	return nil
+}
+
+// Validate refuses values that the library would take for its defaults, or that contradict each
+// other, naming the flag.
+func (o *HealthOptions) Validate() error {
+	for _, d := range []struct {
+		flag  string
+		value time.Duration
+	}{{"interval", o.Controller.Interval}, {"probe-timeout", o.Controller.Timeout}, {"heartbeat", o.Controller.Heartbeat}} {
+		if d.value <= 0 {
+			return usageError{fmt.Errorf("--%s %s: want a positive duration", d.flag, d.value)}
+		}
+	}
+	for _, n := range []struct {
+		flag  string
+		value int
+	}{{"concurrency", o.Controller.Concurrency}, {"failure-threshold", o.Controller.FailureThreshold}, {"success-threshold", o.Controller.SuccessThreshold}} {
+		if n.value < 1 {
+			return usageError{fmt.Errorf("--%s %d: want 1 or more", n.flag, n.value)}
+		}
+	}
+	if o.LeaderElect && o.AllNamespaces && o.LeaseNamespace == "" {
+		return usageError{errors.New("--leader-elect with -A needs --leader-elect-namespace")}
+	}
+	return nil
+}
+
+// Run builds the controller from the flags and runs it until ctx ends.
+func (o *HealthOptions) Run(ctx context.Context) error {
+	opts := o.Controller
+	resolverOpts, err := o.Trust.ResolverOptions()
+	if err != nil {
+		return usageError{err}
+	}
+	reg, err := o.factory.Registry()
+	if err != nil {
+		return err
+	}
+	if !o.AllNamespaces {
+		opts.Namespaces = []string{reg.Namespace}
+	}
+	resolverOpts.Secrets = multicluster.SecretsFromClient(reg.Kube)
+	resolverOpts.UserAgent = "clusterregistry-health"
+	if opts.Resolver, err = multicluster.NewResolver(resolverOpts); err != nil {
+		return err
+	}
+	opts.Kube, opts.Registry = reg.Kube, reg.Clusters
+	if o.LeaderElect {
+		namespace := o.LeaseNamespace
+		if namespace == "" {
+			namespace = opts.Namespaces[0] // with -A, Validate requires the flag
+		}
+		opts.LeaderElection = &health.LeaderElection{Namespace: namespace, Name: o.LeaseName}
+	}
+	level := 0
+	if o.Verbose {
+		level = 1
+	}
+	opts.Logger = funcr.New(func(prefix, args string) { fmt.Fprintln(o.stderr, prefix, args) }, funcr.Options{Verbosity: level, LogTimestamp: true})
+	if o.MetricsAddr != "" {
+		metrics := prometheus.NewRegistry()
+		opts.Metrics = metrics
+		go serveMetrics(o.MetricsAddr, metrics, opts.Logger)
+	}
+	c, err := health.New(opts)
+	if err != nil {
+		return usageError{err}
+	}
+	return c.Run(ctx)
+}
+
 func newHealth(fac *factory) *cobra.Command {
-	var (
-		opts                       health.Options
-		allNamespaces, leaderElect bool
-		selector, metricsAddr      string
-		trust                      trustflags.Flags
-		leaseNamespace, leaseName  string
-		verbose                    bool
-	)
+	o := &HealthOptions{}
 	cmd := &cobra.Command{
 		Use:   "health [-n NAMESPACE | -A] [-l SELECTOR]",
 		Short: "Probe every member and keep each Cluster's status true",
@@ -49,87 +138,31 @@ It needs the ClusterRole in deploy/health/clusterrole.yaml in each namespace it 
   clusterregistry health -n fleet --file-root /var/run/secrets/tokens --send-to https://prod-eu-1.example.com:6443`,
 		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			// The library takes 0 for its default; a flag of 0 or less is a mistake, named as the flag.
-			for _, d := range []struct {
-				flag  string
-				value time.Duration
-			}{{"interval", opts.Interval}, {"probe-timeout", opts.Timeout}, {"heartbeat", opts.Heartbeat}} {
-				if d.value <= 0 {
-					return usageError{fmt.Errorf("--%s %s: want a positive duration", d.flag, d.value)}
-				}
-			}
-			for _, n := range []struct {
-				flag  string
-				value int
-			}{{"concurrency", opts.Concurrency}, {"failure-threshold", opts.FailureThreshold}, {"success-threshold", opts.SuccessThreshold}} {
-				if n.value < 1 {
-					return usageError{fmt.Errorf("--%s %d: want 1 or more", n.flag, n.value)}
-				}
-			}
-			reg, err := fac.Registry()
-			if err != nil {
+			if err := o.Complete(fac, cmd); err != nil {
 				return err
 			}
-			if !allNamespaces {
-				opts.Namespaces = []string{reg.Namespace}
-			}
-			if opts.Selector, err = labels.Parse(selector); err != nil {
-				return usageError{fmt.Errorf("-l/--selector: %w", err)}
-			}
-			resolverOpts, err := trust.ResolverOptions()
-			if err != nil {
-				return usageError{err}
-			}
-			resolverOpts.Secrets = multicluster.SecretsFromClient(reg.Kube)
-			resolverOpts.UserAgent = "clusterregistry-health"
-			if opts.Resolver, err = multicluster.NewResolver(resolverOpts); err != nil {
+			if err := o.Validate(); err != nil {
 				return err
 			}
-			opts.Kube, opts.Registry = reg.Kube, reg.Clusters
-			if leaderElect {
-				if leaseNamespace == "" {
-					leaseNamespace = opts.Namespaces[0] // with -A, the flag is required below
-				}
-				opts.LeaderElection = &health.LeaderElection{Namespace: leaseNamespace, Name: leaseName}
-			}
-			level := 0
-			if verbose {
-				level = 1
-			}
-			opts.Logger = funcr.New(func(prefix, args string) { fmt.Fprintln(cmd.ErrOrStderr(), prefix, args) }, funcr.Options{Verbosity: level, LogTimestamp: true})
-			if metricsAddr != "" {
-				reg := prometheus.NewRegistry()
-				opts.Metrics = reg
-				go serveMetrics(metricsAddr, reg, opts.Logger)
-			}
-			c, err := health.New(opts)
-			if err != nil {
-				return usageError{err}
-			}
-			return c.Run(cmd.Context())
+			return o.Run(cmd.Context())
 		},
 	}
 	f := cmd.Flags()
-	f.BoolVarP(&allNamespaces, "all-namespaces", "A", false, "watch the Clusters of every namespace (cluster set)")
-	f.StringVarP(&selector, "selector", "l", "", "label selector over the Clusters, e.g. env=prod")
-	f.DurationVar(&opts.Interval, "interval", 10*time.Second, "how often each member is probed")
-	f.DurationVar(&opts.Timeout, "probe-timeout", 5*time.Second, "time allowed for one probe of one member")
-	f.IntVar(&opts.Concurrency, "concurrency", 64, "most probes in flight at once")
-	f.IntVar(&opts.FailureThreshold, "failure-threshold", 3, "probes in a row that must fail before Ready turns False")
-	f.IntVar(&opts.SuccessThreshold, "success-threshold", 2, "probes in a row that must succeed before Ready turns True again")
-	f.DurationVar(&opts.Heartbeat, "heartbeat", time.Minute, "how often lastProbeTime is refreshed when nothing else changes")
-	f.BoolVar(&leaderElect, "leader-elect", false, "take turns with other replicas through a Lease in the registry")
-	f.StringVar(&leaseNamespace, "leader-elect-namespace", "", "namespace of the Lease (default: the watched namespace)")
-	f.StringVar(&leaseName, "leader-elect-name", "clusterregistry-health", "name of the Lease")
-	f.StringVar(&metricsAddr, "metrics-bind-address", "", "serve Prometheus metrics at this address's /metrics, e.g. :8080 (default: off)")
-	trust.AddFlags(f)
-	f.BoolVarP(&verbose, "verbose", "v", false, "log every probe's outcome, not only transitions")
-	cmd.PreRunE = func(*cobra.Command, []string) error {
-		if leaderElect && allNamespaces && leaseNamespace == "" {
-			return usageError{errors.New("--leader-elect with -A needs --leader-elect-namespace")}
-		}
-		return nil
-	}
+	f.BoolVarP(&o.AllNamespaces, "all-namespaces", "A", false, "watch the Clusters of every namespace (cluster set)")
+	f.StringVarP(&o.Selector, "selector", "l", "", "label selector over the Clusters, e.g. env=prod")
+	f.DurationVar(&o.Controller.Interval, "interval", 10*time.Second, "how often each member is probed")
+	f.DurationVar(&o.Controller.Timeout, "probe-timeout", 5*time.Second, "time allowed for one probe of one member")
+	f.IntVar(&o.Controller.Concurrency, "concurrency", 64, "most probes in flight at once")
+	f.IntVar(&o.Controller.FailureThreshold, "failure-threshold", 3, "probes in a row that must fail before Ready turns False")
+	f.IntVar(&o.Controller.SuccessThreshold, "success-threshold", 2, "probes in a row that must succeed before Ready turns True again")
+	f.DurationVar(&o.Controller.Heartbeat, "heartbeat", time.Minute, "how often lastProbeTime is refreshed when nothing else changes")
+	f.BoolVar(&o.Controller.KeepConnections, "keep-connections", false, "keep each member's connection open between probes: a fifth of the CPU per probe, a connection and a goroutine per member")
+	f.BoolVar(&o.LeaderElect, "leader-elect", false, "take turns with other replicas through a Lease in the registry")
+	f.StringVar(&o.LeaseNamespace, "leader-elect-namespace", "", "namespace of the Lease (default: the watched namespace)")
+	f.StringVar(&o.LeaseName, "leader-elect-name", "clusterregistry-health", "name of the Lease")
+	f.StringVar(&o.MetricsAddr, "metrics-bind-address", "", "serve Prometheus metrics at this address's /metrics, e.g. :8080 (default: off)")
+	o.Trust.AddFlags(f)
+	f.BoolVarP(&o.Verbose, "verbose", "v", false, "log every probe's outcome, not only transitions")
 	return cmd
 }
 

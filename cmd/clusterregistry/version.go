@@ -2,14 +2,39 @@ package main
 
 import (
 	"fmt"
+	"io"
 
 	"github.com/spf13/cobra"
 
 	"github.com/cluster-registry/sdk/internal/buildinfo"
 )
 
+// VersionOptions are version's flags: Validate checks -o, Run prints.
+type VersionOptions struct {
+	Output string
+}
+
+// Validate refuses an -o it does not print.
+func (o *VersionOptions) Validate() error {
+	switch o.Output {
+	case "", "json", "yaml":
+		return nil
+	}
+	return usageError{fmt.Errorf("--output=%s: want json or yaml", o.Output)}
+}
+
+// Run prints the build's version, on one line or as an object.
+func (o *VersionOptions) Run(out io.Writer) error {
+	info := buildinfo.Read()
+	if o.Output == "" {
+		_, err := fmt.Fprintln(out, "clusterregistry", info)
+		return err
+	}
+	return writeObject(out, info, o.Output)
+}
+
 func newVersion() *cobra.Command {
-	var output string
+	o := &VersionOptions{}
 	cmd := &cobra.Command{
 		Use:   "version [-o json|yaml]",
 		Short: "Print the command's version: the SDK release and the commit it was built from",
@@ -20,17 +45,12 @@ whether the checkout had changes, and the Go version and platform.`,
   clusterregistry version -o json`,
 		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			info := buildinfo.Read()
-			switch output {
-			case "":
-				_, err := fmt.Fprintln(cmd.OutOrStdout(), "clusterregistry", info)
+			if err := o.Validate(); err != nil {
 				return err
-			case "json", "yaml":
-				return writeObject(cmd.OutOrStdout(), info, output)
 			}
-			return usageError{fmt.Errorf("--output=%s: want json or yaml", output)}
+			return o.Run(cmd.OutOrStdout())
 		},
 	}
-	cmd.Flags().StringVarP(&output, "output", "o", "", "json or yaml instead of one line")
+	cmd.Flags().StringVarP(&o.Output, "output", "o", "", "json or yaml instead of one line")
 	return cmd
 }
