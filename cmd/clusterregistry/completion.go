@@ -43,7 +43,7 @@ func registerCompletions(root *cobra.Command, f *factory) {
 				}
 				return clusterNames(f, nil), cobra.ShellCompDirectiveNoFileComp
 			}
-		case "get":
+		case "get", "describe":
 			cmd.ValidArgsFunction = func(_ *cobra.Command, args []string, _ string) ([]string, cobra.ShellCompDirective) {
 				return clusterNames(f, args), cobra.ShellCompDirectiveNoFileComp
 			}

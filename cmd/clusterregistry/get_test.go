@@ -1,9 +1,12 @@
 package main
 
 import (
+	"bytes"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
@@ -28,4 +31,34 @@ func TestNotReadyFirst(t *testing.T) {
 		order = append(order, c.Namespace+"/"+c.Name)
 	}
 	require.Equal(t, []string{"a/gone", "a/new", "b/down", "a/also-ok", "a/ok"}, order)
+}
+
+// describe shows pointers, never what they point at, and the conditions and Events in order.
+func TestDescribeCluster(t *testing.T) {
+	now := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
+	c := &v1alpha1.Cluster{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "fleet", Name: "prod", Labels: map[string]string{"env": "prod"}, CreationTimestamp: metav1.NewTime(now.Add(-48 * time.Hour))},
+		Spec: v1alpha1.ClusterSpec{
+			DisplayName: "Production",
+			KubernetesAPIEndpoints: v1alpha1.KubernetesAPIEndpoints{
+				ServerEndpoints: []v1alpha1.ServerAddressByClientCIDR{{ClientCIDR: "0.0.0.0/0", ServerAddress: "https://prod.example.com:6443"}},
+			},
+			AuthInfo: v1alpha1.AuthInfo{Providers: []v1alpha1.AuthProviderConfig{{Name: "token", Type: v1alpha1.AuthProviderType{Name: "secret"}, Config: map[string]string{"name": "prod-token"}}}},
+		},
+		Status: v1alpha1.ClusterStatus{Version: "v1.36.3", Conditions: []metav1.Condition{{
+			Type: "Ready", Status: metav1.ConditionFalse, Reason: "Unreachable", Message: "dial tcp: refused", LastTransitionTime: metav1.NewTime(now.Add(-time.Minute)),
+		}}},
+	}
+	events := &corev1.EventList{Items: []corev1.Event{
+		{Type: "Normal", Reason: "Reachable", Message: "Ready True", LastTimestamp: metav1.NewTime(now.Add(-time.Hour))},
+		{Type: "Warning", Reason: "Unreachable", Message: "Ready False", LastTimestamp: metav1.NewTime(now.Add(-time.Minute))},
+	}}
+	var out bytes.Buffer
+	require.NoError(t, describeCluster(&out, c, events, now))
+	t.Log("\n" + out.String())
+	require.Regexp(t, `(?m)^Display Name:\s+Production$`, out.String())
+	require.Regexp(t, `(?m)^  https://prod.example.com:6443\s+from 0.0.0.0/0$`, out.String())
+	require.Regexp(t, `(?m)^  token\s+secret\s+name=prod-token$`, out.String())
+	require.Regexp(t, `(?m)^  Ready\s+False\s+Unreachable\s+since 60s ago\s+dial tcp: refused$`, out.String())
+	require.Regexp(t, `(?s)Normal\s+Reachable.*Warning\s+Unreachable`, out.String(), "events oldest first")
 }

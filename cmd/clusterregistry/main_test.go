@@ -7,6 +7,7 @@ import (
 	"flag"
 	"os"
 	"os/exec"
+	"regexp"
 	"runtime"
 	"strings"
 	"sync"
@@ -116,6 +117,19 @@ func TestHealthCommand(t *testing.T) {
 			break
 		}
 		require.True(t, time.Now().Before(deadline), "member-1 not marked Unreachable; logs:\n%s", logs.String())
+	}
+	// describe tells the story: the condition, and the Event the controller wrote about it.
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+		var stdout, stderr bytes.Buffer
+		require.Equal(t, 0, run(ctx, []string{"--kubeconfig", lf.Registry.Kubeconfig, "-n", lf.Namespace, "describe", "member-1"}, &stdout, &stderr), stderr.String())
+		out := stdout.String()
+		if regexp.MustCompile(`(?m)^  Warning\s+Unreachable\s+`).MatchString(out) {
+			require.Regexp(t, `(?m)^Name:\s+member-1$`, out)
+			require.Regexp(t, `(?m)^  Ready\s+False\s+Unreachable\s+since `, out)
+			require.Regexp(t, `(?m)^  p?\S+\s+(secret|kubeconfig-secret)\s+name=`, out)
+			break
+		}
+		require.True(t, time.Now().Before(deadline), "describe shows no Unreachable event:\n%s", out)
 	}
 	require.NoError(t, lf.Members[0].StartAPIServer())
 	// It says at start what it watches and how, and every line has a time.
