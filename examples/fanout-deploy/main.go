@@ -24,15 +24,18 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+	appsv1 "k8s.io/api/apps/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	appsv1client "k8s.io/client-go/kubernetes/typed/apps/v1"
 
 	"github.com/cluster-registry/sdk/clientset/versioned"
 	"github.com/cluster-registry/sdk/internal/buildinfo"
@@ -52,6 +55,7 @@ type options struct {
 	concurrency, canaries        int
 	timeout                      time.Duration
 	dryRun, delete, skipNotReady bool
+	wait                         bool
 	resolver                     multicluster.ResolverOptions
 }
 
@@ -217,7 +221,14 @@ func deployment(opts *options) func(context.Context, *multicluster.Member) (stri
 		if opts.dryRun {
 			return fmt.Sprintf("would be applied, generation %d (server dry run)", applied.Generation), nil
 		}
-		return fmt.Sprintf("applied, generation %d", applied.Generation), nil
+		if !opts.wait {
+			return fmt.Sprintf("applied, generation %d", applied.Generation), nil
+		}
+		available, err := waitForRollout(ctx, deployments, opts.name, applied.Generation, int32(opts.replicas))
+		if err != nil {
+			return "", err
+		}
+		return fmt.Sprintf("applied, generation %d, rolled out (%d available)", applied.Generation, available), nil
 	}
 }
 
@@ -261,6 +272,7 @@ Cluster points to, read with your own permissions.`,
 	fs.Lookup("dry-run").NoOptDefVal = "server"
 	fs.BoolVar(&opts.delete, "delete", false, "delete the Deployment instead of applying it")
 	fs.IntVar(&opts.canaries, "canary", 0, "run on this many members first, and on the rest only if all of those succeed (0: all at once)")
+	fs.BoolVar(&opts.wait, "wait", false, "after applying, wait for each member's rollout to complete, within --timeout (as kubectl rollout status)")
 	fs.BoolVar(&opts.skipNotReady, "skip-not-ready", false, "skip members whose Ready condition is False (they are listed, and do not fail the run)")
 	trust.AddFlags(fs)
 	version := fs.Bool("version", false, "print the version (the SDK release and the commit it was built from) and exit")
@@ -318,4 +330,38 @@ Cluster points to, read with your own permissions.`,
 		errs = append(errs, err)
 	}
 	return opts, errors.Join(errs...)
+}
+
+// waitForRollout waits until the Deployment's controller has rolled out generation: every
+// replica updated and available, none of an older template left, as kubectl rollout status
+// judges it. It returns how many replicas are available, or, when ctx ends first or the rollout
+// exceeded its progress deadline, an error that says how far it got.
+func waitForRollout(ctx context.Context, deployments appsv1client.DeploymentInterface, name string, generation int64, replicas int32) (int32, error) {
+	if deadline, ok := ctx.Deadline(); ok {
+		// Stop a little before the member's timeout, so that its result says how far the rollout
+		// got, not only that the time ran out.
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithDeadline(ctx, deadline.Add(-time.Until(deadline)/10))
+		defer cancel()
+	}
+	var last appsv1.DeploymentStatus
+	err := wait.PollUntilContextCancel(ctx, 250*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+		d, err := deployments.Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		last = d.Status
+		for _, c := range d.Status.Conditions {
+			if c.Type == appsv1.DeploymentProgressing && c.Reason == "ProgressDeadlineExceeded" {
+				return false, fmt.Errorf("rollout of generation %d exceeded its progress deadline: %s", generation, c.Message)
+			}
+		}
+		return d.Status.ObservedGeneration >= generation && d.Status.UpdatedReplicas == replicas &&
+			d.Status.Replicas == replicas && d.Status.AvailableReplicas == replicas, nil
+	})
+	if err != nil && ctx.Err() != nil {
+		return 0, fmt.Errorf("rollout of generation %d not complete (observed generation %d; %d of %d replicas updated, %d available)",
+			generation, last.ObservedGeneration, last.UpdatedReplicas, replicas, last.AvailableReplicas)
+	}
+	return last.AvailableReplicas, err
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -138,6 +139,45 @@ func TestEndToEnd(t *testing.T) {
 			if row := tableRow(out, "fleet/"+m.Name); !strings.Contains(row, m.URL()) || !strings.Contains(row, "applied, generation 1") {
 				t.Errorf("table row for %s: %q", m.Name, row)
 			}
+		}
+	})
+
+	t.Run("--wait waits for each rollout", func(t *testing.T) {
+		// No kube-controller-manager runs here: the test plays the Deployment controller on
+		// member-1 and member-3, and member-2's rollout never completes.
+		cmd := exec.CommandContext(ctx, bin, "--kubeconfig", lf.Registry.Kubeconfig, "-n", lf.Namespace,
+			"--name", "rolled", "--image", "registry.example/rolled:1", "--replicas", "2", "--wait", "--timeout", "5s")
+		var out bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &out
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range []*localfleet.Member{lf.Members[0], lf.Members[2]} {
+			deployments := kubernetes.NewForConfigOrDie(m.Config).AppsV1().Deployments("default")
+			for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+				d, err := deployments.Get(ctx, "rolled", metav1.GetOptions{})
+				if err == nil {
+					d.Status = appsv1.DeploymentStatus{ObservedGeneration: d.Generation, Replicas: 2, UpdatedReplicas: 2, ReadyReplicas: 2, AvailableReplicas: 2}
+					if _, err = deployments.UpdateStatus(ctx, d, metav1.UpdateOptions{}); err == nil {
+						break
+					}
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("%s: %v", m.Name, err)
+				}
+			}
+		}
+		err := cmd.Wait()
+		if exitErr, ok := err.(*exec.ExitError); !ok || exitErr.ExitCode() != 1 {
+			t.Fatalf("exit %v, want 1\n%s", err, out.String())
+		}
+		for _, name := range []string{"fleet/member-1", "fleet/member-3"} {
+			if row := tableRow(out.String(), name); !strings.Contains(row, "applied, generation 1, rolled out (2 available)") {
+				t.Errorf("%s: %q", name, row)
+			}
+		}
+		if !strings.Contains(out.String(), "fleet/member-2: rollout of generation 1 not complete (observed generation 0; 0 of 2 replicas updated, 0 available)") {
+			t.Errorf("member-2's error does not say how far the rollout got:\n%s", out.String())
 		}
 	})
 
