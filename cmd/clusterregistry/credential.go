@@ -72,12 +72,8 @@ func (o *CredentialOptions) Run(ctx context.Context) error {
 	return credential(ctx, o.out, reg, o.name, o.info, o.resolver)
 }
 
-func newCredential(f *factory) *cobra.Command {
-	o := &CredentialOptions{}
-	cmd := &cobra.Command{
-		Use:   "credential NAME",
-		Short: "Be kubectl's credential plugin for a Cluster of the registry",
-		Long: `credential is a client.authentication.k8s.io exec plugin: kubectl runs it, as the user entry of
+var (
+	credentialLong = `credential is a client.authentication.k8s.io exec plugin: kubectl runs it, as the user entry of
 a kubeconfig that "clusterregistry export --format kubeconfig" writes, to get credentials for
 the Cluster NAME of the registry (its --kubeconfig, --context and -n).
 
@@ -88,8 +84,9 @@ pinned to their servers; exec plugins and files only as --allow-exec, --allow-ex
 It refuses unless kubectl is about to call the very server the credentials were resolved for,
 verified by the same CA: a kubeconfig edited, handed to you, or older than a change of the
 Cluster's endpoint cannot send a member's credentials anywhere else. The kubeconfig's exec entry
-must therefore set provideClusterInfo: true.`,
-		Example: `  # Written by export into the kubeconfig, one user per Cluster:
+must therefore set provideClusterInfo: true.`
+
+	credentialExample = `  # Written by export into the kubeconfig, one user per Cluster:
   #   users:
   #   - name: fleet/prod-eu-1
   #     user:
@@ -105,7 +102,16 @@ must therefore set provideClusterInfo: true.`,
   # By hand, as kubectl runs it
   KUBERNETES_EXEC_INFO='{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential",
     "spec":{"cluster":{"server":"https://prod-eu-1.example.com:6443","certificate-authority-data":"..."}}}' \
-    clusterregistry credential prod-eu-1 -n fleet --context registry`,
+    clusterregistry credential prod-eu-1 -n fleet --context registry`
+)
+
+func newCredential(f *factory) *cobra.Command {
+	o := &CredentialOptions{}
+	cmd := &cobra.Command{
+		Use:     "credential NAME",
+		Short:   "Be kubectl's credential plugin for a Cluster of the registry",
+		Long:    credentialLong,
+		Example: credentialExample,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if err := cobra.ExactArgs(1)(cmd, args); err != nil {
 				return usageError{fmt.Errorf("%w: the name of the Cluster", err)}

@@ -25,16 +25,22 @@ type DescribeOptions struct {
 	out     io.Writer
 }
 
+var (
+	describeLong = `describe shows one or more Clusters of the -n namespace as a person reads them, as kubectl
+describe does: where the member is, which credentials a reader would follow (pointers only), what
+the health controller last reported, each condition with its reason and message, and the Events
+written about the Cluster, newest last.`
+
+	describeExample = `  clusterregistry describe prod-eu-1 -n fleet`
+)
+
 func newDescribe(f *factory) *cobra.Command {
 	o := &DescribeOptions{}
 	return &cobra.Command{
-		Use:   "describe NAME ...",
-		Short: "Show a Cluster in full: endpoints, providers, status, conditions and recent events",
-		Long: `describe shows one or more Clusters of the -n namespace as a person reads them, as kubectl
-describe does: where the member is, which credentials a reader would follow (pointers only), what
-the health controller last reported, each condition with its reason and message, and the Events
-written about the Cluster, newest last.`,
-		Example: `  clusterregistry describe prod-eu-1 -n fleet`,
+		Use:     "describe NAME ...",
+		Short:   "Show a Cluster in full: endpoints, providers, status, conditions and recent events",
+		Long:    describeLong,
+		Example: describeExample,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 0 {
 				return usageError{fmt.Errorf("give the name of a Cluster to describe")}

@@ -113,12 +113,8 @@ func (o *ExportOptions) Run(ctx context.Context) error {
 	})
 }
 
-func newExport(fac *factory) *cobra.Command {
-	o := &ExportOptions{}
-	cmd := &cobra.Command{
-		Use:   "export [-n NAMESPACE | -A] [-l SELECTOR] [--format clusters|kubeconfig] [-o yaml|json]",
-		Short: "Write the selected Clusters as a flat file, or as a kubeconfig that reaches them",
-		Long: `export writes the Clusters it selects.
+var (
+	exportLong = `export writes the Clusters it selects.
 
 With --format clusters (the default) it writes one ClusterList: what import and
 multicluster.LoadFleet read. It keeps what people write (names, namespaces, labels, annotations,
@@ -135,8 +131,11 @@ context export was given, and -n), which fetches the credentials when kubectl ne
 credential is written to the file. The trust flags (--allow-exec, --allow-exec-args,
 --allow-exec-any-args, --file-root, --send-to, --prefer) apply to export and are written into
 each entry. A Cluster that does not resolve is
-named on standard error and left out, and export exits 1.`,
-		Example: `  # Keep the fleet cluster set in git
+named on standard error and left out, and export exits 1. The kubeconfig sets no current context,
+so that merged with yours (KUBECONFIG=~/.kube/config:fleet.kubeconfig) it does not change which
+cluster kubectl talks to; --context-prefix keeps its contexts apart from yours.`
+
+	exportExample = `  # Keep the fleet cluster set in git
   clusterregistry export -n fleet > fleet.yaml
 
   # Production members of every cluster set, as JSON
@@ -144,8 +143,17 @@ named on standard error and left out, and export exits 1.`,
 
   # Reach every member of the fleet with kubectl, through the registry
   clusterregistry export -n fleet --format kubeconfig > fleet.kubeconfig
-  kubectl --kubeconfig fleet.kubeconfig --context prod-eu-1 get nodes`,
-		Args: usageArgs(cobra.NoArgs),
+  kubectl --kubeconfig fleet.kubeconfig --context prod-eu-1 get nodes`
+)
+
+func newExport(fac *factory) *cobra.Command {
+	o := &ExportOptions{}
+	cmd := &cobra.Command{
+		Use:     "export [-n NAMESPACE | -A] [-l SELECTOR] [--format clusters|kubeconfig] [-o yaml|json]",
+		Short:   "Write the selected Clusters as a flat file, or as a kubeconfig that reaches them",
+		Long:    exportLong,
+		Example: exportExample,
+		Args:    usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := o.Complete(fac, cmd); err != nil {
 				return err

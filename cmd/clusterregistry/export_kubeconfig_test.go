@@ -49,4 +49,5 @@ func TestExportKubeconfigContextPrefix(t *testing.T) {
 	require.Equal(t, "fleet-prod", cfg.Contexts["fleet-prod"].Cluster)
 	require.Equal(t, "https://prod.example.com:443", cfg.Clusters["fleet-prod"].Server)
 	require.NotContains(t, out.String(), "static", "a credential in the kubeconfig")
+	require.NotContains(t, out.String(), "null", "a field written as null, which kubectl config view shows as such")
 }

@@ -114,12 +114,8 @@ func (o *HealthOptions) Run(ctx context.Context) error {
 	return c.Run(ctx)
 }
 
-func newHealth(fac *factory) *cobra.Command {
-	o := &HealthOptions{}
-	cmd := &cobra.Command{
-		Use:   "health [-n NAMESPACE | -A] [-l SELECTOR]",
-		Short: "Probe every member and keep each Cluster's status true",
-		Long: `health probes the API server of every Cluster it selects, with the credentials a tool would use,
+var (
+	healthLong = `health probes the API server of every Cluster it selects, with the credentials a tool would use,
 and writes the Cluster's status: the Ready condition (reasons Reachable, Unreachable, NotReady,
 Unauthorized, CredentialsUnavailable, NoEndpoint, IdentityChanged, NotProbed), the member's
 version, its identity (status.clusterID, the kube-system namespace's UID) and the last probe's
@@ -127,16 +123,26 @@ time. A state must persist for --failure-threshold (or --success-threshold) prob
 changes; at steady state the only writes are one heartbeat per Cluster per --heartbeat.
 
 It needs the ClusterRole in deploy/health/clusterrole.yaml in each namespace it watches. With
---leader-elect, replicas share the work of one: only the holder of a Lease probes and writes.`,
-		Example: `  # The "fleet" cluster set of the current context's registry
+--leader-elect, replicas share the work of one: only the holder of a Lease probes and writes.`
+
+	healthExample = `  # The "fleet" cluster set of the current context's registry
   clusterregistry health -n fleet
 
   # Every cluster set, production members only, two replicas taking turns
   clusterregistry health -A -l env=prod --leader-elect --leader-elect-namespace cluster-registry
 
   # Members that authenticate with a projected token file of this pod's
-  clusterregistry health -n fleet --file-root /var/run/secrets/tokens --send-to https://prod-eu-1.example.com:6443`,
-		Args: usageArgs(cobra.NoArgs),
+  clusterregistry health -n fleet --file-root /var/run/secrets/tokens --send-to https://prod-eu-1.example.com:6443`
+)
+
+func newHealth(fac *factory) *cobra.Command {
+	o := &HealthOptions{}
+	cmd := &cobra.Command{
+		Use:     "health [-n NAMESPACE | -A] [-l SELECTOR]",
+		Short:   "Probe every member and keep each Cluster's status true",
+		Long:    healthLong,
+		Example: healthExample,
+		Args:    usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := o.Complete(fac, cmd); err != nil {
 				return err

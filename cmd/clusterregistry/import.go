@@ -82,12 +82,8 @@ func (o *ImportOptions) Run(ctx context.Context) error {
 	return run.run(ctx, clusters, problems)
 }
 
-func newImport(f *factory) *cobra.Command {
-	o := &ImportOptions{}
-	cmd := &cobra.Command{
-		Use:   "import FILE [-o yaml|json|name|jsonpath=...]",
-		Short: "Apply a file of Clusters to the registry",
-		Long: `import reads a ClusterList (or a List of Clusters, as export and kubectl get -o yaml write) and
+var (
+	importLong = `import reads a ClusterList (or a List of Clusters, as export and kubectl get -o yaml write) and
 applies each Cluster to the registry with server-side apply. Every Cluster is first checked as
 the server would check it; one that fails is reported, naming the Cluster and the field, and not
 applied, while the others are. Clusters without a namespace go to -n's. It prints one line per
@@ -98,8 +94,9 @@ after it: the context's server and CA, its user's exec plugin (if it runs one) a
 provider, and a kubeconfig-file provider naming the file and context. No credential of the file
 is copied into the registry: not the plugin's environment, and not an argument that passes a
 credential (such as --oidc-client-secret=...); a context whose plugin has one is refused, or with
---drop-credential-args imported without it.`,
-		Example: `  # Restore the fleet cluster set from git
+--drop-credential-args imported without it.`
+
+	importExample = `  # Restore the fleet cluster set from git
   clusterregistry import fleet.yaml
 
   # See what would change, without changing anything
@@ -109,7 +106,16 @@ credential (such as --oidc-client-secret=...); a context whose plugin has one is
   clusterregistry import --from-kubeconfig ~/.kube/config -n fleet
 
   # The names of the Clusters applied, for a script (the report goes to stderr)
-  clusterregistry import fleet.yaml -o name`,
+  clusterregistry import fleet.yaml -o name`
+)
+
+func newImport(f *factory) *cobra.Command {
+	o := &ImportOptions{}
+	cmd := &cobra.Command{
+		Use:     "import FILE [-o yaml|json|name|jsonpath=...]",
+		Short:   "Apply a file of Clusters to the registry",
+		Long:    importLong,
+		Example: importExample,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if err := cobra.ExactArgs(1)(cmd, args); err != nil {
 				return usageError{fmt.Errorf("%w: the file to import", err)}

@@ -96,12 +96,8 @@ func (o *InstallOptions) Run(ctx context.Context) error {
 	return nil
 }
 
-func newInstall(f *factory) *cobra.Command {
-	o := &InstallOptions{}
-	cmd := &cobra.Command{
-		Use:   "install [--create-namespace -n NAMESPACE]",
-		Short: "Make a Kubernetes API server a cluster registry",
-		Long: `install makes the API server a cluster registry: it installs (or upgrades) the Cluster CRD, and
+var (
+	installLong = `install makes the API server a cluster registry: it installs (or upgrades) the Cluster CRD, and
 the ClusterRoles clusterregistry-view (read Clusters) and clusterregistry-edit (write them), which
 aggregate into kubectl's view, and edit and admin: bind those in a namespace, and the namespace's
 cluster set is readable, or writable, by whom you bind. With --create-namespace it also creates the
@@ -111,16 +107,26 @@ It is idempotent: run it again, or from a newer release, to upgrade. It never do
 a newer release installed. It prints what it did with each object.
 
 With --dry-run=client it changes nothing and reaches no server: it prints the objects it would
-apply (-o yaml or json), for kubectl apply or a GitOps repository.`,
-		Example: `  # The current context's API server becomes a registry, with a cluster set "fleet"
+apply (-o yaml or json), for kubectl apply or a GitOps repository.`
+
+	installExample = `  # The current context's API server becomes a registry, with a cluster set "fleet"
   clusterregistry install --create-namespace -n fleet
 
   # Another context's
   clusterregistry install --context ops
 
   # The manifests, for GitOps
-  clusterregistry install --dry-run=client --create-namespace -n fleet > registry.yaml`,
-		Args: usageArgs(cobra.NoArgs),
+  clusterregistry install --dry-run=client --create-namespace -n fleet > registry.yaml`
+)
+
+func newInstall(f *factory) *cobra.Command {
+	o := &InstallOptions{}
+	cmd := &cobra.Command{
+		Use:     "install [--create-namespace -n NAMESPACE]",
+		Short:   "Make a Kubernetes API server a cluster registry",
+		Long:    installLong,
+		Example: installExample,
+		Args:    usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := o.Complete(f, cmd); err != nil {
 				return err

@@ -111,12 +111,8 @@ func (o *JoinOptions) Run(ctx context.Context) error {
 	return o.Output.print(o.cmd.OutOrStdout(), []*v1alpha1.Cluster{applied})
 }
 
-func newJoin(fac *factory) *cobra.Command {
-	o := &JoinOptions{}
-	cmd := &cobra.Command{
-		Use:   "join CONTEXT [--name NAME] [--labels k=v,...] [--cluster-role ROLE] [-o yaml|json|name|jsonpath=...]",
-		Short: "Register a cluster of your kubeconfig in the registry",
-		Long: `join registers the cluster of one of your kubeconfig's contexts (the member) in the registry
+var (
+	joinLong = `join registers the cluster of one of your kubeconfig's contexts (the member) in the registry
 (the -n namespace, a cluster set). On the member, with the context's credentials, it makes a
 service account clusterregistry-<name> in kube-system, binds it to --cluster-role (default edit,
 bound cluster-wide: tools may change workloads everywhere but not RBAC; choose view to only read,
@@ -137,15 +133,25 @@ Run again, it updates what it made rather than duplicating it, with a fresh toke
 name already taken by a Cluster for another server. unjoin removes what join made, on both sides.
 With --dry-run it checks the context, the name, the member's ClusterRole and the Cluster (by a
 server-side dry run) and says what it would do, changing nothing. With -o it prints the Cluster
-as the registry returned it (yaml, json or name), and the report goes to stderr.`,
-		Example: `  # Register the kind-dev context as "dev", labelled env=dev, in the fleet cluster set
+as the registry returned it (yaml, json or name), and the report goes to stderr.`
+
+	joinExample = `  # Register the kind-dev context as "dev", labelled env=dev, in the fleet cluster set
   clusterregistry join kind-dev --name dev --labels env=dev -n fleet
 
   # Read-only access for the registry's tools
   clusterregistry join prod-eu-1 --cluster-role view -n fleet
 
   # A cloud cluster: each reader authenticates with the context's plugin, as themselves
-  clusterregistry join gke_acme_europe-west1_prod --name prod-eu-2 --exec -n fleet`,
+  clusterregistry join gke_acme_europe-west1_prod --name prod-eu-2 --exec -n fleet`
+)
+
+func newJoin(fac *factory) *cobra.Command {
+	o := &JoinOptions{}
+	cmd := &cobra.Command{
+		Use:     "join CONTEXT [--name NAME] [--labels k=v,...] [--cluster-role ROLE] [-o yaml|json|name|jsonpath=...]",
+		Short:   "Register a cluster of your kubeconfig in the registry",
+		Long:    joinLong,
+		Example: joinExample,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if err := cobra.ExactArgs(1)(cmd, args); err != nil {
 				return usageError{fmt.Errorf("%w: the kubeconfig context of the cluster to join", err)}

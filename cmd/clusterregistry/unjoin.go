@@ -44,12 +44,8 @@ func (o *UnjoinOptions) Validate() error {
 	return nil
 }
 
-func newUnjoin(fac *factory) *cobra.Command {
-	o := &UnjoinOptions{}
-	cmd := &cobra.Command{
-		Use:   "unjoin NAME [--member-context CONTEXT | --registry-only] [--dry-run]",
-		Short: "Remove what join made for a Cluster, on the member and in the registry",
-		Long: `unjoin removes what join made for the Cluster NAME of the registry's -n namespace (cluster set):
+var (
+	unjoinLong = `unjoin removes what join made for the Cluster NAME of the registry's -n namespace (cluster set):
 on the member, the service account join made for this Cluster of this set and registry, and its
 ClusterRoleBinding, which revokes the token; then, in the registry, the Cluster and its token
 Secret. What other cluster sets or registries joined of the same member is left alone.
@@ -59,15 +55,25 @@ It reaches the member with the context of your kubeconfig whose server is the Cl
 that is gone or that your kubeconfig no longer reaches: the service account then stays, and its
 token stays valid until it expires. If the member cannot be reached, nothing is removed from the
 registry. With --dry-run it says what it would remove, and removes nothing. It says, for each
-object, whether it was deleted or not found.`,
-		Example: `  # Undo: clusterregistry join kind-dev --name dev -n fleet
+object, whether it was deleted or not found.`
+
+	unjoinExample = `  # Undo: clusterregistry join kind-dev --name dev -n fleet
   clusterregistry unjoin dev -n fleet
 
   # See what it would remove
   clusterregistry unjoin dev -n fleet --dry-run
 
   # The member is gone: remove the Cluster and its Secret only
-  clusterregistry unjoin dev -n fleet --registry-only`,
+  clusterregistry unjoin dev -n fleet --registry-only`
+)
+
+func newUnjoin(fac *factory) *cobra.Command {
+	o := &UnjoinOptions{}
+	cmd := &cobra.Command{
+		Use:     "unjoin NAME [--member-context CONTEXT | --registry-only] [--dry-run]",
+		Short:   "Remove what join made for a Cluster, on the member and in the registry",
+		Long:    unjoinLong,
+		Example: unjoinExample,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if err := cobra.ExactArgs(1)(cmd, args); err != nil {
 				return usageError{fmt.Errorf("%w: the name of the Cluster to unjoin", err)}

@@ -33,17 +33,23 @@ func (o *VersionOptions) Run(out io.Writer) error {
 	return writeObject(out, info, o.Output)
 }
 
+var (
+	versionLong = `version prints the SDK release the command was built from (a tag such as v0.2.0 when it was
+installed with go install ...@version, "(devel)" for a build from a checkout), the commit and
+whether the checkout had changes, and the Go version and platform.`
+
+	versionExample = `  clusterregistry version
+  clusterregistry version -o json`
+)
+
 func newVersion() *cobra.Command {
 	o := &VersionOptions{}
 	cmd := &cobra.Command{
-		Use:   "version [-o json|yaml]",
-		Short: "Print the command's version: the SDK release and the commit it was built from",
-		Long: `version prints the SDK release the command was built from (a tag such as v0.2.0 when it was
-installed with go install ...@version, "(devel)" for a build from a checkout), the commit and
-whether the checkout had changes, and the Go version and platform.`,
-		Example: `  clusterregistry version
-  clusterregistry version -o json`,
-		Args: usageArgs(cobra.NoArgs),
+		Use:     "version [-o json|yaml]",
+		Short:   "Print the command's version: the SDK release and the commit it was built from",
+		Long:    versionLong,
+		Example: versionExample,
+		Args:    usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := o.Validate(); err != nil {
 				return err
