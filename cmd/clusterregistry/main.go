@@ -1,12 +1,19 @@
 // Command clusterregistry runs the Cluster Registry SDK's components against a registry:
 //
 //	clusterregistry install --create-namespace -n fleet   # make an API server a registry
+//	clusterregistry join kind-dev --name dev -n fleet      # register a cluster of your kubeconfig
+//	clusterregistry health -n fleet                       # keep every Cluster's status true
+//	clusterregistry get -n fleet                          # the fleet at a glance
 //	clusterregistry export -n fleet > fleet.yaml          # the cluster set as a flat file
 //	clusterregistry import fleet.yaml                     # and back
-//	clusterregistry health -n fleet                       # keep every Cluster's status true
 //
 // It takes kubectl's connection flags for the registry (--kubeconfig, --context, -n, --as, ...).
-// Installed as kubectl-clusterregistry on $PATH, it is also `kubectl clusterregistry`.
+// Installed as kubectl-clusterregistry on $PATH, it is also `kubectl clusterregistry`, and as
+// kubectl_complete-clusterregistry it completes that.
+//
+// Each subcommand is built as kubectl's are: an Options struct whose Complete fills in what the
+// flags leave to the environment, Validate checks without servers, and Run does the work, with
+// its clients from one factory (factory.go).
 //
 // Exit status: 0 on success or when interrupted, 1 when a command fails (import: when any Cluster
 // was not imported; the report names each), 2 for bad flags.
