@@ -57,7 +57,7 @@ func exportKubeconfig(ctx context.Context, out, errOut io.Writer, resolver *mult
 			APIVersion: "client.authentication.k8s.io/v1",
 			Command:    o.command,
 			Args:       append([]string{"credential", c.Name, "--namespace=" + c.Namespace}, o.args...),
-			Env: []clientcmdapi.ExecEnvVar{}, // written "env: []", not "env: null"
+			Env:        []clientcmdapi.ExecEnvVar{}, // written "env: []", not "env: null"
 			// credential checks the server and CA kubectl will use against the resolved ones.
 			ProvideClusterInfo: true,
 			InteractiveMode:    clientcmdapi.NeverExecInteractiveMode,
