@@ -118,15 +118,7 @@ func newCredential(f *factory) *cobra.Command {
 			}
 			return nil
 		},
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := o.Complete(f, cmd, args); err != nil {
-				return err
-			}
-			if err := o.Validate(); err != nil {
-				return err
-			}
-			return o.Run(cmd.Context())
-		},
+		RunE: runOptions(f, o),
 	}
 	o.Trust.AddFlags(cmd.Flags())
 	return cmd

@@ -18,7 +18,7 @@ import (
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
 )
 
-// DescribeOptions are describe's arguments: Complete fills in, Run prints.
+// DescribeOptions are describe's arguments: Complete takes them, Run prints.
 type DescribeOptions struct {
 	names   []string
 	factory *factory
@@ -47,12 +47,18 @@ func newDescribe(f *factory) *cobra.Command {
 			}
 			return nil
 		},
-		RunE: func(cmd *cobra.Command, args []string) error {
-			o.names, o.factory, o.out = args, f, cmd.OutOrStdout()
-			return o.Run(cmd.Context())
-		},
+		RunE: runOptions(f, o),
 	}
 }
+
+// Complete takes the names.
+func (o *DescribeOptions) Complete(f *factory, cmd *cobra.Command, args []string) error {
+	o.names, o.factory, o.out = args, f, cmd.OutOrStdout()
+	return nil
+}
+
+// Validate has nothing to check that Args did not.
+func (o *DescribeOptions) Validate() error { return nil }
 
 // Run prints each Cluster, separated by a blank line.
 func (o *DescribeOptions) Run(ctx context.Context) error {

@@ -29,7 +29,7 @@ type ExportOptions struct {
 }
 
 // Complete reads the trust flags into the Resolver's options.
-func (o *ExportOptions) Complete(f *factory, cmd *cobra.Command) error {
+func (o *ExportOptions) Complete(f *factory, cmd *cobra.Command, _ []string) error {
 	o.factory, o.cmd = f, cmd
 	var err error
 	if o.resolver, err = o.Trust.ResolverOptions(); err != nil {
@@ -154,15 +154,7 @@ func newExport(fac *factory) *cobra.Command {
 		Long:    exportLong,
 		Example: exportExample,
 		Args:    usageArgs(cobra.NoArgs),
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := o.Complete(fac, cmd); err != nil {
-				return err
-			}
-			if err := o.Validate(); err != nil {
-				return err
-			}
-			return o.Run(cmd.Context())
-		},
+		RunE:    runOptions(fac, o),
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.Format, "format", "clusters", `what to write: "clusters", a ClusterList, or "kubeconfig"`)

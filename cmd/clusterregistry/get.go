@@ -68,15 +68,7 @@ func newGet(f *factory) *cobra.Command {
 		Long:    getLong,
 		Example: getExample,
 		Args:    cobra.ArbitraryArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := o.Complete(f, cmd, args); err != nil {
-				return err
-			}
-			if err := o.Validate(); err != nil {
-				return err
-			}
-			return o.Run(cmd.Context())
-		},
+		RunE:    runOptions(f, o),
 	}
 	o.PrintFlags.AddFlags(cmd)
 	cmd.Flags().Lookup("output").Usage = "wide, or as kubectl get: " + strings.Join(o.PrintFlags.AllowedFormats(), ", ")

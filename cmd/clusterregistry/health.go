@@ -36,7 +36,7 @@ type HealthOptions struct {
 }
 
 // Complete parses the selector.
-func (o *HealthOptions) Complete(f *factory, cmd *cobra.Command) error {
+func (o *HealthOptions) Complete(f *factory, cmd *cobra.Command, _ []string) error {
 	o.factory, o.stderr = f, cmd.ErrOrStderr()
 	var err error
 	if o.Controller.Selector, err = labels.Parse(o.Selector); err != nil {
@@ -143,15 +143,7 @@ func newHealth(fac *factory) *cobra.Command {
 		Long:    healthLong,
 		Example: healthExample,
 		Args:    usageArgs(cobra.NoArgs),
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := o.Complete(fac, cmd); err != nil {
-				return err
-			}
-			if err := o.Validate(); err != nil {
-				return err
-			}
-			return o.Run(cmd.Context())
-		},
+		RunE:    runOptions(fac, o),
 	}
 	f := cmd.Flags()
 	f.BoolVarP(&o.AllNamespaces, "all-namespaces", "A", false, "watch the Clusters of every namespace (cluster set)")

@@ -122,15 +122,7 @@ func newImport(f *factory) *cobra.Command {
 			}
 			return nil
 		},
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := o.Complete(f, cmd, args); err != nil {
-				return err
-			}
-			if err := o.Validate(); err != nil {
-				return err
-			}
-			return o.Run(cmd.Context())
-		},
+		RunE: runOptions(f, o),
 	}
 	o.DryRun = addDryRunFlag(cmd, "server", "asks the registry to check each change without making it", nil)
 	cmd.Flags().BoolVar(&o.Force, "force-conflicts", false, "take over fields that another field manager owns")

@@ -41,7 +41,7 @@ type InstallOptions struct {
 }
 
 // Complete takes the dry-run strategy.
-func (o *InstallOptions) Complete(f *factory, cmd *cobra.Command) error {
+func (o *InstallOptions) Complete(f *factory, cmd *cobra.Command, _ []string) error {
 	o.factory, o.cmd = f, cmd
 	var err error
 	o.dryRun, err = o.DryRun.enabled()
@@ -127,15 +127,7 @@ func newInstall(f *factory) *cobra.Command {
 		Long:    installLong,
 		Example: installExample,
 		Args:    usageArgs(cobra.NoArgs),
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := o.Complete(f, cmd); err != nil {
-				return err
-			}
-			if err := o.Validate(); err != nil {
-				return err
-			}
-			return o.Run(cmd.Context())
-		},
+		RunE:    runOptions(f, o),
 	}
 	cmd.Flags().BoolVar(&o.CreateNamespace, "create-namespace", false, "also create the -n namespace, a cluster set")
 	o.DryRun = addDryRunFlag(cmd, "client", "prints the objects install would apply, changing nothing",

@@ -158,15 +158,7 @@ func newJoin(fac *factory) *cobra.Command {
 			}
 			return nil
 		},
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := o.Complete(fac, cmd, args); err != nil {
-				return err
-			}
-			if err := o.Validate(); err != nil {
-				return err
-			}
-			return o.Run(cmd.Context())
-		},
+		RunE: runOptions(fac, o),
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.name, "name", "", "the Cluster's name in the registry (default: the context's name)")

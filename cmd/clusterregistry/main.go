@@ -109,3 +109,25 @@ func usageArgs(check cobra.PositionalArgs) cobra.PositionalArgs {
 		return nil
 	}
 }
+
+// options is what each subcommand's Options struct does, as kubectl's commands do: Complete fills
+// in what the flags and arguments leave to the environment, Validate checks without reaching any
+// server, Run does the work.
+type options interface {
+	Complete(f *factory, cmd *cobra.Command, args []string) error
+	Validate() error
+	Run(ctx context.Context) error
+}
+
+// runOptions is a subcommand's RunE: o's Complete, Validate and Run, in order.
+func runOptions(f *factory, o options) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, args []string) error {
+		if err := o.Complete(f, cmd, args); err != nil {
+			return err
+		}
+		if err := o.Validate(); err != nil {
+			return err
+		}
+		return o.Run(cmd.Context())
+	}
+}

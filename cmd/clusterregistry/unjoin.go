@@ -80,15 +80,7 @@ func newUnjoin(fac *factory) *cobra.Command {
 			}
 			return nil
 		},
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := o.Complete(fac, cmd, args); err != nil {
-				return err
-			}
-			if err := o.Validate(); err != nil {
-				return err
-			}
-			return o.Run(cmd.Context())
-		},
+		RunE: runOptions(fac, o),
 	}
 	cmd.Flags().StringVar(&o.MemberContext, "member-context", "", "the kubeconfig context that reaches the member (default: the one whose server is the Cluster's)")
 	cmd.Flags().BoolVar(&o.RegistryOnly, "registry-only", false, "remove the Cluster and its Secret only, leaving the member alone (a member that is gone)")

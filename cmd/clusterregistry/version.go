@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 
@@ -12,6 +13,14 @@ import (
 // VersionOptions are version's flags: Validate checks -o, Run prints.
 type VersionOptions struct {
 	Output string
+
+	out io.Writer
+}
+
+// Complete takes where to print.
+func (o *VersionOptions) Complete(_ *factory, cmd *cobra.Command, _ []string) error {
+	o.out = cmd.OutOrStdout()
+	return nil
 }
 
 // Validate refuses an -o it does not print.
@@ -24,8 +33,8 @@ func (o *VersionOptions) Validate() error {
 }
 
 // Run prints the build's version, on one line or as an object.
-func (o *VersionOptions) Run(out io.Writer) error {
-	info := buildinfo.Read()
+func (o *VersionOptions) Run(context.Context) error {
+	out, info := o.out, buildinfo.Read()
 	if o.Output == "" {
 		_, err := fmt.Fprintln(out, "clusterregistry", info)
 		return err
@@ -50,12 +59,7 @@ func newVersion() *cobra.Command {
 		Long:    versionLong,
 		Example: versionExample,
 		Args:    usageArgs(cobra.NoArgs),
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := o.Validate(); err != nil {
-				return err
-			}
-			return o.Run(cmd.OutOrStdout())
-		},
+		RunE:    runOptions(nil, o), // it reaches no server
 	}
 	cmd.Flags().StringVarP(&o.Output, "output", "o", "", "json or yaml instead of one line")
 	return cmd
