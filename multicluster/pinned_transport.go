@@ -52,7 +52,8 @@ func pinTo(cluster string, server *url.URL) func(http.RoundTripper) http.RoundTr
 	prefix := strings.TrimSuffix(path.Clean("/"+server.Path), "/")
 	display := origin + prefix
 	return func(next http.RoundTripper) http.RoundTripper {
-		return &pinnedTransport{next: next, cluster: cluster, origin: origin, prefix: prefix, display: display}
+		return &pinnedTransport{next: next, cluster: cluster, scheme: server.Scheme, host: server.Host,
+			origin: origin, prefix: prefix, display: display}
 	}
 }
 
@@ -60,6 +61,9 @@ func pinTo(cluster string, server *url.URL) func(http.RoundTripper) http.RoundTr
 type pinnedTransport struct {
 	next    http.RoundTripper
 	cluster string
+	// scheme and host are the server's as resolved: every request the config's clients make has
+	// them, so comparing them first spares the hot path building the origin.
+	scheme, host string
 	// origin is scheme://host:port, lower case, with the scheme's default port made explicit.
 	origin string
 	// prefix is the server's path without its trailing slash ("" for none): a gateway that serves
@@ -70,7 +74,9 @@ type pinnedTransport struct {
 }
 
 func (p *pinnedTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	if target := originOf(req.URL); target != p.origin || !underPrefix(req.URL.Path, p.prefix) {
+	sameOrigin := req.URL.Scheme == p.scheme && req.URL.Host == p.host || originOf(req.URL) == p.origin
+	if !sameOrigin || !underPrefix(req.URL.Path, p.prefix) {
+		target := originOf(req.URL)
 		if req.Body != nil {
 			_ = req.Body.Close() // a RoundTripper closes the body, even when it fails
 		}

@@ -271,6 +271,8 @@ func TestPinnedTransportOrigins(t *testing.T) {
 		return &http.Response{StatusCode: http.StatusOK, Body: http.NoBody}, nil
 	}))
 	for target, allowed := range map[string]bool{
+		"https://GW.example.com/clusters/a/api":             true, // as resolved: the fast path
+		"https://GW.example.com/clusters/b/api":             false,
 		"https://gw.example.com/clusters/a":                 true,
 		"https://gw.example.com:443/clusters/a/api/v1/pods": true,
 		"https://gw.example.com/clusters/a/../b/api":        false,
