@@ -57,6 +57,9 @@ type GetOptions struct {
 	registry  versioned.Interface
 	kube      kubernetes.Interface // to read credential expiry from join's Secrets
 	out       io.Writer
+	// expiries are the token expiries of each namespace's Secrets, read with one list per
+	// namespace rather than one request per Cluster; nil for a namespace whose list failed.
+	expiries map[string]map[string]time.Time
 }
 
 func newGet(f *factory) *cobra.Command {
@@ -234,18 +237,36 @@ func (o *GetOptions) credential(ctx context.Context, c *v1alpha1.Cluster, now ti
 	if namespace == "" {
 		namespace = c.Namespace
 	}
-	s, err := o.kube.CoreV1().Secrets(namespace).Get(ctx, p.Config["name"], metav1.GetOptions{})
-	if err != nil {
-		return name, "-"
-	}
-	exp := tokenExpiry(string(s.Data["token"])) // only its exp claim is read
-	if exp.IsZero() {
+	exp, ok := o.tokenExpiry(ctx, namespace, p.Config["name"])
+	if !ok {
 		return name, "-"
 	}
 	if exp.Before(now) {
 		return name, "expired " + duration.HumanDuration(now.Sub(exp)) + " ago"
 	}
 	return name, "in " + duration.HumanDuration(exp.Sub(now))
+}
+
+// tokenExpiry is when the token in Secret namespace/name expires, if it holds a token with an
+// expiry and the caller may read it.
+func (o *GetOptions) tokenExpiry(ctx context.Context, namespace, name string) (time.Time, bool) {
+	if o.expiries == nil {
+		o.expiries = map[string]map[string]time.Time{}
+	}
+	byName, listed := o.expiries[namespace]
+	if !listed {
+		if list, err := o.kube.CoreV1().Secrets(namespace).List(ctx, metav1.ListOptions{}); err == nil {
+			byName = map[string]time.Time{}
+			for _, s := range list.Items {
+				if exp := tokenExpiry(string(s.Data["token"])); !exp.IsZero() { // only its exp claim is read
+					byName[s.Name] = exp
+				}
+			}
+		}
+		o.expiries[namespace] = byName // nil when it could not be listed: "-" for its Clusters
+	}
+	exp, ok := byName[name]
+	return exp, ok
 }
 
 func orDash(s string) string {
