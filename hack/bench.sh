@@ -17,7 +17,7 @@ export KUBEBUILDER_ASSETS
 
 out="$(mktemp)"
 trap 'rm -f "$out"' EXIT
-go test ./multicluster/ -run '^$' -bench 'ResolveCached' -benchtime 200000x | tee -a "$out" >&2
+go test ./access/ -run '^$' -bench 'ResolveCached' -benchtime 200000x | tee -a "$out" >&2
 go test ./multicluster/ -run '^$' -bench 'FanOut/(members|peer-members)=(10|100|1000)$' -benchtime 100x | tee -a "$out" >&2
 go test ./multicluster/ -run '^$' -bench 'FanOut/(members|peer-members)=3000$' -benchtime 20x | tee -a "$out" >&2
 go test ./multicluster/ -run '^$' -bench 'Fleet/(sync|idle-heap)$' -benchtime 3x | tee -a "$out" >&2

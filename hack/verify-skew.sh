@@ -28,7 +28,7 @@ ln -sf "$(readlink -f "$newest/etcd")" "$mixed/etcd"
 ln -sf "$(readlink -f "$older_kubectl/kubectl")" "$mixed/kubectl"
 
 echo "== registry, members and kubectl at Kubernetes $OLDEST"
-KUBEBUILDER_ASSETS="$oldest" go test -count=1 ./clusterregistry/ ./multicluster/ ./health/ ./cmd/clusterregistry/
+KUBEBUILDER_ASSETS="$oldest" go test -count=1 ./clusterregistry/ ./access/ ./multicluster/ ./health/ ./cmd/clusterregistry/
 
 echo "== kubectl $OLDEST_KUBECTL against the newest API server"
 KUBEBUILDER_ASSETS="$mixed" go test -count=1 ./clusterregistry/ ./cmd/clusterregistry/ ./internal/readme/

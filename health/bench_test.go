@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"github.com/cluster-registry/sdk/access"
 	"github.com/cluster-registry/sdk/clientset/versioned"
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
 	"github.com/cluster-registry/sdk/health"
@@ -62,9 +63,9 @@ func BenchmarkHealth(b *testing.B) {
 		b.Fatal(err)
 	}
 
-	resolver, err := multicluster.NewResolver(multicluster.ResolverOptions{Providers: map[string]multicluster.Provider{
-		simmembers.ProviderType: multicluster.ProviderFunc(func(context.Context, *multicluster.Request) (*multicluster.Credentials, error) {
-			return &multicluster.Credentials{BearerToken: simmembers.Token}, nil
+	resolver, err := access.NewResolver(access.ResolverOptions{Providers: map[string]access.Provider{
+		simmembers.ProviderType: access.ProviderFunc(func(context.Context, *access.Request) (*access.Credentials, error) {
+			return &access.Credentials{BearerToken: simmembers.Token}, nil
 		}),
 	}})
 	if err != nil {
@@ -83,7 +84,7 @@ func BenchmarkHealth(b *testing.B) {
 // benchmarkHealth runs one controller over the registered members until the outage's writes are
 // counted. Each run starts from the same registry; its first pass writes every status again,
 // since a new controller writes what it has seen once.
-func benchmarkHealth(b *testing.B, ctx context.Context, bulk *rest.Config, resolver *multicluster.Resolver, items []v1alpha1.Cluster, keep bool) {
+func benchmarkHealth(b *testing.B, ctx context.Context, bulk *rest.Config, resolver *access.Resolver, items []v1alpha1.Cluster, keep bool) {
 	n := len(items)
 	var writes atomic.Int64
 	reg := prometheus.NewRegistry()
@@ -130,7 +131,7 @@ func benchmarkHealth(b *testing.B, ctx context.Context, bulk *rest.Config, resol
 
 	// 10% of the members fail at once; each is written when its FailureThreshold is reached.
 	// They are made well again afterwards, for the next run.
-	failing := multicluster.StaticFleet(resolver, items[:n/10], multicluster.FleetOptions{}).Members()
+	failing := multicluster.MembersOf(resolver, items[:n/10], multicluster.FleetOptions{})
 	simPath := func(path string) error {
 		return multicluster.ForEach(ctx, failing, func(ctx context.Context, m *multicluster.Member) error {
 			kube, err := m.Kubernetes(ctx)

@@ -1,5 +1,5 @@
 // Package health is a controller that keeps every Cluster's status true: it probes each member's
-// API server with the credentials a tool would use (through a multicluster.Resolver), and writes
+// API server with the credentials a tool would use (through a access.Resolver), and writes
 // the Ready condition, the member's version, its identity (the kube-system namespace's UID) and
 // the time of the last probe, with server-side apply on the status subresource.
 //

@@ -27,12 +27,12 @@ import (
 	"k8s.io/client-go/rest"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
+	"github.com/cluster-registry/sdk/access"
 	"github.com/cluster-registry/sdk/clientset/versioned"
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
 	"github.com/cluster-registry/sdk/health"
 	"github.com/cluster-registry/sdk/internal/simmembers"
 	"github.com/cluster-registry/sdk/localfleet"
-	"github.com/cluster-registry/sdk/multicluster"
 )
 
 func TestMain(m *testing.M) {
@@ -69,9 +69,9 @@ func fastOptions(lf *localfleet.Fleet) health.Options {
 	}
 }
 
-func resolverFor(lf *localfleet.Fleet) *multicluster.Resolver {
-	r, err := multicluster.NewResolver(multicluster.ResolverOptions{
-		Secrets: multicluster.SecretsFromClient(kubernetes.NewForConfigOrDie(lf.Registry.Config)),
+func resolverFor(lf *localfleet.Fleet) *access.Resolver {
+	r, err := access.NewResolver(access.ResolverOptions{
+		Secrets: access.SecretsFromClient(kubernetes.NewForConfigOrDie(lf.Registry.Config)),
 		// Reread credentials every second, not every 30: the tests rotate and delete them.
 		RevalidateAfter: time.Second,
 	})
@@ -405,11 +405,11 @@ func TestUnprobedMembersBecomeUnknown(t *testing.T) {
 		}, metav1.CreateOptions{})
 		require.NoError(t, err)
 	}
-	resolver, err := multicluster.NewResolver(multicluster.ResolverOptions{
-		Secrets: multicluster.SecretsFromClient(kubernetes.NewForConfigOrDie(lf.Registry.Config)),
-		Providers: map[string]multicluster.Provider{"static": multicluster.ProviderFunc(
-			func(context.Context, *multicluster.Request) (*multicluster.Credentials, error) {
-				return &multicluster.Credentials{BearerToken: "static-token-that-must-stay-home"}, nil
+	resolver, err := access.NewResolver(access.ResolverOptions{
+		Secrets: access.SecretsFromClient(kubernetes.NewForConfigOrDie(lf.Registry.Config)),
+		Providers: map[string]access.Provider{"static": access.ProviderFunc(
+			func(context.Context, *access.Request) (*access.Credentials, error) {
+				return &access.Credentials{BearerToken: "static-token-that-must-stay-home"}, nil
 			})},
 	})
 	require.NoError(t, err)
@@ -486,10 +486,10 @@ func TestHostileMemberCannotFreezeItsStatusNorRedirectItsProbes(t *testing.T) {
 		},
 	}, metav1.CreateOptions{})
 	require.NoError(t, err)
-	resolver, err := multicluster.NewResolver(multicluster.ResolverOptions{
-		Providers: map[string]multicluster.Provider{"static": multicluster.ProviderFunc(
-			func(context.Context, *multicluster.Request) (*multicluster.Credentials, error) {
-				return &multicluster.Credentials{BearerToken: "static-token-that-must-stay-home"}, nil
+	resolver, err := access.NewResolver(access.ResolverOptions{
+		Providers: map[string]access.Provider{"static": access.ProviderFunc(
+			func(context.Context, *access.Request) (*access.Credentials, error) {
+				return &access.Credentials{BearerToken: "static-token-that-must-stay-home"}, nil
 			})},
 	})
 	require.NoError(t, err)

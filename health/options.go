@@ -13,8 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/cluster-registry/sdk/access"
 	"github.com/cluster-registry/sdk/clientset/versioned"
-	"github.com/cluster-registry/sdk/multicluster"
 )
 
 // Options configure a Controller. Registry, Kube and Resolver are required; the rest have
@@ -26,7 +26,7 @@ type Options struct {
 	Kube kubernetes.Interface
 	// Resolver turns Clusters into credentials, by the same trust rules as the tools that will
 	// use them: a member is Ready only if those credentials work.
-	Resolver *multicluster.Resolver
+	Resolver *access.Resolver
 
 	// Namespaces are the cluster sets to watch; empty means all.
 	Namespaces []string

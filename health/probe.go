@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
 
+	"github.com/cluster-registry/sdk/access"
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
 	"github.com/cluster-registry/sdk/multicluster"
 )
@@ -53,16 +54,16 @@ func (c *Controller) probe(ctx context.Context, m *multicluster.Member, identify
 	ctx, cancel := context.WithTimeout(ctx, c.opts.Timeout)
 	defer cancel()
 
-	access, err := m.Access(ctx)
+	resolved, err := m.Access(ctx)
 	if err != nil {
-		var noEndpoint *multicluster.NoEndpointError
+		var noEndpoint *access.NoEndpointError
 		if errors.As(err, &noEndpoint) {
 			return observation{reason: v1alpha1.ReasonNoEndpoint, message: noEndpoint.Error()}
 		}
 		// The Resolver's errors name the providers and what to change, never a credential.
 		return observation{reason: v1alpha1.ReasonCredentialsUnavailable, message: err.Error()}
 	}
-	rest, done, err := c.clientFor(access)
+	rest, done, err := c.clientFor(resolved)
 	if err != nil {
 		return observation{reason: v1alpha1.ReasonCredentialsUnavailable, message: err.Error()}
 	}
@@ -140,7 +141,7 @@ func (c *Controller) probe(ctx context.Context, m *multicluster.Member, identify
 // probes, at the cost of a TLS handshake per probe; with KeepConnections it uses the member's
 // shared transport, whose connection stays open. Either way the member's answers are read to
 // at most maxProbeAnswer bytes.
-func (c *Controller) clientFor(access *multicluster.Access) (rest.Interface, func(), error) {
+func (c *Controller) clientFor(access *access.Resolved) (rest.Interface, func(), error) {
 	cfg := rest.CopyConfig(access.Config)
 	if c.opts.KeepConnections {
 		shared := access.HTTPClient

@@ -22,6 +22,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"github.com/cluster-registry/sdk/access"
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
 	"github.com/cluster-registry/sdk/multicluster"
 )
@@ -341,15 +342,15 @@ func TestProbeDoesNotFollowRedirectsElsewhere(t *testing.T) {
 	other.StartTLS()
 	defer other.Close()
 
-	resolver, err := multicluster.NewResolver(multicluster.ResolverOptions{
+	resolver, err := access.NewResolver(access.ResolverOptions{
 		ClientIP: netip.MustParseAddr("127.0.0.1"),
-		Providers: map[string]multicluster.Provider{"static": multicluster.ProviderFunc(
-			func(context.Context, *multicluster.Request) (*multicluster.Credentials, error) {
-				return &multicluster.Credentials{BearerToken: token}, nil
+		Providers: map[string]access.Provider{"static": access.ProviderFunc(
+			func(context.Context, *access.Request) (*access.Credentials, error) {
+				return &access.Credentials{BearerToken: token}, nil
 			})},
 	})
 	require.NoError(t, err)
-	fleet := multicluster.StaticFleet(resolver, []v1alpha1.Cluster{{
+	m := multicluster.MembersOf(resolver, []v1alpha1.Cluster{{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "fleet", Name: "redirecting"},
 		Spec: v1alpha1.ClusterSpec{
 			KubernetesAPIEndpoints: v1alpha1.KubernetesAPIEndpoints{
@@ -358,8 +359,7 @@ func TestProbeDoesNotFollowRedirectsElsewhere(t *testing.T) {
 			},
 			AuthInfo: v1alpha1.AuthInfo{Providers: []v1alpha1.AuthProviderConfig{{Name: "p", Type: v1alpha1.AuthProviderType{Name: "static"}}}},
 		},
-	}}, multicluster.FleetOptions{})
-	m := fleet.Members()[0]
+	}}, multicluster.FleetOptions{})[0]
 
 	for _, keep := range []bool{false, true} {
 		for _, to := range []*httptest.Server{plain, other} {

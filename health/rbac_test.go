@@ -13,10 +13,10 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/yaml"
 
+	"github.com/cluster-registry/sdk/access"
 	"github.com/cluster-registry/sdk/clientset/versioned"
 	"github.com/cluster-registry/sdk/health"
 	"github.com/cluster-registry/sdk/localfleet"
-	"github.com/cluster-registry/sdk/multicluster"
 )
 
 // The shipped ClusterRole is all the controller needs: run as a service account bound to exactly
@@ -47,7 +47,7 @@ func TestRunsWithTheShippedClusterRole(t *testing.T) {
 	sa.BearerToken = tr.Status.Token
 
 	saKube := kubernetes.NewForConfigOrDie(sa)
-	resolver, err := multicluster.NewResolver(multicluster.ResolverOptions{Secrets: multicluster.SecretsFromClient(saKube)})
+	resolver, err := access.NewResolver(access.ResolverOptions{Secrets: access.SecretsFromClient(saKube)})
 	require.NoError(t, err)
 	opts := fastOptions(lf)
 	opts.Registry, opts.Kube, opts.Resolver = versioned.NewForConfigOrDie(sa), saKube, resolver

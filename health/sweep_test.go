@@ -13,6 +13,7 @@ import (
 	kubefake "k8s.io/client-go/kubernetes/fake"
 	clienttesting "k8s.io/client-go/testing"
 
+	"github.com/cluster-registry/sdk/access"
 	"github.com/cluster-registry/sdk/clientset/versioned/fake"
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
 	"github.com/cluster-registry/sdk/multicluster"
@@ -38,7 +39,7 @@ func TestSweepDoesNotHoldUpProbes(t *testing.T) {
 		<-release
 		return true, &v1alpha1.Cluster{}, nil
 	})
-	resolver, err := multicluster.NewResolver(multicluster.ResolverOptions{})
+	resolver, err := access.NewResolver(access.ResolverOptions{})
 	require.NoError(t, err)
 	opts, err := (&Options{
 		Registry: registry, Kube: kubefake.NewClientset(), Resolver: resolver,

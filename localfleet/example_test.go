@@ -6,6 +6,7 @@ import (
 
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/cluster-registry/sdk/access"
 	"github.com/cluster-registry/sdk/clientset/versioned"
 	"github.com/cluster-registry/sdk/localfleet"
 	"github.com/cluster-registry/sdk/multicluster"
@@ -24,8 +25,8 @@ func ExampleStart() {
 
 	// The tool under test sees only the registry: lf.Registry.Kubeconfig for a command-line
 	// tool, or lf.Registry.Config as here.
-	resolver, err := multicluster.NewResolver(multicluster.ResolverOptions{
-		Secrets: multicluster.SecretsFromClient(kubernetes.NewForConfigOrDie(lf.Registry.Config)),
+	resolver, err := access.NewResolver(access.ResolverOptions{
+		Secrets: access.SecretsFromClient(kubernetes.NewForConfigOrDie(lf.Registry.Config)),
 	})
 	if err != nil {
 		panic(err)

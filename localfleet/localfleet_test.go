@@ -21,6 +21,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
+	"github.com/cluster-registry/sdk/access"
 	"github.com/cluster-registry/sdk/clientset/versioned"
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
 	"github.com/cluster-registry/sdk/localfleet"
@@ -81,14 +82,14 @@ func TestStartRegistersMembersBothWays(t *testing.T) {
 
 	// A tool reaches every member through the registry's pointers alone, with the Resolver's
 	// defaults: pinning enforced, TLS verified.
-	resolver, err := multicluster.NewResolver(multicluster.ResolverOptions{
-		Secrets: multicluster.SecretsFromClient(kubernetes.NewForConfigOrDie(f.Registry.Config)),
+	resolver, err := access.NewResolver(access.ResolverOptions{
+		Secrets: access.SecretsFromClient(kubernetes.NewForConfigOrDie(f.Registry.Config)),
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	fleet := multicluster.StaticFleet(resolver, list.Items, multicluster.FleetOptions{})
-	results := multicluster.Map(ctx, fleet.Members(), func(ctx context.Context, m *multicluster.Member) (string, error) {
+	members := multicluster.MembersOf(resolver, list.Items, multicluster.FleetOptions{})
+	results := multicluster.Map(ctx, members, func(ctx context.Context, m *multicluster.Member) (string, error) {
 		kube, err := m.Kubernetes(ctx)
 		if err != nil {
 			return "", err

@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/cluster-registry/sdk/access"
 	"github.com/cluster-registry/sdk/clientset/versioned"
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
 	"github.com/cluster-registry/sdk/informers/externalversions"
@@ -74,7 +75,7 @@ func BenchmarkFleet(b *testing.B) {
 	integration(b)
 	ns := benchFleetRegistry(b)
 	client := versioned.NewForConfigOrDie(registry.Config)
-	resolver := newResolver(b, ResolverOptions{})
+	resolver := newResolver(b, access.ResolverOptions{})
 	opts := FleetOptions{Namespaces: []string{ns}}
 
 	b.Run("sync", func(b *testing.B) {

@@ -52,7 +52,7 @@ func benchFanOut(b *testing.B, n int) {
 	ctx := context.Background()
 
 	heap0, g0 := settledHeapAndGoroutines()
-	members := StaticFleet(simResolver(b), sim.Clusters("sim"), FleetOptions{}).Members()
+	members := MembersOf(simResolver(b), sim.Clusters("sim"), FleetOptions{})
 	heapIdle, gIdle := settledHeapAndGoroutines()
 	if err := ForEach(ctx, members, getConfigMap).Err(); err != nil { // warm every member
 		b.Fatal(err)
@@ -179,7 +179,7 @@ func settledHeapAndGoroutines() (heap uint64, goroutines int) {
 // callback does. It must not be rebuilt, nor allocate.
 func BenchmarkMemberKubernetesCached(b *testing.B) {
 	sim := simmembers.Start(b, 1, 0)
-	m := StaticFleet(simResolver(b), sim.Clusters("sim"), FleetOptions{}).Members()[0]
+	m := MembersOf(simResolver(b), sim.Clusters("sim"), FleetOptions{})[0]
 	first, err := m.Kubernetes(context.Background())
 	if err != nil {
 		b.Fatal(err)

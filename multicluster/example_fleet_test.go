@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
+	"github.com/cluster-registry/sdk/access"
 	"github.com/cluster-registry/sdk/clientset/versioned/fake"
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
 	"github.com/cluster-registry/sdk/multicluster"
@@ -32,9 +33,9 @@ func ExampleNewFleet() {
 	// NewSimpleClientset: NewClientset needs an OpenAPI schema that the generated code lacks yet.
 	registry := fake.NewSimpleClientset(cluster("prod-eu-1"), cluster("prod-us-1")) //nolint:staticcheck
 
-	resolver, err := multicluster.NewResolver(multicluster.ResolverOptions{
+	resolver, err := access.NewResolver(access.ResolverOptions{
 		// Secrets are read from the registry with the tool's own permissions, e.g.
-		// multicluster.SecretsFromClient(kubernetes.NewForConfigOrDie(registryConfig)).
+		// access.SecretsFromClient(kubernetes.NewForConfigOrDie(registryConfig)).
 	})
 	if err != nil {
 		panic(err)
@@ -69,7 +70,7 @@ func ExampleNewFleet() {
 
 // A tool without access to a registry works from a file, such as `kubectl get clusters -o yaml`
 // wrote. Every Cluster is validated as the server would; errors name the cluster and field.
-func ExampleLoadFleet() {
+func ExampleLoadMembers() {
 	dir, _ := os.MkdirTemp("", "fleet")
 	defer os.RemoveAll(dir)
 	path := filepath.Join(dir, "clusters.yaml")
@@ -92,43 +93,23 @@ items:
       serverEndpoints: [{clientCIDR: 0.0.0.0/0, serverAddress: "dev-eu-1.example.com:6443"}]
 `), 0o600)
 
-	resolver, err := multicluster.NewResolver(multicluster.ResolverOptions{ExecPlugins: []multicluster.ExecPlugin{opsLogin}})
+	resolver, err := access.NewResolver(access.ResolverOptions{ExecPlugins: []access.ExecPlugin{opsLogin}})
 	if err != nil {
 		panic(err)
 	}
-	fleet, err := multicluster.LoadFleet(path, resolver, multicluster.FleetOptions{})
+	members, err := multicluster.LoadMembers(path, resolver, multicluster.FleetOptions{})
 	if err != nil {
 		panic(err)
 	}
-	fmt.Println(fleet.Members())
-	fmt.Println(fleet.Select(labels.SelectorFromSet(labels.Set{"env": "prod"})))
+	fmt.Println(members)
+	prod, err := multicluster.LoadMembers(path, resolver, multicluster.FleetOptions{
+		Selector: labels.SelectorFromSet(labels.Set{"env": "prod"}),
+	})
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(prod)
 	// Output:
 	// [fleet/dev-eu-1 fleet/prod-eu-1]
 	// [fleet/prod-eu-1]
-}
-
-// A provider type of the tool's own: credentials from the tool's secret store, looked up by the
-// pointer in the Cluster's config. Request.Server says where the credentials will be sent, so a
-// provider can refuse servers its credentials are not meant for.
-func ExampleProviderFunc() {
-	vault := multicluster.ProviderFunc(func(ctx context.Context, req *multicluster.Request) (*multicluster.Credentials, error) {
-		path := req.Config("path", "clusters/"+req.Cluster.Name)
-		if req.Server.Hostname() != req.Cluster.Name+".example.com" {
-			return nil, fmt.Errorf("%s is only for %s.example.com", path, req.Cluster.Name)
-		}
-		return &multicluster.Credentials{BearerToken: "token-from-" + path, Revision: "v1"}, nil
-	})
-	resolver, err := multicluster.NewResolver(multicluster.ResolverOptions{
-		Providers: map[string]multicluster.Provider{"vault": vault},
-	})
-	if err != nil {
-		panic(err)
-	}
-	fleet := multicluster.StaticFleet(resolver, exampleClusters("vault"), multicluster.FleetOptions{})
-	access, err := fleet.Member("fleet", "edge-1").Access(context.Background())
-	if err != nil {
-		panic(err)
-	}
-	fmt.Println(access.Provider, access.ProviderType, access.Config.BearerToken != "")
-	// Output: ops vault true
 }

@@ -34,53 +34,42 @@ func Map[T any](ctx context.Context, members []*Member, fn func(context.Context,
 	f, err := newFanOut(opts)
 	r := &run[T]{f: f, fn: fn, results: results}
 	if err != nil {
-		r.f = &fanOut{onResult: onResultOf(opts)}
 		for i := range results {
 			r.finish(i, fmt.Errorf("%w: %w", ErrNotStarted, err))
 		}
 		return results
 	}
-	if f.timeout > 0 {
+	if f.Timeout > 0 {
 		r.memberCause = &deadline{"member timed out"}
 	}
-	if f.overall > 0 {
-		r.overallCause = &deadline{fmt.Sprintf("fan-out timed out after %s", f.overall)}
+	if f.OverallTimeout > 0 {
+		r.overallCause = &deadline{fmt.Sprintf("fan-out timed out after %s", f.OverallTimeout)}
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeoutCause(ctx, f.overall, r.overallCause)
+		ctx, cancel = context.WithTimeoutCause(ctx, f.OverallTimeout, r.overallCause)
 		defer cancel()
 	}
 
 	// Readiness is read once, up front, so that the canaries are members that will run.
 	torun := make([]int, 0, len(members))
 	for i, m := range members {
-		if f.skipNotReady && m.Cluster().IsNotReady() {
+		if f.SkipNotReady && m.Cluster().IsNotReady() {
 			r.finish(i, ErrNotReady)
 			continue
 		}
 		torun = append(torun, i)
 	}
-	if f.canary > 0 && f.canary < len(torun) {
-		r.start(ctx, torun[:f.canary])
+	if f.Canary > 0 && f.Canary < len(torun) {
+		r.start(ctx, torun[:f.Canary])
 		if failed := r.failures.Load(); failed > 0 {
-			for _, i := range torun[f.canary:] {
-				r.finish(i, fmt.Errorf("%w: %d of %d canary members failed", ErrNotStarted, failed, f.canary))
+			for _, i := range torun[f.Canary:] {
+				r.finish(i, fmt.Errorf("%w: %d of %d canary members failed", ErrNotStarted, failed, f.Canary))
 			}
 			return results
 		}
-		torun = torun[f.canary:]
+		torun = torun[f.Canary:]
 	}
 	r.start(ctx, torun)
 	return results
-}
-
-// onResultOf finds the OnResult among options that were refused, so that progress still reaches
-// every member.
-func onResultOf(opts []Option) func(Outcome) {
-	f := &fanOut{}
-	for _, o := range opts {
-		o(f)
-	}
-	return f.onResult
 }
 
 type run[T any] struct {
@@ -97,8 +86,8 @@ type run[T any] struct {
 // start runs the members at the given indexes and waits for them.
 func (r *run[T]) start(ctx context.Context, indexes []int) {
 	var sem *semaphore.Weighted
-	if r.f.concurrency > 0 {
-		sem = semaphore.NewWeighted(int64(r.f.concurrency))
+	if r.f.Concurrency > 0 {
+		sem = semaphore.NewWeighted(int64(r.f.Concurrency))
 	}
 	var wg sync.WaitGroup
 	for _, i := range indexes {
@@ -138,7 +127,7 @@ func (r *run[T]) stopped(ctx context.Context) error {
 	if ctx.Err() != nil {
 		return fmt.Errorf("%w: %w", ErrNotStarted, context.Cause(ctx))
 	}
-	if n := r.failures.Load(); r.f.stopAfter > 0 && n >= int64(r.f.stopAfter) {
+	if n := r.failures.Load(); r.f.StopAfter > 0 && n >= int64(r.f.StopAfter) {
 		return fmt.Errorf("%w: stopped after %d failures", ErrNotStarted, n)
 	}
 	return nil
@@ -153,12 +142,12 @@ func (r *run[T]) finish(i int, err error) {
 }
 
 func (r *run[T]) report(i int) {
-	if r.f.onResult == nil {
+	if r.f.OnResult == nil {
 		return
 	}
 	r.reportMu.Lock()
 	defer r.reportMu.Unlock()
-	r.f.onResult(r.results[i].Outcome)
+	r.f.OnResult(r.results[i].Outcome)
 }
 
 func (r *run[T]) runMember(ctx context.Context, res *Result[T]) {
@@ -168,16 +157,16 @@ func (r *run[T]) runMember(ctx context.Context, res *Result[T]) {
 		res.Duration = time.Since(start)
 		res.Endpoint = m.endpoint()
 	}()
-	if r.f.timeout > 0 {
+	if r.f.Timeout > 0 {
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeoutCause(ctx, r.f.timeout, r.memberCause)
+		ctx, cancel = context.WithTimeoutCause(ctx, r.f.Timeout, r.memberCause)
 		defer cancel()
 	}
 	backoff := r.f.retry
 	attempts := max(backoff.Steps, 1)
 	for attempt := 1; ; attempt++ {
 		res.Attempts = attempt
-		res.Value, res.Err = call(ctx, m, r.fn, r.f.track)
+		res.Value, res.Err = call(ctx, m, r.fn, r.f.TrackCallbacks)
 		switch {
 		case res.Err == nil:
 			return
@@ -188,7 +177,7 @@ func (r *run[T]) runMember(ctx context.Context, res *Result[T]) {
 			return
 		}
 		delay, ok := safeToRetry(res.Err, attempt)
-		if !ok && (r.f.retryIf == nil || !r.f.retryIf(res.Err)) {
+		if !ok && (r.f.RetryIf == nil || !r.f.RetryIf(res.Err)) {
 			return
 		}
 		delay = max(delay, backoff.Step())
@@ -210,9 +199,9 @@ func (r *run[T]) runMember(ctx context.Context, res *Result[T]) {
 func (r *run[T]) timedOut(ctx context.Context, err error, attempt, attempts int) error {
 	switch cause := context.Cause(ctx); {
 	case cause == error(r.memberCause) && r.memberCause != nil:
-		return &TimeoutError{After: r.f.timeout, Attempt: attempt, Attempts: attempts, Err: err}
+		return &TimeoutError{After: r.f.Timeout, Attempt: attempt, Attempts: attempts, Err: err}
 	case cause == error(r.overallCause) && r.overallCause != nil:
-		return &TimeoutError{After: r.f.overall, Overall: true, Attempt: attempt, Attempts: attempts, Err: err}
+		return &TimeoutError{After: r.f.OverallTimeout, Overall: true, Attempt: attempt, Attempts: attempts, Err: err}
 	}
 	return err
 }

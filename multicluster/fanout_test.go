@@ -27,6 +27,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"github.com/cluster-registry/sdk/access"
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
 )
 
@@ -38,11 +39,11 @@ func staticMembers(t testing.TB, n int) []*Member {
 	for i := range clusters {
 		clusters[i] = *offlineCluster(fmt.Sprintf("m%d", i), fmt.Sprintf("m%d.example.com", i), nil)
 	}
-	r, err := NewResolver(ResolverOptions{ClientIP: testClientIP})
+	r, err := access.NewResolver(access.ResolverOptions{ClientIP: testClientIP})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return StaticFleet(r, clusters, FleetOptions{}).Members()
+	return MembersOf(r, clusters, FleetOptions{})
 }
 
 func TestMapOrderValuesAndConcurrencyLimit(t *testing.T) {
@@ -361,24 +362,20 @@ func TestResultsTableShowsStringValues(t *testing.T) {
 	}
 }
 
-func TestStaticFleetFilters(t *testing.T) {
-	clusters := []v1alpha1.Cluster{*offlineCluster("a", "a.example.com", nil), *offlineCluster("b", "b.example.com", nil), *offlineCluster("c", "c.example.com", nil)}
-	clusters[0].Labels = map[string]string{"env": "prod"}
-	clusters[1].Labels = map[string]string{"env": "dev"}
+func TestMembersOfFilters(t *testing.T) {
+	clusters := []v1alpha1.Cluster{*offlineCluster("b", "b.example.com", nil), *offlineCluster("a", "a.example.com", nil), *offlineCluster("c", "c.example.com", nil)}
+	clusters[0].Labels = map[string]string{"env": "dev"}
+	clusters[1].Labels = map[string]string{"env": "prod"}
 	clusters[2].Namespace = "other"
-	r, _ := NewResolver(ResolverOptions{})
-	f := StaticFleet(r, clusters, FleetOptions{Namespaces: []string{"fleet"}})
-	if f.Len() != 2 || f.Member("other", "c") != nil || f.Member("fleet", "a") == nil {
-		t.Errorf("namespace filter: %v", f.Members())
-	}
-	prod := f.Select(labels.SelectorFromSet(labels.Set{"env": "prod"}))
-	if len(prod) != 1 || prod[0].Name().Name != "a" {
-		t.Errorf("Select(env=prod) = %v", prod)
-	}
-	sel := StaticFleet(r, clusters, FleetOptions{Selector: labels.SelectorFromSet(labels.Set{"env": "dev"})})
-	if sel.Len() != 1 || sel.Members()[0].String() != "fleet/b" {
-		t.Errorf("selector filter: %v", sel.Members())
-	}
+	r, _ := access.NewResolver(access.ResolverOptions{})
+	require.Equal(t, "[fleet/a fleet/b other/c]", fmt.Sprint(MembersOf(r, clusters, FleetOptions{})), "ordered by namespace and name")
+	require.Equal(t, "[fleet/a fleet/b]", fmt.Sprint(MembersOf(r, clusters, FleetOptions{Namespaces: []string{"fleet"}})))
+	require.Equal(t, "[fleet/b]", fmt.Sprint(MembersOf(r, clusters, FleetOptions{Selector: labels.SelectorFromSet(labels.Set{"env": "dev"})})))
+
+	again := *offlineCluster("a", "a2.example.com", nil)
+	ms := MembersOf(r, append(clusters, again), FleetOptions{})
+	require.Equal(t, "[fleet/a fleet/b other/c]", fmt.Sprint(ms))
+	require.Equal(t, "a2.example.com", ms[0].Cluster().Spec.KubernetesAPIEndpoints.ServerEndpoints[0].ServerAddress, "a later Cluster of the same name replaces the earlier")
 }
 
 // setNotReady marks a member's Cluster Ready=False, as the health controller would.

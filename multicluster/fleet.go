@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"os"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -22,8 +21,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
-	"sigs.k8s.io/yaml"
 
+	"github.com/cluster-registry/sdk/access"
 	"github.com/cluster-registry/sdk/clientset/versioned"
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
 )
@@ -38,12 +37,12 @@ type FleetOptions struct {
 	Scheme *runtime.Scheme
 }
 
-// Fleet is a set of Members: a live view of the registry (NewFleet), or a fixed set of Clusters
-// (StaticFleet, LoadFleet, FleetOf). Members come and go with their Clusters; a Member's clients
-// survive an edit that does not change how the member is reached. A Fleet is safe for concurrent
-// use.
+// Fleet is a live view of the registry's Clusters as Members: Start follows the registry, and
+// members come and go with their Clusters. A Member's clients survive an edit that does not
+// change how the member is reached. For a fixed set of Clusters, such as a file's, use MembersOf
+// or LoadMembers instead. A Fleet is safe for concurrent use.
 type Fleet struct {
-	resolver *Resolver
+	resolver *access.Resolver
 	opts     FleetOptions
 	registry versioned.Interface
 
@@ -64,60 +63,14 @@ type following struct {
 	done   sync.WaitGroup
 }
 
-// NewFleet returns a Fleet that follows the registry's Clusters. Call Start to begin, Stop to end.
-func NewFleet(registry versioned.Interface, resolver *Resolver, opts FleetOptions) *Fleet {
-	f := newFleet(resolver, opts)
-	f.registry = registry
-	f.status = FleetStatus{Since: time.Now()}
-	return f
-}
-
-// StaticFleet returns a Fleet of the given Clusters that match opts, such as Clusters read from a
-// file or built by hand. It needs no Start.
-func StaticFleet(resolver *Resolver, clusters []v1alpha1.Cluster, opts FleetOptions) *Fleet {
-	f := newFleet(resolver, opts)
-	for i := range clusters {
-		f.upsert(&clusters[i])
-	}
-	return f
-}
-
-// LoadFleet reads a ClusterList (or a List of Clusters, as `kubectl get clusters -o yaml` writes)
-// from a YAML or JSON file and returns a StaticFleet of the Clusters that match opts. Every
-// Cluster must pass ValidateCluster; the error names each one that does not.
-func LoadFleet(path string, resolver *Resolver, opts FleetOptions) (*Fleet, error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
-	var list v1alpha1.ClusterList
-	if err := yaml.UnmarshalStrict(data, &list); err != nil {
-		return nil, fmt.Errorf("%s: not a ClusterList: %w", path, err)
-	}
-	var errs []error
-	for i := range list.Items {
-		c := &list.Items[i]
-		if c.Kind != "" && c.Kind != "Cluster" {
-			errs = append(errs, fmt.Errorf("%s: items[%d] is a %s, not a Cluster", path, i, c.Kind))
-			continue
-		}
-		if fieldErrs := v1alpha1.ValidateCluster(c); len(fieldErrs) > 0 {
-			errs = append(errs, fmt.Errorf("%s: cluster %s/%s: %w", path, c.Namespace, c.Name, fieldErrs.ToAggregate()))
-		}
-	}
-	if err := errors.Join(errs...); err != nil {
-		return nil, err
-	}
-	return StaticFleet(resolver, list.Items, opts), nil
-}
-
-func newFleet(resolver *Resolver, opts FleetOptions) *Fleet {
+// NewFleet returns a Fleet that follows the registry's Clusters that match opts, resolving their
+// credentials with resolver. Call Start to begin, Stop to end.
+func NewFleet(registry versioned.Interface, resolver *access.Resolver, opts FleetOptions) *Fleet {
 	if opts.Scheme == nil {
 		opts.Scheme = defaultScheme
 	}
-	// A static Fleet is as current as it will ever be; NewFleet's is not until Start.
-	return &Fleet{resolver: resolver, opts: opts, members: map[types.NamespacedName]*Member{},
-		status: FleetStatus{Synced: true, Since: time.Now()}}
+	return &Fleet{registry: registry, resolver: resolver, opts: opts,
+		members: map[types.NamespacedName]*Member{}, status: FleetStatus{Since: time.Now()}}
 }
 
 // ErrFleetRunning is Start's error when the Fleet already follows the registry.
@@ -127,13 +80,12 @@ var ErrFleetRunning = errors.New("fleet: already started; call Stop first")
 // The Fleet follows the registry until Stop is called or ctx ends; Status says how current its
 // view is meanwhile. After Stop, Start may be called again: the Fleet lists the registry anew,
 // and members whose Clusters went meanwhile are removed. Start and Stop may be called from
-// different goroutines; Stop during Start makes Start return an error. A static Fleet needs no
-// Start: it returns nil.
+// different goroutines; Stop during Start makes Start return an error.
 func (f *Fleet) Start(ctx context.Context) error {
 	f.life.Lock()
 	if f.registry == nil {
 		f.life.Unlock()
-		return nil
+		return errors.New("fleet: NewFleet was given no registry client")
 	}
 	if f.running != nil {
 		f.life.Unlock()
@@ -350,11 +302,14 @@ func (f *Fleet) Len() int {
 	return len(f.members)
 }
 
-func (f *Fleet) matches(c *v1alpha1.Cluster) bool {
-	if len(f.opts.Namespaces) > 0 && !slices.Contains(f.opts.Namespaces, c.Namespace) {
+func (f *Fleet) matches(c *v1alpha1.Cluster) bool { return f.opts.matches(c) }
+
+// matches reports whether c is one of the Clusters the options choose.
+func (o *FleetOptions) matches(c *v1alpha1.Cluster) bool {
+	if len(o.Namespaces) > 0 && !slices.Contains(o.Namespaces, c.Namespace) {
 		return false
 	}
-	return f.opts.Selector == nil || f.opts.Selector.Matches(labels.Set(c.Labels))
+	return o.Selector == nil || o.Selector.Matches(labels.Set(c.Labels))
 }
 
 func (f *Fleet) upsert(c *v1alpha1.Cluster) {

@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
+	"github.com/cluster-registry/sdk/access"
 	"github.com/cluster-registry/sdk/clientset/versioned"
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
 	"github.com/cluster-registry/sdk/localfleet"
@@ -26,7 +27,7 @@ func TestFleetStartStopRaceAndRestart(t *testing.T) {
 	ns := newNamespace(t, registry)
 	storedCluster(t, ns, "a", "a.example.com", nil)
 	storedCluster(t, ns, "b", "b.example.com", nil)
-	fleet := NewFleet(versioned.NewForConfigOrDie(registry.Config), newResolver(t, ResolverOptions{}), FleetOptions{Namespaces: []string{ns}})
+	fleet := NewFleet(versioned.NewForConfigOrDie(registry.Config), newResolver(t, access.ResolverOptions{}), FleetOptions{Namespaces: []string{ns}})
 
 	for range 5 {
 		var wg sync.WaitGroup
@@ -65,7 +66,7 @@ func TestFleetFreshnessAcrossARegistryRestart(t *testing.T) {
 	require.NoError(t, err)
 	defer lf.Stop()
 	clusters := versioned.NewForConfigOrDie(lf.Registry.Config)
-	resolver := newResolver(t, ResolverOptions{Secrets: SecretsFromClient(kubeClient(t, lf.Registry))})
+	resolver := newResolver(t, access.ResolverOptions{Secrets: access.SecretsFromClient(kubeClient(t, lf.Registry))})
 	fleet := NewFleet(clusters, resolver, FleetOptions{Namespaces: []string{lf.Namespace}})
 	require.NoError(t, fleet.Start(ctx))
 	defer fleet.Stop()
@@ -102,7 +103,7 @@ func TestFleetSubscribe(t *testing.T) {
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent(), ignoreRegistryConnections)
 	ns := newNamespace(t, registry)
 	storedCluster(t, ns, "first", "first.example.com", nil)
-	fleet := NewFleet(versioned.NewForConfigOrDie(registry.Config), newResolver(t, ResolverOptions{}), FleetOptions{Namespaces: []string{ns}})
+	fleet := NewFleet(versioned.NewForConfigOrDie(registry.Config), newResolver(t, access.ResolverOptions{}), FleetOptions{Namespaces: []string{ns}})
 	require.NoError(t, fleet.Start(testContext(t)))
 	defer fleet.Stop()
 
@@ -146,7 +147,10 @@ func TestFleetSubscribe(t *testing.T) {
 // Members is one shared, ordered snapshot while membership is unchanged, and a new one after.
 func TestMembersSnapshot(t *testing.T) {
 	clusters := []v1alpha1.Cluster{*offlineCluster("b", "b.example.com", nil), *offlineCluster("a", "a.example.com", nil)}
-	fleet := StaticFleet(nil, clusters, FleetOptions{})
+	fleet := NewFleet(nil, nil, FleetOptions{}) // never started: the test plays the informer
+	for i := range clusters {
+		fleet.upsert(&clusters[i])
+	}
 	first := fleet.Members()
 	require.Equal(t, "[fleet/a fleet/b]", fmt.Sprint(first))
 	require.Zero(t, testing.AllocsPerRun(100, func() { _ = fleet.Members() }))
@@ -161,6 +165,12 @@ func TestMembersSnapshot(t *testing.T) {
 	require.Equal(t, "[fleet/a fleet/b fleet/c]", fmt.Sprint(fleet.Members()))
 	require.Equal(t, "[fleet/a fleet/b]", fmt.Sprint(first), "an earlier snapshot changed")
 	require.Len(t, fleet.Select(labels.Everything()), 3)
+}
+
+// A Fleet follows a registry: one made without a registry client says so at Start.
+func TestFleetStartNeedsRegistry(t *testing.T) {
+	err := NewFleet(nil, nil, FleetOptions{}).Start(context.Background())
+	require.ErrorContains(t, err, "no registry client")
 }
 
 // ignoreRegistryConnections leaves out the idle HTTP/2 connections to the shared registry: client-go

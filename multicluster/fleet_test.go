@@ -26,6 +26,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
+	"github.com/cluster-registry/sdk/access"
 	"github.com/cluster-registry/sdk/clientset/versioned"
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
 	"github.com/cluster-registry/sdk/localfleet"
@@ -91,7 +92,7 @@ func TestFleetAgainstRealMembers(t *testing.T) {
 	ns, members := lf.Namespace, lf.Members
 	clusters := versioned.NewForConfigOrDie(lf.Registry.Config).ClusterregistryV1alpha1().Clusters(ns)
 
-	resolver := newResolver(t, ResolverOptions{Secrets: SecretsFromClient(kubeClient(t, lf.Registry))})
+	resolver := newResolver(t, access.ResolverOptions{Secrets: access.SecretsFromClient(kubeClient(t, lf.Registry))})
 	fleet := NewFleet(versioned.NewForConfigOrDie(lf.Registry.Config), resolver, FleetOptions{
 		Namespaces: []string{ns},
 		Selector:   labels.SelectorFromSet(labels.Set{"fleet": "test"}),
@@ -289,7 +290,7 @@ func waitForLen(t *testing.T, f *Fleet, n int) {
 	}
 }
 
-func TestLoadFleet(t *testing.T) {
+func TestLoadMembers(t *testing.T) {
 	dir := t.TempDir()
 	good := v1alpha1.ClusterList{Items: []v1alpha1.Cluster{*offlineCluster("one", "one.example.com", nil), *offlineCluster("two", "two.example.com", nil)}}
 	bad := v1alpha1.ClusterList{Items: []v1alpha1.Cluster{*offlineCluster("ok", "ok.example.com", nil), *offlineCluster("broken", "http://broken.example.com", nil)}}
@@ -305,16 +306,16 @@ func TestLoadFleet(t *testing.T) {
 		}
 		return path
 	}
-	r, _ := NewResolver(ResolverOptions{})
-	f, err := LoadFleet(write("good.yaml", good), r, FleetOptions{})
-	if err != nil || f.Len() != 2 || f.Member("fleet", "two") == nil {
-		t.Fatalf("LoadFleet: %v, %v", f, err)
+	r, _ := access.NewResolver(access.ResolverOptions{})
+	ms, err := LoadMembers(write("good.yaml", good), r, FleetOptions{})
+	if err != nil || fmt.Sprint(ms) != "[fleet/one fleet/two]" {
+		t.Fatalf("LoadMembers: %v, %v", ms, err)
 	}
-	_, err = LoadFleet(write("bad.yaml", bad), r, FleetOptions{})
+	_, err = LoadMembers(write("bad.yaml", bad), r, FleetOptions{})
 	if err == nil || !strings.Contains(err.Error(), "cluster fleet/broken") || !strings.Contains(err.Error(), "serverAddress") {
 		t.Errorf("invalid cluster in the file: %v", err)
 	}
-	if _, err := LoadFleet(filepath.Join(dir, "missing.yaml"), r, FleetOptions{}); !errors.Is(err, os.ErrNotExist) {
+	if _, err := LoadMembers(filepath.Join(dir, "missing.yaml"), r, FleetOptions{}); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("missing file: %v", err)
 	}
 }

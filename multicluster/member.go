@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/cluster-registry/sdk/access"
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
 )
 
@@ -23,7 +24,7 @@ import (
 type Member struct {
 	key      types.NamespacedName
 	cluster  atomic.Pointer[v1alpha1.Cluster]
-	resolver *Resolver
+	resolver *access.Resolver
 	scheme   *runtime.Scheme
 
 	mu      sync.Mutex
@@ -34,13 +35,13 @@ type Member struct {
 
 // memberClients are built on one Access; a new Access replaces them all.
 type memberClients struct {
-	access *Access
+	access *access.Resolved
 	kube   kubernetes.Interface
 	dyn    dynamic.Interface
 	crc    client.Client
 }
 
-func newMember(c *v1alpha1.Cluster, resolver *Resolver, scheme *runtime.Scheme) *Member {
+func newMember(c *v1alpha1.Cluster, resolver *access.Resolver, scheme *runtime.Scheme) *Member {
 	m := &Member{key: types.NamespacedName{Namespace: c.Namespace, Name: c.Name}, resolver: resolver, scheme: scheme}
 	m.cluster.Store(c)
 	return m
@@ -57,14 +58,14 @@ func (m *Member) Cluster() *v1alpha1.Cluster { return m.cluster.Load() }
 
 func (m *Member) setCluster(c *v1alpha1.Cluster) { m.cluster.Store(c) }
 
-// Access resolves the member's Cluster; see Resolver.Resolve. A member made by NewMember has an
+// Access resolves the member's Cluster; see access.Resolver.Resolve. A member made by NewMember has an
 // Access with the Config it was given, or an error if it was given none.
-func (m *Member) Access(ctx context.Context) (*Access, error) {
+func (m *Member) Access(ctx context.Context) (*access.Resolved, error) {
 	if m.given != nil {
 		if m.given.Config == nil {
 			return nil, fmt.Errorf("member %s: no rest.Config was given to NewMember", m.key)
 		}
-		return &Access{Config: m.given.Config}, nil
+		return &access.Resolved{Config: m.given.Config}, nil
 	}
 	return m.resolver.Resolve(ctx, m.Cluster())
 }
@@ -84,7 +85,7 @@ func (m *Member) Config(ctx context.Context) (*rest.Config, error) {
 // JSON from servers that prefer it.
 func (m *Member) Kubernetes(ctx context.Context) (kubernetes.Interface, error) {
 	return memberClient(m, ctx, func(c *memberClients) *kubernetes.Interface { return &c.kube },
-		func(a *Access) (kubernetes.Interface, error) {
+		func(a *access.Resolved) (kubernetes.Interface, error) {
 			cfg := rest.CopyConfig(a.Config)
 			cfg.ContentType = runtime.ContentTypeProtobuf
 			cfg.AcceptContentTypes = runtime.ContentTypeProtobuf + "," + runtime.ContentTypeJSON
@@ -95,7 +96,7 @@ func (m *Member) Kubernetes(ctx context.Context) (kubernetes.Interface, error) {
 // Dynamic is a dynamic client for the member.
 func (m *Member) Dynamic(ctx context.Context) (dynamic.Interface, error) {
 	return memberClient(m, ctx, func(c *memberClients) *dynamic.Interface { return &c.dyn },
-		func(a *Access) (dynamic.Interface, error) {
+		func(a *access.Resolved) (dynamic.Interface, error) {
 			return dynamic.NewForConfigAndClient(a.Config, a.HTTPClient)
 		})
 }
@@ -105,14 +106,14 @@ func (m *Member) Dynamic(ctx context.Context) (dynamic.Interface, error) {
 // lazily, on first use of each kind.
 func (m *Member) Client(ctx context.Context) (client.Client, error) {
 	return memberClient(m, ctx, func(c *memberClients) *client.Client { return &c.crc },
-		func(a *Access) (client.Client, error) {
+		func(a *access.Resolved) (client.Client, error) {
 			return client.New(a.Config, client.Options{HTTPClient: a.HTTPClient, Scheme: m.scheme})
 		})
 }
 
 // memberClient returns the client in the slot that field picks, building it with build when the
 // slot is empty or was built on an older Access.
-func memberClient[C any](m *Member, ctx context.Context, field func(*memberClients) *C, build func(*Access) (C, error)) (C, error) {
+func memberClient[C any](m *Member, ctx context.Context, field func(*memberClients) *C, build func(*access.Resolved) (C, error)) (C, error) {
 	var zero C
 	if m.given != nil {
 		if c := *field(&m.given.clients); any(c) != nil {
@@ -146,8 +147,8 @@ func (m *Member) endpoint() string {
 	m.mu.Lock()
 	a := m.clients.access
 	m.mu.Unlock()
-	if a != nil && a.server != "" {
-		return a.server
+	if a != nil {
+		return a.Endpoint()
 	}
 	if eps := m.Cluster().Spec.KubernetesAPIEndpoints.ServerEndpoints; len(eps) > 0 {
 		return eps[0].ServerAddress

@@ -35,13 +35,3 @@ func NewMember(cluster *v1alpha1.Cluster, clients Clients) *Member {
 	m.given = &given
 	return m
 }
-
-// FleetOf returns a static Fleet of the given members, such as NewMember's, for code that takes
-// a Fleet. Members with the same namespace and name replace earlier ones.
-func FleetOf(members ...*Member) *Fleet {
-	f := newFleet(nil, FleetOptions{})
-	for _, m := range members {
-		f.members[m.key] = m
-	}
-	return f
-}

@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 
+	"github.com/cluster-registry/sdk/access"
 	"github.com/cluster-registry/sdk/internal/simmembers"
 )
 
@@ -16,11 +17,11 @@ import (
 // benchmarks; these are the helpers that reach them through a Fleet.
 
 // simResolver resolves simulated members with their fixed token.
-func simResolver(tb testing.TB) *Resolver {
+func simResolver(tb testing.TB) *access.Resolver {
 	tb.Helper()
-	r, err := NewResolver(ResolverOptions{ClientIP: testClientIP, Providers: map[string]Provider{
-		simmembers.ProviderType: ProviderFunc(func(context.Context, *Request) (*Credentials, error) {
-			return &Credentials{BearerToken: simmembers.Token}, nil
+	r, err := access.NewResolver(access.ResolverOptions{ClientIP: testClientIP, Providers: map[string]access.Provider{
+		simmembers.ProviderType: access.ProviderFunc(func(context.Context, *access.Request) (*access.Credentials, error) {
+			return &access.Credentials{BearerToken: simmembers.Token}, nil
 		}),
 	}})
 	if err != nil {
@@ -34,7 +35,7 @@ func simResolver(tb testing.TB) *Resolver {
 func TestSimulatedMembers(t *testing.T) {
 	integration(t)
 	sim := simmembers.Start(t, 3, time.Millisecond)
-	members := StaticFleet(simResolver(t), sim.Clusters("sim"), FleetOptions{}).Members()
+	members := MembersOf(simResolver(t), sim.Clusters("sim"), FleetOptions{})
 	for range 3 {
 		if err := ForEach(context.Background(), members, getConfigMap, NoRetry()).Err(); err != nil {
 			t.Fatal(err)

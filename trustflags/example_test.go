@@ -5,7 +5,7 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/cluster-registry/sdk/multicluster"
+	"github.com/cluster-registry/sdk/access"
 	"github.com/cluster-registry/sdk/trustflags"
 )
 
@@ -25,12 +25,12 @@ func ExampleFlags() {
 		fmt.Println(err) // names the flag at fault
 		return
 	}
-	// opts.Secrets = multicluster.SecretsFromClient(registryKube)
-	_, err = multicluster.NewResolver(opts)
+	// opts.Secrets = access.SecretsFromClient(registryKube)
+	_, err = access.NewResolver(opts)
 	fmt.Println(err)
 	fmt.Println(opts.ExecPlugins[0].Command, opts.ExecPlugins[0].ArgsPattern)
-	fmt.Println(multicluster.MatchArgs(opts.ExecPlugins[0].ArgsPattern, []string{"eks", "get-token", "--cluster-name", "prod", "--region", "eu-west-1"}))
-	fmt.Println(multicluster.MatchArgs(opts.ExecPlugins[0].ArgsPattern, []string{"eks", "get-token", "--cluster-name", "--profile=admin", "--region", "eu-west-1"}))
+	fmt.Println(access.MatchArgs(opts.ExecPlugins[0].ArgsPattern, []string{"eks", "get-token", "--cluster-name", "prod", "--region", "eu-west-1"}))
+	fmt.Println(access.MatchArgs(opts.ExecPlugins[0].ArgsPattern, []string{"eks", "get-token", "--cluster-name", "--profile=admin", "--region", "eu-west-1"}))
 	// Output:
 	// <nil>
 	// aws [eks get-token --cluster-name * --region *]

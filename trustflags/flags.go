@@ -8,8 +8,8 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/cluster-registry/sdk/access"
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
-	"github.com/cluster-registry/sdk/multicluster"
 )
 
 // Flags are the trust flags' values. The zero value trusts nothing; AddFlags binds it to a flag set.
@@ -67,8 +67,8 @@ func (f *Flags) AddFlags(fs *pflag.FlagSet) {
 
 // ResolverOptions are the ResolverOptions the flags describe, or an error naming each flag at
 // fault. The caller adds Secrets and the rest.
-func (f *Flags) ResolverOptions() (multicluster.ResolverOptions, error) {
-	var o multicluster.ResolverOptions
+func (f *Flags) ResolverOptions() (access.ResolverOptions, error) {
+	var o access.ResolverOptions
 	var errs []error
 	known := []string{v1alpha1.ProviderTypeSecret, v1alpha1.ProviderTypeKubeconfigSecret, v1alpha1.ProviderTypeKubeconfigFile,
 		v1alpha1.ProviderTypeExec, v1alpha1.ProviderTypeTokenFile}
@@ -79,19 +79,19 @@ func (f *Flags) ResolverOptions() (multicluster.ResolverOptions, error) {
 	}
 	o.Prefer = slices.Clone(f.Prefer)
 
-	var to multicluster.ServerMatcher
+	var to access.ServerMatcher
 	switch {
 	case slices.Equal(f.SendTo, []string{"*"}):
-		to = multicluster.AnyServer()
+		to = access.AnyServer()
 	case slices.Contains(f.SendTo, "*"):
 		errs = append(errs, fmt.Errorf("--%s: * stands for every server, so it cannot be listed with others", FlagSendTo))
 	case len(f.SendTo) > 0:
 		for _, s := range f.SendTo {
-			if _, err := multicluster.ServerURL(s); err != nil {
+			if _, err := access.ServerURL(s); err != nil {
 				errs = append(errs, fmt.Errorf("--%s %q: %w", FlagSendTo, s, err))
 			}
 		}
-		to = multicluster.Servers(f.SendTo...)
+		to = access.Servers(f.SendTo...)
 	}
 
 	for _, command := range f.AllowExec {
@@ -99,7 +99,7 @@ func (f *Flags) ResolverOptions() (multicluster.ResolverOptions, error) {
 			errs = append(errs, fmt.Errorf("--%s %q: want a command alone; a command with arguments goes in --%s", FlagAllowExec, command, FlagAllowExecArgs))
 			continue
 		}
-		o.ExecPlugins = append(o.ExecPlugins, multicluster.ExecPlugin{Command: command, SendTo: to})
+		o.ExecPlugins = append(o.ExecPlugins, access.ExecPlugin{Command: command, SendTo: to})
 	}
 	for _, spec := range f.AllowExecArgs {
 		words, err := splitWords(spec)
@@ -111,21 +111,21 @@ func (f *Flags) ResolverOptions() (multicluster.ResolverOptions, error) {
 			errs = append(errs, fmt.Errorf("--%s is empty: give a command and the arguments Clusters may give it", FlagAllowExecArgs))
 			continue
 		}
-		o.ExecPlugins = append(o.ExecPlugins, multicluster.ExecPlugin{Command: words[0], ArgsPattern: words[1:], SendTo: to})
+		o.ExecPlugins = append(o.ExecPlugins, access.ExecPlugin{Command: words[0], ArgsPattern: words[1:], SendTo: to})
 	}
 	for _, command := range f.AllowExecAnyArgs {
 		if command == "" || strings.ContainsAny(command, " \t") {
 			errs = append(errs, fmt.Errorf("--%s %q: want a command alone", FlagAllowExecAnyArgs, command))
 			continue
 		}
-		o.ExecPlugins = append(o.ExecPlugins, multicluster.ExecPlugin{Command: command, ClusterArgs: true, SendTo: to})
+		o.ExecPlugins = append(o.ExecPlugins, access.ExecPlugin{Command: command, ClusterArgs: true, SendTo: to})
 	}
 	for _, dir := range f.FileRoots {
 		if dir == "" {
 			errs = append(errs, fmt.Errorf("--%s is empty: give a directory", FlagFileRoot))
 			continue
 		}
-		o.FileRoots = append(o.FileRoots, multicluster.FileRoot{Dir: dir, SendTo: to})
+		o.FileRoots = append(o.FileRoots, access.FileRoot{Dir: dir, SendTo: to})
 	}
 	return o, errors.Join(errs...)
 }

@@ -10,10 +10,10 @@ import (
 	"github.com/spf13/pflag"
 	"github.com/stretchr/testify/require"
 
-	"github.com/cluster-registry/sdk/multicluster"
+	"github.com/cluster-registry/sdk/access"
 )
 
-func parse(t *testing.T, args ...string) (*Flags, multicluster.ResolverOptions, error) {
+func parse(t *testing.T, args ...string) (*Flags, access.ResolverOptions, error) {
 	t.Helper()
 	var f Flags
 	fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
@@ -48,7 +48,7 @@ func TestResolverOptions(t *testing.T) {
 	for _, p := range o.ExecPlugins {
 		require.NotNil(t, p.SendTo)
 	}
-	_, err = multicluster.NewResolver(o)
+	_, err = access.NewResolver(o)
 	require.NoError(t, err)
 
 	// Written back, the flags read the same.
@@ -123,10 +123,10 @@ func FuzzSplitWords(f *testing.F) {
 
 // A command's errors name its flags where the Resolver's name Go options.
 func TestInFlagTerms(t *testing.T) {
-	inner := fmt.Errorf("%w: the path is not under any of ResolverOptions.FileRoots", multicluster.ErrNotAllowed)
+	inner := fmt.Errorf("%w: the path is not under any of ResolverOptions.FileRoots", access.ErrNotAllowed)
 	err := InFlagTerms(inner)
 	require.EqualError(t, err, "not allowed by the resolver's options: the path is not under any of --file-root")
-	require.ErrorIs(t, err, multicluster.ErrNotAllowed)
+	require.ErrorIs(t, err, access.ErrNotAllowed)
 	require.EqualError(t, InFlagTerms(errors.New("ResolverOptions.ExecPlugins[2].SendTo does not allow it")), "--send-to does not allow it")
 	require.EqualError(t, InFlagTerms(errors.New("the exec args neither equal ResolverOptions.ExecPlugins[0].Args nor fit ResolverOptions.ExecPlugins[0].ArgsPattern")),
 		"the exec args neither equal the arguments that --allow-exec-args gives nor fit --allow-exec-args's pattern")

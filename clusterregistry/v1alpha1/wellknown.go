@@ -15,7 +15,7 @@ const (
 	ProviderTypeKubeconfigFile = "kubeconfig-file"
 	// ProviderTypeExec runs a client.authentication.k8s.io exec plugin: config "command", "args",
 	// "env", "apiVersion", "provideClusterInfo" and "clusterConfig", run only as the caller's
-	// multicluster.ExecPlugin for the command allows.
+	// access.ExecPlugin for the command allows.
 	ProviderTypeExec = "exec"
 	// ProviderTypeTokenFile reads a bearer token from config "path", rereading it as it rotates,
 	// as for a projected service account token.

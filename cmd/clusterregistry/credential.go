@@ -17,7 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clientauthv1 "k8s.io/client-go/pkg/apis/clientauthentication/v1"
 
-	"github.com/cluster-registry/sdk/multicluster"
+	"github.com/cluster-registry/sdk/access"
 	"github.com/cluster-registry/sdk/trustflags"
 )
 
@@ -39,7 +39,7 @@ type CredentialOptions struct {
 
 	name     string
 	info     []byte
-	resolver multicluster.ResolverOptions
+	resolver access.ResolverOptions
 	factory  *factory
 	out      io.Writer
 }
@@ -125,7 +125,7 @@ func newCredential(f *factory) *cobra.Command {
 }
 
 // credential answers kubectl's request for the credentials of Cluster namespace/name.
-func credential(ctx context.Context, out io.Writer, reg *registry, name string, info []byte, opts multicluster.ResolverOptions) error {
+func credential(ctx context.Context, out io.Writer, reg *registry, name string, info []byte, opts access.ResolverOptions) error {
 	namespace := reg.Namespace
 	var req clientauthv1.ExecCredential
 	if err := json.Unmarshal(info, &req); err != nil {
@@ -152,24 +152,24 @@ func credential(ctx context.Context, out io.Writer, reg *registry, name string, 
 		return fmt.Errorf("cluster %s: reading it from the registry (%s): %w", key, at, err)
 	}
 
-	opts.Secrets = multicluster.SecretsFromClient(reg.Kube)
+	opts.Secrets = access.SecretsFromClient(reg.Kube)
 	opts.UserAgent = "clusterregistry-credential"
-	resolver, err := multicluster.NewResolver(opts)
+	resolver, err := access.NewResolver(opts)
 	if err != nil {
 		return usageError{err}
 	}
-	access, err := resolver.Resolve(ctx, c)
+	resolved, err := resolver.Resolve(ctx, c)
 	if err != nil {
-		// A *multicluster.ClusterError: it names the Cluster and each provider's reason, here in
+		// A *access.ClusterError: it names the Cluster and each provider's reason, here in
 		// the terms of the flags that would allow it.
 		return trustflags.InFlagTerms(err)
 	}
-	if err := checkTarget(key, access, req.Spec.Cluster); err != nil {
+	if err := checkTarget(key, resolved, req.Spec.Cluster); err != nil {
 		return err
 	}
-	status, err := material(ctx, access)
+	status, err := material(ctx, resolved)
 	if err != nil {
-		return fmt.Errorf("cluster %s, provider %s: %w", key, access.Provider, err)
+		return fmt.Errorf("cluster %s, provider %s: %w", key, resolved.Provider, err)
 	}
 	answer := clientauthv1.ExecCredential{TypeMeta: metav1.TypeMeta{APIVersion: req.APIVersion, Kind: "ExecCredential"}, Status: status}
 	return json.NewEncoder(out).Encode(answer)
@@ -177,8 +177,8 @@ func credential(ctx context.Context, out io.Writer, reg *registry, name string, 
 
 // checkTarget refuses unless kubectl will call the server the credentials were resolved for, and
 // verify it as the Resolver would: by the same CA and server name, never without verifying.
-func checkTarget(key string, a *multicluster.Access, to *clientauthv1.Cluster) error {
-	server, err := multicluster.ServerURL(to.Server)
+func checkTarget(key string, a *access.Resolved, to *clientauthv1.Cluster) error {
+	server, err := access.ServerURL(to.Server)
 	if err != nil {
 		return fmt.Errorf("cluster %s: kubectl's server for this context: %w", key, err)
 	}

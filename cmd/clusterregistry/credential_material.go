@@ -17,7 +17,7 @@ import (
 	clientauthv1 "k8s.io/client-go/pkg/apis/clientauthentication/v1"
 	"k8s.io/client-go/transport"
 
-	"github.com/cluster-registry/sdk/multicluster"
+	"github.com/cluster-registry/sdk/access"
 )
 
 // material is what the resolved config would authenticate with: a bearer token or a client
@@ -25,7 +25,7 @@ import (
 // so that every way a provider may give credentials (a token, a token file, certificate data, an
 // exec plugin of the reader's) comes out the same: it sends one request through the config's own
 // authentication wrappers to a round tripper that only looks at it, never to the network.
-func material(ctx context.Context, a *multicluster.Access) (*clientauthv1.ExecCredentialStatus, error) {
+func material(ctx context.Context, a *access.Resolved) (*clientauthv1.ExecCredentialStatus, error) {
 	tc, err := a.Config.TransportConfig()
 	if err != nil {
 		return nil, err

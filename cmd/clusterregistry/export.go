@@ -10,8 +10,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
+	"github.com/cluster-registry/sdk/access"
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
-	"github.com/cluster-registry/sdk/multicluster"
 	"github.com/cluster-registry/sdk/trustflags"
 )
 
@@ -23,7 +23,7 @@ type ExportOptions struct {
 	AllNamespaces                    bool
 	Trust                            trustflags.Flags
 
-	resolver multicluster.ResolverOptions
+	resolver access.ResolverOptions
 	factory  *factory
 	cmd      *cobra.Command
 }
@@ -103,8 +103,8 @@ func (o *ExportOptions) Run(ctx context.Context) error {
 			return fmt.Errorf("finding this command's path for the kubeconfig; give --credential-command: %w", err)
 		}
 	}
-	o.resolver.Secrets = multicluster.SecretsFromClient(reg.Kube)
-	resolver, err := multicluster.NewResolver(o.resolver)
+	o.resolver.Secrets = access.SecretsFromClient(reg.Kube)
+	resolver, err := access.NewResolver(o.resolver)
 	if err != nil {
 		return usageError{err}
 	}
@@ -117,7 +117,7 @@ var (
 	exportLong = `export writes the Clusters it selects.
 
 With --format clusters (the default) it writes one ClusterList: what import and
-multicluster.LoadFleet read. It keeps what people write (names, namespaces, labels, annotations,
+multicluster.LoadMembers reads. It keeps what people write (names, namespaces, labels, annotations,
 spec) and drops what the server and controllers fill in (uid, resourceVersion, managed fields,
 status), so that an export imported again changes nothing. Clusters hold pointers, not
 credentials, so the file holds none either.

@@ -15,8 +15,8 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/yaml"
 
+	"github.com/cluster-registry/sdk/access"
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
-	"github.com/cluster-registry/sdk/multicluster"
 	"github.com/cluster-registry/sdk/trustflags"
 )
 
@@ -32,7 +32,7 @@ type kubeconfigExport struct {
 // exportKubeconfig writes a kubeconfig with a context per Cluster that resolves here, each
 // verified as the Resolver verifies it and authenticated by clusterregistry credential. Clusters
 // that do not resolve are named on errOut and left out.
-func exportKubeconfig(ctx context.Context, out, errOut io.Writer, resolver *multicluster.Resolver, clusters []v1alpha1.Cluster, o kubeconfigExport) error {
+func exportKubeconfig(ctx context.Context, out, errOut io.Writer, resolver *access.Resolver, clusters []v1alpha1.Cluster, o kubeconfigExport) error {
 	cfg := clientcmdapi.NewConfig()
 	failed := 0
 	for i := range clusters {
@@ -42,16 +42,16 @@ func exportKubeconfig(ctx context.Context, out, errOut io.Writer, resolver *mult
 			name = c.Namespace + "/" + c.Name
 		}
 		name = o.prefix + name
-		access, err := resolver.Resolve(ctx, c)
+		resolved, err := resolver.Resolve(ctx, c)
 		if err != nil {
-			fmt.Fprintf(errOut, "not exported: %v\n", trustflags.InFlagTerms(err)) // a *multicluster.ClusterError names the Cluster
+			fmt.Fprintf(errOut, "not exported: %v\n", trustflags.InFlagTerms(err)) // a *access.ClusterError names the Cluster
 			failed++
 			continue
 		}
 		cfg.Clusters[name] = &clientcmdapi.Cluster{
-			Server:                   access.Server.String(),
-			CertificateAuthorityData: access.Config.CAData,
-			TLSServerName:            access.Config.ServerName,
+			Server:                   resolved.Server.String(),
+			CertificateAuthorityData: resolved.Config.CAData,
+			TLSServerName:            resolved.Config.ServerName,
 		}
 		cfg.AuthInfos[name] = &clientcmdapi.AuthInfo{Exec: &clientcmdapi.ExecConfig{
 			APIVersion: "client.authentication.k8s.io/v1",

@@ -11,14 +11,14 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/cluster-registry/sdk/access"
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
-	"github.com/cluster-registry/sdk/multicluster"
 )
 
 // export --format kubeconfig -o json writes JSON (it wrote YAML), which kubectl reads as a
 // kubeconfig all the same.
 func TestExportKubeconfigAsJSON(t *testing.T) {
-	resolver, err := multicluster.NewResolver(multicluster.ResolverOptions{})
+	resolver, err := access.NewResolver(access.ResolverOptions{})
 	require.NoError(t, err)
 	var out, errOut bytes.Buffer
 	require.NoError(t, exportKubeconfig(t.Context(), &out, &errOut, resolver, nil, kubeconfigExport{command: "clusterregistry", output: "json"}))
@@ -32,9 +32,9 @@ func TestExportKubeconfigAsJSON(t *testing.T) {
 
 // --context-prefix names the contexts, clusters and users apart from the user's own.
 func TestExportKubeconfigContextPrefix(t *testing.T) {
-	resolver, err := multicluster.NewResolver(multicluster.ResolverOptions{Providers: map[string]multicluster.Provider{"static": multicluster.ProviderFunc(
-		func(context.Context, *multicluster.Request) (*multicluster.Credentials, error) {
-			return &multicluster.Credentials{BearerToken: "static"}, nil
+	resolver, err := access.NewResolver(access.ResolverOptions{Providers: map[string]access.Provider{"static": access.ProviderFunc(
+		func(context.Context, *access.Request) (*access.Credentials, error) {
+			return &access.Credentials{BearerToken: "static"}, nil
 		})}, ClientIP: netip.MustParseAddr("127.0.0.1")})
 	require.NoError(t, err)
 	c := v1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: "fleet", Name: "prod"}, Spec: v1alpha1.ClusterSpec{

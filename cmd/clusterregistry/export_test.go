@@ -17,10 +17,10 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/yaml"
 
+	"github.com/cluster-registry/sdk/access"
 	"github.com/cluster-registry/sdk/clientset/versioned"
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
 	"github.com/cluster-registry/sdk/localfleet"
-	"github.com/cluster-registry/sdk/multicluster"
 )
 
 // export, delete, import: the Clusters come back as they were; importing again changes nothing;
@@ -193,8 +193,8 @@ func TestImportFromKubeconfig(t *testing.T) {
 		}
 	}
 	// The importer, allowing the file, reaches the member through the Cluster.
-	resolver, err := multicluster.NewResolver(multicluster.ResolverOptions{
-		FileRoots: []multicluster.FileRoot{{Dir: filepath.Dir(kubeconfig), SendTo: multicluster.Servers(lf.Members[0].URL())}},
+	resolver, err := access.NewResolver(access.ResolverOptions{
+		FileRoots: []access.FileRoot{{Dir: filepath.Dir(kubeconfig), SendTo: access.Servers(lf.Members[0].URL())}},
 	})
 	require.NoError(t, err)
 	member, err := resolver.Config(ctx, alpha)

@@ -15,8 +15,8 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/labels"
 
+	"github.com/cluster-registry/sdk/access"
 	"github.com/cluster-registry/sdk/health"
-	"github.com/cluster-registry/sdk/multicluster"
 	"github.com/cluster-registry/sdk/trustflags"
 )
 
@@ -84,9 +84,9 @@ func (o *HealthOptions) Run(ctx context.Context) error {
 	if !o.AllNamespaces {
 		opts.Namespaces = []string{reg.Namespace}
 	}
-	resolverOpts.Secrets = multicluster.SecretsFromClient(reg.Kube)
+	resolverOpts.Secrets = access.SecretsFromClient(reg.Kube)
 	resolverOpts.UserAgent = "clusterregistry-health"
-	if opts.Resolver, err = multicluster.NewResolver(resolverOpts); err != nil {
+	if opts.Resolver, err = access.NewResolver(resolverOpts); err != nil {
 		return err
 	}
 	opts.Kube, opts.Registry = reg.Kube, reg.Clusters

@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
+	"github.com/cluster-registry/sdk/access"
 	"github.com/cluster-registry/sdk/clientset/versioned"
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
 	"github.com/cluster-registry/sdk/localfleet"
@@ -137,12 +138,12 @@ func TestJoin(t *testing.T) {
 
 	// A tool reaches each member through the registry alone.
 	registry := versioned.NewForConfigOrDie(lf.Registry.Config)
-	resolver, err := multicluster.NewResolver(multicluster.ResolverOptions{Secrets: multicluster.SecretsFromClient(kubernetes.NewForConfigOrDie(lf.Registry.Config))})
+	resolver, err := access.NewResolver(access.ResolverOptions{Secrets: access.SecretsFromClient(kubernetes.NewForConfigOrDie(lf.Registry.Config))})
 	require.NoError(t, err)
 	list, err := registry.ClusterregistryV1alpha1().Clusters("joined").List(ctx, metav1.ListOptions{LabelSelector: "joined=yes"})
 	require.NoError(t, err)
 	require.Len(t, list.Items, 2)
-	results := multicluster.Map(ctx, multicluster.StaticFleet(resolver, list.Items, multicluster.FleetOptions{}).Members(),
+	results := multicluster.Map(ctx, multicluster.MembersOf(resolver, list.Items, multicluster.FleetOptions{}),
 		func(ctx context.Context, m *multicluster.Member) (string, error) {
 			kube, err := m.Kubernetes(ctx)
 			if err != nil {
@@ -184,7 +185,7 @@ func TestJoin(t *testing.T) {
 	require.Equal(t, 0, code, "%s%s", out, stderr)
 	require.Equal(t, 4, strings.Count(out, " deleted\n"), out)
 	require.Len(t, joinAccounts(t, memberKube), 1)
-	require.NoError(t, multicluster.Map(ctx, multicluster.StaticFleet(resolver, list.Items, multicluster.FleetOptions{}).Members(),
+	require.NoError(t, multicluster.Map(ctx, multicluster.MembersOf(resolver, list.Items, multicluster.FleetOptions{}),
 		func(ctx context.Context, m *multicluster.Member) (string, error) {
 			kube, err := m.Kubernetes(ctx)
 			if err != nil {

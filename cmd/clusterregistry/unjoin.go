@@ -11,8 +11,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/cluster-registry/sdk/access"
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
-	"github.com/cluster-registry/sdk/multicluster"
 )
 
 // UnjoinOptions are unjoin's flags and what Complete makes of them, in the manner of kubectl's
@@ -237,7 +237,7 @@ func contextFor(fac *factory, cluster *v1alpha1.Cluster) (string, error) {
 	if len(eps) == 0 {
 		return "", fmt.Errorf("member: cluster %s/%s names no server; give --member-context", cluster.Namespace, cluster.Name)
 	}
-	want, err := multicluster.ServerURL(eps[0].ServerAddress)
+	want, err := access.ServerURL(eps[0].ServerAddress)
 	if err != nil {
 		return "", fmt.Errorf("member: cluster %s/%s: %w; give --member-context", cluster.Namespace, cluster.Name, err)
 	}
@@ -248,7 +248,7 @@ func contextFor(fac *factory, cluster *v1alpha1.Cluster) (string, error) {
 	var matching []string
 	for name, c := range raw.Contexts {
 		if cl := raw.Clusters[c.Cluster]; cl != nil {
-			if u, err := multicluster.ServerURL(cl.Server); err == nil && u.String() == want.String() {
+			if u, err := access.ServerURL(cl.Server); err == nil && u.String() == want.String() {
 				matching = append(matching, name)
 			}
 		}

@@ -37,6 +37,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	appsv1client "k8s.io/client-go/kubernetes/typed/apps/v1"
 
+	"github.com/cluster-registry/sdk/access"
 	"github.com/cluster-registry/sdk/clientset/versioned"
 	"github.com/cluster-registry/sdk/internal/buildinfo"
 	"github.com/cluster-registry/sdk/multicluster"
@@ -56,7 +57,7 @@ type options struct {
 	timeout                      time.Duration
 	dryRun, delete, skipNotReady bool
 	wait                         bool
-	resolver                     multicluster.ResolverOptions
+	resolver                     access.ResolverOptions
 }
 
 func main() {
@@ -174,13 +175,13 @@ func selectMembers(ctx context.Context, opts *options) ([]*multicluster.Member, 
 	if err != nil {
 		return nil, err
 	}
-	opts.resolver.Secrets = multicluster.SecretsFromClient(secrets)
+	opts.resolver.Secrets = access.SecretsFromClient(secrets)
 	opts.resolver.UserAgent = fieldManager
-	resolver, err := multicluster.NewResolver(opts.resolver)
+	resolver, err := access.NewResolver(opts.resolver)
 	if err != nil {
 		return nil, err
 	}
-	return multicluster.StaticFleet(resolver, list.Items, multicluster.FleetOptions{}).Members(), nil
+	return multicluster.MembersOf(resolver, list.Items, multicluster.FleetOptions{}), nil
 }
 
 // deployment applies (or deletes) the Deployment on one member; its value is the table's result.

@@ -11,7 +11,7 @@ import (
 )
 
 // tool is a small multi-cluster tool: it reads the registry with the generated clientset and
-// fans out with multicluster, the two things tools import.
+// fans out with access and multicluster, the things tools import.
 const tool = `package main
 
 import (
@@ -22,6 +22,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/cluster-registry/sdk/access"
 	"github.com/cluster-registry/sdk/clientset/versioned"
 	"github.com/cluster-registry/sdk/multicluster"
 )
@@ -36,12 +37,12 @@ func main() {
 	if err != nil {
 		panic(err)
 	}
-	resolver, err := multicluster.NewResolver(multicluster.ResolverOptions{})
+	resolver, err := access.NewResolver(access.ResolverOptions{})
 	if err != nil {
 		panic(err)
 	}
-	fleet := multicluster.StaticFleet(resolver, list.Items, multicluster.FleetOptions{})
-	results := multicluster.Map(ctx, fleet.Members(), func(ctx context.Context, m *multicluster.Member) (string, error) {
+	members := multicluster.MembersOf(resolver, list.Items, multicluster.FleetOptions{})
+	results := multicluster.Map(ctx, members, func(ctx context.Context, m *multicluster.Member) (string, error) {
 		return m.Name().String(), nil
 	}, multicluster.Concurrency(8))
 	fmt.Println(results.Err())

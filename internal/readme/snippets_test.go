@@ -46,6 +46,7 @@ import (
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/rest"
 
+	"github.com/cluster-registry/sdk/access"
 	"github.com/cluster-registry/sdk/clientset/versioned"
 	"github.com/cluster-registry/sdk/clusterregistry"
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
@@ -62,7 +63,7 @@ var (
 	registryClient versioned.Interface
 	secretLister   corelisters.SecretLister
 	cluster        *v1alpha1.Cluster
-	resolver       *multicluster.Resolver // from "Reach a member"
+	resolver       *access.Resolver // from "Reach a member"
 	cm             *corev1ac.ConfigMapApplyConfiguration
 	t              *testing.T
 	runMyTool      func(t *testing.T, args ...string)

@@ -1,4 +1,4 @@
-package multicluster
+package access
 
 import (
 	"encoding/base64"
@@ -36,7 +36,7 @@ func storedCluster(t *testing.T, ns, name, server string, ca []byte, providers .
 	return created
 }
 
-// attempt resolves c and, if that works, uses the Access as a tool would; it returns what went
+// attempt resolves c and, if that works, uses the Resolved as a tool would; it returns what went
 // wrong, or nil.
 func attempt(t *testing.T, r *Resolver, c *v1alpha1.Cluster) error {
 	t.Helper()
@@ -267,7 +267,7 @@ func TestClusterProfilePluginWorksUnchanged(t *testing.T) {
 		t.Fatal(err)
 	}
 	if second == first || string(execClusterConfig(second.Config.ExecProvider)) != `{"clusterName": "profiled"}` {
-		t.Errorf("an edited clusterConfig kept the old Access")
+		t.Errorf("an edited clusterConfig kept the old Resolved")
 	}
 
 	// A kubeconfig of the caller's: its cluster's client.authentication.k8s.io/exec extension is the

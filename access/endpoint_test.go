@@ -1,4 +1,4 @@
-package multicluster
+package access
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package multicluster
+package access
 
 import (
 	"context"
@@ -117,7 +117,7 @@ func tokenSecret(ns, name, token string, annotations map[string]string) *corev1.
 	}
 }
 
-// A Secret's token is rotated and the old one revoked: the Access in hand gets a 401, and the
+// A Secret's token is rotated and the old one revoked: the Resolved in hand gets a 401, and the
 // next Resolve reads the Secret again and works, with nothing restarted.
 func TestRotatedSecretIsPickedUp(t *testing.T) {
 	integration(t)
@@ -154,7 +154,7 @@ func TestRotatedSecretIsPickedUp(t *testing.T) {
 		t.Fatal(err)
 	}
 	if after == before {
-		t.Fatal("Resolve returned the Access the member refused")
+		t.Fatal("Resolve returned the Resolved the member refused")
 	}
 	if err := useMember(ctx, after); err != nil {
 		t.Fatalf("with the rotated token: %v", err)

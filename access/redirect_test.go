@@ -1,4 +1,4 @@
-package multicluster
+package access
 
 import (
 	"context"
@@ -20,6 +20,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -133,20 +134,21 @@ func TestRedirectsDoNotCarryCredentials(t *testing.T) {
 		*storedCluster(t, ns, "by-certificate", hostile.URL, hostileCA, provider("p", v1alpha1.ProviderTypeSecret, map[string]string{"name": "cert"})),
 		*storedCluster(t, ns, "by-exec", hostile.URL, hostileCA, provider("p", v1alpha1.ProviderTypeExec, map[string]string{"command": plugin})),
 	}
-	fleet := StaticFleet(r, clusters, FleetOptions{})
+	resolve := func(ctx context.Context, c *v1alpha1.Cluster) (*Resolved, error) { return r.Resolve(ctx, c) }
 
-	// Each way a tool reaches a member, with one request that the member redirects.
-	uses := map[string]func(ctx context.Context, m *Member) error{
-		"Member.Kubernetes GET": func(ctx context.Context, m *Member) error {
-			kube, err := m.Kubernetes(ctx)
+	// Each way a tool reaches a member, with one request that the member redirects. The first
+	// four build clients as multicluster.Member does: on the Resolved's Config and HTTPClient.
+	uses := map[string]func(ctx context.Context, c *v1alpha1.Cluster) error{
+		"clientset GET": func(ctx context.Context, c *v1alpha1.Cluster) error {
+			kube, err := clientsetOf(ctx, resolve, c)
 			if err != nil {
 				return err
 			}
 			_, err = kube.CoreV1().ConfigMaps("default").Get(ctx, "x", metav1.GetOptions{})
 			return err
 		},
-		"Member.Kubernetes POST": func(ctx context.Context, m *Member) error {
-			kube, err := m.Kubernetes(ctx)
+		"clientset POST": func(ctx context.Context, c *v1alpha1.Cluster) error {
+			kube, err := clientsetOf(ctx, resolve, c)
 			if err != nil {
 				return err
 			}
@@ -154,23 +156,31 @@ func TestRedirectsDoNotCarryCredentials(t *testing.T) {
 			_, err = kube.CoreV1().ConfigMaps("default").Create(ctx, cm, metav1.CreateOptions{})
 			return err
 		},
-		"Member.Dynamic GET": func(ctx context.Context, m *Member) error {
-			dyn, err := m.Dynamic(ctx)
+		"dynamic client GET": func(ctx context.Context, c *v1alpha1.Cluster) error {
+			a, err := resolve(ctx, c)
+			if err != nil {
+				return err
+			}
+			dyn, err := dynamic.NewForConfigAndClient(a.Config, a.HTTPClient)
 			if err != nil {
 				return err
 			}
 			_, err = dyn.Resource(schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}).Namespace("default").Get(ctx, "x", metav1.GetOptions{})
 			return err
 		},
-		"Member.Client GET": func(ctx context.Context, m *Member) error {
-			c, err := m.Client(ctx)
+		"controller-runtime client GET": func(ctx context.Context, c *v1alpha1.Cluster) error {
+			a, err := resolve(ctx, c)
 			if err != nil {
 				return err
 			}
-			return c.Get(ctx, client.ObjectKey{Namespace: "default", Name: "x"}, &corev1.ConfigMap{})
+			crc, err := client.New(a.Config, client.Options{HTTPClient: a.HTTPClient})
+			if err != nil {
+				return err
+			}
+			return crc.Get(ctx, client.ObjectKey{Namespace: "default", Name: "x"}, &corev1.ConfigMap{})
 		},
-		"a clientset of the caller's from Access.Config": func(ctx context.Context, m *Member) error {
-			a, err := m.Access(ctx)
+		"a clientset of the caller's from Resolved.Config": func(ctx context.Context, c *v1alpha1.Cluster) error {
+			a, err := resolve(ctx, c)
 			if err != nil {
 				return err
 			}
@@ -181,8 +191,8 @@ func TestRedirectsDoNotCarryCredentials(t *testing.T) {
 			_, err = kube.CoreV1().Pods("default").List(ctx, metav1.ListOptions{})
 			return err
 		},
-		"a discovery client from Access.Config": func(ctx context.Context, m *Member) error {
-			a, err := m.Access(ctx)
+		"a discovery client from Resolved.Config": func(ctx context.Context, c *v1alpha1.Cluster) error {
+			a, err := resolve(ctx, c)
 			if err != nil {
 				return err
 			}
@@ -193,8 +203,8 @@ func TestRedirectsDoNotCarryCredentials(t *testing.T) {
 			_, err = d.ServerGroups()
 			return err
 		},
-		"Access.HTTPClient": func(ctx context.Context, m *Member) error {
-			a, err := m.Access(ctx)
+		"Resolved.HTTPClient": func(ctx context.Context, c *v1alpha1.Cluster) error {
+			a, err := resolve(ctx, c)
 			if err != nil {
 				return err
 			}
@@ -219,23 +229,25 @@ func TestRedirectsDoNotCarryCredentials(t *testing.T) {
 			t.Run(fmt.Sprintf("%s to %s (%d)", name, scheme, status), func(t *testing.T) {
 				hostile.target.Store(target.URL)
 				hostile.status.Store(int32(status))
-				results := ForEach(testContext(t), fleet.Members(), use)
-				for _, res := range results {
+				for i := range clusters {
+					c := &clusters[i]
+					key := c.Namespace + "/" + c.Name
+					err := use(testContext(t), c)
 					var off *OffServerError
-					if !errors.As(res.Err, &off) || !errors.Is(res.Err, ErrUnpinnedSecret) {
-						t.Fatalf("%s: got %v; want an *OffServerError", res.Member, res.Err)
+					if !errors.As(err, &off) || !errors.Is(err, ErrUnpinnedSecret) {
+						t.Fatalf("%s: got %v; want an *OffServerError", key, err)
 					}
-					if off.Cluster != res.Member.String() || off.RedirectStatus != status {
-						t.Errorf("%s: the error says cluster %q, status %d", res.Member, off.Cluster, off.RedirectStatus)
+					if off.Cluster != key || off.RedirectStatus != status {
+						t.Errorf("%s: the error says cluster %q, status %d", key, off.Cluster, off.RedirectStatus)
 					}
 					targetHost := strings.TrimPrefix(target.URL, scheme+"://")
-					for _, want := range []string{res.Member.String(), targetHost, fmt.Sprint(status)} {
-						if !strings.Contains(res.Err.Error(), want) {
-							t.Errorf("%s: the error does not say %q: %v", res.Member, want, res.Err)
+					for _, want := range []string{key, targetHost, fmt.Sprint(status)} {
+						if !strings.Contains(err.Error(), want) {
+							t.Errorf("%s: the error does not say %q: %v", key, want, err)
 						}
 					}
-					if strings.Contains(res.Err.Error(), token) || strings.Contains(res.Err.Error(), "BEGIN") {
-						t.Errorf("%s: the error holds a credential: %v", res.Member, res.Err)
+					if strings.Contains(err.Error(), token) || strings.Contains(err.Error(), "BEGIN") {
+						t.Errorf("%s: the error holds a credential: %v", key, err)
 					}
 				}
 				target.requireNothing(t)
@@ -245,19 +257,19 @@ func TestRedirectsDoNotCarryCredentials(t *testing.T) {
 
 	// A redirect within the member's own server is still followed.
 	t.Run("same server", func(t *testing.T) {
-		for _, m := range fleet.Members() {
-			a, err := m.Access(testContext(t))
+		for i := range clusters {
+			a, err := r.Resolve(testContext(t), &clusters[i])
 			if err != nil {
 				t.Fatal(err)
 			}
 			resp, err := a.HTTPClient.Get(hostile.URL + "/same/x")
 			if err != nil {
-				t.Fatalf("%s: %v", m, err)
+				t.Fatalf("%s: %v", clusters[i].Name, err)
 			}
 			body, _ := io.ReadAll(resp.Body)
 			resp.Body.Close()
 			if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), "v1.36.3") {
-				t.Fatalf("%s: %s %s", m, resp.Status, body)
+				t.Fatalf("%s: %s %s", clusters[i].Name, resp.Status, body)
 			}
 		}
 	})
@@ -289,6 +301,15 @@ func TestPinnedTransportOrigins(t *testing.T) {
 			t.Errorf("%s: got %v, want allowed=%v", target, err, allowed)
 		}
 	}
+}
+
+// clientsetOf is a clientset for c's member, built as multicluster.Member.Kubernetes builds it.
+func clientsetOf(ctx context.Context, resolve func(context.Context, *v1alpha1.Cluster) (*Resolved, error), c *v1alpha1.Cluster) (kubernetes.Interface, error) {
+	a, err := resolve(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	return kubernetes.NewForConfigAndClient(a.Config, a.HTTPClient)
 }
 
 type roundTripFunc func(*http.Request) (*http.Response, error)

@@ -1,4 +1,4 @@
-package multicluster
+package access
 
 import (
 	"context"
@@ -95,8 +95,8 @@ type ResolverOptions struct {
 	Logger logr.Logger
 }
 
-// Access is a resolved Cluster: how to reach its API server, with whose credentials.
-type Access struct {
+// Resolved is a Cluster resolved: how to reach its API server, with whose credentials.
+type Resolved struct {
 	// Config reaches the member. It is shared by every caller that resolves the same inputs: copy
 	// it with rest.CopyConfig before changing it. Its WrapTransport refuses, with an
 	// *OffServerError, every request for another server than Server (a redirect elsewhere, say),
@@ -117,7 +117,21 @@ type Access struct {
 	unauthorized *atomic.Bool
 }
 
-// Resolver turns Clusters into Access to their members. It caches each Cluster's resolution,
+// Endpoint is Server as a string, made once (every fan-out result reports it), or the Config's
+// Host for a Resolved made by hand.
+func (a *Resolved) Endpoint() string {
+	switch {
+	case a.server != "":
+		return a.server
+	case a.Server != nil:
+		return a.Server.String()
+	case a.Config != nil:
+		return a.Config.Host
+	}
+	return ""
+}
+
+// Resolver turns Clusters into Resolved configs for their members. It caches each Cluster's resolution,
 // keyed by a fingerprint of every input that shaped it, and is safe for concurrent use.
 type Resolver struct {
 	opts      ResolverOptions
@@ -138,7 +152,7 @@ type entry struct {
 	uid      types.UID
 	specHash uint64
 	inputs   [sha256.Size]byte
-	access   *Access
+	access   *Resolved
 	// revalidateAt is when the inputs must be read again, in Unix nanoseconds.
 	revalidateAt atomic.Int64
 }
@@ -220,13 +234,13 @@ func NewResolver(opts ResolverOptions) (*Resolver, error) {
 	return r, nil
 }
 
-// Resolve returns Access to the member c describes. While c's spec and the inputs its provider
-// read are unchanged it returns the same Access, without allocating; a Secret or file that
+// Resolve returns how to reach the member c describes. While c's spec and the inputs its provider
+// read are unchanged it returns the same Resolved, without allocating; a Secret or file that
 // changed, or a 401 from the member, leads to fresh credentials on the next call.
 //
 // Errors are *ClusterError, wrapping *NoEndpointError, *NoProviderError (which wraps each
 // provider's *ProviderError, and through them *PinningError, ErrNotAllowed, ...).
-func (r *Resolver) Resolve(ctx context.Context, c *v1alpha1.Cluster) (*Access, error) {
+func (r *Resolver) Resolve(ctx context.Context, c *v1alpha1.Cluster) (*Resolved, error) {
 	key := types.NamespacedName{Namespace: c.Namespace, Name: c.Name}
 	specHash := r.specHash(&c.Spec)
 	r.mu.RLock()
@@ -263,7 +277,7 @@ func (r *Resolver) Len() int {
 }
 
 // resolveShared makes concurrent callers for the same Cluster and spec share one resolution.
-func (r *Resolver) resolveShared(ctx context.Context, key types.NamespacedName, c *v1alpha1.Cluster, specHash uint64) (*Access, error) {
+func (r *Resolver) resolveShared(ctx context.Context, key types.NamespacedName, c *v1alpha1.Cluster, specHash uint64) (*Resolved, error) {
 	flight := fmt.Sprintf("%s/%s/%s/%x", key.Namespace, key.Name, c.UID, specHash)
 	v, err, _ := r.flights.Do(flight, func() (any, error) {
 		return r.resolve(ctx, key, c, specHash)
@@ -275,10 +289,10 @@ func (r *Resolver) resolveShared(ctx context.Context, key types.NamespacedName, 
 	if err != nil {
 		return nil, err
 	}
-	return v.(*Access), nil
+	return v.(*Resolved), nil
 }
 
-func (r *Resolver) resolve(ctx context.Context, key types.NamespacedName, c *v1alpha1.Cluster, specHash uint64) (*Access, error) {
+func (r *Resolver) resolve(ctx context.Context, key types.NamespacedName, c *v1alpha1.Cluster, specHash uint64) (*Resolved, error) {
 	clusterErr := func(provider string, err error) error {
 		return &ClusterError{Namespace: key.Namespace, Name: key.Name, Provider: provider, Err: err}
 	}
@@ -302,7 +316,7 @@ func (r *Resolver) resolve(ctx context.Context, key types.NamespacedName, c *v1a
 	r.mu.RLock()
 	old := r.entries[key]
 	r.mu.RUnlock()
-	var access *Access
+	var access *Resolved
 	if old != nil && old.uid == c.UID && old.inputs == inputs {
 		// The inputs are what they were: keep the config and its transport, and so its connections.
 		access = old.access
@@ -394,7 +408,7 @@ func (r *Resolver) ordered(providers []v1alpha1.AuthProviderConfig, noneErr *NoP
 	return out
 }
 
-func (r *Resolver) build(key types.NamespacedName, server *url.URL, caData []byte, provider *v1alpha1.AuthProviderConfig, creds *Credentials) (*Access, error) {
+func (r *Resolver) build(key types.NamespacedName, server *url.URL, caData []byte, provider *v1alpha1.AuthProviderConfig, creds *Credentials) (*Resolved, error) {
 	unauthorized := &atomic.Bool{}
 	pinned := pinTo(key.String(), server)
 	cfg := &rest.Config{
@@ -426,7 +440,7 @@ func (r *Resolver) build(key types.NamespacedName, server *url.URL, caData []byt
 		// match its certificate), never its content.
 		return nil, fmt.Errorf("building a client: %w", err)
 	}
-	return &Access{
+	return &Resolved{
 		Config:       cfg,
 		HTTPClient:   httpClient,
 		Server:       server,

@@ -1,4 +1,4 @@
-package multicluster
+package access
 
 import (
 	"fmt"
@@ -9,13 +9,13 @@ import (
 	"strings"
 )
 
-// Pinning is checked when a Cluster is resolved, and again on every request the resolved Access
+// Pinning is checked when a Cluster is resolved, and again on every request the Resolved
 // sends. Whatever answers at the member's address (a tenant's pod behind the services/pods proxy
 // subresource, an aggregated API, a gateway) can redirect a client, and client-go's bearer-token
 // and exec round trippers add the credential again on every hop, below the header stripping that
 // Go's http.Client does on cross-host redirects. So the check lives in the transport that
-// Access.Config carries (its WrapTransport, innermost, right above the connection): every client
-// built from that config, the Access's HTTPClient, clientsets, dynamic and discovery clients,
+// Resolved.Config carries (its WrapTransport, innermost, right above the connection): every client
+// built from that config, the Resolved's HTTPClient, clientsets, dynamic and discovery clients,
 // controller-runtime's client and the health probe, refuses a request for any other server before
 // it dials, so neither a header nor a client certificate leaves for it.
 

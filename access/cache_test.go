@@ -1,4 +1,4 @@
-package multicluster
+package access
 
 import (
 	"context"
@@ -16,7 +16,7 @@ type clock struct{ now time.Time }
 func (c *clock) Now() time.Time          { return c.now }
 func (c *clock) Advance(d time.Duration) { c.now = c.now.Add(d) }
 
-func serverVersion(t testing.TB, a *Access) {
+func serverVersion(t testing.TB, a *Resolved) {
 	t.Helper()
 	kube, err := kubernetes.NewForConfigAndClient(a.Config, a.HTTPClient)
 	if err != nil {
@@ -38,9 +38,9 @@ func secretFixture(t *testing.T, name, token string) (*fakeMember, *memSecrets, 
 	return fake, secrets, c, newResolver(t, ResolverOptions{Secrets: secrets})
 }
 
-// An unchanged Cluster with unchanged inputs resolves to the same Access, and so the same
+// An unchanged Cluster with unchanged inputs resolves to the same Resolved, and so the same
 // transport: one TLS handshake, however often it is resolved and used, revalidations included.
-// Changed inputs give a new Access; a removed Cluster is forgotten.
+// Changed inputs give a new Resolved; a removed Cluster is forgotten.
 func TestCacheKeepsTransportUntilInputsChange(t *testing.T) {
 	integration(t)
 	fake, secrets, c, r := secretFixture(t, "cached", "tok-1")
@@ -57,7 +57,7 @@ func TestCacheKeepsTransportUntilInputsChange(t *testing.T) {
 			t.Fatal(err)
 		}
 		if a != first {
-			t.Fatalf("call %d: a new Access for an unchanged Cluster", i)
+			t.Fatalf("call %d: a new Resolved for an unchanged Cluster", i)
 		}
 		serverVersion(t, a)
 		if i%10 == 9 {
@@ -72,12 +72,12 @@ func TestCacheKeepsTransportUntilInputsChange(t *testing.T) {
 	}
 
 	// A label or a display name does not shape the result; an unrelated copy of the object with
-	// them changed still gets the same Access.
+	// them changed still gets the same Resolved.
 	edited := c.DeepCopy()
 	edited.Labels = map[string]string{"env": "prod"}
 	edited.Spec.DisplayName = "renamed"
 	if a, _ := r.Resolve(testContext(t), edited); a != first {
-		t.Error("a change that does not shape the result made a new Access")
+		t.Error("a change that does not shape the result made a new Resolved")
 	}
 
 	// Rotation: the Secret changes, and after revalidation the Access is new.
@@ -89,7 +89,7 @@ func TestCacheKeepsTransportUntilInputsChange(t *testing.T) {
 		t.Fatal(err)
 	}
 	if rotated == first {
-		t.Fatal("a rotated Secret kept the old Access")
+		t.Fatal("a rotated Secret kept the old Resolved")
 	}
 	serverVersion(t, rotated)
 
@@ -103,7 +103,7 @@ func TestCacheKeepsTransportUntilInputsChange(t *testing.T) {
 	}
 	after401, err := r.Resolve(testContext(t), c)
 	if err != nil || after401 == current {
-		t.Fatalf("after a 401: %v, same Access: %v", err, after401 == current)
+		t.Fatalf("after a 401: %v, same Resolved: %v", err, after401 == current)
 	}
 	serverVersion(t, after401)
 
@@ -135,7 +135,7 @@ func TestCacheKeyedByUID(t *testing.T) {
 	c.UID = "another-uid"
 	second, err := r.Resolve(testContext(t), c)
 	if err != nil || secrets.reads == reads || second == first {
-		t.Errorf("a new UID was not resolved afresh: %v (same Access: %v)", err, second == first)
+		t.Errorf("a new UID was not resolved afresh: %v (same Resolved: %v)", err, second == first)
 	}
 }
 

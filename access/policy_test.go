@@ -1,4 +1,4 @@
-package multicluster
+package access
 
 import (
 	"context"
@@ -363,7 +363,7 @@ func TestResolutionMutatesNothing(t *testing.T) {
 	}))
 	pristine := c.DeepCopy()
 	r := newResolver(t, ResolverOptions{ExecPlugins: []ExecPlugin{{Command: "login", ClusterArgs: true, ClusterEnv: []string{"A"}, SendTo: AnyServer()}}})
-	var configs []*Access
+	var configs []*Resolved
 	for i := range 5 {
 		r.Forget("fleet", "pure") // resolve from scratch each time
 		a, err := r.Resolve(testContext(t), c)
