@@ -13,7 +13,7 @@ import (
 //	}
 type FleetStatus struct {
 	// Synced is true once the Fleet holds every matching Cluster (Start has returned nil), and
-	// until Stop. A static Fleet is always synced.
+	// until Stop.
 	Synced bool
 	// Err is the last error from listing or watching the registry, nil while the Fleet follows
 	// it. Changes made while Err is set have not been seen.

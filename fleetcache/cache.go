@@ -1,0 +1,155 @@
+package fleetcache
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"slices"
+	"sync"
+
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/cluster-registry/sdk/multicluster"
+)
+
+// Members is where a Cache learns its members: a *multicluster.Fleet, whose options (namespaces,
+// label selector) choose the members.
+type Members interface {
+	Members() []*multicluster.Member
+	Subscribe(fn func(multicluster.MemberEvent)) (unsubscribe func())
+}
+
+// Cache keeps watch caches of the kinds that Typed, Dynamic and Metadata ask for, on every member
+// of a Fleet. Make one with New; it is safe for concurrent use.
+type Cache struct {
+	members Members
+
+	mu      sync.Mutex
+	running *running
+	caches  map[types.NamespacedName]*memberCaches
+	kinds   map[kindID]kindRunner
+}
+
+// running is one Start's subscription.
+type running struct {
+	ctx         context.Context
+	cancel      context.CancelFunc
+	unsubscribe func()
+}
+
+// New returns a Cache of the members of members, usually a *multicluster.Fleet. Ask for kinds
+// with Typed, Dynamic or Metadata, before or after Start.
+func New(members Members) *Cache {
+	return &Cache{members: members, caches: map[types.NamespacedName]*memberCaches{}, kinds: map[kindID]kindRunner{}}
+}
+
+// ErrRunning is Start's error when the Cache is already running.
+var ErrRunning = errors.New("fleetcache: already started; call Stop first")
+
+// Start follows the members' membership until Stop or until ctx ends, starting the caches of
+// every kind asked for on every member. It returns at once: members' caches sync in the
+// background, each at its own pace; see Kind.WaitForCacheSync and Kind.Status.
+func (c *Cache) Start(ctx context.Context) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.running != nil {
+		return ErrRunning
+	}
+	run := &running{}
+	run.ctx, run.cancel = context.WithCancel(ctx)
+	c.running = run
+	// The members there are now have caches when Start returns, so that WaitForCacheSync waits for
+	// them; the subscription's first events, MemberAdded for each, then find them in place.
+	for _, m := range c.members.Members() {
+		mc := newMemberCaches(run.ctx, m)
+		c.caches[m.Name()] = mc
+		for _, k := range c.sortedKinds() {
+			k.startOn(mc)
+		}
+	}
+	// Membership changes arrive one at a time, in order, from the subscription's goroutine.
+	run.unsubscribe = c.members.Subscribe(func(ev multicluster.MemberEvent) { c.onMember(run, ev) })
+	return nil
+}
+
+// Stop ends every member's caches and waits for their goroutines. Objects cached so far are
+// dropped. Calling Stop when the Cache is not running does nothing.
+func (c *Cache) Stop() {
+	c.mu.Lock()
+	run := c.running
+	if run == nil {
+		c.mu.Unlock()
+		return
+	}
+	c.running = nil
+	caches := c.caches
+	c.caches = map[types.NamespacedName]*memberCaches{}
+	c.mu.Unlock()
+
+	run.unsubscribe()
+	run.cancel()
+	for _, mc := range caches {
+		mc.stop()
+	}
+}
+
+// onMember starts, restarts or stops a member's caches.
+func (c *Cache) onMember(run *running, ev multicluster.MemberEvent) {
+	key := ev.Member.Name()
+	c.mu.Lock()
+	if c.running != run { // a late event of a stopped subscription
+		c.mu.Unlock()
+		return
+	}
+	old := c.caches[key]
+	if ev.Type == multicluster.MemberAdded && old != nil && old.member == ev.Member {
+		c.mu.Unlock()
+		return // started by Start
+	}
+	var mc *memberCaches
+	if ev.Type == multicluster.MemberRemoved {
+		delete(c.caches, key)
+	} else {
+		// A member reached differently may be another cluster: its caches start over, from a list.
+		mc = newMemberCaches(run.ctx, ev.Member)
+		c.caches[key] = mc
+		for _, k := range c.sortedKinds() {
+			k.startOn(mc)
+		}
+	}
+	c.mu.Unlock()
+	if old != nil {
+		old.stop()
+	}
+}
+
+// sortedKinds are the kinds asked for, in the order they were asked for.
+func (c *Cache) sortedKinds() []kindRunner {
+	out := make([]kindRunner, 0, len(c.kinds))
+	for _, k := range c.kinds {
+		out = append(out, k)
+	}
+	slices.SortFunc(out, func(a, b kindRunner) int { return cmp.Compare(a.order(), b.order()) })
+	return out
+}
+
+// memberList is the members with caches, ordered by namespace and name.
+func (c *Cache) memberList() []*memberCaches {
+	c.mu.Lock()
+	out := make([]*memberCaches, 0, len(c.caches))
+	for _, mc := range c.caches {
+		out = append(out, mc)
+	}
+	c.mu.Unlock()
+	slices.SortFunc(out, func(a, b *memberCaches) int {
+		ak, bk := a.member.Name(), b.member.Name()
+		return cmp.Or(cmp.Compare(ak.Namespace, bk.Namespace), cmp.Compare(ak.Name, bk.Name))
+	})
+	return out
+}
+
+func (c *Cache) memberCaches(member types.NamespacedName) *memberCaches {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.caches[member]
+}

@@ -1,0 +1,240 @@
+package fleetcache
+
+import (
+	"fmt"
+	"path"
+	"sync"
+	"sync/atomic"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic/dynamicinformer"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/metadata/metadatainformer"
+	"k8s.io/client-go/tools/cache"
+)
+
+// KindOptions shape the caches of one kind.
+type KindOptions struct {
+	// Transform changes each object before it is cached, after managed fields are dropped: set
+	// to nil what the tool does not read (a Node's images, a Pod's env) to keep the caches small.
+	// It may change the object it is given and must return an object of the same type.
+	Transform cache.TransformFunc
+	// KeepManagedFields keeps metadata.managedFields, which every cache drops by default.
+	KeepManagedFields bool
+	// Indexers are added to every member's cache of the kind; see also Kind.AddIndexers.
+	Indexers cache.Indexers
+}
+
+// Kind is one kind's caches on every member of a Cache. T is the type its objects have in the
+// caches: a typed object such as *corev1.Node, *unstructured.Unstructured (Dynamic), or
+// *metav1.PartialObjectMetadata (Metadata).
+type Kind[T runtime.Object] struct {
+	c    *Cache
+	id   kindID
+	seq  int
+	opts KindOptions
+	// newInformer builds the kind's informer from a member's clients.
+	newInformer func(*memberClients) (cache.SharedIndexInformer, error)
+
+	mu       sync.Mutex
+	handlers []func(Event[T])
+	indexers cache.Indexers
+}
+
+// kindID names a kind in a Cache: its resource and how it is cached.
+type kindID struct {
+	gvr  schema.GroupVersionResource
+	mode string
+}
+
+func (id kindID) String() string {
+	s := id.gvr.Resource
+	if id.gvr.Group != "" {
+		s += "." + id.gvr.Group
+	}
+	return fmt.Sprintf("%s (%s, %s)", s, id.gvr.Version, id.mode)
+}
+
+// kindRunner is a Kind of any T, as the Cache starts it on members.
+type kindRunner interface {
+	startOn(mc *memberCaches)
+	order() int
+}
+
+var kindSeq atomic.Int64
+
+// Typed caches a built-in kind as client-go's informer factory does, one factory per member:
+// Typed[*corev1.Node](c, corev1.SchemeGroupVersion.WithResource("nodes"), opts). T must be the
+// type the factory's informer for gvr holds; the factory knows every built-in resource.
+func Typed[T runtime.Object](c *Cache, gvr schema.GroupVersionResource, opts KindOptions) (*Kind[T], error) {
+	// A factory without a client builds informers without calling it: this checks that the
+	// factory knows the resource before any member is asked.
+	if _, err := informers.NewSharedInformerFactory(nil, 0).ForResource(gvr); err != nil {
+		return nil, fmt.Errorf("fleetcache: %w", err)
+	}
+	return register[T](c, kindID{gvr, "typed"}, opts, func(cl *memberClients) (cache.SharedIndexInformer, error) {
+		gi, err := cl.factory.ForResource(gvr)
+		if err != nil {
+			return nil, err
+		}
+		return gi.Informer(), nil
+	})
+}
+
+// Dynamic caches any resource, custom resources included, as unstructured objects.
+func Dynamic(c *Cache, gvr schema.GroupVersionResource, opts KindOptions) (*Kind[*unstructured.Unstructured], error) {
+	return register[*unstructured.Unstructured](c, kindID{gvr, "dynamic"}, opts, func(cl *memberClients) (cache.SharedIndexInformer, error) {
+		return dynamicinformer.NewFilteredDynamicInformer(cl.dynamic, gvr, metav1.NamespaceAll, 0, namespaceIndex(), nil).Informer(), nil
+	})
+}
+
+// Metadata caches only the metadata of a resource's objects (names, labels, annotations, owners),
+// for tools that count or find objects without reading them: a fraction of the memory of the
+// whole objects.
+func Metadata(c *Cache, gvr schema.GroupVersionResource, opts KindOptions) (*Kind[*metav1.PartialObjectMetadata], error) {
+	return register[*metav1.PartialObjectMetadata](c, kindID{gvr, "metadata"}, opts, func(cl *memberClients) (cache.SharedIndexInformer, error) {
+		return metadatainformer.NewFilteredMetadataInformer(cl.meta, gvr, metav1.NamespaceAll, 0, namespaceIndex(), nil).Informer(), nil
+	})
+}
+
+func namespaceIndex() cache.Indexers {
+	return cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}
+}
+
+// register adds the kind to the Cache and starts it on every member there is; asking again for
+// the same kind returns the same Kind.
+func register[T runtime.Object](c *Cache, id kindID, opts KindOptions, newInformer func(*memberClients) (cache.SharedIndexInformer, error)) (*Kind[T], error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if existing, ok := c.kinds[id]; ok {
+		k, ok := existing.(*Kind[T])
+		if !ok {
+			return nil, fmt.Errorf("fleetcache: %s is already cached as %T", id, existing)
+		}
+		return k, nil
+	}
+	indexers := cache.Indexers{}
+	for name, fn := range opts.Indexers {
+		indexers[name] = fn
+	}
+	k := &Kind[T]{c: c, id: id, seq: int(kindSeq.Add(1)), opts: opts, newInformer: newInformer, indexers: indexers}
+	c.kinds[id] = k
+	for _, mc := range c.caches {
+		k.startOn(mc)
+	}
+	return k, nil
+}
+
+func (k *Kind[T]) order() int { return k.seq }
+
+// String names the kind: its resource, version and how it is cached.
+func (k *Kind[T]) String() string { return k.id.String() }
+
+// startOn starts the kind's informer on a member, in a goroutine of the member's caches: the
+// member's clients may first have to wait for its credentials.
+func (k *Kind[T]) startOn(mc *memberCaches) {
+	st := newMemberInformer()
+	mc.mu.Lock()
+	mc.informers[k.id] = st
+	mc.routes = append(mc.routes, route{suffix: "/" + path.Join(k.id.gvr.Version, k.id.gvr.Resource), st: st})
+	mc.mu.Unlock()
+	mc.done.Go(func() {
+		cl, err := mc.clientsFor(st)
+		if err != nil {
+			return // stopped
+		}
+		inf, err := k.newInformer(cl)
+		if err == nil {
+			err = k.prepare(mc, st, inf)
+		}
+		if err != nil {
+			st.fail(fmt.Errorf("member %s: %s: %w", mc.member, k, err))
+			return
+		}
+		mc.done.Go(func() {
+			if cache.WaitForCacheSync(mc.ctx.Done(), inf.HasSynced) {
+				st.synced()
+			}
+		})
+		inf.RunWithContext(mc.ctx)
+	})
+}
+
+// prepare sets the informer's transform, indexers, error handler and handlers before it runs.
+func (k *Kind[T]) prepare(mc *memberCaches, st *memberInformer, inf cache.SharedIndexInformer) error {
+	if err := inf.SetTransform(k.transform); err != nil {
+		return err
+	}
+	if err := inf.SetWatchErrorHandlerWithContext(watchErrorHandler(st)); err != nil {
+		return err
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if err := addIndexers(inf, k.indexers); err != nil {
+		return err
+	}
+	for _, fn := range k.handlers {
+		if _, err := inf.AddEventHandler(handlerFor(mc, fn)); err != nil {
+			return err
+		}
+	}
+	st.mu.Lock()
+	st.informer = inf
+	st.mu.Unlock()
+	return nil
+}
+
+// transform drops managed fields, then applies the kind's own transform.
+func (k *Kind[T]) transform(obj any) (any, error) {
+	if !k.opts.KeepManagedFields {
+		if m, err := meta.Accessor(obj); err == nil {
+			m.SetManagedFields(nil)
+		}
+	}
+	if k.opts.Transform != nil {
+		return k.opts.Transform(obj)
+	}
+	return obj, nil
+}
+
+// addIndexers adds the indexers the informer lacks.
+func addIndexers(inf cache.SharedIndexInformer, indexers cache.Indexers) error {
+	have := inf.GetIndexer().GetIndexers()
+	missing := cache.Indexers{}
+	for name, fn := range indexers {
+		if _, ok := have[name]; !ok {
+			missing[name] = fn
+		}
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	return inf.AddIndexers(missing)
+}
+
+// AddIndexers adds indexers to the kind's cache on every member, current and future, for
+// ByIndex and ByIndexAll.
+func (k *Kind[T]) AddIndexers(indexers cache.Indexers) error {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	for name, fn := range indexers {
+		if _, ok := k.indexers[name]; ok {
+			return fmt.Errorf("fleetcache: %s already has an index %q", k, name)
+		}
+		k.indexers[name] = fn
+	}
+	for _, mc := range k.c.memberList() {
+		if st := mc.informer(k.id); st != nil {
+			if inf, _ := st.get(); inf != nil {
+				if err := addIndexers(inf, indexers); err != nil && mc.ctx.Err() == nil {
+					return fmt.Errorf("fleetcache: %s on member %s: %w", k, mc.member, err)
+				}
+			}
+		}
+	}
+	return nil
+}

@@ -1,0 +1,121 @@
+package fleetcache
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"net/http"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/rest"
+
+	"github.com/cluster-registry/sdk/multicluster"
+)
+
+// memberCaches are one member's informers, from when the member appeared (or was last reached
+// differently) until it leaves. Its clients are built on the first kind to start.
+type memberCaches struct {
+	member *multicluster.Member
+	ctx    context.Context
+	cancel context.CancelFunc
+	done   sync.WaitGroup
+
+	mu        sync.Mutex
+	informers map[kindID]*memberInformer
+	clients   *memberClients
+	routes    []route // request paths to the informers they feed, for status
+}
+
+// memberClients are built on a config whose HTTP client resolves the member's credentials on
+// every request (see rotatingTransport).
+type memberClients struct {
+	config  *rest.Config
+	http    *http.Client
+	factory informers.SharedInformerFactory
+	dynamic dynamic.Interface
+	meta    metadata.Interface
+}
+
+func newMemberCaches(parent context.Context, m *multicluster.Member) *memberCaches {
+	ctx, cancel := context.WithCancel(parent)
+	return &memberCaches{member: m, ctx: ctx, cancel: cancel, informers: map[kindID]*memberInformer{}}
+}
+
+func (mc *memberCaches) stop() {
+	mc.cancel()
+	mc.done.Wait()
+}
+
+// clientsBackoff paces attempts to resolve a member whose credentials cannot be had yet.
+var clientsBackoff = wait.Backoff{Duration: 200 * time.Millisecond, Factor: 2, Jitter: 0.2, Steps: math.MaxInt32, Cap: 30 * time.Second}
+
+// clientsFor returns the member's clients, resolving it until that works or the member's caches
+// stop; each failure is reported to the informer that waits.
+func (mc *memberCaches) clientsFor(st *memberInformer) (*memberClients, error) {
+	backoff := clientsBackoff
+	for {
+		mc.mu.Lock()
+		cl := mc.clients
+		mc.mu.Unlock()
+		if cl != nil {
+			return cl, nil
+		}
+		cl, err := mc.buildClients()
+		if err == nil {
+			mc.mu.Lock()
+			if mc.clients == nil {
+				mc.clients = cl
+			}
+			cl = mc.clients
+			mc.mu.Unlock()
+			return cl, nil
+		}
+		st.fail(err)
+		select {
+		case <-mc.ctx.Done():
+			return nil, mc.ctx.Err()
+		case <-time.After(backoff.Step()):
+		}
+	}
+}
+
+func (mc *memberCaches) buildClients() (*memberClients, error) {
+	a, err := mc.member.Access(mc.ctx)
+	if err != nil {
+		return nil, err
+	}
+	// The host, paths and content types are the resolved config's; the credentials, CA and pinning
+	// come with each request from the member's current resolution.
+	cfg := rest.CopyConfig(a.Config)
+	hc := &http.Client{Transport: &rotatingTransport{mc: mc}}
+	protobuf := rest.CopyConfig(cfg)
+	protobuf.ContentType = runtime.ContentTypeProtobuf
+	protobuf.AcceptContentTypes = runtime.ContentTypeProtobuf + "," + runtime.ContentTypeJSON
+	kube, err := kubernetes.NewForConfigAndClient(protobuf, hc)
+	if err != nil {
+		return nil, fmt.Errorf("member %s: building a clientset: %w", mc.member, err)
+	}
+	dyn, err := dynamic.NewForConfigAndClient(cfg, hc)
+	if err != nil {
+		return nil, fmt.Errorf("member %s: building a dynamic client: %w", mc.member, err)
+	}
+	meta, err := metadata.NewForConfigAndClient(cfg, hc)
+	if err != nil {
+		return nil, fmt.Errorf("member %s: building a metadata client: %w", mc.member, err)
+	}
+	return &memberClients{config: cfg, http: hc, factory: informers.NewSharedInformerFactory(kube, 0), dynamic: dyn, meta: meta}, nil
+}
+
+// informer is the member's informer state of kind k, or nil.
+func (mc *memberCaches) informer(k kindID) *memberInformer {
+	mc.mu.Lock()
+	defer mc.mu.Unlock()
+	return mc.informers[k]
+}

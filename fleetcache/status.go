@@ -1,0 +1,150 @@
+package fleetcache
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/cache"
+)
+
+// State is how current one member's cache of one kind is.
+type State int
+
+const (
+	// Syncing: the cache has not yet listed the member's objects (Err says why, if a list
+	// failed). It holds nothing, or what an earlier list left.
+	Syncing State = iota + 1
+	// Synced: the cache holds the member's objects and follows their changes.
+	Synced
+	// Stale: the cache was synced, but watching the member fails (Err); it holds the objects as
+	// they were at Since.
+	Stale
+)
+
+func (s State) String() string {
+	switch s {
+	case Syncing:
+		return "Syncing"
+	case Synced:
+		return "Synced"
+	case Stale:
+		return "Stale"
+	}
+	return "Unknown"
+}
+
+// Status says how current one member's cache of one kind is, so that a tool can say so beside
+// what it shows: a member that is down shows as stale since when, not as an empty list.
+type Status struct {
+	State State
+	// Since is when the state began: when the cache started syncing, synced, or went stale.
+	Since time.Time
+	// Err is why the cache is stale, or why it has not synced yet; nil otherwise. It never holds
+	// a credential.
+	Err error
+}
+
+// Fresh reports whether the cache is synced and following the member.
+func (s Status) Fresh() bool { return s.State == Synced }
+
+func (s Status) String() string {
+	since := s.Since.Format(time.RFC3339)
+	switch {
+	case s.State == Stale:
+		return fmt.Sprintf("stale since %s: %v", since, s.Err)
+	case s.State == Syncing && s.Err != nil:
+		return fmt.Sprintf("syncing since %s: %v", since, s.Err)
+	}
+	return fmt.Sprintf("%s since %s", strings.ToLower(s.State.String()), since)
+}
+
+// memberInformer is one kind's informer on one member, with its status.
+type memberInformer struct {
+	mu       sync.Mutex
+	informer cache.SharedIndexInformer // nil until the member's clients are built
+	status   Status
+}
+
+func newMemberInformer() *memberInformer {
+	return &memberInformer{status: Status{State: Syncing, Since: time.Now()}}
+}
+
+func (st *memberInformer) get() (cache.SharedIndexInformer, Status) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	return st.informer, st.status
+}
+
+// fail records a failed list or watch: a synced cache goes stale from the first failure.
+func (st *memberInformer) fail(err error) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.status.State == Synced {
+		st.status.State, st.status.Since = Stale, time.Now()
+	}
+	st.status.Err = err
+}
+
+// ok records a list or watch that the member answered: a stale cache follows the member again.
+func (st *memberInformer) ok() {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	switch st.status.State {
+	case Stale:
+		st.status = Status{State: Synced, Since: time.Now()}
+	case Syncing:
+		st.status.Err = nil
+	}
+}
+
+// synced records the informer's first complete list.
+func (st *memberInformer) synced() {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.status.State == Syncing {
+		st.status = Status{State: Synced, Since: time.Now()}
+	}
+}
+
+// NotSyncedError is WaitForCacheSync's error: the members whose caches did not sync in time,
+// each with its status.
+type NotSyncedError struct {
+	Kind    string
+	Members map[types.NamespacedName]Status
+}
+
+func (e *NotSyncedError) Error() string {
+	keys := make([]string, 0, len(e.Members))
+	byKey := map[string]Status{}
+	for k, s := range e.Members {
+		keys = append(keys, k.String())
+		byKey[k.String()] = s
+	}
+	sort.Strings(keys)
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s: %d members not synced:", e.Kind, len(keys))
+	for _, k := range keys {
+		fmt.Fprintf(&b, " %s (%s);", k, byKey[k])
+	}
+	return strings.TrimSuffix(b.String(), ";")
+}
+
+// watchErrorHandler records an informer's failed lists and watches in its status, then logs as
+// client-go does.
+func watchErrorHandler(st *memberInformer) cache.WatchErrorHandlerWithContext {
+	return func(ctx context.Context, r *cache.Reflector, err error) {
+		// A watch that ends or whose resourceVersion expired is routine: the informer relists.
+		if ctx.Err() == nil && !errors.Is(err, io.EOF) && !apierrors.IsResourceExpired(err) && !apierrors.IsGone(err) {
+			st.fail(err)
+		}
+		cache.DefaultWatchErrorHandler(ctx, r, err)
+	}
+}
