@@ -1,0 +1,325 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/ptr"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/cluster-registry/sdk/access"
+	"github.com/cluster-registry/sdk/clientset/versioned"
+	"github.com/cluster-registry/sdk/localfleet"
+)
+
+// lf is the package's local fleet, shared by its tests.
+var lf *localfleet.Fleet
+
+func TestMain(m *testing.M) {
+	flag.Parse()
+	if testing.Short() {
+		fmt.Println("skipped under -short: these tests need kube-apiserver and etcd")
+		os.Exit(0)
+	}
+	logf.SetLogger(logr.Discard())
+	klog.SetLogger(logr.Discard()) // informers log every failed watch of the stopped member
+	var err error
+	lf, err = localfleet.Start(context.Background(), localfleet.Options{Members: 2})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	if err := populate(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		_ = lf.Stop()
+		os.Exit(1)
+	}
+	code := m.Run()
+	_ = lf.Stop()
+	os.Exit(code)
+}
+
+// populate gives member-1 two nodes (one ready) and a ready Deployment, and member-2 one ready
+// node; nothing runs pods in a local fleet, so their status is written as a kubelet and the
+// Deployment controller would.
+func populate() error {
+	ctx := context.Background()
+	for i, names := range [][]string{{"node-a", "node-b"}, {"node-c"}} {
+		kube := kubernetes.NewForConfigOrDie(lf.Members[i].Config)
+		for _, name := range names {
+			n, err := kube.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
+			if err != nil {
+				return err
+			}
+			ready := corev1.ConditionTrue
+			if name == "node-b" {
+				ready = corev1.ConditionFalse
+			}
+			n.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: ready}}
+			n.Status.NodeInfo.KubeletVersion = "v1.36.3"
+			if _, err := kube.CoreV1().Nodes().UpdateStatus(ctx, n, metav1.UpdateOptions{}); err != nil {
+				return err
+			}
+		}
+	}
+	kube := kubernetes.NewForConfigOrDie(lf.Members[0].Config)
+	labels := map[string]string{"app": "web"}
+	d, err := kube.AppsV1().Deployments("default").Create(ctx, &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: "web"},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To[int32](2),
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "web", Image: "nginx"}}},
+			},
+		},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		return err
+	}
+	d.Status = appsv1.DeploymentStatus{ObservedGeneration: d.Generation, Replicas: 2, ReadyReplicas: 2}
+	_, err = kube.AppsV1().Deployments("default").UpdateStatus(ctx, d, metav1.UpdateOptions{})
+	return err
+}
+
+func testContext(t *testing.T) context.Context {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// startAPI serves the API on the local fleet, until the end of the test.
+func startAPI(t *testing.T) (*server, *httptest.Server) {
+	t.Helper()
+	resolver, err := access.NewResolver(access.ResolverOptions{Secrets: access.SecretsFromClient(kubernetes.NewForConfigOrDie(lf.Registry.Config))})
+	require.NoError(t, err)
+	s, err := startServer(testContext(t), versioned.NewForConfigOrDie(lf.Registry.Config), resolver, []string{lf.Namespace})
+	require.NoError(t, err)
+	t.Cleanup(s.stop)
+	require.NoError(t, s.nodes.WaitForCacheSync(testContext(t), 30*time.Second))
+	require.NoError(t, s.deployments.WaitForCacheSync(testContext(t), 30*time.Second))
+	web := httptest.NewServer(s.routes())
+	t.Cleanup(web.Close)
+	return s, web
+}
+
+type clusterList struct {
+	Clusters []clusterSummary `json:"clusters"`
+}
+
+func call(t *testing.T, method, url string, body any) (int, []byte) {
+	t.Helper()
+	var in io.Reader
+	if body != nil {
+		data, err := json.Marshal(body)
+		require.NoError(t, err)
+		in = bytes.NewReader(data)
+	}
+	req, err := http.NewRequestWithContext(testContext(t), method, url, in)
+	require.NoError(t, err)
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	out, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	require.Equal(t, "application/json", resp.Header.Get("Content-Type"))
+	return resp.StatusCode, out
+}
+
+func listClusters(t *testing.T, web *httptest.Server) map[string]clusterSummary {
+	t.Helper()
+	code, body := call(t, http.MethodGet, web.URL+"/clusters", nil)
+	require.Equal(t, http.StatusOK, code, string(body))
+	var list clusterList
+	require.NoError(t, json.Unmarshal(body, &list))
+	out := map[string]clusterSummary{}
+	for _, c := range list.Clusters {
+		out[c.Name] = c
+	}
+	return out
+}
+
+// status decodes a Kubernetes Status.
+func status(t *testing.T, body []byte) metav1.Status {
+	t.Helper()
+	var st metav1.Status
+	require.NoError(t, json.Unmarshal(body, &st), string(body))
+	require.Equal(t, "Status", st.Kind)
+	return st
+}
+
+func TestClusters(t *testing.T) {
+	ignore := append([]goleak.Option{goleak.IgnoreCurrent()}, ignoreIdleConnections...)
+	t.Cleanup(func() { goleak.VerifyNone(t, ignore...) })
+	_, web := startAPI(t)
+
+	clusters := listClusters(t, web)
+	require.Len(t, clusters, 2)
+	m1, m2 := clusters["member-1"], clusters["member-2"]
+	require.Equal(t, nodeCounts{Total: 2, Ready: 1}, m1.Nodes)
+	require.Equal(t, workloads{Deployments: 1, DeploymentsReady: 1}, m1.Workloads)
+	require.Equal(t, nodeCounts{Total: 1, Ready: 1}, m2.Nodes)
+	require.Equal(t, workloads{}, m2.Workloads)
+	for _, c := range []clusterSummary{m1, m2} {
+		require.Equal(t, "True", c.Ready)
+		require.Equal(t, localfleet.KubernetesVersion, c.Version)
+		require.Equal(t, "Synced", c.Cache.State)
+		require.False(t, c.Cache.Since.IsZero())
+	}
+
+	code, body := call(t, http.MethodGet, web.URL+"/clusters/"+lf.Namespace+"/member-1", nil)
+	require.Equal(t, http.StatusOK, code)
+	var detail clusterDetail
+	require.NoError(t, json.Unmarshal(body, &detail))
+	require.Equal(t, []nodeInfo{{Name: "node-a", Ready: true, KubeletVersion: "v1.36.3"}, {Name: "node-b", KubeletVersion: "v1.36.3"}}, detail.NodeList)
+	require.Equal(t, []deploymentInfo{{Namespace: "default", Name: "web", Replicas: 2, ReadyReplicas: 2, Ready: true}}, detail.DeploymentList)
+
+	code, body = call(t, http.MethodGet, web.URL+"/clusters/"+lf.Namespace+"/nobody", nil)
+	require.Equal(t, http.StatusNotFound, code)
+	require.Equal(t, metav1.StatusReasonNotFound, status(t, body).Reason)
+}
+
+func TestRegisterAndRemove(t *testing.T) {
+	s, web := startAPI(t)
+	cluster := func(name, server string) map[string]any {
+		return map[string]any{
+			"apiVersion": "clusterregistry.k8s.io/v1alpha1", "kind": "Cluster",
+			"metadata": map[string]any{"name": name, "namespace": lf.Namespace},
+			"spec": map[string]any{"kubernetesApiEndpoints": map[string]any{
+				"serverEndpoints": []any{map[string]any{"clientCIDR": "0.0.0.0/0", "serverAddress": server}},
+			}},
+		}
+	}
+
+	// Refused before the registry is asked, every problem named by its field.
+	code, body := call(t, http.MethodPost, web.URL+"/clusters", cluster("Bad_Name", "http://plain.example.com"))
+	require.Equal(t, http.StatusUnprocessableEntity, code, string(body))
+	st := status(t, body)
+	require.Equal(t, metav1.StatusReasonInvalid, st.Reason)
+	var fields []string
+	for _, c := range st.Details.Causes {
+		fields = append(fields, c.Field)
+	}
+	require.Contains(t, fields, "metadata.name")
+	require.Contains(t, fields, "spec.kubernetesApiEndpoints.serverEndpoints[0].serverAddress")
+
+	noNamespace := cluster("extra", "https://127.0.0.1:1")
+	delete(noNamespace["metadata"].(map[string]any), "namespace")
+	code, body = call(t, http.MethodPost, web.URL+"/clusters", noNamespace)
+	require.Equal(t, http.StatusBadRequest, code)
+	require.Contains(t, status(t, body).Message, "metadata.namespace is required")
+	code, body = call(t, http.MethodPost, web.URL+"/clusters", map[string]any{"spec": map[string]any{"what": 1}})
+	require.Equal(t, http.StatusBadRequest, code)
+	require.Contains(t, status(t, body).Message, "unknown field")
+
+	code, body = call(t, http.MethodPost, web.URL+"/clusters", cluster("extra", "https://127.0.0.1:1"))
+	require.Equal(t, http.StatusCreated, code, string(body))
+	code, body = call(t, http.MethodPost, web.URL+"/clusters", cluster("extra", "https://127.0.0.1:1"))
+	require.Equal(t, http.StatusConflict, code)
+	require.Equal(t, metav1.StatusReasonAlreadyExists, status(t, body).Reason)
+	require.Eventually(t, func() bool { return s.fleet.Len() == 3 }, 10*time.Second, 20*time.Millisecond)
+	extra := listClusters(t, web)["extra"]
+	require.Equal(t, "Syncing", extra.Cache.State, "a member that cannot be reached is not shown as empty")
+	require.Equal(t, 0, extra.Nodes.Total)
+
+	code, body = call(t, http.MethodDelete, web.URL+"/clusters/"+lf.Namespace+"/extra", nil)
+	require.Equal(t, http.StatusOK, code, string(body))
+	require.Equal(t, metav1.StatusSuccess, status(t, body).Status)
+	code, body = call(t, http.MethodDelete, web.URL+"/clusters/"+lf.Namespace+"/extra", nil)
+	require.Equal(t, http.StatusNotFound, code)
+	require.Equal(t, metav1.StatusReasonNotFound, status(t, body).Reason)
+	require.Eventually(t, func() bool { return s.fleet.Len() == 2 }, 10*time.Second, 20*time.Millisecond)
+}
+
+func TestBadFlags(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--listen", "nowhere"}, `--listen "nowhere"`},
+		{[]string{"--sync-timeout", "0s"}, "--sync-timeout 0s"},
+		{[]string{"stray"}, `unknown command "stray"`},
+		{[]string{"--allow-exec", "aws eks get-token"}, "--allow-exec"},
+	} {
+		var stdout, stderr bytes.Buffer
+		require.Equal(t, 2, run(context.Background(), tc.args, &stdout, &stderr), "%q", tc.args)
+		require.Contains(t, stderr.String(), tc.want, "%q", tc.args)
+	}
+}
+
+// The command serves from the registry its kubeconfig names; a member that stops is shown as
+// stale since then, with the counts it had, not as empty, and current again once it is back.
+func TestStoppedMemberIsStale(t *testing.T) {
+	ctx, cancel := context.WithCancel(testContext(t))
+	out, w := io.Pipe()
+	done := make(chan int)
+	var stderr bytes.Buffer
+	go func() {
+		done <- run(ctx, []string{"--kubeconfig", lf.Registry.Kubeconfig, "-n", lf.Namespace, "--listen", "127.0.0.1:0"}, w, &stderr)
+		w.Close()
+	}()
+	lines := bufio.NewScanner(out)
+	var url string
+	for lines.Scan() {
+		if _, addr, ok := strings.Cut(lines.Text(), "serving 2 members on "); ok {
+			url = addr
+			break
+		}
+	}
+	require.NotEmpty(t, url, "stderr: %s", stderr.String())
+	go func() { _, _ = io.Copy(io.Discard, out) }()
+	web := &httptest.Server{URL: url}
+
+	require.Equal(t, "Synced", listClusters(t, web)["member-2"].Cache.State)
+	stoppedAt := time.Now()
+	require.NoError(t, lf.Members[1].StopAPIServer()) // killed, as in an outage
+	restarted := false
+	defer func() {
+		if !restarted {
+			_ = lf.Members[1].StartAPIServer()
+		}
+	}()
+	var m2 clusterSummary
+	require.Eventually(t, func() bool {
+		m2 = listClusters(t, web)["member-2"]
+		return m2.Cache.State == "Stale"
+	}, 30*time.Second, 50*time.Millisecond)
+	require.WithinDuration(t, stoppedAt, m2.Cache.Since, 10*time.Second)
+	require.NotEmpty(t, m2.Cache.Error)
+	require.Equal(t, nodeCounts{Total: 1, Ready: 1}, m2.Nodes, "the counts of before, not an empty list")
+	require.Equal(t, "Synced", listClusters(t, web)["member-1"].Cache.State)
+
+	require.NoError(t, lf.Members[1].StartAPIServer())
+	restarted = true
+	require.Eventually(t, func() bool { return listClusters(t, web)["member-2"].Cache.State == "Synced" }, 60*time.Second, 50*time.Millisecond)
+
+	cancel()
+	require.Equal(t, 0, <-done, "stderr: %s", stderr.String())
+}
+
+var ignoreIdleConnections = []goleak.Option{
+	goleak.IgnoreAnyFunction("golang.org/x/net/http2.(*ClientConn).readLoop"),
+	goleak.IgnoreAnyFunction("net/http.(*persistConn).readLoop"),
+	goleak.IgnoreAnyFunction("net/http.(*persistConn).writeLoop"),
+}

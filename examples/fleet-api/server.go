@@ -1,0 +1,332 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/cluster-registry/sdk/access"
+	"github.com/cluster-registry/sdk/clientset/versioned"
+	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
+	"github.com/cluster-registry/sdk/fleetcache"
+	"github.com/cluster-registry/sdk/multicluster"
+)
+
+// server answers the API from a Fleet and two kinds of caches on its members.
+type server struct {
+	registry    versioned.Interface
+	fleet       *multicluster.Fleet
+	caches      *fleetcache.Cache
+	nodes       *fleetcache.Kind[*corev1.Node]
+	deployments *fleetcache.Kind[*appsv1.Deployment]
+}
+
+// startServer follows the registry's Clusters in namespaces (all when empty) and caches every
+// member's Nodes and Deployments. Stop it with stop.
+func startServer(ctx context.Context, registry versioned.Interface, resolver *access.Resolver, namespaces []string) (*server, error) {
+	s := &server{registry: registry}
+	s.fleet = multicluster.NewFleet(registry, resolver, multicluster.FleetOptions{Namespaces: namespaces})
+	if err := s.fleet.Start(ctx); err != nil {
+		return nil, fmt.Errorf("following the registry: %w", err)
+	}
+	s.caches = fleetcache.New(s.fleet)
+	var err error
+	// Only what the API shows is kept: a Node's images and a Deployment's pod template are most of
+	// their size, and nothing here reads them.
+	s.nodes, err = fleetcache.Typed[*corev1.Node](s.caches, corev1.SchemeGroupVersion.WithResource("nodes"), fleetcache.KindOptions{
+		Transform: func(obj any) (any, error) {
+			if n, ok := obj.(*corev1.Node); ok {
+				n.Status.Images = nil
+			}
+			return obj, nil
+		},
+	})
+	if err != nil {
+		s.fleet.Stop()
+		return nil, err
+	}
+	s.deployments, err = fleetcache.Typed[*appsv1.Deployment](s.caches, appsv1.SchemeGroupVersion.WithResource("deployments"), fleetcache.KindOptions{
+		Transform: func(obj any) (any, error) {
+			if d, ok := obj.(*appsv1.Deployment); ok {
+				d.Spec.Template = corev1.PodTemplateSpec{}
+			}
+			return obj, nil
+		},
+	})
+	if err != nil {
+		s.fleet.Stop()
+		return nil, err
+	}
+	if err := s.caches.Start(ctx); err != nil {
+		s.fleet.Stop()
+		return nil, err
+	}
+	return s, nil
+}
+
+func (s *server) stop() {
+	s.caches.Stop()
+	s.fleet.Stop()
+}
+
+func (s *server) routes() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /clusters", s.listClusters)
+	mux.HandleFunc("GET /clusters/{namespace}/{name}", s.getCluster)
+	mux.HandleFunc("POST /clusters", s.createCluster)
+	mux.HandleFunc("DELETE /clusters/{namespace}/{name}", s.deleteCluster)
+	return mux
+}
+
+// clusterSummary is one member in GET /clusters.
+type clusterSummary struct {
+	Namespace   string `json:"namespace"`
+	Name        string `json:"name"`
+	DisplayName string `json:"displayName,omitempty"`
+	// Ready, Reason and Version are the Cluster's status, as the health controller wrote it.
+	Ready     string     `json:"ready"`
+	Reason    string     `json:"reason,omitempty"`
+	Version   string     `json:"version,omitempty"`
+	Nodes     nodeCounts `json:"nodes"`
+	Workloads workloads  `json:"workloads"`
+	// Cache says how current the counts are: a member that is down is "Stale" since when, and
+	// its counts are those of then.
+	Cache cacheState `json:"cache"`
+}
+
+type nodeCounts struct {
+	Total int `json:"total"`
+	Ready int `json:"ready"`
+}
+
+type workloads struct {
+	Deployments      int `json:"deployments"`
+	DeploymentsReady int `json:"deploymentsReady"`
+}
+
+type cacheState struct {
+	State string    `json:"state"`
+	Since time.Time `json:"since"`
+	Error string    `json:"error,omitempty"`
+}
+
+// clusterDetail is GET /clusters/{namespace}/{name}.
+type clusterDetail struct {
+	clusterSummary
+	NodeList       []nodeInfo       `json:"nodeList"`
+	DeploymentList []deploymentInfo `json:"deploymentList"`
+}
+
+type nodeInfo struct {
+	Name           string `json:"name"`
+	Ready          bool   `json:"ready"`
+	KubeletVersion string `json:"kubeletVersion,omitempty"`
+}
+
+type deploymentInfo struct {
+	Namespace     string `json:"namespace"`
+	Name          string `json:"name"`
+	Replicas      int32  `json:"replicas"`
+	ReadyReplicas int32  `json:"readyReplicas"`
+	Ready         bool   `json:"ready"`
+}
+
+func (s *server) listClusters(w http.ResponseWriter, _ *http.Request) {
+	members := s.fleet.Members()
+	out := make([]clusterSummary, 0, len(members))
+	for _, m := range members {
+		summary, _, _ := s.summarize(m)
+		out = append(out, summary)
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"clusters": out, "registry": s.fleet.Status().String()})
+}
+
+func (s *server) getCluster(w http.ResponseWriter, r *http.Request) {
+	key := types.NamespacedName{Namespace: r.PathValue("namespace"), Name: r.PathValue("name")}
+	m := s.fleet.Member(key.Namespace, key.Name)
+	if m == nil {
+		writeStatus(w, apierrors.NewNotFound(clusterResource, key.String()))
+		return
+	}
+	summary, nodes, deployments := s.summarize(m)
+	detail := clusterDetail{clusterSummary: summary, NodeList: []nodeInfo{}, DeploymentList: []deploymentInfo{}}
+	for _, n := range nodes {
+		detail.NodeList = append(detail.NodeList, nodeInfo{Name: n.Name, Ready: nodeReady(n), KubeletVersion: n.Status.NodeInfo.KubeletVersion})
+	}
+	for _, d := range deployments {
+		detail.DeploymentList = append(detail.DeploymentList, deploymentInfo{Namespace: d.Namespace, Name: d.Name,
+			Replicas: replicas(d), ReadyReplicas: d.Status.ReadyReplicas, Ready: deploymentReady(d)})
+	}
+	slices.SortFunc(detail.NodeList, func(a, b nodeInfo) int { return compare(a.Name, b.Name) })
+	slices.SortFunc(detail.DeploymentList, func(a, b deploymentInfo) int {
+		return compare(a.Namespace+"/"+a.Name, b.Namespace+"/"+b.Name)
+	})
+	writeJSON(w, http.StatusOK, detail)
+}
+
+// summarize is a member's summary from its Cluster and its caches, and the cached objects.
+func (s *server) summarize(m *multicluster.Member) (clusterSummary, []*corev1.Node, []*appsv1.Deployment) {
+	c := m.Cluster()
+	out := clusterSummary{Namespace: c.Namespace, Name: c.Name, DisplayName: c.Spec.DisplayName, Ready: "Unknown", Version: c.Status.Version}
+	if cond := meta.FindStatusCondition(c.Status.Conditions, v1alpha1.ConditionReady); cond != nil {
+		out.Ready, out.Reason = string(cond.Status), cond.Reason
+	}
+	nodes, _ := s.nodes.List(m.Name(), nil)
+	deployments, _ := s.deployments.List(m.Name(), nil)
+	out.Nodes.Total = len(nodes)
+	for _, n := range nodes {
+		if nodeReady(n) {
+			out.Nodes.Ready++
+		}
+	}
+	out.Workloads.Deployments = len(deployments)
+	for _, d := range deployments {
+		if deploymentReady(d) {
+			out.Workloads.DeploymentsReady++
+		}
+	}
+	out.Cache = s.cacheState(m.Name())
+	return out, nodes, deployments
+}
+
+// cacheState is the least current of the member's two caches.
+func (s *server) cacheState(member types.NamespacedName) cacheState {
+	worst := fleetcache.Status{State: fleetcache.Syncing, Since: time.Now()}
+	found := false
+	for _, get := range []func(types.NamespacedName) (fleetcache.Status, bool){s.nodes.Status, s.deployments.Status} {
+		st, ok := get(member)
+		if !ok {
+			continue
+		}
+		if !found || rank(st.State) > rank(worst.State) || (st.State == worst.State && st.Since.Before(worst.Since)) {
+			worst, found = st, true
+		}
+	}
+	out := cacheState{State: worst.State.String(), Since: worst.Since.UTC()}
+	if worst.Err != nil {
+		out.Error = worst.Err.Error()
+	}
+	return out
+}
+
+// rank orders cache states from the most current.
+func rank(s fleetcache.State) int {
+	switch s {
+	case fleetcache.Synced:
+		return 0
+	case fleetcache.Syncing:
+		return 1
+	}
+	return 2
+}
+
+var clusterResource = schema.GroupResource{Group: v1alpha1.GroupName, Resource: "clusters"}
+
+// maxBody bounds a POSTed Cluster: a Cluster is small, and the registry refuses large objects anyway.
+const maxBody = 1 << 20
+
+// createCluster registers a Cluster, checked with ValidateCluster first so that a bad one is
+// refused with every field's problem before the registry is asked.
+func (s *server) createCluster(w http.ResponseWriter, r *http.Request) {
+	var c v1alpha1.Cluster
+	dec := json.NewDecoder(io.LimitReader(r.Body, maxBody))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&c); err != nil {
+		writeStatus(w, apierrors.NewBadRequest(fmt.Sprintf("the body is not a Cluster: %v", err)))
+		return
+	}
+	if c.Namespace == "" {
+		writeStatus(w, apierrors.NewBadRequest("metadata.namespace is required: it names the cluster set"))
+		return
+	}
+	if errs := v1alpha1.ValidateCluster(&c); len(errs) > 0 {
+		writeStatus(w, apierrors.NewInvalid(v1alpha1.SchemeGroupVersion.WithKind("Cluster").GroupKind(), c.Name, errs))
+		return
+	}
+	created, err := s.registry.ClusterregistryV1alpha1().Clusters(c.Namespace).Create(r.Context(), &c, metav1.CreateOptions{FieldManager: "fleet-api"})
+	if err != nil {
+		writeStatus(w, err)
+		return
+	}
+	created.ManagedFields = nil
+	writeJSON(w, http.StatusCreated, created)
+}
+
+func (s *server) deleteCluster(w http.ResponseWriter, r *http.Request) {
+	ns, name := r.PathValue("namespace"), r.PathValue("name")
+	if err := s.registry.ClusterregistryV1alpha1().Clusters(ns).Delete(r.Context(), name, metav1.DeleteOptions{}); err != nil {
+		writeStatus(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, &metav1.Status{TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"}, Status: metav1.StatusSuccess,
+		Details: &metav1.StatusDetails{Group: v1alpha1.GroupName, Kind: "clusters", Name: name}})
+}
+
+// writeStatus writes err as a Kubernetes Status, as an API server would: the registry's own
+// errors pass through with their code and reason.
+func writeStatus(w http.ResponseWriter, err error) {
+	var status apierrors.APIStatus
+	if !errors.As(err, &status) {
+		status = apierrors.NewInternalError(err)
+	}
+	st := status.Status()
+	st.TypeMeta = metav1.TypeMeta{Kind: "Status", APIVersion: "v1"}
+	code := int(st.Code)
+	if code == 0 {
+		code = http.StatusInternalServerError
+	}
+	writeJSON(w, code, &st)
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(v)
+}
+
+func nodeReady(n *corev1.Node) bool {
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+func replicas(d *appsv1.Deployment) int32 {
+	if d.Spec.Replicas == nil {
+		return 1
+	}
+	return *d.Spec.Replicas
+}
+
+// deploymentReady is whether the Deployment's controller has seen its latest spec and every
+// replica is ready.
+func deploymentReady(d *appsv1.Deployment) bool {
+	return d.Status.ObservedGeneration >= d.Generation && d.Status.ReadyReplicas >= replicas(d)
+}
+
+func compare(a, b string) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
