@@ -51,8 +51,8 @@ var ErrRunning = errors.New("fleetcache: already started; call Stop first")
 // background, each at its own pace; see Kind.WaitForCacheSync and Kind.Status.
 func (c *Cache) Start(ctx context.Context) error {
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	if c.running != nil {
+		c.mu.Unlock()
 		return ErrRunning
 	}
 	run := &running{}
@@ -67,8 +67,18 @@ func (c *Cache) Start(ctx context.Context) error {
 			k.startOn(mc)
 		}
 	}
-	// Membership changes arrive one at a time, in order, from the subscription's goroutine.
-	run.unsubscribe = c.members.Subscribe(func(ev multicluster.MemberEvent) { c.onMember(run, ev) })
+	c.mu.Unlock()
+
+	// Membership changes arrive one at a time, in order; not under the lock, in case a Members
+	// implementation calls fn before Subscribe returns.
+	unsubscribe := c.members.Subscribe(func(ev multicluster.MemberEvent) { c.onMember(run, ev) })
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.running != run { // Stop came meanwhile
+		unsubscribe()
+		return errors.New("fleetcache: stopped while starting")
+	}
+	run.unsubscribe = unsubscribe
 	return nil
 }
 
@@ -86,7 +96,9 @@ func (c *Cache) Stop() {
 	c.caches = map[types.NamespacedName]*memberCaches{}
 	c.mu.Unlock()
 
-	run.unsubscribe()
+	if run.unsubscribe != nil { // else Start, still subscribing, ends the subscription
+		run.unsubscribe()
+	}
 	run.cancel()
 	for _, mc := range caches {
 		mc.stop()

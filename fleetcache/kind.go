@@ -77,7 +77,11 @@ func Typed[T runtime.Object](c *Cache, gvr schema.GroupVersionResource, opts Kin
 		return nil, fmt.Errorf("fleetcache: %w", err)
 	}
 	return register[T](c, kindID{gvr, "typed"}, opts, func(cl *memberClients) (cache.SharedIndexInformer, error) {
-		gi, err := cl.factory.ForResource(gvr)
+		factory, err := cl.typed()
+		if err != nil {
+			return nil, err
+		}
+		gi, err := factory.ForResource(gvr)
 		if err != nil {
 			return nil, err
 		}
@@ -88,7 +92,11 @@ func Typed[T runtime.Object](c *Cache, gvr schema.GroupVersionResource, opts Kin
 // Dynamic caches any resource, custom resources included, as unstructured objects.
 func Dynamic(c *Cache, gvr schema.GroupVersionResource, opts KindOptions) (*Kind[*unstructured.Unstructured], error) {
 	return register[*unstructured.Unstructured](c, kindID{gvr, "dynamic"}, opts, func(cl *memberClients) (cache.SharedIndexInformer, error) {
-		return dynamicinformer.NewFilteredDynamicInformer(cl.dynamic, gvr, metav1.NamespaceAll, 0, namespaceIndex(), nil).Informer(), nil
+		dyn, err := cl.dynamicClient()
+		if err != nil {
+			return nil, err
+		}
+		return dynamicinformer.NewFilteredDynamicInformer(dyn, gvr, metav1.NamespaceAll, 0, namespaceIndex(), nil).Informer(), nil
 	})
 }
 
@@ -97,7 +105,11 @@ func Dynamic(c *Cache, gvr schema.GroupVersionResource, opts KindOptions) (*Kind
 // whole objects.
 func Metadata(c *Cache, gvr schema.GroupVersionResource, opts KindOptions) (*Kind[*metav1.PartialObjectMetadata], error) {
 	return register[*metav1.PartialObjectMetadata](c, kindID{gvr, "metadata"}, opts, func(cl *memberClients) (cache.SharedIndexInformer, error) {
-		return metadatainformer.NewFilteredMetadataInformer(cl.meta, gvr, metav1.NamespaceAll, 0, namespaceIndex(), nil).Informer(), nil
+		meta, err := cl.metadataClient()
+		if err != nil {
+			return nil, err
+		}
+		return metadatainformer.NewFilteredMetadataInformer(meta, gvr, metav1.NamespaceAll, 0, namespaceIndex(), nil).Informer(), nil
 	})
 }
 

@@ -34,13 +34,60 @@ type memberCaches struct {
 }
 
 // memberClients are built on a config whose HTTP client resolves the member's credentials on
-// every request (see rotatingTransport).
+// every request (see rotatingTransport). Each kind of client is built on first use: a member whose
+// caches are all typed holds no dynamic or metadata client.
 type memberClients struct {
-	config  *rest.Config
-	http    *http.Client
+	config *rest.Config
+	http   *http.Client
+
+	mu      sync.Mutex
 	factory informers.SharedInformerFactory
 	dynamic dynamic.Interface
 	meta    metadata.Interface
+}
+
+// typed is the member's informer factory, on a clientset that speaks protobuf as Kubernetes' own
+// controllers do.
+func (cl *memberClients) typed() (informers.SharedInformerFactory, error) {
+	cl.mu.Lock()
+	defer cl.mu.Unlock()
+	if cl.factory == nil {
+		protobuf := rest.CopyConfig(cl.config)
+		protobuf.ContentType = runtime.ContentTypeProtobuf
+		protobuf.AcceptContentTypes = runtime.ContentTypeProtobuf + "," + runtime.ContentTypeJSON
+		kube, err := kubernetes.NewForConfigAndClient(protobuf, cl.http)
+		if err != nil {
+			return nil, fmt.Errorf("building a clientset: %w", err)
+		}
+		cl.factory = informers.NewSharedInformerFactory(kube, 0)
+	}
+	return cl.factory, nil
+}
+
+func (cl *memberClients) dynamicClient() (dynamic.Interface, error) {
+	cl.mu.Lock()
+	defer cl.mu.Unlock()
+	if cl.dynamic == nil {
+		dyn, err := dynamic.NewForConfigAndClient(cl.config, cl.http)
+		if err != nil {
+			return nil, fmt.Errorf("building a dynamic client: %w", err)
+		}
+		cl.dynamic = dyn
+	}
+	return cl.dynamic, nil
+}
+
+func (cl *memberClients) metadataClient() (metadata.Interface, error) {
+	cl.mu.Lock()
+	defer cl.mu.Unlock()
+	if cl.meta == nil {
+		meta, err := metadata.NewForConfigAndClient(cl.config, cl.http)
+		if err != nil {
+			return nil, fmt.Errorf("building a metadata client: %w", err)
+		}
+		cl.meta = meta
+	}
+	return cl.meta, nil
 }
 
 func newMemberCaches(parent context.Context, m *multicluster.Member) *memberCaches {
@@ -93,24 +140,7 @@ func (mc *memberCaches) buildClients() (*memberClients, error) {
 	}
 	// The host, paths and content types are the resolved config's; the credentials, CA and pinning
 	// come with each request from the member's current resolution.
-	cfg := rest.CopyConfig(a.Config)
-	hc := &http.Client{Transport: &rotatingTransport{mc: mc}}
-	protobuf := rest.CopyConfig(cfg)
-	protobuf.ContentType = runtime.ContentTypeProtobuf
-	protobuf.AcceptContentTypes = runtime.ContentTypeProtobuf + "," + runtime.ContentTypeJSON
-	kube, err := kubernetes.NewForConfigAndClient(protobuf, hc)
-	if err != nil {
-		return nil, fmt.Errorf("member %s: building a clientset: %w", mc.member, err)
-	}
-	dyn, err := dynamic.NewForConfigAndClient(cfg, hc)
-	if err != nil {
-		return nil, fmt.Errorf("member %s: building a dynamic client: %w", mc.member, err)
-	}
-	meta, err := metadata.NewForConfigAndClient(cfg, hc)
-	if err != nil {
-		return nil, fmt.Errorf("member %s: building a metadata client: %w", mc.member, err)
-	}
-	return &memberClients{config: cfg, http: hc, factory: informers.NewSharedInformerFactory(kube, 0), dynamic: dyn, meta: meta}, nil
+	return &memberClients{config: rest.CopyConfig(a.Config), http: &http.Client{Transport: &rotatingTransport{mc: mc}}}, nil
 }
 
 // informer is the member's informer state of kind k, or nil.
