@@ -145,14 +145,20 @@ func (c *Cache) sortedKinds() []kindRunner {
 	return out
 }
 
-// memberList is the members with caches, ordered by namespace and name.
-func (c *Cache) memberList() []*memberCaches {
+// memberSet is the members with caches, in no order.
+func (c *Cache) memberSet() []*memberCaches {
 	c.mu.Lock()
+	defer c.mu.Unlock()
 	out := make([]*memberCaches, 0, len(c.caches))
 	for _, mc := range c.caches {
 		out = append(out, mc)
 	}
-	c.mu.Unlock()
+	return out
+}
+
+// memberList is the members with caches, ordered by namespace and name.
+func (c *Cache) memberList() []*memberCaches {
+	out := c.memberSet()
 	slices.SortFunc(out, func(a, b *memberCaches) int {
 		ak, bk := a.member.Name(), b.member.Name()
 		return cmp.Or(cmp.Compare(ak.Namespace, bk.Namespace), cmp.Compare(ak.Name, bk.Name))

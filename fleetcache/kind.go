@@ -167,9 +167,12 @@ func (k *Kind[T]) startOn(mc *memberCaches) {
 			st.fail(fmt.Errorf("member %s: %s: %w", mc.member, k, err))
 			return
 		}
+		synced := inf.HasSyncedChecker().Done() // a channel: no polling per member
 		mc.done.Go(func() {
-			if cache.WaitForCacheSync(mc.ctx.Done(), inf.HasSynced) {
+			select {
+			case <-synced:
 				st.synced()
+			case <-mc.ctx.Done():
 			}
 		})
 		inf.RunWithContext(mc.ctx)

@@ -20,6 +20,7 @@ import (
 
 	"github.com/cluster-registry/sdk/access"
 	"github.com/cluster-registry/sdk/clientset/versioned"
+	"github.com/cluster-registry/sdk/internal/simmembers"
 	"github.com/cluster-registry/sdk/localfleet"
 	"github.com/cluster-registry/sdk/multicluster"
 )
@@ -28,6 +29,10 @@ import (
 var lf *localfleet.Fleet
 
 func TestMain(m *testing.M) {
+	// The benchmarks' simulated members run in child processes of this binary.
+	if code, child := simmembers.Main(); child {
+		os.Exit(code)
+	}
 	flag.Parse()
 	if testing.Short() {
 		os.Exit(m.Run())

@@ -24,7 +24,7 @@ func (k *Kind[T]) Status(member types.NamespacedName) (Status, bool) {
 // Statuses is the status of every member's cache of the kind.
 func (k *Kind[T]) Statuses() map[types.NamespacedName]Status {
 	out := map[types.NamespacedName]Status{}
-	for _, mc := range k.c.memberList() {
+	for _, mc := range k.c.memberSet() {
 		if st := mc.informer(k.id); st != nil {
 			_, s := st.get()
 			out[mc.member.Name()] = s
@@ -34,7 +34,7 @@ func (k *Kind[T]) Statuses() map[types.NamespacedName]Status {
 }
 
 // syncPoll is how often WaitForCacheSync looks at the members' caches.
-const syncPoll = 20 * time.Millisecond
+const syncPoll = 50 * time.Millisecond
 
 // WaitForCacheSync waits until every member's cache of the kind has synced, giving each member
 // at most perMember from when its cache started (zero: no limit of its own), or until ctx ends.

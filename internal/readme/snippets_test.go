@@ -41,6 +41,8 @@ import (
 	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
@@ -50,6 +52,7 @@ import (
 	"github.com/cluster-registry/sdk/clientset/versioned"
 	"github.com/cluster-registry/sdk/clusterregistry"
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
+	"github.com/cluster-registry/sdk/fleetcache"
 	"github.com/cluster-registry/sdk/health"
 	"github.com/cluster-registry/sdk/localfleet"
 	"github.com/cluster-registry/sdk/multicluster"
@@ -64,6 +67,7 @@ var (
 	secretLister   corelisters.SecretLister
 	cluster        *v1alpha1.Cluster
 	resolver       *access.Resolver // from "Reach a member"
+	fleet          *multicluster.Fleet // from "Act on many members"
 	cm             *corev1ac.ConfigMapApplyConfiguration
 	t              *testing.T
 	runMyTool      func(t *testing.T, args ...string)

@@ -21,7 +21,7 @@ import (
 // stream); at 1000 members that is a tenth of a second of the very cores the client under test
 // runs on, which a real member's own machine would spend. This costs a fraction of that, so the
 // benchmarks measure the client.
-func serveH2(ln net.Listener, config *tls.Config, answer func(path, auth, accept string) (int, string, string), latency time.Duration) {
+func serveH2(ln net.Listener, config *tls.Config, m *member, latency time.Duration) {
 	config = config.Clone()
 	config.NextProtos = []string{http2.NextProtoTLS}
 	tl := tls.NewListener(ln, config)
@@ -30,12 +30,13 @@ func serveH2(ln net.Listener, config *tls.Config, answer func(path, auth, accept
 		if err != nil {
 			return
 		}
-		go serveH2Conn(conn, answer, latency)
+		go serveH2Conn(conn, m, latency)
 	}
 }
 
-func serveH2Conn(conn net.Conn, answer func(path, auth, accept string) (int, string, string), latency time.Duration) {
+func serveH2Conn(conn net.Conn, m *member, latency time.Duration) {
 	defer conn.Close()
+	answer := m.answer
 	br := bufio.NewReader(conn)
 	preface := make([]byte, len(http2.ClientPreface))
 	if _, err := io.ReadFull(br, preface); err != nil || string(preface) != http2.ClientPreface {
@@ -65,8 +66,33 @@ func serveH2Conn(conn net.Conn, answer func(path, auth, accept string) (int, str
 			if err := fr.WriteHeaders(http2.HeadersFrameParam{StreamID: stream, BlockFragment: headers.Bytes(), EndHeaders: true, EndStream: body == ""}); err != nil || body == "" {
 				return err
 			}
-			return fr.WriteData(stream, true, []byte(body))
+			return writeData(fr, stream, []byte(body), true)
 		})
+	}
+	// A watch answers with headers, then a DATA frame per event until the client resets the
+	// stream or the connection ends.
+	var watches []*watcher
+	defer func() {
+		for _, w := range watches {
+			m.unwatch(w)
+		}
+	}()
+	startWatch := func(stream uint32, initial []byte) {
+		w := &watcher{stream: stream}
+		w.send = func(event []byte) {
+			write(func() error { return writeData(fr, stream, event, false) })
+		}
+		write(func() error {
+			headers.Reset()
+			_ = enc.WriteField(hpack.HeaderField{Name: ":status", Value: "200"})
+			_ = enc.WriteField(hpack.HeaderField{Name: "content-type", Value: "application/json"})
+			if err := fr.WriteHeaders(http2.HeadersFrameParam{StreamID: stream, BlockFragment: headers.Bytes(), EndHeaders: true}); err != nil || len(initial) == 0 {
+				return err
+			}
+			return writeData(fr, stream, initial, false)
+		})
+		watches = append(watches, w)
+		m.watch(w)
 	}
 
 	write(func() error { return fr.WriteSettings() })
@@ -94,15 +120,47 @@ func serveH2Conn(conn net.Conn, answer func(path, auth, accept string) (int, str
 					accept = h.Value
 				}
 			}
-			status, contentType, body := answer(path, auth, accept)
 			stream := f.StreamID
+			if m.isWatch(path, auth) {
+				startWatch(stream, m.initialEvents(path)) // at once: a watch's latency is its events'
+				continue
+			}
+			status, contentType, body := answer(path, auth, accept)
 			if latency > 0 && !strings.HasPrefix(path, "/debug/") {
 				time.AfterFunc(latency, func() { respond(stream, status, contentType, body) })
 			} else {
 				respond(stream, status, contentType, body)
 			}
+		case *http2.RSTStreamFrame:
+			for i, w := range watches {
+				if w.stream == f.StreamID {
+					m.unwatch(w)
+					watches = append(watches[:i], watches[i+1:]...)
+					break
+				}
+			}
 		case *http2.GoAwayFrame:
 			return
 		}
 	}
+}
+
+// maxFrame is HTTP/2's default largest frame, which every client accepts.
+const maxFrame = 16384
+
+// writeData writes data in frames of at most maxFrame bytes, the last ending the stream if end.
+func writeData(fr *http2.Framer, stream uint32, data []byte, end bool) error {
+	for len(data) > maxFrame {
+		if err := fr.WriteData(stream, false, data[:maxFrame]); err != nil {
+			return err
+		}
+		data = data[maxFrame:]
+	}
+	return fr.WriteData(stream, end, data)
+}
+
+// watcher is one open watch of a member's ConfigMaps.
+type watcher struct {
+	stream uint32
+	send   func(event []byte)
 }

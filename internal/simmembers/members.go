@@ -18,8 +18,10 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -92,7 +94,7 @@ func serve() int {
 				return nil, nil
 			},
 		}
-		go serveH2(ln, config, m.answer, latency)
+		go serveH2(ln, config, m, latency)
 		servers = append(servers, "https://"+ln.Addr().String())
 	}
 	if err := json.NewEncoder(os.Stdout).Encode(servers); err != nil {
@@ -156,7 +158,105 @@ type member struct {
 	uid        types.UID
 	handshakes atomic.Int64
 	failing    atomic.Bool
+
+	mu       sync.Mutex
+	watchers []*watcher
+	version  int64 // the resourceVersion of the latest write
 }
+
+// ObjectsPerMember is how many ConfigMaps each member serves at /api/v1/configmaps, all in
+// namespace default, for benchmarks of watch caches.
+const ObjectsPerMember = 100
+
+// SentAnnotation is where a written ConfigMap carries the time (Unix nanoseconds) that
+// /debug/write was asked, for measuring event latency.
+const SentAnnotation = "sim.clusterregistry.k8s.io/sent"
+
+// isWatch reports whether path is an authorised watch of ConfigMaps.
+func (m *member) isWatch(path, auth string) bool {
+	p, query, _ := strings.Cut(path, "?")
+	return auth == "Bearer "+Token && p == "/api/v1/configmaps" && strings.Contains(query, "watch=true")
+}
+
+func (m *member) watch(w *watcher) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.watchers = append(m.watchers, w)
+}
+
+func (m *member) unwatch(w *watcher) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for i, other := range m.watchers {
+		if other == w {
+			m.watchers = append(m.watchers[:i], m.watchers[i+1:]...)
+			return
+		}
+	}
+}
+
+// write modifies the first ConfigMap, stamped with sent, and sends the event to every watch.
+func (m *member) write(sent string) {
+	m.mu.Lock()
+	m.version++
+	cm := simConfigMap(0)
+	cm.ResourceVersion = strconv.FormatInt(listVersion+m.version, 10)
+	cm.Annotations = map[string]string{SentAnnotation: sent}
+	watchers := slices.Clone(m.watchers)
+	m.mu.Unlock()
+	data, err := runtime.Encode(jsonCodec, cm)
+	if err != nil {
+		return
+	}
+	event := []byte(`{"type":"MODIFIED","object":` + strings.TrimSpace(string(data)) + "}\n")
+	for _, w := range watchers {
+		w.send(event)
+	}
+}
+
+// initialEvents are what a watch that asks for them (sendInitialEvents=true, as client-go's
+// informers do by default) gets first: an ADDED event per ConfigMap, then the bookmark that ends
+// them.
+func (m *member) initialEvents(path string) []byte {
+	if !strings.Contains(path, "sendInitialEvents=true") {
+		return nil
+	}
+	return []byte(watchList())
+}
+
+var watchList = sync.OnceValue(func() string {
+	var b strings.Builder
+	for i := range ObjectsPerMember {
+		data, _ := runtime.Encode(jsonCodec, simConfigMap(i))
+		b.WriteString(`{"type":"ADDED","object":` + strings.TrimSpace(string(data)) + "}\n")
+	}
+	b.WriteString(`{"type":"BOOKMARK","object":{"kind":"ConfigMap","apiVersion":"v1","metadata":{"resourceVersion":"` +
+		strconv.Itoa(listVersion) + `","annotations":{"k8s.io/initial-events-end":"true"}}}}` + "\n")
+	return b.String()
+})
+
+// listVersion is the resourceVersion of the initial list.
+const listVersion = 1000
+
+// simConfigMap is the i-th ConfigMap every member serves: about 400 bytes of data, labelled.
+func simConfigMap(i int) *corev1.ConfigMap {
+	return &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: fmt.Sprintf("cm-%03d", i), ResourceVersion: strconv.Itoa(listVersion),
+			UID: types.UID(fmt.Sprintf("00000000-0000-0000-0001-%012d", i)), Labels: map[string]string{"app": "sim", "index": strconv.Itoa(i)}},
+		Data: map[string]string{"config": strings.Repeat("x", 400)},
+	}
+}
+
+// lists are the members' ConfigMap list, encoded once: in JSON and in protobuf.
+var lists = sync.OnceValue(func() [2]string {
+	list := &corev1.ConfigMapList{ListMeta: metav1.ListMeta{ResourceVersion: strconv.Itoa(listVersion)}}
+	for i := range ObjectsPerMember {
+		list.Items = append(list.Items, *simConfigMap(i))
+	}
+	_, _, js := encode("", list)
+	_, _, pb := encode(runtime.ContentTypeProtobuf, list)
+	return [2]string{js, pb}
+})
 
 // answer answers GET /readyz and /healthz (failing, once /debug/fail was asked, as an API server
 // whose etcd is gone), /version, the kube-system namespace, a GET or server-side apply of a
@@ -169,12 +269,25 @@ func (m *member) answer(path, auth, accept string) (status int, contentType, bod
 	if auth != "Bearer "+Token {
 		return http.StatusUnauthorized, json, `{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"Unauthorized","code":401}`
 	}
+	full := path
 	path, _, _ = strings.Cut(path, "?")
 	switch {
 	case path == "/debug/handshakes":
 		return http.StatusOK, "text/plain", strconv.FormatInt(m.handshakes.Load(), 10)
 	case path == "/debug/cpu":
 		return http.StatusOK, "text/plain", strconv.FormatInt(ProcessCPU().Microseconds(), 10)
+	case path == "/debug/write":
+		sent := ""
+		if _, q, ok := strings.Cut(full, "?t="); ok {
+			sent = q
+		}
+		m.write(sent)
+		return http.StatusOK, "text/plain", "0"
+	case path == "/api/v1/configmaps":
+		if strings.HasPrefix(accept, runtime.ContentTypeProtobuf) {
+			return http.StatusOK, runtime.ContentTypeProtobuf, lists()[1]
+		}
+		return http.StatusOK, json, lists()[0]
 	case path == "/debug/fail", path == "/debug/recover":
 		m.failing.Store(path == "/debug/fail")
 		return http.StatusOK, "text/plain", "0"

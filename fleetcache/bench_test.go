@@ -1,0 +1,324 @@
+package fleetcache
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"flag"
+	"math/rand/v2"
+	"net/http"
+	"net/netip"
+	"os"
+	"runtime"
+	"runtime/pprof"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	runtimepkg "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/cluster-registry/sdk/access"
+	"github.com/cluster-registry/sdk/internal/simmembers"
+	"github.com/cluster-registry/sdk/multicluster"
+)
+
+// benchMembers is how many simulated members the cache benchmarks watch, each serving
+// simmembers.ObjectsPerMember ConfigMaps.
+var benchMembers = flag.Int("members", 1000, "simulated members in BenchmarkCaches")
+
+// benchWrites is how many writes each run measures the event latency of.
+const benchWrites = 500
+
+// fixedMembers is a Members source of a fixed set, as a Fleet that never changes would be.
+type fixedMembers []*multicluster.Member
+
+func (f fixedMembers) Members() []*multicluster.Member { return f }
+func (f fixedMembers) Subscribe(func(multicluster.MemberEvent)) (unsubscribe func()) {
+	return func() {}
+}
+
+func simResolver(tb testing.TB) *access.Resolver {
+	tb.Helper()
+	r, err := access.NewResolver(access.ResolverOptions{ClientIP: netip.MustParseAddr("127.0.0.1"), Providers: map[string]access.Provider{
+		simmembers.ProviderType: access.ProviderFunc(func(context.Context, *access.Request) (*access.Credentials, error) {
+			return &access.Credentials{BearerToken: simmembers.Token}, nil
+		}),
+	}})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return r
+}
+
+// BenchmarkCaches: a cache of ConfigMaps on each of 1,000 simulated members with 100 each, by the
+// SDK and by the hand-rolled peer (a client-go informer factory per member on a clientset of the
+// member's resolved config, as a tool writes it without the SDK). Reported per run: time to sync
+// every member, live heap and goroutines per member once synced, and the latency from a member's
+// write to the handler (p50, p99). sdk-idle is a Cache of the members with no kind asked for;
+// sdk-transform drops what a tool does not read (each ConfigMap's data) before caching.
+func BenchmarkCaches(b *testing.B) {
+	sim := simmembers.Start(b, *benchMembers, 0)
+	writer := simWriter(b, sim)
+	b.Run("sdk-idle", func(b *testing.B) {
+		for b.Loop() {
+			heap0, g0 := settledHeapAndGoroutines()
+			members := multicluster.MembersOf(simResolver(b), sim.Clusters("sim"), multicluster.FleetOptions{})
+			c := New(fixedMembers(members))
+			if err := c.Start(context.Background()); err != nil {
+				b.Fatal(err)
+			}
+			heap1, g1 := settledHeapAndGoroutines()
+			b.ReportMetric(float64(heap1-heap0)/1024/float64(*benchMembers), "KiB/member")
+			b.ReportMetric(float64(g1-g0)/float64(*benchMembers), "goroutines/member")
+			c.Stop()
+			runtime.KeepAlive(members)
+		}
+	})
+	b.Run("sdk", func(b *testing.B) {
+		for b.Loop() {
+			benchCaches(b, sim, writer, startSDK)
+		}
+	})
+	// What a tool that reads only some fields keeps: the Data of each ConfigMap is dropped.
+	b.Run("sdk-transform", func(b *testing.B) {
+		for b.Loop() {
+			benchCaches(b, sim, writer, func(b *testing.B, sim *simmembers.Members, onEvent func(*corev1.ConfigMap)) func() {
+				return startSDKWith(b, sim, onEvent, KindOptions{Transform: func(obj any) (any, error) {
+					if cm, ok := obj.(*corev1.ConfigMap); ok {
+						cm.Data = nil
+					}
+					return obj, nil
+				}})
+			})
+		}
+	})
+	b.Run("peer", func(b *testing.B) {
+		for b.Loop() {
+			benchCaches(b, sim, writer, startPeer)
+		}
+	})
+}
+
+// startCaches starts caches of ConfigMaps on every member, calling onEvent for each event, and
+// returns when every member has synced, with a function that stops them.
+type startCaches func(b *testing.B, sim *simmembers.Members, onEvent func(*corev1.ConfigMap)) (stop func())
+
+func benchCaches(b *testing.B, sim *simmembers.Members, writer *http.Client, start startCaches) {
+	heap0, g0 := settledHeapAndGoroutines()
+	var latencies []time.Duration
+	var mu sync.Mutex
+	var measuring atomic.Bool
+	onEvent := func(cm *corev1.ConfigMap) {
+		if !measuring.Load() {
+			return
+		}
+		sent, err := strconv.ParseInt(cm.Annotations[simmembers.SentAnnotation], 10, 64)
+		if err != nil {
+			return
+		}
+		d := time.Since(time.Unix(0, sent))
+		mu.Lock()
+		latencies = append(latencies, d)
+		mu.Unlock()
+	}
+	began := time.Now()
+	stop := start(b, sim, onEvent)
+	synced := time.Since(began)
+	heap1, g1 := settledHeapAndGoroutines()
+	if path := os.Getenv("FLEETCACHE_HEAP_PROFILE"); path != "" {
+		f, _ := os.Create(path + "." + b.Name()[strings.LastIndex(b.Name(), "/")+1:])
+		_ = pprof.WriteHeapProfile(f)
+		f.Close()
+	}
+
+	// Writes to random members, a few milliseconds apart, as a fleet's changes trickle in.
+	measuring.Store(true)
+	for range benchWrites {
+		server := sim.Servers[rand.IntN(len(sim.Servers))]
+		resp, err := writer.Get(server + "/debug/write?t=" + strconv.FormatInt(time.Now().UnixNano(), 10))
+		if err != nil {
+			b.Fatal(err)
+		}
+		resp.Body.Close()
+		time.Sleep(2 * time.Millisecond)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		mu.Lock()
+		n := len(latencies)
+		mu.Unlock()
+		if n >= benchWrites || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	stop()
+
+	mu.Lock()
+	defer mu.Unlock()
+	if len(latencies) < benchWrites {
+		b.Fatalf("%d of %d writes reached the handler", len(latencies), benchWrites)
+	}
+	slices.Sort(latencies)
+	b.ReportMetric(synced.Seconds(), "sync-s")
+	b.ReportMetric(float64(heap1-heap0)/1024/float64(*benchMembers), "KiB/member")
+	b.ReportMetric(float64(g1-g0)/float64(*benchMembers), "goroutines/member")
+	b.ReportMetric(float64(latencies[len(latencies)/2].Microseconds())/1000, "p50-ms")
+	b.ReportMetric(float64(latencies[len(latencies)*99/100].Microseconds())/1000, "p99-ms")
+}
+
+func startSDK(b *testing.B, sim *simmembers.Members, onEvent func(*corev1.ConfigMap)) func() {
+	return startSDKWith(b, sim, onEvent, KindOptions{})
+}
+
+func startSDKWith(b *testing.B, sim *simmembers.Members, onEvent func(*corev1.ConfigMap), opts KindOptions) func() {
+	members := multicluster.MembersOf(simResolver(b), sim.Clusters("sim"), multicluster.FleetOptions{})
+	c := New(fixedMembers(members))
+	cms, err := Typed[*corev1.ConfigMap](c, corev1.SchemeGroupVersion.WithResource("configmaps"), opts)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := cms.AddEventHandler(func(ev Event[*corev1.ConfigMap]) {
+		if ev.Type == Updated {
+			onEvent(ev.Object)
+		}
+	}); err != nil {
+		b.Fatal(err)
+	}
+	if err := c.Start(context.Background()); err != nil {
+		b.Fatal(err)
+	}
+	if err := cms.WaitForCacheSync(context.Background(), time.Minute); err != nil {
+		b.Fatal(err)
+	}
+	return c.Stop
+}
+
+// startPeer is what a tool writes without the SDK: a clientset and informer factory per member,
+// on the member's resolved config.
+func startPeer(b *testing.B, sim *simmembers.Members, onEvent func(*corev1.ConfigMap)) func() {
+	resolver := simResolver(b)
+	ctx, cancel := context.WithCancel(context.Background())
+	var synced []cache.InformerSynced
+	var factories []informers.SharedInformerFactory
+	clusters := sim.Clusters("sim")
+	for i := range clusters {
+		a, err := resolver.Resolve(ctx, &clusters[i])
+		if err != nil {
+			b.Fatal(err)
+		}
+		cfg := rest.CopyConfig(a.Config)
+		cfg.ContentType = runtimepkg.ContentTypeProtobuf
+		cfg.AcceptContentTypes = runtimepkg.ContentTypeProtobuf + "," + runtimepkg.ContentTypeJSON
+		kube, err := kubernetes.NewForConfigAndClient(cfg, a.HTTPClient)
+		if err != nil {
+			b.Fatal(err)
+		}
+		factory := informers.NewSharedInformerFactory(kube, 0)
+		inf := factory.Core().V1().ConfigMaps().Informer()
+		if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{UpdateFunc: func(_, obj any) {
+			onEvent(obj.(*corev1.ConfigMap))
+		}}); err != nil {
+			b.Fatal(err)
+		}
+		synced = append(synced, inf.HasSynced)
+		factories = append(factories, factory)
+		factory.Start(ctx.Done())
+	}
+	if !cache.WaitForCacheSync(ctx.Done(), synced...) {
+		b.Fatal("the peer's caches did not sync")
+	}
+	return func() {
+		cancel()
+		for _, f := range factories {
+			f.Shutdown()
+		}
+	}
+}
+
+// simWriter asks simulated members to write, on their debug path.
+func simWriter(b testing.TB, sim *simmembers.Members) *http.Client {
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(sim.CA) {
+		b.Fatal("the simulated members' CA")
+	}
+	return &http.Client{Transport: &bearer{&http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}, ForceAttemptHTTP2: true}}}
+}
+
+type bearer struct{ rt http.RoundTripper }
+
+func (t *bearer) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+simmembers.Token)
+	return t.rt.RoundTrip(r)
+}
+
+// settledHeapAndGoroutines reads the live heap and goroutine count once finished goroutines have
+// exited and garbage has been collected.
+func settledHeapAndGoroutines() (heap uint64, goroutines int) {
+	prev := -1
+	for range 50 {
+		runtime.GC()
+		if g := runtime.NumGoroutine(); g == prev {
+			break
+		} else {
+			prev = g
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return ms.HeapAlloc, runtime.NumGoroutine()
+}
+
+// The benchmarks' instrument: simulated members serve their ConfigMaps to a cache, by list or by
+// watch-list, and a write reaches the handler with the time it was asked.
+func TestSimulatedMembersCache(t *testing.T) {
+	sim := simmembers.Start(t, 3, time.Millisecond)
+	members := multicluster.MembersOf(simResolver(t), sim.Clusters("sim"), multicluster.FleetOptions{})
+	c := New(fixedMembers(members))
+	cms, err := Typed[*corev1.ConfigMap](c, corev1.SchemeGroupVersion.WithResource("configmaps"), KindOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan string, 10)
+	if err := cms.AddEventHandler(func(ev Event[*corev1.ConfigMap]) {
+		if ev.Type == Updated {
+			got <- ev.Member.Name().Name + " " + ev.Object.Annotations[simmembers.SentAnnotation]
+		}
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	defer c.Stop()
+	if err := cms.WaitForCacheSync(context.Background(), 30*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(cms.ListAll(nil)); n != 3*simmembers.ObjectsPerMember {
+		t.Fatalf("%d ConfigMaps cached, want %d", n, 3*simmembers.ObjectsPerMember)
+	}
+	resp, err := simWriter(t, sim).Get(sim.Servers[1] + "/debug/write?t=12345")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	select {
+	case ev := <-got:
+		if ev != "member-00001 12345" {
+			t.Fatalf("event %q", ev)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the write never reached the handler")
+	}
+}
