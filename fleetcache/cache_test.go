@@ -154,6 +154,17 @@ func TestCacheFollowsMembers(t *testing.T) {
 	}
 	stopEvents()
 
+	// The same resource, dynamic: unstructured objects, each named with its member.
+	dyn, err := Dynamic(c, configMaps, KindOptions{})
+	require.NoError(t, err)
+	require.NoError(t, dyn.WaitForCacheSync(ctx, 30*time.Second))
+	unstructuredItems := dyn.ListAll(selector)
+	require.Len(t, unstructuredItems, 2)
+	for _, item := range unstructuredItems {
+		require.Equal(t, "on-"+item.Member.Name().Name, item.Object.GetName())
+		require.Empty(t, item.Object.GetManagedFields())
+	}
+
 	// Asking again for a kind gives the same Kind; asking for it as another type is refused.
 	again, err := Typed[*corev1.ConfigMap](c, configMaps, KindOptions{})
 	require.NoError(t, err)
