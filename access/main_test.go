@@ -21,7 +21,6 @@ import (
 
 	"github.com/cluster-registry/sdk/clientset/versioned"
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
-	"github.com/cluster-registry/sdk/internal/simmembers"
 	"github.com/cluster-registry/sdk/localfleet"
 )
 
@@ -31,10 +30,6 @@ import (
 var registry, member *localfleet.Server
 
 func TestMain(m *testing.M) {
-	// The benchmarks' simulated members run in a child process of this binary.
-	if code, child := simmembers.Main(); child {
-		os.Exit(code)
-	}
 	flag.Parse()
 	// A fuzz worker runs only the fuzz target; it needs no servers, and there is one per core.
 	if f := flag.Lookup("test.fuzzworker"); f != nil && f.Value.String() == "true" {

@@ -7,7 +7,6 @@ import (
 	"flag"
 	"math/rand/v2"
 	"net/http"
-	"net/netip"
 	"os"
 	"runtime"
 	"runtime/pprof"
@@ -25,8 +24,9 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
+	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
+	crcluster "sigs.k8s.io/controller-runtime/pkg/cluster"
 
-	"github.com/cluster-registry/sdk/access"
 	"github.com/cluster-registry/sdk/internal/simmembers"
 	"github.com/cluster-registry/sdk/multicluster"
 )
@@ -46,19 +46,6 @@ func (f fixedMembers) Subscribe(func(multicluster.MemberEvent)) (unsubscribe fun
 	return func() {}
 }
 
-func simResolver(tb testing.TB) *access.Resolver {
-	tb.Helper()
-	r, err := access.NewResolver(access.ResolverOptions{ClientIP: netip.MustParseAddr("127.0.0.1"), Providers: map[string]access.Provider{
-		simmembers.ProviderType: access.ProviderFunc(func(context.Context, *access.Request) (*access.Credentials, error) {
-			return &access.Credentials{BearerToken: simmembers.Token}, nil
-		}),
-	}})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return r
-}
-
 // BenchmarkCaches: a cache of ConfigMaps on each of 1,000 simulated members with 100 each, by the
 // SDK and by the hand-rolled peer (a client-go informer factory per member on a clientset of the
 // member's resolved config, as a tool writes it without the SDK). Reported per run: time to sync
@@ -70,13 +57,13 @@ func BenchmarkCaches(b *testing.B) {
 	writer := simWriter(b, sim)
 	b.Run("sdk-idle", func(b *testing.B) {
 		for b.Loop() {
-			heap0, g0 := settledHeapAndGoroutines()
-			members := multicluster.MembersOf(simResolver(b), sim.Clusters("sim"), multicluster.FleetOptions{})
+			heap0, g0 := simmembers.SettledHeapAndGoroutines()
+			members := multicluster.MembersOf(simmembers.Resolver(b), sim.Clusters("sim"), multicluster.FleetOptions{})
 			c := New(fixedMembers(members))
 			if err := c.Start(context.Background()); err != nil {
 				b.Fatal(err)
 			}
-			heap1, g1 := settledHeapAndGoroutines()
+			heap1, g1 := simmembers.SettledHeapAndGoroutines()
 			b.ReportMetric(float64(heap1-heap0)/1024/float64(*benchMembers), "KiB/member")
 			b.ReportMetric(float64(g1-g0)/float64(*benchMembers), "goroutines/member")
 			c.Stop()
@@ -101,6 +88,11 @@ func BenchmarkCaches(b *testing.B) {
 			})
 		}
 	})
+	b.Run("peer-controller-runtime", func(b *testing.B) {
+		for b.Loop() {
+			benchCaches(b, sim, writer, startControllerRuntimePeer)
+		}
+	})
 	b.Run("peer", func(b *testing.B) {
 		for b.Loop() {
 			benchCaches(b, sim, writer, startPeer)
@@ -113,7 +105,7 @@ func BenchmarkCaches(b *testing.B) {
 type startCaches func(b *testing.B, sim *simmembers.Members, onEvent func(*corev1.ConfigMap)) (stop func())
 
 func benchCaches(b *testing.B, sim *simmembers.Members, writer *http.Client, start startCaches) {
-	heap0, g0 := settledHeapAndGoroutines()
+	heap0, g0 := simmembers.SettledHeapAndGoroutines()
 	var latencies []time.Duration
 	var mu sync.Mutex
 	var measuring atomic.Bool
@@ -133,7 +125,7 @@ func benchCaches(b *testing.B, sim *simmembers.Members, writer *http.Client, sta
 	began := time.Now()
 	stop := start(b, sim, onEvent)
 	synced := time.Since(began)
-	heap1, g1 := settledHeapAndGoroutines()
+	heap1, g1 := simmembers.SettledHeapAndGoroutines()
 	if path := os.Getenv("FLEETCACHE_HEAP_PROFILE"); path != "" {
 		f, _ := os.Create(path + "." + b.Name()[strings.LastIndex(b.Name(), "/")+1:])
 		_ = pprof.WriteHeapProfile(f)
@@ -181,7 +173,7 @@ func startSDK(b *testing.B, sim *simmembers.Members, onEvent func(*corev1.Config
 }
 
 func startSDKWith(b *testing.B, sim *simmembers.Members, onEvent func(*corev1.ConfigMap), opts KindOptions) func() {
-	members := multicluster.MembersOf(simResolver(b), sim.Clusters("sim"), multicluster.FleetOptions{})
+	members := multicluster.MembersOf(simmembers.Resolver(b), sim.Clusters("sim"), multicluster.FleetOptions{})
 	c := New(fixedMembers(members))
 	cms, err := Typed[*corev1.ConfigMap](c, corev1.SchemeGroupVersion.WithResource("configmaps"), opts)
 	if err != nil {
@@ -206,7 +198,7 @@ func startSDKWith(b *testing.B, sim *simmembers.Members, onEvent func(*corev1.Co
 // startPeer is what a tool writes without the SDK: a clientset and informer factory per member,
 // on the member's resolved config.
 func startPeer(b *testing.B, sim *simmembers.Members, onEvent func(*corev1.ConfigMap)) func() {
-	resolver := simResolver(b)
+	resolver := simmembers.Resolver(b)
 	ctx, cancel := context.WithCancel(context.Background())
 	var synced []cache.InformerSynced
 	var factories []informers.SharedInformerFactory
@@ -245,6 +237,47 @@ func startPeer(b *testing.B, sim *simmembers.Members, onEvent func(*corev1.Confi
 	}
 }
 
+// startControllerRuntimePeer engages each member as multicluster-runtime does: a
+// controller-runtime cluster.Cluster per member (its cache, client and RESTMapper), started, and
+// an informer for the kind from its cache.
+func startControllerRuntimePeer(b *testing.B, sim *simmembers.Members, onEvent func(*corev1.ConfigMap)) func() {
+	resolver := simmembers.Resolver(b)
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	var caches []crcache.Cache
+	clusters := sim.Clusters("sim")
+	for i := range clusters {
+		a, err := resolver.Resolve(ctx, &clusters[i])
+		if err != nil {
+			b.Fatal(err)
+		}
+		cl, err := crcluster.New(rest.CopyConfig(a.Config), func(o *crcluster.Options) { o.HTTPClient = a.HTTPClient })
+		if err != nil {
+			b.Fatal(err)
+		}
+		wg.Go(func() { _ = cl.Start(ctx) })
+		inf, err := cl.GetCache().GetInformer(ctx, &corev1.ConfigMap{}, crcache.BlockUntilSynced(false))
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{UpdateFunc: func(_, obj any) {
+			onEvent(obj.(*corev1.ConfigMap))
+		}}); err != nil {
+			b.Fatal(err)
+		}
+		caches = append(caches, cl.GetCache())
+	}
+	for _, c := range caches {
+		if !c.WaitForCacheSync(ctx) {
+			b.Fatal("the controller-runtime peer's caches did not sync")
+		}
+	}
+	return func() {
+		cancel()
+		wg.Wait()
+	}
+}
+
 // simWriter asks simulated members to write, on their debug path.
 func simWriter(b testing.TB, sim *simmembers.Members) *http.Client {
 	pool := x509.NewCertPool()
@@ -262,29 +295,11 @@ func (t *bearer) RoundTrip(r *http.Request) (*http.Response, error) {
 	return t.rt.RoundTrip(r)
 }
 
-// settledHeapAndGoroutines reads the live heap and goroutine count once finished goroutines have
-// exited and garbage has been collected.
-func settledHeapAndGoroutines() (heap uint64, goroutines int) {
-	prev := -1
-	for range 50 {
-		runtime.GC()
-		if g := runtime.NumGoroutine(); g == prev {
-			break
-		} else {
-			prev = g
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	var ms runtime.MemStats
-	runtime.ReadMemStats(&ms)
-	return ms.HeapAlloc, runtime.NumGoroutine()
-}
-
 // The benchmarks' instrument: simulated members serve their ConfigMaps to a cache, by list or by
 // watch-list, and a write reaches the handler with the time it was asked.
 func TestSimulatedMembersCache(t *testing.T) {
 	sim := simmembers.Start(t, 3, time.Millisecond)
-	members := multicluster.MembersOf(simResolver(t), sim.Clusters("sim"), multicluster.FleetOptions{})
+	members := multicluster.MembersOf(simmembers.Resolver(t), sim.Clusters("sim"), multicluster.FleetOptions{})
 	c := New(fixedMembers(members))
 	cms, err := Typed[*corev1.ConfigMap](c, corev1.SchemeGroupVersion.WithResource("configmaps"), KindOptions{})
 	if err != nil {

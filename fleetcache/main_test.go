@@ -34,11 +34,11 @@ func TestMain(m *testing.M) {
 		os.Exit(code)
 	}
 	flag.Parse()
+	logf.SetLogger(logr.Discard()) // envtest and the benchmark's controller-runtime peer log through it
+	klog.SetLogger(logr.Discard()) // informers log every failed watch of a stopped member
 	if testing.Short() {
 		os.Exit(m.Run())
 	}
-	logf.SetLogger(logr.Discard()) // envtest logs through controller-runtime's logger
-	klog.SetLogger(logr.Discard()) // informers log every failed watch of a stopped member
 	var err error
 	lf, err = localfleet.Start(context.Background(), localfleet.Options{Members: 2})
 	if err != nil {

@@ -18,6 +18,7 @@ import (
 	"github.com/cluster-registry/sdk/clientset/versioned"
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
 	"github.com/cluster-registry/sdk/informers/externalversions"
+	"github.com/cluster-registry/sdk/internal/simmembers"
 )
 
 // benchFleetSize is the registry's size in BenchmarkFleet.
@@ -104,18 +105,18 @@ func BenchmarkFleet(b *testing.B) {
 
 	b.Run("idle-heap", func(b *testing.B) {
 		for b.Loop() {
-			heap0, _ := settledHeapAndGoroutines()
+			heap0, _ := simmembers.SettledHeapAndGoroutines()
 			f := NewFleet(client, resolver, opts)
 			if err := f.Start(context.Background()); err != nil {
 				b.Fatal(err)
 			}
 			_ = f.Members()
-			heap1, _ := settledHeapAndGoroutines()
+			heap1, _ := simmembers.SettledHeapAndGoroutines()
 			runtime.KeepAlive(f)
 			f.Stop()
 
 			stop := startPeerInformer(b, client, ns)
-			heap2, _ := settledHeapAndGoroutines()
+			heap2, _ := simmembers.SettledHeapAndGoroutines()
 			stop()
 			fleetPer, peerPer := float64(heap1-heap0)/benchFleetSize, float64(heap2-heap0)/benchFleetSize
 			b.ReportMetric(fleetPer/1024, "KiB/idle-member")

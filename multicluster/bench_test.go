@@ -51,13 +51,13 @@ func benchFanOut(b *testing.B, n int) {
 	sim := simmembers.Start(b, n, simLatency)
 	ctx := context.Background()
 
-	heap0, g0 := settledHeapAndGoroutines()
-	members := MembersOf(simResolver(b), sim.Clusters("sim"), FleetOptions{})
-	heapIdle, gIdle := settledHeapAndGoroutines()
+	heap0, g0 := simmembers.SettledHeapAndGoroutines()
+	members := MembersOf(simmembers.Resolver(b), sim.Clusters("sim"), FleetOptions{})
+	heapIdle, gIdle := simmembers.SettledHeapAndGoroutines()
 	if err := ForEach(ctx, members, getConfigMap).Err(); err != nil { // warm every member
 		b.Fatal(err)
 	}
-	heapWarm, gWarm := settledHeapAndGoroutines()
+	heapWarm, gWarm := simmembers.SettledHeapAndGoroutines()
 
 	cpu0, simCPU0 := processCPU(), simCPU(b, members[0])
 	b.ResetTimer()
@@ -90,7 +90,7 @@ func benchPeer(b *testing.B, n int) {
 	ctx := context.Background()
 	clients := make([]kubernetes.Interface, n)
 	for i := range clusters {
-		cfg, err := simResolver(b).Config(ctx, &clusters[i])
+		cfg, err := simmembers.Resolver(b).Config(ctx, &clusters[i])
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -132,7 +132,7 @@ func benchNaive(b *testing.B, n int) {
 	b.ResetTimer()
 	for b.Loop() {
 		for i := range clusters {
-			cfg, err := simResolver(b).Config(ctx, &clusters[i]) // no cache
+			cfg, err := simmembers.Resolver(b).Config(ctx, &clusters[i]) // no cache
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -157,29 +157,11 @@ func processCPU() time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
-// settledHeapAndGoroutines reads the live heap and goroutine count once finished goroutines have
-// exited and garbage has been collected.
-func settledHeapAndGoroutines() (heap uint64, goroutines int) {
-	prev := -1
-	for range 50 {
-		runtime.GC()
-		if g := runtime.NumGoroutine(); g == prev {
-			break
-		} else {
-			prev = g
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	var ms runtime.MemStats
-	runtime.ReadMemStats(&ms)
-	return ms.HeapAlloc, runtime.NumGoroutine()
-}
-
 // BenchmarkMemberKubernetesCached: a used member's clientset, asked for again, as every fan-out
 // callback does. It must not be rebuilt, nor allocate.
 func BenchmarkMemberKubernetesCached(b *testing.B) {
 	sim := simmembers.Start(b, 1, 0)
-	m := MembersOf(simResolver(b), sim.Clusters("sim"), FleetOptions{})[0]
+	m := MembersOf(simmembers.Resolver(b), sim.Clusters("sim"), FleetOptions{})[0]
 	first, err := m.Kubernetes(context.Background())
 	if err != nil {
 		b.Fatal(err)

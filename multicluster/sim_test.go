@@ -9,33 +9,18 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 
-	"github.com/cluster-registry/sdk/access"
 	"github.com/cluster-registry/sdk/internal/simmembers"
 )
 
 // Simulated members (internal/simmembers) stand in for hundreds of API servers in the
 // benchmarks; these are the helpers that reach them through a Fleet.
 
-// simResolver resolves simulated members with their fixed token.
-func simResolver(tb testing.TB) *access.Resolver {
-	tb.Helper()
-	r, err := access.NewResolver(access.ResolverOptions{ClientIP: testClientIP, Providers: map[string]access.Provider{
-		simmembers.ProviderType: access.ProviderFunc(func(context.Context, *access.Request) (*access.Credentials, error) {
-			return &access.Credentials{BearerToken: simmembers.Token}, nil
-		}),
-	}})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return r
-}
-
 // Simulated members answer through a Fleet as real ones do, and count handshakes: a check on
 // the benchmarks' own instrument.
 func TestSimulatedMembers(t *testing.T) {
 	integration(t)
 	sim := simmembers.Start(t, 3, time.Millisecond)
-	members := MembersOf(simResolver(t), sim.Clusters("sim"), FleetOptions{})
+	members := MembersOf(simmembers.Resolver(t), sim.Clusters("sim"), FleetOptions{})
 	for range 3 {
 		if err := ForEach(context.Background(), members, getConfigMap, NoRetry()).Err(); err != nil {
 			t.Fatal(err)

@@ -296,6 +296,14 @@ func (m *member) answer(path, auth, accept string) (status int, contentType, bod
 			return http.StatusInternalServerError, "text/plain", "[+]ping ok\n[-]etcd failed: reason withheld\n" + path[1:] + " check failed\n"
 		}
 		return http.StatusOK, "text/plain", "ok"
+	case path == "/api":
+		return http.StatusOK, json, `{"kind":"APIVersions","versions":["v1"],"serverAddressByClientCIDRs":[]}`
+	case path == "/apis":
+		return http.StatusOK, json, `{"kind":"APIGroupList","apiVersion":"v1","groups":[]}`
+	case path == "/api/v1":
+		return http.StatusOK, json, `{"kind":"APIResourceList","apiVersion":"v1","groupVersion":"v1","resources":[` +
+			`{"name":"configmaps","singularName":"configmap","namespaced":true,"kind":"ConfigMap","verbs":["get","list","watch"]},` +
+			`{"name":"namespaces","singularName":"namespace","namespaced":false,"kind":"Namespace","verbs":["get","list","watch"]}]}`
 	case path == "/version":
 		return http.StatusOK, json, `{"major":"1","minor":"36","gitVersion":"v1.36.3"}`
 	case path == "/api/v1/namespaces/kube-system":
