@@ -1,7 +1,8 @@
 // Command demo is the README's one-command tour. It starts a local fleet (a registry and three
 // member clusters, real kube-apiservers with etcd), shows the registry with kubectl, runs
 // examples/fanout-deploy against it and the health controller (clusterregistry health) beside
-// it, stops one member to show the controller see it and fanout-deploy report it, brings it back,
+// it, and examples/fleet-api on watch caches, stops one member to show the controller see it,
+// fanout-deploy report it and fleet-api mark it stale, brings it back,
 // then stops everything and removes its files, also on Ctrl-C.
 // hack/demo.sh builds the binaries it needs and runs it; with -keep the fleet stays up until
 // Ctrl-C.
@@ -34,19 +35,20 @@ import (
 func main() {
 	keep := flag.Bool("keep", false, "keep the fleet running at the end until interrupted, and print how to reach it")
 	fanoutDeploy := flag.String("fanout-deploy", "bin/fanout-deploy", "the built examples/fanout-deploy")
+	fleetAPI := flag.String("fleet-api", "bin/fleet-api", "the built examples/fleet-api")
 	clusterregistry := flag.String("clusterregistry", "bin/clusterregistry", "the built cmd/clusterregistry")
 	flag.Parse()
 
 	logf.SetLogger(logr.Discard()) // envtest logs through controller-runtime's logger
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, *fanoutDeploy, *clusterregistry, *keep); err != nil {
+	if err := run(ctx, *fanoutDeploy, *fleetAPI, *clusterregistry, *keep); err != nil {
 		fmt.Fprintln(os.Stderr, "demo:", err)
 		os.Exit(1)
 	}
 }
 
-func run(ctx context.Context, fanoutDeploy, clusterregistry string, keep bool) error {
+func run(ctx context.Context, fanoutDeploy, fleetAPI, clusterregistry string, keep bool) error {
 	start := time.Now()
 	step("Starting a local fleet: a registry and 3 member clusters, each a real kube-apiserver with etcd")
 	lf, err := localfleet.Start(ctx, localfleet.Options{Members: 3, Labels: map[string]string{"env": "demo"}})
@@ -128,6 +130,16 @@ func run(ctx context.Context, fanoutDeploy, clusterregistry string, keep bool) e
 		return err
 	}
 
+	step("fleet-api answers what runs where from watch caches on every member (package fleetcache)")
+	api, err := startFleetAPI(ctx, fleetAPI, lf)
+	if err != nil {
+		return err
+	}
+	defer api.stop()
+	if err := api.show(ctx, "", "Synced"); err != nil {
+		return err
+	}
+
 	step("Stopping member-2's API server, as an outage would; the health controller sees it")
 	if err := lf.Member("member-2").StopAPIServer(); err != nil {
 		return err
@@ -136,6 +148,10 @@ func run(ctx context.Context, fanoutDeploy, clusterregistry string, keep bool) e
 		return err
 	}
 	if err := kubectl("get", "clusters", "-n", lf.Namespace, "-o", "wide"); err != nil {
+		return err
+	}
+	fmt.Println("\nfleet-api shows member-2's caches as stale since the outage, with what they held then:")
+	if err := api.show(ctx, "member-2", "Stale"); err != nil {
 		return err
 	}
 
@@ -160,6 +176,10 @@ func run(ctx context.Context, fanoutDeploy, clusterregistry string, keep bool) e
 	if err := kubectl("describe", "cluster", "member-2", "-n", lf.Namespace); err != nil {
 		return err
 	}
+	fmt.Println("\nfleet-api follows member-2 again, with the same caches:")
+	if err := api.show(ctx, "member-2", "Synced"); err != nil {
+		return err
+	}
 
 	if keep {
 		kubeconfig, err := fleetKubeconfig(lf)
@@ -179,6 +199,7 @@ func run(ctx context.Context, fanoutDeploy, clusterregistry string, keep bool) e
 		fmt.Printf("  %s --context member-1 get deployments\n", lf.Kubectl)
 		fmt.Printf("  %s get -n %s\n", abs(clusterregistry), lf.Namespace)
 		fmt.Printf("  %s -n %s --name hello --image nginx\n", abs(fanoutDeploy), lf.Namespace)
+		fmt.Printf("  curl %s/clusters\n", api.url)
 		fmt.Println("Press Ctrl-C to stop.")
 		<-ctx.Done()
 	}

@@ -243,15 +243,14 @@ const listVersion = 1000
 // a controller.
 func simConfigMap(i int) *corev1.ConfigMap {
 	when := metav1.NewTime(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	fields := func(s string) *metav1.FieldsV1 { return &metav1.FieldsV1{Raw: []byte(s)} }
 	return &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: fmt.Sprintf("cm-%03d", i), ResourceVersion: strconv.Itoa(listVersion),
 			UID: types.UID(fmt.Sprintf("00000000-0000-0000-0001-%012d", i)), Labels: map[string]string{"app": "sim", "index": strconv.Itoa(i)},
 			ManagedFields: []metav1.ManagedFieldsEntry{
 				{Manager: "kubectl", Operation: metav1.ManagedFieldsOperationApply, APIVersion: "v1", Time: &when, FieldsType: "FieldsV1",
-					FieldsV1: fields(`{"f:data":{"f:config":{}},"f:metadata":{"f:labels":{"f:app":{},"f:index":{}}}}`)},
+					FieldsV1: metav1.NewFieldsV1(`{"f:data":{"f:config":{}},"f:metadata":{"f:labels":{"f:app":{},"f:index":{}}}}`)},
 				{Manager: "sim-controller", Operation: metav1.ManagedFieldsOperationUpdate, APIVersion: "v1", Time: &when, FieldsType: "FieldsV1",
-					FieldsV1: fields(`{"f:metadata":{"f:annotations":{".":{},"f:sim.clusterregistry.k8s.io/sent":{}}}}`)},
+					FieldsV1: metav1.NewFieldsV1(`{"f:metadata":{"f:annotations":{".":{},"f:sim.clusterregistry.k8s.io/sent":{}}}}`)},
 			}},
 		Data: map[string]string{"config": strings.Repeat("x", 400)},
 	}

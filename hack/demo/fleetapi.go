@@ -1,0 +1,119 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/cluster-registry/sdk/localfleet"
+)
+
+// fleetAPI is a running examples/fleet-api.
+type fleetAPI struct {
+	cmd *exec.Cmd
+	url string
+}
+
+// startFleetAPI runs fleet-api against the fleet's registry on a free local port, and returns
+// once it serves.
+func startFleetAPI(ctx context.Context, path string, lf *localfleet.Fleet) (*fleetAPI, error) {
+	cmd := exec.CommandContext(ctx, path, "-n", lf.Namespace, "--listen", "127.0.0.1:0")
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+lf.Registry.Kubeconfig)
+	// client-go logs every failed watch of a stopped member; the API itself says so, and since when.
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	fmt.Printf("$ fleet-api %s &\n", strings.Join(cmd.Args[1:], " "))
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	api := &fleetAPI{cmd: cmd}
+	lines := bufio.NewScanner(out)
+	for lines.Scan() {
+		fmt.Println(lines.Text())
+		if _, addr, ok := strings.Cut(lines.Text(), " on "); ok && strings.HasPrefix(lines.Text(), "serving ") {
+			api.url = addr
+			break
+		}
+	}
+	if api.url == "" {
+		api.stop()
+		return nil, fmt.Errorf("fleet-api did not start serving: %s", stderr.String())
+	}
+	go func() { _, _ = io.Copy(os.Stdout, out) }()
+	return api, nil
+}
+
+func (a *fleetAPI) stop() {
+	_ = a.cmd.Process.Signal(os.Interrupt)
+	_ = a.cmd.Wait()
+}
+
+// show waits until member's caches (every member's, if "") are in state, then prints GET /clusters
+// as a table.
+func (a *fleetAPI) show(ctx context.Context, member, state string) error {
+	fmt.Printf("\n$ curl %s/clusters\n", a.url)
+	var list struct {
+		Clusters []struct {
+			Name  string `json:"name"`
+			Ready string `json:"ready"`
+			Nodes struct {
+				Total int `json:"total"`
+			} `json:"nodes"`
+			Workloads struct {
+				Deployments int `json:"deployments"`
+			} `json:"workloads"`
+			Cache struct {
+				State string    `json:"state"`
+				Since time.Time `json:"since"`
+				Error string    `json:"error"`
+			} `json:"cache"`
+		} `json:"clusters"`
+	}
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(200 * time.Millisecond) {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, a.url+"/clusters", nil)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return err
+		}
+		err = json.NewDecoder(resp.Body).Decode(&list)
+		resp.Body.Close()
+		if err != nil {
+			return err
+		}
+		done := len(list.Clusters) > 0
+		for _, c := range list.Clusters {
+			if (member == "" || c.Name == member) && c.Cache.State != state {
+				done = false
+			}
+		}
+		if done {
+			break
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("fleet-api did not show %s as %s within a minute", member, state)
+		}
+	}
+	w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(w, "NAME\tREADY\tNODES\tDEPLOYMENTS\tCACHE")
+	for _, c := range list.Clusters {
+		cache := fmt.Sprintf("%s since %s", c.Cache.State, c.Cache.Since.Local().Format(time.TimeOnly))
+		if c.Cache.Error != "" {
+			cache += " (" + c.Cache.Error + ")"
+		}
+		fmt.Fprintf(w, "%s\t%s\t%d\t%d\t%s\n", c.Name, c.Ready, c.Nodes.Total, c.Workloads.Deployments, cache)
+	}
+	return w.Flush()
+}
