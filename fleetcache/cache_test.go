@@ -60,6 +60,19 @@ func copySet(t *testing.T) string {
 	return ns
 }
 
+// newTestSet is a cluster set of the test's own (copySet), with a namespace of the same name on
+// every member if memberNamespaces; the test fails if it leaves goroutines behind.
+func newTestSet(t *testing.T, memberNamespaces bool) string {
+	t.Helper()
+	integration(t)
+	t.Cleanup(func() { goleak.VerifyNone(t, append(ignoreIdleConnections, goleak.IgnoreCurrent())...) })
+	ns := copySet(t)
+	if memberNamespaces {
+		newMemberNamespace(t, ns)
+	}
+	return ns
+}
+
 // key is a member's name in a test's cluster set.
 func key(ns string, m *localfleet.Member) types.NamespacedName {
 	return types.NamespacedName{Namespace: ns, Name: m.Name}
@@ -77,10 +90,7 @@ func createConfigMap(t *testing.T, m *localfleet.Member, ns, name string) {
 // and its events say which member they come from; a kind asked for later starts on every member;
 // a member that leaves takes its caches with it, goroutines included.
 func TestCacheFollowsMembers(t *testing.T) {
-	integration(t)
-	t.Cleanup(func() { goleak.VerifyNone(t, append(ignoreIdleConnections, goleak.IgnoreCurrent())...) })
-	ns := copySet(t)
-	newMemberNamespace(t, ns)
+	ns := newTestSet(t, true)
 	fleet := startFleet(t, ns)
 	ctx := testContext(t)
 
@@ -188,9 +198,7 @@ func TestCacheFollowsMembers(t *testing.T) {
 // A member that cannot be reached holds up no other: WaitForCacheSync gives it up at its own
 // deadline and names it, with why, and never a credential.
 func TestDeadMemberDoesNotBlockSync(t *testing.T) {
-	integration(t)
-	t.Cleanup(func() { goleak.VerifyNone(t, append(ignoreIdleConnections, goleak.IgnoreCurrent())...) })
-	ns := copySet(t)
+	ns := newTestSet(t, false)
 	ctx := testContext(t)
 	registry := versioned.NewForConfigOrDie(lf.Registry.Config).ClusterregistryV1alpha1().Clusters(ns)
 	dead, err := registry.Get(ctx, lf.Members[0].Name, metav1.GetOptions{})
@@ -262,10 +270,7 @@ func setToken(t *testing.T, ns string, m *localfleet.Member, token string) {
 // held; credentials rotated meanwhile (the old token revoked) are used when it is back, by the
 // same informer: nothing is restarted, and changes made after are seen.
 func TestStaleMemberAndRotation(t *testing.T) {
-	integration(t)
-	t.Cleanup(func() { goleak.VerifyNone(t, append(ignoreIdleConnections, goleak.IgnoreCurrent())...) })
-	ns := copySet(t)
-	newMemberNamespace(t, ns)
+	ns := newTestSet(t, true)
 	m := lf.Members[0]
 	require.Equal(t, v1alpha1.ProviderTypeSecret, m.ProviderType)
 	kube := memberKube(t, m)
@@ -331,8 +336,7 @@ func TestStaleMemberAndRotation(t *testing.T) {
 
 // A Cluster edited to reach its member differently restarts the member's caches, from a list.
 func TestReachChangeRestarts(t *testing.T) {
-	integration(t)
-	ns := copySet(t)
+	ns := newTestSet(t, false)
 	fleet := startFleet(t, ns)
 	ctx := testContext(t)
 	c := New(fleet)
