@@ -134,7 +134,7 @@ func TestRedirectsDoNotCarryCredentials(t *testing.T) {
 		*storedCluster(t, ns, "by-certificate", hostile.URL, hostileCA, provider("p", v1alpha1.ProviderTypeSecret, map[string]string{"name": "cert"})),
 		*storedCluster(t, ns, "by-exec", hostile.URL, hostileCA, provider("p", v1alpha1.ProviderTypeExec, map[string]string{"command": plugin})),
 	}
-	resolve := func(ctx context.Context, c *v1alpha1.Cluster) (*Resolved, error) { return r.Resolve(ctx, c) }
+	resolve := r.Resolve
 
 	// Each way a tool reaches a member, with one request that the member redirects. The first
 	// four build clients as multicluster.Member does: on the Resolved's Config and HTTPClient.

@@ -302,8 +302,6 @@ func (f *Fleet) Len() int {
 	return len(f.members)
 }
 
-func (f *Fleet) matches(c *v1alpha1.Cluster) bool { return f.opts.matches(c) }
-
 // matches reports whether c is one of the Clusters the options choose.
 func (o *FleetOptions) matches(c *v1alpha1.Cluster) bool {
 	if len(o.Namespaces) > 0 && !slices.Contains(o.Namespaces, c.Namespace) {
@@ -314,7 +312,7 @@ func (o *FleetOptions) matches(c *v1alpha1.Cluster) bool {
 
 func (f *Fleet) upsert(c *v1alpha1.Cluster) {
 	key := types.NamespacedName{Namespace: c.Namespace, Name: c.Name}
-	if !f.matches(c) {
+	if !f.opts.matches(c) {
 		f.remove(key)
 		return
 	}

@@ -33,7 +33,7 @@ type Member struct {
 	given *Clients
 }
 
-// memberClients are built on one Access; a new Access replaces them all.
+// memberClients are built on one Resolved; a new one replaces them all.
 type memberClients struct {
 	access *access.Resolved
 	kube   kubernetes.Interface
@@ -58,8 +58,8 @@ func (m *Member) Cluster() *v1alpha1.Cluster { return m.cluster.Load() }
 
 func (m *Member) setCluster(c *v1alpha1.Cluster) { m.cluster.Store(c) }
 
-// Access resolves the member's Cluster; see access.Resolver.Resolve. A member made by NewMember has an
-// Access with the Config it was given, or an error if it was given none.
+// Access resolves the member's Cluster; see access.Resolver.Resolve. A member made by NewMember
+// resolves to the Config it was given, or to an error if it was given none.
 func (m *Member) Access(ctx context.Context) (*access.Resolved, error) {
 	if m.given != nil {
 		if m.given.Config == nil {
@@ -112,7 +112,7 @@ func (m *Member) Client(ctx context.Context) (client.Client, error) {
 }
 
 // memberClient returns the client in the slot that field picks, building it with build when the
-// slot is empty or was built on an older Access.
+// slot is empty or was built on an older resolution.
 func memberClient[C any](m *Member, ctx context.Context, field func(*memberClients) *C, build func(*access.Resolved) (C, error)) (C, error) {
 	var zero C
 	if m.given != nil {

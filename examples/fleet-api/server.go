@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"slices"
+	"strings"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -170,9 +171,9 @@ func (s *server) getCluster(w http.ResponseWriter, r *http.Request) {
 		detail.DeploymentList = append(detail.DeploymentList, deploymentInfo{Namespace: d.Namespace, Name: d.Name,
 			Replicas: replicas(d), ReadyReplicas: d.Status.ReadyReplicas, Ready: deploymentReady(d)})
 	}
-	slices.SortFunc(detail.NodeList, func(a, b nodeInfo) int { return compare(a.Name, b.Name) })
+	slices.SortFunc(detail.NodeList, func(a, b nodeInfo) int { return strings.Compare(a.Name, b.Name) })
 	slices.SortFunc(detail.DeploymentList, func(a, b deploymentInfo) int {
-		return compare(a.Namespace+"/"+a.Name, b.Namespace+"/"+b.Name)
+		return strings.Compare(a.Namespace+"/"+a.Name, b.Namespace+"/"+b.Name)
 	})
 	writeJSON(w, http.StatusOK, detail)
 }
@@ -319,14 +320,4 @@ func replicas(d *appsv1.Deployment) int32 {
 // replica is ready.
 func deploymentReady(d *appsv1.Deployment) bool {
 	return d.Status.ObservedGeneration >= d.Generation && d.Status.ReadyReplicas >= replicas(d)
-}
-
-func compare(a, b string) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
