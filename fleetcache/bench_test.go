@@ -19,9 +19,12 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	runtimepkg "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/metadata/metadatainformer"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
@@ -51,7 +54,9 @@ func (f fixedMembers) Subscribe(func(multicluster.MemberEvent)) (unsubscribe fun
 // member's resolved config, as a tool writes it without the SDK). Reported per run: time to sync
 // every member, live heap and goroutines per member once synced, and the latency from a member's
 // write to the handler (p50, p99). sdk-idle is a Cache of the members with no kind asked for;
-// sdk-transform drops what a tool does not read (each ConfigMap's data) before caching.
+// sdk-transform drops what a tool does not read (each ConfigMap's data) before caching;
+// sdk-metadata caches only the ConfigMaps' metadata, beside peer-metadata (a metadata informer
+// factory per member).
 func BenchmarkCaches(b *testing.B) {
 	sim := simmembers.Start(b, *benchMembers, 0)
 	writer := simWriter(b, sim)
@@ -86,6 +91,17 @@ func BenchmarkCaches(b *testing.B) {
 					return obj, nil
 				}})
 			})
+		}
+	})
+	// What a tool that only counts or finds objects keeps: their metadata, by the Metadata kind.
+	b.Run("sdk-metadata", func(b *testing.B) {
+		for b.Loop() {
+			benchCaches(b, sim, writer, startSDKMetadata)
+		}
+	})
+	b.Run("peer-metadata", func(b *testing.B) {
+		for b.Loop() {
+			benchCaches(b, sim, writer, startMetadataPeer)
 		}
 	})
 	b.Run("peer-controller-runtime", func(b *testing.B) {
@@ -193,6 +209,69 @@ func startSDKWith(b *testing.B, sim *simmembers.Members, onEvent func(*corev1.Co
 		b.Fatal(err)
 	}
 	return c.Stop
+}
+
+// startSDKMetadata caches the ConfigMaps' metadata only.
+func startSDKMetadata(b *testing.B, sim *simmembers.Members, onEvent func(*corev1.ConfigMap)) func() {
+	members := multicluster.MembersOf(simmembers.Resolver(b), sim.Clusters("sim"), multicluster.FleetOptions{})
+	c := New(fixedMembers(members))
+	cms, err := Metadata(c, corev1.SchemeGroupVersion.WithResource("configmaps"), KindOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := cms.AddEventHandler(func(ev Event[*metav1.PartialObjectMetadata]) {
+		if ev.Type == Updated {
+			onEvent(&corev1.ConfigMap{ObjectMeta: ev.Object.ObjectMeta})
+		}
+	}); err != nil {
+		b.Fatal(err)
+	}
+	if err := c.Start(context.Background()); err != nil {
+		b.Fatal(err)
+	}
+	if err := cms.WaitForCacheSync(context.Background(), time.Minute); err != nil {
+		b.Fatal(err)
+	}
+	return c.Stop
+}
+
+// startMetadataPeer is the hand-rolled metadata-only peer: a metadata client and informer
+// factory per member.
+func startMetadataPeer(b *testing.B, sim *simmembers.Members, onEvent func(*corev1.ConfigMap)) func() {
+	resolver := simmembers.Resolver(b)
+	ctx, cancel := context.WithCancel(context.Background())
+	var synced []cache.InformerSynced
+	var factories []metadatainformer.SharedInformerFactory
+	clusters := sim.Clusters("sim")
+	for i := range clusters {
+		a, err := resolver.Resolve(ctx, &clusters[i])
+		if err != nil {
+			b.Fatal(err)
+		}
+		meta, err := metadata.NewForConfigAndClient(rest.CopyConfig(a.Config), a.HTTPClient)
+		if err != nil {
+			b.Fatal(err)
+		}
+		factory := metadatainformer.NewSharedInformerFactory(meta, 0)
+		inf := factory.ForResource(corev1.SchemeGroupVersion.WithResource("configmaps")).Informer()
+		if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{UpdateFunc: func(_, obj any) {
+			onEvent(&corev1.ConfigMap{ObjectMeta: obj.(*metav1.PartialObjectMetadata).ObjectMeta})
+		}}); err != nil {
+			b.Fatal(err)
+		}
+		synced = append(synced, inf.HasSynced)
+		factories = append(factories, factory)
+		factory.Start(ctx.Done())
+	}
+	if !cache.WaitForCacheSync(ctx.Done(), synced...) {
+		b.Fatal("the metadata peer's caches did not sync")
+	}
+	return func() {
+		cancel()
+		for _, f := range factories {
+			f.Shutdown()
+		}
+	}
 }
 
 // startPeer is what a tool writes without the SDK: a clientset and informer factory per member,
@@ -331,6 +410,53 @@ func TestSimulatedMembersCache(t *testing.T) {
 	select {
 	case ev := <-got:
 		if ev != "member-00001 12345" {
+			t.Fatalf("event %q", ev)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the write never reached the handler")
+	}
+}
+
+// The instrument serves metadata-only clients too: the Metadata kind lists and watches
+// PartialObjectMetadata, managed fields dropped as in every kind.
+func TestSimulatedMembersMetadata(t *testing.T) {
+	sim := simmembers.Start(t, 2, time.Millisecond)
+	members := multicluster.MembersOf(simmembers.Resolver(t), sim.Clusters("sim"), multicluster.FleetOptions{})
+	c := New(fixedMembers(members))
+	cms, err := Metadata(c, corev1.SchemeGroupVersion.WithResource("configmaps"), KindOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan string, 10)
+	if err := cms.AddEventHandler(func(ev Event[*metav1.PartialObjectMetadata]) {
+		if ev.Type == Updated {
+			got <- ev.Member.Name().Name + " " + ev.Object.Annotations[simmembers.SentAnnotation]
+		}
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	defer c.Stop()
+	if err := cms.WaitForCacheSync(context.Background(), 30*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	all := cms.ListAll(nil)
+	if len(all) != 2*simmembers.ObjectsPerMember {
+		t.Fatalf("%d ConfigMaps cached, want %d", len(all), 2*simmembers.ObjectsPerMember)
+	}
+	if o := all[0].Object; o.Labels["app"] != "sim" || o.ManagedFields != nil {
+		t.Fatalf("cached metadata: labels %v, %d managed fields", o.Labels, len(o.ManagedFields))
+	}
+	resp, err := simWriter(t, sim).Get(sim.Servers[0] + "/debug/write?t=678")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	select {
+	case ev := <-got:
+		if ev != "member-00000 678" {
 			t.Fatalf("event %q", ev)
 		}
 	case <-time.After(10 * time.Second):

@@ -11,7 +11,8 @@
 #                             generated informer: sync, heap per idle member, Members, Select
 #   BenchmarkCaches           fleetcache: ConfigMaps on 1,000 simulated members with 100 each,
 #                             beside an informer factory per member (the hand-rolled peer): sync,
-#                             heap and goroutines per member, write-to-handler latency p50/p99
+#                             heap and goroutines per member, write-to-handler latency p50/p99;
+#                             also metadata only (sdk-metadata beside a metadata informer factory)
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 

@@ -77,8 +77,8 @@ func serveH2Conn(conn net.Conn, m *member, latency time.Duration) {
 			m.unwatch(w)
 		}
 	}()
-	startWatch := func(stream uint32, initial []byte) {
-		w := &watcher{stream: stream}
+	startWatch := func(stream uint32, metadata bool, initial []byte) {
+		w := &watcher{stream: stream, metadata: metadata}
 		w.send = func(event []byte) {
 			write(func() error { return writeData(fr, stream, event, false) })
 		}
@@ -122,7 +122,8 @@ func serveH2Conn(conn net.Conn, m *member, latency time.Duration) {
 			}
 			stream := f.StreamID
 			if m.isWatch(path, auth) {
-				startWatch(stream, m.initialEvents(path)) // at once: a watch's latency is its events'
+				metadata := asMetadata(accept)
+				startWatch(stream, metadata, m.initialEvents(path, metadata)) // at once: a watch's latency is its events'
 				continue
 			}
 			status, contentType, body := answer(path, auth, accept)
@@ -159,8 +160,9 @@ func writeData(fr *http2.Framer, stream uint32, data []byte, end bool) error {
 	return fr.WriteData(stream, end, data)
 }
 
-// watcher is one open watch of a member's ConfigMaps.
+// watcher is one open watch of a member's ConfigMaps, of whole objects or their metadata.
 type watcher struct {
-	stream uint32
-	send   func(event []byte)
+	stream   uint32
+	metadata bool
+	send     func(event []byte)
 }

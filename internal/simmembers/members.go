@@ -172,6 +172,17 @@ const ObjectsPerMember = 100
 // /debug/write was asked, for measuring event latency.
 const SentAnnotation = "sim.clusterregistry.k8s.io/sent"
 
+// asMetadata reports whether a request's Accept asks for metadata only, as client-go's metadata
+// client does (as=PartialObjectMetadata or as=PartialObjectMetadataList in group meta.k8s.io).
+func asMetadata(accept string) bool {
+	return strings.Contains(accept, "as=PartialObjectMetadata")
+}
+
+// metadataOf is what a metadata-only client is sent for obj.
+func metadataOf(cm *corev1.ConfigMap) *metav1.PartialObjectMetadata {
+	return &metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{Kind: "PartialObjectMetadata", APIVersion: "meta.k8s.io/v1"}, ObjectMeta: cm.ObjectMeta}
+}
+
 // isWatch reports whether path is an authorised watch of ConfigMaps.
 func (m *member) isWatch(path, auth string) bool {
 	p, query, _ := strings.Cut(path, "?")
@@ -208,31 +219,47 @@ func (m *member) write(sent string) {
 	if err != nil {
 		return
 	}
+	meta, err := json.Marshal(metadataOf(cm))
+	if err != nil {
+		return
+	}
 	event := []byte(`{"type":"MODIFIED","object":` + strings.TrimSpace(string(data)) + "}\n")
+	metaEvent := []byte(`{"type":"MODIFIED","object":` + string(meta) + "}\n")
 	for _, w := range watchers {
-		w.send(event)
+		if w.metadata {
+			w.send(metaEvent)
+		} else {
+			w.send(event)
+		}
 	}
 }
 
 // initialEvents are what a watch that asks for them (sendInitialEvents=true, as client-go's
 // informers do by default) gets first: an ADDED event per ConfigMap, then the bookmark that ends
-// them.
-func (m *member) initialEvents(path string) []byte {
+// them; as metadata only when the watch asks for that.
+func (m *member) initialEvents(path string, metadata bool) []byte {
 	if !strings.Contains(path, "sendInitialEvents=true") {
 		return nil
 	}
-	return []byte(watchList())
+	if metadata {
+		return []byte(watchLists()[1])
+	}
+	return []byte(watchLists()[0])
 }
 
-var watchList = sync.OnceValue(func() string {
-	var b strings.Builder
+// watchLists are the initial events, encoded once: whole ConfigMaps, and their metadata only.
+var watchLists = sync.OnceValue(func() [2]string {
+	var whole, meta strings.Builder
 	for i := range ObjectsPerMember {
 		data, _ := runtime.Encode(jsonCodec, simConfigMap(i))
-		b.WriteString(`{"type":"ADDED","object":` + strings.TrimSpace(string(data)) + "}\n")
+		whole.WriteString(`{"type":"ADDED","object":` + strings.TrimSpace(string(data)) + "}\n")
+		data, _ = json.Marshal(metadataOf(simConfigMap(i)))
+		meta.WriteString(`{"type":"ADDED","object":` + string(data) + "}\n")
 	}
-	b.WriteString(`{"type":"BOOKMARK","object":{"kind":"ConfigMap","apiVersion":"v1","metadata":{"resourceVersion":"` +
-		strconv.Itoa(listVersion) + `","annotations":{"k8s.io/initial-events-end":"true"}}}}` + "\n")
-	return b.String()
+	bookmark := `"metadata":{"resourceVersion":"` + strconv.Itoa(listVersion) + `","annotations":{"k8s.io/initial-events-end":"true"}}}}` + "\n"
+	whole.WriteString(`{"type":"BOOKMARK","object":{"kind":"ConfigMap","apiVersion":"v1",` + bookmark)
+	meta.WriteString(`{"type":"BOOKMARK","object":{"kind":"PartialObjectMetadata","apiVersion":"meta.k8s.io/v1",` + bookmark)
+	return [2]string{whole.String(), meta.String()}
 })
 
 // listVersion is the resourceVersion of the initial list.
@@ -256,15 +283,20 @@ func simConfigMap(i int) *corev1.ConfigMap {
 	}
 }
 
-// lists are the members' ConfigMap list, encoded once: in JSON and in protobuf.
-var lists = sync.OnceValue(func() [2]string {
+// lists are the members' ConfigMap list, encoded once: in JSON, in protobuf, and as metadata
+// only (in JSON, which the metadata client accepts).
+var lists = sync.OnceValue(func() [3]string {
 	list := &corev1.ConfigMapList{ListMeta: metav1.ListMeta{ResourceVersion: strconv.Itoa(listVersion)}}
+	meta := &metav1.PartialObjectMetadataList{TypeMeta: metav1.TypeMeta{Kind: "PartialObjectMetadataList", APIVersion: "meta.k8s.io/v1"},
+		ListMeta: list.ListMeta}
 	for i := range ObjectsPerMember {
 		list.Items = append(list.Items, *simConfigMap(i))
+		meta.Items = append(meta.Items, *metadataOf(simConfigMap(i)))
 	}
 	_, _, js := encode("", list)
 	_, _, pb := encode(runtime.ContentTypeProtobuf, list)
-	return [2]string{js, pb}
+	metaJSON, _ := json.Marshal(meta)
+	return [3]string{js, pb, string(metaJSON)}
 })
 
 // answer answers GET /readyz and /healthz (failing, once /debug/fail was asked, as an API server
@@ -293,6 +325,9 @@ func (m *member) answer(path, auth, accept string) (status int, contentType, bod
 		m.write(sent)
 		return http.StatusOK, "text/plain", "0"
 	case path == "/api/v1/configmaps":
+		if asMetadata(accept) {
+			return http.StatusOK, json, lists()[2]
+		}
 		if strings.HasPrefix(accept, runtime.ContentTypeProtobuf) {
 			return http.StatusOK, runtime.ContentTypeProtobuf, lists()[1]
 		}
