@@ -4,9 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
-	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -25,40 +23,11 @@ import (
 
 	"github.com/cluster-registry/sdk/clientset/versioned"
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
+	"github.com/cluster-registry/sdk/internal/fleettest"
 	"github.com/cluster-registry/sdk/localfleet"
 )
 
-// setSeq numbers the tests' cluster sets, so that -count=N runs each test anew.
-var setSeq atomic.Int64
-
 var configMaps = corev1.SchemeGroupVersion.WithResource("configmaps")
-
-// copySet copies the local fleet's Clusters and credential Secrets into a cluster set of the
-// test's own, which the test may change, and returns its namespace.
-func copySet(t *testing.T) string {
-	t.Helper()
-	ctx := testContext(t)
-	kube := kubernetes.NewForConfigOrDie(lf.Registry.Config)
-	ns := fmt.Sprintf("%s-%d", strings.ToLower(strings.NewReplacer("/", "-", "_", "-").Replace(t.Name())), setSeq.Add(1))
-	_, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
-	require.NoError(t, err)
-	secrets, err := kube.CoreV1().Secrets(lf.Namespace).List(ctx, metav1.ListOptions{})
-	require.NoError(t, err)
-	for _, s := range secrets.Items {
-		s.ObjectMeta = metav1.ObjectMeta{Name: s.Name, Namespace: ns, Annotations: s.Annotations, Labels: s.Labels}
-		_, err := kube.CoreV1().Secrets(ns).Create(ctx, &s, metav1.CreateOptions{})
-		require.NoError(t, err)
-	}
-	registry := versioned.NewForConfigOrDie(lf.Registry.Config).ClusterregistryV1alpha1()
-	clusters, err := registry.Clusters(lf.Namespace).List(ctx, metav1.ListOptions{})
-	require.NoError(t, err)
-	for _, c := range clusters.Items {
-		c.ObjectMeta = metav1.ObjectMeta{Name: c.Name, Namespace: ns, Labels: c.Labels}
-		_, err := registry.Clusters(ns).Create(ctx, &c, metav1.CreateOptions{})
-		require.NoError(t, err)
-	}
-	return ns
-}
 
 // newTestSet is a cluster set of the test's own (copySet), with a namespace of the same name on
 // every member if memberNamespaces; the test fails if it leaves goroutines behind.
@@ -66,7 +35,7 @@ func newTestSet(t *testing.T, memberNamespaces bool) string {
 	t.Helper()
 	integration(t)
 	t.Cleanup(func() { goleak.VerifyNone(t, append(ignoreIdleConnections, goleak.IgnoreCurrent())...) })
-	ns := copySet(t)
+	ns := fleettest.CopySet(t, lf)
 	if memberNamespaces {
 		newMemberNamespace(t, ns)
 	}

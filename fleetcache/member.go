@@ -140,7 +140,7 @@ func (mc *memberCaches) buildClients() (*memberClients, error) {
 	}
 	// The host, paths and content types are the resolved config's; the credentials, CA and pinning
 	// come with each request from the member's current resolution.
-	return &memberClients{config: rest.CopyConfig(a.Config), http: &http.Client{Transport: &rotatingTransport{mc: mc}}}, nil
+	return &memberClients{config: rest.CopyConfig(a.Config), http: &http.Client{Transport: &rotatingTransport{mc: mc, next: mc.member.Transport()}}}, nil
 }
 
 // informer is the member's informer state of kind k, or nil.

@@ -2,33 +2,23 @@ package fleetcache
 
 import (
 	"errors"
-	"fmt"
 	"net/http"
 	"strings"
 )
 
 // rotatingTransport sends each request of a member's caches with the member's current
-// resolution: the Resolver's answer is cached and costs no allocation, and changes when the
-// credentials behind the Cluster rotate or after the member answered 401, so long-lived informers
-// pick up new credentials at their next request without being restarted. The resolution's own
-// transport pins the request to the member's server.
+// resolution (multicluster.Member.Transport), so long-lived informers pick up rotated credentials
+// at their next request without being restarted, pinned to the member's server.
 //
 // It also tells each informer's status how its lists and watches fare, which the informer itself
 // reports only on failure.
-type rotatingTransport struct{ mc *memberCaches }
+type rotatingTransport struct {
+	mc   *memberCaches
+	next http.RoundTripper
+}
 
 func (t *rotatingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	a, err := t.mc.member.Access(req.Context())
-	if err != nil {
-		t.observe(req, err)
-		return nil, err
-	}
-	if a.HTTPClient == nil || a.HTTPClient.Transport == nil {
-		err := fmt.Errorf("member %s: its resolution has no HTTP client", t.mc.member)
-		t.observe(req, err)
-		return nil, err
-	}
-	resp, err := a.HTTPClient.Transport.RoundTrip(req)
+	resp, err := t.next.RoundTrip(req)
 	switch {
 	case err != nil:
 		t.observe(req, err)

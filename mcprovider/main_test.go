@@ -1,0 +1,109 @@
+package mcprovider_test
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"net/netip"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
+
+	"github.com/cluster-registry/sdk/access"
+	"github.com/cluster-registry/sdk/clientset/versioned"
+	"github.com/cluster-registry/sdk/localfleet"
+	"github.com/cluster-registry/sdk/mcprovider"
+	"github.com/cluster-registry/sdk/multicluster"
+)
+
+// lf is the package's local fleet: a registry and two members, shared by every test.
+var lf *localfleet.Fleet
+
+func TestMain(m *testing.M) {
+	flag.Parse()
+	logf.SetLogger(logr.Discard()) // the managers and the clusters they engage log through it
+	klog.SetLogger(logr.Discard()) // informers log every failed watch of a hostile member
+	if testing.Short() {
+		os.Exit(m.Run())
+	}
+	var err error
+	lf, err = localfleet.Start(context.Background(), localfleet.Options{Members: 2})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	if err := lf.Stop(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+	}
+	os.Exit(code)
+}
+
+// integration marks a test that needs the local fleet, and checks it leaves no goroutine behind.
+func integration(t *testing.T) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("needs kube-apiserver and etcd; run without -short (hack/test.sh builds them)")
+	}
+	t.Cleanup(func() { goleak.VerifyNone(t, append(ignoreIdleConnections, goleak.IgnoreCurrent())...) })
+}
+
+// ignoreIdleConnections leaves out the idle HTTP/2 connections to the servers: client-go shares
+// transports between clients of one config, so they outlive the test that opened them.
+var ignoreIdleConnections = []goleak.Option{
+	goleak.IgnoreAnyFunction("golang.org/x/net/http2.(*ClientConn).readLoop"),
+	goleak.IgnoreAnyFunction("net/http.(*persistConn).readLoop"),
+	goleak.IgnoreAnyFunction("net/http.(*persistConn).writeLoop"),
+}
+
+// startFleet follows the local fleet's Clusters in namespace ns until the test ends. Its
+// Resolver rereads credentials every 200ms, so that changes are seen quickly.
+func startFleet(t *testing.T, ctx context.Context, ns string) *multicluster.Fleet {
+	t.Helper()
+	resolver, err := access.NewResolver(access.ResolverOptions{
+		Secrets:         access.SecretsFromClient(kubernetes.NewForConfigOrDie(lf.Registry.Config)),
+		ClientIP:        netip.MustParseAddr("127.0.0.1"),
+		RevalidateAfter: 200 * time.Millisecond,
+	})
+	require.NoError(t, err)
+	fleet := multicluster.NewFleet(versioned.NewForConfigOrDie(lf.Registry.Config), resolver, multicluster.FleetOptions{Namespaces: []string{ns}})
+	require.NoError(t, fleet.Start(ctx))
+	t.Cleanup(fleet.Stop)
+	return fleet
+}
+
+// newManager is a multicluster manager on the registry with the provider, serving nothing.
+func newManager(t *testing.T, provider *mcprovider.Provider) mcmanager.Manager {
+	t.Helper()
+	mgr, err := mcmanager.New(lf.Registry.Config, provider, manager.Options{
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+		Controller:             config.Controller{SkipNameValidation: ptr.To(true)}, // -count=N
+	})
+	require.NoError(t, err)
+	return mgr
+}
+
+// run starts the manager and stops it, waiting, when the test ends.
+func run(t *testing.T, mgr mcmanager.Manager) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		require.NoError(t, <-done)
+	})
+}
