@@ -66,7 +66,7 @@ func watchConfigMaps(t *testing.T, mgr mcmanager.Manager, ns string) *seen {
 	t.Helper()
 	s := &seen{reqs: map[mcmulticluster.ClusterName][]string{}}
 	inNamespace := mcbuilder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool { return o.GetNamespace() == ns }))
-	require.NoError(t, mcbuilder.ControllerManagedBy(mgr).Named("record-" + ns).For(&corev1.ConfigMap{}, inNamespace).
+	require.NoError(t, mcbuilder.ControllerManagedBy(mgr).Named("record-"+ns).For(&corev1.ConfigMap{}, inNamespace).
 		Complete(mcreconcile.Func(func(_ context.Context, req mcreconcile.Request) (ctrl.Result, error) {
 			s.add(req)
 			return ctrl.Result{}, nil
