@@ -49,7 +49,8 @@ func main() {
 }
 `
 
-// What a tool must not get by depending on the SDK: test frameworks and code generators.
+// What a tool must not get by depending on the SDK's core packages: test frameworks, code
+// generators, and the ecosystem's modules that only the packages speaking their APIs import.
 var notForTools = []string{
 	"sigs.k8s.io/controller-runtime/pkg/envtest",
 	"go.uber.org/goleak",
@@ -58,6 +59,9 @@ var notForTools = []string{
 	"sigs.k8s.io/controller-tools",
 	"github.com/cluster-registry/sdk/localfleet",
 	"github.com/cluster-registry/sdk/internal",
+	// The ecosystem's modules are for the packages that speak their APIs (mcprovider).
+	"sigs.k8s.io/multicluster-runtime",
+	"sigs.k8s.io/cluster-inventory-api",
 }
 
 func TestAToolVendorsTheSDK(t *testing.T) {

@@ -47,6 +47,10 @@ import (
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	mcbuilder "sigs.k8s.io/multicluster-runtime/pkg/builder"
+	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
+	mcreconcile "sigs.k8s.io/multicluster-runtime/pkg/reconcile"
 
 	"github.com/cluster-registry/sdk/access"
 	"github.com/cluster-registry/sdk/clientset/versioned"
@@ -55,6 +59,7 @@ import (
 	"github.com/cluster-registry/sdk/fleetcache"
 	"github.com/cluster-registry/sdk/health"
 	"github.com/cluster-registry/sdk/localfleet"
+	"github.com/cluster-registry/sdk/mcprovider"
 	"github.com/cluster-registry/sdk/multicluster"
 )
 
@@ -71,6 +76,7 @@ var (
 	cm             *corev1ac.ConfigMapApplyConfiguration
 	t              *testing.T
 	runMyTool      func(t *testing.T, args ...string)
+	reconciler     mcreconcile.Func
 )
 `
 

@@ -1,0 +1,168 @@
+// Command fleet-controller is a multicluster-runtime controller over a cluster registry: with
+// package mcprovider, a controller written with mcbuilder reconciles on every member of a
+// cluster set, including members that join while it runs, and stops on members that leave.
+//
+// It keeps one object on every member: the ConfigMap kube-public/cluster-registry-membership,
+// which tells whoever reads the member which registry entry it is (cluster set, name, display
+// name). Deleted or edited, it is put back.
+//
+//	fleet-controller -n fleet
+//
+// The registry is reached with kubectl's connection flags (--kubeconfig, --context, -n, ...), the
+// members with the credentials their Clusters point to, within the trust flags (--allow-exec,
+// --file-root, ...).
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/klog/v2"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
+
+	"github.com/cluster-registry/sdk/access"
+	"github.com/cluster-registry/sdk/clientset/versioned"
+	"github.com/cluster-registry/sdk/mcprovider"
+	"github.com/cluster-registry/sdk/multicluster"
+	"github.com/cluster-registry/sdk/trustflags"
+)
+
+type options struct {
+	registry      *genericclioptions.ConfigFlags
+	allNamespaces bool
+	metrics       string
+	resolver      access.ResolverOptions
+}
+
+func main() {
+	ctrl.SetLogger(klog.Background())
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	opts, err := parseFlags(args, stdout)
+	if errors.Is(err, pflag.ErrHelp) {
+		return 0
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, "fleet-controller:", err)
+		fmt.Fprintln(stderr, "Run fleet-controller --help for the flags.")
+		return 2
+	}
+	a, err := newApp(ctx, opts)
+	if err == nil {
+		fmt.Fprintln(stdout, "reconciling", membershipNamespace+"/"+membershipName, "on every member")
+		err = a.run(ctx)
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, "fleet-controller:", err)
+		return 1
+	}
+	return 0
+}
+
+func parseFlags(args []string, stdout io.Writer) (*options, error) {
+	opts := &options{registry: genericclioptions.NewConfigFlags(true)}
+	var trust trustflags.Flags
+	cmd := &cobra.Command{
+		Use:   "fleet-controller [-n NAMESPACE | -A] [flags]",
+		Short: "Keep a ConfigMap that names its registry entry on every member cluster",
+		Example: `  # Every member of the "fleet" cluster set
+  fleet-controller -n fleet
+  kubectl --context member-1 get configmap -n kube-public cluster-registry-membership -o yaml`,
+		Args:          cobra.NoArgs,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		RunE:          func(*cobra.Command, []string) error { return nil },
+	}
+	cmd.SetArgs(args)
+	cmd.SetOut(stdout)
+	fs := cmd.Flags()
+	opts.registry.AddFlags(fs)
+	fs.BoolVarP(&opts.allNamespaces, "all-namespaces", "A", false, "every cluster set of the registry")
+	fs.StringVar(&opts.metrics, "metrics-bind-address", "0", `address to serve metrics on ("0": none)`)
+	trust.AddFlags(fs)
+	if err := cmd.Execute(); err != nil {
+		return nil, err
+	}
+	if help, _ := fs.GetBool("help"); help {
+		return nil, pflag.ErrHelp
+	}
+	var err error
+	if opts.resolver, err = trust.ResolverOptions(); err != nil {
+		return nil, err
+	}
+	return opts, nil
+}
+
+// app is the controller's parts: the Fleet it follows, the Provider that engages its members,
+// and the multicluster manager that runs the controller on them.
+type app struct {
+	fleet    *multicluster.Fleet
+	provider *mcprovider.Provider
+	mgr      mcmanager.Manager
+}
+
+func newApp(ctx context.Context, opts *options) (*app, error) {
+	config, err := opts.registry.ToRESTConfig()
+	if err != nil {
+		return nil, fmt.Errorf("reaching the registry: %w", err)
+	}
+	var namespaces []string
+	if !opts.allNamespaces {
+		ns, _, err := opts.registry.ToRawKubeConfigLoader().Namespace()
+		if err != nil {
+			return nil, fmt.Errorf("reaching the registry: %w", err)
+		}
+		namespaces = []string{ns}
+	}
+	registry, err := versioned.NewForConfig(config)
+	if err != nil {
+		return nil, err
+	}
+	kube, err := kubernetes.NewForConfig(config)
+	if err != nil {
+		return nil, err
+	}
+	// Credentials are read from the registry with the controller's own permissions.
+	opts.resolver.Secrets = access.SecretsFromClient(kube)
+	opts.resolver.UserAgent = "fleet-controller"
+	resolver, err := access.NewResolver(opts.resolver)
+	if err != nil {
+		return nil, err
+	}
+	a := &app{fleet: multicluster.NewFleet(registry, resolver, multicluster.FleetOptions{Namespaces: namespaces})}
+	a.provider = mcprovider.New(a.fleet, mcprovider.Options{})
+	a.mgr, err = mcmanager.New(config, a.provider, manager.Options{Metrics: metricsserver.Options{BindAddress: opts.metrics}})
+	if err != nil {
+		return nil, fmt.Errorf("building the manager: %w", err)
+	}
+	if err := setUpMembership(a.mgr, a.fleet); err != nil {
+		return nil, err
+	}
+	return a, nil
+}
+
+// run follows the registry and reconciles on its members until ctx is done.
+func (a *app) run(ctx context.Context) error {
+	if err := a.fleet.Start(ctx); err != nil {
+		return err
+	}
+	defer a.fleet.Stop()
+	return a.mgr.Start(ctx) // which starts the provider
+}
