@@ -13,9 +13,12 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/spf13/cobra"
+	"golang.org/x/sync/errgroup"
 	"k8s.io/apimachinery/pkg/labels"
+	cpversioned "sigs.k8s.io/cluster-inventory-api/client/clientset/versioned"
 
 	"github.com/cluster-registry/sdk/access"
+	"github.com/cluster-registry/sdk/clusterprofile"
 	"github.com/cluster-registry/sdk/health"
 	"github.com/cluster-registry/sdk/trustflags"
 )
@@ -30,6 +33,8 @@ type HealthOptions struct {
 	LeaderElect               bool
 	LeaseNamespace, LeaseName string
 	Verbose                   bool
+	ClusterProfiles           bool   // publish a ClusterProfile per Cluster beside probing
+	ClusterManager            string // the profiles' cluster manager name
 
 	factory *factory
 	stderr  io.Writer
@@ -111,7 +116,24 @@ func (o *HealthOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return usageError{err}
 	}
-	return c.Run(ctx)
+	if !o.ClusterProfiles {
+		return c.Run(ctx)
+	}
+	profiles, err := cpversioned.NewForConfig(reg.Config)
+	if err != nil {
+		return err
+	}
+	publisher, err := clusterprofile.NewPublisher(reg.Clusters, profiles, clusterprofile.PublishOptions{
+		Namespaces: opts.Namespaces, ManagerName: o.ClusterManager, Resolver: opts.Resolver, Logger: opts.Logger.WithName("clusterprofiles")})
+	if err != nil {
+		return err
+	}
+	// The publisher runs on every replica: its writes are of what the registry says, and only of
+	// what differs, so replicas agree rather than contend.
+	g, ctx := errgroup.WithContext(ctx)
+	g.Go(func() error { return publisher.Run(ctx) })
+	g.Go(func() error { return c.Run(ctx) })
+	return g.Wait()
 }
 
 var (
@@ -123,13 +145,21 @@ time. A state must persist for --failure-threshold (or --success-threshold) prob
 changes; at steady state the only writes are one heartbeat per Cluster per --heartbeat.
 
 It needs the ClusterRole in deploy/health/clusterrole.yaml in each namespace it watches. With
---leader-elect, replicas share the work of one: only the holder of a Lease probes and writes.`
+--leader-elect, replicas share the work of one: only the holder of a Lease probes and writes.
+
+With --cluster-profiles it also publishes each Cluster as a ClusterProfile of SIG Multicluster's
+inventory API: display name, version, cluster ID, ControlPlaneHealthy mirroring Ready, and the
+member's server and CA (never a credential), removed with the Cluster. That needs the ClusterProfile
+CRD (sigs.k8s.io/cluster-inventory-api) and deploy/health/clusterprofiles-clusterrole.yaml.`
 
 	healthExample = `  # The "fleet" cluster set of the current context's registry
   clusterregistry health -n fleet
 
   # Every cluster set, production members only, two replicas taking turns
   clusterregistry health -A -l env=prod --leader-elect --leader-elect-namespace cluster-registry
+
+  # Publish the cluster set as ClusterProfiles too, for Argo CD, MultiKueue or OCM to consume
+  clusterregistry health -n fleet --cluster-profiles
 
   # Members that authenticate with a projected token file of this pod's
   clusterregistry health -n fleet --file-root /var/run/secrets/tokens --send-to https://prod-eu-1.example.com:6443`
@@ -161,6 +191,8 @@ func newHealth(fac *factory) *cobra.Command {
 	f.StringVar(&o.MetricsAddr, "metrics-bind-address", "", "serve Prometheus metrics at this address's /metrics, e.g. :8080 (default: off)")
 	o.Trust.AddFlags(f)
 	f.BoolVarP(&o.Verbose, "verbose", "v", false, "log every probe's outcome, not only transitions")
+	f.BoolVar(&o.ClusterProfiles, "cluster-profiles", false, "also keep a ClusterProfile (multicluster.x-k8s.io, whose CRD must be installed) for each Cluster, for the ecosystem's tools to consume")
+	f.StringVar(&o.ClusterManager, "cluster-manager", clusterprofile.DefaultManagerName, "with --cluster-profiles, the cluster manager the profiles name (spec.clusterManager.name and the x-k8s.io/cluster-manager label)")
 	return cmd
 }
 

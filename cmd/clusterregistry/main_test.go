@@ -18,10 +18,13 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	cpv1alpha1 "sigs.k8s.io/cluster-inventory-api/apis/v1alpha1"
+	cpversioned "sigs.k8s.io/cluster-inventory-api/client/clientset/versioned"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/cluster-registry/sdk/clientset/versioned"
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
+	"github.com/cluster-registry/sdk/internal/fleettest"
 	"github.com/cluster-registry/sdk/localfleet"
 )
 
@@ -102,9 +105,10 @@ func TestHealthCommand(t *testing.T) {
 	lf, err := localfleet.Start(ctx, localfleet.Options{Members: 1})
 	require.NoError(t, err)
 	defer lf.Stop()
+	require.NoError(t, fleettest.InstallClusterProfileCRD(ctx, lf.Registry.Config))
 	var logs syncBuffer
 	cmd := exec.CommandContext(ctx, bin, "health", "--kubeconfig", lf.Registry.Kubeconfig, "-n", lf.Namespace,
-		"--interval", "300ms", "--failure-threshold", "1", "--success-threshold", "1")
+		"--interval", "300ms", "--failure-threshold", "1", "--success-threshold", "1", "--cluster-profiles")
 	cmd.Stdout, cmd.Stderr = &logs, &logs
 	require.NoError(t, cmd.Start())
 	defer func() {
@@ -134,6 +138,18 @@ func TestHealthCommand(t *testing.T) {
 			break
 		}
 		require.True(t, time.Now().Before(deadline), "describe shows no Unreachable event:\n%s", out)
+	}
+	// --cluster-profiles: the member's ClusterProfile says so too.
+	profiles := cpversioned.NewForConfigOrDie(lf.Registry.Config).ApisV1alpha1().ClusterProfiles(lf.Namespace)
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		p, err := profiles.Get(ctx, "member-1", metav1.GetOptions{})
+		if err == nil && len(p.Status.Conditions) == 1 && p.Status.Conditions[0].Reason == v1alpha1.ReasonUnreachable {
+			require.Equal(t, cpv1alpha1.ClusterConditionControlPlaneHealthy, p.Status.Conditions[0].Type)
+			require.Equal(t, metav1.ConditionFalse, p.Status.Conditions[0].Status)
+			require.Equal(t, lf.Members[0].URL(), p.Status.AccessProviders[0].Cluster.Server)
+			break
+		}
+		require.True(t, time.Now().Before(deadline), "no ClusterProfile of member-1 that says Unreachable (%v); logs:\n%s", err, logs.String())
 	}
 	require.NoError(t, lf.Members[0].StartAPIServer())
 	// It says at start what it watches and how, and every line has a time.

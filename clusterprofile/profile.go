@@ -1,0 +1,99 @@
+package clusterprofile
+
+import (
+	"encoding/json"
+	"fmt"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientcmdv1 "k8s.io/client-go/tools/clientcmd/api/v1"
+	"k8s.io/utils/ptr"
+	cpv1alpha1 "sigs.k8s.io/cluster-inventory-api/apis/v1alpha1"
+
+	"github.com/cluster-registry/sdk/access"
+	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
+)
+
+const (
+	// DefaultManagerName names this registry as the profiles' cluster manager when
+	// PublishOptions.ManagerName is empty.
+	DefaultManagerName = "cluster-registry"
+	// DefaultAccessProvider names the access provider a profile offers when
+	// PublishOptions.AccessProvider is empty: the name a consumer's provider file maps to its
+	// exec plugin.
+	DefaultAccessProvider = "cluster-registry"
+
+	// PropertyClusterID is KEP-2149's property of a cluster's ID: the UID of its kube-system
+	// namespace, as the health controller records it in status.clusterID.
+	PropertyClusterID = "cluster.clusterset.k8s.io"
+	// PropertyClusterSet is KEP-2149's property of the cluster set's ID: the Cluster's namespace.
+	PropertyClusterSet = "clusterset.k8s.io"
+
+	// ExecExtension is where a profile's access provider passes configuration to the consumer's
+	// exec plugin (client-go's ExecCredential.spec.cluster.config): {"clusterName": NAME}, the
+	// Cluster's name, which plugins such as cluster-inventory-api's secretreader look up.
+	ExecExtension = "client.authentication.k8s.io/exec"
+)
+
+// Profile is the ClusterProfile that publishes c: same namespace and name, owned by c, labelled
+// and named as the manager's. resolved is what the Resolver made of c (nil when it could not
+// resolve it): its server and CA become the access provider; without it the profile offers no
+// access provider, rather than one the Resolver's trust rules did not choose.
+func Profile(c *v1alpha1.Cluster, resolved *access.Resolved, opts PublishOptions) *cpv1alpha1.ClusterProfile {
+	opts = opts.withDefaults()
+	p := &cpv1alpha1.ClusterProfile{
+		TypeMeta: metav1.TypeMeta{APIVersion: cpv1alpha1.GroupVersion.String(), Kind: "ClusterProfile"},
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace: c.Namespace,
+			Name:      c.Name,
+			Labels:    map[string]string{cpv1alpha1.LabelClusterManagerKey: opts.ManagerName},
+			OwnerReferences: []metav1.OwnerReference{{
+				APIVersion: v1alpha1.SchemeGroupVersion.String(), Kind: "Cluster", Name: c.Name, UID: c.UID,
+				Controller: ptr.To(true),
+			}},
+		},
+		Spec: cpv1alpha1.ClusterProfileSpec{
+			DisplayName:    c.Spec.DisplayName,
+			ClusterManager: cpv1alpha1.ClusterManager{Name: opts.ManagerName},
+		},
+	}
+	// Every time in the status comes from the Cluster, so an unchanged Cluster publishes an
+	// unchanged profile: no write.
+	observed := c.CreationTimestamp
+	ready := c.Status.Condition(v1alpha1.ConditionReady)
+	healthy := metav1.Condition{Type: cpv1alpha1.ClusterConditionControlPlaneHealthy, Status: metav1.ConditionUnknown,
+		Reason: "NotProbed", Message: "no health controller has reported on the cluster yet", LastTransitionTime: c.CreationTimestamp}
+	if ready != nil {
+		healthy.Status, healthy.Reason, healthy.Message, healthy.LastTransitionTime = ready.Status, ready.Reason, ready.Message, ready.LastTransitionTime
+		observed = ready.LastTransitionTime
+	}
+	p.Status.Conditions = []metav1.Condition{healthy}
+	p.Status.Version.Kubernetes = c.Status.Version
+	p.Status.Properties = []cpv1alpha1.Property{{Name: PropertyClusterSet, Value: c.Namespace, LastObservedTime: c.CreationTimestamp}}
+	if c.Status.ClusterID != "" {
+		p.Status.Properties = append(p.Status.Properties, cpv1alpha1.Property{Name: PropertyClusterID, Value: c.Status.ClusterID, LastObservedTime: observed})
+	}
+	if resolved != nil && resolved.Server != nil {
+		config, _ := json.Marshal(map[string]string{"clusterName": c.Name})
+		p.Status.AccessProviders = []cpv1alpha1.AccessProvider{{
+			Name: opts.AccessProvider,
+			Cluster: clientcmdv1.Cluster{
+				Server:                   resolved.Server.String(),
+				CertificateAuthorityData: resolved.Config.CAData,
+				TLSServerName:            resolved.Config.ServerName,
+				Extensions:               []clientcmdv1.NamedExtension{{Name: ExecExtension, Extension: runtime.RawExtension{Raw: config}}},
+			},
+		}}
+	}
+	return p
+}
+
+// managedBy reports whether the profile is the manager's, by its label and its spec.
+func managedBy(p *cpv1alpha1.ClusterProfile, manager string) bool {
+	return p.Labels[cpv1alpha1.LabelClusterManagerKey] == manager && p.Spec.ClusterManager.Name == manager
+}
+
+// profileKey names a profile in errors and logs.
+func profileKey(namespace, name string) string {
+	return fmt.Sprintf("ClusterProfile %s/%s", namespace, name)
+}

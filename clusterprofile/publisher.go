@@ -1,0 +1,276 @@
+package clusterprofile
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+
+	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/workqueue"
+	cpv1alpha1 "sigs.k8s.io/cluster-inventory-api/apis/v1alpha1"
+	cpversioned "sigs.k8s.io/cluster-inventory-api/client/clientset/versioned"
+	cpinformers "sigs.k8s.io/cluster-inventory-api/client/informers/externalversions"
+	cplisters "sigs.k8s.io/cluster-inventory-api/client/listers/apis/v1alpha1"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/cluster-registry/sdk/access"
+	"github.com/cluster-registry/sdk/clientset/versioned"
+	"github.com/cluster-registry/sdk/informers/externalversions"
+	crlisters "github.com/cluster-registry/sdk/listers/clusterregistry/v1alpha1"
+)
+
+// PublishOptions configure a Publisher.
+type PublishOptions struct {
+	// Namespaces are the cluster sets to publish; every namespace when empty.
+	Namespaces []string
+	// ManagerName is the profiles' spec.clusterManager.name and the value of their
+	// x-k8s.io/cluster-manager label; DefaultManagerName when empty. Run one Publisher per name.
+	ManagerName string
+	// AccessProvider names the access provider each profile offers; DefaultAccessProvider when
+	// empty.
+	AccessProvider string
+	// Resolver chooses the server and CA each profile offers, under its trust rules. Required.
+	Resolver *access.Resolver
+	// Workers is how many profiles are written at once; 4 when zero.
+	Workers int
+	// Logger hears what could not be published, and why; controller-runtime's logger named
+	// "clusterprofile" when unset.
+	Logger logr.Logger
+}
+
+func (o PublishOptions) withDefaults() PublishOptions {
+	if o.ManagerName == "" {
+		o.ManagerName = DefaultManagerName
+	}
+	if o.AccessProvider == "" {
+		o.AccessProvider = DefaultAccessProvider
+	}
+	if o.Workers <= 0 {
+		o.Workers = 4
+	}
+	if o.Logger.GetSink() == nil {
+		o.Logger = logf.Log.WithName("clusterprofile")
+	}
+	return o
+}
+
+// Publisher keeps a ClusterProfile for each Cluster of the registry (see Profile), writing only
+// what changed: an unchanged registry costs no write. Make one with NewPublisher and Run it.
+type Publisher struct {
+	registry versioned.Interface
+	profiles cpversioned.Interface
+	opts     PublishOptions
+
+	clusters     map[string]crlisters.ClusterLister // by namespace; "" for all
+	profileLists map[string]cplisters.ClusterProfileLister
+	queue        workqueue.TypedRateLimitingInterface[types.NamespacedName]
+	synced       []cache.InformerSynced
+	start        []func(stop <-chan struct{})
+	shutdown     []func()
+
+	// writes counts the profile writes (create, update, status, delete), for benchmarks.
+	writes atomic.Int64
+}
+
+// NewPublisher returns a Publisher of the registry's Clusters into ClusterProfiles written with
+// profiles (usually a client of the same API server).
+func NewPublisher(registry versioned.Interface, profiles cpversioned.Interface, opts PublishOptions) (*Publisher, error) {
+	if opts.Resolver == nil {
+		return nil, errors.New("clusterprofile: PublishOptions.Resolver is required: it chooses the server and CA each profile offers")
+	}
+	opts = opts.withDefaults()
+	p := &Publisher{
+		registry:     registry,
+		profiles:     profiles,
+		opts:         opts,
+		clusters:     map[string]crlisters.ClusterLister{},
+		profileLists: map[string]cplisters.ClusterProfileLister{},
+		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[types.NamespacedName](),
+			workqueue.TypedRateLimitingQueueConfig[types.NamespacedName]{Name: "clusterprofile-publisher"}),
+	}
+	namespaces := opts.Namespaces
+	if len(namespaces) == 0 {
+		namespaces = []string{metav1.NamespaceAll}
+	}
+	managed := labels.SelectorFromSet(labels.Set{cpv1alpha1.LabelClusterManagerKey: opts.ManagerName}).String()
+	for _, ns := range namespaces {
+		cf := externalversions.NewSharedInformerFactoryWithOptions(registry, 0, externalversions.WithNamespace(ns))
+		ci := cf.Clusterregistry().V1alpha1().Clusters()
+		pf := cpinformers.NewSharedInformerFactoryWithOptions(profiles, 0, cpinformers.WithNamespace(ns),
+			cpinformers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = managed }))
+		pi := pf.Apis().V1alpha1().ClusterProfiles()
+		for _, inf := range []cache.SharedIndexInformer{ci.Informer(), pi.Informer()} {
+			if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+				AddFunc:    p.enqueue,
+				UpdateFunc: func(_, obj any) { p.enqueue(obj) },
+				DeleteFunc: p.enqueue,
+			}); err != nil {
+				return nil, err
+			}
+			p.synced = append(p.synced, inf.HasSynced)
+		}
+		p.clusters[ns], p.profileLists[ns] = ci.Lister(), pi.Lister()
+		p.start = append(p.start, cf.Start, pf.Start)
+		p.shutdown = append(p.shutdown, cf.Shutdown, pf.Shutdown)
+	}
+	return p, nil
+}
+
+func (p *Publisher) enqueue(obj any) {
+	key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj)
+	if err != nil {
+		return
+	}
+	ns, name, err := cache.SplitMetaNamespaceKey(key)
+	if err != nil {
+		return
+	}
+	p.queue.Add(types.NamespacedName{Namespace: ns, Name: name})
+}
+
+// Run publishes until ctx is done, then returns once its workers and informers have stopped.
+func (p *Publisher) Run(ctx context.Context) error {
+	defer utilruntime.HandleCrash()
+	stop := ctx.Done()
+	for _, start := range p.start {
+		start(stop)
+	}
+	defer func() {
+		p.queue.ShutDown()
+		for _, shutdown := range p.shutdown {
+			shutdown()
+		}
+	}()
+	if !cache.WaitForCacheSync(stop, p.synced...) {
+		return fmt.Errorf("clusterprofile: the caches of Clusters and ClusterProfiles did not sync: %w", context.Cause(ctx))
+	}
+	done := make(chan struct{})
+	for range p.opts.Workers {
+		go func() {
+			defer func() { done <- struct{}{} }()
+			for p.next(ctx) {
+			}
+		}()
+	}
+	<-stop
+	p.queue.ShutDown()
+	for range p.opts.Workers {
+		<-done
+	}
+	return nil
+}
+
+func (p *Publisher) next(ctx context.Context) bool {
+	key, quit := p.queue.Get()
+	if quit {
+		return false
+	}
+	defer p.queue.Done(key)
+	if err := p.sync(ctx, key); err != nil {
+		p.opts.Logger.Error(err, "could not publish a ClusterProfile; retrying", "cluster", key.String())
+		p.queue.AddRateLimited(key)
+		return true
+	}
+	p.queue.Forget(key)
+	return true
+}
+
+// sync makes the profile of key what its Cluster says, or removes it with its Cluster.
+func (p *Publisher) sync(ctx context.Context, key types.NamespacedName) error {
+	clusters, profiles := p.listers(key.Namespace)
+	existing, err := profiles.ClusterProfiles(key.Namespace).Get(key.Name)
+	if apierrors.IsNotFound(err) {
+		existing = nil
+	} else if err != nil {
+		return err
+	}
+	c, err := clusters.Clusters(key.Namespace).Get(key.Name)
+	if apierrors.IsNotFound(err) {
+		if existing == nil || !managedBy(existing, p.opts.ManagerName) {
+			return nil
+		}
+		p.writes.Add(1)
+		err := p.profiles.ApisV1alpha1().ClusterProfiles(key.Namespace).Delete(ctx, key.Name, metav1.DeleteOptions{
+			Preconditions: &metav1.Preconditions{UID: &existing.UID}})
+		if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
+			return nil
+		}
+		return err
+	}
+	if err != nil {
+		return err
+	}
+	resolved, err := p.opts.Resolver.Resolve(ctx, c)
+	if err != nil {
+		// Published without an access provider: consumers see the cluster, not a way in that the
+		// trust rules did not choose. Retried when the Cluster or its profile changes.
+		p.opts.Logger.Info("publishing a ClusterProfile without an access provider: the Cluster does not resolve", "cluster", key.String(), "reason", err.Error())
+		resolved = nil
+	}
+	desired := Profile(c, resolved, p.opts)
+	return p.write(ctx, existing, desired)
+}
+
+func (p *Publisher) listers(namespace string) (crlisters.ClusterLister, cplisters.ClusterProfileLister) {
+	if l, ok := p.clusters[namespace]; ok {
+		return l, p.profileLists[namespace]
+	}
+	return p.clusters[metav1.NamespaceAll], p.profileLists[metav1.NamespaceAll]
+}
+
+// write creates or updates the profile, spec and status, when they differ from desired.
+func (p *Publisher) write(ctx context.Context, existing, desired *cpv1alpha1.ClusterProfile) error {
+	client := p.profiles.ApisV1alpha1().ClusterProfiles(desired.Namespace)
+	if existing == nil {
+		p.writes.Add(1)
+		created, err := client.Create(ctx, desired, metav1.CreateOptions{FieldManager: p.opts.ManagerName})
+		if apierrors.IsAlreadyExists(err) {
+			// Not in our cache: another manager's profile of the same name. Never taken over.
+			return &ForeignProfileError{Namespace: desired.Namespace, Name: desired.Name}
+		}
+		if err != nil {
+			return fmt.Errorf("creating %s: %w", profileKey(desired.Namespace, desired.Name), err)
+		}
+		existing = created
+	}
+	if !equality.Semantic.DeepEqual(existing.Spec, desired.Spec) || !equality.Semantic.DeepEqual(existing.Labels, desired.Labels) ||
+		!equality.Semantic.DeepEqual(existing.OwnerReferences, desired.OwnerReferences) {
+		update := existing.DeepCopy()
+		update.Spec, update.Labels, update.OwnerReferences = desired.Spec, desired.Labels, desired.OwnerReferences
+		p.writes.Add(1)
+		updated, err := client.Update(ctx, update, metav1.UpdateOptions{FieldManager: p.opts.ManagerName})
+		if err != nil {
+			return fmt.Errorf("updating %s: %w", profileKey(desired.Namespace, desired.Name), err)
+		}
+		existing = updated
+	}
+	status := desired.Status.DeepCopy()
+	for i := range status.Conditions {
+		status.Conditions[i].ObservedGeneration = existing.Generation
+	}
+	if !equality.Semantic.DeepEqual(existing.Status, *status) {
+		update := existing.DeepCopy()
+		update.Status = *status
+		p.writes.Add(1)
+		if _, err := client.UpdateStatus(ctx, update, metav1.UpdateOptions{FieldManager: p.opts.ManagerName}); err != nil {
+			return fmt.Errorf("writing the status of %s: %w", profileKey(desired.Namespace, desired.Name), err)
+		}
+	}
+	return nil
+}
+
+// ForeignProfileError: a ClusterProfile of the Cluster's namespace and name exists and is not
+// this registry's (another cluster manager's). The Publisher leaves it alone.
+type ForeignProfileError struct{ Namespace, Name string }
+
+func (e *ForeignProfileError) Error() string {
+	return fmt.Sprintf("%s belongs to another cluster manager; it is left alone, and Cluster %s/%s is not published", profileKey(e.Namespace, e.Name), e.Namespace, e.Name)
+}
