@@ -9,4 +9,12 @@
 // member's server and CA, as the Resolver's trust rules choose them, so that consumers reach the
 // member with credentials of their own (an exec plugin). A profile never carries a credential. It
 // is removed when its Cluster goes; profiles of other cluster managers are never touched.
+//
+// Consuming: NewSource makes any manager's ClusterProfiles into Clusters that a Fleet follows
+// (multicluster.NewFleetFrom), reached as cluster-inventory-api's access package reaches them
+// (a provider file mapping access-provider names to exec plugins), but under the Resolver's trust
+// rules: ExecPlugins runs only the file's own plugins, with the file's own args and env, and their
+// credentials go only to the servers the caller allows and, request by request, to the profile's
+// server alone. Fan-out, fleetcache and mcprovider then work over an inventory this registry did
+// not write.
 package clusterprofile

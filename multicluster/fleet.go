@@ -44,7 +44,7 @@ type FleetOptions struct {
 type Fleet struct {
 	resolver *access.Resolver
 	opts     FleetOptions
-	registry versioned.Interface
+	source   ClusterSource
 
 	mu      sync.RWMutex
 	members map[types.NamespacedName]*Member
@@ -69,8 +69,11 @@ func NewFleet(registry versioned.Interface, resolver *access.Resolver, opts Flee
 	if opts.Scheme == nil {
 		opts.Scheme = defaultScheme
 	}
-	return &Fleet{registry: registry, resolver: resolver, opts: opts,
-		members: map[types.NamespacedName]*Member{}, status: FleetStatus{Since: time.Now()}}
+	f := &Fleet{resolver: resolver, opts: opts, members: map[types.NamespacedName]*Member{}, status: FleetStatus{Since: time.Now()}}
+	if registry != nil {
+		f.source = registrySource{registry}
+	}
+	return f
 }
 
 // ErrFleetRunning is Start's error when the Fleet already follows the registry.
@@ -83,7 +86,7 @@ var ErrFleetRunning = errors.New("fleet: already started; call Stop first")
 // different goroutines; Stop during Start makes Start return an error.
 func (f *Fleet) Start(ctx context.Context) error {
 	f.life.Lock()
-	if f.registry == nil {
+	if f.source == nil {
 		f.life.Unlock()
 		return errors.New("fleet: NewFleet was given no registry client")
 	}
@@ -174,7 +177,6 @@ func (f *Fleet) Stop() {
 // informer: the informer backs off for up to 30 seconds after repeated failures, so after an
 // outage the Fleet would stay stale for that long once the registry was back.
 func (f *Fleet) listWatch(namespace string) cache.ListerWatcher {
-	clusters := f.registry.ClusterregistryV1alpha1().Clusters(namespace)
 	tweak := func(o metav1.ListOptions) metav1.ListOptions {
 		if f.opts.Selector != nil {
 			o.LabelSelector = f.opts.Selector.String()
@@ -183,10 +185,10 @@ func (f *Fleet) listWatch(namespace string) cache.ListerWatcher {
 	}
 	return listOnly{&cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-			return untilConnected(ctx, f, func() (runtime.Object, error) { return clusters.List(ctx, tweak(o)) })
+			return untilConnected(ctx, f, func() (runtime.Object, error) { return f.source.List(ctx, namespace, tweak(o)) })
 		},
 		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-			return untilConnected(ctx, f, func() (watch.Interface, error) { return clusters.Watch(ctx, tweak(o)) })
+			return untilConnected(ctx, f, func() (watch.Interface, error) { return f.source.Watch(ctx, namespace, tweak(o)) })
 		},
 	}}
 }

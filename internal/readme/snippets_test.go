@@ -47,6 +47,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/rest"
+	cpversioned "sigs.k8s.io/cluster-inventory-api/client/clientset/versioned"
+	cpaccess "sigs.k8s.io/cluster-inventory-api/pkg/access"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	mcbuilder "sigs.k8s.io/multicluster-runtime/pkg/builder"
 	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
@@ -54,6 +56,7 @@ import (
 
 	"github.com/cluster-registry/sdk/access"
 	"github.com/cluster-registry/sdk/clientset/versioned"
+	"github.com/cluster-registry/sdk/clusterprofile"
 	"github.com/cluster-registry/sdk/clusterregistry"
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
 	"github.com/cluster-registry/sdk/fleetcache"
@@ -77,6 +80,7 @@ var (
 	t              *testing.T
 	runMyTool      func(t *testing.T, args ...string)
 	reconciler     mcreconcile.Func
+	profiles       cpversioned.Interface
 )
 `
 
