@@ -23,6 +23,7 @@ import (
 
 	"github.com/cluster-registry/sdk/access"
 	"github.com/cluster-registry/sdk/clientset/versioned"
+	"github.com/cluster-registry/sdk/internal/simmembers"
 	"github.com/cluster-registry/sdk/localfleet"
 	"github.com/cluster-registry/sdk/mcprovider"
 	"github.com/cluster-registry/sdk/multicluster"
@@ -32,6 +33,10 @@ import (
 var lf *localfleet.Fleet
 
 func TestMain(m *testing.M) {
+	// The benchmarks' simulated members run in child processes of this binary.
+	if code, child := simmembers.Main(); child {
+		os.Exit(code)
+	}
 	flag.Parse()
 	logf.SetLogger(logr.Discard()) // the managers and the clusters they engage log through it
 	klog.SetLogger(logr.Discard()) // informers log every failed watch of a hostile member

@@ -209,21 +209,11 @@ func TestProviderRefuses(t *testing.T) {
 	resolver, err := access.NewResolver(access.ResolverOptions{})
 	require.NoError(t, err)
 	members := multicluster.MembersOf(resolver, nil, multicluster.FleetOptions{})
-	provider := mcprovider.New(staticMembers(members), mcprovider.Options{})
+	provider := mcprovider.New(fixedMembers(members), mcprovider.Options{})
 	require.ErrorContains(t, provider.Start(context.Background(), nil), "needs a multicluster.Aware")
 	_, err = provider.Get(context.Background(), "fleet/nowhere")
 	require.ErrorIs(t, err, mcmulticluster.ErrClusterNotFound)
 	require.ErrorContains(t, err, "fleet/nowhere")
-}
-
-type staticMembers []*multicluster.Member
-
-func (s staticMembers) Members() []*multicluster.Member { return s }
-func (s staticMembers) Subscribe(fn func(multicluster.MemberEvent)) func() {
-	for _, m := range s {
-		fn(multicluster.MemberEvent{Type: multicluster.MemberAdded, Member: m})
-	}
-	return func() {}
 }
 
 func TestClusterNames(t *testing.T) {

@@ -1,0 +1,128 @@
+package mcprovider_test
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"runtime"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/cluster"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	mcbuilder "sigs.k8s.io/multicluster-runtime/pkg/builder"
+	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
+	mcmulticluster "sigs.k8s.io/multicluster-runtime/pkg/multicluster"
+	mcreconcile "sigs.k8s.io/multicluster-runtime/pkg/reconcile"
+	clustersprovider "sigs.k8s.io/multicluster-runtime/providers/clusters"
+
+	"github.com/cluster-registry/sdk/internal/simmembers"
+	"github.com/cluster-registry/sdk/mcprovider"
+	"github.com/cluster-registry/sdk/multicluster"
+)
+
+var benchMembers = flag.Int("members", 1000, "simulated members in BenchmarkEngage")
+
+// BenchmarkEngage: a multicluster manager with one controller of ConfigMaps engages 1,000
+// simulated members (100 ConfigMaps each), by this package's Provider over a Fleet's members, and
+// by multicluster-runtime's own providers/clusters fed the clusters its kubeconfig provider would
+// build (cluster.New on each member's rest.Config; the kubeconfig provider itself reads Secrets
+// from a real API server, which simulated members do not serve). Reported: the time from the
+// manager's start until every member's cache of ConfigMaps has synced, and the heap and goroutines
+// per engaged cluster once they have.
+func BenchmarkEngage(b *testing.B) {
+	sim := simmembers.Start(b, *benchMembers, 0)
+	b.Run("sdk", func(b *testing.B) {
+		for b.Loop() {
+			members := multicluster.MembersOf(simmembers.Resolver(b), sim.Clusters("sim"), multicluster.FleetOptions{})
+			provider := mcprovider.New(fixedMembers(members), mcprovider.Options{})
+			benchEngage(b, members, provider, provider.Get)
+		}
+	})
+	b.Run("peer-mcr-clusters-provider", func(b *testing.B) {
+		for b.Loop() {
+			members := multicluster.MembersOf(simmembers.Resolver(b), sim.Clusters("sim"), multicluster.FleetOptions{})
+			provider := clustersprovider.New()
+			for _, m := range members {
+				cfg, err := m.Config(context.Background())
+				if err != nil {
+					b.Fatal(err)
+				}
+				cl, err := cluster.New(rest.CopyConfig(cfg))
+				if err != nil {
+					b.Fatal(err)
+				}
+				if err := provider.Add(context.Background(), mcprovider.ClusterName(m.Name()), cl); err != nil {
+					b.Fatal(err)
+				}
+			}
+			benchEngage(b, members, provider, provider.Get)
+		}
+	})
+}
+
+func benchEngage(b *testing.B, members []*multicluster.Member, provider mcmulticluster.Provider, get func(context.Context, mcmulticluster.ClusterName) (cluster.Cluster, error)) {
+	heap0, g0 := simmembers.SettledHeapAndGoroutines()
+	local, err := members[0].Config(context.Background())
+	if err != nil {
+		b.Fatal(err)
+	}
+	mgr, err := mcmanager.New(rest.CopyConfig(local), provider, manager.Options{
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+		Controller:             config.Controller{SkipNameValidation: ptr.To(true)},
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	// The controller reconciles nothing: what is measured is engaging and caching.
+	none := mcbuilder.WithPredicates(predicate.NewPredicateFuncs(func(client.Object) bool { return false }))
+	if err := mcbuilder.ControllerManagedBy(mgr).Named(fmt.Sprintf("bench-%p", provider)).For(&corev1.ConfigMap{}, none).
+		Complete(mcreconcile.Func(func(context.Context, mcreconcile.Request) (ctrl.Result, error) { return ctrl.Result{}, nil })); err != nil {
+		b.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	began := time.Now()
+	wg.Go(func() { _ = mgr.Start(ctx) })
+	for _, m := range members {
+		name := mcprovider.ClusterName(m.Name())
+		for {
+			if cl, err := get(ctx, name); err == nil {
+				if inf, err := cl.GetCache().GetInformer(ctx, &corev1.ConfigMap{}); err == nil && inf.HasSynced() {
+					break
+				}
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	engaged := time.Since(began)
+	heap1, g1 := simmembers.SettledHeapAndGoroutines()
+	cancel()
+	wg.Wait()
+	n := float64(len(members))
+	b.ReportMetric(engaged.Seconds(), "engage-all-s")
+	b.ReportMetric(float64(heap1-heap0)/1024/n, "KiB/cluster")
+	b.ReportMetric(float64(g1-g0)/n, "goroutines/cluster")
+	runtime.KeepAlive(members)
+}
+
+// fixedMembers is a Members source of a fixed set, as a Fleet that never changes would be.
+type fixedMembers []*multicluster.Member
+
+func (f fixedMembers) Members() []*multicluster.Member { return f }
+func (f fixedMembers) Subscribe(fn func(multicluster.MemberEvent)) (unsubscribe func()) {
+	for _, m := range f {
+		fn(multicluster.MemberEvent{Type: multicluster.MemberAdded, Member: m})
+	}
+	return func() {}
+}
