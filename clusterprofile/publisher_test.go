@@ -31,10 +31,7 @@ func integration(t *testing.T) {
 		t.Skip("needs kube-apiserver and etcd; run without -short (hack/test.sh builds them)")
 	}
 	t.Cleanup(func() {
-		goleak.VerifyNone(t, goleak.IgnoreCurrent(),
-			goleak.IgnoreAnyFunction("golang.org/x/net/http2.(*ClientConn).readLoop"),
-			goleak.IgnoreAnyFunction("net/http.(*persistConn).readLoop"),
-			goleak.IgnoreAnyFunction("net/http.(*persistConn).writeLoop"))
+		goleak.VerifyNone(t, append(fleettest.IgnoreIdleConnections, goleak.IgnoreCurrent())...)
 	})
 }
 

@@ -34,7 +34,7 @@ var configMaps = corev1.SchemeGroupVersion.WithResource("configmaps")
 func newTestSet(t *testing.T, memberNamespaces bool) string {
 	t.Helper()
 	integration(t)
-	t.Cleanup(func() { goleak.VerifyNone(t, append(ignoreIdleConnections, goleak.IgnoreCurrent())...) })
+	t.Cleanup(func() { goleak.VerifyNone(t, append(fleettest.IgnoreIdleConnections, goleak.IgnoreCurrent())...) })
 	ns := fleettest.CopySet(t, lf)
 	if memberNamespaces {
 		newMemberNamespace(t, ns)

@@ -2,24 +2,19 @@ package fleetcache
 
 import (
 	"context"
-	"flag"
-	"fmt"
 	"net/netip"
 	"os"
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr"
 	"github.com/stretchr/testify/require"
-	"go.uber.org/goleak"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/klog/v2"
-	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/cluster-registry/sdk/access"
 	"github.com/cluster-registry/sdk/clientset/versioned"
+	"github.com/cluster-registry/sdk/internal/fleettest"
 	"github.com/cluster-registry/sdk/internal/simmembers"
 	"github.com/cluster-registry/sdk/localfleet"
 	"github.com/cluster-registry/sdk/multicluster"
@@ -33,23 +28,7 @@ func TestMain(m *testing.M) {
 	if code, child := simmembers.Main(); child {
 		os.Exit(code)
 	}
-	flag.Parse()
-	logf.SetLogger(logr.Discard()) // envtest and the benchmark's controller-runtime peer log through it
-	klog.SetLogger(logr.Discard()) // informers log every failed watch of a stopped member
-	if testing.Short() {
-		os.Exit(m.Run())
-	}
-	var err error
-	lf, err = localfleet.Start(context.Background(), localfleet.Options{Members: 2})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	if err := lf.Stop(); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-	}
-	os.Exit(code)
+	fleettest.Main(m, &lf, localfleet.Options{Members: 2}, nil)
 }
 
 // integration marks a test that needs the local fleet: under -short it is skipped.
@@ -104,12 +83,4 @@ func newMemberNamespace(t testing.TB, name string) {
 		_, err := memberKube(t, m).CoreV1().Namespaces().Create(testContext(t), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
 		require.NoError(t, err)
 	}
-}
-
-// ignoreIdleConnections leaves out the idle HTTP/2 connections to the servers: client-go shares
-// transports between clients of one config, so they outlive the test that opened them.
-var ignoreIdleConnections = []goleak.Option{
-	goleak.IgnoreAnyFunction("golang.org/x/net/http2.(*ClientConn).readLoop"),
-	goleak.IgnoreAnyFunction("net/http.(*persistConn).readLoop"),
-	goleak.IgnoreAnyFunction("net/http.(*persistConn).writeLoop"),
 }

@@ -2,27 +2,23 @@ package mcprovider_test
 
 import (
 	"context"
-	"flag"
-	"fmt"
 	"net/netip"
 	"os"
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/config"
-	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
 
 	"github.com/cluster-registry/sdk/access"
 	"github.com/cluster-registry/sdk/clientset/versioned"
+	"github.com/cluster-registry/sdk/internal/fleettest"
 	"github.com/cluster-registry/sdk/internal/simmembers"
 	"github.com/cluster-registry/sdk/localfleet"
 	"github.com/cluster-registry/sdk/mcprovider"
@@ -37,23 +33,7 @@ func TestMain(m *testing.M) {
 	if code, child := simmembers.Main(); child {
 		os.Exit(code)
 	}
-	flag.Parse()
-	logf.SetLogger(logr.Discard()) // the managers and the clusters they engage log through it
-	klog.SetLogger(logr.Discard()) // informers log every failed watch of a hostile member
-	if testing.Short() {
-		os.Exit(m.Run())
-	}
-	var err error
-	lf, err = localfleet.Start(context.Background(), localfleet.Options{Members: 2})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	if err := lf.Stop(); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-	}
-	os.Exit(code)
+	fleettest.Main(m, &lf, localfleet.Options{Members: 2}, nil)
 }
 
 // integration marks a test that needs the local fleet, and checks it leaves no goroutine behind.
@@ -62,15 +42,7 @@ func integration(t *testing.T) {
 	if testing.Short() {
 		t.Skip("needs kube-apiserver and etcd; run without -short (hack/test.sh builds them)")
 	}
-	t.Cleanup(func() { goleak.VerifyNone(t, append(ignoreIdleConnections, goleak.IgnoreCurrent())...) })
-}
-
-// ignoreIdleConnections leaves out the idle HTTP/2 connections to the servers: client-go shares
-// transports between clients of one config, so they outlive the test that opened them.
-var ignoreIdleConnections = []goleak.Option{
-	goleak.IgnoreAnyFunction("golang.org/x/net/http2.(*ClientConn).readLoop"),
-	goleak.IgnoreAnyFunction("net/http.(*persistConn).readLoop"),
-	goleak.IgnoreAnyFunction("net/http.(*persistConn).writeLoop"),
+	t.Cleanup(func() { goleak.VerifyNone(t, append(fleettest.IgnoreIdleConnections, goleak.IgnoreCurrent())...) })
 }
 
 // startFleet follows the local fleet's Clusters in namespace ns until the test ends. Its

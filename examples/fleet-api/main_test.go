@@ -5,57 +5,40 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"flag"
-	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
-	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/cluster-registry/sdk/access"
 	"github.com/cluster-registry/sdk/clientset/versioned"
+	"github.com/cluster-registry/sdk/internal/fleettest"
 	"github.com/cluster-registry/sdk/localfleet"
 )
 
 // lf is the package's local fleet, shared by its tests.
 var lf *localfleet.Fleet
 
-func TestMain(m *testing.M) {
-	flag.Parse()
+// needsFleet skips a test under -short, when no local fleet runs.
+func needsFleet(t *testing.T) {
+	t.Helper()
 	if testing.Short() {
-		fmt.Println("skipped under -short: these tests need kube-apiserver and etcd")
-		os.Exit(0)
+		t.Skip("needs kube-apiserver and etcd; run without -short")
 	}
-	logf.SetLogger(logr.Discard())
-	klog.SetLogger(logr.Discard()) // informers log every failed watch of the stopped member
-	var err error
-	lf, err = localfleet.Start(context.Background(), localfleet.Options{Members: 2})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	if err := populate(); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		_ = lf.Stop()
-		os.Exit(1)
-	}
-	code := m.Run()
-	_ = lf.Stop()
-	os.Exit(code)
+}
+
+func TestMain(m *testing.M) {
+	fleettest.Main(m, &lf, localfleet.Options{Members: 2}, func(*localfleet.Fleet) error { return populate() })
 }
 
 // populate gives member-1 two nodes (one ready) and a ready Deployment, and member-2 one ready
@@ -170,7 +153,8 @@ func status(t *testing.T, body []byte) metav1.Status {
 }
 
 func TestClusters(t *testing.T) {
-	ignore := append([]goleak.Option{goleak.IgnoreCurrent()}, ignoreIdleConnections...)
+	needsFleet(t)
+	ignore := append([]goleak.Option{goleak.IgnoreCurrent()}, fleettest.IgnoreIdleConnections...)
 	t.Cleanup(func() { goleak.VerifyNone(t, ignore...) })
 	_, web := startAPI(t)
 
@@ -201,6 +185,7 @@ func TestClusters(t *testing.T) {
 }
 
 func TestRegisterAndRemove(t *testing.T) {
+	needsFleet(t)
 	s, web := startAPI(t)
 	cluster := func(name, server string) map[string]any {
 		return map[string]any{
@@ -271,6 +256,7 @@ func TestBadFlags(t *testing.T) {
 // The command serves from the registry its kubeconfig names; a member that stops is shown as
 // stale since then, with the counts it had, not as empty, and current again once it is back.
 func TestStoppedMemberIsStale(t *testing.T) {
+	needsFleet(t)
 	ctx, cancel := context.WithCancel(testContext(t))
 	out, w := io.Pipe()
 	done := make(chan int)
@@ -316,10 +302,4 @@ func TestStoppedMemberIsStale(t *testing.T) {
 
 	cancel()
 	require.Equal(t, 0, <-done, "stderr: %s", stderr.String())
-}
-
-var ignoreIdleConnections = []goleak.Option{
-	goleak.IgnoreAnyFunction("golang.org/x/net/http2.(*ClientConn).readLoop"),
-	goleak.IgnoreAnyFunction("net/http.(*persistConn).readLoop"),
-	goleak.IgnoreAnyFunction("net/http.(*persistConn).writeLoop"),
 }

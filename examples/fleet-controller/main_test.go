@@ -4,13 +4,9 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"flag"
-	"fmt"
-	"os"
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 	corev1 "k8s.io/api/core/v1"
@@ -18,9 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/klog/v2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	mcmulticluster "sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 
 	"github.com/cluster-registry/sdk/internal/fleettest"
@@ -32,30 +26,7 @@ import (
 var lf *localfleet.Fleet
 
 func TestMain(m *testing.M) {
-	flag.Parse()
-	if testing.Short() {
-		fmt.Println("skipped under -short: these tests need kube-apiserver and etcd")
-		os.Exit(0)
-	}
-	logf.SetLogger(logr.Discard())
-	klog.SetLogger(logr.Discard())
-	var err error
-	lf, err = localfleet.Start(context.Background(), localfleet.Options{Members: 2})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	_ = lf.Stop()
-	os.Exit(code)
-}
-
-// ignoreIdleConnections leaves out the idle HTTP/2 connections to the servers: client-go shares
-// transports between clients of one config, so they outlive what opened them.
-var ignoreIdleConnections = []goleak.Option{
-	goleak.IgnoreAnyFunction("golang.org/x/net/http2.(*ClientConn).readLoop"),
-	goleak.IgnoreAnyFunction("net/http.(*persistConn).readLoop"),
-	goleak.IgnoreAnyFunction("net/http.(*persistConn).writeLoop"),
+	fleettest.Main(m, &lf, localfleet.Options{Members: 2}, nil)
 }
 
 const testTimeout = 90 * time.Second
@@ -85,7 +56,10 @@ func deleteMembership(t *testing.T, m *localfleet.Member) {
 // a member that joins mid-run, and back after it is deleted; a member that leaves is disengaged,
 // with none of its goroutines left, and is no longer reconciled.
 func TestMembershipAcrossTheFleet(t *testing.T) {
-	t.Cleanup(func() { goleak.VerifyNone(t, append(ignoreIdleConnections, goleak.IgnoreCurrent())...) })
+	if testing.Short() {
+		t.Skip("needs kube-apiserver and etcd; run without -short")
+	}
+	t.Cleanup(func() { goleak.VerifyNone(t, append(fleettest.IgnoreIdleConnections, goleak.IgnoreCurrent())...) })
 	m1, m2 := lf.Members[0], lf.Members[1]
 	for _, m := range lf.Members {
 		deleteMembership(t, m)
@@ -123,7 +97,7 @@ func TestMembershipAcrossTheFleet(t *testing.T) {
 	// Everything started for member-2 has ended: its cluster, caches and watches. Left aside is
 	// one goroutine per watch per engagement that multicluster-runtime v0.24.1's controller
 	// starts (startWithinContext) and ends only when the manager stops; it holds no cluster.
-	require.NoError(t, goleak.Find(append(ignoreIdleConnections, before, ignoreEngagedSources)...))
+	require.NoError(t, goleak.Find(append(fleettest.IgnoreIdleConnections, before, ignoreEngagedSources)...))
 	deleteMembership(t, m2)
 	deleteMembership(t, m1)
 	require.Eventually(t, func() bool { return membershipOf(t, m1) != nil }, testTimeout, 50*time.Millisecond)
