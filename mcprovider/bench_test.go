@@ -4,7 +4,10 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"os"
 	"runtime"
+	"runtime/pprof"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -44,34 +47,54 @@ func BenchmarkEngage(b *testing.B) {
 	b.Run("sdk", func(b *testing.B) {
 		for b.Loop() {
 			members := multicluster.MembersOf(simmembers.Resolver(b), sim.Clusters("sim"), multicluster.FleetOptions{})
-			provider := mcprovider.New(fixedMembers(members), mcprovider.Options{})
-			benchEngage(b, members, provider, provider.Get)
+			benchEngage(b, members, func() (mcmulticluster.Provider, getCluster) {
+				provider := mcprovider.New(fixedMembers(members), mcprovider.Options{})
+				return provider, provider.Get
+			})
+		}
+	})
+	b.Run("sdk-warm", func(b *testing.B) {
+		for b.Loop() {
+			members := multicluster.MembersOf(simmembers.Resolver(b), sim.Clusters("sim"), multicluster.FleetOptions{})
+			benchEngage(b, members, func() (mcmulticluster.Provider, getCluster) {
+				provider := mcprovider.New(fixedMembers(members), mcprovider.Options{WarmKinds: []client.Object{&corev1.ConfigMap{}}})
+				return provider, provider.Get
+			})
 		}
 	})
 	b.Run("peer-mcr-clusters-provider", func(b *testing.B) {
 		for b.Loop() {
 			members := multicluster.MembersOf(simmembers.Resolver(b), sim.Clusters("sim"), multicluster.FleetOptions{})
-			provider := clustersprovider.New()
-			for _, m := range members {
-				cfg, err := m.Config(context.Background())
-				if err != nil {
-					b.Fatal(err)
+			benchEngage(b, members, func() (mcmulticluster.Provider, getCluster) {
+				provider := clustersprovider.New()
+				for _, m := range members {
+					cfg, err := m.Config(context.Background())
+					if err != nil {
+						b.Fatal(err)
+					}
+					cl, err := cluster.New(rest.CopyConfig(cfg))
+					if err != nil {
+						b.Fatal(err)
+					}
+					if err := provider.Add(context.Background(), mcprovider.ClusterName(m.Name()), cl); err != nil {
+						b.Fatal(err)
+					}
 				}
-				cl, err := cluster.New(rest.CopyConfig(cfg))
-				if err != nil {
-					b.Fatal(err)
-				}
-				if err := provider.Add(context.Background(), mcprovider.ClusterName(m.Name()), cl); err != nil {
-					b.Fatal(err)
-				}
-			}
-			benchEngage(b, members, provider, provider.Get)
+				return provider, provider.Get
+			})
 		}
 	})
 }
 
-func benchEngage(b *testing.B, members []*multicluster.Member, provider mcmulticluster.Provider, get func(context.Context, mcmulticluster.ClusterName) (cluster.Cluster, error)) {
+// getCluster is a provider's Get.
+type getCluster func(context.Context, mcmulticluster.ClusterName) (cluster.Cluster, error)
+
+// benchEngage measures from before newProvider builds the provider (and, for the peer, the
+// clusters it is given) until every member's cache has synced.
+func benchEngage(b *testing.B, members []*multicluster.Member, newProvider func() (mcmulticluster.Provider, getCluster)) {
 	heap0, g0 := simmembers.SettledHeapAndGoroutines()
+	began := time.Now()
+	provider, get := newProvider()
 	local, err := members[0].Config(context.Background())
 	if err != nil {
 		b.Fatal(err)
@@ -92,7 +115,6 @@ func benchEngage(b *testing.B, members []*multicluster.Member, provider mcmultic
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
-	began := time.Now()
 	wg.Go(func() { _ = mgr.Start(ctx) })
 	for _, m := range members {
 		name := mcprovider.ClusterName(m.Name())
@@ -107,6 +129,11 @@ func benchEngage(b *testing.B, members []*multicluster.Member, provider mcmultic
 	}
 	engaged := time.Since(began)
 	heap1, g1 := simmembers.SettledHeapAndGoroutines()
+	if path := os.Getenv("MCPROVIDER_HEAP_PROFILE"); path != "" {
+		f, _ := os.Create(path + "." + b.Name()[strings.LastIndex(b.Name(), "/")+1:])
+		_ = pprof.WriteHeapProfile(f)
+		f.Close()
+	}
 	cancel()
 	wg.Wait()
 	n := float64(len(members))

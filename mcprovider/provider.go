@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
@@ -40,6 +41,15 @@ type Options struct {
 	// Logger hears why a member could not be engaged (it is retried, with backoff, while it stays
 	// in the Fleet). By default, controller-runtime's logger named "mcprovider".
 	Logger logr.Logger
+	// WarmKinds are the kinds the controllers watch (such as &corev1.ConfigMap{}): each member's
+	// caches of them are started and synced before it is engaged. multicluster-runtime v0.24.1
+	// engages one cluster at a time per controller and, holding its lock, waits for the cluster's
+	// caches of the kinds watched; warmed, they are ready, so engaging many members takes about
+	// the time of the slowest rather than the sum, and a member whose caches do not sync within
+	// WarmTimeout is retried by the Provider instead of holding back every other member.
+	WarmKinds []client.Object
+	// WarmTimeout bounds the wait for a member's WarmKinds to sync; 30 seconds when zero.
+	WarmTimeout time.Duration
 }
 
 // Provider is a multicluster-runtime Provider, and ProviderRunnable, over a Fleet: the
@@ -52,7 +62,8 @@ type Provider struct {
 
 	mu       sync.Mutex
 	started  bool
-	engaged  map[mcmulticluster.ClusterName]cluster.Cluster
+	indexed  map[mcmulticluster.ClusterName]cluster.Cluster // built, with every index: IndexField reaches them
+	engaged  map[mcmulticluster.ClusterName]cluster.Cluster // being engaged or engaged: Get returns them
 	runs     map[types.NamespacedName]*engagement
 	indexers []index
 	wg       sync.WaitGroup
@@ -88,6 +99,7 @@ func New(members Members, opts Options) *Provider {
 		members: members,
 		opts:    opts,
 		log:     log,
+		indexed: map[mcmulticluster.ClusterName]cluster.Cluster{},
 		engaged: map[mcmulticluster.ClusterName]cluster.Cluster{},
 		runs:    map[types.NamespacedName]*engagement{},
 	}
@@ -180,44 +192,83 @@ func (p *Provider) engage(ctx context.Context, aware mcmulticluster.Aware, m *mu
 	}
 }
 
-// engageOnce builds the member's cluster, applies the indexes, starts it and engages it, then
-// waits until ctx is done (and returns with the cluster stopped) or the cluster fails. engaged
-// says whether it got as far as engaging.
+// engageOnce builds the member's cluster, applies the indexes, then runs the cluster, engaged,
+// until ctx is done (it returns with the cluster stopped) or the cluster fails. engaged says
+// whether it got as far as engaging. The cluster runs on this goroutine: an engaged member costs
+// the Provider no goroutine of its own.
 func (p *Provider) engageOnce(ctx context.Context, aware mcmulticluster.Aware, m *multicluster.Member, name mcmulticluster.ClusterName) (engaged bool, err error) {
 	cl, err := p.newCluster(ctx, m)
 	if err != nil {
 		return false, err
 	}
-	clusterCtx, cancel := context.WithCancel(ctx)
-	stopped := make(chan error, 1)
-	stop := func() {
-		p.forget(name, cl)
-		cancel()
-		<-stopped
-	}
 	// Indexes go on before the cache starts, as controller-runtime's own providers add them.
 	if err := p.register(ctx, name, cl); err != nil {
 		p.forget(name, cl)
-		cancel()
 		return false, err
 	}
-	go func() { stopped <- cl.Start(clusterCtx) }()
-	if err := aware.Engage(clusterCtx, name, cl); err != nil {
-		stop()
-		return false, fmt.Errorf("engaging cluster %s: %w", name, err)
-	}
-	select {
-	case <-ctx.Done():
-		stop()
-		return true, nil
-	case err := <-stopped:
-		stopped <- err // for stop
-		stop()
-		if err == nil {
-			err = errors.New("it stopped")
+	clusterCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	engageErr := make(chan error, 1)
+	go func() {
+		// multicluster-runtime's controllers engage one cluster at a time, each under a lock held
+		// while the cluster's RESTMapper asks the member about the kinds watched. Asking here
+		// first, outside that lock, connects to the member and learns its core API: a member that
+		// does not answer is retried by this Provider rather than holding back every other
+		// member's engagement, and the others' engagements make no request under the lock.
+		if _, err := cl.GetRESTMapper().RESTMapping(schema.GroupKind{Kind: "Namespace"}, "v1"); err != nil {
+			cancel()
+			engageErr <- fmt.Errorf("discovering cluster %s: %w", name, err)
+			return
 		}
-		return true, fmt.Errorf("cluster %s: %w", name, err)
+		if err := p.warm(clusterCtx, cl); err != nil {
+			cancel()
+			engageErr <- fmt.Errorf("cluster %s: %w", name, err)
+			return
+		}
+		p.mu.Lock()
+		p.engaged[name] = cl // reconcilers may Get it as soon as it is engaged
+		p.mu.Unlock()
+		err := aware.Engage(clusterCtx, name, cl)
+		if err != nil {
+			cancel() // stops the cluster
+			err = fmt.Errorf("engaging cluster %s: %w", name, err)
+		}
+		engageErr <- err
+	}()
+	startErr := cl.Start(clusterCtx)
+	cancel()
+	err = <-engageErr
+	p.forget(name, cl)
+	if err != nil {
+		return false, err
 	}
+	if ctx.Err() != nil {
+		return true, nil
+	}
+	if startErr == nil {
+		startErr = errors.New("it stopped")
+	}
+	return true, fmt.Errorf("cluster %s: %w", name, startErr)
+}
+
+// warm starts the cluster's caches of Options.WarmKinds and waits, within WarmTimeout, for them
+// to sync.
+func (p *Provider) warm(ctx context.Context, cl cluster.Cluster) error {
+	if len(p.opts.WarmKinds) == 0 {
+		return nil
+	}
+	timeout := p.opts.WarmTimeout
+	if timeout <= 0 {
+		timeout = 30 * time.Second
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	for _, obj := range p.opts.WarmKinds {
+		if _, err := cl.GetCache().GetInformer(ctx, obj); err != nil {
+			return fmt.Errorf("its cache of %T did not sync within %s: %w", obj, timeout, err)
+		}
+	}
+	return nil
 }
 
 // newCluster builds the member's cluster on its resolved config, with an HTTP client that sends
@@ -236,16 +287,16 @@ func (p *Provider) newCluster(ctx context.Context, m *multicluster.Member) (clus
 	return cl, nil
 }
 
-// register applies every index asked for so far to cl, then makes it the cluster Get returns
-// for name. An index asked for meanwhile is applied too, before cl is registered, so each
-// index reaches each cluster exactly once.
+// register applies every index asked for so far to cl, then makes it one that IndexField
+// reaches. An index asked for meanwhile is applied too, before cl is registered, so each index
+// reaches each cluster exactly once.
 func (p *Provider) register(ctx context.Context, name mcmulticluster.ClusterName, cl cluster.Cluster) error {
 	applied := 0
 	for {
 		p.mu.Lock()
 		pending := slices.Clone(p.indexers[applied:])
 		if len(pending) == 0 {
-			p.engaged[name] = cl
+			p.indexed[name] = cl
 			p.mu.Unlock()
 			return nil
 		}
@@ -259,12 +310,15 @@ func (p *Provider) register(ctx context.Context, name mcmulticluster.ClusterName
 	}
 }
 
-// forget stops Get returning cl for name.
+// forget stops Get returning cl for name, and IndexField reaching it.
 func (p *Provider) forget(name mcmulticluster.ClusterName, cl cluster.Cluster) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.engaged[name] == cl {
 		delete(p.engaged, name)
+	}
+	if p.indexed[name] == cl {
+		delete(p.indexed, name)
 	}
 }
 
@@ -292,7 +346,7 @@ func (p *Provider) ClusterNames() []mcmulticluster.ClusterName {
 func (p *Provider) IndexField(ctx context.Context, obj client.Object, field string, extract client.IndexerFunc) error {
 	p.mu.Lock()
 	p.indexers = append(p.indexers, index{obj: obj, field: field, extract: extract})
-	clusters := maps.Clone(p.engaged)
+	clusters := maps.Clone(p.indexed)
 	p.mu.Unlock()
 	var errs []error
 	for _, name := range slices.Sorted(maps.Keys(clusters)) {

@@ -3,6 +3,7 @@ package mcprovider_test
 import (
 	"context"
 	"errors"
+	"net"
 	"slices"
 	"strings"
 	"sync"
@@ -202,6 +203,54 @@ func (l *logLines) String() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return strings.Join(l.lines, "\n")
+}
+
+// A member that accepts connections and never answers does not hold back the others: the
+// Provider learns each member's API before engaging it, outside multicluster-runtime's lock, under
+// which a controller otherwise waits for one member at a time.
+func TestSilentMemberHoldsBackNoOther(t *testing.T) {
+	integration(t)
+	ctx := fleettest.Context(t, testTimeout)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	var held []net.Conn
+	var mu sync.Mutex
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			held = append(held, c) // never answered
+			mu.Unlock()
+		}
+	}()
+	defer func() {
+		ln.Close()
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range held {
+			c.Close()
+		}
+	}()
+	m1 := lf.Members[0]
+	ns := fleettest.CopySet(t, lf)
+	fleettest.RemoveMember(t, lf, ns, m1.Name)
+	fleettest.RemoveMember(t, lf, ns, lf.Members[1].Name)
+	fleettest.RegisterServer(t, lf, ns, "silent", "https://"+ln.Addr().String(), m1.Config.CAData, "silent-token")
+	provider := mcprovider.New(startFleet(t, ctx, ns), mcprovider.Options{WarmKinds: []client.Object{&corev1.ConfigMap{}}, WarmTimeout: 2 * time.Second})
+	mgr := newManager(t, provider)
+	reconciled := watchConfigMaps(t, mgr, ns)
+	createConfigMap(t, m1, ns, "probe", "hi")
+	run(t, mgr)
+	time.Sleep(time.Second) // the silent member is being engaged
+	fleettest.AddMember(t, lf, ns, m1.Name)
+	name1 := mcprovider.ClusterName(types.NamespacedName{Namespace: ns, Name: m1.Name})
+	began := time.Now()
+	require.Eventually(t, func() bool { return reconciled.has(name1, "probe") }, testTimeout, 20*time.Millisecond)
+	require.Less(t, time.Since(began), 5*time.Second, "member-1 waited behind the silent member")
+	require.NotContains(t, provider.ClusterNames(), mcprovider.ClusterName(types.NamespacedName{Namespace: ns, Name: "silent"}))
 }
 
 // Start refuses what it cannot work with, and Get names the cluster it does not know.

@@ -51,25 +51,32 @@ func RedirectingMember(tb testing.TB, lf *localfleet.Fleet, ns, name string) *Re
 	tb.Cleanup(hostile.Close)
 	ca := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: hostile.Certificate().Raw})
 
+	RegisterServer(tb, lf, ns, name, hostile.URL, ca, RedirectingToken)
+	return r
+}
+
+// RegisterServer registers, in the cluster set ns, a Cluster named name whose server is server,
+// trusted with the CA caPEM, and whose credential is token in a Secret pinned to that server.
+func RegisterServer(tb testing.TB, lf *localfleet.Fleet, ns, name, server string, caPEM []byte, token string) {
+	tb.Helper()
 	ctx := Context(tb, time.Minute)
 	_, err := kubernetes.NewForConfigOrDie(lf.Registry.Config).CoreV1().Secrets(ns).Create(ctx, &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Name: name + "-token", Annotations: map[string]string{v1alpha1.ServersAnnotation: hostile.URL}},
-		Data:       map[string][]byte{"token": []byte(RedirectingToken)},
+		ObjectMeta: metav1.ObjectMeta{Name: name + "-token", Annotations: map[string]string{v1alpha1.ServersAnnotation: server}},
+		Data:       map[string][]byte{"token": []byte(token)},
 	}, metav1.CreateOptions{})
 	require.NoError(tb, err)
 	_, err = versioned.NewForConfigOrDie(lf.Registry.Config).ClusterregistryV1alpha1().Clusters(ns).Create(ctx, &v1alpha1.Cluster{
 		ObjectMeta: metav1.ObjectMeta{Name: name},
 		Spec: v1alpha1.ClusterSpec{
 			KubernetesAPIEndpoints: v1alpha1.KubernetesAPIEndpoints{
-				ServerEndpoints: []v1alpha1.ServerAddressByClientCIDR{{ClientCIDR: "0.0.0.0/0", ServerAddress: hostile.URL}},
-				CABundle:        ca,
+				ServerEndpoints: []v1alpha1.ServerAddressByClientCIDR{{ClientCIDR: "0.0.0.0/0", ServerAddress: server}},
+				CABundle:        caPEM,
 			},
 			AuthInfo: v1alpha1.AuthInfo{Providers: []v1alpha1.AuthProviderConfig{{Name: "token",
 				Type: v1alpha1.AuthProviderType{Name: v1alpha1.ProviderTypeSecret}, Config: map[string]string{"name": name + "-token"}}}},
 		},
 	}, metav1.CreateOptions{})
 	require.NoError(tb, err)
-	return r
 }
 
 // Asked is how many requests the hostile member was sent, and answered with a redirect.
