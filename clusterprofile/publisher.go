@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync/atomic"
+	"sync"
 
 	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -76,8 +76,10 @@ type Publisher struct {
 	start        []func(stop <-chan struct{})
 	shutdown     []func()
 
-	// writes counts the profile writes (create, update, status, delete), for benchmarks.
-	writes atomic.Int64
+	// superseded holds, by Cluster key, the resourceVersion of the last profile this Publisher
+	// replaced by a write of its own: the informer may still show it, and writing on it again
+	// would only be refused as a conflict.
+	superseded sync.Map
 }
 
 // NewPublisher returns a Publisher of the registry's Clusters into ClusterProfiles written with
@@ -197,7 +199,7 @@ func (p *Publisher) sync(ctx context.Context, key types.NamespacedName) error {
 		if existing == nil || !managedBy(existing, p.opts.ManagerName) {
 			return nil
 		}
-		p.writes.Add(1)
+			p.superseded.Delete(key)
 		err := p.profiles.ApisV1alpha1().ClusterProfiles(key.Namespace).Delete(ctx, key.Name, metav1.DeleteOptions{
 			Preconditions: &metav1.Preconditions{UID: &existing.UID}})
 		if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
@@ -208,6 +210,9 @@ func (p *Publisher) sync(ctx context.Context, key types.NamespacedName) error {
 	if err != nil {
 		return err
 	}
+	if rv, ok := p.superseded.Load(key); ok && existing != nil && existing.ResourceVersion == rv {
+		return nil // the informer has yet to show this Publisher's own last write, which is coming
+	}
 	resolved, err := p.opts.Resolver.Resolve(ctx, c)
 	if err != nil {
 		// Published without an access provider: consumers see the cluster, not a way in that the
@@ -216,7 +221,7 @@ func (p *Publisher) sync(ctx context.Context, key types.NamespacedName) error {
 		resolved = nil
 	}
 	desired := Profile(c, resolved, p.opts)
-	return p.write(ctx, existing, desired)
+	return p.write(ctx, key, existing, desired)
 }
 
 func (p *Publisher) listers(namespace string) (crlisters.ClusterLister, cplisters.ClusterProfileLister) {
@@ -227,11 +232,10 @@ func (p *Publisher) listers(namespace string) (crlisters.ClusterLister, cplister
 }
 
 // write creates or updates the profile, spec and status, when they differ from desired.
-func (p *Publisher) write(ctx context.Context, existing, desired *cpv1alpha1.ClusterProfile) error {
+func (p *Publisher) write(ctx context.Context, key types.NamespacedName, existing, desired *cpv1alpha1.ClusterProfile) error {
 	client := p.profiles.ApisV1alpha1().ClusterProfiles(desired.Namespace)
 	if existing == nil {
-		p.writes.Add(1)
-		created, err := client.Create(ctx, desired, metav1.CreateOptions{FieldManager: p.opts.ManagerName})
+			created, err := client.Create(ctx, desired, metav1.CreateOptions{FieldManager: p.opts.ManagerName})
 		if apierrors.IsAlreadyExists(err) {
 			// Not in our cache: another manager's profile of the same name. Never taken over.
 			return &ForeignProfileError{Namespace: desired.Namespace, Name: desired.Name}
@@ -245,11 +249,11 @@ func (p *Publisher) write(ctx context.Context, existing, desired *cpv1alpha1.Clu
 		!equality.Semantic.DeepEqual(existing.OwnerReferences, desired.OwnerReferences) {
 		update := existing.DeepCopy()
 		update.Spec, update.Labels, update.OwnerReferences = desired.Spec, desired.Labels, desired.OwnerReferences
-		p.writes.Add(1)
-		updated, err := client.Update(ctx, update, metav1.UpdateOptions{FieldManager: p.opts.ManagerName})
+			updated, err := client.Update(ctx, update, metav1.UpdateOptions{FieldManager: p.opts.ManagerName})
 		if err != nil {
 			return fmt.Errorf("updating %s: %w", profileKey(desired.Namespace, desired.Name), err)
 		}
+		p.superseded.Store(key, existing.ResourceVersion)
 		existing = updated
 	}
 	status := desired.Status.DeepCopy()
@@ -259,10 +263,10 @@ func (p *Publisher) write(ctx context.Context, existing, desired *cpv1alpha1.Clu
 	if !equality.Semantic.DeepEqual(existing.Status, *status) {
 		update := existing.DeepCopy()
 		update.Status = *status
-		p.writes.Add(1)
-		if _, err := client.UpdateStatus(ctx, update, metav1.UpdateOptions{FieldManager: p.opts.ManagerName}); err != nil {
+			if _, err := client.UpdateStatus(ctx, update, metav1.UpdateOptions{FieldManager: p.opts.ManagerName}); err != nil {
 			return fmt.Errorf("writing the status of %s: %w", profileKey(desired.Namespace, desired.Name), err)
 		}
+		p.superseded.Store(key, existing.ResourceVersion)
 	}
 	return nil
 }
