@@ -13,6 +13,11 @@
 #                             beside an informer factory per member (the hand-rolled peer): sync,
 #                             heap and goroutines per member, write-to-handler latency p50/p99;
 #                             also metadata only (sdk-metadata beside a metadata informer factory)
+#   BenchmarkEngage           mcprovider: a multicluster manager engaging 1,000 simulated members,
+#                             beside multicluster-runtime's clusters provider: time to engage all,
+#                             heap and goroutines per engaged cluster
+#   BenchmarkPublish          clusterprofile: ClusterProfiles for 10,000 Clusters of a real registry:
+#                             time to first publish, writes per Cluster, writes/s at steady state
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -29,6 +34,8 @@ go test ./multicluster/ -run '^$' -bench 'Fleet/Members$' -benchtime 100000x | t
 go test ./multicluster/ -run '^$' -bench 'Fleet/Select$' -benchtime 200x | tee -a "$out" >&2
 go test ./multicluster/ -run '^$' -bench 'FanOut/naive' -benchtime 3x | tee -a "$out" >&2
 go test ./fleetcache/ -short -run '^$' -bench 'Caches' -benchtime 1x -count 2 | tee -a "$out" >&2
+go test ./mcprovider/ -short -run '^$' -bench 'Engage' -benchtime 1x -timeout 30m | tee -a "$out" >&2
+go test ./clusterprofile/ -run '^$' -bench 'Publish' -benchtime 1x -timeout 30m | tee -a "$out" >&2
 go test ./health/ -run '^$' -bench 'Health' -benchtime 1x -timeout 30m | tee -a "$out" >&2
 
 # Each result line is: name iterations value unit value unit ...; print one row per benchmark.

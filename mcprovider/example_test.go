@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	mcbuilder "sigs.k8s.io/multicluster-runtime/pkg/builder"
 	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
@@ -25,7 +26,8 @@ func ExampleNew() {
 		registry *rest.Config        // reaches the registry
 		fleet    *multicluster.Fleet // multicluster.NewFleet(...)
 	)
-	provider := mcprovider.New(fleet, mcprovider.Options{})
+	// WarmKinds: the kinds the controllers watch, synced on each member before it is engaged.
+	provider := mcprovider.New(fleet, mcprovider.Options{WarmKinds: []client.Object{&corev1.ConfigMap{}}})
 	mgr, err := mcmanager.New(registry, provider, manager.Options{})
 	if err != nil {
 		panic(err)

@@ -24,10 +24,12 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
@@ -147,7 +149,9 @@ func newApp(ctx context.Context, opts *options) (*app, error) {
 		return nil, err
 	}
 	a := &app{fleet: multicluster.NewFleet(registry, resolver, multicluster.FleetOptions{Namespaces: namespaces})}
-	a.provider = mcprovider.New(a.fleet, mcprovider.Options{})
+	// The kinds the controller watches, synced on each member before it is engaged: see
+	// mcprovider.Options.WarmKinds.
+	a.provider = mcprovider.New(a.fleet, mcprovider.Options{WarmKinds: []client.Object{&corev1.ConfigMap{}, &corev1.Namespace{}}})
 	a.mgr, err = mcmanager.New(config, a.provider, manager.Options{Metrics: metricsserver.Options{BindAddress: opts.metrics}})
 	if err != nil {
 		return nil, fmt.Errorf("building the manager: %w", err)

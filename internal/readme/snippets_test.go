@@ -49,6 +49,7 @@ import (
 	"k8s.io/client-go/rest"
 	cpversioned "sigs.k8s.io/cluster-inventory-api/client/clientset/versioned"
 	cpaccess "sigs.k8s.io/cluster-inventory-api/pkg/access"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	mcbuilder "sigs.k8s.io/multicluster-runtime/pkg/builder"
 	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
