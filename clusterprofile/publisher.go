@@ -199,7 +199,7 @@ func (p *Publisher) sync(ctx context.Context, key types.NamespacedName) error {
 		if existing == nil || !managedBy(existing, p.opts.ManagerName) {
 			return nil
 		}
-			p.superseded.Delete(key)
+		p.superseded.Delete(key)
 		err := p.profiles.ApisV1alpha1().ClusterProfiles(key.Namespace).Delete(ctx, key.Name, metav1.DeleteOptions{
 			Preconditions: &metav1.Preconditions{UID: &existing.UID}})
 		if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
@@ -235,7 +235,7 @@ func (p *Publisher) listers(namespace string) (crlisters.ClusterLister, cplister
 func (p *Publisher) write(ctx context.Context, key types.NamespacedName, existing, desired *cpv1alpha1.ClusterProfile) error {
 	client := p.profiles.ApisV1alpha1().ClusterProfiles(desired.Namespace)
 	if existing == nil {
-			created, err := client.Create(ctx, desired, metav1.CreateOptions{FieldManager: p.opts.ManagerName})
+		created, err := client.Create(ctx, desired, metav1.CreateOptions{FieldManager: p.opts.ManagerName})
 		if apierrors.IsAlreadyExists(err) {
 			// Not in our cache: another manager's profile of the same name. Never taken over.
 			return &ForeignProfileError{Namespace: desired.Namespace, Name: desired.Name}
@@ -249,7 +249,7 @@ func (p *Publisher) write(ctx context.Context, key types.NamespacedName, existin
 		!equality.Semantic.DeepEqual(existing.OwnerReferences, desired.OwnerReferences) {
 		update := existing.DeepCopy()
 		update.Spec, update.Labels, update.OwnerReferences = desired.Spec, desired.Labels, desired.OwnerReferences
-			updated, err := client.Update(ctx, update, metav1.UpdateOptions{FieldManager: p.opts.ManagerName})
+		updated, err := client.Update(ctx, update, metav1.UpdateOptions{FieldManager: p.opts.ManagerName})
 		if err != nil {
 			return fmt.Errorf("updating %s: %w", profileKey(desired.Namespace, desired.Name), err)
 		}
@@ -263,7 +263,7 @@ func (p *Publisher) write(ctx context.Context, key types.NamespacedName, existin
 	if !equality.Semantic.DeepEqual(existing.Status, *status) {
 		update := existing.DeepCopy()
 		update.Status = *status
-			if _, err := client.UpdateStatus(ctx, update, metav1.UpdateOptions{FieldManager: p.opts.ManagerName}); err != nil {
+		if _, err := client.UpdateStatus(ctx, update, metav1.UpdateOptions{FieldManager: p.opts.ManagerName}); err != nil {
 			return fmt.Errorf("writing the status of %s: %w", profileKey(desired.Namespace, desired.Name), err)
 		}
 		p.superseded.Store(key, existing.ResourceVersion)

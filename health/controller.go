@@ -219,6 +219,7 @@ func (c *Controller) onMembership(ev multicluster.MemberEvent) {
 			}
 			delete(c.members, key)
 			c.metrics.setReason(key, "")
+			c.metrics.setExpiry(key, time.Time{})
 		}
 	}
 	c.signal()
@@ -331,6 +332,7 @@ func (c *Controller) probeAndWrite(ctx context.Context, t *tracked) {
 	defer c.mu.Unlock()
 	if !t.gone {
 		c.metrics.setReason(t.member.Name(), v.condition.Reason)
+		c.metrics.setExpiry(t.member.Name(), o.expires)
 		jitter := time.Duration(rand.Int64N(int64(c.opts.Interval)/5+1)) - c.opts.Interval/10
 		c.schedule(t, start.Add(c.opts.Interval+jitter))
 		c.signal()

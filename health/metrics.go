@@ -16,6 +16,8 @@ type metrics struct {
 
 	mu     sync.Mutex
 	reason map[types.NamespacedName]string
+	// expires is when each member's credentials expire, for those that say.
+	expires map[types.NamespacedName]time.Time
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -29,16 +31,49 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "clusterregistry_health_members",
 			Help: "Members by the reason of their Ready condition.",
 		}, []string{"reason"}),
-		reason: map[types.NamespacedName]string{},
+		reason:  map[types.NamespacedName]string{},
+		expires: map[types.NamespacedName]time.Time{},
 	}
+	// The soonest expiry is computed when scraped: one pass over the members per scrape, rather
+	// than one per probe.
+	soonest := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "clusterregistry_health_credentials_soonest_expiry_timestamp_seconds",
+		Help: "When the first of the members' credentials that say when they expire expires, in Unix seconds (0: none say).",
+	}, m.soonestExpiry)
 	if reg != nil {
-		for _, c := range []prometheus.Collector{m.probes, m.reasons} {
+		for _, c := range []prometheus.Collector{m.probes, m.reasons, soonest} {
 			if err := reg.Register(c); err != nil {
 				return nil, err
 			}
 		}
 	}
 	return m, nil
+}
+
+// setExpiry records when a member's credentials expire (zero: they do not say, or it is gone).
+func (m *metrics) setExpiry(key types.NamespacedName, expires time.Time) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if expires.IsZero() {
+		delete(m.expires, key)
+		return
+	}
+	m.expires[key] = expires
+}
+
+func (m *metrics) soonestExpiry() float64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var soonest time.Time
+	for _, t := range m.expires {
+		if soonest.IsZero() || t.Before(soonest) {
+			soonest = t
+		}
+	}
+	if soonest.IsZero() {
+		return 0
+	}
+	return float64(soonest.Unix())
 }
 
 func (m *metrics) observeProbe(reason string, d time.Duration) {

@@ -61,6 +61,12 @@ type Options struct {
 	// UnknownAfter is how long a member may go unprobed before its Ready condition turns Unknown
 	// with reason NotProbed. Default 3 intervals plus a timeout.
 	UnknownAfter time.Duration
+	// ExpiringWithin is how close to their expiry a member's credentials may come before Ready
+	// says CredentialsExpiring (still True). By default, a quarter of the credentials' lifetime
+	// (a rotator renews them at two thirds), or 24 hours for credentials that do not say when
+	// they were issued. Only credentials that say when they expire are judged: a JWT's exp, a
+	// client certificate's NotAfter.
+	ExpiringWithin time.Duration
 
 	// LeaderElection, if set, makes replicas of the controller take turns: only the holder of a
 	// Lease in the registry probes and writes. Nil runs without election.

@@ -26,6 +26,8 @@ import (
 
 // observation is what one probe of one member saw.
 type observation struct {
+	// expires is when the credentials the probe used expire, zero when they do not say.
+	expires time.Time
 	ready   bool
 	reason  string
 	message string
@@ -68,6 +70,43 @@ func (c *Controller) probe(ctx context.Context, m *multicluster.Member, identify
 		return observation{reason: v1alpha1.ReasonCredentialsUnavailable, message: err.Error()}
 	}
 	defer done()
+	issued, expires, _ := access.Expiry(resolved.Config)
+	o := c.probeWith(ctx, rest, identify)
+	return c.judgeExpiry(o, issued, expires, time.Now())
+}
+
+// judgeExpiry tells expired credentials apart from refused ones, and says when working ones
+// expire soon.
+func (c *Controller) judgeExpiry(o observation, issued, expires, now time.Time) observation {
+	if expires.IsZero() {
+		return o
+	}
+	o.expires = expires
+	at := expires.UTC().Format(time.RFC3339)
+	switch {
+	case o.reason == v1alpha1.ReasonUnauthorized && !now.Before(expires):
+		o.reason = v1alpha1.ReasonCredentialsExpired
+		o.message = fmt.Sprintf("the API server refused the credentials, which expired at %s (%s ago); renew them (join again, or run a rotator)", at, since(now, expires))
+	case o.ready && expires.Sub(now) < c.expiringWithin(issued, expires):
+		o.reason = v1alpha1.ReasonCredentialsExpiring
+		o.message = fmt.Sprintf("%s; the credentials expire at %s (in %s) and have not been renewed", o.message, at, expires.Sub(now).Round(time.Second))
+	}
+	return o
+}
+
+// expiringWithin is Options.ExpiringWithin, or a quarter of the credentials' lifetime.
+func (c *Controller) expiringWithin(issued, expires time.Time) time.Duration {
+	switch {
+	case c.opts.ExpiringWithin > 0:
+		return c.opts.ExpiringWithin
+	case !issued.IsZero() && expires.After(issued):
+		return expires.Sub(issued) / 4
+	}
+	return 24 * time.Hour
+}
+
+// probeWith checks the member with its client.
+func (c *Controller) probeWith(ctx context.Context, rest rest.Interface, identify bool) observation {
 
 	// Only a connection known to be reused spares the identity check. client-go retries a GET
 	// whose connection failed, so one check may see several connections.

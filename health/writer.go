@@ -72,7 +72,7 @@ func (w *writer) apply(ctx context.Context, c *v1alpha1.Cluster, v verdict, prob
 // event records a transition of Ready on the Cluster, for kubectl describe.
 func (w *writer) event(c *v1alpha1.Cluster, previous *metav1.Condition, now metav1.Condition) {
 	kind := corev1.EventTypeNormal
-	if now.Status != metav1.ConditionTrue {
+	if now.Status != metav1.ConditionTrue || now.Reason == v1alpha1.ReasonCredentialsExpiring {
 		kind = corev1.EventTypeWarning
 	}
 	from := "no Ready condition"

@@ -38,6 +38,12 @@ const (
 	ReasonNotReady = "NotReady"
 	// ReasonUnauthorized: the API server refused the credentials (401 or 403).
 	ReasonUnauthorized = "Unauthorized"
+	// ReasonCredentialsExpiring (True): the API server answered, and the credentials expire soon
+	// without having been renewed; the message says when.
+	ReasonCredentialsExpiring = "CredentialsExpiring"
+	// ReasonCredentialsExpired: the API server refused credentials that say they have expired;
+	// the message says since when. Renew them (join again, or run a rotator).
+	ReasonCredentialsExpired = "CredentialsExpired"
 	// ReasonCredentialsUnavailable: none of the cluster's auth providers could be resolved; the
 	// message names them.
 	ReasonCredentialsUnavailable = "CredentialsUnavailable"

@@ -4,8 +4,6 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
-	"encoding/base64"
-	"encoding/json"
 	"encoding/pem"
 	"errors"
 	"fmt"
@@ -102,19 +100,6 @@ func expiry(limit, own time.Time) *metav1.Time {
 // tokenExpiry is a JWT's exp claim, or zero for a token that is not a JWT or has none. It does
 // not verify the token; it only keeps kubectl from using one past its own expiry.
 func tokenExpiry(token string) time.Time {
-	parts := strings.Split(token, ".")
-	if len(parts) != 3 {
-		return time.Time{}
-	}
-	payload, err := base64.RawURLEncoding.DecodeString(parts[1])
-	if err != nil {
-		return time.Time{}
-	}
-	var claims struct {
-		Exp int64 `json:"exp"`
-	}
-	if json.Unmarshal(payload, &claims) != nil || claims.Exp <= 0 {
-		return time.Time{}
-	}
-	return time.Unix(claims.Exp, 0)
+	_, expires := access.TokenExpiry(token)
+	return expires
 }

@@ -138,8 +138,9 @@ func (o *HealthOptions) Run(ctx context.Context) error {
 
 var (
 	healthLong = `health probes the API server of every Cluster it selects, with the credentials a tool would use,
-and writes the Cluster's status: the Ready condition (reasons Reachable, Unreachable, NotReady,
-Unauthorized, CredentialsUnavailable, NoEndpoint, IdentityChanged, NotProbed), the member's
+and writes the Cluster's status: the Ready condition (reasons Reachable, CredentialsExpiring,
+Unreachable, NotReady, Unauthorized, CredentialsExpired, CredentialsUnavailable, NoEndpoint,
+IdentityChanged, NotProbed), the member's
 version, its identity (status.clusterID, the kube-system namespace's UID) and the last probe's
 time. A state must persist for --failure-threshold (or --success-threshold) probes before Ready
 changes; at steady state the only writes are one heartbeat per Cluster per --heartbeat.
@@ -184,6 +185,7 @@ func newHealth(fac *factory) *cobra.Command {
 	f.IntVar(&o.Controller.FailureThreshold, "failure-threshold", 3, "probes in a row that must fail before Ready turns False")
 	f.IntVar(&o.Controller.SuccessThreshold, "success-threshold", 2, "probes in a row that must succeed before Ready turns True again")
 	f.DurationVar(&o.Controller.Heartbeat, "heartbeat", time.Minute, "how often lastProbeTime is refreshed when nothing else changes")
+	f.DurationVar(&o.Controller.ExpiringWithin, "expiring-within", 0, "say CredentialsExpiring (Ready stays True) once a member's credentials expire within this (default: a quarter of their lifetime, or 24h)")
 	f.BoolVar(&o.Controller.KeepConnections, "keep-connections", false, "keep each member's connection open between probes: a fifth of the CPU per probe, a connection and a goroutine per member")
 	f.BoolVar(&o.LeaderElect, "leader-elect", false, "take turns with other replicas through a Lease in the registry")
 	f.StringVar(&o.LeaseNamespace, "leader-elect-namespace", "", "namespace of the Lease (default: the watched namespace)")

@@ -1,0 +1,66 @@
+package access
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/base64"
+	"encoding/json"
+	"strings"
+	"time"
+
+	"k8s.io/client-go/rest"
+)
+
+// Expiry is when the credentials in cfg expire, as far as they say so themselves: a bearer
+// token's exp claim (a JWT's, read without verifying it) or a client certificate's NotAfter.
+// issued is when they were issued (the token's iat, the certificate's NotBefore), zero when they
+// do not say. ok is false for credentials that carry no expiry: an opaque token, or credentials
+// got at request time (a token file, an exec plugin).
+func Expiry(cfg *rest.Config) (issued, expires time.Time, ok bool) {
+	if cfg == nil {
+		return time.Time{}, time.Time{}, false
+	}
+	if cfg.BearerToken != "" {
+		issued, expires = TokenExpiry(cfg.BearerToken)
+		return issued, expires, !expires.IsZero()
+	}
+	if len(cfg.CertData) > 0 && len(cfg.KeyData) > 0 {
+		pair, err := tls.X509KeyPair(cfg.CertData, cfg.KeyData)
+		if err != nil || len(pair.Certificate) == 0 {
+			return time.Time{}, time.Time{}, false
+		}
+		leaf, err := x509.ParseCertificate(pair.Certificate[0])
+		if err != nil {
+			return time.Time{}, time.Time{}, false
+		}
+		return leaf.NotBefore, leaf.NotAfter, true
+	}
+	return time.Time{}, time.Time{}, false
+}
+
+// TokenExpiry is a JWT's iat and exp claims, zero where the token is not a JWT or lacks them. It
+// does not verify the token: it only tells when the token says it stops working.
+func TokenExpiry(token string) (issued, expires time.Time) {
+	parts := strings.Split(token, ".")
+	if len(parts) != 3 {
+		return time.Time{}, time.Time{}
+	}
+	payload, err := base64.RawURLEncoding.DecodeString(parts[1])
+	if err != nil {
+		return time.Time{}, time.Time{}
+	}
+	var claims struct {
+		Iat int64 `json:"iat"`
+		Exp int64 `json:"exp"`
+	}
+	if json.Unmarshal(payload, &claims) != nil {
+		return time.Time{}, time.Time{}
+	}
+	if claims.Iat > 0 {
+		issued = time.Unix(claims.Iat, 0)
+	}
+	if claims.Exp > 0 {
+		expires = time.Unix(claims.Exp, 0)
+	}
+	return issued, expires
+}
