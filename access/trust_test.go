@@ -196,6 +196,30 @@ func TestCredentialCAOverridesTheClustersCABundle(t *testing.T) {
 	}
 }
 
+// CA rotation: while a member's serving CA changes, the Secret carries both CAs, and the member
+// is reached whichever one signed its certificate.
+func TestSecretWithTwoCAsForRotation(t *testing.T) {
+	integration(t)
+	ns := newNamespace(t, registry)
+	memberNS := newNamespace(t, member)
+	other := newFakeMember(t, "never") // its CA stands for the CA the member moves to, or from
+	token := memberToken(t, memberNS, "rotating")
+	for _, order := range []struct {
+		name string
+		cas  []byte
+	}{
+		{"old-first", append(append([]byte{}, member.Config.CAData...), other.caPEM()...)},
+		{"new-first", append(append([]byte{}, other.caPEM()...), member.Config.CAData...)},
+	} {
+		putSecret(t, ns, order.name, pinnedTo(member.URL()), map[string][]byte{"token": []byte(token), "ca.crt": order.cas})
+		c := storedCluster(t, ns, order.name, member.URL(), nil,
+			provider("p", v1alpha1.ProviderTypeSecret, map[string]string{"name": order.name}))
+		if err := attempt(t, newResolver(t, ResolverOptions{}), c); err != nil {
+			t.Errorf("%s: the member, whose CA is one of the two, was not reached: %v", order.name, err)
+		}
+	}
+}
+
 // SIG-Multicluster's ClusterProfile access-provider plugins work unchanged: the caller sends the
 // Cluster's name as spec.cluster.config (ClusterNameConfig), with the plugin's own args and env
 // from the caller's side, and the plugin reads the member's token from the registry.

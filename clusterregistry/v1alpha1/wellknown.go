@@ -61,3 +61,12 @@ const (
 // change its endpoint; pinning the Secret to its servers keeps a redirected Cluster from harvesting
 // the credentials.
 const ServersAnnotation = GroupName + "/servers"
+
+// ServiceAccountAnnotation, on a Secret that holds a member's service-account token (as join
+// stores it), names that service account on the member as namespace/name: a rotator renews the
+// token by asking the member for a new one with the current one (package rotation).
+const ServiceAccountAnnotation = GroupName + "/service-account"
+
+// TokenExpiresAnnotation, on such a Secret, is when its token expires (RFC 3339), as join and the
+// rotator record it for people and tools that may not read the token.
+const TokenExpiresAnnotation = GroupName + "/token-expires"

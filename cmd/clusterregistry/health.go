@@ -20,6 +20,8 @@ import (
 	"github.com/cluster-registry/sdk/access"
 	"github.com/cluster-registry/sdk/clusterprofile"
 	"github.com/cluster-registry/sdk/health"
+	"github.com/cluster-registry/sdk/multicluster"
+	"github.com/cluster-registry/sdk/rotation"
 	"github.com/cluster-registry/sdk/trustflags"
 )
 
@@ -35,6 +37,7 @@ type HealthOptions struct {
 	Verbose                   bool
 	ClusterProfiles           bool   // publish a ClusterProfile per Cluster beside probing
 	ClusterManager            string // the profiles' cluster manager name
+	RotateCredentials         bool   // renew join's tokens beside probing
 
 	factory *factory
 	stderr  io.Writer
@@ -116,22 +119,36 @@ func (o *HealthOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return usageError{err}
 	}
-	if !o.ClusterProfiles {
-		return c.Run(ctx)
-	}
-	profiles, err := cpversioned.NewForConfig(reg.Config)
-	if err != nil {
-		return err
-	}
-	publisher, err := clusterprofile.NewPublisher(reg.Clusters, profiles, clusterprofile.PublishOptions{
-		Namespaces: opts.Namespaces, ManagerName: o.ClusterManager, Resolver: opts.Resolver, Logger: opts.Logger.WithName("clusterprofiles")})
-	if err != nil {
-		return err
-	}
-	// The publisher runs on every replica: its writes are of what the registry says, and only of
-	// what differs, so replicas agree rather than contend.
+	// The publisher and the rotator run on every replica: the publisher writes what the registry
+	// says, and only what differs, so replicas agree; the rotator's Secret updates are guarded by
+	// resourceVersion, so one replica's renewal wins and the other's is refused.
 	g, ctx := errgroup.WithContext(ctx)
-	g.Go(func() error { return publisher.Run(ctx) })
+	if o.ClusterProfiles {
+		profiles, err := cpversioned.NewForConfig(reg.Config)
+		if err != nil {
+			return err
+		}
+		publisher, err := clusterprofile.NewPublisher(reg.Clusters, profiles, clusterprofile.PublishOptions{
+			Namespaces: opts.Namespaces, ManagerName: o.ClusterManager, Resolver: opts.Resolver, Logger: opts.Logger.WithName("clusterprofiles")})
+		if err != nil {
+			return err
+		}
+		g.Go(func() error { return publisher.Run(ctx) })
+	}
+	if o.RotateCredentials {
+		fleet := multicluster.NewFleet(reg.Clusters, opts.Resolver, multicluster.FleetOptions{Namespaces: opts.Namespaces, Selector: opts.Selector})
+		rotator, err := rotation.New(fleet, rotation.Options{Kube: reg.Kube, Logger: opts.Logger.WithName("rotation")})
+		if err != nil {
+			return err
+		}
+		g.Go(func() error {
+			if err := fleet.Start(ctx); err != nil {
+				return err
+			}
+			defer fleet.Stop()
+			return rotator.Run(ctx)
+		})
+	}
 	g.Go(func() error { return c.Run(ctx) })
 	return g.Wait()
 }
@@ -151,7 +168,11 @@ It needs the ClusterRole in deploy/health/clusterrole.yaml in each namespace it 
 With --cluster-profiles it also publishes each Cluster as a ClusterProfile of SIG Multicluster's
 inventory API: display name, version, cluster ID, ControlPlaneHealthy mirroring Ready, and the
 member's server and CA (never a credential), removed with the Cluster. That needs the ClusterProfile
-CRD (sigs.k8s.io/cluster-inventory-api) and deploy/health/clusterprofiles-clusterrole.yaml.`
+CRD (sigs.k8s.io/cluster-inventory-api) and deploy/health/clusterprofiles-clusterrole.yaml.
+
+With --rotate-credentials it also renews the service-account tokens that join stored, asking each
+member with the current token once two thirds of its life have passed, and writes the new token
+and its expiry into the same Secret (update on Secrets, beside get).`
 
 	healthExample = `  # The "fleet" cluster set of the current context's registry
   clusterregistry health -n fleet
@@ -194,6 +215,7 @@ func newHealth(fac *factory) *cobra.Command {
 	o.Trust.AddFlags(f)
 	f.BoolVarP(&o.Verbose, "verbose", "v", false, "log every probe's outcome, not only transitions")
 	f.BoolVar(&o.ClusterProfiles, "cluster-profiles", false, "also keep a ClusterProfile (multicluster.x-k8s.io, whose CRD must be installed) for each Cluster, for the ecosystem's tools to consume")
+	f.BoolVar(&o.RotateCredentials, "rotate-credentials", false, "also renew the tokens join stored, with the tokens themselves, once two thirds of their life have passed")
 	f.StringVar(&o.ClusterManager, "cluster-manager", clusterprofile.DefaultManagerName, "with --cluster-profiles, the cluster manager the profiles name (spec.clusterManager.name and the x-k8s.io/cluster-manager label)")
 	return cmd
 }

@@ -116,7 +116,9 @@ var (
 (the -n namespace, a cluster set). On the member, with the context's credentials, it makes a
 service account clusterregistry-<name> in kube-system, binds it to --cluster-role (default edit,
 bound cluster-wide: tools may change workloads everywhere but not RBAC; choose view to only read,
-or cluster-admin), and asks for a token for it. In the registry it stores the token and the
+or cluster-admin), lets it ask for tokens of itself and nothing else (so that a rotator, such as
+clusterregistry health --rotate-credentials, renews the token with the token), and asks for a
+token for it. In the registry it stores the token and the
 member's CA in a Secret pinned to the member's server, and applies the Cluster: the endpoint,
 caBundle, a secret provider, labels and display name.
 
@@ -165,7 +167,7 @@ func newJoin(fac *factory) *cobra.Command {
 	f.StringVar(&o.displayName, "display-name", "", "the Cluster's display name")
 	f.StringVar(&o.Labels, "labels", "", "labels for the Cluster, e.g. env=prod,region=eu")
 	f.StringVar(&o.clusterRole, "cluster-role", "edit", "the member's ClusterRole that the registry's tools act with")
-	f.DurationVar(&o.tokenTTL, "token-ttl", 365*24*time.Hour, "how long the token is valid (the member may cap it); join again to renew")
+	f.DurationVar(&o.tokenTTL, "token-ttl", 365*24*time.Hour, "how long the token is valid (the member may cap it); health --rotate-credentials renews it before it expires, or join again")
 	f.BoolVar(&o.exec, "exec", false, "register the context's exec plugin instead of a token (cloud clusters)")
 	f.BoolVar(&o.dropCredentialArgs, dropCredentialArgsFlag, false, "with --exec: leave out the plugin's arguments that pass a credential (--client-secret=..., --password ...) instead of refusing to register it")
 	o.DryRun = addDryRunFlag(cmd, "client", "checks what it can (the registry by a server dry run) and says what it would do, changing nothing", nil)
@@ -242,13 +244,30 @@ func join(ctx context.Context, out io.Writer, reg *registry, member *rest.Config
 		return nil, fmt.Errorf("member: binding %s to ClusterRole %s (the service account is made): %w", account, o.clusterRole, err)
 	}
 	fmt.Fprintf(out, "member: ClusterRoleBinding %s to ClusterRole %s applied\n", account, o.clusterRole)
+	// The account may ask for tokens of itself, and nothing else: a rotator renews the token
+	// with the token (package rotation).
+	renew := rbacv1ac.Role(account, joinNamespace).WithAnnotations(owner).
+		WithRules(rbacv1ac.PolicyRule().WithAPIGroups("").WithResources("serviceaccounts/token").WithVerbs("create").WithResourceNames(account))
+	if _, err := memberKube.RbacV1().Roles(joinNamespace).Apply(ctx, renew, apply); err != nil {
+		return nil, fmt.Errorf("member: granting %s the renewal of its own token (its service account and binding are made): %w", account, err)
+	}
+	renewBinding := rbacv1ac.RoleBinding(account, joinNamespace).WithAnnotations(owner).
+		WithRoleRef(rbacv1ac.RoleRef().WithAPIGroup("rbac.authorization.k8s.io").WithKind("Role").WithName(account)).
+		WithSubjects(rbacv1ac.Subject().WithKind("ServiceAccount").WithNamespace(joinNamespace).WithName(account))
+	if _, err := memberKube.RbacV1().RoleBindings(joinNamespace).Apply(ctx, renewBinding, apply); err != nil {
+		return nil, fmt.Errorf("member: binding %s to the renewal of its own token (its service account and binding are made): %w", account, err)
+	}
+	fmt.Fprintf(out, "member: Role and RoleBinding %s/%s applied: the account may renew its own token, nothing else\n", joinNamespace, account)
 	ttl := int64(o.tokenTTL.Seconds())
 	token, err := memberKube.CoreV1().ServiceAccounts(joinNamespace).CreateToken(ctx, account,
 		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &ttl}}, metav1.CreateOptions{})
 	if err != nil {
 		return nil, fmt.Errorf("member: asking for a token for %s (its service account and binding are made): %w", account, err)
 	}
-	secret := tokenSecret(namespace, secretName, server, token.Status.Token, ca)
+	secret := tokenSecret(namespace, secretName, server, token.Status.Token, ca).WithAnnotations(map[string]string{
+		v1alpha1.ServiceAccountAnnotation: joinNamespace + "/" + account,
+		v1alpha1.TokenExpiresAnnotation:   token.Status.ExpirationTimestamp.UTC().Format(time.RFC3339),
+	})
 	if _, err := registryKube.CoreV1().Secrets(namespace).Apply(ctx, secret, apply); err != nil {
 		return nil, fmt.Errorf("registry: storing the token in Secret %s/%s (the member's service account is made; unjoin removes it): %w", namespace, secretName, err)
 	}

@@ -8,11 +8,13 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
@@ -21,6 +23,7 @@ import (
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
 	"github.com/cluster-registry/sdk/localfleet"
 	"github.com/cluster-registry/sdk/multicluster"
+	"github.com/cluster-registry/sdk/rotation"
 )
 
 // userKubeconfig is a kubeconfig as a user would have one: a context for the registry and one
@@ -159,6 +162,27 @@ func TestJoin(t *testing.T) {
 	secret, err := kubernetes.NewForConfigOrDie(lf.Registry.Config).CoreV1().Secrets("joined").Get(ctx, "alpha-token", metav1.GetOptions{})
 	require.NoError(t, err)
 	require.Equal(t, lf.Members[0].URL(), secret.Annotations[v1alpha1.ServersAnnotation])
+	// The account may renew its own token and nothing else: a rotator does, with the token join
+	// stored, and the new token replaces it with its expiry.
+	regAccount := memberAccount(registryID(ctx, kubernetes.NewForConfigOrDie(lf.Registry.Config), lf.Registry.Config), "joined", "alpha")
+	require.Equal(t, "kube-system/"+regAccount, secret.Annotations[v1alpha1.ServiceAccountAnnotation])
+	require.NotEmpty(t, secret.Annotations[v1alpha1.TokenExpiresAnnotation])
+	var alpha []v1alpha1.Cluster
+	for _, c := range list.Items {
+		if c.Name == "alpha" {
+			alpha = append(alpha, c)
+		}
+	}
+	rotator, err := rotation.New(fixedMembers(multicluster.MembersOf(resolver, alpha, multicluster.FleetOptions{})),
+		rotation.Options{Kube: kubernetes.NewForConfigOrDie(lf.Registry.Config), RenewAt: 1e-9})
+	require.NoError(t, err)
+	renewed, errs := rotator.RenewDue(ctx)
+	require.Empty(t, errs)
+	require.Len(t, renewed, 1)
+	rotated, err := kubernetes.NewForConfigOrDie(lf.Registry.Config).CoreV1().Secrets("joined").Get(ctx, "alpha-token", metav1.GetOptions{})
+	require.NoError(t, err)
+	require.NotEqual(t, string(secret.Data["token"]), string(rotated.Data["token"]))
+	secret = rotated
 
 	// What join made on the member records its owner, and is this Cluster's alone: the same
 	// member joined in another set, and under another name in this one (with a warning), gets
@@ -180,10 +204,10 @@ func TestJoin(t *testing.T) {
 	code, out, stderr = other("unjoin", "alpha")
 	require.Equal(t, 0, code, "%s%s", out, stderr)
 	require.Contains(t, out, "member: "+lf.Members[0].URL()+`, through context "alpha"`)
-	require.Equal(t, 4, strings.Count(out, " deleted\n"), out)
+	require.Equal(t, 6, strings.Count(out, " deleted\n"), out)
 	code, out, stderr = cli("unjoin", "alpha-again")
 	require.Equal(t, 0, code, "%s%s", out, stderr)
-	require.Equal(t, 4, strings.Count(out, " deleted\n"), out)
+	require.Equal(t, 6, strings.Count(out, " deleted\n"), out)
 	require.Len(t, joinAccounts(t, memberKube), 1)
 	require.NoError(t, multicluster.Map(ctx, multicluster.MembersOf(resolver, list.Items, multicluster.FleetOptions{}),
 		func(ctx context.Context, m *multicluster.Member) (string, error) {
@@ -230,16 +254,30 @@ func TestJoin(t *testing.T) {
 	// then nothing is left behind on either side, and a second unjoin finds nothing, saying so.
 	code, out, stderr = cli("unjoin", "alpha", "--dry-run")
 	require.Equal(t, 0, code, "%s%s", out, stderr)
-	require.Equal(t, 4, strings.Count(out, ": would be deleted (dry run)\n"), out)
+	require.Equal(t, 6, strings.Count(out, ": would be deleted (dry run)\n"), out)
 	require.Len(t, joinAccounts(t, memberKube), 1)
+	current, err := kubernetes.NewForConfigOrDie(lf.Registry.Config).CoreV1().Secrets("joined").Get(ctx, "alpha-token", metav1.GetOptions{})
+	require.NoError(t, err)
 	code, out, stderr = cli("unjoin", "alpha")
 	require.Equal(t, 0, code, "%s%s", out, stderr)
-	require.Equal(t, 4, strings.Count(out, " deleted\n"), out)
+	require.Equal(t, 6, strings.Count(out, " deleted\n"), out)
 	require.Empty(t, joinAccounts(t, memberKube), "service account left on the member")
+	// The token that was current (a rotator's, here) no longer works: its account is gone.
+	revoked := &rest.Config{Host: lf.Members[0].URL(), BearerToken: string(current.Data["token"]),
+		TLSClientConfig: rest.TLSClientConfig{CAData: current.Data["ca.crt"]}}
+	require.Eventually(t, func() bool {
+		_, err := kubernetes.NewForConfigOrDie(revoked).CoreV1().Namespaces().Get(ctx, "kube-system", metav1.GetOptions{})
+		return apierrors.IsUnauthorized(err)
+	}, 30*time.Second, 200*time.Millisecond, "the current token still works after unjoin")
 	bindings, err := memberKube.RbacV1().ClusterRoleBindings().List(ctx, metav1.ListOptions{})
 	require.NoError(t, err)
 	for _, b := range bindings.Items {
 		require.False(t, strings.HasPrefix(b.Name, "clusterregistry-"), "binding %s left on the member", b.Name)
+	}
+	roles, err := memberKube.RbacV1().Roles("kube-system").List(ctx, metav1.ListOptions{})
+	require.NoError(t, err)
+	for _, r := range roles.Items {
+		require.False(t, strings.HasPrefix(r.Name, "clusterregistry-"), "role %s left on the member", r.Name)
 	}
 	_, err = registry.ClusterregistryV1alpha1().Clusters("joined").Get(ctx, "alpha", metav1.GetOptions{})
 	require.True(t, apierrors.IsNotFound(err), "Cluster left in the registry: %v", err)
@@ -296,3 +334,8 @@ func testCompletion(t *testing.T, kubeconfig string) {
 	require.Contains(t, stdout.String(), "kubectl clusterregistry join kind-dev --name dev")
 	require.Contains(t, stdout.String(), "Usage:\n  kubectl clusterregistry join CONTEXT")
 }
+
+// fixedMembers is a fixed set of members, for a Rotator.
+type fixedMembers []*multicluster.Member
+
+func (f fixedMembers) Members() []*multicluster.Member { return f }

@@ -108,7 +108,7 @@ func TestHealthCommand(t *testing.T) {
 	require.NoError(t, fleettest.InstallClusterProfileCRD(ctx, lf.Registry.Config))
 	var logs syncBuffer
 	cmd := exec.CommandContext(ctx, bin, "health", "--kubeconfig", lf.Registry.Kubeconfig, "-n", lf.Namespace,
-		"--interval", "300ms", "--failure-threshold", "1", "--success-threshold", "1", "--cluster-profiles")
+		"--interval", "300ms", "--failure-threshold", "1", "--success-threshold", "1", "--cluster-profiles", "--rotate-credentials")
 	cmd.Stdout, cmd.Stderr = &logs, &logs
 	require.NoError(t, cmd.Start())
 	defer func() {
@@ -156,6 +156,7 @@ func TestHealthCommand(t *testing.T) {
 	require.Contains(t, logs.String(), `"msg"="starting"`)
 	require.Contains(t, logs.String(), `"namespaces"=["`+lf.Namespace+`"]`)
 	require.Contains(t, logs.String(), `"interval"="300ms"`)
+	require.NotContains(t, logs.String(), "could not renew", "the rotator failed on a token it does not renew")
 	for _, line := range strings.Split(strings.TrimSpace(logs.String()), "\n") {
 		require.Regexp(t, `"ts"="\d{4}-\d\d-\d\d `, line)
 	}

@@ -211,6 +211,26 @@ func memberRemovals(ctx context.Context, out io.Writer, fac *factory, reg *regis
 	}
 	return []removal{
 		{
+			what: fmt.Sprintf("member: RoleBinding %s/%s", joinNamespace, account),
+			get: func() (bool, string, error) {
+				b, err := memberKube.RbacV1().RoleBindings(joinNamespace).Get(ctx, account, metav1.GetOptions{})
+				return owned(b, err)
+			},
+			delete: func() error {
+				return memberKube.RbacV1().RoleBindings(joinNamespace).Delete(ctx, account, metav1.DeleteOptions{})
+			},
+		},
+		{
+			what: fmt.Sprintf("member: Role %s/%s", joinNamespace, account),
+			get: func() (bool, string, error) {
+				r, err := memberKube.RbacV1().Roles(joinNamespace).Get(ctx, account, metav1.GetOptions{})
+				return owned(r, err)
+			},
+			delete: func() error {
+				return memberKube.RbacV1().Roles(joinNamespace).Delete(ctx, account, metav1.DeleteOptions{})
+			},
+		},
+		{
 			what: "member: ClusterRoleBinding " + account,
 			get: func() (bool, string, error) {
 				b, err := memberKube.RbacV1().ClusterRoleBindings().Get(ctx, account, metav1.GetOptions{})

@@ -1,0 +1,180 @@
+package rotation
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/go-logr/logr"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/cluster-registry/sdk/access"
+	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
+	"github.com/cluster-registry/sdk/multicluster"
+)
+
+// Members is what a Rotator renews the tokens of: a *multicluster.Fleet, or a fixed set.
+type Members interface {
+	Members() []*multicluster.Member
+}
+
+// Options configure a Rotator.
+type Options struct {
+	// Kube reads and writes the credential Secrets in the registry. Required.
+	Kube kubernetes.Interface
+	// TTL is the lifetime each new token is asked for; by default the current token's own
+	// (exp less iat). A member may give a shorter one: its answer's expiry is what is recorded.
+	TTL time.Duration
+	// RenewAt is the fraction of a token's life after which it is renewed; 2/3 by default.
+	RenewAt float64
+	// Interval is how often Run looks for tokens due; a minute by default.
+	Interval time.Duration
+	// Logger hears each renewal and each failure, never a token; discarded by default.
+	Logger logr.Logger
+}
+
+// Rotator renews the tokens of members whose credential Secrets name their service account.
+type Rotator struct {
+	members Members
+	opts    Options
+}
+
+// New returns a Rotator of the members' tokens.
+func New(members Members, opts Options) (*Rotator, error) {
+	if opts.Kube == nil {
+		return nil, errors.New("rotation: Options.Kube is required: it reads and writes the credential Secrets")
+	}
+	if opts.RenewAt == 0 {
+		opts.RenewAt = 2.0 / 3
+	}
+	if opts.RenewAt <= 0 || opts.RenewAt >= 1 {
+		return nil, fmt.Errorf("rotation: Options.RenewAt is %v, want a fraction between 0 and 1", opts.RenewAt)
+	}
+	if opts.Interval <= 0 {
+		opts.Interval = time.Minute
+	}
+	if opts.Logger.GetSink() == nil {
+		opts.Logger = logr.Discard()
+	}
+	return &Rotator{members: members, opts: opts}, nil
+}
+
+// Run renews what is due every Interval until ctx is done.
+func (r *Rotator) Run(ctx context.Context) error {
+	ticker := time.NewTicker(r.opts.Interval)
+	defer ticker.Stop()
+	for {
+		_, errs := r.RenewDue(ctx)
+		for _, err := range errs {
+			r.opts.Logger.Error(err, "could not renew a member's token; retrying at the next pass")
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-ticker.C:
+		}
+	}
+}
+
+// Renewal is one token renewed: the member, its Secret and the new token's expiry.
+type Renewal struct {
+	Member  types.NamespacedName
+	Secret  types.NamespacedName
+	Expires time.Time
+}
+
+// RenewDue renews every token that is due, once per Secret however many Clusters use it, and
+// returns what it renewed and, apart, each failure, naming the member and the Secret.
+func (r *Rotator) RenewDue(ctx context.Context) ([]Renewal, []error) {
+	return r.renewDue(ctx, time.Now())
+}
+
+func (r *Rotator) renewDue(ctx context.Context, now time.Time) ([]Renewal, []error) {
+	var done []Renewal
+	var errs []error
+	seen := map[types.NamespacedName]bool{}
+	for _, m := range r.members.Members() {
+		secret, ok := tokenSecret(m.Cluster())
+		if !ok || seen[secret] {
+			continue
+		}
+		seen[secret] = true
+		renewal, err := r.renewIfDue(ctx, m, secret, now)
+		switch {
+		case err != nil:
+			errs = append(errs, fmt.Errorf("member %s, Secret %s: %w", m, secret, err))
+		case renewal != nil:
+			done = append(done, *renewal)
+			r.opts.Logger.Info("renewed a member's token", "cluster", m.String(), "secret", secret.String(), "expires", renewal.Expires.UTC().Format(time.RFC3339))
+		}
+	}
+	return done, errs
+}
+
+// tokenSecret is the Secret of the Cluster's first secret provider.
+func tokenSecret(c *v1alpha1.Cluster) (types.NamespacedName, bool) {
+	for _, p := range c.Spec.AuthInfo.Providers {
+		if p.Type.Name == v1alpha1.ProviderTypeSecret && p.Config["name"] != "" {
+			return types.NamespacedName{Namespace: c.Namespace, Name: p.Config["name"]}, true
+		}
+	}
+	return types.NamespacedName{}, false
+}
+
+// renewIfDue asks the member for a new token when the Secret's is due, with the current one.
+func (r *Rotator) renewIfDue(ctx context.Context, m *multicluster.Member, key types.NamespacedName, now time.Time) (*Renewal, error) {
+	secrets := r.opts.Kube.CoreV1().Secrets(key.Namespace)
+	s, err := secrets.Get(ctx, key.Name, metav1.GetOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("reading the Secret: %w", err)
+	}
+	account := s.Annotations[v1alpha1.ServiceAccountAnnotation]
+	if account == "" {
+		return nil, nil // not a token join made: nothing this Rotator can renew
+	}
+	saNamespace, saName, ok := strings.Cut(account, "/")
+	if !ok || saNamespace == "" || saName == "" {
+		return nil, fmt.Errorf("annotation %s is %q, want namespace/name", v1alpha1.ServiceAccountAnnotation, account)
+	}
+	issued, expires := access.TokenExpiry(string(s.Data["token"]))
+	if expires.IsZero() {
+		return nil, fmt.Errorf("its token does not say when it expires, so it is not renewed; join again for one that does")
+	}
+	life := expires.Sub(issued)
+	if issued.IsZero() || life <= 0 {
+		life = r.opts.TTL
+	}
+	if due := expires.Add(-time.Duration(float64(life) * (1 - r.opts.RenewAt))); now.Before(due) {
+		return nil, nil
+	}
+	ttl := r.opts.TTL
+	if ttl <= 0 {
+		ttl = life
+	}
+	seconds := int64(ttl.Seconds())
+	// The member's clients resolve its current credentials, from this Secret, and pin every
+	// request to its server.
+	kube, err := m.Kubernetes(ctx)
+	if err != nil {
+		return nil, err
+	}
+	tr, err := kube.CoreV1().ServiceAccounts(saNamespace).CreateToken(ctx, saName,
+		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &seconds}}, metav1.CreateOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("asking the member for a new token of %s with the current one: %w", account, err)
+	}
+	s.Data["token"] = []byte(tr.Status.Token)
+	if s.Annotations == nil {
+		s.Annotations = map[string]string{}
+	}
+	s.Annotations[v1alpha1.TokenExpiresAnnotation] = tr.Status.ExpirationTimestamp.UTC().Format(time.RFC3339)
+	if _, err := secrets.Update(ctx, s, metav1.UpdateOptions{FieldManager: "clusterregistry-rotation"}); err != nil {
+		return nil, fmt.Errorf("writing the new token into the Secret: %w", err)
+	}
+	return &Renewal{Member: m.Name(), Secret: key, Expires: tr.Status.ExpirationTimestamp.Time}, nil
+}

@@ -1,0 +1,144 @@
+package rotation_test
+
+import (
+	"context"
+	"net/netip"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+
+	"github.com/cluster-registry/sdk/access"
+	"github.com/cluster-registry/sdk/clientset/versioned"
+	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
+	"github.com/cluster-registry/sdk/internal/fleettest"
+	"github.com/cluster-registry/sdk/localfleet"
+	"github.com/cluster-registry/sdk/multicluster"
+	"github.com/cluster-registry/sdk/rotation"
+)
+
+var lf *localfleet.Fleet
+
+func TestMain(m *testing.M) {
+	fleettest.Main(m, &lf, localfleet.Options{Members: 1}, nil)
+}
+
+// renewer makes, on the member, a service account that may ask for tokens of itself and nothing
+// else (as join grants), and returns a 10-minute token of it.
+func renewer(t *testing.T, member *localfleet.Member, name string) string {
+	t.Helper()
+	ctx := context.Background()
+	kube := kubernetes.NewForConfigOrDie(member.Config)
+	_, err := kube.CoreV1().ServiceAccounts("kube-system").Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	_, err = kube.RbacV1().Roles("kube-system").Create(ctx, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: name},
+		Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"serviceaccounts/token"}, Verbs: []string{"create"}, ResourceNames: []string{name}}}}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	_, err = kube.RbacV1().RoleBindings("kube-system").Create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: name},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: name},
+		Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: "kube-system", Name: name}}}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	tr, err := kube.CoreV1().ServiceAccounts("kube-system").CreateToken(ctx, name,
+		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](600)}}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	return tr.Status.Token
+}
+
+// register stores the token in a Secret pinned to the member and naming its account, and a
+// Cluster that uses it, in a cluster set of the test's own; it returns the set's members.
+func register(t *testing.T, ns, account, token string) []*multicluster.Member {
+	t.Helper()
+	ctx := context.Background()
+	m := lf.Members[0]
+	_, err := kubernetes.NewForConfigOrDie(lf.Registry.Config).CoreV1().Secrets(ns).Create(ctx, &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: "edge-token", Annotations: map[string]string{
+			v1alpha1.ServersAnnotation: m.URL(), v1alpha1.ServiceAccountAnnotation: "kube-system/" + account}},
+		Data: map[string][]byte{"token": []byte(token), "ca.crt": m.Config.CAData},
+	}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	c, err := versioned.NewForConfigOrDie(lf.Registry.Config).ClusterregistryV1alpha1().Clusters(ns).Create(ctx, &v1alpha1.Cluster{
+		ObjectMeta: metav1.ObjectMeta{Name: "edge"},
+		Spec: v1alpha1.ClusterSpec{
+			KubernetesAPIEndpoints: v1alpha1.KubernetesAPIEndpoints{ServerEndpoints: []v1alpha1.ServerAddressByClientCIDR{{ClientCIDR: "0.0.0.0/0", ServerAddress: m.URL()}}},
+			AuthInfo: v1alpha1.AuthInfo{Providers: []v1alpha1.AuthProviderConfig{{Name: "token",
+				Type: v1alpha1.AuthProviderType{Name: v1alpha1.ProviderTypeSecret}, Config: map[string]string{"name": "edge-token"}}}},
+		},
+	}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	resolver, err := access.NewResolver(access.ResolverOptions{
+		Secrets: access.SecretsFromClient(kubernetes.NewForConfigOrDie(lf.Registry.Config)), ClientIP: netip.MustParseAddr("127.0.0.1")})
+	require.NoError(t, err)
+	return multicluster.MembersOf(resolver, []v1alpha1.Cluster{*c}, multicluster.FleetOptions{})
+}
+
+func secretOf(t *testing.T, ns string) *corev1.Secret {
+	t.Helper()
+	s, err := kubernetes.NewForConfigOrDie(lf.Registry.Config).CoreV1().Secrets(ns).Get(context.Background(), "edge-token", metav1.GetOptions{})
+	require.NoError(t, err)
+	return s
+}
+
+type fixed []*multicluster.Member
+
+func (f fixed) Members() []*multicluster.Member { return f }
+
+// A token is renewed once two thirds of its life have passed, with the current token, and the
+// new one, with its expiry, replaces it in the same Secret, pinning and CA kept; it works.
+func TestRenewsDueTokens(t *testing.T) {
+	if testing.Short() {
+		t.Skip("needs kube-apiserver and etcd")
+	}
+	ns := fleettest.CopySet(t, lf)
+	old := renewer(t, lf.Members[0], "renewer-1")
+	members := register(t, ns, "renewer-1", old)
+	r, err := rotation.New(fixed(members), rotation.Options{Kube: kubernetes.NewForConfigOrDie(lf.Registry.Config)})
+	require.NoError(t, err)
+	ctx := context.Background()
+
+	renewed, errs := rotation.RenewDueAt(r, ctx, time.Now())
+	require.Empty(t, errs)
+	require.Empty(t, renewed, "a fresh token was renewed")
+	renewed, errs = rotation.RenewDueAt(r, ctx, time.Now().Add(7*time.Minute)) // past 2/3 of 10 minutes
+	require.Empty(t, errs)
+	require.Len(t, renewed, 1)
+
+	s := secretOf(t, ns)
+	fresh := string(s.Data["token"])
+	require.NotEqual(t, old, fresh)
+	require.Equal(t, lf.Members[0].URL(), s.Annotations[v1alpha1.ServersAnnotation])
+	require.Equal(t, lf.Members[0].Config.CAData, s.Data["ca.crt"])
+	require.Equal(t, renewed[0].Expires.UTC().Format(time.RFC3339), s.Annotations[v1alpha1.TokenExpiresAnnotation])
+	_, expires := access.TokenExpiry(fresh)
+	require.WithinDuration(t, time.Now().Add(10*time.Minute), expires, time.Minute, "the new token lives as long as the old")
+	cfg := &rest.Config{Host: lf.Members[0].URL(), BearerToken: fresh, TLSClientConfig: rest.TLSClientConfig{CAData: lf.Members[0].Config.CAData}}
+	_, err = kubernetes.NewForConfigOrDie(cfg).CoreV1().ServiceAccounts("kube-system").CreateToken(ctx, "renewer-1",
+		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](600)}}, metav1.CreateOptions{})
+	require.NoError(t, err, "the new token does not work")
+}
+
+// Whoever edits the Secret's annotation to name a stronger account gets no token of it: the
+// Rotator asks with the current token, which may ask only for tokens of its own account. The
+// Secret is left as it was, and the error carries no token.
+func TestRenewalAsksOnlyForItsOwnAccount(t *testing.T) {
+	if testing.Short() {
+		t.Skip("needs kube-apiserver and etcd")
+	}
+	ns := fleettest.CopySet(t, lf)
+	old := renewer(t, lf.Members[0], "renewer-2")
+	members := register(t, ns, "localfleet-admin", old) // the annotation names the cluster-admin account
+	r, err := rotation.New(fixed(members), rotation.Options{Kube: kubernetes.NewForConfigOrDie(lf.Registry.Config)})
+	require.NoError(t, err)
+	renewed, errs := rotation.RenewDueAt(r, context.Background(), time.Now().Add(7*time.Minute))
+	require.Empty(t, renewed)
+	require.Len(t, errs, 1)
+	require.ErrorContains(t, errs[0], "forbidden")
+	require.NotContains(t, errs[0].Error(), old)
+	require.Equal(t, old, string(secretOf(t, ns).Data["token"]))
+}
