@@ -27,6 +27,10 @@ import (
 // joinNamespace holds, on each member, the service account that join makes.
 const joinNamespace = "kube-system"
 
+// defaultTokenTTL is the life of the tokens join asks for: hours, not a year, since a rotator
+// renews them (health --rotate-credentials) and a leaked one is worth little for long.
+const defaultTokenTTL = 8 * time.Hour
+
 type joinOptions struct {
 	name, displayName, clusterRole string
 	labels                         map[string]string
@@ -107,6 +111,9 @@ func (o *JoinOptions) Run(ctx context.Context) error {
 	}
 	if !o.dryRun {
 		fmt.Fprintf(report, "next: clusterregistry health -n %s probes the members and fills READY and VERSION in kubectl get clusters -n %s\n", reg.Namespace, reg.Namespace)
+		if !o.exec {
+			fmt.Fprintf(report, "next: clusterregistry health -n %s --rotate-credentials renews the token before it expires (or join again)\n", reg.Namespace)
+		}
 	}
 	return o.Output.print(o.cmd.OutOrStdout(), []*v1alpha1.Cluster{applied})
 }
@@ -167,7 +174,7 @@ func newJoin(fac *factory) *cobra.Command {
 	f.StringVar(&o.displayName, "display-name", "", "the Cluster's display name")
 	f.StringVar(&o.Labels, "labels", "", "labels for the Cluster, e.g. env=prod,region=eu")
 	f.StringVar(&o.clusterRole, "cluster-role", "edit", "the member's ClusterRole that the registry's tools act with")
-	f.DurationVar(&o.tokenTTL, "token-ttl", 365*24*time.Hour, "how long the token is valid (the member may cap it); health --rotate-credentials renews it before it expires, or join again")
+	f.DurationVar(&o.tokenTTL, "token-ttl", defaultTokenTTL, "how long the token is valid (the member may cap it); health --rotate-credentials renews it before it expires, or join again")
 	f.BoolVar(&o.exec, "exec", false, "register the context's exec plugin instead of a token (cloud clusters)")
 	f.BoolVar(&o.dropCredentialArgs, dropCredentialArgsFlag, false, "with --exec: leave out the plugin's arguments that pass a credential (--client-secret=..., --password ...) instead of refusing to register it")
 	o.DryRun = addDryRunFlag(cmd, "client", "checks what it can (the registry by a server dry run) and says what it would do, changing nothing", nil)

@@ -83,6 +83,7 @@ func TestJoin(t *testing.T) {
 		require.Equal(t, 0, code, "%s%s", out, stderr)
 		require.Contains(t, out, "registry: Cluster joined/"+name+" created")
 		require.Contains(t, out, "next: clusterregistry health -n joined probes the members")
+		require.Contains(t, out, "next: clusterregistry health -n joined --rotate-credentials renews the token")
 	}
 	code, out, stderr = cli("join", "alpha", "--labels", "env=test,joined=yes", "--cluster-role", "cluster-admin")
 	require.Equal(t, 0, code, "%s%s", out, stderr)
@@ -108,7 +109,7 @@ func TestJoin(t *testing.T) {
 	lines := strings.Split(strings.TrimSpace(out), "\n")
 	require.Len(t, lines, 3, out)
 	require.Regexp(t, `^NAME\s+READY\s+REASON\s+VERSION\s+LAST REPORT\s+CREDENTIAL\s+EXPIRES$`, lines[0])
-	require.Regexp(t, `^alpha\s+Unknown\s+-\s+-\s+never\s+secret\s+in 36\dd$`, lines[1])
+	require.Regexp(t, `^alpha\s+Unknown\s+-\s+-\s+never\s+secret\s+in (7h5\dm|8h)$`, lines[1]) // 8 hours by default
 	token, err := kubernetes.NewForConfigOrDie(lf.Registry.Config).CoreV1().Secrets("joined").Get(ctx, "alpha-token", metav1.GetOptions{})
 	require.NoError(t, err)
 	require.NotContains(t, out, string(token.Data["token"]))
