@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"flag"
+	"fmt"
 	"math/rand/v2"
 	"net/http"
 	"os"
@@ -189,39 +190,30 @@ func startSDK(b *testing.B, sim *simmembers.Members, onEvent func(*corev1.Config
 }
 
 func startSDKWith(b *testing.B, sim *simmembers.Members, onEvent func(*corev1.ConfigMap), opts KindOptions) func() {
-	members := multicluster.MembersOf(simmembers.Resolver(b), sim.Clusters("sim"), multicluster.FleetOptions{})
-	c := New(fixedMembers(members))
-	cms, err := Typed[*corev1.ConfigMap](c, corev1.SchemeGroupVersion.WithResource("configmaps"), opts)
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := cms.AddEventHandler(func(ev Event[*corev1.ConfigMap]) {
-		if ev.Type == Updated {
-			onEvent(ev.Object)
-		}
-	}); err != nil {
-		b.Fatal(err)
-	}
-	if err := c.Start(context.Background()); err != nil {
-		b.Fatal(err)
-	}
-	if err := cms.WaitForCacheSync(context.Background(), time.Minute); err != nil {
-		b.Fatal(err)
-	}
-	return c.Stop
+	return startSDKKind(b, sim, func(c *Cache) (*Kind[*corev1.ConfigMap], error) {
+		return Typed[*corev1.ConfigMap](c, corev1.SchemeGroupVersion.WithResource("configmaps"), opts)
+	}, func(cm *corev1.ConfigMap) { onEvent(cm) })
 }
 
 // startSDKMetadata caches the ConfigMaps' metadata only.
 func startSDKMetadata(b *testing.B, sim *simmembers.Members, onEvent func(*corev1.ConfigMap)) func() {
+	return startSDKKind(b, sim, func(c *Cache) (*Kind[*metav1.PartialObjectMetadata], error) {
+		return Metadata(c, corev1.SchemeGroupVersion.WithResource("configmaps"), KindOptions{})
+	}, func(m *metav1.PartialObjectMetadata) { onEvent(&corev1.ConfigMap{ObjectMeta: m.ObjectMeta}) })
+}
+
+// startSDKKind caches the kind on every simulated member, calling onUpdate for each update, and
+// returns once every member has synced.
+func startSDKKind[T runtimepkg.Object](b *testing.B, sim *simmembers.Members, kind func(*Cache) (*Kind[T], error), onUpdate func(T)) func() {
 	members := multicluster.MembersOf(simmembers.Resolver(b), sim.Clusters("sim"), multicluster.FleetOptions{})
 	c := New(fixedMembers(members))
-	cms, err := Metadata(c, corev1.SchemeGroupVersion.WithResource("configmaps"), KindOptions{})
+	k, err := kind(c)
 	if err != nil {
 		b.Fatal(err)
 	}
-	if err := cms.AddEventHandler(func(ev Event[*metav1.PartialObjectMetadata]) {
+	if err := k.AddEventHandler(func(ev Event[T]) {
 		if ev.Type == Updated {
-			onEvent(&corev1.ConfigMap{ObjectMeta: ev.Object.ObjectMeta})
+			onUpdate(ev.Object)
 		}
 	}); err != nil {
 		b.Fatal(err)
@@ -229,7 +221,7 @@ func startSDKMetadata(b *testing.B, sim *simmembers.Members, onEvent func(*corev
 	if err := c.Start(context.Background()); err != nil {
 		b.Fatal(err)
 	}
-	if err := cms.WaitForCacheSync(context.Background(), time.Minute); err != nil {
+	if err := k.WaitForCacheSync(context.Background(), time.Minute); err != nil {
 		b.Fatal(err)
 	}
 	return c.Stop
@@ -377,60 +369,41 @@ func (t *bearer) RoundTrip(r *http.Request) (*http.Response, error) {
 // The benchmarks' instrument: simulated members serve their ConfigMaps to a cache, by list or by
 // watch-list, and a write reaches the handler with the time it was asked.
 func TestSimulatedMembersCache(t *testing.T) {
-	sim := simmembers.Start(t, 3, time.Millisecond)
-	members := multicluster.MembersOf(simmembers.Resolver(t), sim.Clusters("sim"), multicluster.FleetOptions{})
-	c := New(fixedMembers(members))
-	cms, err := Typed[*corev1.ConfigMap](c, corev1.SchemeGroupVersion.WithResource("configmaps"), KindOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	got := make(chan string, 10)
-	if err := cms.AddEventHandler(func(ev Event[*corev1.ConfigMap]) {
-		if ev.Type == Updated {
-			got <- ev.Member.Name().Name + " " + ev.Object.Annotations[simmembers.SentAnnotation]
-		}
-	}); err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	defer c.Stop()
-	if err := cms.WaitForCacheSync(context.Background(), 30*time.Second); err != nil {
-		t.Fatal(err)
-	}
-	if n := len(cms.ListAll(nil)); n != 3*simmembers.ObjectsPerMember {
-		t.Fatalf("%d ConfigMaps cached, want %d", n, 3*simmembers.ObjectsPerMember)
-	}
-	resp, err := simWriter(t, sim).Get(sim.Servers[1] + "/debug/write?t=12345")
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	select {
-	case ev := <-got:
-		if ev != "member-00001 12345" {
-			t.Fatalf("event %q", ev)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("the write never reached the handler")
-	}
+	checkInstrument(t, 3, func(c *Cache) (*Kind[*corev1.ConfigMap], error) {
+		return Typed[*corev1.ConfigMap](c, corev1.SchemeGroupVersion.WithResource("configmaps"), KindOptions{})
+	})
 }
 
 // The instrument serves metadata-only clients too: the Metadata kind lists and watches
 // PartialObjectMetadata, managed fields dropped as in every kind.
 func TestSimulatedMembersMetadata(t *testing.T) {
-	sim := simmembers.Start(t, 2, time.Millisecond)
+	all := checkInstrument(t, 2, func(c *Cache) (*Kind[*metav1.PartialObjectMetadata], error) {
+		return Metadata(c, corev1.SchemeGroupVersion.WithResource("configmaps"), KindOptions{})
+	})
+	if o := all[0].Object; o.Labels["app"] != "sim" || o.ManagedFields != nil {
+		t.Fatalf("cached metadata: labels %v, %d managed fields", o.Labels, len(o.ManagedFields))
+	}
+}
+
+// checkInstrument caches a kind of ConfigMaps on n simulated members, checks that every member's
+// objects are cached and that a write to the last member reaches the handler with its time, and
+// returns what is cached.
+func checkInstrument[T interface {
+	runtimepkg.Object
+	metav1.Object
+}](t *testing.T, n int, kind func(*Cache) (*Kind[T], error)) []Item[T] {
+	t.Helper()
+	sim := simmembers.Start(t, n, time.Millisecond)
 	members := multicluster.MembersOf(simmembers.Resolver(t), sim.Clusters("sim"), multicluster.FleetOptions{})
 	c := New(fixedMembers(members))
-	cms, err := Metadata(c, corev1.SchemeGroupVersion.WithResource("configmaps"), KindOptions{})
+	k, err := kind(c)
 	if err != nil {
 		t.Fatal(err)
 	}
 	got := make(chan string, 10)
-	if err := cms.AddEventHandler(func(ev Event[*metav1.PartialObjectMetadata]) {
+	if err := k.AddEventHandler(func(ev Event[T]) {
 		if ev.Type == Updated {
-			got <- ev.Member.Name().Name + " " + ev.Object.Annotations[simmembers.SentAnnotation]
+			got <- ev.Member.Name().Name + " " + ev.Object.GetAnnotations()[simmembers.SentAnnotation]
 		}
 	}); err != nil {
 		t.Fatal(err)
@@ -438,28 +411,26 @@ func TestSimulatedMembersMetadata(t *testing.T) {
 	if err := c.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	defer c.Stop()
-	if err := cms.WaitForCacheSync(context.Background(), 30*time.Second); err != nil {
+	t.Cleanup(c.Stop)
+	if err := k.WaitForCacheSync(context.Background(), 30*time.Second); err != nil {
 		t.Fatal(err)
 	}
-	all := cms.ListAll(nil)
-	if len(all) != 2*simmembers.ObjectsPerMember {
-		t.Fatalf("%d ConfigMaps cached, want %d", len(all), 2*simmembers.ObjectsPerMember)
+	all := k.ListAll(nil)
+	if len(all) != n*simmembers.ObjectsPerMember {
+		t.Fatalf("%d ConfigMaps cached, want %d", len(all), n*simmembers.ObjectsPerMember)
 	}
-	if o := all[0].Object; o.Labels["app"] != "sim" || o.ManagedFields != nil {
-		t.Fatalf("cached metadata: labels %v, %d managed fields", o.Labels, len(o.ManagedFields))
-	}
-	resp, err := simWriter(t, sim).Get(sim.Servers[0] + "/debug/write?t=678")
+	resp, err := simWriter(t, sim).Get(sim.Servers[n-1] + "/debug/write?t=12345")
 	if err != nil {
 		t.Fatal(err)
 	}
 	resp.Body.Close()
 	select {
 	case ev := <-got:
-		if ev != "member-00000 678" {
-			t.Fatalf("event %q", ev)
+		if want := fmt.Sprintf("member-%05d 12345", n-1); ev != want {
+			t.Fatalf("event %q, want %q", ev, want)
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("the write never reached the handler")
 	}
+	return all
 }
