@@ -1,10 +1,10 @@
 package access
 
 import (
-	"crypto/tls"
 	"crypto/x509"
 	"encoding/base64"
 	"encoding/json"
+	"encoding/pem"
 	"strings"
 	"time"
 
@@ -24,12 +24,13 @@ func Expiry(cfg *rest.Config) (issued, expires time.Time, ok bool) {
 		issued, expires = TokenExpiry(cfg.BearerToken)
 		return issued, expires, !expires.IsZero()
 	}
-	if len(cfg.CertData) > 0 && len(cfg.KeyData) > 0 {
-		pair, err := tls.X509KeyPair(cfg.CertData, cfg.KeyData)
-		if err != nil || len(pair.Certificate) == 0 {
+	if len(cfg.CertData) > 0 {
+		// The leaf is the first certificate; its key need not be parsed to know when it expires.
+		block, _ := pem.Decode(cfg.CertData)
+		if block == nil || block.Type != "CERTIFICATE" {
 			return time.Time{}, time.Time{}, false
 		}
-		leaf, err := x509.ParseCertificate(pair.Certificate[0])
+		leaf, err := x509.ParseCertificate(block.Bytes)
 		if err != nil {
 			return time.Time{}, time.Time{}, false
 		}

@@ -26,6 +26,14 @@ func TestExpiry(t *testing.T) {
 	require.Equal(t, time.Unix(1700000000, 0), issued)
 	require.Equal(t, time.Unix(1700003600, 0), expires)
 
+	resolved := &access.Resolved{Config: &rest.Config{BearerToken: token}}
+	for range 2 { // read once, answered alike after
+		i, e, ok := resolved.Expiry()
+		require.True(t, ok)
+		require.Equal(t, issued, i)
+		require.Equal(t, expires, e)
+	}
+
 	_, _, ok = access.Expiry(&rest.Config{BearerToken: "opaque-token"})
 	require.False(t, ok, "an opaque token says nothing")
 	_, _, ok = access.Expiry(&rest.Config{BearerTokenFile: "/var/run/token"})

@@ -115,6 +115,19 @@ type Resolved struct {
 	server string
 	// unauthorized is set when the member answers 401, so that the next Resolve rereads the inputs.
 	unauthorized *atomic.Bool
+	// expiry is Expiry's answer, read from the credentials once.
+	expiry struct {
+		once            sync.Once
+		issued, expires time.Time
+		ok              bool
+	}
+}
+
+// Expiry is when the credentials expire, as Expiry(a.Config) says, read once per resolution:
+// callers that ask at every request or probe pay for it once.
+func (a *Resolved) Expiry() (issued, expires time.Time, ok bool) {
+	a.expiry.once.Do(func() { a.expiry.issued, a.expiry.expires, a.expiry.ok = Expiry(a.Config) })
+	return a.expiry.issued, a.expiry.expires, a.expiry.ok
 }
 
 // Endpoint is Server as a string, made once (every fan-out result reports it), or the Config's

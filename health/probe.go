@@ -70,7 +70,7 @@ func (c *Controller) probe(ctx context.Context, m *multicluster.Member, identify
 		return observation{reason: v1alpha1.ReasonCredentialsUnavailable, message: err.Error()}
 	}
 	defer done()
-	issued, expires, _ := access.Expiry(resolved.Config)
+	issued, expires, _ := resolved.Expiry()
 	o := c.probeWith(ctx, rest, identify)
 	return c.judgeExpiry(o, issued, expires, time.Now())
 }

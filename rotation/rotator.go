@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -42,6 +43,9 @@ type Options struct {
 type Rotator struct {
 	members Members
 	opts    Options
+	// due is, by Secret, when its token is next due, as last read: a pass reads a Secret only
+	// once that time has come, not every Secret at every pass.
+	due sync.Map
 }
 
 // New returns a Rotator of the members' tokens.
@@ -129,6 +133,9 @@ func tokenSecret(c *v1alpha1.Cluster) (types.NamespacedName, bool) {
 // renewIfDue asks the member for a new token when the Secret's is due, with the current one.
 func (r *Rotator) renewIfDue(ctx context.Context, m *multicluster.Member, key types.NamespacedName, now time.Time) (*Renewal, error) {
 	secrets := r.opts.Kube.CoreV1().Secrets(key.Namespace)
+	if due, ok := r.due.Load(key); ok && now.Before(due.(time.Time)) {
+		return nil, nil
+	}
 	s, err := secrets.Get(ctx, key.Name, metav1.GetOptions{})
 	if err != nil {
 		return nil, fmt.Errorf("reading the Secret: %w", err)
@@ -150,6 +157,11 @@ func (r *Rotator) renewIfDue(ctx context.Context, m *multicluster.Member, key ty
 		life = r.opts.TTL
 	}
 	if due := expires.Add(-time.Duration(float64(life) * (1 - r.opts.RenewAt))); now.Before(due) {
+		// Read again by ten passes at most: the Secret may get a shorter-lived token meanwhile.
+		if reread := now.Add(10 * r.opts.Interval); reread.Before(due) {
+			due = reread
+		}
+		r.due.Store(key, due)
 		return nil, nil
 	}
 	ttl := r.opts.TTL
@@ -176,5 +188,6 @@ func (r *Rotator) renewIfDue(ctx context.Context, m *multicluster.Member, key ty
 	if _, err := secrets.Update(ctx, s, metav1.UpdateOptions{FieldManager: "clusterregistry-rotation"}); err != nil {
 		return nil, fmt.Errorf("writing the new token into the Secret: %w", err)
 	}
+	r.due.Delete(key) // read anew at the next pass, which sets when the new token is due
 	return &Renewal{Member: m.Name(), Secret: key, Expires: tr.Status.ExpirationTimestamp.Time}, nil
 }
