@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 
 	"github.com/cluster-registry/sdk/access"
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
@@ -90,7 +91,12 @@ type Renewal struct {
 	Member  types.NamespacedName
 	Secret  types.NamespacedName
 	Expires time.Time
+	// Revoked is how many replaced tokens were revoked: deleted their bound Secrets.
+	Revoked int
 }
+
+// fieldManager is who writes what the Rotator writes.
+const fieldManager = "clusterregistry-rotation"
 
 // RenewDue renews every token that is due, once per Secret however many Clusters use it, and
 // returns what it renewed and, apart, each failure, naming the member and the Secret.
@@ -109,12 +115,13 @@ func (r *Rotator) renewDue(ctx context.Context, now time.Time) ([]Renewal, []err
 		}
 		seen[secret] = true
 		renewal, err := r.renewIfDue(ctx, m, secret, now)
-		switch {
-		case err != nil:
+		if err != nil {
 			errs = append(errs, fmt.Errorf("member %s, Secret %s: %w", m, secret, err))
-		case renewal != nil:
+		}
+		if renewal != nil {
 			done = append(done, *renewal)
-			r.opts.Logger.Info("renewed a member's token", "cluster", m.String(), "secret", secret.String(), "expires", renewal.Expires.UTC().Format(time.RFC3339))
+			r.opts.Logger.Info("renewed a member's token", "cluster", m.String(), "secret", secret.String(),
+				"expires", renewal.Expires.UTC().Format(time.RFC3339), "revoked", renewal.Revoked)
 		}
 	}
 	return done, errs
@@ -130,7 +137,9 @@ func tokenSecret(c *v1alpha1.Cluster) (types.NamespacedName, bool) {
 	return types.NamespacedName{}, false
 }
 
-// renewIfDue asks the member for a new token when the Secret's is due, with the current one.
+// renewIfDue asks the member for a new token when the Secret's is due, with the current one, and
+// revokes the one it replaces. It returns the renewal and an error both when the renewal was
+// done but the revocation was not.
 func (r *Rotator) renewIfDue(ctx context.Context, m *multicluster.Member, key types.NamespacedName, now time.Time) (*Renewal, error) {
 	secrets := r.opts.Kube.CoreV1().Secrets(key.Namespace)
 	if due, ok := r.due.Load(key); ok && now.Before(due.(time.Time)) {
@@ -168,26 +177,81 @@ func (r *Rotator) renewIfDue(ctx context.Context, m *multicluster.Member, key ty
 	if ttl <= 0 {
 		ttl = life
 	}
-	seconds := int64(ttl.Seconds())
-	// The member's clients resolve its current credentials, from this Secret, and pin every
-	// request to its server.
-	kube, err := m.Kubernetes(ctx)
+	// The requests go through the member's resolution (its pinning to the member's server, and
+	// its CA) with the Secret's current token: the resolution may be older than the Secret.
+	a, err := m.Access(ctx)
 	if err != nil {
 		return nil, err
 	}
-	tr, err := kube.CoreV1().ServiceAccounts(saNamespace).CreateToken(ctx, saName,
-		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &seconds}}, metav1.CreateOptions{})
+	current := string(s.Data["token"])
+	kube, done, err := withToken(a, current)
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	bound := BoundSecret(current) != ""
+	var fresh *authenticationv1.TokenRequestStatus
+	if bound {
+		fresh, err = Issue(ctx, kube, saNamespace, saName, ttl)
+	} else {
+		// A token of an earlier join, not bound to a Secret: its account may not make Secrets
+		// (it lives in kube-system, where that would be unsafe), so its renewal is not bound
+		// either. Join again to move it to a namespace of its own.
+		seconds := int64(ttl.Seconds())
+		var tr *authenticationv1.TokenRequest
+		tr, err = kube.CoreV1().ServiceAccounts(saNamespace).CreateToken(ctx, saName,
+			&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &seconds}}, metav1.CreateOptions{})
+		if err == nil {
+			fresh = &tr.Status
+		}
+	}
 	if err != nil {
 		return nil, fmt.Errorf("asking the member for a new token of %s with the current one: %w", account, err)
 	}
-	s.Data["token"] = []byte(tr.Status.Token)
+	s.Data["token"] = []byte(fresh.Token)
 	if s.Annotations == nil {
 		s.Annotations = map[string]string{}
 	}
-	s.Annotations[v1alpha1.TokenExpiresAnnotation] = tr.Status.ExpirationTimestamp.UTC().Format(time.RFC3339)
-	if _, err := secrets.Update(ctx, s, metav1.UpdateOptions{FieldManager: "clusterregistry-rotation"}); err != nil {
+	s.Annotations[v1alpha1.TokenExpiresAnnotation] = fresh.ExpirationTimestamp.UTC().Format(time.RFC3339)
+	if _, err := secrets.Update(ctx, s, metav1.UpdateOptions{FieldManager: fieldManager}); err != nil {
+		if bound { // nobody will use the new token: revoke it, and only it (another replica's may have won)
+			_ = kube.CoreV1().Secrets(saNamespace).Delete(context.WithoutCancel(ctx), BoundSecret(fresh.Token), metav1.DeleteOptions{})
+		}
 		return nil, fmt.Errorf("writing the new token into the Secret: %w", err)
 	}
 	r.due.Delete(key) // read anew at the next pass, which sets when the new token is due
-	return &Renewal{Member: m.Name(), Secret: key, Expires: tr.Status.ExpirationTimestamp.Time}, nil
+	renewal := &Renewal{Member: m.Name(), Secret: key, Expires: fresh.ExpirationTimestamp.Time}
+	if !bound {
+		return renewal, nil
+	}
+	// The replaced token stops working. The request is sent with the new token: the member's
+	// cached resolution may still carry the one being revoked, which would be refused halfway.
+	renewed, doneRenewed, err := withToken(a, fresh.Token)
+	if err == nil {
+		defer doneRenewed()
+		renewal.Revoked, err = Revoke(ctx, renewed, saNamespace, saName, fresh.Token)
+	}
+	if err != nil {
+		return renewal, fmt.Errorf("renewed, but the replaced token still works until it expires at %s (the next renewal tries again): %w",
+			expires.UTC().Format(time.RFC3339), err)
+	}
+	return renewal, nil
+}
+
+// withToken is a client of the member as resolved (its pinning and CA) that sends token in place
+// of the resolution's credentials, and a func that closes its connections.
+func withToken(a *access.Resolved, token string) (kubernetes.Interface, func(), error) {
+	cfg := rest.CopyConfig(a.Config)
+	cfg.BearerToken, cfg.BearerTokenFile = token, ""
+	cfg.ExecProvider, cfg.AuthProvider, cfg.Username, cfg.Password = nil, nil, "", ""
+	cfg.CertData, cfg.KeyData, cfg.CertFile, cfg.KeyFile = nil, nil, "", ""
+	client, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		return nil, nil, fmt.Errorf("building a client of the member: %w", err)
+	}
+	kube, err := kubernetes.NewForConfigAndClient(cfg, client)
+	if err != nil {
+		return nil, nil, fmt.Errorf("building a client of the member: %w", err)
+	}
+	return kube, client.CloseIdleConnections, nil
 }

@@ -10,6 +10,7 @@ import (
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -51,15 +52,43 @@ func renewer(t *testing.T, member *localfleet.Member, name string) string {
 	return tr.Status.Token
 }
 
+// boundRenewer makes, on the member, what join makes: a namespace of the account's own, the
+// account, and the rights of rotation.Rules; it returns a 10-minute token of it bound to a Secret.
+func boundRenewer(t *testing.T, member *localfleet.Member, name string) string {
+	t.Helper()
+	ctx := context.Background()
+	kube := kubernetes.NewForConfigOrDie(member.Config)
+	_, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	_, err = kube.CoreV1().ServiceAccounts(name).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	_, err = kube.RbacV1().Roles(name).Create(ctx, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: name}, Rules: rotation.Rules(name)}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	_, err = kube.RbacV1().RoleBindings(name).Create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: name},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: name},
+		Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: name, Name: name}}}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	tr, err := rotation.Issue(ctx, kube, name, name, 10*time.Minute)
+	require.NoError(t, err)
+	require.NotEmpty(t, rotation.BoundSecret(tr.Token))
+	return tr.Token
+}
+
 // register stores the token in a Secret pinned to the member and naming its account, and a
 // Cluster that uses it, in a cluster set of the test's own; it returns the set's members.
 func register(t *testing.T, ns, account, token string) []*multicluster.Member {
+	t.Helper()
+	return registerAs(t, ns, "kube-system/"+account, token)
+}
+
+// registerAs is register with the account's namespace/name.
+func registerAs(t *testing.T, ns, account, token string) []*multicluster.Member {
 	t.Helper()
 	ctx := context.Background()
 	m := lf.Members[0]
 	_, err := kubernetes.NewForConfigOrDie(lf.Registry.Config).CoreV1().Secrets(ns).Create(ctx, &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Name: "edge-token", Annotations: map[string]string{
-			v1alpha1.ServersAnnotation: m.URL(), v1alpha1.ServiceAccountAnnotation: "kube-system/" + account}},
+			v1alpha1.ServersAnnotation: m.URL(), v1alpha1.ServiceAccountAnnotation: account}},
 		Data: map[string][]byte{"token": []byte(token), "ca.crt": m.Config.CAData},
 	}, metav1.CreateOptions{})
 	require.NoError(t, err)
@@ -141,4 +170,54 @@ func TestRenewalAsksOnlyForItsOwnAccount(t *testing.T) {
 	require.ErrorContains(t, errs[0], "forbidden")
 	require.NotContains(t, errs[0].Error(), old)
 	require.Equal(t, old, string(secretOf(t, ns).Data["token"]))
+}
+
+// A token bound to a Secret is renewed bound to a new one, and the Secret of the one it replaced
+// is deleted: the replaced token is refused from then on, the new one works, and the account's
+// namespace holds one binding, the new token's.
+func TestRenewalRevokesTheReplacedToken(t *testing.T) {
+	if testing.Short() {
+		t.Skip("needs kube-apiserver and etcd")
+	}
+	ns := fleettest.CopySet(t, lf)
+	old := boundRenewer(t, lf.Members[0], "bound-renewer")
+	members := registerAs(t, ns, "bound-renewer/bound-renewer", old)
+	r, err := rotation.New(fixed(members), rotation.Options{Kube: kubernetes.NewForConfigOrDie(lf.Registry.Config)})
+	require.NoError(t, err)
+	ctx := context.Background()
+	renewed, errs := rotation.RenewDueAt(r, ctx, time.Now().Add(7*time.Minute))
+	require.Empty(t, errs)
+	require.Len(t, renewed, 1)
+	require.Equal(t, 1, renewed[0].Revoked)
+	fresh := string(secretOf(t, ns).Data["token"])
+	require.NotEqual(t, rotation.BoundSecret(old), rotation.BoundSecret(fresh))
+
+	member := func(token string) kubernetes.Interface {
+		return kubernetes.NewForConfigOrDie(&rest.Config{Host: lf.Members[0].URL(), BearerToken: token,
+			TLSClientConfig: rest.TLSClientConfig{CAData: lf.Members[0].Config.CAData}})
+	}
+	require.Eventually(t, func() bool {
+		_, err := member(old).CoreV1().Secrets("bound-renewer").List(ctx, metav1.ListOptions{})
+		return apierrors.IsUnauthorized(err)
+	}, 30*time.Second, 100*time.Millisecond, "the replaced token still works")
+	bindings, err := member(fresh).CoreV1().Secrets("bound-renewer").List(ctx, metav1.ListOptions{LabelSelector: rotation.BindingLabel})
+	require.NoError(t, err, "the new token does not work")
+	require.Len(t, bindings.Items, 1)
+	require.Equal(t, rotation.BoundSecret(fresh), bindings.Items[0].Name)
+
+	// Whoever edits the Secret to name an account of another namespace, where the account may
+	// make no Secret, gets nothing there, and the Secret keeps its token.
+	s := secretOf(t, ns)
+	s.Annotations[v1alpha1.ServiceAccountAnnotation] = "kube-system/bound-renewer"
+	_, err = kubernetes.NewForConfigOrDie(lf.Registry.Config).CoreV1().Secrets(ns).Update(ctx, s, metav1.UpdateOptions{})
+	require.NoError(t, err)
+	renewed, errs = rotation.RenewDueAt(r, ctx, time.Now().Add(7*time.Minute))
+	require.Empty(t, renewed)
+	require.Len(t, errs, 1)
+	require.ErrorContains(t, errs[0], "forbidden")
+	require.NotContains(t, errs[0].Error(), fresh)
+	require.Equal(t, fresh, string(secretOf(t, ns).Data["token"]))
+	inSystem, err := kubernetes.NewForConfigOrDie(lf.Members[0].Config).CoreV1().Secrets("kube-system").List(ctx, metav1.ListOptions{LabelSelector: rotation.BindingLabel})
+	require.NoError(t, err)
+	require.Empty(t, inSystem.Items)
 }

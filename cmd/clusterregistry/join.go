@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -22,10 +21,13 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
+	"github.com/cluster-registry/sdk/rotation"
 )
 
-// joinNamespace holds, on each member, the service account that join makes.
-const joinNamespace = "kube-system"
+// legacyJoinNamespace held, on each member, the service accounts that join made up to v0.2.
+// Since, each account has a namespace of its own (memberNamespace), where it may make the
+// Secrets its tokens are bound to (package rotation); in kube-system that would be unsafe.
+const legacyJoinNamespace = "kube-system"
 
 // defaultTokenTTL is the life of the tokens join asks for: hours, not a year, since a rotator
 // renews them (health --rotate-credentials) and a leaked one is worth little for long.
@@ -121,11 +123,12 @@ func (o *JoinOptions) Run(ctx context.Context) error {
 var (
 	joinLong = `join registers the cluster of one of your kubeconfig's contexts (the member) in the registry
 (the -n namespace, a cluster set). On the member, with the context's credentials, it makes a
-service account clusterregistry-<name> in kube-system, binds it to --cluster-role (default edit,
-bound cluster-wide: tools may change workloads everywhere but not RBAC; choose view to only read,
-or cluster-admin), lets it ask for tokens of itself and nothing else (so that a rotator, such as
-clusterregistry health --rotate-credentials, renews the token with the token), and asks for a
-token for it. In the registry it stores the token and the
+namespace and in it a service account of their own, clusterregistry-<set>-<name>-<digest>, binds
+the account to --cluster-role (default edit, bound cluster-wide: tools may change workloads
+everywhere but not RBAC; choose view to only read, or cluster-admin), lets it ask for tokens of
+itself and make the Secrets of its namespace that they are bound to, and nothing else (so that a
+rotator, such as clusterregistry health --rotate-credentials, renews the token with the token, and
+revokes the one it replaces), and asks for a token for it, valid --token-ttl. In the registry it stores the token and the
 member's CA in a Secret pinned to the member's server, and applies the Cluster: the endpoint,
 caBundle, a secret provider, labels and display name.
 
@@ -138,7 +141,8 @@ not copied, as it may hold secrets; nor is an argument that passes a credential 
 --oidc-client-secret=...): join refuses such a plugin, or with --drop-credential-args registers it
 without the argument. To switch a member between a token and --exec, unjoin it first.
 
-Run again, it updates what it made rather than duplicating it, with a fresh token. It refuses a
+Run again, it updates what it made rather than duplicating it, with a fresh token, and revokes
+the tokens it replaces (and removes the account an earlier release made in kube-system). It refuses a
 name already taken by a Cluster for another server. unjoin removes what join made, on both sides.
 With --dry-run it checks the context, the name, the member's ClusterRole and the Cluster (by a
 server-side dry run) and says what it would do, changing nothing. With -o it prints the Cluster
@@ -232,53 +236,41 @@ func join(ctx context.Context, out io.Writer, reg *registry, member *rest.Config
 		}
 		return nil, fmt.Errorf("registry: the registry refuses cluster %s/%s or its Secret (nothing was done): %w%s", namespace, o.name, err, hint)
 	}
+	saNamespace := memberNamespace(account)
 	if o.dryRun {
-		fmt.Fprintf(out, "member: would apply ServiceAccount %s/%s and bind it to ClusterRole %s (dry run)\n", joinNamespace, account, o.clusterRole)
+		fmt.Fprintf(out, "member: would apply Namespace %s and ServiceAccount %s/%s, and bind it to ClusterRole %s (dry run)\n", saNamespace, saNamespace, account, o.clusterRole)
 		fmt.Fprintf(out, "registry: would apply Secret %s/%s with a new token, pinned to %s (dry run)\n", namespace, secretName, server)
 		fmt.Fprintf(out, "registry: Cluster %s/%s would be %s (server dry run)\n", namespace, o.name, what)
 		return dry, nil
 	}
-	apply := metav1.ApplyOptions{FieldManager: fieldManager, Force: true}
-	sa := corev1ac.ServiceAccount(account, joinNamespace).WithAnnotations(owner)
-	if _, err := memberKube.CoreV1().ServiceAccounts(joinNamespace).Apply(ctx, sa, apply); err != nil {
-		return nil, fmt.Errorf("member: creating service account %s/%s (nothing was done): %w", joinNamespace, account, err)
+	if err := applyMemberAccount(ctx, out, memberKube, saNamespace, account, o.clusterRole, owner); err != nil {
+		return nil, err
 	}
-	fmt.Fprintf(out, "member: ServiceAccount %s/%s applied\n", joinNamespace, account)
-	binding := rbacv1ac.ClusterRoleBinding(account).WithAnnotations(owner).
-		WithRoleRef(rbacv1ac.RoleRef().WithAPIGroup("rbac.authorization.k8s.io").WithKind("ClusterRole").WithName(o.clusterRole)).
-		WithSubjects(rbacv1ac.Subject().WithKind("ServiceAccount").WithNamespace(joinNamespace).WithName(account))
-	if _, err := memberKube.RbacV1().ClusterRoleBindings().Apply(ctx, binding, apply); err != nil {
-		return nil, fmt.Errorf("member: binding %s to ClusterRole %s (the service account is made): %w", account, o.clusterRole, err)
-	}
-	fmt.Fprintf(out, "member: ClusterRoleBinding %s to ClusterRole %s applied\n", account, o.clusterRole)
-	// The account may ask for tokens of itself, and nothing else: a rotator renews the token
-	// with the token (package rotation).
-	renew := rbacv1ac.Role(account, joinNamespace).WithAnnotations(owner).
-		WithRules(rbacv1ac.PolicyRule().WithAPIGroups("").WithResources("serviceaccounts/token").WithVerbs("create").WithResourceNames(account))
-	if _, err := memberKube.RbacV1().Roles(joinNamespace).Apply(ctx, renew, apply); err != nil {
-		return nil, fmt.Errorf("member: granting %s the renewal of its own token (its service account and binding are made): %w", account, err)
-	}
-	renewBinding := rbacv1ac.RoleBinding(account, joinNamespace).WithAnnotations(owner).
-		WithRoleRef(rbacv1ac.RoleRef().WithAPIGroup("rbac.authorization.k8s.io").WithKind("Role").WithName(account)).
-		WithSubjects(rbacv1ac.Subject().WithKind("ServiceAccount").WithNamespace(joinNamespace).WithName(account))
-	if _, err := memberKube.RbacV1().RoleBindings(joinNamespace).Apply(ctx, renewBinding, apply); err != nil {
-		return nil, fmt.Errorf("member: binding %s to the renewal of its own token (its service account and binding are made): %w", account, err)
-	}
-	fmt.Fprintf(out, "member: Role and RoleBinding %s/%s applied: the account may renew its own token, nothing else\n", joinNamespace, account)
-	ttl := int64(o.tokenTTL.Seconds())
-	token, err := memberKube.CoreV1().ServiceAccounts(joinNamespace).CreateToken(ctx, account,
-		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &ttl}}, metav1.CreateOptions{})
+	token, err := rotation.Issue(ctx, memberKube, saNamespace, account, o.tokenTTL)
 	if err != nil {
-		return nil, fmt.Errorf("member: asking for a token for %s (its service account and binding are made): %w", account, err)
+		return nil, fmt.Errorf("member: %w (its service account and bindings are made; unjoin removes them)", err)
 	}
-	secret := tokenSecret(namespace, secretName, server, token.Status.Token, ca).WithAnnotations(map[string]string{
-		v1alpha1.ServiceAccountAnnotation: joinNamespace + "/" + account,
-		v1alpha1.TokenExpiresAnnotation:   token.Status.ExpirationTimestamp.UTC().Format(time.RFC3339),
+	secret := tokenSecret(namespace, secretName, server, token.Token, ca).WithAnnotations(map[string]string{
+		v1alpha1.ServiceAccountAnnotation: saNamespace + "/" + account,
+		v1alpha1.TokenExpiresAnnotation:   token.ExpirationTimestamp.UTC().Format(time.RFC3339),
 	})
+	apply := metav1.ApplyOptions{FieldManager: fieldManager, Force: true}
 	if _, err := registryKube.CoreV1().Secrets(namespace).Apply(ctx, secret, apply); err != nil {
 		return nil, fmt.Errorf("registry: storing the token in Secret %s/%s (the member's service account is made; unjoin removes it): %w", namespace, secretName, err)
 	}
-	fmt.Fprintf(out, "registry: Secret %s/%s applied, pinned to %s, token valid until %s\n", namespace, secretName, server, token.Status.ExpirationTimestamp.Format(time.RFC3339))
+	fmt.Fprintf(out, "registry: Secret %s/%s applied, pinned to %s, token valid until %s\n", namespace, secretName, server, token.ExpirationTimestamp.Format(time.RFC3339))
+	// Joining again replaces the token: the ones it replaces stop working, and what an earlier
+	// release made in kube-system goes.
+	revoked, err := rotation.Revoke(ctx, memberKube, saNamespace, account, token.Token)
+	if err != nil {
+		return nil, fmt.Errorf("member: %w (the new token is stored; join again to retry)", err)
+	}
+	if revoked > 0 {
+		fmt.Fprintf(out, "member: %d replaced token(s) revoked\n", revoked)
+	}
+	if err := removeLegacyAccount(ctx, out, memberKube, account, owner); err != nil {
+		return nil, err
+	}
 
 	applied, what, err := applyCluster(ctx, reg.Clusters, &c, false, true)
 	if err != nil {
@@ -286,6 +278,97 @@ func join(ctx context.Context, out io.Writer, reg *registry, member *rest.Config
 	}
 	fmt.Fprintf(out, "registry: Cluster %s/%s %s\n", namespace, o.name, what)
 	return applied, nil
+}
+
+// applyMemberAccount makes, on the member, the account's namespace, the account, its binding to
+// the ClusterRole, and its right to renew its own tokens (rotation.Rules), all owner-annotated.
+func applyMemberAccount(ctx context.Context, out io.Writer, memberKube kubernetes.Interface, saNamespace, account, clusterRole string, owner map[string]string) error {
+	switch ns, err := memberKube.CoreV1().Namespaces().Get(ctx, saNamespace, metav1.GetOptions{}); {
+	case apierrors.IsNotFound(err):
+	case err != nil:
+		return fmt.Errorf("member: reading Namespace %s (nothing was done): %w", saNamespace, err)
+	case !sameOwner(ns.Annotations, owner):
+		return fmt.Errorf("member: Namespace %s exists and is not this Cluster's (it does not record it as its owner); nothing was done", saNamespace)
+	case ns.DeletionTimestamp != nil:
+		return fmt.Errorf("member: Namespace %s is being deleted (an unjoin); nothing was done: join again once it is gone", saNamespace)
+	}
+	apply := metav1.ApplyOptions{FieldManager: fieldManager, Force: true}
+	if _, err := memberKube.CoreV1().Namespaces().Apply(ctx, corev1ac.Namespace(saNamespace).WithAnnotations(owner), apply); err != nil {
+		return fmt.Errorf("member: creating Namespace %s (nothing was done): %w", saNamespace, err)
+	}
+	sa := corev1ac.ServiceAccount(account, saNamespace).WithAnnotations(owner)
+	if _, err := memberKube.CoreV1().ServiceAccounts(saNamespace).Apply(ctx, sa, apply); err != nil {
+		return fmt.Errorf("member: creating service account %s/%s (its namespace is made; unjoin removes it): %w", saNamespace, account, err)
+	}
+	fmt.Fprintf(out, "member: Namespace %s and ServiceAccount %s/%s applied\n", saNamespace, saNamespace, account)
+	binding := rbacv1ac.ClusterRoleBinding(account).WithAnnotations(owner).
+		WithRoleRef(rbacv1ac.RoleRef().WithAPIGroup("rbac.authorization.k8s.io").WithKind("ClusterRole").WithName(clusterRole)).
+		WithSubjects(rbacv1ac.Subject().WithKind("ServiceAccount").WithNamespace(saNamespace).WithName(account))
+	if _, err := memberKube.RbacV1().ClusterRoleBindings().Apply(ctx, binding, apply); err != nil {
+		return fmt.Errorf("member: binding %s to ClusterRole %s (the service account is made; unjoin removes it): %w", account, clusterRole, err)
+	}
+	fmt.Fprintf(out, "member: ClusterRoleBinding %s to ClusterRole %s applied\n", account, clusterRole)
+	// The account may renew its own token, bound to a Secret of its namespace, and nothing else:
+	// a rotator renews the token with the token (package rotation).
+	var rules []*rbacv1ac.PolicyRuleApplyConfiguration
+	for _, r := range rotation.Rules(account) {
+		rules = append(rules, rbacv1ac.PolicyRule().WithAPIGroups(r.APIGroups...).WithResources(r.Resources...).WithVerbs(r.Verbs...).WithResourceNames(r.ResourceNames...))
+	}
+	if _, err := memberKube.RbacV1().Roles(saNamespace).Apply(ctx, rbacv1ac.Role(account, saNamespace).WithAnnotations(owner).WithRules(rules...), apply); err != nil {
+		return fmt.Errorf("member: granting %s the renewal of its own token (its service account and binding are made; unjoin removes them): %w", account, err)
+	}
+	renewBinding := rbacv1ac.RoleBinding(account, saNamespace).WithAnnotations(owner).
+		WithRoleRef(rbacv1ac.RoleRef().WithAPIGroup("rbac.authorization.k8s.io").WithKind("Role").WithName(account)).
+		WithSubjects(rbacv1ac.Subject().WithKind("ServiceAccount").WithNamespace(saNamespace).WithName(account))
+	if _, err := memberKube.RbacV1().RoleBindings(saNamespace).Apply(ctx, renewBinding, apply); err != nil {
+		return fmt.Errorf("member: binding %s to the renewal of its own token (its service account and binding are made; unjoin removes them): %w", account, err)
+	}
+	fmt.Fprintf(out, "member: Role and RoleBinding %s/%s applied: the account may renew its own token, nothing else\n", saNamespace, account)
+	return nil
+}
+
+// removeLegacyAccount deletes what a join of v0.2 made for the same Cluster in kube-system (its
+// account, and the Role and RoleBinding of its renewal), if it records this Cluster as its owner:
+// its tokens stop working. The ClusterRoleBinding of the same name now binds the new account.
+func removeLegacyAccount(ctx context.Context, out io.Writer, memberKube kubernetes.Interface, account string, owner map[string]string) error {
+	core, rbac := memberKube.CoreV1(), memberKube.RbacV1()
+	for _, o := range []struct {
+		kind   string
+		get    func() (metav1.Object, error)
+		delete func() error
+	}{
+		{"RoleBinding", func() (metav1.Object, error) {
+			return rbac.RoleBindings(legacyJoinNamespace).Get(ctx, account, metav1.GetOptions{})
+		},
+			func() error {
+				return rbac.RoleBindings(legacyJoinNamespace).Delete(ctx, account, metav1.DeleteOptions{})
+			}},
+		{"Role", func() (metav1.Object, error) {
+			return rbac.Roles(legacyJoinNamespace).Get(ctx, account, metav1.GetOptions{})
+		},
+			func() error { return rbac.Roles(legacyJoinNamespace).Delete(ctx, account, metav1.DeleteOptions{}) }},
+		{"ServiceAccount", func() (metav1.Object, error) {
+			return core.ServiceAccounts(legacyJoinNamespace).Get(ctx, account, metav1.GetOptions{})
+		},
+			func() error {
+				return core.ServiceAccounts(legacyJoinNamespace).Delete(ctx, account, metav1.DeleteOptions{})
+			}},
+	} {
+		obj, err := o.get()
+		switch {
+		case apierrors.IsNotFound(err):
+			continue
+		case err != nil:
+			return fmt.Errorf("member: reading %s %s/%s that an earlier join made (the new token is stored): %w", o.kind, legacyJoinNamespace, account, err)
+		case !sameOwner(obj.GetAnnotations(), owner):
+			continue
+		}
+		if err := o.delete(); err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("member: deleting %s %s/%s that an earlier join made (the new token is stored): %w", o.kind, legacyJoinNamespace, account, err)
+		}
+		fmt.Fprintf(out, "member: %s %s/%s, made by an earlier join, deleted\n", o.kind, legacyJoinNamespace, account)
+	}
+	return nil
 }
 
 // tokenSecret is the Secret join stores a member's token in: pinned to the member's server, with

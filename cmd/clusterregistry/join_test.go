@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -102,6 +104,30 @@ func TestJoin(t *testing.T) {
 	require.Equal(t, 0, code, stderr)
 	require.Equal(t, "cluster.clusterregistry.k8s.io/beta\n", out)
 
+	// What a join of v0.2 made in kube-system for this Cluster goes when it is joined again, and
+	// what it made for others stays.
+	regID := registryID(ctx, kubernetes.NewForConfigOrDie(lf.Registry.Config), lf.Registry.Config)
+	betaKube := kubernetes.NewForConfigOrDie(lf.Members[1].Config)
+	for _, owner := range []string{"beta", "someone-else"} {
+		meta := metav1.ObjectMeta{Name: memberAccount(regID, "joined", owner), Annotations: ownerAnnotations(regID, "joined", "beta")}
+		if owner != "beta" {
+			meta.Annotations = ownerAnnotations(regID, "joined", owner)
+		}
+		_, err := betaKube.CoreV1().ServiceAccounts("kube-system").Create(ctx, &corev1.ServiceAccount{ObjectMeta: meta}, metav1.CreateOptions{})
+		require.NoError(t, err)
+		_, err = betaKube.RbacV1().Roles("kube-system").Create(ctx, &rbacv1.Role{ObjectMeta: meta}, metav1.CreateOptions{})
+		require.NoError(t, err)
+	}
+	code, out, stderr = cli("join", "beta", "--labels", "env=test,joined=yes", "--cluster-role", "cluster-admin")
+	require.Equal(t, 0, code, "%s%s", out, stderr)
+	require.Contains(t, out, "member: ServiceAccount kube-system/"+memberAccount(regID, "joined", "beta")+", made by an earlier join, deleted\n")
+	require.Contains(t, out, "member: Role kube-system/"+memberAccount(regID, "joined", "beta")+", made by an earlier join, deleted\n")
+	_, err := betaKube.CoreV1().ServiceAccounts("kube-system").Get(ctx, memberAccount(regID, "joined", "beta"), metav1.GetOptions{})
+	require.True(t, apierrors.IsNotFound(err), "%v", err)
+	require.NoError(t, betaKube.CoreV1().ServiceAccounts("kube-system").Delete(ctx, memberAccount(regID, "joined", "someone-else"), metav1.DeleteOptions{}),
+		"another Cluster's account was removed")
+	require.NoError(t, betaKube.RbacV1().Roles("kube-system").Delete(ctx, memberAccount(regID, "joined", "someone-else"), metav1.DeleteOptions{}))
+
 	// get: the overview, with the expiry of the token join stored (and never the token), and the
 	// Clusters themselves in kubectl's formats.
 	code, out, stderr = cli("get")
@@ -166,7 +192,7 @@ func TestJoin(t *testing.T) {
 	// The account may renew its own token and nothing else: a rotator does, with the token join
 	// stored, and the new token replaces it with its expiry.
 	regAccount := memberAccount(registryID(ctx, kubernetes.NewForConfigOrDie(lf.Registry.Config), lf.Registry.Config), "joined", "alpha")
-	require.Equal(t, "kube-system/"+regAccount, secret.Annotations[v1alpha1.ServiceAccountAnnotation])
+	require.Equal(t, memberNamespace(regAccount)+"/"+regAccount, secret.Annotations[v1alpha1.ServiceAccountAnnotation])
 	require.NotEmpty(t, secret.Annotations[v1alpha1.TokenExpiresAnnotation])
 	var alpha []v1alpha1.Cluster
 	for _, c := range list.Items {
@@ -183,13 +209,24 @@ func TestJoin(t *testing.T) {
 	rotated, err := kubernetes.NewForConfigOrDie(lf.Registry.Config).CoreV1().Secrets("joined").Get(ctx, "alpha-token", metav1.GetOptions{})
 	require.NoError(t, err)
 	require.NotEqual(t, string(secret.Data["token"]), string(rotated.Data["token"]))
+	require.Equal(t, 1, renewed[0].Revoked)
+	// The token it replaced, join's, no longer works; the new one does.
+	requireRefused(t, secret)
+	requireWorks(t, rotated)
 	secret = rotated
+	// Joining again replaces the rotator's token, and revokes it.
+	code, out, stderr = cli("join", "alpha", "--labels", "env=test,joined=yes", "--cluster-role", "cluster-admin")
+	require.Equal(t, 0, code, "%s%s", out, stderr)
+	require.Contains(t, out, "member: 1 replaced token(s) revoked\n")
+	requireRefused(t, secret)
+	secret, err = kubernetes.NewForConfigOrDie(lf.Registry.Config).CoreV1().Secrets("joined").Get(ctx, "alpha-token", metav1.GetOptions{})
+	require.NoError(t, err)
+	requireWorks(t, secret)
 
 	// What join made on the member records its owner, and is this Cluster's alone: the same
 	// member joined in another set, and under another name in this one (with a warning), gets
 	// objects of its own, and unjoin of those leaves joined/alpha's token working.
-	regID := registryID(ctx, kubernetes.NewForConfigOrDie(lf.Registry.Config), lf.Registry.Config)
-	sa, err := memberKube.CoreV1().ServiceAccounts("kube-system").Get(ctx, memberAccount(regID, "joined", "alpha"), metav1.GetOptions{})
+	sa, err := memberKube.CoreV1().ServiceAccounts(memberNamespace(regAccount)).Get(ctx, regAccount, metav1.GetOptions{})
 	require.NoError(t, err)
 	require.Equal(t, "joined/alpha", sa.Annotations["clusterregistry.k8s.io/cluster"])
 	require.Equal(t, regID, sa.Annotations["clusterregistry.k8s.io/registry"])
@@ -205,10 +242,10 @@ func TestJoin(t *testing.T) {
 	code, out, stderr = other("unjoin", "alpha")
 	require.Equal(t, 0, code, "%s%s", out, stderr)
 	require.Contains(t, out, "member: "+lf.Members[0].URL()+`, through context "alpha"`)
-	require.Equal(t, 6, strings.Count(out, " deleted\n"), out)
+	require.Equal(t, 5, strings.Count(out, " deleted\n"), out)
 	code, out, stderr = cli("unjoin", "alpha-again")
 	require.Equal(t, 0, code, "%s%s", out, stderr)
-	require.Equal(t, 6, strings.Count(out, " deleted\n"), out)
+	require.Equal(t, 5, strings.Count(out, " deleted\n"), out)
 	require.Len(t, joinAccounts(t, memberKube), 1)
 	require.NoError(t, multicluster.Map(ctx, multicluster.MembersOf(resolver, list.Items, multicluster.FleetOptions{}),
 		func(ctx context.Context, m *multicluster.Member) (string, error) {
@@ -255,30 +292,27 @@ func TestJoin(t *testing.T) {
 	// then nothing is left behind on either side, and a second unjoin finds nothing, saying so.
 	code, out, stderr = cli("unjoin", "alpha", "--dry-run")
 	require.Equal(t, 0, code, "%s%s", out, stderr)
-	require.Equal(t, 6, strings.Count(out, ": would be deleted (dry run)\n"), out)
+	require.Equal(t, 5, strings.Count(out, ": would be deleted (dry run)\n"), out)
 	require.Len(t, joinAccounts(t, memberKube), 1)
 	current, err := kubernetes.NewForConfigOrDie(lf.Registry.Config).CoreV1().Secrets("joined").Get(ctx, "alpha-token", metav1.GetOptions{})
 	require.NoError(t, err)
 	code, out, stderr = cli("unjoin", "alpha")
 	require.Equal(t, 0, code, "%s%s", out, stderr)
-	require.Equal(t, 6, strings.Count(out, " deleted\n"), out)
+	require.Equal(t, 5, strings.Count(out, " deleted\n"), out)
 	require.Empty(t, joinAccounts(t, memberKube), "service account left on the member")
 	// The token that was current (a rotator's, here) no longer works: its account is gone.
-	revoked := &rest.Config{Host: lf.Members[0].URL(), BearerToken: string(current.Data["token"]),
-		TLSClientConfig: rest.TLSClientConfig{CAData: current.Data["ca.crt"]}}
-	require.Eventually(t, func() bool {
-		_, err := kubernetes.NewForConfigOrDie(revoked).CoreV1().Namespaces().Get(ctx, "kube-system", metav1.GetOptions{})
-		return apierrors.IsUnauthorized(err)
-	}, 30*time.Second, 200*time.Millisecond, "the current token still works after unjoin")
+	requireRefused(t, current)
 	bindings, err := memberKube.RbacV1().ClusterRoleBindings().List(ctx, metav1.ListOptions{})
 	require.NoError(t, err)
 	for _, b := range bindings.Items {
 		require.False(t, strings.HasPrefix(b.Name, "clusterregistry-"), "binding %s left on the member", b.Name)
 	}
-	roles, err := memberKube.RbacV1().Roles("kube-system").List(ctx, metav1.ListOptions{})
+	namespaces, err := memberKube.CoreV1().Namespaces().List(ctx, metav1.ListOptions{})
 	require.NoError(t, err)
-	for _, r := range roles.Items {
-		require.False(t, strings.HasPrefix(r.Name, "clusterregistry-"), "role %s left on the member", r.Name)
+	for _, ns := range namespaces.Items {
+		if strings.HasPrefix(ns.Name, "clusterregistry-") {
+			require.NotNil(t, ns.DeletionTimestamp, "namespace %s left on the member", ns.Name)
+		}
 	}
 	_, err = registry.ClusterregistryV1alpha1().Clusters("joined").Get(ctx, "alpha", metav1.GetOptions{})
 	require.True(t, apierrors.IsNotFound(err), "Cluster left in the registry: %v", err)
@@ -298,10 +332,32 @@ func TestJoin(t *testing.T) {
 	require.Len(t, joinAccounts(t, kubernetes.NewForConfigOrDie(lf.Members[1].Config)), 1, "--registry-only touched the member")
 }
 
-// joinAccounts are the service accounts join made on a member.
+// requireRefused fails unless the member refuses the Secret's token, within the time its API
+// server takes to see its binding or account deleted.
+func requireRefused(t *testing.T, s *corev1.Secret) {
+	t.Helper()
+	require.Eventually(t, func() bool {
+		_, err := kubernetes.NewForConfigOrDie(tokenConfig(s)).CoreV1().Namespaces().Get(t.Context(), "kube-system", metav1.GetOptions{})
+		return apierrors.IsUnauthorized(err)
+	}, 30*time.Second, 200*time.Millisecond, "a token that should be revoked still works")
+}
+
+// requireWorks fails unless the member accepts the Secret's token.
+func requireWorks(t *testing.T, s *corev1.Secret) {
+	t.Helper()
+	_, err := kubernetes.NewForConfigOrDie(tokenConfig(s)).CoreV1().Namespaces().Get(t.Context(), "kube-system", metav1.GetOptions{})
+	require.NoError(t, err)
+}
+
+func tokenConfig(s *corev1.Secret) *rest.Config {
+	return &rest.Config{Host: s.Annotations[v1alpha1.ServersAnnotation], BearerToken: string(s.Data["token"]),
+		TLSClientConfig: rest.TLSClientConfig{CAData: s.Data["ca.crt"]}}
+}
+
+// joinAccounts are the service accounts join made on a member, in their namespaces.
 func joinAccounts(t *testing.T, member kubernetes.Interface) []string {
 	t.Helper()
-	list, err := member.CoreV1().ServiceAccounts("kube-system").List(t.Context(), metav1.ListOptions{})
+	list, err := member.CoreV1().ServiceAccounts("").List(t.Context(), metav1.ListOptions{})
 	require.NoError(t, err)
 	var names []string
 	for _, sa := range list.Items {

@@ -48,6 +48,22 @@ func ownedBy(annotations map[string]string, registryID, namespace, name string) 
 	return annotations[annotationJoinedRegistry] == registryID && annotations[annotationJoinedCluster] == namespace+"/"+name
 }
 
+// sameOwner reports whether annotations name the owner that owner (ownerAnnotations) does.
+func sameOwner(annotations, owner map[string]string) bool {
+	return annotations[annotationJoinedRegistry] == owner[annotationJoinedRegistry] && annotations[annotationJoinedCluster] == owner[annotationJoinedCluster]
+}
+
+// memberNamespace is the namespace join makes on a member for the account (memberAccount): a
+// DNS label of 63 characters at most, readable, and unique by the account's digest suffix.
+func memberNamespace(account string) string {
+	suffix := account[strings.LastIndexByte(account, '-'):]
+	base := strings.ReplaceAll(strings.TrimSuffix(account, suffix), ".", "-")
+	if limit := 63 - len(suffix); len(base) > limit {
+		base = strings.TrimRight(base[:limit], "-")
+	}
+	return base + suffix
+}
+
 // registryID identifies the registry: the UID of its kube-system namespace (the cluster's ID, as
 // KEP-2149 defines it), or, when the caller may not read it, the registry's server address.
 func registryID(ctx context.Context, kube kubernetes.Interface, cfg *rest.Config) string {

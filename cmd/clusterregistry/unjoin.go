@@ -46,8 +46,8 @@ func (o *UnjoinOptions) Validate() error {
 
 var (
 	unjoinLong = `unjoin removes what join made for the Cluster NAME of the registry's -n namespace (cluster set):
-on the member, the service account join made for this Cluster of this set and registry, and its
-ClusterRoleBinding, which revokes the token; then, in the registry, the Cluster and its token
+on the member, the service account join made for this Cluster of this set and registry, its
+ClusterRoleBinding and its namespace, which revokes every token of it; then, in the registry, the Cluster and its token
 Secret. What other cluster sets or registries joined of the same member is left alone.
 
 It reaches the member with the context of your kubeconfig whose server is the Cluster's
@@ -167,8 +167,9 @@ func (o *UnjoinOptions) Run(ctx context.Context) error {
 	return nil
 }
 
-// memberRemovals are the member's objects that join made for the Cluster: its service account
-// and binding, if they record this registry's Cluster as their owner. A service account that an
+// memberRemovals are the member's objects that join made for the Cluster: its service account,
+// binding and namespace (and, for a join of v0.2, its account in kube-system), if they record
+// this registry's Cluster as their owner. A service account that an
 // earlier release's join made (named after the Cluster alone, and shared by every set that joined
 // the member under that name) is named, and left in place.
 func memberRemovals(ctx context.Context, out io.Writer, fac *factory, reg *registry, name string, cluster *v1alpha1.Cluster, memberContext string) ([]removal, error) {
@@ -200,54 +201,79 @@ func memberRemovals(ctx context.Context, out io.Writer, fac *factory, reg *regis
 		return true, "", nil
 	}
 	// The member must answer before anything is removed anywhere.
-	sa, saErr := memberKube.CoreV1().ServiceAccounts(joinNamespace).Get(ctx, account, metav1.GetOptions{})
-	if saErr != nil && !apierrors.IsNotFound(saErr) {
-		return nil, fmt.Errorf("member: reading ServiceAccount %s/%s on %s: %w", joinNamespace, account, server, saErr)
+	saNamespace := memberNamespace(account)
+	ns, nsErr := memberKube.CoreV1().Namespaces().Get(ctx, saNamespace, metav1.GetOptions{})
+	if nsErr != nil && !apierrors.IsNotFound(nsErr) {
+		return nil, fmt.Errorf("member: reading Namespace %s on %s: %w", saNamespace, server, nsErr)
 	}
 	legacy := legacyMemberAccount(name)
-	if old, err := memberKube.CoreV1().ServiceAccounts(joinNamespace).Get(ctx, legacy, metav1.GetOptions{}); err == nil && old.Annotations[annotationJoinedCluster] == "" {
+	if old, err := memberKube.CoreV1().ServiceAccounts(legacyJoinNamespace).Get(ctx, legacy, metav1.GetOptions{}); err == nil && old.Annotations[annotationJoinedCluster] == "" {
 		fmt.Fprintf(out, "member: ServiceAccount %s/%s, which join made before v0.2 and which every cluster set that joined this member as %q shares, "+
-			"is left in place: once none uses it, delete it and ClusterRoleBinding %s to revoke its tokens\n", joinNamespace, legacy, name, legacy)
+			"is left in place: once none uses it, delete it and ClusterRoleBinding %s to revoke its tokens\n", legacyJoinNamespace, legacy, name, legacy)
 	}
-	return []removal{
-		{
-			what: fmt.Sprintf("member: RoleBinding %s/%s", joinNamespace, account),
-			get: func() (bool, string, error) {
-				b, err := memberKube.RbacV1().RoleBindings(joinNamespace).Get(ctx, account, metav1.GetOptions{})
-				return owned(b, err)
-			},
-			delete: func() error {
-				return memberKube.RbacV1().RoleBindings(joinNamespace).Delete(ctx, account, metav1.DeleteOptions{})
-			},
-		},
-		{
-			what: fmt.Sprintf("member: Role %s/%s", joinNamespace, account),
-			get: func() (bool, string, error) {
-				r, err := memberKube.RbacV1().Roles(joinNamespace).Get(ctx, account, metav1.GetOptions{})
-				return owned(r, err)
-			},
-			delete: func() error {
-				return memberKube.RbacV1().Roles(joinNamespace).Delete(ctx, account, metav1.DeleteOptions{})
-			},
-		},
+	core, rbac := memberKube.CoreV1(), memberKube.RbacV1()
+	steps := []removal{
 		{
 			what: "member: ClusterRoleBinding " + account,
 			get: func() (bool, string, error) {
-				b, err := memberKube.RbacV1().ClusterRoleBindings().Get(ctx, account, metav1.GetOptions{})
+				b, err := rbac.ClusterRoleBindings().Get(ctx, account, metav1.GetOptions{})
 				return owned(b, err)
 			},
-			delete: func() error {
-				return memberKube.RbacV1().ClusterRoleBindings().Delete(ctx, account, metav1.DeleteOptions{})
-			},
+			delete: func() error { return rbac.ClusterRoleBindings().Delete(ctx, account, metav1.DeleteOptions{}) },
 		},
 		{
-			what: fmt.Sprintf("member: ServiceAccount %s/%s", joinNamespace, account),
-			get:  func() (bool, string, error) { return owned(sa, saErr) },
+			// Deleted before its namespace, so that its tokens stop working at once, not when the
+			// namespace's deletion reaches it.
+			what: fmt.Sprintf("member: ServiceAccount %s/%s", saNamespace, account),
+			get: func() (bool, string, error) {
+				sa, err := core.ServiceAccounts(saNamespace).Get(ctx, account, metav1.GetOptions{})
+				return owned(sa, err)
+			},
+			delete: func() error { return core.ServiceAccounts(saNamespace).Delete(ctx, account, metav1.DeleteOptions{}) },
+		},
+		{
+			what: fmt.Sprintf("member: Namespace %s (with the Role and RoleBinding of the account's renewal, and its tokens' bindings)", saNamespace),
+			get:  func() (bool, string, error) { return owned(ns, nsErr) },
 			delete: func() error {
-				return memberKube.CoreV1().ServiceAccounts(joinNamespace).Delete(ctx, account, metav1.DeleteOptions{})
+				return core.Namespaces().Delete(ctx, saNamespace, metav1.DeleteOptions{Preconditions: metav1.NewUIDPreconditions(string(ns.UID))})
 			},
 		},
-	}, nil
+	}
+	// What a join of v0.2 made in kube-system, if it is there.
+	if _, err := core.ServiceAccounts(legacyJoinNamespace).Get(ctx, account, metav1.GetOptions{}); err == nil {
+		steps = append(steps,
+			removal{
+				what: fmt.Sprintf("member: RoleBinding %s/%s", legacyJoinNamespace, account),
+				get: func() (bool, string, error) {
+					b, err := rbac.RoleBindings(legacyJoinNamespace).Get(ctx, account, metav1.GetOptions{})
+					return owned(b, err)
+				},
+				delete: func() error {
+					return rbac.RoleBindings(legacyJoinNamespace).Delete(ctx, account, metav1.DeleteOptions{})
+				},
+			},
+			removal{
+				what: fmt.Sprintf("member: Role %s/%s", legacyJoinNamespace, account),
+				get: func() (bool, string, error) {
+					r, err := rbac.Roles(legacyJoinNamespace).Get(ctx, account, metav1.GetOptions{})
+					return owned(r, err)
+				},
+				delete: func() error { return rbac.Roles(legacyJoinNamespace).Delete(ctx, account, metav1.DeleteOptions{}) },
+			},
+			removal{
+				what: fmt.Sprintf("member: ServiceAccount %s/%s", legacyJoinNamespace, account),
+				get: func() (bool, string, error) {
+					sa, err := core.ServiceAccounts(legacyJoinNamespace).Get(ctx, account, metav1.GetOptions{})
+					return owned(sa, err)
+				},
+				delete: func() error {
+					return core.ServiceAccounts(legacyJoinNamespace).Delete(ctx, account, metav1.DeleteOptions{})
+				},
+			})
+	} else if !apierrors.IsNotFound(err) {
+		return nil, fmt.Errorf("member: reading ServiceAccount %s/%s on %s: %w", legacyJoinNamespace, account, server, err)
+	}
+	return steps, nil
 }
 
 // contextFor is the context of the user's kubeconfig that reaches the Cluster's server: the
