@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"golang.org/x/sync/semaphore"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 )
 
 // ForEach runs fn for every member, as Map does, for work that returns no value.
@@ -166,6 +167,7 @@ func (r *run[T]) runMember(ctx context.Context, res *Result[T]) {
 	attempts := max(backoff.Steps, 1)
 	for attempt := 1; ; attempt++ {
 		res.Attempts = attempt
+		before := m.credentials(ctx)
 		res.Value, res.Err = call(ctx, m, r.fn, r.f.TrackCallbacks)
 		switch {
 		case res.Err == nil:
@@ -177,6 +179,9 @@ func (r *run[T]) runMember(ctx context.Context, res *Result[T]) {
 			return
 		}
 		delay, ok := safeToRetry(res.Err, attempt)
+		if ok && apierrors.IsUnauthorized(res.Err) && m.credentials(ctx) == before {
+			ok = false // the credentials did not change since: the 401 is the member's answer to them
+		}
 		if !ok && (r.f.RetryIf == nil || !r.f.RetryIf(res.Err)) {
 			return
 		}

@@ -70,6 +70,16 @@ func (m *Member) Access(ctx context.Context) (*access.Resolved, error) {
 	return m.resolver.Resolve(ctx, m.Cluster())
 }
 
+// credentials identifies the member's resolution now (nil if it has none): it changes when its
+// credentials do, so that a 401 is retried only after a rotation.
+func (m *Member) credentials(ctx context.Context) *rest.Config {
+	a, err := m.Access(ctx)
+	if err != nil {
+		return nil
+	}
+	return a.Config
+}
+
 // Config is the member's rest.Config, shared: copy it with rest.CopyConfig before changing it.
 func (m *Member) Config(ctx context.Context) (*rest.Config, error) {
 	a, err := m.Access(ctx)

@@ -100,7 +100,9 @@ func OverallTimeout(d time.Duration) Option {
 //   - connections that could not be made (refused, no route, no such host);
 //   - answers that ask the client to come back later: 429 Too Many Requests, and any answer
 //     carrying Retry-After, after waiting as long as it asks, if the member's Timeout allows;
-//   - one 401, after which the Resolver reads the member's credentials again.
+//   - one 401, if the member's credentials changed meanwhile (the Resolver reads them again
+//     after a 401): a token rotated and the old one revoked. A 401 to credentials that did not
+//     change is the member's answer, and final.
 //
 // A 500, a reset connection or a timed-out request may have been committed by the member before
 // the answer was lost; RetryIf retries them for callbacks that are safe to repeat.

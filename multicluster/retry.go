@@ -12,7 +12,8 @@ import (
 
 // safeToRetry reports whether a failed attempt provably did not reach the member's storage, and
 // the least wait the member asked for. A 401 is worth one more: the resolution that got it is marked,
-// so the next attempt resolves the member's credentials again.
+// so the next attempt resolves the member's credentials again; runMember retries it only if they
+// changed.
 func safeToRetry(err error, attempt int) (time.Duration, bool) {
 	// The server asks the client to come back: throttled by priority and fairness, shutting down,
 	// or unable to serve now. It has not acted on the request.
