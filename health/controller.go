@@ -12,9 +12,8 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/tools/leaderelection"
-	"k8s.io/client-go/tools/leaderelection/resourcelock"
 
+	"github.com/cluster-registry/sdk/internal/leader"
 	"github.com/cluster-registry/sdk/multicluster"
 )
 
@@ -25,8 +24,6 @@ type Controller struct {
 	fleet   *multicluster.Fleet
 	writer  *writer
 	metrics *metrics
-
-	started atomic.Bool // run has begun
 
 	// sweeping is true while a sweep (markUnprobed) writes; sweeps waits for it to finish.
 	sweeping atomic.Bool
@@ -105,56 +102,22 @@ func (c *Controller) Run(ctx context.Context) error {
 	if c.opts.Selector != nil && !c.opts.Selector.Empty() {
 		selector = c.opts.Selector.String()
 	}
-	leader := "off"
+	leading := "off"
 	if le != nil {
-		leader = le.Namespace + "/" + le.Name + " as " + le.Identity
+		leading = le.Namespace + "/" + le.Name + " as " + le.Identity
 	}
 	c.opts.Logger.Info("starting", "namespaces", namespaces, "selector", selector, "interval", c.opts.Interval.String(),
-		"timeout", c.opts.Timeout.String(), "keepConnections", c.opts.KeepConnections, "leaderElection", leader)
+		"timeout", c.opts.Timeout.String(), "keepConnections", c.opts.KeepConnections, "leaderElection", leading)
 	if le == nil {
 		return c.run(ctx)
 	}
-	// The elector calls OnStartedLeading in a goroutine of its own and cancels its context when
-	// the lead is lost; done carries run's error back once it has returned.
-	done := make(chan error, 1)
-	elector, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
-		Lock: &resourcelock.LeaseLock{
-			LeaseMeta:  metav1.ObjectMeta{Namespace: le.Namespace, Name: le.Name},
-			Client:     c.opts.Kube.CoordinationV1(),
-			LockConfig: resourcelock.ResourceLockConfig{Identity: le.Identity},
-		},
-		LeaseDuration:   le.LeaseDuration,
-		RenewDeadline:   le.RenewDeadline,
-		RetryPeriod:     le.RetryPeriod,
-		ReleaseOnCancel: true,
-		Name:            le.Name,
-		Callbacks: leaderelection.LeaderCallbacks{
-			OnStartedLeading: func(ctx context.Context) {
-				c.opts.Logger.Info("leading", "lease", le.Namespace+"/"+le.Name, "identity", le.Identity)
-				done <- c.run(ctx)
-			},
-			OnStoppedLeading: func() {},
-		},
-	})
-	if err != nil {
-		return fmt.Errorf("health: %w", err)
-	}
-	elector.Run(ctx) // returns when ctx ends or the lead is lost
-	if !c.started.Load() {
-		// Either this replica never led, or it won just now and its goroutine has yet to begin:
-		// the elector does not say which, so give that goroutine a moment.
-		select {
-		case err = <-done:
-		case <-time.After(le.RetryPeriod):
-			return ctx.Err()
-		}
-	} else {
-		err = <-done
-	}
-	switch {
-	case ctx.Err() != nil:
-		return ctx.Err()
-	case errors.Is(err, context.Canceled):
+	err := leader.Run(ctx, c.opts.Kube.CoordinationV1(), leader.Lease{
+		Namespace: le.Namespace, Name: le.Name, Identity: le.Identity,
+		LeaseDuration: le.LeaseDuration, RenewDeadline: le.RenewDeadline, RetryPeriod: le.RetryPeriod,
+	}, func() {
+		c.opts.Logger.Info("leading", "lease", le.Namespace+"/"+le.Name, "identity", le.Identity)
+	}, c.run)
+	if errors.Is(err, leader.ErrLost) {
 		return ErrLostLeadership
 	}
 	return err
@@ -162,7 +125,6 @@ func (c *Controller) Run(ctx context.Context) error {
 
 // run is Run without election.
 func (c *Controller) run(ctx context.Context) error {
-	c.started.Store(true)
 	c.fleet = multicluster.NewFleet(c.opts.Registry, c.opts.Resolver, multicluster.FleetOptions{
 		Namespaces: c.opts.Namespaces, Selector: c.opts.Selector,
 	})

@@ -1,9 +1,12 @@
 package rotation
 
 import (
+	"cmp"
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 	"sync"
 	"time"
@@ -17,6 +20,7 @@ import (
 
 	"github.com/cluster-registry/sdk/access"
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
+	"github.com/cluster-registry/sdk/internal/leader"
 	"github.com/cluster-registry/sdk/multicluster"
 )
 
@@ -38,7 +42,27 @@ type Options struct {
 	Interval time.Duration
 	// Logger hears each renewal and each failure, never a token; discarded by default.
 	Logger logr.Logger
+	// LeaderElection, if set, makes replicas of the Rotator take turns: only the holder of a
+	// Lease in the registry renews, so that a member is asked for one token per renewal, not
+	// one per replica. Nil runs without election.
+	LeaderElection *LeaderElection
 }
+
+// LeaderElection names the Lease that replicas of the Rotator contend for.
+type LeaderElection struct {
+	// Namespace and Name of the Lease in the registry. Namespace is required; Name is
+	// "clusterregistry-rotation" by default.
+	Namespace, Name string
+	// Identity of this replica; default the host name and a random suffix.
+	Identity string
+	// LeaseDuration (default 15s), RenewDeadline (10s) and RetryPeriod (2s), as client-go's
+	// leaderelection takes them.
+	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
+}
+
+// ErrLostLeadership is Run's error when the Rotator led and could no longer renew its Lease:
+// another replica may renew now, so this one stops. Restart it to contend again.
+var ErrLostLeadership = errors.New("rotation: lost the leader election")
 
 // Rotator renews the tokens of members whose credential Secrets name their service account.
 type Rotator struct {
@@ -66,11 +90,48 @@ func New(members Members, opts Options) (*Rotator, error) {
 	if opts.Logger.GetSink() == nil {
 		opts.Logger = logr.Discard()
 	}
+	if le := opts.LeaderElection; le != nil {
+		copied := *le
+		opts.LeaderElection = &copied
+		if le.Namespace == "" {
+			return nil, errors.New("rotation: Options.LeaderElection.Namespace is required")
+		}
+		copied.Name = cmp.Or(le.Name, "clusterregistry-rotation")
+		if copied.Identity == "" {
+			host, _ := os.Hostname()
+			copied.Identity = host + "-" + rand.Text()[:8]
+		}
+		copied.LeaseDuration = cmp.Or(le.LeaseDuration, 15*time.Second)
+		copied.RenewDeadline = cmp.Or(le.RenewDeadline, 10*time.Second)
+		copied.RetryPeriod = cmp.Or(le.RetryPeriod, 2*time.Second)
+	}
 	return &Rotator{members: members, opts: opts}, nil
 }
 
-// Run renews what is due every Interval until ctx is done.
+// Run renews what is due every Interval until ctx is done. With LeaderElection, it first waits to
+// hold the Lease, and returns ErrLostLeadership if it loses it.
 func (r *Rotator) Run(ctx context.Context) error {
+	le := r.opts.LeaderElection
+	if le == nil {
+		return r.run(ctx)
+	}
+	err := leader.Run(ctx, r.opts.Kube.CoordinationV1(), leader.Lease{
+		Namespace: le.Namespace, Name: le.Name, Identity: le.Identity,
+		LeaseDuration: le.LeaseDuration, RenewDeadline: le.RenewDeadline, RetryPeriod: le.RetryPeriod,
+	}, func() {
+		r.opts.Logger.Info("leading", "lease", le.Namespace+"/"+le.Name, "identity", le.Identity)
+	}, r.run)
+	switch {
+	case ctx.Err() != nil:
+		return nil // as without election
+	case errors.Is(err, leader.ErrLost):
+		return ErrLostLeadership
+	}
+	return err
+}
+
+// run is Run without election.
+func (r *Rotator) run(ctx context.Context) error {
 	ticker := time.NewTicker(r.opts.Interval)
 	defer ticker.Stop()
 	for {

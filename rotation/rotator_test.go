@@ -2,11 +2,17 @@ package rotation_test
 
 import (
 	"context"
+	"fmt"
 	"net/netip"
+	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr/funcr"
 	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -220,4 +226,50 @@ func TestRenewalRevokesTheReplacedToken(t *testing.T) {
 	inSystem, err := kubernetes.NewForConfigOrDie(lf.Members[0].Config).CoreV1().Secrets("kube-system").List(ctx, metav1.ListOptions{LabelSelector: rotation.BindingLabel})
 	require.NoError(t, err)
 	require.Empty(t, inSystem.Items)
+}
+
+// Replicas with LeaderElection take turns: only the Lease's holder renews, so the member is asked
+// for one token per renewal. When the holder stops, the other takes over.
+func TestReplicasTakeTurns(t *testing.T) {
+	if testing.Short() {
+		t.Skip("needs kube-apiserver and etcd")
+	}
+	defer goleak.VerifyNone(t, append(fleettest.IgnoreIdleConnections, goleak.IgnoreCurrent())...)
+	ns := fleettest.CopySet(t, lf)
+	members := registerAs(t, ns, "turns/turns", boundRenewer(t, lf.Members[0], "turns"))
+	var renewals [2]atomic.Int32
+	var stops [2]context.CancelFunc
+	var done sync.WaitGroup
+	for i := range 2 {
+		logger := funcr.New(func(_, args string) {
+			if strings.Contains(args, `"renewed a member's token"`) {
+				renewals[i].Add(1)
+			}
+		}, funcr.Options{})
+		r, err := rotation.New(fixed(members), rotation.Options{Kube: kubernetes.NewForConfigOrDie(lf.Registry.Config), RenewAt: 1e-9,
+			TTL: 10 * time.Minute, Interval: 300 * time.Millisecond, Logger: logger,
+			LeaderElection: &rotation.LeaderElection{Namespace: ns, Identity: fmt.Sprint("replica-", i),
+				LeaseDuration: 2 * time.Second, RenewDeadline: time.Second, RetryPeriod: 200 * time.Millisecond}})
+		require.NoError(t, err)
+		ctx, cancel := context.WithCancel(context.Background())
+		stops[i] = cancel
+		done.Add(1)
+		go func() {
+			defer done.Done()
+			require.NoError(t, r.Run(ctx))
+		}()
+	}
+	defer func() {
+		stops[0]()
+		stops[1]()
+		done.Wait()
+	}()
+	require.Eventually(t, func() bool { return renewals[0].Load()+renewals[1].Load() >= 3 }, 20*time.Second, 100*time.Millisecond)
+	leading := 0
+	if renewals[1].Load() > 0 {
+		leading = 1
+	}
+	require.Zero(t, renewals[1-leading].Load(), "both replicas renewed")
+	stops[leading]() // releases the Lease
+	require.Eventually(t, func() bool { return renewals[1-leading].Load() > 0 }, 20*time.Second, 100*time.Millisecond, "the other replica did not take over")
 }

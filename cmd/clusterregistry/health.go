@@ -119,9 +119,9 @@ func (o *HealthOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return usageError{err}
 	}
-	// The publisher and the rotator run on every replica: the publisher writes what the registry
-	// says, and only what differs, so replicas agree; the rotator's Secret updates are guarded by
-	// resourceVersion, so one replica's renewal wins and the other's is refused.
+	// The publisher runs on every replica: it writes what the registry says, and only what
+	// differs, so replicas agree. With --leader-elect the rotator takes turns through a Lease of
+	// its own (the health Lease's name, -rotation), so a member is asked for one token per renewal.
 	g, ctx := errgroup.WithContext(ctx)
 	if o.ClusterProfiles {
 		profiles, err := cpversioned.NewForConfig(reg.Config)
@@ -137,7 +137,11 @@ func (o *HealthOptions) Run(ctx context.Context) error {
 	}
 	if o.RotateCredentials {
 		fleet := multicluster.NewFleet(reg.Clusters, opts.Resolver, multicluster.FleetOptions{Namespaces: opts.Namespaces, Selector: opts.Selector})
-		rotator, err := rotation.New(fleet, rotation.Options{Kube: reg.Kube, Logger: opts.Logger.WithName("rotation")})
+		rotateOpts := rotation.Options{Kube: reg.Kube, Logger: opts.Logger.WithName("rotation")}
+		if le := opts.LeaderElection; le != nil {
+			rotateOpts.LeaderElection = &rotation.LeaderElection{Namespace: le.Namespace, Name: le.Name + "-rotation"}
+		}
+		rotator, err := rotation.New(fleet, rotateOpts)
 		if err != nil {
 			return err
 		}
@@ -172,7 +176,9 @@ CRD (sigs.k8s.io/cluster-inventory-api) and deploy/health/clusterprofiles-cluste
 
 With --rotate-credentials it also renews the service-account tokens that join stored, asking each
 member with the current token once two thirds of its life have passed, and writes the new token
-and its expiry into the same Secret (update on Secrets, beside get).`
+and its expiry into the same Secret (update on Secrets, beside get), and revokes the token it
+replaced. With --leader-elect it takes turns through a Lease of its own, named after
+--leader-elect-name with -rotation appended. clusterregistry rotate runs it alone.`
 
 	healthExample = `  # The "fleet" cluster set of the current context's registry
   clusterregistry health -n fleet

@@ -222,6 +222,22 @@ func TestJoin(t *testing.T) {
 	secret, err = kubernetes.NewForConfigOrDie(lf.Registry.Config).CoreV1().Secrets("joined").Get(ctx, "alpha-token", metav1.GetOptions{})
 	require.NoError(t, err)
 	requireWorks(t, secret)
+	// The command does the same: one pass, forced, says what it renewed and revoked.
+	code, out, stderr = cli("rotate", "--once", "--renew-at", "0.000001")
+	require.Equal(t, 0, code, "%s%s", out, stderr)
+	require.Contains(t, out, "joined/alpha: Secret alpha-token renewed, valid until ")
+	require.Contains(t, out, "joined/beta: Secret beta-token renewed, valid until ")
+	require.Equal(t, 2, strings.Count(out, "; 1 replaced token(s) revoked\n"), out)
+	requireRefused(t, secret)
+	code, out, stderr = cli("rotate", "--once")
+	require.Equal(t, 0, code, "%s%s", out, stderr)
+	require.Equal(t, "no token is due\n", out)
+	code, _, stderr = cli("rotate", "--renew-at", "2")
+	require.Equal(t, 2, code)
+	require.Contains(t, stderr, "--renew-at 2: want a fraction of a token's life between 0 and 1")
+	secret, err = kubernetes.NewForConfigOrDie(lf.Registry.Config).CoreV1().Secrets("joined").Get(ctx, "alpha-token", metav1.GetOptions{})
+	require.NoError(t, err)
+	requireWorks(t, secret)
 
 	// What join made on the member records its owner, and is this Cluster's alone: the same
 	// member joined in another set, and under another name in this one (with a warning), gets
