@@ -23,7 +23,7 @@ const establishPollInterval = 100 * time.Millisecond
 // SchemaVersion is the version of the Cluster CRD's schema that this SDK installs. The CRD
 // carries it in the SchemaVersionAnnotation, and every change to the schema raises it, so that
 // Install can tell a newer CRD from an older one.
-const SchemaVersion = 3
+const SchemaVersion = 4
 
 // SchemaVersionAnnotation, on the Cluster CRD, holds the SchemaVersion of the SDK that installed it.
 const SchemaVersionAnnotation = "clusterregistry.k8s.io/schema-version"

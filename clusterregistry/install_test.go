@@ -188,6 +188,7 @@ func TestSchemaVersionIsRaisedWithTheSchema(t *testing.T) {
 		1: "df573e6fcccd2ad028aa33824161a81ed08d4a166e58592789d904f53197d804",
 		2: "bbcf16fd096ca4f26846c6dcf8a2c5d6a07b461c05dcff90d2994aad80ba5d67", // status.clusterID; Reason and Last Probe columns
 		3: "6989b6c943d26c1b39cb8985f32d4c069cdfde2afa80ffbb49ccf34d2702d677", // exec args that pass a credential are refused; the Last Report column
+		4: "b26e8961fb8626229810179277fce7ea47c7c01454561411c6f9ef662547c8b5", // status.credentialsExpireAt and its column
 	}
 	if want := digests[clusterregistry.SchemaVersion]; digest != want {
 		t.Errorf("the CRD's schema changed (digest %s) without a new schema version: raise SchemaVersion and the "+

@@ -57,6 +57,8 @@ func TestKubectlGetShowsColumns(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.Status.Version = "v1.36.3"
+	expires := metav1.NewTime(time.Date(2026, 11, 25, 6, 0, 0, 0, time.UTC))
+	c.Status.CredentialsExpireAt = &expires
 	c.Status.SetCondition(metav1.Condition{Type: v1alpha1.ConditionReady, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonReachable})
 	if _, err := clusters.UpdateStatus(testContext(t), c, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
@@ -76,6 +78,14 @@ func TestKubectlGetShowsColumns(t *testing.T) {
 	}
 	if !regexp.MustCompile(`(?m)^dev-eu-1\s+Development EU 1\s+dev-eu-1\.example\.com\s+\S+$`).MatchString(out) {
 		t.Errorf("an unprobed cluster should show empty Ready and Version:\n%s", out)
+	}
+	// -o wide adds the reason, the last report and when the credentials expire.
+	wide := mustKubectl(t, "get", "clusters", "-n", ns, "-o", "wide")
+	if !strings.Contains(strings.Split(wide, "\n")[0], "CREDENTIALS EXPIRE") {
+		t.Errorf("-o wide has no CREDENTIALS EXPIRE column:\n%s", wide)
+	}
+	if !regexp.MustCompile(`(?m)^prod-eu-1\s.*\s2026-11-25T06:00:00Z(\s|$)`).MatchString(wide) {
+		t.Errorf("-o wide does not show prod-eu-1's credentials' expiry:\n%s", wide)
 	}
 }
 

@@ -363,6 +363,9 @@ func (c *Controller) markUnprobed(ctx context.Context) {
 		}
 		current := t.member.Cluster()
 		v := verdict{condition: notProbed, transition: true, version: current.Status.Version, clusterID: current.Status.ClusterID}
+		if t := current.Status.CredentialsExpireAt; t != nil {
+			v.expires = t.Time
+		}
 		v.condition.Message = fmt.Sprintf("not probed for %s", since(now, last))
 		v.condition.LastTransitionTime = metav1.NewTime(now)
 		probed := now

@@ -62,6 +62,8 @@ func TestCredentialsExpiringAndExpired(t *testing.T) {
 	c := waitFor(t, lf, m.Name, "True/CredentialsExpiring")
 	expires := tr.Status.ExpirationTimestamp.UTC()
 	require.Contains(t, c.Status.Condition("Ready").Message, expires.Format(time.RFC3339))
+	require.NotNil(t, c.Status.CredentialsExpireAt, "status.credentialsExpireAt is not written")
+	require.Equal(t, expires.Unix(), c.Status.CredentialsExpireAt.Unix())
 	registry := kubernetes.NewForConfigOrDie(lf.Registry.Config)
 	requireEvent(t, registry, lf.Namespace, m.Name, "CredentialsExpiring")
 	require.Eventually(t, func() bool {

@@ -28,10 +28,12 @@ import (
 type observation struct {
 	// expires is when the credentials the probe used expire, zero when they do not say.
 	expires time.Time
-	ready   bool
-	reason  string
-	message string
-	version string
+	// resolved is true when the probe had credentials, so that expires is what they say.
+	resolved bool
+	ready    bool
+	reason   string
+	message  string
+	version  string
 	// clusterID is the kube-system namespace's UID, or "" where the credentials cannot read it.
 	clusterID string
 	// opened is true when the readiness check came over a new connection, or the transport did
@@ -72,6 +74,7 @@ func (c *Controller) probe(ctx context.Context, m *multicluster.Member, identify
 	defer done()
 	issued, expires, _ := resolved.Expiry()
 	o := c.probeWith(ctx, rest, identify)
+	o.resolved = true
 	return c.judgeExpiry(o, issued, expires, time.Now())
 }
 

@@ -14,6 +14,7 @@ type memberState struct {
 	written    *metav1.Condition // nil until the controller writes or adopts one
 	version    string
 	clusterID  string
+	expires    time.Time // status.credentialsExpireAt as written
 	lastWrite  time.Time
 	lastProbe  time.Time
 	candidate  metav1.Condition
@@ -28,6 +29,9 @@ type verdict struct {
 	transition bool
 	version    string
 	clusterID  string
+	// expires is status.credentialsExpireAt: what the probe's credentials say, or what was
+	// written when the probe had none.
+	expires time.Time
 }
 
 // decide folds one observation into the member's state and returns what its status should say,
@@ -40,14 +44,20 @@ func (s *memberState) decide(current *v1alpha1.Cluster, o observation, opts *Opt
 			adopted := *c
 			s.written = &adopted
 			s.version, s.clusterID = current.Status.Version, current.Status.ClusterID
+			if t := current.Status.CredentialsExpireAt; t != nil {
+				s.expires = t.Time
+			}
 			if t := current.Status.LastProbeTime; t != nil {
 				s.lastWrite = t.Time
 			}
 		}
 	}
-	v := verdict{version: s.version, clusterID: current.Status.ClusterID}
+	v := verdict{version: s.version, clusterID: current.Status.ClusterID, expires: s.expires}
 	if o.version != "" {
 		v.version = o.version
+	}
+	if o.resolved {
+		v.expires = o.expires.Truncate(time.Second)
 	}
 	// Identity: recorded on first sight; a different one means the endpoints lead elsewhere.
 	switch {
@@ -108,11 +118,11 @@ func (s *memberState) accept(want metav1.Condition, v verdict, now time.Time) ve
 // needsWrite reports whether the verdict changes the status, or the heartbeat is due.
 func (s *memberState) needsWrite(v verdict, heartbeat time.Duration, now time.Time) bool {
 	return s.written == nil || v.transition || v.version != s.version || v.clusterID != s.clusterID ||
-		now.Sub(s.lastWrite) >= heartbeat
+		!v.expires.Equal(s.expires) || now.Sub(s.lastWrite) >= heartbeat
 }
 
 // wrote records a successful write.
 func (s *memberState) wrote(v verdict, now time.Time) {
 	c := v.condition
-	s.written, s.version, s.clusterID, s.lastWrite = &c, v.version, v.clusterID, now
+	s.written, s.version, s.clusterID, s.expires, s.lastWrite = &c, v.version, v.clusterID, v.expires, now
 }

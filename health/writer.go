@@ -40,8 +40,8 @@ func newWriter(ctx context.Context, opts *Options) (*writer, error) {
 	return &writer{opts: opts, broadcaster: b, recorder: b.NewRecorder(scheme, corev1.EventSource{Component: opts.FieldManager})}, nil
 }
 
-// apply writes the verdict as the Cluster's status: the Ready condition, version, clusterID and
-// lastProbeTime, owned by the controller's field manager and nothing else.
+// apply writes the verdict as the Cluster's status: the Ready condition, version, clusterID,
+// credentialsExpireAt and lastProbeTime, owned by the controller's field manager and nothing else.
 func (w *writer) apply(ctx context.Context, c *v1alpha1.Cluster, v verdict, probed time.Time) error {
 	cond := metav1ac.Condition().
 		WithType(v.condition.Type).
@@ -59,6 +59,9 @@ func (w *writer) apply(ctx context.Context, c *v1alpha1.Cluster, v verdict, prob
 	}
 	if v.clusterID != "" {
 		status.WithClusterID(v.clusterID)
+	}
+	if !v.expires.IsZero() {
+		status.WithCredentialsExpireAt(metav1.NewTime(v.expires))
 	}
 	ac := crv1alpha1ac.Cluster(c.Name, c.Namespace).WithStatus(status)
 	_, err := w.opts.Registry.ClusterregistryV1alpha1().Clusters(c.Namespace).ApplyStatus(ctx, ac,

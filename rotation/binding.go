@@ -14,7 +14,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
 )
@@ -44,10 +44,10 @@ func Rules(account string) []rbacv1.PolicyRule {
 
 // Issue asks the member for a token of the service account namespace/name, valid for ttl (the
 // member may shorten it), bound to a new Secret of that namespace: deleting the Secret revokes
-// the token (Revoke). kube acts on the member: as an administrator (join), or as the account
+// the token (Revoke). core acts on the member: as an administrator (join), or as the account
 // itself with the current token (renewal). If no token is issued, the Secret is deleted again.
-func Issue(ctx context.Context, kube kubernetes.Interface, namespace, name string, ttl time.Duration) (*authenticationv1.TokenRequestStatus, error) {
-	secrets := kube.CoreV1().Secrets(namespace)
+func Issue(ctx context.Context, core corev1client.CoreV1Interface, namespace, name string, ttl time.Duration) (*authenticationv1.TokenRequestStatus, error) {
+	secrets := core.Secrets(namespace)
 	binding, err := secrets.Create(ctx, &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{
 			GenerateName: "token-binding-",
@@ -60,7 +60,7 @@ func Issue(ctx context.Context, kube kubernetes.Interface, namespace, name strin
 		return nil, fmt.Errorf("making the Secret to bind a token of %s/%s to: %w", namespace, name, err)
 	}
 	seconds := int64(ttl.Seconds())
-	tr, err := kube.CoreV1().ServiceAccounts(namespace).CreateToken(ctx, name, &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{
+	tr, err := core.ServiceAccounts(namespace).CreateToken(ctx, name, &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{
 		ExpirationSeconds: &seconds,
 		BoundObjectRef:    &authenticationv1.BoundObjectReference{Kind: "Secret", APIVersion: "v1", Name: binding.Name, UID: binding.UID},
 	}}, metav1.CreateOptions{})
@@ -75,9 +75,9 @@ func Issue(ctx context.Context, kube kubernetes.Interface, namespace, name strin
 // to, but the one that keep (a token) is bound to: every other token of the account that Issue
 // gave stops working. Tokens not bound to a Secret are not touched; they stop working when they
 // expire or the account is deleted. It returns how many it deleted.
-func Revoke(ctx context.Context, kube kubernetes.Interface, namespace, name, keep string) (int, error) {
+func Revoke(ctx context.Context, core corev1client.CoreV1Interface, namespace, name, keep string) (int, error) {
 	kept := BoundSecret(keep)
-	secrets := kube.CoreV1().Secrets(namespace)
+	secrets := core.Secrets(namespace)
 	list, err := secrets.List(ctx, metav1.ListOptions{LabelSelector: BindingLabel + "=true"})
 	if err != nil {
 		return 0, fmt.Errorf("listing the Secrets that tokens of %s/%s are bound to: %w", namespace, name, err)

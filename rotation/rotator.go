@@ -6,16 +6,19 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
+	"golang.org/x/sync/errgroup"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
 
 	"github.com/cluster-registry/sdk/access"
@@ -40,6 +43,9 @@ type Options struct {
 	RenewAt float64
 	// Interval is how often Run looks for tokens due; a minute by default.
 	Interval time.Duration
+	// Concurrency is how many renewals run at once; 8 by default. Tokens of members joined
+	// together come due together, and each renewal waits on the member four times.
+	Concurrency int
 	// Logger hears each renewal and each failure, never a token; discarded by default.
 	Logger logr.Logger
 	// LeaderElection, if set, makes replicas of the Rotator take turns: only the holder of a
@@ -86,6 +92,9 @@ func New(members Members, opts Options) (*Rotator, error) {
 	}
 	if opts.Interval <= 0 {
 		opts.Interval = time.Minute
+	}
+	if opts.Concurrency <= 0 {
+		opts.Concurrency = 8
 	}
 	if opts.Logger.GetSink() == nil {
 		opts.Logger = logr.Discard()
@@ -166,8 +175,11 @@ func (r *Rotator) RenewDue(ctx context.Context) ([]Renewal, []error) {
 }
 
 func (r *Rotator) renewDue(ctx context.Context, now time.Time) ([]Renewal, []error) {
-	var done []Renewal
-	var errs []error
+	type job struct {
+		m      *multicluster.Member
+		secret types.NamespacedName
+	}
+	var jobs []job
 	seen := map[types.NamespacedName]bool{}
 	for _, m := range r.members.Members() {
 		secret, ok := tokenSecret(m.Cluster())
@@ -175,17 +187,44 @@ func (r *Rotator) renewDue(ctx context.Context, now time.Time) ([]Renewal, []err
 			continue
 		}
 		seen[secret] = true
-		renewal, err := r.renewIfDue(ctx, m, secret, now)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("member %s, Secret %s: %w", m, secret, err))
-		}
-		if renewal != nil {
-			done = append(done, *renewal)
-			r.opts.Logger.Info("renewed a member's token", "cluster", m.String(), "secret", secret.String(),
-				"expires", renewal.Expires.UTC().Format(time.RFC3339), "revoked", renewal.Revoked)
-		}
+		jobs = append(jobs, job{m, secret})
 	}
+	var mu sync.Mutex
+	var done []Renewal
+	var errs []error
+	g := errgroup.Group{}
+	g.SetLimit(r.opts.Concurrency)
+	for _, j := range jobs {
+		g.Go(func() error {
+			renewal, err := r.renewIfDue(ctx, j.m, j.secret, now)
+			if err == nil && renewal == nil {
+				return nil
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				errs = append(errs, fmt.Errorf("member %s, Secret %s: %w", j.m, j.secret, err))
+			}
+			if renewal != nil {
+				done = append(done, *renewal)
+				r.opts.Logger.Info("renewed a member's token", "cluster", j.m.String(), "secret", j.secret.String(),
+					"expires", renewal.Expires.UTC().Format(time.RFC3339), "revoked", renewal.Revoked)
+			}
+			return nil
+		})
+	}
+	_ = g.Wait()
 	return done, errs
+}
+
+// dueAt is when a pass should next read the Secret of a token of that life: when it is due, or
+// ten passes from now if sooner, since the Secret may get another token meanwhile (join again).
+func (r *Rotator) dueAt(now, expires time.Time, life time.Duration) time.Time {
+	due := expires.Add(-time.Duration(float64(life) * (1 - r.opts.RenewAt)))
+	if reread := now.Add(10 * r.opts.Interval); reread.Before(due) {
+		due = reread
+	}
+	return due
 }
 
 // tokenSecret is the Secret of the Cluster's first secret provider.
@@ -227,11 +266,7 @@ func (r *Rotator) renewIfDue(ctx context.Context, m *multicluster.Member, key ty
 		life = r.opts.TTL
 	}
 	if due := expires.Add(-time.Duration(float64(life) * (1 - r.opts.RenewAt))); now.Before(due) {
-		// Read again by ten passes at most: the Secret may get a shorter-lived token meanwhile.
-		if reread := now.Add(10 * r.opts.Interval); reread.Before(due) {
-			due = reread
-		}
-		r.due.Store(key, due)
+		r.due.Store(key, r.dueAt(now, expires, life))
 		return nil, nil
 	}
 	ttl := r.opts.TTL
@@ -260,7 +295,7 @@ func (r *Rotator) renewIfDue(ctx context.Context, m *multicluster.Member, key ty
 		// either. Join again to move it to a namespace of its own.
 		seconds := int64(ttl.Seconds())
 		var tr *authenticationv1.TokenRequest
-		tr, err = kube.CoreV1().ServiceAccounts(saNamespace).CreateToken(ctx, saName,
+		tr, err = kube.ServiceAccounts(saNamespace).CreateToken(ctx, saName,
 			&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &seconds}}, metav1.CreateOptions{})
 		if err == nil {
 			fresh = &tr.Status
@@ -276,11 +311,11 @@ func (r *Rotator) renewIfDue(ctx context.Context, m *multicluster.Member, key ty
 	s.Annotations[v1alpha1.TokenExpiresAnnotation] = fresh.ExpirationTimestamp.UTC().Format(time.RFC3339)
 	if _, err := secrets.Update(ctx, s, metav1.UpdateOptions{FieldManager: fieldManager}); err != nil {
 		if bound { // nobody will use the new token: revoke it, and only it (another replica's may have won)
-			_ = kube.CoreV1().Secrets(saNamespace).Delete(context.WithoutCancel(ctx), BoundSecret(fresh.Token), metav1.DeleteOptions{})
+			_ = kube.Secrets(saNamespace).Delete(context.WithoutCancel(ctx), BoundSecret(fresh.Token), metav1.DeleteOptions{})
 		}
 		return nil, fmt.Errorf("writing the new token into the Secret: %w", err)
 	}
-	r.due.Delete(key) // read anew at the next pass, which sets when the new token is due
+	r.due.Store(key, r.dueAt(now, fresh.ExpirationTimestamp.Time, ttl))
 	renewal := &Renewal{Member: m.Name(), Secret: key, Expires: fresh.ExpirationTimestamp.Time}
 	if !bound {
 		return renewal, nil
@@ -300,9 +335,17 @@ func (r *Rotator) renewIfDue(ctx context.Context, m *multicluster.Member, key ty
 }
 
 // withToken is a client of the member as resolved (its pinning and CA) that sends token in place
-// of the resolution's credentials, and a func that closes its connections.
-func withToken(a *access.Resolved, token string) (kubernetes.Interface, func(), error) {
+// of the resolution's credentials, and a func that closes what it opened.
+func withToken(a *access.Resolved, token string) (corev1client.CoreV1Interface, func(), error) {
 	cfg := rest.CopyConfig(a.Config)
+	if a.HTTPClient != nil && cfg.BearerToken != "" && cfg.BearerTokenFile == "" && cfg.ExecProvider == nil && cfg.AuthProvider == nil &&
+		len(cfg.CertData) == 0 && cfg.CertFile == "" && cfg.Username == "" {
+		// The resolution sends a token and nothing else: send this one on its connections
+		// instead (client-go's bearer round tripper leaves a request's Authorization alone).
+		client := &http.Client{Transport: bearer{token: "Bearer " + token, next: a.HTTPClient.Transport}, Timeout: a.HTTPClient.Timeout}
+		core, err := corev1client.NewForConfigAndClient(cfg, client)
+		return core, func() {}, err
+	}
 	cfg.BearerToken, cfg.BearerTokenFile = token, ""
 	cfg.ExecProvider, cfg.AuthProvider, cfg.Username, cfg.Password = nil, nil, "", ""
 	cfg.CertData, cfg.KeyData, cfg.CertFile, cfg.KeyFile = nil, nil, "", ""
@@ -310,9 +353,21 @@ func withToken(a *access.Resolved, token string) (kubernetes.Interface, func(), 
 	if err != nil {
 		return nil, nil, fmt.Errorf("building a client of the member: %w", err)
 	}
-	kube, err := kubernetes.NewForConfigAndClient(cfg, client)
+	core, err := corev1client.NewForConfigAndClient(cfg, client)
 	if err != nil {
 		return nil, nil, fmt.Errorf("building a client of the member: %w", err)
 	}
-	return kube, client.CloseIdleConnections, nil
+	return core, client.CloseIdleConnections, nil
+}
+
+// bearer sets a request's Authorization before the resolution's transport sees it.
+type bearer struct {
+	token string
+	next  http.RoundTripper
+}
+
+func (b bearer) RoundTrip(req *http.Request) (*http.Response, error) {
+	req = req.Clone(req.Context())
+	req.Header.Set("Authorization", b.token)
+	return b.next.RoundTrip(req)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/netip"
+	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -26,6 +27,7 @@ import (
 	"github.com/cluster-registry/sdk/clientset/versioned"
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
 	"github.com/cluster-registry/sdk/internal/fleettest"
+	"github.com/cluster-registry/sdk/internal/simmembers"
 	"github.com/cluster-registry/sdk/localfleet"
 	"github.com/cluster-registry/sdk/multicluster"
 	"github.com/cluster-registry/sdk/rotation"
@@ -34,6 +36,9 @@ import (
 var lf *localfleet.Fleet
 
 func TestMain(m *testing.M) {
+	if code, child := simmembers.Main(); child { // BenchmarkRotate's simulated members
+		os.Exit(code)
+	}
 	fleettest.Main(m, &lf, localfleet.Options{Members: 1}, nil)
 }
 
@@ -74,7 +79,7 @@ func boundRenewer(t *testing.T, member *localfleet.Member, name string) string {
 		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: name},
 		Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: name, Name: name}}}, metav1.CreateOptions{})
 	require.NoError(t, err)
-	tr, err := rotation.Issue(ctx, kube, name, name, 10*time.Minute)
+	tr, err := rotation.Issue(ctx, kube.CoreV1(), name, name, 10*time.Minute)
 	require.NoError(t, err)
 	require.NotEmpty(t, rotation.BoundSecret(tr.Token))
 	return tr.Token

@@ -15,13 +15,14 @@ import (
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:scope=Namespaced,shortName=rcl,categories=clusterregistry
 // +kubebuilder:metadata:annotations="api-approved.kubernetes.io=unapproved, not an official Kubernetes API; see https://github.com/cluster-registry/sdk"
-// +kubebuilder:metadata:annotations="clusterregistry.k8s.io/schema-version=3"
+// +kubebuilder:metadata:annotations="clusterregistry.k8s.io/schema-version=4"
 // +kubebuilder:printcolumn:name="Display Name",type=string,JSONPath=`.spec.displayName`
 // +kubebuilder:printcolumn:name="Server",type=string,JSONPath=`.spec.kubernetesApiEndpoints.serverEndpoints[0].serverAddress`
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name="Version",type=string,JSONPath=`.status.version`
 // +kubebuilder:printcolumn:name="Reason",type=string,priority=1,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`
 // +kubebuilder:printcolumn:name="Last Report",type=date,priority=1,JSONPath=`.status.lastProbeTime`
+// +kubebuilder:printcolumn:name="Credentials Expire",type=string,priority=1,JSONPath=`.status.credentialsExpireAt`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type Cluster struct {
 	metav1.TypeMeta   `json:",inline"`
@@ -188,6 +189,12 @@ type ClusterStatus struct {
 	// +optional
 	// +kubebuilder:validation:MaxLength=128
 	ClusterID string `json:"clusterID,omitempty"`
+
+	// credentialsExpireAt is when the credentials that a health controller last reached the
+	// cluster with expire, when they say (a token's exp, a client certificate's NotAfter); unset
+	// when they do not. A rotator renews join's tokens well before (clusterregistry rotate).
+	// +optional
+	CredentialsExpireAt *metav1.Time `json:"credentialsExpireAt,omitempty"`
 }
 
 // ClusterList is a list of Clusters.

@@ -182,6 +182,10 @@ func (in *ClusterStatus) DeepCopyInto(out *ClusterStatus) {
 		in, out := &in.LastProbeTime, &out.LastProbeTime
 		*out = (*in).DeepCopy()
 	}
+	if in.CredentialsExpireAt != nil {
+		in, out := &in.CredentialsExpireAt, &out.CredentialsExpireAt
+		*out = (*in).DeepCopy()
+	}
 	return
 }
 

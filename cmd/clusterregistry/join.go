@@ -246,7 +246,7 @@ func join(ctx context.Context, out io.Writer, reg *registry, member *rest.Config
 	if err := applyMemberAccount(ctx, out, memberKube, saNamespace, account, o.clusterRole, owner); err != nil {
 		return nil, err
 	}
-	token, err := rotation.Issue(ctx, memberKube, saNamespace, account, o.tokenTTL)
+	token, err := rotation.Issue(ctx, memberKube.CoreV1(), saNamespace, account, o.tokenTTL)
 	if err != nil {
 		return nil, fmt.Errorf("member: %w (its service account and bindings are made; unjoin removes them)", err)
 	}
@@ -261,7 +261,7 @@ func join(ctx context.Context, out io.Writer, reg *registry, member *rest.Config
 	fmt.Fprintf(out, "registry: Secret %s/%s applied, pinned to %s, token valid until %s\n", namespace, secretName, server, token.ExpirationTimestamp.Format(time.RFC3339))
 	// Joining again replaces the token: the ones it replaces stop working, and what an earlier
 	// release made in kube-system goes.
-	revoked, err := rotation.Revoke(ctx, memberKube, saNamespace, account, token.Token)
+	revoked, err := rotation.Revoke(ctx, memberKube.CoreV1(), saNamespace, account, token.Token)
 	if err != nil {
 		return nil, fmt.Errorf("member: %w (the new token is stored; join again to retry)", err)
 	}

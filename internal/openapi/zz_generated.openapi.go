@@ -385,6 +385,12 @@ func schema_cluster_registry_sdk_clusterregistry_v1alpha1_ClusterStatus(ref comm
 							Format:      "",
 						},
 					},
+					"credentialsExpireAt": {
+						SchemaProps: spec.SchemaProps{
+							Description: "credentialsExpireAt is when the credentials that a health controller last reached the cluster with expire, when they say (a token's exp, a client certificate's NotAfter); unset when they do not. A rotator renews join's tokens well before (clusterregistry rotate).",
+							Ref:         ref(v1.Time{}.OpenAPIModelName()),
+						},
+					},
 				},
 			},
 		},

@@ -111,7 +111,7 @@ func serveH2Conn(conn net.Conn, m *member, latency time.Duration) {
 				write(func() error { return fr.WritePing(true, f.Data) })
 			}
 		case *http2.MetaHeadersFrame:
-			path, auth, accept := f.PseudoValue("path"), "", ""
+			method, path, auth, accept := f.PseudoValue("method"), f.PseudoValue("path"), "", ""
 			for _, h := range f.RegularFields() {
 				switch h.Name {
 				case "authorization":
@@ -126,11 +126,18 @@ func serveH2Conn(conn net.Conn, m *member, latency time.Duration) {
 				startWatch(stream, metadata, m.initialEvents(path, metadata)) // at once: a watch's latency is its events'
 				continue
 			}
-			status, contentType, body := answer(path, auth, accept)
+			status, contentType, body := answer(method, path, auth, accept)
 			if latency > 0 && !strings.HasPrefix(path, "/debug/") {
 				time.AfterFunc(latency, func() { respond(stream, status, contentType, body) })
 			} else {
 				respond(stream, status, contentType, body)
+			}
+		case *http2.DataFrame:
+			// Request bodies are not read, but their bytes are given back to the connection's
+			// flow-control window, or it would stall after 64 KiB of them (a stream's own window
+			// is far larger than the small bodies sent here).
+			if n := uint32(len(f.Data())); n > 0 {
+				write(func() error { return fr.WriteWindowUpdate(0, n) })
 			}
 		case *http2.RSTStreamFrame:
 			for i, w := range watches {

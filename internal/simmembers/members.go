@@ -86,7 +86,7 @@ func serve() int {
 			fmt.Fprintln(os.Stderr, "sim members:", err)
 			return 1
 		}
-		m := &member{uid: types.UID(fmt.Sprintf("00000000-0000-0000-0000-%012d", i))}
+		m := &member{uid: types.UID(fmt.Sprintf("00000000-0000-0000-0000-%012d", i)), bound: map[string][]string{}}
 		config := &tls.Config{
 			Certificates: []tls.Certificate{{Certificate: [][]byte{der}, PrivateKey: k.leafKey}},
 			GetConfigForClient: func(*tls.ClientHelloInfo) (*tls.Config, error) {
@@ -161,7 +161,9 @@ type member struct {
 
 	mu       sync.Mutex
 	watchers []*watcher
-	version  int64 // the resourceVersion of the latest write
+	version  int64               // the resourceVersion of the latest write
+	bindings int64               // how many binding Secrets were made
+	bound    map[string][]string // binding Secrets by namespace
 }
 
 // ObjectsPerMember is how many ConfigMaps each member serves at /api/v1/configmaps, all in
@@ -186,7 +188,7 @@ func metadataOf(cm *corev1.ConfigMap) *metav1.PartialObjectMetadata {
 // isWatch reports whether path is an authorised watch of ConfigMaps.
 func (m *member) isWatch(path, auth string) bool {
 	p, query, _ := strings.Cut(path, "?")
-	return auth == "Bearer "+Token && p == "/api/v1/configmaps" && strings.Contains(query, "watch=true")
+	return authorized(auth) && p == "/api/v1/configmaps" && strings.Contains(query, "watch=true")
 }
 
 func (m *member) watch(w *watcher) {
@@ -299,19 +301,22 @@ var lists = sync.OnceValue(func() [3]string {
 	return [3]string{js, pb, string(metaJSON)}
 })
 
-// answer answers GET /readyz and /healthz (failing, once /debug/fail was asked, as an API server
+// answer answers a Rotator's requests (tokens.go), GET /readyz and /healthz (failing, once /debug/fail was asked, as an API server
 // whose etcd is gone), /version, the kube-system namespace, a GET or server-side apply of a
 // namespaced ConfigMap (in protobuf when the client accepts it, as API servers do), and the debug
 // paths: /debug/handshakes with the member's TLS handshake count, /debug/cpu with this process's
 // CPU time in microseconds, /debug/fail and /debug/recover. The server sends answers other than
 // debug ones after the latency.
-func (m *member) answer(path, auth, accept string) (status int, contentType, body string) {
+func (m *member) answer(method, path, auth, accept string) (status int, contentType, body string) {
 	const json = "application/json"
-	if auth != "Bearer "+Token {
+	if !authorized(auth) {
 		return http.StatusUnauthorized, json, `{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"Unauthorized","code":401}`
 	}
 	full := path
-	path, _, _ = strings.Cut(path, "?")
+	path, query, _ := strings.Cut(path, "?")
+	if status, contentType, body, ok := m.tokens(method, path, query); ok {
+		return status, contentType, body
+	}
 	switch {
 	case path == "/debug/handshakes":
 		return http.StatusOK, "text/plain", strconv.FormatInt(m.handshakes.Load(), 10)

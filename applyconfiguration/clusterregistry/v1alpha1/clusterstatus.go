@@ -43,6 +43,10 @@ type ClusterStatusApplyConfiguration struct {
 	// sight; if the endpoints later lead to a cluster with another ID, Ready turns False with
 	// reason IdentityChanged. Remove the field to accept the new cluster.
 	ClusterID *string `json:"clusterID,omitempty"`
+	// credentialsExpireAt is when the credentials that a health controller last reached the
+	// cluster with expire, when they say (a token's exp, a client certificate's NotAfter); unset
+	// when they do not. A rotator renews join's tokens well before (clusterregistry rotate).
+	CredentialsExpireAt *metav1.Time `json:"credentialsExpireAt,omitempty"`
 }
 
 // ClusterStatusApplyConfiguration constructs a declarative configuration of the ClusterStatus type for use with
@@ -85,5 +89,13 @@ func (b *ClusterStatusApplyConfiguration) WithLastProbeTime(value metav1.Time) *
 // If called multiple times, the ClusterID field is set to the value of the last call.
 func (b *ClusterStatusApplyConfiguration) WithClusterID(value string) *ClusterStatusApplyConfiguration {
 	b.ClusterID = &value
+	return b
+}
+
+// WithCredentialsExpireAt sets the CredentialsExpireAt field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the CredentialsExpireAt field is set to the value of the last call.
+func (b *ClusterStatusApplyConfiguration) WithCredentialsExpireAt(value metav1.Time) *ClusterStatusApplyConfiguration {
+	b.CredentialsExpireAt = &value
 	return b
 }
