@@ -18,6 +18,9 @@
 #                             heap and goroutines per engaged cluster
 #   BenchmarkPublish          clusterprofile: ClusterProfiles for 10,000 Clusters of a real registry:
 #                             time to first publish, writes per Cluster, writes/s at steady state
+#   BenchmarkRotate           rotation: 10,000 simulated members' tokens, in Secrets of a real
+#                             registry, all due at once: renewals/s, registry writes/s, CPU per
+#                             renewal; then a pass with nothing due (time, registry reads)
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -36,6 +39,7 @@ go test ./multicluster/ -run '^$' -bench 'FanOut/naive' -benchtime 3x | tee -a "
 go test ./fleetcache/ -short -run '^$' -bench 'Caches' -benchtime 1x -count 2 | tee -a "$out" >&2
 go test ./mcprovider/ -short -run '^$' -bench 'Engage' -benchtime 1x -timeout 30m | tee -a "$out" >&2
 go test ./clusterprofile/ -run '^$' -bench 'Publish' -benchtime 1x -timeout 30m | tee -a "$out" >&2
+go test ./rotation/ -run '^$' -bench 'Rotate' -benchtime 1x -timeout 30m | tee -a "$out" >&2
 go test ./health/ -run '^$' -bench 'Health' -benchtime 1x -timeout 30m | tee -a "$out" >&2
 
 # Each result line is: name iterations value unit value unit ...; print one row per benchmark.

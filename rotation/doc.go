@@ -1,9 +1,14 @@
-// Package rotation renews members' service-account tokens before they expire. join stores each
-// member's token in a Secret of the registry annotated with the service account it belongs to
-// (v1alpha1.ServiceAccountAnnotation) and grants that account the right to ask for tokens of
-// itself, and nothing else; a Rotator asks the member, with the current token and through the
-// member's pinned transport, for a new one once two thirds of the current one's life have passed,
-// and writes it into the same Secret (pinning and CA kept), with its expiry
-// (v1alpha1.TokenExpiresAnnotation). Tools that read the Secret through a Resolver use the new
-// token at their next request.
+// Package rotation renews members' service-account tokens before they expire, and revokes the
+// ones it replaces. join stores each member's token in a Secret of the registry annotated with the
+// service account it belongs to (v1alpha1.ServiceAccountAnnotation), gives that account a
+// namespace of its own on the member, and lets it ask for tokens of itself and manage the Secrets
+// of that namespace, and nothing else (Rules). Tokens are bound to such Secrets (Issue); deleting
+// one revokes its token (Revoke).
+//
+// A Rotator asks the member, with the current token and pinned to the member's server as the
+// Cluster resolves, for a new token once RenewAt (two thirds) of the current one's life has
+// passed; writes it and its expiry (v1alpha1.TokenExpiresAnnotation) into the same Secret,
+// pinning and CA kept; and then revokes the token it replaced. Tools that reach members through a
+// multicluster.Member use the new token at their next request, and send a request refused because
+// the old one was just revoked once more with the new one.
 package rotation

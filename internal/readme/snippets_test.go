@@ -65,6 +65,7 @@ import (
 	"github.com/cluster-registry/sdk/localfleet"
 	"github.com/cluster-registry/sdk/mcprovider"
 	"github.com/cluster-registry/sdk/multicluster"
+	"github.com/cluster-registry/sdk/rotation"
 )
 
 var (
