@@ -111,12 +111,7 @@ func (c *Controller) Run(ctx context.Context) error {
 	if le == nil {
 		return c.run(ctx)
 	}
-	err := leader.Run(ctx, c.opts.Kube.CoordinationV1(), leader.Lease{
-		Namespace: le.Namespace, Name: le.Name, Identity: le.Identity,
-		LeaseDuration: le.LeaseDuration, RenewDeadline: le.RenewDeadline, RetryPeriod: le.RetryPeriod,
-	}, func() {
-		c.opts.Logger.Info("leading", "lease", le.Namespace+"/"+le.Name, "identity", le.Identity)
-	}, c.run)
+	err := leader.Run(ctx, c.opts.Kube.CoordinationV1(), leader.Lease(*le), c.opts.Logger, c.run)
 	if errors.Is(err, leader.ErrLost) {
 		return ErrLostLeadership
 	}

@@ -1,11 +1,8 @@
 package health
 
 import (
-	"cmp"
-	"crypto/rand"
 	"errors"
 	"fmt"
-	"os"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -15,6 +12,7 @@ import (
 
 	"github.com/cluster-registry/sdk/access"
 	"github.com/cluster-registry/sdk/clientset/versioned"
+	"github.com/cluster-registry/sdk/internal/leader"
 )
 
 // Options configure a Controller. Registry, Kube and Resolver are required; the rest have
@@ -151,13 +149,7 @@ func (o *Options) withDefaults() (Options, error) {
 		if le.Name == "" {
 			le.Name = defaultFieldManager
 		}
-		if le.Identity == "" {
-			host, _ := os.Hostname()
-			le.Identity = host + "-" + rand.Text()[:8]
-		}
-		le.LeaseDuration = cmp.Or(le.LeaseDuration, 15*time.Second)
-		le.RenewDeadline = cmp.Or(le.RenewDeadline, 10*time.Second)
-		le.RetryPeriod = cmp.Or(le.RetryPeriod, 2*time.Second)
+		*le = LeaderElection(leader.Lease(*le).Defaulted())
 		if !(le.RetryPeriod < le.RenewDeadline && le.RenewDeadline < le.LeaseDuration) {
 			errs = append(errs, fmt.Errorf("health.Options.LeaderElection: want RetryPeriod (%s) < RenewDeadline (%s) < LeaseDuration (%s)",
 				le.RetryPeriod, le.RenewDeadline, le.LeaseDuration))

@@ -3,11 +3,9 @@ package rotation
 import (
 	"cmp"
 	"context"
-	"crypto/rand"
 	"errors"
 	"fmt"
 	"net/http"
-	"os"
 	"strings"
 	"sync"
 	"time"
@@ -106,13 +104,7 @@ func New(members Members, opts Options) (*Rotator, error) {
 			return nil, errors.New("rotation: Options.LeaderElection.Namespace is required")
 		}
 		copied.Name = cmp.Or(le.Name, "clusterregistry-rotation")
-		if copied.Identity == "" {
-			host, _ := os.Hostname()
-			copied.Identity = host + "-" + rand.Text()[:8]
-		}
-		copied.LeaseDuration = cmp.Or(le.LeaseDuration, 15*time.Second)
-		copied.RenewDeadline = cmp.Or(le.RenewDeadline, 10*time.Second)
-		copied.RetryPeriod = cmp.Or(le.RetryPeriod, 2*time.Second)
+		copied = LeaderElection(leader.Lease(copied).Defaulted())
 	}
 	return &Rotator{members: members, opts: opts}, nil
 }
@@ -124,12 +116,7 @@ func (r *Rotator) Run(ctx context.Context) error {
 	if le == nil {
 		return r.run(ctx)
 	}
-	err := leader.Run(ctx, r.opts.Kube.CoordinationV1(), leader.Lease{
-		Namespace: le.Namespace, Name: le.Name, Identity: le.Identity,
-		LeaseDuration: le.LeaseDuration, RenewDeadline: le.RenewDeadline, RetryPeriod: le.RetryPeriod,
-	}, func() {
-		r.opts.Logger.Info("leading", "lease", le.Namespace+"/"+le.Name, "identity", le.Identity)
-	}, r.run)
+	err := leader.Run(ctx, r.opts.Kube.CoordinationV1(), leader.Lease(*le), r.opts.Logger, r.run)
 	switch {
 	case ctx.Err() != nil:
 		return nil // as without election

@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"golang.org/x/sync/errgroup"
 	"k8s.io/apimachinery/pkg/labels"
 	cpversioned "sigs.k8s.io/cluster-inventory-api/client/clientset/versioned"
@@ -214,9 +215,7 @@ func newHealth(fac *factory) *cobra.Command {
 	f.DurationVar(&o.Controller.Heartbeat, "heartbeat", time.Minute, "how often lastProbeTime is refreshed when nothing else changes")
 	f.DurationVar(&o.Controller.ExpiringWithin, "expiring-within", 0, "say CredentialsExpiring (Ready stays True) once a member's credentials expire within this (default: a quarter of their lifetime, or 24h)")
 	f.BoolVar(&o.Controller.KeepConnections, "keep-connections", false, "keep each member's connection open between probes: a fifth of the CPU per probe, a connection and a goroutine per member")
-	f.BoolVar(&o.LeaderElect, "leader-elect", false, "take turns with other replicas through a Lease in the registry")
-	f.StringVar(&o.LeaseNamespace, "leader-elect-namespace", "", "namespace of the Lease (default: the watched namespace)")
-	f.StringVar(&o.LeaseName, "leader-elect-name", "clusterregistry-health", "name of the Lease")
+	addLeaderElectFlags(f, &o.LeaderElect, &o.LeaseNamespace, &o.LeaseName, "clusterregistry-health")
 	f.StringVar(&o.MetricsAddr, "metrics-bind-address", "", "serve Prometheus metrics at this address's /metrics, e.g. :8080 (default: off)")
 	o.Trust.AddFlags(f)
 	f.BoolVarP(&o.Verbose, "verbose", "v", false, "log every probe's outcome, not only transitions")
@@ -224,6 +223,14 @@ func newHealth(fac *factory) *cobra.Command {
 	f.BoolVar(&o.RotateCredentials, "rotate-credentials", false, "also renew the tokens join stored, with the tokens themselves, once two thirds of their life have passed")
 	f.StringVar(&o.ClusterManager, "cluster-manager", clusterprofile.DefaultManagerName, "with --cluster-profiles, the cluster manager the profiles name (spec.clusterManager.name and the x-k8s.io/cluster-manager label)")
 	return cmd
+}
+
+// addLeaderElectFlags adds --leader-elect and the Lease's namespace and name, as health and
+// rotate take them.
+func addLeaderElectFlags(f *pflag.FlagSet, elect *bool, namespace, name *string, defaultName string) {
+	f.BoolVar(elect, "leader-elect", false, "take turns with other replicas through a Lease in the registry")
+	f.StringVar(namespace, "leader-elect-namespace", "", "namespace of the Lease (default: the -n namespace)")
+	f.StringVar(name, "leader-elect-name", defaultName, "name of the Lease")
 }
 
 func serveMetrics(addr string, reg *prometheus.Registry, log logr.Logger) {

@@ -155,9 +155,7 @@ func newRotate(fac *factory) *cobra.Command {
 	f.BoolVar(&o.Once, "once", false, "make one pass, say what was renewed, and exit")
 	f.DurationVar(&o.Interval, "interval", time.Minute, "how often to look for tokens due")
 	f.Float64Var(&o.RenewAt, "renew-at", 2.0/3, "the fraction of a token's life after which it is renewed")
-	f.BoolVar(&o.LeaderElect, "leader-elect", false, "take turns with other replicas through a Lease in the registry")
-	f.StringVar(&o.LeaseNamespace, "leader-elect-namespace", "", "namespace of the Lease (default: the namespace)")
-	f.StringVar(&o.LeaseName, "leader-elect-name", "clusterregistry-rotation", "name of the Lease")
+	addLeaderElectFlags(f, &o.LeaderElect, &o.LeaseNamespace, &o.LeaseName, "clusterregistry-rotation")
 	o.Trust.AddFlags(f)
 	return cmd
 }

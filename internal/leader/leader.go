@@ -1,31 +1,50 @@
 package leader
 
 import (
+	"cmp"
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
+	"os"
 	"sync/atomic"
 	"time"
 
+	"github.com/go-logr/logr"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	coordinationv1 "k8s.io/client-go/kubernetes/typed/coordination/v1"
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 )
 
-// Lease is the Lease replicas contend for and how; every field is required.
+// Lease is the Lease replicas contend for and how. Namespace and Name are required; Defaulted
+// fills in the rest.
 type Lease struct {
 	Namespace, Name, Identity                 string
 	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
 }
 
+// Defaulted is l with its zero fields set: Identity the host name and a random suffix, and
+// client-go's usual 15s, 10s and 2s.
+func (l Lease) Defaulted() Lease {
+	if l.Identity == "" {
+		host, _ := os.Hostname()
+		l.Identity = host + "-" + rand.Text()[:8]
+	}
+	l.LeaseDuration = cmp.Or(l.LeaseDuration, 15*time.Second)
+	l.RenewDeadline = cmp.Or(l.RenewDeadline, 10*time.Second)
+	l.RetryPeriod = cmp.Or(l.RetryPeriod, 2*time.Second)
+	return l
+}
+
 // ErrLost is Run's error when this replica led and could no longer renew the Lease.
 var ErrLost = errors.New("lost the leader election")
 
-// Run waits to hold the Lease, then runs fn with a context that ends when the lead is lost, and
-// returns fn's error; ErrLost if the lead was lost; ctx's error if ctx ended first. onLead, if
-// set, is called when this replica starts leading.
-func Run(ctx context.Context, client coordinationv1.LeasesGetter, l Lease, onLead func(), fn func(context.Context) error) error {
+// Run waits to hold the Lease (Defaulted), then runs fn with a context that ends when the lead is
+// lost, and returns fn's error; ErrLost if the lead was lost; ctx's error if ctx ended first. It
+// logs when this replica starts leading.
+func Run(ctx context.Context, client coordinationv1.LeasesGetter, l Lease, log logr.Logger, fn func(context.Context) error) error {
+	l = l.Defaulted()
 	// The elector calls OnStartedLeading in a goroutine of its own and cancels its context when
 	// the lead is lost; done carries fn's error back once it has returned.
 	done := make(chan error, 1)
@@ -44,9 +63,7 @@ func Run(ctx context.Context, client coordinationv1.LeasesGetter, l Lease, onLea
 		Callbacks: leaderelection.LeaderCallbacks{
 			OnStartedLeading: func(ctx context.Context) {
 				started.Store(true)
-				if onLead != nil {
-					onLead()
-				}
+				log.Info("leading", "lease", l.Namespace+"/"+l.Name, "identity", l.Identity)
 				done <- fn(ctx)
 			},
 			OnStoppedLeading: func() {},
