@@ -31,6 +31,7 @@ import (
 	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
 	crcluster "sigs.k8s.io/controller-runtime/pkg/cluster"
 
+	"github.com/cluster-registry/sdk/internal/fleettest"
 	"github.com/cluster-registry/sdk/internal/simmembers"
 	"github.com/cluster-registry/sdk/multicluster"
 )
@@ -41,14 +42,6 @@ var benchMembers = flag.Int("members", 1000, "simulated members in BenchmarkCach
 
 // benchWrites is how many writes each run measures the event latency of.
 const benchWrites = 500
-
-// fixedMembers is a Members source of a fixed set, as a Fleet that never changes would be.
-type fixedMembers []*multicluster.Member
-
-func (f fixedMembers) Members() []*multicluster.Member { return f }
-func (f fixedMembers) Subscribe(func(multicluster.MemberEvent)) (unsubscribe func()) {
-	return func() {}
-}
 
 // BenchmarkCaches: a cache of ConfigMaps on each of 1,000 simulated members with 100 each, by the
 // SDK and by the hand-rolled peer (a client-go informer factory per member on a clientset of the
@@ -65,7 +58,7 @@ func BenchmarkCaches(b *testing.B) {
 		for b.Loop() {
 			heap0, g0 := simmembers.SettledHeapAndGoroutines()
 			members := multicluster.MembersOf(simmembers.Resolver(b), sim.Clusters("sim"), multicluster.FleetOptions{})
-			c := New(fixedMembers(members))
+			c := New(fleettest.Fixed(members))
 			if err := c.Start(context.Background()); err != nil {
 				b.Fatal(err)
 			}
@@ -206,7 +199,7 @@ func startSDKMetadata(b *testing.B, sim *simmembers.Members, onEvent func(*corev
 // returns once every member has synced.
 func startSDKKind[T runtimepkg.Object](b *testing.B, sim *simmembers.Members, kind func(*Cache) (*Kind[T], error), onUpdate func(T)) func() {
 	members := multicluster.MembersOf(simmembers.Resolver(b), sim.Clusters("sim"), multicluster.FleetOptions{})
-	c := New(fixedMembers(members))
+	c := New(fleettest.Fixed(members))
 	k, err := kind(c)
 	if err != nil {
 		b.Fatal(err)
@@ -395,7 +388,7 @@ func checkInstrument[T interface {
 	t.Helper()
 	sim := simmembers.Start(t, n, time.Millisecond)
 	members := multicluster.MembersOf(simmembers.Resolver(t), sim.Clusters("sim"), multicluster.FleetOptions{})
-	c := New(fixedMembers(members))
+	c := New(fleettest.Fixed(members))
 	k, err := kind(c)
 	if err != nil {
 		t.Fatal(err)

@@ -28,6 +28,7 @@ import (
 	mcreconcile "sigs.k8s.io/multicluster-runtime/pkg/reconcile"
 	clustersprovider "sigs.k8s.io/multicluster-runtime/providers/clusters"
 
+	"github.com/cluster-registry/sdk/internal/fleettest"
 	"github.com/cluster-registry/sdk/internal/simmembers"
 	"github.com/cluster-registry/sdk/mcprovider"
 	"github.com/cluster-registry/sdk/multicluster"
@@ -48,7 +49,7 @@ func BenchmarkEngage(b *testing.B) {
 		for b.Loop() {
 			members := multicluster.MembersOf(simmembers.Resolver(b), sim.Clusters("sim"), multicluster.FleetOptions{})
 			benchEngage(b, members, func() (mcmulticluster.Provider, getCluster) {
-				provider := mcprovider.New(fixedMembers(members), mcprovider.Options{})
+				provider := mcprovider.New(fleettest.Fixed(members), mcprovider.Options{})
 				return provider, provider.Get
 			})
 		}
@@ -57,7 +58,7 @@ func BenchmarkEngage(b *testing.B) {
 		for b.Loop() {
 			members := multicluster.MembersOf(simmembers.Resolver(b), sim.Clusters("sim"), multicluster.FleetOptions{})
 			benchEngage(b, members, func() (mcmulticluster.Provider, getCluster) {
-				provider := mcprovider.New(fixedMembers(members), mcprovider.Options{WarmKinds: []client.Object{&corev1.ConfigMap{}}})
+				provider := mcprovider.New(fleettest.Fixed(members), mcprovider.Options{WarmKinds: []client.Object{&corev1.ConfigMap{}}})
 				return provider, provider.Get
 			})
 		}
@@ -141,15 +142,4 @@ func benchEngage(b *testing.B, members []*multicluster.Member, newProvider func(
 	b.ReportMetric(float64(heap1-heap0)/1024/n, "KiB/cluster")
 	b.ReportMetric(float64(g1-g0)/n, "goroutines/cluster")
 	runtime.KeepAlive(members)
-}
-
-// fixedMembers is a Members source of a fixed set, as a Fleet that never changes would be.
-type fixedMembers []*multicluster.Member
-
-func (f fixedMembers) Members() []*multicluster.Member { return f }
-func (f fixedMembers) Subscribe(fn func(multicluster.MemberEvent)) (unsubscribe func()) {
-	for _, m := range f {
-		fn(multicluster.MemberEvent{Type: multicluster.MemberAdded, Member: m})
-	}
-	return func() {}
 }

@@ -258,7 +258,7 @@ func TestProviderRefuses(t *testing.T) {
 	resolver, err := access.NewResolver(access.ResolverOptions{})
 	require.NoError(t, err)
 	members := multicluster.MembersOf(resolver, nil, multicluster.FleetOptions{})
-	provider := mcprovider.New(fixedMembers(members), mcprovider.Options{})
+	provider := mcprovider.New(fleettest.Fixed(members), mcprovider.Options{})
 	require.ErrorContains(t, provider.Start(context.Background(), nil), "needs a multicluster.Aware")
 	_, err = provider.Get(context.Background(), "fleet/nowhere")
 	require.ErrorIs(t, err, mcmulticluster.ErrClusterNotFound)

@@ -17,6 +17,7 @@ import (
 
 	"github.com/cluster-registry/sdk/access"
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
+	"github.com/cluster-registry/sdk/internal/fleettest"
 	"github.com/cluster-registry/sdk/internal/simmembers"
 	"github.com/cluster-registry/sdk/multicluster"
 	"github.com/cluster-registry/sdk/rotation"
@@ -94,7 +95,7 @@ func BenchmarkRotate(b *testing.B) {
 	requests := &countingTransport{}
 	counted := rest.CopyConfig(bulk)
 	counted.Wrap(requests.wrap)
-	r, err := rotation.New(fixed(members), rotation.Options{Kube: kubernetes.NewForConfigOrDie(counted)})
+	r, err := rotation.New(fleettest.Fixed(members), rotation.Options{Kube: kubernetes.NewForConfigOrDie(counted)})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -125,10 +125,6 @@ func secretOf(t *testing.T, ns string) *corev1.Secret {
 	return s
 }
 
-type fixed []*multicluster.Member
-
-func (f fixed) Members() []*multicluster.Member { return f }
-
 // A token is renewed once two thirds of its life have passed, with the current token, and the
 // new one, with its expiry, replaces it in the same Secret, pinning and CA kept; it works.
 func TestRenewsDueTokens(t *testing.T) {
@@ -138,7 +134,7 @@ func TestRenewsDueTokens(t *testing.T) {
 	ns := fleettest.CopySet(t, lf)
 	old := renewer(t, lf.Members[0], "renewer-1")
 	members := register(t, ns, "renewer-1", old)
-	r, err := rotation.New(fixed(members), rotation.Options{Kube: kubernetes.NewForConfigOrDie(lf.Registry.Config)})
+	r, err := rotation.New(fleettest.Fixed(members), rotation.Options{Kube: kubernetes.NewForConfigOrDie(lf.Registry.Config)})
 	require.NoError(t, err)
 	ctx := context.Background()
 
@@ -173,7 +169,7 @@ func TestRenewalAsksOnlyForItsOwnAccount(t *testing.T) {
 	ns := fleettest.CopySet(t, lf)
 	old := renewer(t, lf.Members[0], "renewer-2")
 	members := register(t, ns, "localfleet-admin", old) // the annotation names the cluster-admin account
-	r, err := rotation.New(fixed(members), rotation.Options{Kube: kubernetes.NewForConfigOrDie(lf.Registry.Config)})
+	r, err := rotation.New(fleettest.Fixed(members), rotation.Options{Kube: kubernetes.NewForConfigOrDie(lf.Registry.Config)})
 	require.NoError(t, err)
 	renewed, errs := rotation.RenewDueAt(r, context.Background(), time.Now().Add(7*time.Minute))
 	require.Empty(t, renewed)
@@ -193,7 +189,7 @@ func TestRenewalRevokesTheReplacedToken(t *testing.T) {
 	ns := fleettest.CopySet(t, lf)
 	old := boundRenewer(t, lf.Members[0], "bound-renewer")
 	members := registerAs(t, ns, "bound-renewer/bound-renewer", old)
-	r, err := rotation.New(fixed(members), rotation.Options{Kube: kubernetes.NewForConfigOrDie(lf.Registry.Config)})
+	r, err := rotation.New(fleettest.Fixed(members), rotation.Options{Kube: kubernetes.NewForConfigOrDie(lf.Registry.Config)})
 	require.NoError(t, err)
 	ctx := context.Background()
 	renewed, errs := rotation.RenewDueAt(r, ctx, time.Now().Add(7*time.Minute))
@@ -251,7 +247,7 @@ func TestReplicasTakeTurns(t *testing.T) {
 				renewals[i].Add(1)
 			}
 		}, funcr.Options{})
-		r, err := rotation.New(fixed(members), rotation.Options{Kube: kubernetes.NewForConfigOrDie(lf.Registry.Config), RenewAt: 1e-9,
+		r, err := rotation.New(fleettest.Fixed(members), rotation.Options{Kube: kubernetes.NewForConfigOrDie(lf.Registry.Config), RenewAt: 1e-9,
 			TTL: 10 * time.Minute, Interval: 300 * time.Millisecond, Logger: logger,
 			LeaderElection: &rotation.LeaderElection{Namespace: ns, Identity: fmt.Sprint("replica-", i),
 				LeaseDuration: 2 * time.Second, RenewDeadline: time.Second, RetryPeriod: 200 * time.Millisecond}})

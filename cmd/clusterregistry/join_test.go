@@ -23,6 +23,7 @@ import (
 	"github.com/cluster-registry/sdk/access"
 	"github.com/cluster-registry/sdk/clientset/versioned"
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
+	"github.com/cluster-registry/sdk/internal/fleettest"
 	"github.com/cluster-registry/sdk/localfleet"
 	"github.com/cluster-registry/sdk/multicluster"
 	"github.com/cluster-registry/sdk/rotation"
@@ -200,7 +201,7 @@ func TestJoin(t *testing.T) {
 			alpha = append(alpha, c)
 		}
 	}
-	rotator, err := rotation.New(fixedMembers(multicluster.MembersOf(resolver, alpha, multicluster.FleetOptions{})),
+	rotator, err := rotation.New(fleettest.Fixed(multicluster.MembersOf(resolver, alpha, multicluster.FleetOptions{})),
 		rotation.Options{Kube: kubernetes.NewForConfigOrDie(lf.Registry.Config), RenewAt: 1e-9})
 	require.NoError(t, err)
 	renewed, errs := rotator.RenewDue(ctx)
@@ -407,8 +408,3 @@ func testCompletion(t *testing.T, kubeconfig string) {
 	require.Contains(t, stdout.String(), "kubectl clusterregistry join kind-dev --name dev")
 	require.Contains(t, stdout.String(), "Usage:\n  kubectl clusterregistry join CONTEXT")
 }
-
-// fixedMembers is a fixed set of members, for a Rotator.
-type fixedMembers []*multicluster.Member
-
-func (f fixedMembers) Members() []*multicluster.Member { return f }
