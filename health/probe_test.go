@@ -75,15 +75,15 @@ func TestProbe(t *testing.T) {
 		readyz, healthz http.HandlerFunc
 		want            observation
 	}{
-		{"ready", ok, nil, observation{ready: true, reason: v1alpha1.ReasonReachable, message: "readyz answered", version: "v1.20.0", clusterID: "uid-old", opened: true, identified: true}},
+		{"ready", ok, nil, observation{resolved: true, ready: true, reason: v1alpha1.ReasonReachable, message: "readyz answered", version: "v1.20.0", clusterID: "uid-old", opened: true, identified: true}},
 		{"an API server without /readyz is asked /healthz", nil, ok,
-			observation{ready: true, reason: v1alpha1.ReasonReachable, message: "readyz answered", version: "v1.20.0", clusterID: "uid-old", opened: true, identified: true}},
+			observation{resolved: true, ready: true, reason: v1alpha1.ReasonReachable, message: "readyz answered", version: "v1.20.0", clusterID: "uid-old", opened: true, identified: true}},
 		{"failing checks are named", func(w http.ResponseWriter, _ *http.Request) {
 			w.WriteHeader(http.StatusInternalServerError)
 			_, _ = w.Write([]byte("[+]ping ok\n[-]etcd failed: reason withheld\n[-]poststarthook/rbac/bootstrap-roles failed: not finished\nreadyz check failed\n"))
-		}, nil, observation{reason: v1alpha1.ReasonNotReady, message: "failing checks: etcd, poststarthook/rbac/bootstrap-roles", opened: true}},
+		}, nil, observation{resolved: true, reason: v1alpha1.ReasonNotReady, message: "failing checks: etcd, poststarthook/rbac/bootstrap-roles", opened: true}},
 		{"401", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusUnauthorized) }, nil,
-			observation{reason: v1alpha1.ReasonUnauthorized, message: "the API server refused the credentials (401)", opened: true}},
+			observation{resolved: true, reason: v1alpha1.ReasonUnauthorized, message: "the API server refused the credentials (401)", opened: true}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := c.probe(context.Background(), fakeAPIServer(t, tc.readyz, tc.healthz), false)
@@ -96,7 +96,7 @@ func TestProbe(t *testing.T) {
 	defer close(hang)
 	c.opts.Timeout = 200 * time.Millisecond
 	got := c.probe(context.Background(), fakeAPIServer(t, func(http.ResponseWriter, *http.Request) { <-hang }, nil), false)
-	require.Equal(t, observation{reason: v1alpha1.ReasonUnreachable, message: "no answer within 200ms", opened: true}, got)
+	require.Equal(t, observation{resolved: true, reason: v1alpha1.ReasonUnreachable, message: "no answer within 200ms", opened: true}, got)
 }
 
 // With KeepConnections a probe over a connection already open reads /readyz only: the server at
@@ -130,14 +130,14 @@ func TestProbeIdentifiesOnNewConnections(t *testing.T) {
 				}
 				inner.ServeHTTP(w, r)
 			})
-			identified := observation{ready: true, reason: v1alpha1.ReasonReachable, message: "readyz answered", version: "v1.20.0", clusterID: "uid-old", opened: true, identified: true}
+			identified := observation{resolved: true, ready: true, reason: v1alpha1.ReasonReachable, message: "readyz answered", version: "v1.20.0", clusterID: "uid-old", opened: true, identified: true}
 			ctx := context.Background()
 			all := []string{"/readyz", "/version", "/api/v1/namespaces/kube-system"}
 
 			require.Equal(t, identified, c.probe(ctx, m, false), "the first probe opens the connection")
 			require.Equal(t, all, seen())
 
-			require.Equal(t, observation{ready: true, reason: v1alpha1.ReasonReachable, message: "readyz answered"}, c.probe(ctx, m, false),
+			require.Equal(t, observation{resolved: true, ready: true, reason: v1alpha1.ReasonReachable, message: "readyz answered"}, c.probe(ctx, m, false),
 				"a probe over the open connection")
 			require.Equal(t, []string{"/readyz"}, seen())
 
@@ -154,7 +154,7 @@ func TestProbeIdentifiesOnNewConnections(t *testing.T) {
 			// the controller asks again over it (see TestTrackedIdentify).
 			fresh.Store(true)
 			srv.CloseClientConnections()
-			require.Equal(t, observation{ready: true, reason: v1alpha1.ReasonReachable, message: "readyz answered", version: "v1.20.0", opened: true},
+			require.Equal(t, observation{resolved: true, ready: true, reason: v1alpha1.ReasonReachable, message: "readyz answered", version: "v1.20.0", opened: true},
 				c.probe(ctx, m, false))
 			require.Equal(t, all, seen())
 		})
@@ -169,15 +169,15 @@ func TestTrackedIdentify(t *testing.T) {
 	var m tracked
 	require.True(t, m.identify(t0, heartbeat), "never identified")
 
-	m.observed(observation{opened: true, identified: true}, t0)
+	m.observed(observation{resolved: true, opened: true, identified: true}, t0)
 	require.False(t, m.identify(t0.Add(time.Second), heartbeat), "identified, over a connection kept since")
 
-	m.observed(observation{opened: true}, t0.Add(2*time.Second)) // a new connection, say 404 on kube-system
+	m.observed(observation{resolved: true, opened: true}, t0.Add(2*time.Second)) // a new connection, say 404 on kube-system
 	require.True(t, m.identify(t0.Add(3*time.Second), heartbeat), "a new connection not yet identified")
 	m.observed(observation{}, t0.Add(3*time.Second)) // a failed probe over it identifies nothing
 	require.True(t, m.identify(t0.Add(4*time.Second), heartbeat), "still not identified")
 
-	m.observed(observation{identified: true}, t0.Add(4*time.Second))
+	m.observed(observation{resolved: true, identified: true}, t0.Add(4*time.Second))
 	require.False(t, m.identify(t0.Add(5*time.Second), heartbeat))
 	require.True(t, m.identify(t0.Add(4*time.Second+heartbeat), heartbeat), "the heartbeat identifies again")
 }
@@ -221,7 +221,7 @@ func TestProbeBoundsWhatTheMemberReports(t *testing.T) {
 	c := &Controller{opts: Options{Timeout: 5 * time.Second}}
 
 	got := c.probe(context.Background(), m, true)
-	require.Equal(t, observation{ready: true, reason: v1alpha1.ReasonReachable, message: "readyz answered", opened: true, identified: true}, got,
+	require.Equal(t, observation{resolved: true, ready: true, reason: v1alpha1.ReasonReachable, message: "readyz answered", opened: true, identified: true}, got,
 		"a version and identity no API server would report are taken as not reported")
 
 	failing.Store(true)
@@ -277,7 +277,7 @@ func TestProbeStopsReadingAnEndlessAnswer(t *testing.T) {
 			m, _ := fakeAPIServerWithServer(t, endless, nil, true, nil)
 			c := &Controller{opts: Options{Timeout: 30 * time.Second, KeepConnections: keep}}
 			got := c.probe(context.Background(), m, false)
-			require.Equal(t, observation{reason: v1alpha1.ReasonNotReady, message: "the API server's answer exceeds 1024 KiB, more than any API server's", opened: true}, got)
+			require.Equal(t, observation{resolved: true, reason: v1alpha1.ReasonNotReady, message: "the API server's answer exceeds 1024 KiB, more than any API server's", opened: true}, got)
 		})
 	}
 }

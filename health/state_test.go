@@ -85,3 +85,46 @@ func TestAdoptsTheRegistrysStatus(t *testing.T) {
 	require.False(t, s.needsWrite(v, opts.Heartbeat, probed.Add(time.Second)))
 	require.True(t, s.needsWrite(v, opts.Heartbeat, probed.Add(time.Hour)), "the heartbeat is due")
 }
+
+// status.credentialsExpireAt follows the credentials a probe had: written when they change (a
+// rotation), kept when a probe had none (the Secret unreadable for a moment), cleared when
+// credentials that do not say replace them; adopted from the registry on restart.
+func TestCredentialsExpiryIsWrittenWhenItChanges(t *testing.T) {
+	opts := &Options{FailureThreshold: 3, SuccessThreshold: 2, Heartbeat: time.Hour}
+	s, c := &memberState{}, &v1alpha1.Cluster{}
+	now := time.Unix(1_800_000_000, 0)
+	first, renewed := now.Add(8*time.Hour), now.Add(13*time.Hour)
+	step := func(o observation) (time.Time, bool) {
+		now = now.Add(time.Second)
+		v := s.decide(c, o, opts, now)
+		write := s.needsWrite(v, opts.Heartbeat, now)
+		if write {
+			s.wrote(v, now)
+			c.Status.SetCondition(v.condition)
+			c.Status.ClusterID = v.clusterID
+		}
+		return v.expires, write
+	}
+	withExpiry := func(at time.Time) observation { o := up; o.resolved, o.expires = true, at; return o }
+	got, write := step(withExpiry(first))
+	require.True(t, write)
+	require.Equal(t, first, got)
+	got, write = step(withExpiry(first))
+	require.False(t, write, "an unchanged expiry is written again")
+	require.Equal(t, first, got)
+	got, write = step(withExpiry(renewed))
+	require.True(t, write, "a renewed token's expiry is not written")
+	require.Equal(t, renewed, got)
+	got, write = step(observation{reason: v1alpha1.ReasonCredentialsUnavailable}) // no credentials this time
+	require.False(t, write)
+	require.Equal(t, renewed, got, "a probe without credentials dropped the expiry")
+	got, write = step(observation{ready: true, reason: v1alpha1.ReasonReachable, resolved: true}) // credentials that do not say
+	require.True(t, write)
+	require.True(t, got.IsZero())
+
+	restarted := &memberState{}
+	at := metav1.NewTime(renewed)
+	c.Status.CredentialsExpireAt = &at
+	v := restarted.decide(c, observation{reason: v1alpha1.ReasonUnreachable}, opts, now.Add(time.Second))
+	require.Equal(t, renewed, v.expires, "a restarted controller dropped the recorded expiry")
+}
