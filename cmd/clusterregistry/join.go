@@ -24,9 +24,10 @@ import (
 	"github.com/cluster-registry/sdk/rotation"
 )
 
-// legacyJoinNamespace held, on each member, the service accounts that join made up to v0.2.
-// Since, each account has a namespace of its own (memberNamespace), where it may make the
-// Secrets its tokens are bound to (package rotation); in kube-system that would be unsafe.
+// legacyJoinNamespace held, on each member, the service accounts that join made (v0.1.0, and
+// builds of main after it until accounts had namespaces of their own). Now each account has a
+// namespace of its own (memberNamespace), where it may make the Secrets its tokens are bound to
+// (package rotation); in kube-system that would be unsafe.
 const legacyJoinNamespace = "kube-system"
 
 // defaultTokenTTL is the life of the tokens join asks for: hours, not a year, since a rotator
@@ -327,8 +328,9 @@ func applyMemberAccount(ctx context.Context, out io.Writer, memberKube kubernete
 	return nil
 }
 
-// removeLegacyAccount deletes what a join of v0.2 made for the same Cluster in kube-system (its
-// account, and the Role and RoleBinding of its renewal), if it records this Cluster as its owner:
+// removeLegacyAccount deletes what join made for the same Cluster in kube-system in builds of
+// main after v0.1.0 (its account, and the Role and RoleBinding of its renewal), if it records
+// this Cluster as its owner:
 // its tokens stop working. The ClusterRoleBinding of the same name now binds the new account.
 func removeLegacyAccount(ctx context.Context, out io.Writer, memberKube kubernetes.Interface, account string, owner map[string]string) error {
 	core, rbac := memberKube.CoreV1(), memberKube.RbacV1()

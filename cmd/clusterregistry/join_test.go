@@ -105,7 +105,7 @@ func TestJoin(t *testing.T) {
 	require.Equal(t, 0, code, stderr)
 	require.Equal(t, "cluster.clusterregistry.k8s.io/beta\n", out)
 
-	// What a join of v0.2 made in kube-system for this Cluster goes when it is joined again, and
+	// What join made in kube-system in earlier builds of main for this Cluster goes when it is joined again, and
 	// what it made for others stays.
 	regID := registryID(ctx, kubernetes.NewForConfigOrDie(lf.Registry.Config), lf.Registry.Config)
 	betaKube := kubernetes.NewForConfigOrDie(lf.Members[1].Config)

@@ -168,8 +168,9 @@ func (o *UnjoinOptions) Run(ctx context.Context) error {
 }
 
 // memberRemovals are the member's objects that join made for the Cluster: its service account,
-// binding and namespace (and, for a join of v0.2, its account in kube-system), if they record
-// this registry's Cluster as their owner. A service account that an
+// binding and namespace (and the account in kube-system that builds of main after v0.1.0 made
+// before accounts had namespaces of their own), if they record this registry's Cluster as their
+// owner. A service account that an
 // earlier release's join made (named after the Cluster alone, and shared by every set that joined
 // the member under that name) is named, and left in place.
 func memberRemovals(ctx context.Context, out io.Writer, fac *factory, reg *registry, name string, cluster *v1alpha1.Cluster, memberContext string) ([]removal, error) {
@@ -239,7 +240,7 @@ func memberRemovals(ctx context.Context, out io.Writer, fac *factory, reg *regis
 			},
 		},
 	}
-	// What a join of v0.2 made in kube-system, if it is there.
+	// What join made in kube-system in builds of main between v0.1.0 and this layout, if it is there.
 	if _, err := core.ServiceAccounts(legacyJoinNamespace).Get(ctx, account, metav1.GetOptions{}); err == nil {
 		steps = append(steps,
 			removal{
