@@ -45,7 +45,7 @@ func soakFor(t *testing.T, name string, short time.Duration) time.Duration {
 // Tokens rotate under a running fan-out loop and a running watch cache, and nothing notices: no
 // fan-out call fails, the cache never restarts and misses no object made meanwhile, and every
 // replaced token is refused afterwards. Each renewal is forced (RenewAt near 0) and asks for the
-// member's minimum TTL, ten minutes. By default it rotates every 2 seconds for 20 seconds; the
+// member's minimum TTL, ten minutes. By default it rotates every second for 10 seconds; the
 // proof the README cites ran ROTATION_SOAK=10m ROTATION_EVERY=1m (a rotation a minute for ten
 // minutes).
 func TestRotationUnderLoad(t *testing.T) {
@@ -53,7 +53,7 @@ func TestRotationUnderLoad(t *testing.T) {
 		t.Skip("needs kube-apiserver and etcd")
 	}
 	defer goleak.VerifyNone(t, append(fleettest.IgnoreIdleConnections, goleak.IgnoreCurrent())...)
-	runFor, every := soakFor(t, "ROTATION_SOAK", 20*time.Second), soakFor(t, "ROTATION_EVERY", 2*time.Second)
+	runFor, every := soakFor(t, "ROTATION_SOAK", 10*time.Second), soakFor(t, "ROTATION_EVERY", time.Second)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	ns := fleettest.CopySet(t, lf)
