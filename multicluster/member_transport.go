@@ -13,9 +13,11 @@ import (
 // of the request (cached, and allocation-free while nothing changed). Clients that live as long
 // as the member, such as informers and controller-runtime clusters, are built on it so that a
 // rotated Secret or token file is used at their next request, and at once after a 401, without
-// rebuilding them. A request refused with 401 is sent once more if the member's credentials
-// changed meanwhile (a rotation): a 401 means the member did not act on it, and only then. Requests carry the member's server in their URL already (build the client on
-// the member's Config); the resolution's own transport refuses to send them elsewhere.
+// rebuilding them. A request refused with 401 is sent once more, and only then, if the member's
+// credentials changed meanwhile (a rotation): a 401 means the member did not act on it. A body
+// that cannot be sent twice (no GetBody) is not retried. Requests carry the member's server in
+// their URL already (build the client on the member's Config); the resolution's own transport
+// refuses to send them elsewhere.
 func (m *Member) Transport() http.RoundTripper { return memberTransport{m} }
 
 type memberTransport struct{ m *Member }
