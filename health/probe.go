@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/http/httptrace"
 	"strings"
@@ -21,6 +20,7 @@ import (
 
 	"github.com/cluster-registry/sdk/access"
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
+	"github.com/cluster-registry/sdk/internal/answercap"
 	"github.com/cluster-registry/sdk/multicluster"
 )
 
@@ -197,7 +197,7 @@ func (c *Controller) clientFor(access *access.Resolved) (rest.Interface, func(),
 		if rt == nil {
 			rt = http.DefaultTransport // what the client would use
 		}
-		client := &http.Client{Transport: capAnswers(rt), Timeout: shared.Timeout}
+		client := &http.Client{Transport: answercap.Wrap(maxProbeAnswer)(rt), Timeout: shared.Timeout}
 		rc, err := discovery.NewDiscoveryClientForConfigAndClient(cfg, client)
 		if err != nil {
 			return nil, nil, fmt.Errorf("building a client: %w", err)
@@ -207,7 +207,7 @@ func (c *Controller) clientFor(access *access.Resolved) (rest.Interface, func(),
 	// A Proxy function keeps client-go from sharing a cached transport, whose connections would
 	// outlive the probe. It is the proxy client-go uses anyway.
 	cfg.Proxy = http.ProxyFromEnvironment
-	cfg.Wrap(capAnswers)
+	cfg.Wrap(answercap.Wrap(maxProbeAnswer))
 	client, err := rest.HTTPClientFor(cfg)
 	if err != nil {
 		return nil, nil, fmt.Errorf("building a client: %w", err)
@@ -225,43 +225,6 @@ func (c *Controller) clientFor(access *access.Resolved) (rest.Interface, func(),
 // memory with one endless readyz. Real answers are a few kilobytes.
 const maxProbeAnswer = 1 << 20
 
-// errAnswerTooLarge is a probe's error for an answer longer than maxProbeAnswer.
-var errAnswerTooLarge = fmt.Errorf("the answer exceeds %d KiB", maxProbeAnswer>>10)
-
-// capAnswers makes each answer's body fail with errAnswerTooLarge past maxProbeAnswer bytes.
-func capAnswers(next http.RoundTripper) http.RoundTripper { return &answerCap{next: next} }
-
-type answerCap struct{ next http.RoundTripper }
-
-func (a *answerCap) RoundTrip(r *http.Request) (*http.Response, error) {
-	resp, err := a.next.RoundTrip(r)
-	if err == nil {
-		resp.Body = &cappedBody{ReadCloser: resp.Body, left: maxProbeAnswer}
-	}
-	return resp, err
-}
-
-// WrappedRoundTripper lets utilnet.CloseIdleConnectionsFor reach the transport under the cap:
-// without it a probe's connection is never closed, and each probe leaves one open.
-func (a *answerCap) WrappedRoundTripper() http.RoundTripper { return a.next }
-
-type cappedBody struct {
-	io.ReadCloser
-	left int64
-}
-
-func (b *cappedBody) Read(p []byte) (int, error) {
-	if int64(len(p)) > b.left+1 {
-		p = p[:b.left+1] // one byte past the cap tells a body of exactly maxProbeAnswer from a longer one
-	}
-	n, err := b.ReadCloser.Read(p)
-	if int64(n) > b.left {
-		n, err = int(b.left), errAnswerTooLarge
-	}
-	b.left -= int64(n)
-	return n, err
-}
-
 // failed turns a failed request into an observation; done is false when the request succeeded.
 func (c *Controller) failed(ctx context.Context, code int, body []byte, err error) (observation, bool) {
 	switch {
@@ -269,7 +232,7 @@ func (c *Controller) failed(ctx context.Context, code int, body []byte, err erro
 		return observation{}, false
 	case ctx.Err() != nil:
 		return observation{reason: v1alpha1.ReasonUnreachable, message: fmt.Sprintf("no answer within %s", c.opts.Timeout)}, true
-	case errors.Is(err, errAnswerTooLarge):
+	case errors.Is(err, answercap.ErrTooLarge):
 		return observation{reason: v1alpha1.ReasonNotReady, message: "the API server's answer exceeds " + fmt.Sprint(maxProbeAnswer>>10) + " KiB, more than any API server's"}, true
 	case apierrors.IsUnauthorized(err), code == http.StatusUnauthorized:
 		return observation{reason: v1alpha1.ReasonUnauthorized, message: "the API server refused the credentials (401)"}, true

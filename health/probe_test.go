@@ -5,7 +5,6 @@ import (
 	"crypto/tls"
 	"encoding/pem"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -279,22 +278,6 @@ func TestProbeStopsReadingAnEndlessAnswer(t *testing.T) {
 			got := c.probe(context.Background(), m, false)
 			require.Equal(t, observation{resolved: true, reason: v1alpha1.ReasonNotReady, message: "the API server's answer exceeds 1024 KiB, more than any API server's", opened: true}, got)
 		})
-	}
-}
-
-func TestCappedBody(t *testing.T) {
-	for _, tc := range []struct {
-		size    int
-		wantErr error
-	}{{maxProbeAnswer, nil}, {maxProbeAnswer + 1, errAnswerTooLarge}, {10, nil}} {
-		b := &cappedBody{ReadCloser: io.NopCloser(strings.NewReader(strings.Repeat("x", tc.size))), left: maxProbeAnswer}
-		data, err := io.ReadAll(b)
-		require.ErrorIs(t, err, tc.wantErr, "size %d", tc.size)
-		if tc.wantErr == nil {
-			require.Len(t, data, tc.size)
-		} else {
-			require.Len(t, data, maxProbeAnswer)
-		}
 	}
 }
 

@@ -65,7 +65,9 @@ func Issue(ctx context.Context, core corev1client.CoreV1Interface, namespace, na
 		BoundObjectRef:    &authenticationv1.BoundObjectReference{Kind: "Secret", APIVersion: "v1", Name: binding.Name, UID: binding.UID},
 	}}, metav1.CreateOptions{})
 	if err != nil {
-		_ = secrets.Delete(context.WithoutCancel(ctx), binding.Name, metav1.DeleteOptions{Preconditions: metav1.NewUIDPreconditions(string(binding.UID))})
+		cleanup, cancel := detached(ctx, cleanupTimeout)
+		defer cancel()
+		_ = secrets.Delete(cleanup, binding.Name, metav1.DeleteOptions{Preconditions: metav1.NewUIDPreconditions(string(binding.UID))})
 		return nil, fmt.Errorf("asking for a token of %s/%s: %w", namespace, name, err)
 	}
 	return &tr.Status, nil
@@ -122,4 +124,14 @@ func BoundSecret(token string) string {
 		return ""
 	}
 	return claims.Kubernetes.Secret.Name
+}
+
+// cleanupTimeout bounds the deletion of a binding nobody will use: it runs after the caller's
+// context may have ended, and a member that does not answer must not hold the caller forever.
+const cleanupTimeout = 30 * time.Second
+
+// detached is a context that outlives ctx's cancellation (a cleanup must run even when the
+// work it cleans up after was cancelled), keeping its values, and ends after timeout.
+func detached(ctx context.Context, timeout time.Duration) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), timeout)
 }

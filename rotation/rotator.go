@@ -15,12 +15,14 @@ import (
 	authenticationv1 "k8s.io/api/authentication/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/client-go/kubernetes"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
 
 	"github.com/cluster-registry/sdk/access"
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
+	"github.com/cluster-registry/sdk/internal/answercap"
 	"github.com/cluster-registry/sdk/internal/leader"
 	"github.com/cluster-registry/sdk/multicluster"
 )
@@ -44,6 +46,11 @@ type Options struct {
 	// Concurrency is how many renewals run at once; 8 by default. Tokens of members joined
 	// together come due together, and each renewal waits on the member four times.
 	Concurrency int
+	// Timeout bounds each step of a renewal that waits on the member (asking for the new token;
+	// revoking the replaced one), the reading of answers included; 30s by default. A member that
+	// does not answer in time is tried again at the next pass and holds back no other member.
+	// Answers are read to at most 1 MiB whatever the time: a token's is a few KiB.
+	Timeout time.Duration
 	// Logger hears each renewal and each failure, never a token; discarded by default.
 	Logger logr.Logger
 	// LeaderElection, if set, makes replicas of the Rotator take turns: only the holder of a
@@ -93,6 +100,9 @@ func New(members Members, opts Options) (*Rotator, error) {
 	}
 	if opts.Concurrency <= 0 {
 		opts.Concurrency = 8
+	}
+	if opts.Timeout <= 0 {
+		opts.Timeout = 30 * time.Second
 	}
 	if opts.Logger.GetSink() == nil {
 		opts.Logger = logr.Discard()
@@ -275,18 +285,23 @@ func (r *Rotator) renewIfDue(ctx context.Context, m *multicluster.Member, key ty
 	bound := BoundSecret(current) != ""
 	var fresh *authenticationv1.TokenRequestStatus
 	if bound {
-		fresh, err = Issue(ctx, kube, saNamespace, saName, ttl)
+		err = r.atMember(ctx, func(ctx context.Context) (err error) {
+			fresh, err = Issue(ctx, kube, saNamespace, saName, ttl)
+			return err
+		})
 	} else {
 		// A token of an earlier join, not bound to a Secret: its account may not make Secrets
 		// (it lives in kube-system, where that would be unsafe), so its renewal is not bound
 		// either. Join again to move it to a namespace of its own.
 		seconds := int64(ttl.Seconds())
-		var tr *authenticationv1.TokenRequest
-		tr, err = kube.ServiceAccounts(saNamespace).CreateToken(ctx, saName,
-			&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &seconds}}, metav1.CreateOptions{})
-		if err == nil {
-			fresh = &tr.Status
-		}
+		err = r.atMember(ctx, func(ctx context.Context) error {
+			tr, err := kube.ServiceAccounts(saNamespace).CreateToken(ctx, saName,
+				&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &seconds}}, metav1.CreateOptions{})
+			if err == nil {
+				fresh = &tr.Status
+			}
+			return err
+		})
 	}
 	if err != nil {
 		return nil, fmt.Errorf("asking the member for a new token of %s with the current one: %w", account, err)
@@ -298,7 +313,9 @@ func (r *Rotator) renewIfDue(ctx context.Context, m *multicluster.Member, key ty
 	s.Annotations[v1alpha1.TokenExpiresAnnotation] = fresh.ExpirationTimestamp.UTC().Format(time.RFC3339)
 	if _, err := secrets.Update(ctx, s, metav1.UpdateOptions{FieldManager: fieldManager}); err != nil {
 		if bound { // nobody will use the new token: revoke it, and only it (another replica's may have won)
-			_ = kube.Secrets(saNamespace).Delete(context.WithoutCancel(ctx), BoundSecret(fresh.Token), metav1.DeleteOptions{})
+			cleanup, cancel := detached(ctx, r.opts.Timeout)
+			defer cancel()
+			_ = kube.Secrets(saNamespace).Delete(cleanup, BoundSecret(fresh.Token), metav1.DeleteOptions{})
 		}
 		return nil, fmt.Errorf("writing the new token into the Secret: %w", err)
 	}
@@ -312,7 +329,10 @@ func (r *Rotator) renewIfDue(ctx context.Context, m *multicluster.Member, key ty
 	renewed, doneRenewed, err := withToken(a, fresh.Token)
 	if err == nil {
 		defer doneRenewed()
-		renewal.Revoked, err = Revoke(ctx, renewed, saNamespace, saName, fresh.Token)
+		err = r.atMember(ctx, func(ctx context.Context) (err error) {
+			renewal.Revoked, err = Revoke(ctx, renewed, saNamespace, saName, fresh.Token)
+			return err
+		})
 	}
 	if err != nil {
 		return renewal, fmt.Errorf("renewed, but the replaced token still works until it expires at %s (the next renewal tries again): %w",
@@ -320,6 +340,22 @@ func (r *Rotator) renewIfDue(ctx context.Context, m *multicluster.Member, key ty
 	}
 	return renewal, nil
 }
+
+// atMember runs a step that waits on the member with Options.Timeout, and says so when the
+// step ran out of it.
+func (r *Rotator) atMember(ctx context.Context, step func(context.Context) error) error {
+	stepCtx, cancel := context.WithTimeout(ctx, r.opts.Timeout)
+	defer cancel()
+	err := step(stepCtx)
+	if err != nil && ctx.Err() == nil && stepCtx.Err() != nil {
+		return fmt.Errorf("the member did not answer within %s: %w", r.opts.Timeout, err)
+	}
+	return err
+}
+
+// maxAnswer bounds what the Rotator reads of one answer from a member (see answercap): the
+// answers to its requests (a token, a Secret, a list of an account's bindings) are a few KiB.
+const maxAnswer = 1 << 20
 
 // withToken is a client of the member as resolved (its pinning and CA) that sends token in place
 // of the resolution's credentials, and a func that closes what it opened.
@@ -329,13 +365,14 @@ func withToken(a *access.Resolved, token string) (corev1client.CoreV1Interface, 
 		len(cfg.CertData) == 0 && cfg.CertFile == "" && cfg.Username == "" {
 		// The resolution sends a token and nothing else: send this one on its connections
 		// instead (client-go's bearer round tripper leaves a request's Authorization alone).
-		client := &http.Client{Transport: bearer{token: "Bearer " + token, next: a.HTTPClient.Transport}, Timeout: a.HTTPClient.Timeout}
+		client := &http.Client{Transport: answercap.Wrap(maxAnswer)(bearer{token: "Bearer " + token, next: a.HTTPClient.Transport}), Timeout: a.HTTPClient.Timeout}
 		core, err := corev1client.NewForConfigAndClient(cfg, client)
 		return core, func() {}, err
 	}
 	cfg.BearerToken, cfg.BearerTokenFile = token, ""
 	cfg.ExecProvider, cfg.AuthProvider, cfg.Username, cfg.Password = nil, nil, "", ""
 	cfg.CertData, cfg.KeyData, cfg.CertFile, cfg.KeyFile = nil, nil, "", ""
+	cfg.Wrap(answercap.Wrap(maxAnswer))
 	client, err := rest.HTTPClientFor(cfg)
 	if err != nil {
 		return nil, nil, fmt.Errorf("building a client of the member: %w", err)
@@ -344,7 +381,8 @@ func withToken(a *access.Resolved, token string) (corev1client.CoreV1Interface, 
 	if err != nil {
 		return nil, nil, fmt.Errorf("building a client of the member: %w", err)
 	}
-	return core, client.CloseIdleConnections, nil
+	// http.Client.CloseIdleConnections stops at client-go's wrappers; this unwraps them.
+	return core, func() { utilnet.CloseIdleConnectionsFor(client.Transport) }, nil
 }
 
 // bearer sets a request's Authorization before the resolution's transport sees it.

@@ -66,6 +66,8 @@ func TestBadFlags(t *testing.T) {
 		{[]string{"health", "--interval", "0"}, "--interval 0s: want a positive duration"},
 		{[]string{"health", "--probe-timeout", "0"}, "--probe-timeout 0s: want a positive duration"},
 		{[]string{"health", "--concurrency", "0"}, "--concurrency 0: want 1 or more"},
+		{[]string{"rotate", "--member-timeout", "0"}, "--member-timeout 0s: want a positive duration"},
+		{[]string{"rotate", "--once", "--leader-elect"}, "--once and --leader-elect conflict"},
 		{[]string{"install", "-o", "json"}, "-o applies only to --dry-run=client"},
 		{[]string{"install", "--dry-run=server"}, "--dry-run=server: install cannot ask the server"},
 		{[]string{"export", "--allow-exec", "aws"}, "--allow-exec applies only to --format kubeconfig"},

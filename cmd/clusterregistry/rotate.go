@@ -24,6 +24,7 @@ type RotateOptions struct {
 	Selector                  string
 	Once                      bool
 	Interval                  time.Duration
+	MemberTimeout             time.Duration
 	RenewAt                   float64
 	Trust                     trustflags.Flags
 	LeaderElect               bool
@@ -50,6 +51,8 @@ func (o *RotateOptions) Validate() error {
 	switch {
 	case o.Interval <= 0:
 		return usageError{fmt.Errorf("--interval %s: want a positive duration", o.Interval)}
+	case o.MemberTimeout <= 0:
+		return usageError{fmt.Errorf("--member-timeout %s: want a positive duration", o.MemberTimeout)}
 	case o.RenewAt <= 0 || o.RenewAt >= 1:
 		return usageError{fmt.Errorf("--renew-at %v: want a fraction of a token's life between 0 and 1", o.RenewAt)}
 	case o.Once && o.LeaderElect:
@@ -85,7 +88,7 @@ func (o *RotateOptions) Run(ctx context.Context) error {
 		return err
 	}
 	defer fleet.Stop()
-	opts := rotation.Options{Kube: reg.Kube, RenewAt: o.RenewAt, Interval: o.Interval,
+	opts := rotation.Options{Kube: reg.Kube, RenewAt: o.RenewAt, Interval: o.Interval, Timeout: o.MemberTimeout,
 		Logger: funcr.New(func(prefix, args string) { fmt.Fprintln(o.stderr, prefix, args) }, funcr.Options{LogTimestamp: true})}
 	if o.LeaderElect {
 		namespace := o.LeaseNamespace
@@ -154,6 +157,7 @@ func newRotate(fac *factory) *cobra.Command {
 	f.StringVarP(&o.Selector, "selector", "l", "", "label selector over the Clusters, e.g. env=prod")
 	f.BoolVar(&o.Once, "once", false, "make one pass, say what was renewed, and exit")
 	f.DurationVar(&o.Interval, "interval", time.Minute, "how often to look for tokens due")
+	f.DurationVar(&o.MemberTimeout, "member-timeout", 30*time.Second, "time allowed for each step of a renewal that waits on the member; one that does not answer is tried again at the next pass")
 	f.Float64Var(&o.RenewAt, "renew-at", 2.0/3, "the fraction of a token's life after which it is renewed")
 	addLeaderElectFlags(f, &o.LeaderElect, &o.LeaseNamespace, &o.LeaseName, "clusterregistry-rotation")
 	o.Trust.AddFlags(f)

@@ -1,0 +1,52 @@
+package answercap
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+)
+
+// ErrTooLarge is in the error of a read past the limit (errors.Is), whatever client-go wraps
+// around it.
+var ErrTooLarge = errors.New("answer too large")
+
+// Wrap returns a transport wrapper, for rest.Config.Wrap or around an http.Client's transport,
+// whose answers' bodies fail with an error that wraps ErrTooLarge past limit bytes.
+func Wrap(limit int64) func(http.RoundTripper) http.RoundTripper {
+	return func(next http.RoundTripper) http.RoundTripper { return &capped{next: next, limit: limit} }
+}
+
+type capped struct {
+	next  http.RoundTripper
+	limit int64
+}
+
+func (c *capped) RoundTrip(r *http.Request) (*http.Response, error) {
+	resp, err := c.next.RoundTrip(r)
+	if err == nil {
+		resp.Body = &body{ReadCloser: resp.Body, left: c.limit, limit: c.limit}
+	}
+	return resp, err
+}
+
+// WrappedRoundTripper lets utilnet.CloseIdleConnectionsFor reach the transport under the cap:
+// without it a client's connections are never closed, and each client built leaves one open.
+func (c *capped) WrappedRoundTripper() http.RoundTripper { return c.next }
+
+type body struct {
+	io.ReadCloser
+	left, limit int64
+}
+
+func (b *body) Read(p []byte) (int, error) {
+	if int64(len(p)) > b.left+1 {
+		p = p[:b.left+1] // one byte past the cap tells a body of exactly limit from a longer one
+	}
+	n, err := b.ReadCloser.Read(p)
+	if int64(n) > b.left {
+		n, err = int(b.left), fmt.Errorf("the answer exceeds %d KiB: %w", b.limit>>10, ErrTooLarge)
+	}
+	b.left -= int64(n)
+	return n, err
+}

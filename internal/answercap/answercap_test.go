@@ -1,0 +1,37 @@
+package answercap
+
+import (
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+type answer string
+
+func (a answer) RoundTrip(*http.Request) (*http.Response, error) {
+	return &http.Response{StatusCode: http.StatusOK, Body: io.NopCloser(strings.NewReader(string(a)))}, nil
+}
+
+func TestWrap(t *testing.T) {
+	const limit = 4 << 10
+	for _, tc := range []struct {
+		size    int
+		tooLong bool
+	}{{limit, false}, {limit + 1, true}, {10, false}, {0, false}, {10 * limit, true}} {
+		client := &http.Client{Transport: Wrap(limit)(answer(strings.Repeat("x", tc.size)))}
+		resp, err := client.Get("https://member.example")
+		require.NoError(t, err)
+		data, err := io.ReadAll(resp.Body)
+		if !tc.tooLong {
+			require.NoError(t, err, "size %d", tc.size)
+			require.Len(t, data, tc.size)
+			continue
+		}
+		require.ErrorIs(t, err, ErrTooLarge, "size %d", tc.size)
+		require.EqualError(t, err, "the answer exceeds 4 KiB: answer too large")
+		require.Len(t, data, limit)
+	}
+}
