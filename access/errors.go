@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/cluster-registry/sdk/internal/answercap"
 )
 
 // Sentinel errors, for errors.Is. The typed errors below wrap them with what the caller needs to
@@ -20,6 +22,9 @@ var (
 	ErrNotAllowed = errors.New("not allowed by the resolver's options")
 	// ErrUnknownProviderType: no provider is registered for the type.
 	ErrUnknownProviderType = errors.New("unknown auth provider type")
+	// ErrAnswerTooLarge: a member's answer was longer than ResolverOptions.MaxAnswerBytes, and
+	// was read no further.
+	ErrAnswerTooLarge = answercap.ErrTooLarge
 )
 
 // ClusterError is the error the Resolver returns: it names the cluster and, when one was chosen,

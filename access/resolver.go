@@ -24,6 +24,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
+	"github.com/cluster-registry/sdk/internal/answercap"
 )
 
 // DefaultRevalidateAfter is how long a resolution is trusted before the Resolver reads its inputs
@@ -86,6 +87,16 @@ type ResolverOptions struct {
 	// own. client-go's default (5 a second) would throttle a fleet's repeated fan-outs.
 	QPS   float32
 	Burst int
+
+	// MaxAnswerBytes, when positive, bounds what every client built from a Resolved's Config
+	// reads of each answer from the member: past it, the read fails with an error that wraps
+	// ErrAnswerTooLarge. client-go reads an answer whole into memory, so without a bound a
+	// member, or whatever answers at its address (a tenant's pod behind the proxy subresource),
+	// can make a tool hold as much as it sends until the request's deadline; with one, a fan-out
+	// over hostile members holds at most this much per member at a time. Watches are streams
+	// meant to last and are not bounded. Set it above the largest list you read in one page
+	// (client-go's informers list 500 objects a page). By default, 0, there is no bound.
+	MaxAnswerBytes int64
 
 	// RevalidateAfter overrides DefaultRevalidateAfter.
 	RevalidateAfter time.Duration
@@ -186,6 +197,9 @@ func NewResolver(opts ResolverOptions) (*Resolver, error) {
 	}
 	if r.opts.RevalidateAfter <= 0 {
 		r.opts.RevalidateAfter = DefaultRevalidateAfter
+	}
+	if r.opts.MaxAnswerBytes < 0 {
+		return nil, fmt.Errorf("ResolverOptions.MaxAnswerBytes is %d: want 0 (no bound) or more", r.opts.MaxAnswerBytes)
 	}
 	if r.opts.QPS <= 0 {
 		r.opts.QPS, r.opts.Burst = -1, 0 // client-go's "no rate limiter"
@@ -441,7 +455,11 @@ func (r *Resolver) build(key types.NamespacedName, server *url.URL, caData []byt
 		// Innermost, so that client-go's auth round trippers, which wrap it, cannot add a
 		// credential to a request it has not checked: see pinned_transport.go.
 		WrapTransport: func(rt http.RoundTripper) http.RoundTripper {
-			return &unauthorizedWatcher{next: pinned(rt), unauthorized: unauthorized}
+			watched := &unauthorizedWatcher{next: pinned(rt), unauthorized: unauthorized}
+			if r.opts.MaxAnswerBytes > 0 {
+				return answercap.WrapExceptWatches(r.opts.MaxAnswerBytes)(watched)
+			}
+			return watched
 		},
 	}
 	if r.opts.InsecureSkipTLSVerify {

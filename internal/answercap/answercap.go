@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
 )
 
 // ErrTooLarge is in the error of a read past the limit (errors.Is), whatever client-go wraps
@@ -17,12 +18,24 @@ func Wrap(limit int64) func(http.RoundTripper) http.RoundTripper {
 	return func(next http.RoundTripper) http.RoundTripper { return &capped{next: next, limit: limit} }
 }
 
+// WrapExceptWatches is Wrap for answers meant to end: a watch (?watch=true or 1), a stream of
+// events meant to last as long as the client wants, is let through whole.
+func WrapExceptWatches(limit int64) func(http.RoundTripper) http.RoundTripper {
+	return func(next http.RoundTripper) http.RoundTripper {
+		return &capped{next: next, limit: limit, exceptWatches: true}
+	}
+}
+
 type capped struct {
-	next  http.RoundTripper
-	limit int64
+	next          http.RoundTripper
+	limit         int64
+	exceptWatches bool
 }
 
 func (c *capped) RoundTrip(r *http.Request) (*http.Response, error) {
+	if c.exceptWatches && isWatch(r) {
+		return c.next.RoundTrip(r)
+	}
 	resp, err := c.next.RoundTrip(r)
 	if err == nil {
 		resp.Body = &body{ReadCloser: resp.Body, left: c.limit, limit: c.limit}
@@ -49,4 +62,14 @@ func (b *body) Read(p []byte) (int, error) {
 	}
 	b.left -= int64(n)
 	return n, err
+}
+
+// isWatch reports whether r asks for a watch, as client-go asks (?watch=true) or by hand
+// (?watch=1). Most requests have no "watch=" at all, and are told apart without parsing.
+func isWatch(r *http.Request) bool {
+	if !strings.Contains(r.URL.RawQuery, "watch=") {
+		return false
+	}
+	v := r.URL.Query().Get("watch")
+	return v == "true" || v == "1"
 }

@@ -35,3 +35,26 @@ func TestWrap(t *testing.T) {
 		require.Len(t, data, limit)
 	}
 }
+
+func TestWrapExceptWatches(t *testing.T) {
+	const limit = 4 << 10
+	long := answer(strings.Repeat("x", 2*limit))
+	for url, whole := range map[string]bool{
+		"https://member.example/api/v1/pods?watch=true":                 true,
+		"https://member.example/api/v1/pods?resourceVersion=1&watch=1":  true,
+		"https://member.example/api/v1/pods?watch=false":                false,
+		"https://member.example/api/v1/pods":                            false,
+		"https://member.example/api/v1/pods?labelSelector=watch%3Dtrue": false,
+	} {
+		client := &http.Client{Transport: WrapExceptWatches(limit)(long)}
+		resp, err := client.Get(url)
+		require.NoError(t, err)
+		data, err := io.ReadAll(resp.Body)
+		if whole {
+			require.NoError(t, err, url)
+			require.Len(t, data, 2*limit, url)
+		} else {
+			require.ErrorIs(t, err, ErrTooLarge, url)
+		}
+	}
+}

@@ -58,7 +58,13 @@ var notForTools = []string{
 	"k8s.io/code-generator",
 	"sigs.k8s.io/controller-tools",
 	"github.com/cluster-registry/sdk/localfleet",
-	"github.com/cluster-registry/sdk/internal",
+	// The module's test support. (Internal packages that the core packages use, such as
+	// internal/answercap, are part of what a tool builds.)
+	"github.com/cluster-registry/sdk/internal/fleettest",
+	"github.com/cluster-registry/sdk/internal/simmembers",
+	"github.com/cluster-registry/sdk/internal/testcerts",
+	"github.com/cluster-registry/sdk/internal/readme",
+	"github.com/cluster-registry/sdk/internal/consumer",
 	// The ecosystem's modules are for the packages that speak their APIs (mcprovider).
 	"sigs.k8s.io/multicluster-runtime",
 	"sigs.k8s.io/cluster-inventory-api",
