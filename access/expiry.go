@@ -39,8 +39,18 @@ func Expiry(cfg *rest.Config) (issued, expires time.Time, ok bool) {
 	return time.Time{}, time.Time{}, false
 }
 
+// lastRepresentable is the last second an RFC 3339 time can name (9999-12-31T23:59:59Z): what
+// the API server stores as a time, and what every client can read back.
+const lastRepresentable = 253402300799
+
 // TokenExpiry is a JWT's iat and exp claims, zero where the token is not a JWT or lacks them. It
 // does not verify the token: it only tells when the token says it stops working.
+//
+// Whoever writes a Secret chooses its token, and its claims go where the registry and kubectl
+// read them (status.credentialsExpireAt, an ExecCredential's expirationTimestamp). A claim past
+// the year 9999 has no RFC 3339 form: written there, it would fail the whole status write at
+// every probe and freeze what the registry says of the Cluster. So a claim that no time field
+// can hold is taken as not made.
 func TokenExpiry(token string) (issued, expires time.Time) {
 	parts := strings.Split(token, ".")
 	if len(parts) != 3 {
@@ -50,18 +60,19 @@ func TokenExpiry(token string) (issued, expires time.Time) {
 	if err != nil {
 		return time.Time{}, time.Time{}
 	}
+	// NumericDate may have a fraction (RFC 7519, section 2); Kubernetes' own tokens have none.
 	var claims struct {
-		Iat int64 `json:"iat"`
-		Exp int64 `json:"exp"`
+		Iat float64 `json:"iat"`
+		Exp float64 `json:"exp"`
 	}
 	if json.Unmarshal(payload, &claims) != nil {
 		return time.Time{}, time.Time{}
 	}
-	if claims.Iat > 0 {
-		issued = time.Unix(claims.Iat, 0)
+	if claims.Iat > 0 && claims.Iat <= lastRepresentable {
+		issued = time.Unix(int64(claims.Iat), 0)
 	}
-	if claims.Exp > 0 {
-		expires = time.Unix(claims.Exp, 0)
+	if claims.Exp > 0 && claims.Exp <= lastRepresentable {
+		expires = time.Unix(int64(claims.Exp), 0)
 	}
 	return issued, expires
 }

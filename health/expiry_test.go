@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 
+	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
 	"github.com/cluster-registry/sdk/localfleet"
 )
 
@@ -33,13 +34,20 @@ func setToken(t *testing.T, lf *localfleet.Fleet, secret, token string) {
 // jwt is an unsigned token whose claims say when it was issued and expires: the API server
 // refuses it, as it refuses an expired one.
 func jwt(issued, expires time.Time) string {
+	return jwtClaims(fmt.Sprintf(`{"iat":%d,"exp":%d,"sub":"system:serviceaccount:kube-system:gone"}`, issued.Unix(), expires.Unix()))
+}
+
+// jwtClaims is an unsigned token with the claims given.
+func jwtClaims(claims string) string {
 	enc := base64.RawURLEncoding.EncodeToString
-	return enc([]byte(`{"alg":"RS256"}`)) + "." + enc([]byte(fmt.Sprintf(`{"iat":%d,"exp":%d,"sub":"system:serviceaccount:kube-system:gone"}`, issued.Unix(), expires.Unix()))) + ".c2ln"
+	return enc([]byte(`{"alg":"RS256"}`)) + "." + enc([]byte(claims)) + ".c2ln"
 }
 
 // Credentials that expire soon make Ready say so (True, CredentialsExpiring, with the time), with
 // an Event and the soonest expiry as a metric; credentials refused after their expiry are
-// CredentialsExpired, not Unauthorized. No token in status or Events.
+// CredentialsExpired, not Unauthorized. No token in status or Events. Whoever writes the Secret
+// cannot freeze the status either: not with an expiry no time field can hold, nor with a pinning
+// annotation longer than a condition's message may be.
 func TestCredentialsExpiringAndExpired(t *testing.T) {
 	integration(t)
 	lf := localfleet.StartForTest(t, localfleet.Options{Members: 1})
@@ -84,9 +92,33 @@ func TestCredentialsExpiringAndExpired(t *testing.T) {
 	c = waitFor(t, lf, m.Name, "False/CredentialsExpired")
 	require.Contains(t, c.Status.Condition("Ready").Message, "expired at "+now.Add(-time.Hour).UTC().Format(time.RFC3339))
 	requireEvent(t, registry, lf.Namespace, m.Name, "CredentialsExpired")
-	// A token still in date that is refused is Unauthorized, as before.
+	// Attacker: whoever writes the Secret writes a token whose exp no time field can hold (the
+	// year 31690708). Had it gone into status.credentialsExpireAt, every status write would fail
+	// and Ready would stay CredentialsExpired, true of a token long replaced. It is taken as
+	// saying nothing, as an opaque token does.
+	setToken(t, lf, m.Name+"-token", jwtClaims(fmt.Sprintf(`{"iat":%d,"exp":1000000000000000}`, now.Unix())))
+	c = waitFor(t, lf, m.Name, "False/Unauthorized")
+	require.Nil(t, c.Status.CredentialsExpireAt, "an expiry no time field can hold")
+	// A token still in date that is refused is Unauthorized, as before, and says when it expires.
 	setToken(t, lf, m.Name+"-token", jwt(now, now.Add(time.Hour)))
-	waitFor(t, lf, m.Name, "False/Unauthorized")
+	require.Eventually(t, func() bool {
+		got, c := ready(t, lf, m.Name)
+		return got == "False/Unauthorized" && c.Status.CredentialsExpireAt != nil && c.Status.CredentialsExpireAt.Unix() == now.Add(time.Hour).Unix()
+	}, time.Minute, 50*time.Millisecond, "Ready is not False/Unauthorized with the token's expiry")
+
+	// Attacker: whoever writes the Secret pins it to 2,500 servers, 65 KB that the Resolver's
+	// error names. A Ready message that long would fail every status write; it is cut short.
+	secrets := registry.CoreV1().Secrets(lf.Namespace)
+	s, err := secrets.Get(ctx, m.Name+"-token", metav1.GetOptions{})
+	require.NoError(t, err)
+	s.Annotations[v1alpha1.ServersAnnotation] = strings.Repeat("https://elsewhere.example,", 2500)
+	_, err = secrets.Update(ctx, s, metav1.UpdateOptions{})
+	require.NoError(t, err)
+	c = waitFor(t, lf, m.Name, "False/CredentialsUnavailable")
+	msg := c.Status.Condition(v1alpha1.ConditionReady).Message
+	require.LessOrEqual(t, len(msg), 4096)
+	require.Contains(t, msg, m.Name+"-token pins its credentials to https://elsewhere.example, ")
+	require.True(t, strings.HasSuffix(msg, "..."), "where the message was cut")
 
 	events, err := registry.CoreV1().Events(lf.Namespace).List(ctx, metav1.ListOptions{FieldSelector: fields.Set{"involvedObject.name": m.Name}.String()})
 	require.NoError(t, err)

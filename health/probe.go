@@ -290,15 +290,26 @@ func reportedUID(uid string) string {
 
 // oneLine is s on one line and at most 512 bytes, cut between characters.
 func oneLine(s string) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if len(s) > 512 {
-		cut := 509
-		for cut > 0 && !utf8.RuneStart(s[cut]) {
-			cut--
-		}
-		s = s[:cut] + "..."
+	return shortened(strings.Join(strings.Fields(s), " "), 512)
+}
+
+// maxMessage bounds the Ready condition's message. The schema allows 32 KiB, and a message past
+// that fails the whole status write, at every probe, freezing what the registry says of the
+// Cluster. Messages quote what others wrote (a Secret's pinning annotation, a Cluster's
+// endpoints, a provider's error, a member's answer), so the bound is kept here, for every
+// message at once; none of the controller's own comes near it.
+const maxMessage = 4096
+
+// shortened is s in at most limit bytes, cut between characters and marked "..." where cut.
+func shortened(s string, limit int) string {
+	if len(s) <= limit {
+		return s
 	}
-	return s
+	cut := limit - len("...")
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "..."
 }
 
 // since is how long ago t was, for messages.
