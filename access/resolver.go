@@ -93,9 +93,11 @@ type ResolverOptions struct {
 	// ErrAnswerTooLarge. client-go reads an answer whole into memory, so without a bound a
 	// member, or whatever answers at its address (a tenant's pod behind the proxy subresource),
 	// can make a tool hold as much as it sends until the request's deadline; with one, a fan-out
-	// over hostile members holds at most this much per member at a time. Watches are streams
-	// meant to last and are not bounded. Set it above the largest list you read in one page
-	// (client-go's informers list 500 objects a page). By default, 0, there is no bound.
+	// over hostile members holds at most this much per member at a time. A watch is a stream
+	// meant to last and is not bounded as a whole, but each of its events is (JSON and
+	// protobuf): past it, the watch ends with an error event. Set it above the largest list you
+	// read in one page (client-go's informers list 500 objects a page). By default, 0, there is
+	// no bound.
 	MaxAnswerBytes int64
 
 	// RevalidateAfter overrides DefaultRevalidateAfter.

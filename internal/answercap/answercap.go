@@ -18,8 +18,16 @@ func Wrap(limit int64) func(http.RoundTripper) http.RoundTripper {
 	return func(next http.RoundTripper) http.RoundTripper { return &capped{next: next, limit: limit} }
 }
 
-// WrapExceptWatches is Wrap for answers meant to end: a watch (?watch=true or 1), a stream of
-// events meant to last as long as the client wants, is let through whole.
+// WrapExceptWatches is Wrap for answers meant to end. A watch (?watch=true or 1), a stream of
+// events meant to last as long as the client wants, is not bounded as a whole; each of its events
+// is, to limit bytes: an event past it fails the read with ErrTooLarge, and client-go ends the
+// watch with an error event.
+//
+// Why each event: client-go decodes a JSON watch with encoding/json, which reads an event whole
+// before anything can look at its size, so one event without end would be held as it came; a
+// protobuf event says its length first, and client-go holds up to 16 MiB of it. The API server
+// writes a JSON watch one event a line, and a protobuf watch as frames each after its length:
+// those are the events bounded. A watch in another encoding is let through.
 func WrapExceptWatches(limit int64) func(http.RoundTripper) http.RoundTripper {
 	return func(next http.RoundTripper) http.RoundTripper {
 		return &capped{next: next, limit: limit, exceptWatches: true}
@@ -33,11 +41,17 @@ type capped struct {
 }
 
 func (c *capped) RoundTrip(r *http.Request) (*http.Response, error) {
-	if c.exceptWatches && isWatch(r) {
-		return c.next.RoundTrip(r)
-	}
 	resp, err := c.next.RoundTrip(r)
-	if err == nil {
+	switch {
+	case err != nil:
+	case c.exceptWatches && isWatch(r):
+		switch framing(resp.Header.Get("Content-Type")) {
+		case byLine:
+			resp.Body = &lines{ReadCloser: resp.Body, limit: c.limit}
+		case byLength:
+			resp.Body = &frames{ReadCloser: resp.Body, limit: c.limit}
+		}
+	default:
 		resp.Body = &body{ReadCloser: resp.Body, left: c.limit, limit: c.limit}
 	}
 	return resp, err
