@@ -52,6 +52,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 // runAs runs the command as invoked under name: clusterregistry, or kubectl's names for its
 // plugin and the plugin's completion.
 func runAs(ctx context.Context, name string, args []string, stdout, stderr io.Writer) int {
+	safeOut, safeErr := &terminalSafe{w: stdout}, &terminalSafe{w: stderr}
+	defer func() { _, _ = safeOut.Flush(), safeErr.Flush() }()
+	stdout, stderr = safeOut, safeErr
 	cmd := newRoot(ctx)
 	args = asInvoked(cmd, name, args)
 	cmd.SetArgs(args)
