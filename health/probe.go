@@ -9,6 +9,7 @@ import (
 	"net/http/httptrace"
 	"strings"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -288,9 +289,17 @@ func reportedUID(uid string) string {
 	return uid
 }
 
-// oneLine is s on one line and at most 512 bytes, cut between characters.
+// oneLine is s on one line and at most 512 bytes, cut between characters, as printable text:
+// what a member answers goes into its status, which people print, and a control character there
+// would drive their terminal. Others become U+FFFD, as bytes that are not UTF-8 do.
 func oneLine(s string) string {
-	return shortened(strings.Join(strings.Fields(s), " "), 512)
+	s = strings.Map(func(r rune) rune {
+		if r == ' ' || unicode.IsPrint(r) {
+			return r
+		}
+		return utf8.RuneError
+	}, strings.Join(strings.Fields(strings.ToValidUTF8(s, "\uFFFD")), " "))
+	return shortened(s, 512)
 }
 
 // maxMessage bounds the Ready condition's message. The schema allows 32 KiB, and a message past

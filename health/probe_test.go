@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/stretchr/testify/require"
@@ -234,13 +235,17 @@ func TestProbeBoundsWhatTheMemberReports(t *testing.T) {
 func FuzzFailingChecks(f *testing.F) {
 	f.Add([]byte("[+]ping ok\n[-]etcd failed: reason withheld\nreadyz check failed\n"))
 	f.Add([]byte(strings.Repeat("[-]ééééééééé\n", 100)))
+	f.Add([]byte("[-]\x1b[2J\x1b]52;c;ZXZpbA==\x07\u009b1A\rcleared failed\n[-]\xff\xfe failed\n"))
 	f.Fuzz(func(t *testing.T, body []byte) {
 		got := failingChecks(body)
 		if len(got) > 512 {
 			t.Fatalf("%d bytes", len(got))
 		}
-		if utf8.Valid(body) && !utf8.ValidString(got) {
-			t.Fatalf("valid UTF-8 in, invalid out: %q", got)
+		if !utf8.ValidString(got) {
+			t.Fatalf("invalid UTF-8 out: %q", got)
+		}
+		if i := strings.IndexFunc(got, func(r rune) bool { return r != ' ' && !unicode.IsPrint(r) }); i >= 0 {
+			t.Fatalf("not printable at %d: %q", i, got)
 		}
 	})
 }
