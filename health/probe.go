@@ -289,17 +289,22 @@ func reportedUID(uid string) string {
 	return uid
 }
 
-// oneLine is s on one line and at most 512 bytes, cut between characters, as printable text:
-// what a member answers goes into its status, which people print, and a control character there
-// would drive their terminal. Others become U+FFFD, as bytes that are not UTF-8 do.
+// oneLine is s on one line and at most 512 bytes, cut between characters, as printable text.
 func oneLine(s string) string {
-	s = strings.Map(func(r rune) rune {
-		if r == ' ' || unicode.IsPrint(r) {
+	return shortened(printable(strings.Join(strings.Fields(s), " ")), 512)
+}
+
+// printable is s as text that a terminal shows as it is. Messages quote what others wrote (a
+// member's answers, a Secret's annotations) and go into status, which people print: a control
+// character there would drive their terminal. Such characters become U+FFFD, as bytes that are
+// not UTF-8 do; newlines stay.
+func printable(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r == ' ' || r == '\n' || unicode.IsPrint(r) {
 			return r
 		}
 		return utf8.RuneError
-	}, strings.Join(strings.Fields(strings.ToValidUTF8(s, "\uFFFD")), " "))
-	return shortened(s, 512)
+	}, strings.ToValidUTF8(s, "\uFFFD"))
 }
 
 // maxMessage bounds the Ready condition's message. The schema allows 32 KiB, and a message past

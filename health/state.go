@@ -68,7 +68,7 @@ func (s *memberState) decide(current *v1alpha1.Cluster, o observation, opts *Opt
 		o = observation{reason: v1alpha1.ReasonIdentityChanged,
 			message: "the endpoints now lead to the cluster " + o.clusterID + ", not " + v.clusterID + " as status.clusterID records; remove status.clusterID to accept it"}
 	}
-	want := metav1.Condition{Type: v1alpha1.ConditionReady, Status: metav1.ConditionFalse, Reason: o.reason, Message: shortened(o.message, maxMessage)}
+	want := metav1.Condition{Type: v1alpha1.ConditionReady, Status: metav1.ConditionFalse, Reason: o.reason, Message: shortened(printable(o.message), maxMessage)}
 	if o.ready {
 		want.Status = metav1.ConditionTrue
 	}

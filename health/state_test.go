@@ -1,6 +1,7 @@
 package health
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -35,6 +36,19 @@ func decideAll(s *memberState, c *v1alpha1.Cluster, opts *Options, obs ...observ
 		out = append(out, string(v.condition.Status)+"/"+v.condition.Reason+mark)
 	}
 	return out
+}
+
+// A message quotes what others wrote (here, a Secret's annotation in the Resolver's error): the
+// condition carries it as printable text, at most maxMessage bytes.
+func TestMessagesArePrintableAndBounded(t *testing.T) {
+	opts := &Options{FailureThreshold: 1, SuccessThreshold: 1, Heartbeat: time.Hour}
+	s, c := &memberState{}, &v1alpha1.Cluster{}
+	o := observation{reason: v1alpha1.ReasonCredentialsUnavailable,
+		message: "Secret fleet/x pins its credentials to \x1b[2J\u009b\r\xff,\nand more " + strings.Repeat("é", maxMessage)}
+	v := s.decide(c, o, opts, time.Unix(1_800_000_000, 0))
+	require.True(t, strings.HasPrefix(v.condition.Message, "Secret fleet/x pins its credentials to \uFFFD[2J\uFFFD\uFFFD\uFFFD,\nand more éé"), v.condition.Message[:80])
+	require.LessOrEqual(t, len(v.condition.Message), maxMessage)
+	require.True(t, strings.HasSuffix(v.condition.Message, "é..."))
 }
 
 func TestDampingNeedsThresholdProbesInARow(t *testing.T) {
