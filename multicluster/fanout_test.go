@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
@@ -328,6 +329,22 @@ func TestResultsTable(t *testing.T) {
 	}
 	if err := results.Err(); err == nil || !strings.HasPrefix(err.Error(), "fleet/m1: applying") {
 		t.Errorf("Err() = %v", err)
+	}
+}
+
+// A member's error quotes what its API server said; the table, printed to people's terminals,
+// shows control characters instead of sending them, and cuts a long error between characters.
+func TestResultsTableShowsNoControlCharacters(t *testing.T) {
+	results := ForEach(context.Background(), staticMembers(t, 1), func(context.Context, *Member) error {
+		return &apierrors.StatusError{ErrStatus: metav1.Status{Code: http.StatusInternalServerError,
+			Message: "\x1b[2J\x1b]52;c;ZXZpbA==\a\u009b1A\rowned \xff" + strings.Repeat("é", 100)}}
+	}, NoRetry())
+	row := strings.Split(results.String(), "\n")[1]
+	if strings.ContainsAny(row, "\x1b\a\r\u009b") || !utf8.ValidString(row) {
+		t.Fatalf("the row sends control characters: %q", row)
+	}
+	if !strings.Contains(row, "\uFFFD[2J\uFFFD]52;c;ZXZpbA==\uFFFD\uFFFD1A owned \uFFFDéé") || !strings.Contains(row, "é...") {
+		t.Errorf("row: %q", row)
 	}
 }
 

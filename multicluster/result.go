@@ -8,6 +8,8 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+	"unicode"
+	"unicode/utf8"
 )
 
 // Outcome is what happened to one member in a fan-out.
@@ -126,10 +128,24 @@ func tableError(err error) string {
 	return msg
 }
 
+// oneLine is s on one line of at most 160 bytes, cut between characters, as text a terminal
+// shows as it is. A member's errors quote what its API server (or whoever answers at its
+// address) said, and the table goes to people's terminals: a control character would drive
+// them (clear the screen, print over earlier rows). Such characters become U+FFFD, as bytes that
+// are not UTF-8 do.
 func oneLine(s string) string {
-	s = strings.Join(strings.Fields(s), " ")
+	s = strings.Map(func(r rune) rune {
+		if r == ' ' || unicode.IsPrint(r) {
+			return r
+		}
+		return utf8.RuneError
+	}, strings.Join(strings.Fields(strings.ToValidUTF8(s, "\uFFFD")), " "))
 	if len(s) > 160 {
-		s = s[:157] + "..."
+		cut := 157
+		for cut > 0 && !utf8.RuneStart(s[cut]) {
+			cut--
+		}
+		s = s[:cut] + "..."
 	}
 	return s
 }

@@ -204,4 +204,7 @@ func TestImportFromKubeconfig(t *testing.T) {
 	want, err := kubernetes.NewForConfigOrDie(lf.Members[0].Config).CoreV1().Namespaces().Get(ctx, "kube-system", metav1.GetOptions{})
 	require.NoError(t, err)
 	require.Equal(t, want.UID, ns.UID)
+
+	// On the same registry, to spare the test run one of its own.
+	t.Run("get and describe do not drive the terminal", func(t *testing.T) { getAndDescribeDoNotDriveTheTerminal(t, lf) })
 }

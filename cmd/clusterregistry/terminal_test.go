@@ -50,12 +50,9 @@ func TestTerminalSafeWrites(t *testing.T) {
 
 // Whoever edits a Cluster, or answers for its member, writes what clusterregistry get and describe
 // print; control characters there would drive the reader's terminal (clear it, print over what
-// came before, set the clipboard). They are shown instead, and other text is left as it is.
-func TestGetAndDescribeDoNotDriveTheTerminal(t *testing.T) {
-	if testing.Short() {
-		t.Skip("needs kube-apiserver and etcd; run without -short")
-	}
-	lf := localfleet.StartForTest(t, localfleet.Options{})
+// came before, set the clipboard). They are shown instead, and other text is left as it is. It
+// runs on TestImportFromKubeconfig's registry.
+func getAndDescribeDoNotDriveTheTerminal(t *testing.T, lf *localfleet.Fleet) {
 	ctx := t.Context()
 	const hostile = "\x1b[2J\x1b]52;c;ZXZpbA==\x07\u009b1A\rall fine"
 	clusters := versioned.NewForConfigOrDie(lf.Registry.Config).ClusterregistryV1alpha1().Clusters(lf.Namespace)

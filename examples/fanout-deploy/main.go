@@ -31,6 +31,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/cli-runtime/pkg/printers"
 	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
@@ -136,7 +137,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		names := make([]string, len(failed))
 		for i, r := range failed {
 			names[i] = r.Member.String()
-			fmt.Fprintf(stdout, "  %s: %s\n", r.Member, strings.ReplaceAll(r.Err.Error(), "\n", "\n    "))
+			// A member's error quotes its API server; kubectl's escaping keeps its control
+			// characters from driving the terminal (the table above does the same).
+			fmt.Fprintf(stdout, "  %s: %s\n", r.Member, printers.EscapeTerminal(strings.ReplaceAll(r.Err.Error(), "\n", "\n    ")))
 		}
 		fmt.Fprintf(stderr, "fanout-deploy: %d of %d members failed: %s\n", len(failed), len(results), strings.Join(names, ", "))
 		return 1

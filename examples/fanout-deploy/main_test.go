@@ -3,8 +3,12 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/pem"
 	"flag"
 	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,6 +18,7 @@ import (
 
 	"github.com/go-logr/logr"
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -21,6 +26,7 @@ import (
 
 	"github.com/cluster-registry/sdk/clientset/versioned"
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
+	"github.com/cluster-registry/sdk/internal/fleettest"
 	"github.com/cluster-registry/sdk/localfleet"
 )
 
@@ -262,6 +268,30 @@ func TestEndToEnd(t *testing.T) {
 		}
 		if got := deployments(t, lf.Members[0], lf.Members[2]); got[0] != "absent" || got[1] != "absent" {
 			t.Errorf("after --delete: %v", got)
+		}
+	})
+
+	t.Run("a member's errors do not drive the terminal", func(t *testing.T) {
+		// Whoever answers at a member's address writes its errors: here, escape sequences that
+		// would clear the screen and set the clipboard.
+		hostile := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusInternalServerError)
+			_, _ = io.WriteString(w, `{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"InternalError","code":500,"message":"\u001b[2J\u001b]52;c;ZXZpbA==\u0007\rall fine"}`)
+		}))
+		defer hostile.Close()
+		_, err := registryKube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "hostile"}}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		caPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: hostile.Certificate().Raw})
+		fleettest.RegisterServer(t, lf, "hostile", "evil", hostile.URL, caPEM, "evil-token")
+		code, out, errOut := fanoutDeploy(t, "-n", "hostile", "--name", "web", "--image", "x", "--timeout", "5s")
+		if code != 1 || !strings.Contains(out, "hostile/evil") {
+			t.Fatalf("exit %d", code)
+		}
+		if strings.ContainsAny(out+errOut, "\x1b\r") || !strings.Contains(out, "^[[2J^[]52;c;ZXZpbA==") {
+			t.Errorf("control characters reach the terminal: %q", out+errOut)
 		}
 	})
 
