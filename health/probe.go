@@ -9,8 +9,6 @@ import (
 	"net/http/httptrace"
 	"strings"
 	"time"
-	"unicode"
-	"unicode/utf8"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -22,6 +20,7 @@ import (
 	"github.com/cluster-registry/sdk/access"
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
 	"github.com/cluster-registry/sdk/internal/answercap"
+	"github.com/cluster-registry/sdk/internal/safetext"
 	"github.com/cluster-registry/sdk/multicluster"
 )
 
@@ -244,7 +243,7 @@ func (c *Controller) failed(ctx context.Context, code int, body []byte, err erro
 	case code != 0:
 		return observation{reason: v1alpha1.ReasonNotReady, message: fmt.Sprintf("the API server answered %d", code)}, true
 	}
-	return observation{reason: v1alpha1.ReasonUnreachable, message: oneLine(err.Error())}, true
+	return observation{reason: v1alpha1.ReasonUnreachable, message: safetext.OneLine(err.Error(), 512)}, true
 }
 
 // failingChecks names the checks a /readyz answer marks failed ("[-]etcd failed: ...").
@@ -259,7 +258,7 @@ func failingChecks(body []byte) string {
 	if len(failing) == 0 {
 		return "readiness checks failed"
 	}
-	return oneLine("failing checks: " + strings.Join(failing, ", "))
+	return safetext.OneLine("failing checks: "+strings.Join(failing, ", "), 512)
 }
 
 // What a member reports goes into its Cluster's status, whose schema bounds each field. A value
@@ -289,42 +288,12 @@ func reportedUID(uid string) string {
 	return uid
 }
 
-// oneLine is s on one line and at most 512 bytes, cut between characters, as printable text.
-func oneLine(s string) string {
-	return shortened(printable(strings.Join(strings.Fields(s), " ")), 512)
-}
-
-// printable is s as text that a terminal shows as it is. Messages quote what others wrote (a
-// member's answers, a Secret's annotations) and go into status, which people print: a control
-// character there would drive their terminal. Such characters become U+FFFD, as bytes that are
-// not UTF-8 do; newlines stay.
-func printable(s string) string {
-	return strings.Map(func(r rune) rune {
-		if r == ' ' || r == '\n' || unicode.IsPrint(r) {
-			return r
-		}
-		return utf8.RuneError
-	}, strings.ToValidUTF8(s, "\uFFFD"))
-}
-
 // maxMessage bounds the Ready condition's message. The schema allows 32 KiB, and a message past
 // that fails the whole status write, at every probe, freezing what the registry says of the
 // Cluster. Messages quote what others wrote (a Secret's pinning annotation, a Cluster's
 // endpoints, a provider's error, a member's answer), so the bound is kept here, for every
 // message at once; none of the controller's own comes near it.
 const maxMessage = 4096
-
-// shortened is s in at most limit bytes, cut between characters and marked "..." where cut.
-func shortened(s string, limit int) string {
-	if len(s) <= limit {
-		return s
-	}
-	cut := limit - len("...")
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + "..."
-}
 
 // since is how long ago t was, for messages.
 func since(now, t time.Time) time.Duration { return now.Sub(t).Round(time.Second) }

@@ -6,6 +6,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
+	"github.com/cluster-registry/sdk/internal/safetext"
 )
 
 // memberState is what the controller knows of one member between probes: the Ready condition
@@ -68,7 +69,7 @@ func (s *memberState) decide(current *v1alpha1.Cluster, o observation, opts *Opt
 		o = observation{reason: v1alpha1.ReasonIdentityChanged,
 			message: "the endpoints now lead to the cluster " + o.clusterID + ", not " + v.clusterID + " as status.clusterID records; remove status.clusterID to accept it"}
 	}
-	want := metav1.Condition{Type: v1alpha1.ConditionReady, Status: metav1.ConditionFalse, Reason: o.reason, Message: shortened(printable(o.message), maxMessage)}
+	want := metav1.Condition{Type: v1alpha1.ConditionReady, Status: metav1.ConditionFalse, Reason: o.reason, Message: safetext.Shorten(safetext.Printable(o.message), maxMessage)}
 	if o.ready {
 		want.Status = metav1.ConditionTrue
 	}

@@ -8,8 +8,8 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
-	"unicode"
-	"unicode/utf8"
+
+	"github.com/cluster-registry/sdk/internal/safetext"
 )
 
 // Outcome is what happened to one member in a fan-out.
@@ -78,13 +78,16 @@ func (rs Results[T]) Err() error {
 }
 
 // WriteTable writes one aligned row per member: member, endpoint, result, attempts, duration.
+// The result is cut to one line of printable text: a member's error quotes what its API server
+// (or whoever answers at its address) said, and a control character would drive the terminal of
+// whoever reads the table.
 // The result is the error, or on success the value when it is a string or a fmt.Stringer (so a
 // callback can say "created" or "unchanged"), or else "ok".
 func (rs Results[T]) WriteTable(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "MEMBER\tENDPOINT\tRESULT\tATTEMPTS\tDURATION")
 	for _, r := range rs {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\n", r.Member, r.Endpoint, oneLine(r.text()), r.Attempts, r.Duration.Round(time.Millisecond))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\n", r.Member, r.Endpoint, safetext.OneLine(r.text(), 160), r.Attempts, r.Duration.Round(time.Millisecond))
 	}
 	return tw.Flush()
 }
@@ -126,26 +129,4 @@ func tableError(err error) string {
 		}
 	}
 	return msg
-}
-
-// oneLine is s on one line of at most 160 bytes, cut between characters, as text a terminal
-// shows as it is. A member's errors quote what its API server (or whoever answers at its
-// address) said, and the table goes to people's terminals: a control character would drive
-// them (clear the screen, print over earlier rows). Such characters become U+FFFD, as bytes that
-// are not UTF-8 do.
-func oneLine(s string) string {
-	s = strings.Map(func(r rune) rune {
-		if r == ' ' || unicode.IsPrint(r) {
-			return r
-		}
-		return utf8.RuneError
-	}, strings.Join(strings.Fields(strings.ToValidUTF8(s, "\uFFFD")), " "))
-	if len(s) > 160 {
-		cut := 157
-		for cut > 0 && !utf8.RuneStart(s[cut]) {
-			cut--
-		}
-		s = s[:cut] + "..."
-	}
-	return s
 }
