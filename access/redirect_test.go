@@ -26,7 +26,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
-	"github.com/cluster-registry/sdk/internal/testcerts"
+	"github.com/cluster-registry/sdk/testkit/testcerts"
 )
 
 // These tests play a member that answers with redirects: a tenant's pod behind the services/pods

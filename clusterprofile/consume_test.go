@@ -28,7 +28,7 @@ import (
 	"github.com/cluster-registry/sdk/clusterprofile"
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
 	"github.com/cluster-registry/sdk/fleetcache"
-	"github.com/cluster-registry/sdk/internal/fleettest"
+	"github.com/cluster-registry/sdk/testkit/fleettest"
 	"github.com/cluster-registry/sdk/multicluster"
 )
 

@@ -19,7 +19,7 @@ import (
 	_ "sigs.k8s.io/cluster-inventory-api/pkg/credentialplugin"
 
 	"github.com/cluster-registry/sdk/clusterprofile"
-	"github.com/cluster-registry/sdk/internal/fleettest"
+	"github.com/cluster-registry/sdk/testkit/fleettest"
 )
 
 // cluster-inventory-api's own access code reaches a member from the profile we published: its

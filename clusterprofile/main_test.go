@@ -4,7 +4,7 @@ import (
 	"context"
 	"testing"
 
-	"github.com/cluster-registry/sdk/internal/fleettest"
+	"github.com/cluster-registry/sdk/testkit/fleettest"
 	"github.com/cluster-registry/sdk/localfleet"
 )
 

@@ -19,7 +19,7 @@ import (
 	"github.com/cluster-registry/sdk/clientset/versioned"
 	"github.com/cluster-registry/sdk/clusterprofile"
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
-	"github.com/cluster-registry/sdk/internal/fleettest"
+	"github.com/cluster-registry/sdk/testkit/fleettest"
 )
 
 const testTimeout = 60 * time.Second

@@ -11,7 +11,7 @@ import (
 
 	"github.com/cluster-registry/sdk/clientset/versioned"
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
-	"github.com/cluster-registry/sdk/internal/testcerts"
+	"github.com/cluster-registry/sdk/testkit/testcerts"
 )
 
 // testTimeout bounds any one wait on the API server; everything here answers in milliseconds.

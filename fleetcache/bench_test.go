@@ -31,8 +31,8 @@ import (
 	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
 	crcluster "sigs.k8s.io/controller-runtime/pkg/cluster"
 
-	"github.com/cluster-registry/sdk/internal/fleettest"
-	"github.com/cluster-registry/sdk/internal/simmembers"
+	"github.com/cluster-registry/sdk/testkit/fleettest"
+	"github.com/cluster-registry/sdk/testkit/simmembers"
 	"github.com/cluster-registry/sdk/multicluster"
 )
 

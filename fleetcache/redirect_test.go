@@ -9,7 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/cluster-registry/sdk/access"
-	"github.com/cluster-registry/sdk/internal/fleettest"
+	"github.com/cluster-registry/sdk/testkit/fleettest"
 )
 
 // A member, or whatever answers at its address, that redirects the caches' lists and watches to

@@ -18,7 +18,7 @@ import (
 	"github.com/cluster-registry/sdk/clientset/versioned"
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
 	"github.com/cluster-registry/sdk/informers/externalversions"
-	"github.com/cluster-registry/sdk/internal/simmembers"
+	"github.com/cluster-registry/sdk/testkit/simmembers"
 )
 
 // benchFleetSize is the registry's size in BenchmarkFleet.

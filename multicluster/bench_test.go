@@ -12,7 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/cluster-registry/sdk/internal/simmembers"
+	"github.com/cluster-registry/sdk/testkit/simmembers"
 )
 
 // simLatency is each simulated member's answer time, as a distant API server's might be.

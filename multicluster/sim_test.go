@@ -9,10 +9,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 
-	"github.com/cluster-registry/sdk/internal/simmembers"
+	"github.com/cluster-registry/sdk/testkit/simmembers"
 )
 
-// Simulated members (internal/simmembers) stand in for hundreds of API servers in the
+// Simulated members (testkit/simmembers) stand in for hundreds of API servers in the
 // benchmarks; these are the helpers that reach them through a Fleet.
 
 // Simulated members answer through a Fleet as real ones do, and count handshakes: a check on

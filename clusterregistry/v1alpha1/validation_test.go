@@ -9,7 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
-	"github.com/cluster-registry/sdk/internal/testcerts"
+	"github.com/cluster-registry/sdk/testkit/testcerts"
 )
 
 // validCluster is a Cluster that passes every rule; each test case breaks one thing.

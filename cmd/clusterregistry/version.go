@@ -7,7 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/cluster-registry/sdk/internal/buildinfo"
+	"github.com/cluster-registry/sdk/buildinfo"
 )
 
 // VersionOptions are version's flags: Validate checks -o, Run prints.

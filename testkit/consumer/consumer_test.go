@@ -60,11 +60,12 @@ var notForTools = []string{
 	"github.com/cluster-registry/sdk/localfleet",
 	// The module's test support. (Internal packages that the core packages use, such as
 	// internal/answercap, are part of what a tool builds.)
-	"github.com/cluster-registry/sdk/internal/fleettest",
-	"github.com/cluster-registry/sdk/internal/simmembers",
-	"github.com/cluster-registry/sdk/internal/testcerts",
+	"github.com/cluster-registry/sdk/testkit",
+	"github.com/cluster-registry/sdk/testkit/fleettest",
+	"github.com/cluster-registry/sdk/testkit/simmembers",
+	"github.com/cluster-registry/sdk/testkit/testcerts",
 	"github.com/cluster-registry/sdk/internal/readme",
-	"github.com/cluster-registry/sdk/internal/consumer",
+	"github.com/cluster-registry/sdk/testkit/consumer",
 	// The ecosystem's modules are for the packages that speak their APIs (mcprovider).
 	"sigs.k8s.io/multicluster-runtime",
 	"sigs.k8s.io/cluster-inventory-api",

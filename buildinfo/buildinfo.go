@@ -1,5 +1,3 @@
-// Package buildinfo says which build of the SDK a command is: the module's version and the commit
-// it was built from, as the Go toolchain recorded them in the binary.
 package buildinfo
 
 import (

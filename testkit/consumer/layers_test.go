@@ -1,0 +1,71 @@
+package consumer
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"os/exec"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+const module = "github.com/cluster-registry/sdk"
+
+// goPackage is what go list says of one package of the module.
+type goPackage struct {
+	ImportPath string
+	Imports    []string // of its non-test files: what a build of it pulls in
+}
+
+// modulePackages lists every package of the module.
+func modulePackages(t *testing.T) []goPackage {
+	t.Helper()
+	cmd := exec.Command("go", "list", "-json=ImportPath,Imports", module+"/...")
+	cmd.Dir = "../.."
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	require.NoError(t, err, "go list: %s", stderr.String())
+	var pkgs []goPackage
+	for dec := json.NewDecoder(bytes.NewReader(out)); ; {
+		var p goPackage
+		if err := dec.Decode(&p); err == io.EOF {
+			break
+		} else {
+			require.NoError(t, err)
+		}
+		pkgs = append(pkgs, p)
+	}
+	require.NotEmpty(t, pkgs)
+	return pkgs
+}
+
+// under reports whether path is the module's package dir or one below it.
+func under(path, dir string) bool {
+	p := module + "/" + dir
+	return path == p || strings.HasPrefix(path, p+"/")
+}
+
+// The package graph runs one way: the library's code never imports the test kit, internal/ holds
+// only what the library runs (and so imports nothing of the module above it), and the examples,
+// which users copy out of the module, import nothing internal.
+func TestPackagesImportOnlyDownwards(t *testing.T) {
+	for _, p := range modulePackages(t) {
+		for _, imp := range p.Imports {
+			if !under(imp, "") && !strings.HasPrefix(imp, module+"/") {
+				continue
+			}
+			switch {
+			case under(imp, "testkit") && !under(p.ImportPath, "testkit"):
+				t.Errorf("%s imports the test kit %s outside its tests: what the library runs must not", p.ImportPath, imp)
+			case under(p.ImportPath, "internal") && !under(imp, "internal") && !under(imp, "clusterregistry/v1alpha1"):
+				t.Errorf("%s, under internal/, imports %s: internal/ is what the library runs, below its public packages; "+
+					"code that needs the public packages belongs beside them (test support in testkit/)", p.ImportPath, imp)
+			case under(p.ImportPath, "examples") && (under(imp, "internal") || under(imp, "testkit")):
+				t.Errorf("example %s imports %s: a user who copies the example out of the module could not build it", p.ImportPath, imp)
+			}
+		}
+	}
+}
