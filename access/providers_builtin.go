@@ -37,12 +37,12 @@ func secretCredentials(ctx context.Context, req *Request) (*Credentials, error) 
 	if err := req.CheckPinned(s); err != nil {
 		return nil, err
 	}
-	creds := &Credentials{CAData: clone(s.Data["ca.crt"])}
+	creds := &Credentials{CAData: clone(s.Data[v1alpha1.SecretCAKey])}
 	switch {
-	case len(strings.TrimSpace(string(s.Data["token"]))) > 0:
-		creds.BearerToken = strings.TrimSpace(string(s.Data["token"]))
-	case len(s.Data["tls.crt"]) > 0 && len(s.Data["tls.key"]) > 0:
-		creds.CertData, creds.KeyData = clone(s.Data["tls.crt"]), clone(s.Data["tls.key"])
+	case len(strings.TrimSpace(string(s.Data[v1alpha1.SecretTokenKey]))) > 0:
+		creds.BearerToken = strings.TrimSpace(string(s.Data[v1alpha1.SecretTokenKey]))
+	case len(s.Data[v1alpha1.SecretCertKey]) > 0 && len(s.Data[v1alpha1.SecretKeyKey]) > 0:
+		creds.CertData, creds.KeyData = clone(s.Data[v1alpha1.SecretCertKey]), clone(s.Data[v1alpha1.SecretKeyKey])
 	default:
 		return nil, fmt.Errorf("Secret %s/%s has neither a token nor tls.crt and tls.key (keys: %s)",
 			s.Namespace, s.Name, strings.Join(sortedKeys(s.Data), ", "))

@@ -11,6 +11,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
 )
 
 // execExtension is the kubeconfig cluster extension whose content client-go gives exec plugins as
@@ -24,11 +26,11 @@ const execExtension = "client.authentication.k8s.io/exec"
 // side: refused unless ResolverOptions.AllowKubeconfigSecretRefs, and then tied to servers by the
 // caller's FileRoots and ExecPlugins, not by the Secret.
 func kubeconfigSecretCredentials(ctx context.Context, req *Request) (*Credentials, error) {
-	s, err := req.Secret(ctx, req.Config("namespace", ""), req.Config("name", req.Cluster.Name+"-kubeconfig"))
+	s, err := req.Secret(ctx, req.Config("namespace", ""), req.Config("name", v1alpha1.KubeconfigSecretName(req.Cluster.Name)))
 	if err != nil {
 		return nil, err
 	}
-	key := req.Config("key", "value")
+	key := req.Config("key", v1alpha1.KubeconfigSecretKey)
 	if len(validation.IsConfigMapKey(key)) > 0 {
 		return nil, errors.New("config.key is not a valid Secret key")
 	}

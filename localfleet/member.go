@@ -59,7 +59,7 @@ func (m *Member) register(ctx context.Context, registryKube kubernetes.Interface
 		secret.Annotations = map[string]string{v1alpha1.ServersAnnotation: m.URL()}
 		// The member's CA travels with the token, so that it alone verifies the member: a Cluster's
 		// caBundle, which the Cluster's editor controls, does not.
-		secret.Data = map[string][]byte{"token": []byte(token), "ca.crt": m.Config.CAData}
+		secret.Data = map[string][]byte{v1alpha1.SecretTokenKey: []byte(token), v1alpha1.SecretCAKey: m.Config.CAData}
 		provider = v1alpha1.AuthProviderConfig{Name: "token", Config: map[string]string{"name": secret.Name}}
 	} else {
 		m.ProviderType = v1alpha1.ProviderTypeKubeconfigSecret
@@ -67,8 +67,8 @@ func (m *Member) register(ctx context.Context, registryKube kubernetes.Interface
 		if err != nil {
 			return fmt.Errorf("member %s: %w", m.Name, err)
 		}
-		secret.Name = m.Name + "-kubeconfig" // Cluster API's convention, the provider's default
-		secret.Data = map[string][]byte{"value": kubeconfig}
+		secret.Name = v1alpha1.KubeconfigSecretName(m.Name) // Cluster API's convention, the provider's default
+		secret.Data = map[string][]byte{v1alpha1.KubeconfigSecretKey: kubeconfig}
 		provider = v1alpha1.AuthProviderConfig{Name: "kubeconfig"}
 	}
 	provider.Type.Name = m.ProviderType

@@ -254,7 +254,7 @@ func (r *Rotator) renewIfDue(ctx context.Context, m *multicluster.Member, key ty
 	if !ok || saNamespace == "" || saName == "" {
 		return nil, fmt.Errorf("annotation %s is %q, want namespace/name", v1alpha1.ServiceAccountAnnotation, account)
 	}
-	issued, expires := access.TokenExpiry(string(s.Data["token"]))
+	issued, expires := access.TokenExpiry(string(s.Data[v1alpha1.SecretTokenKey]))
 	if expires.IsZero() {
 		return nil, fmt.Errorf("its token does not say when it expires, so it is not renewed; join again for one that does")
 	}
@@ -276,7 +276,7 @@ func (r *Rotator) renewIfDue(ctx context.Context, m *multicluster.Member, key ty
 	if err != nil {
 		return nil, err
 	}
-	current := string(s.Data["token"])
+	current := string(s.Data[v1alpha1.SecretTokenKey])
 	kube, done, err := withToken(a, current)
 	if err != nil {
 		return nil, err
@@ -306,7 +306,7 @@ func (r *Rotator) renewIfDue(ctx context.Context, m *multicluster.Member, key ty
 	if err != nil {
 		return nil, fmt.Errorf("asking the member for a new token of %s with the current one: %w", account, err)
 	}
-	s.Data["token"] = []byte(fresh.Token)
+	s.Data[v1alpha1.SecretTokenKey] = []byte(fresh.Token)
 	if s.Annotations == nil {
 		s.Annotations = map[string]string{}
 	}

@@ -15,5 +15,6 @@
 //	--prefer=TYPE                 provider types to use, in order
 //
 // clusterregistry's health, credential and export commands and examples/fanout-deploy take them
-// alike; Args writes them back, for a command line that another program runs.
+// alike; ToResolver makes the Resolver they describe, as kubectl's ConfigFlags.ToRESTConfig makes a
+// config, and Args writes them back, for a command line that another program runs.
 package trustflags

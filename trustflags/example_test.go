@@ -4,6 +4,8 @@ import (
 	"fmt"
 
 	"github.com/spf13/pflag"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/cluster-registry/sdk/access"
 	"github.com/cluster-registry/sdk/trustflags"
@@ -20,14 +22,14 @@ func ExampleFlags() {
 		"--send-to=https://prod.eks.example.com",
 	})
 
-	opts, err := trust.ResolverOptions()
-	if err != nil {
-		fmt.Println(err) // names the flag at fault
-		return
-	}
-	// opts.Secrets = access.SecretsFromClient(registryKube)
-	_, err = access.NewResolver(opts)
+	// The Resolver, reading Secrets through the registry's client (here a fake one), as the
+	// tool's user; an error names the flag at fault.
+	var registryKube kubernetes.Interface = fake.NewClientset()
+	_, err := trust.ToResolver(registryKube, "my-tool")
 	fmt.Println(err)
+
+	// What the flags allow, as options.
+	opts, _ := trust.ResolverOptions()
 	fmt.Println(opts.ExecPlugins[0].Command, opts.ExecPlugins[0].ArgsPattern)
 	fmt.Println(access.MatchArgs(opts.ExecPlugins[0].ArgsPattern, []string{"eks", "get-token", "--cluster-name", "prod", "--region", "eu-west-1"}))
 	fmt.Println(access.MatchArgs(opts.ExecPlugins[0].ArgsPattern, []string{"eks", "get-token", "--cluster-name", "--profile=admin", "--region", "eu-west-1"}))

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/spf13/pflag"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/cluster-registry/sdk/access"
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
@@ -128,6 +129,20 @@ func (f *Flags) ResolverOptions() (access.ResolverOptions, error) {
 		o.FileRoots = append(o.FileRoots, access.FileRoot{Dir: dir, SendTo: to})
 	}
 	return o, errors.Join(errs...)
+}
+
+// ToResolver is the Resolver the flags describe, as kubectl's ConfigFlags.ToRESTConfig is the
+// config its flags describe: Secrets are read through registry, with its permissions (the
+// caller's own), and members see userAgent. Its error names each flag at fault.
+func (f *Flags) ToResolver(registry kubernetes.Interface, userAgent string) (*access.Resolver, error) {
+	opts, err := f.ResolverOptions()
+	if err != nil {
+		return nil, err
+	}
+	opts.Secrets = access.SecretsFromClient(registry)
+	opts.UserAgent = userAgent
+	r, err := access.NewResolver(opts)
+	return r, InFlagTerms(err)
 }
 
 // Args are the flags again, one element per value, for a command line that another program runs

@@ -9,8 +9,13 @@ import (
 
 	"github.com/spf13/pflag"
 	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/cluster-registry/sdk/access"
+	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
+	"github.com/cluster-registry/sdk/testkit/testcerts"
 )
 
 func parse(t *testing.T, args ...string) (*Flags, access.ResolverOptions, error) {
@@ -133,4 +138,33 @@ func TestInFlagTerms(t *testing.T) {
 	require.EqualError(t, InFlagTerms(errors.New("not among ResolverOptions.ExecPlugins; add an ExecPlugin for it to run it")),
 		"not among --allow-exec or --allow-exec-args; allow the command to run it")
 	require.Nil(t, InFlagTerms(nil))
+}
+
+// ToResolver reads Secrets through the client it is given, sends the user agent it is given, and
+// refuses flags it cannot use, naming them.
+func TestToResolver(t *testing.T) {
+	f, _, err := parse(t)
+	require.NoError(t, err)
+	ca := testcerts.CAPEM()
+	kube := fake.NewClientset(&corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "fleet", Name: "dev-token",
+			Annotations: map[string]string{v1alpha1.ServersAnnotation: "https://dev.example.com"}},
+		Data: map[string][]byte{v1alpha1.SecretTokenKey: []byte("t0ken"), v1alpha1.SecretCAKey: ca},
+	})
+	r, err := f.ToResolver(kube, "my-tool/1.0")
+	require.NoError(t, err)
+	resolved, err := r.Resolve(t.Context(), &v1alpha1.Cluster{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "fleet", Name: "dev", UID: "u1"},
+		Spec: v1alpha1.ClusterSpec{
+			KubernetesAPIEndpoints: v1alpha1.KubernetesAPIEndpoints{ServerEndpoints: []v1alpha1.ServerAddressByClientCIDR{{ClientCIDR: "0.0.0.0/0", ServerAddress: "https://dev.example.com"}}},
+			AuthInfo: v1alpha1.AuthInfo{Providers: []v1alpha1.AuthProviderConfig{{Name: "token", Type: v1alpha1.AuthProviderType{Name: v1alpha1.ProviderTypeSecret}, Config: map[string]string{"name": "dev-token"}}}},
+		},
+	})
+	require.NoError(t, err, "the Secret is read through the client given")
+	require.Equal(t, "t0ken", resolved.Config.BearerToken)
+	require.Equal(t, "my-tool/1.0", resolved.Config.UserAgent)
+
+	f, _, _ = parse(t, "--prefer=nope")
+	_, err = f.ToResolver(kube, "my-tool")
+	require.ErrorContains(t, err, "--prefer: unknown provider type \"nope\"")
 }

@@ -1,5 +1,7 @@
 package v1alpha1
 
+import corev1 "k8s.io/api/core/v1"
+
 // Well-known auth provider type names. Each names a way to find credentials for a cluster; the
 // multicluster package resolves them. Tool authors may register types of their own.
 const (
@@ -21,6 +23,28 @@ const (
 	// as for a projected service account token.
 	ProviderTypeTokenFile = "token-file"
 )
+
+// Keys of the Secrets that providers of type ProviderTypeSecret read: the shapes of a
+// service-account token Secret and of a TLS Secret, whose keys client-go names. join writes a
+// member's token and CA under them, and the Rotator renews the token in place.
+const (
+	// SecretTokenKey holds a bearer token.
+	SecretTokenKey = corev1.ServiceAccountTokenKey
+	// SecretCAKey holds the PEM CA bundle that verifies the servers the credentials are pinned
+	// to; when present it is used instead of the Cluster's caBundle.
+	SecretCAKey = corev1.ServiceAccountRootCAKey
+	// SecretCertKey and SecretKeyKey hold a client certificate and its key, in PEM.
+	SecretCertKey = corev1.TLSCertKey
+	SecretKeyKey  = corev1.TLSPrivateKeyKey
+)
+
+// KubeconfigSecretKey is the key of the kubeconfig in a Secret that a ProviderTypeKubeconfigSecret
+// provider reads when its config names no "key": Cluster API's convention.
+const KubeconfigSecretKey = "value"
+
+// KubeconfigSecretName is the Secret that a ProviderTypeKubeconfigSecret provider of Cluster
+// cluster reads when its config names none: "<cluster>-kubeconfig", Cluster API's convention.
+func KubeconfigSecretName(cluster string) string { return cluster + "-kubeconfig" }
 
 // Well-known condition types and reasons for ClusterStatus.Conditions.
 const (

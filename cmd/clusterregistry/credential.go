@@ -39,7 +39,6 @@ type CredentialOptions struct {
 
 	name     string
 	info     []byte
-	resolver access.ResolverOptions
 	factory  *factory
 	out      io.Writer
 }
@@ -48,7 +47,7 @@ type CredentialOptions struct {
 func (o *CredentialOptions) Complete(f *factory, cmd *cobra.Command, args []string) error {
 	o.name, o.factory, o.out = args[0], f, cmd.OutOrStdout()
 	var err error
-	if o.resolver, err = o.Trust.ResolverOptions(); err != nil {
+	if _, err = o.Trust.ResolverOptions(); err != nil {
 		return usageError{err}
 	}
 	o.info = []byte(os.Getenv(execInfoEnv))
@@ -69,7 +68,7 @@ func (o *CredentialOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	return credential(ctx, o.out, reg, o.name, o.info, o.resolver)
+	return credential(ctx, o.out, reg, o.name, o.info, &o.Trust)
 }
 
 var (
@@ -125,7 +124,7 @@ func newCredential(f *factory) *cobra.Command {
 }
 
 // credential answers kubectl's request for the credentials of Cluster namespace/name.
-func credential(ctx context.Context, out io.Writer, reg *registry, name string, info []byte, opts access.ResolverOptions) error {
+func credential(ctx context.Context, out io.Writer, reg *registry, name string, info []byte, trust *trustflags.Flags) error {
 	namespace := reg.Namespace
 	var req clientauthv1.ExecCredential
 	if err := json.Unmarshal(info, &req); err != nil {
@@ -152,9 +151,7 @@ func credential(ctx context.Context, out io.Writer, reg *registry, name string, 
 		return fmt.Errorf("cluster %s: reading it from the registry (%s): %w", key, at, err)
 	}
 
-	opts.Secrets = access.SecretsFromClient(reg.Kube)
-	opts.UserAgent = "clusterregistry-credential"
-	resolver, err := access.NewResolver(opts)
+	resolver, err := trust.ToResolver(reg.Kube, "clusterregistry-credential")
 	if err != nil {
 		return usageError{err}
 	}

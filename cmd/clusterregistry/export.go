@@ -10,7 +10,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
-	"github.com/cluster-registry/sdk/access"
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
 	"github.com/cluster-registry/sdk/trustflags"
 )
@@ -23,7 +22,6 @@ type ExportOptions struct {
 	AllNamespaces                    bool
 	Trust                            trustflags.Flags
 
-	resolver access.ResolverOptions
 	factory  *factory
 	cmd      *cobra.Command
 }
@@ -32,7 +30,7 @@ type ExportOptions struct {
 func (o *ExportOptions) Complete(f *factory, cmd *cobra.Command, _ []string) error {
 	o.factory, o.cmd = f, cmd
 	var err error
-	if o.resolver, err = o.Trust.ResolverOptions(); err != nil {
+	if _, err = o.Trust.ResolverOptions(); err != nil {
 		return usageError{err}
 	}
 	return nil
@@ -103,8 +101,7 @@ func (o *ExportOptions) Run(ctx context.Context) error {
 			return fmt.Errorf("finding this command's path for the kubeconfig; give --credential-command: %w", err)
 		}
 	}
-	o.resolver.Secrets = access.SecretsFromClient(reg.Kube)
-	resolver, err := access.NewResolver(o.resolver)
+	resolver, err := o.Trust.ToResolver(reg.Kube, "clusterregistry-export")
 	if err != nil {
 		return usageError{err}
 	}

@@ -258,7 +258,7 @@ func (o *GetOptions) tokenExpiry(ctx context.Context, namespace, name string) (t
 		if list, err := o.kube.CoreV1().Secrets(namespace).List(ctx, metav1.ListOptions{}); err == nil {
 			byName = map[string]time.Time{}
 			for _, s := range list.Items {
-				if exp := tokenExpiry(string(s.Data["token"])); !exp.IsZero() { // only its exp claim is read
+				if exp := tokenExpiry(string(s.Data[v1alpha1.SecretTokenKey])); !exp.IsZero() { // only its exp claim is read
 					byName[s.Name] = exp
 				}
 			}

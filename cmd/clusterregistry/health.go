@@ -18,7 +18,6 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	cpversioned "sigs.k8s.io/cluster-inventory-api/client/clientset/versioned"
 
-	"github.com/cluster-registry/sdk/access"
 	"github.com/cluster-registry/sdk/clusterprofile"
 	"github.com/cluster-registry/sdk/health"
 	"github.com/cluster-registry/sdk/multicluster"
@@ -82,8 +81,7 @@ func (o *HealthOptions) Validate() error {
 // Run builds the controller from the flags and runs it until ctx ends.
 func (o *HealthOptions) Run(ctx context.Context) error {
 	opts := o.Controller
-	resolverOpts, err := o.Trust.ResolverOptions()
-	if err != nil {
+	if _, err := o.Trust.ResolverOptions(); err != nil {
 		return usageError{err}
 	}
 	reg, err := o.factory.Registry()
@@ -93,9 +91,7 @@ func (o *HealthOptions) Run(ctx context.Context) error {
 	if !o.AllNamespaces {
 		opts.Namespaces = []string{reg.Namespace}
 	}
-	resolverOpts.Secrets = access.SecretsFromClient(reg.Kube)
-	resolverOpts.UserAgent = "clusterregistry-health"
-	if opts.Resolver, err = access.NewResolver(resolverOpts); err != nil {
+	if opts.Resolver, err = o.Trust.ToResolver(reg.Kube, "clusterregistry-health"); err != nil {
 		return err
 	}
 	opts.Kube, opts.Registry = reg.Kube, reg.Clusters

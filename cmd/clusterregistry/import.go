@@ -235,7 +235,7 @@ func missingSecrets(ctx context.Context, secrets corev1client.SecretsGetter, c *
 		case v1alpha1.ProviderTypeKubeconfigSecret:
 			name = p.Config["name"]
 			if name == "" {
-				name = c.Name + "-kubeconfig"
+				name = v1alpha1.KubeconfigSecretName(c.Name)
 			}
 		default:
 			continue

@@ -11,7 +11,6 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/labels"
 
-	"github.com/cluster-registry/sdk/access"
 	"github.com/cluster-registry/sdk/multicluster"
 	"github.com/cluster-registry/sdk/rotation"
 	"github.com/cluster-registry/sdk/trustflags"
@@ -65,17 +64,14 @@ func (o *RotateOptions) Validate() error {
 
 // Run renews what is due: once, saying what it renewed, or every --interval until ctx ends.
 func (o *RotateOptions) Run(ctx context.Context) error {
-	resolverOpts, err := o.Trust.ResolverOptions()
-	if err != nil {
+	if _, err := o.Trust.ResolverOptions(); err != nil {
 		return usageError{err}
 	}
 	reg, err := o.factory.Registry()
 	if err != nil {
 		return err
 	}
-	resolverOpts.Secrets = access.SecretsFromClient(reg.Kube)
-	resolverOpts.UserAgent = "clusterregistry-rotate"
-	resolver, err := access.NewResolver(resolverOpts)
+	resolver, err := o.Trust.ToResolver(reg.Kube, "clusterregistry-rotate")
 	if err != nil {
 		return err
 	}

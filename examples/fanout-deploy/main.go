@@ -38,9 +38,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	appsv1client "k8s.io/client-go/kubernetes/typed/apps/v1"
 
-	"github.com/cluster-registry/sdk/access"
-	"github.com/cluster-registry/sdk/clientset/versioned"
 	"github.com/cluster-registry/sdk/buildinfo"
+	"github.com/cluster-registry/sdk/clientset/versioned"
 	"github.com/cluster-registry/sdk/multicluster"
 	"github.com/cluster-registry/sdk/trustflags"
 )
@@ -58,7 +57,7 @@ type options struct {
 	timeout                      time.Duration
 	dryRun, delete, skipNotReady bool
 	wait                         bool
-	resolver                     access.ResolverOptions
+	trust                        trustflags.Flags
 }
 
 func main() {
@@ -178,9 +177,7 @@ func selectMembers(ctx context.Context, opts *options) ([]*multicluster.Member, 
 	if err != nil {
 		return nil, err
 	}
-	opts.resolver.Secrets = access.SecretsFromClient(secrets)
-	opts.resolver.UserAgent = fieldManager
-	resolver, err := access.NewResolver(opts.resolver)
+	resolver, err := opts.trust.ToResolver(secrets, fieldManager)
 	if err != nil {
 		return nil, err
 	}
@@ -239,7 +236,7 @@ func deployment(opts *options) func(context.Context, *multicluster.Member) (stri
 func parseFlags(args []string, stdout io.Writer) (*options, error) {
 	opts := &options{registry: genericclioptions.NewConfigFlags(true)}
 	var selector, dryRun string
-	var trust trustflags.Flags
+	trust := &opts.trust
 	cmd := &cobra.Command{
 		Use:   "fanout-deploy --name NAME --image IMAGE [-l SELECTOR] [flags]",
 		Short: "Apply a Deployment to every member cluster the registry selects",
@@ -330,7 +327,7 @@ Cluster points to, read with your own permissions.`,
 	if opts.selector, err = labels.Parse(selector); err != nil {
 		errs = append(errs, fmt.Errorf("--selector: %w", err))
 	}
-	if opts.resolver, err = trust.ResolverOptions(); err != nil {
+	if _, err = trust.ResolverOptions(); err != nil {
 		errs = append(errs, err)
 	}
 	return opts, errors.Join(errs...)

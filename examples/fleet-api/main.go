@@ -36,7 +36,6 @@ import (
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/cluster-registry/sdk/access"
 	"github.com/cluster-registry/sdk/clientset/versioned"
 	"github.com/cluster-registry/sdk/trustflags"
 )
@@ -46,7 +45,7 @@ type options struct {
 	allNamespaces bool
 	listen        string
 	syncTimeout   time.Duration
-	resolver      access.ResolverOptions
+	trust         trustflags.Flags
 }
 
 func main() {
@@ -75,7 +74,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 
 func parseFlags(args []string, stdout io.Writer) (*options, error) {
 	opts := &options{registry: genericclioptions.NewConfigFlags(true)}
-	var trust trustflags.Flags
+	trust := &opts.trust
 	cmd := &cobra.Command{
 		Use:   "fleet-api [-n NAMESPACE | -A] [--listen ADDRESS] [flags]",
 		Short: "Serve what runs on each member cluster of a registry, from watch caches",
@@ -102,7 +101,7 @@ func parseFlags(args []string, stdout io.Writer) (*options, error) {
 		return nil, pflag.ErrHelp
 	}
 	var err error
-	if opts.resolver, err = trust.ResolverOptions(); err != nil {
+	if _, err = trust.ResolverOptions(); err != nil {
 		return nil, err
 	}
 	if _, _, err := net.SplitHostPort(opts.listen); err != nil {
@@ -136,9 +135,7 @@ func serve(ctx context.Context, opts *options, stdout io.Writer) error {
 		return err
 	}
 	// Credentials are read from the registry with the caller's own permissions.
-	opts.resolver.Secrets = access.SecretsFromClient(kube)
-	opts.resolver.UserAgent = "fleet-api"
-	resolver, err := access.NewResolver(opts.resolver)
+	resolver, err := opts.trust.ToResolver(kube, "fleet-api")
 	if err != nil {
 		return err
 	}

@@ -34,7 +34,6 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
 
-	"github.com/cluster-registry/sdk/access"
 	"github.com/cluster-registry/sdk/clientset/versioned"
 	"github.com/cluster-registry/sdk/mcprovider"
 	"github.com/cluster-registry/sdk/multicluster"
@@ -45,7 +44,7 @@ type options struct {
 	registry      *genericclioptions.ConfigFlags
 	allNamespaces bool
 	metrics       string
-	resolver      access.ResolverOptions
+	trust         trustflags.Flags
 }
 
 func main() {
@@ -80,7 +79,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 
 func parseFlags(args []string, stdout io.Writer) (*options, error) {
 	opts := &options{registry: genericclioptions.NewConfigFlags(true)}
-	var trust trustflags.Flags
+	trust := &opts.trust
 	cmd := &cobra.Command{
 		Use:   "fleet-controller [-n NAMESPACE | -A] [flags]",
 		Short: "Keep a ConfigMap that names its registry entry on every member cluster",
@@ -106,7 +105,7 @@ func parseFlags(args []string, stdout io.Writer) (*options, error) {
 		return nil, pflag.ErrHelp
 	}
 	var err error
-	if opts.resolver, err = trust.ResolverOptions(); err != nil {
+	if _, err = trust.ResolverOptions(); err != nil {
 		return nil, err
 	}
 	return opts, nil
@@ -142,9 +141,7 @@ func newApp(ctx context.Context, opts *options) (*app, error) {
 		return nil, err
 	}
 	// Credentials are read from the registry with the controller's own permissions.
-	opts.resolver.Secrets = access.SecretsFromClient(kube)
-	opts.resolver.UserAgent = "fleet-controller"
-	resolver, err := access.NewResolver(opts.resolver)
+	resolver, err := opts.trust.ToResolver(kube, "fleet-controller")
 	if err != nil {
 		return nil, err
 	}

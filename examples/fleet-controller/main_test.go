@@ -17,9 +17,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	mcmulticluster "sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 
-	"github.com/cluster-registry/sdk/testkit/fleettest"
 	"github.com/cluster-registry/sdk/localfleet"
 	"github.com/cluster-registry/sdk/mcprovider"
+	"github.com/cluster-registry/sdk/testkit/fleettest"
 )
 
 // lf is the package's local fleet, shared by its tests.

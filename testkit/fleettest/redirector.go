@@ -62,7 +62,7 @@ func RegisterServer(tb testing.TB, lf *localfleet.Fleet, ns, name, server string
 	ctx := Context(tb, time.Minute)
 	_, err := kubernetes.NewForConfigOrDie(lf.Registry.Config).CoreV1().Secrets(ns).Create(ctx, &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Name: name + "-token", Annotations: map[string]string{v1alpha1.ServersAnnotation: server}},
-		Data:       map[string][]byte{"token": []byte(token)},
+		Data:       map[string][]byte{v1alpha1.SecretTokenKey: []byte(token)},
 	}, metav1.CreateOptions{})
 	require.NoError(tb, err)
 	_, err = versioned.NewForConfigOrDie(lf.Registry.Config).ClusterregistryV1alpha1().Clusters(ns).Create(ctx, &v1alpha1.Cluster{
