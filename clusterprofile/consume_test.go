@@ -28,8 +28,8 @@ import (
 	"github.com/cluster-registry/sdk/clusterprofile"
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
 	"github.com/cluster-registry/sdk/fleetcache"
-	"github.com/cluster-registry/sdk/testkit/fleettest"
 	"github.com/cluster-registry/sdk/multicluster"
+	"github.com/cluster-registry/sdk/testkit/fleettest"
 )
 
 // secretReader builds cluster-inventory-api's secretreader plugin and writes a provider file that

@@ -4,8 +4,8 @@ import (
 	"context"
 	"testing"
 
-	"github.com/cluster-registry/sdk/testkit/fleettest"
 	"github.com/cluster-registry/sdk/localfleet"
+	"github.com/cluster-registry/sdk/testkit/fleettest"
 )
 
 // lf is the package's local fleet: a registry, with the ClusterProfile CRD, and one member.

@@ -31,9 +31,9 @@ import (
 	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
 	crcluster "sigs.k8s.io/controller-runtime/pkg/cluster"
 
+	"github.com/cluster-registry/sdk/multicluster"
 	"github.com/cluster-registry/sdk/testkit/fleettest"
 	"github.com/cluster-registry/sdk/testkit/simmembers"
-	"github.com/cluster-registry/sdk/multicluster"
 )
 
 // benchMembers is how many simulated members the cache benchmarks watch, each serving

@@ -23,8 +23,8 @@ import (
 
 	"github.com/cluster-registry/sdk/clientset/versioned"
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
-	"github.com/cluster-registry/sdk/testkit/fleettest"
 	"github.com/cluster-registry/sdk/localfleet"
+	"github.com/cluster-registry/sdk/testkit/fleettest"
 )
 
 var configMaps = corev1.SchemeGroupVersion.WithResource("configmaps")

@@ -17,9 +17,9 @@ import (
 	"github.com/cluster-registry/sdk/clientset/versioned"
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
 	"github.com/cluster-registry/sdk/health"
-	"github.com/cluster-registry/sdk/testkit/simmembers"
 	"github.com/cluster-registry/sdk/localfleet"
 	"github.com/cluster-registry/sdk/multicluster"
+	"github.com/cluster-registry/sdk/testkit/simmembers"
 )
 
 // BenchmarkHealth: the controller over 10,000 simulated members (20ms latency, in other

@@ -28,10 +28,10 @@ import (
 	mcreconcile "sigs.k8s.io/multicluster-runtime/pkg/reconcile"
 	clustersprovider "sigs.k8s.io/multicluster-runtime/providers/clusters"
 
-	"github.com/cluster-registry/sdk/testkit/fleettest"
-	"github.com/cluster-registry/sdk/testkit/simmembers"
 	"github.com/cluster-registry/sdk/mcprovider"
 	"github.com/cluster-registry/sdk/multicluster"
+	"github.com/cluster-registry/sdk/testkit/fleettest"
+	"github.com/cluster-registry/sdk/testkit/simmembers"
 )
 
 var benchMembers = flag.Int("members", 1000, "simulated members in BenchmarkEngage")

@@ -26,10 +26,10 @@ import (
 
 	"github.com/cluster-registry/sdk/access"
 	"github.com/cluster-registry/sdk/clientset/versioned"
-	"github.com/cluster-registry/sdk/testkit/fleettest"
 	"github.com/cluster-registry/sdk/localfleet"
 	"github.com/cluster-registry/sdk/mcprovider"
 	"github.com/cluster-registry/sdk/multicluster"
+	"github.com/cluster-registry/sdk/testkit/fleettest"
 )
 
 const testTimeout = 90 * time.Second

@@ -19,8 +19,8 @@ import (
 	"github.com/cluster-registry/sdk/access"
 	"github.com/cluster-registry/sdk/clientset/versioned"
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
-	"github.com/cluster-registry/sdk/testkit/simmembers"
 	"github.com/cluster-registry/sdk/localfleet"
+	"github.com/cluster-registry/sdk/testkit/simmembers"
 )
 
 // registry holds the Clusters and credential Secrets; member is the cluster they point at. Both

@@ -23,9 +23,9 @@ import (
 	"github.com/cluster-registry/sdk/access"
 	"github.com/cluster-registry/sdk/clientset/versioned"
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
-	"github.com/cluster-registry/sdk/testkit/fleettest"
 	"github.com/cluster-registry/sdk/multicluster"
 	"github.com/cluster-registry/sdk/rotation"
+	"github.com/cluster-registry/sdk/testkit/fleettest"
 )
 
 // dueToken is a token as a member's API server issues one, bound to a Secret, of a 10-minute

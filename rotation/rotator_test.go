@@ -26,11 +26,11 @@ import (
 	"github.com/cluster-registry/sdk/access"
 	"github.com/cluster-registry/sdk/clientset/versioned"
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
-	"github.com/cluster-registry/sdk/testkit/fleettest"
-	"github.com/cluster-registry/sdk/testkit/simmembers"
 	"github.com/cluster-registry/sdk/localfleet"
 	"github.com/cluster-registry/sdk/multicluster"
 	"github.com/cluster-registry/sdk/rotation"
+	"github.com/cluster-registry/sdk/testkit/fleettest"
+	"github.com/cluster-registry/sdk/testkit/simmembers"
 )
 
 var lf *localfleet.Fleet

@@ -26,9 +26,9 @@ import (
 	"github.com/cluster-registry/sdk/access"
 	"github.com/cluster-registry/sdk/clientset/versioned"
 	"github.com/cluster-registry/sdk/fleetcache"
-	"github.com/cluster-registry/sdk/testkit/fleettest"
 	"github.com/cluster-registry/sdk/multicluster"
 	"github.com/cluster-registry/sdk/rotation"
+	"github.com/cluster-registry/sdk/testkit/fleettest"
 )
 
 // soakFor reads a duration from the environment, for the long run of TestRotationUnderLoad.

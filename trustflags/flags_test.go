@@ -157,7 +157,7 @@ func TestToResolver(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Namespace: "fleet", Name: "dev", UID: "u1"},
 		Spec: v1alpha1.ClusterSpec{
 			KubernetesAPIEndpoints: v1alpha1.KubernetesAPIEndpoints{ServerEndpoints: []v1alpha1.ServerAddressByClientCIDR{{ClientCIDR: "0.0.0.0/0", ServerAddress: "https://dev.example.com"}}},
-			AuthInfo: v1alpha1.AuthInfo{Providers: []v1alpha1.AuthProviderConfig{{Name: "token", Type: v1alpha1.AuthProviderType{Name: v1alpha1.ProviderTypeSecret}, Config: map[string]string{"name": "dev-token"}}}},
+			AuthInfo:               v1alpha1.AuthInfo{Providers: []v1alpha1.AuthProviderConfig{{Name: "token", Type: v1alpha1.AuthProviderType{Name: v1alpha1.ProviderTypeSecret}, Config: map[string]string{"name": "dev-token"}}}},
 		},
 	})
 	require.NoError(t, err, "the Secret is read through the client given")

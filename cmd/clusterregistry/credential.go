@@ -37,10 +37,10 @@ var errNotPlugin = errors.New(execInfoEnv + " is not set: credential is run by k
 type CredentialOptions struct {
 	Trust trustflags.Flags
 
-	name     string
-	info     []byte
-	factory  *factory
-	out      io.Writer
+	name    string
+	info    []byte
+	factory *factory
+	out     io.Writer
 }
 
 // Complete reads the trust flags and kubectl's request.

@@ -22,8 +22,8 @@ type ExportOptions struct {
 	AllNamespaces                    bool
 	Trust                            trustflags.Flags
 
-	factory  *factory
-	cmd      *cobra.Command
+	factory *factory
+	cmd     *cobra.Command
 }
 
 // Complete reads the trust flags into the Resolver's options.

@@ -23,10 +23,10 @@ import (
 	"github.com/cluster-registry/sdk/access"
 	"github.com/cluster-registry/sdk/clientset/versioned"
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
-	"github.com/cluster-registry/sdk/testkit/fleettest"
 	"github.com/cluster-registry/sdk/localfleet"
 	"github.com/cluster-registry/sdk/multicluster"
 	"github.com/cluster-registry/sdk/rotation"
+	"github.com/cluster-registry/sdk/testkit/fleettest"
 )
 
 // userKubeconfig is a kubeconfig as a user would have one: a context for the registry and one
