@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"hash"
-	"hash/maphash"
 	"net/http"
 	"net/netip"
 	"net/url"
@@ -167,7 +166,6 @@ type Resolver struct {
 
 	localAddr localAddrFunc
 	now       func() time.Time
-	seed      maphash.Seed
 
 	mu      sync.RWMutex
 	entries map[types.NamespacedName]*entry
@@ -191,7 +189,6 @@ func NewResolver(opts ResolverOptions) (*Resolver, error) {
 		log:       opts.Logger,
 		localAddr: routeLocalAddr,
 		now:       time.Now,
-		seed:      maphash.MakeSeed(),
 		entries:   map[types.NamespacedName]*entry{},
 	}
 	if r.log.GetSink() == nil {
@@ -271,7 +268,7 @@ func NewResolver(opts ResolverOptions) (*Resolver, error) {
 // provider's *ProviderError, and through them *PinningError, ErrNotAllowed, ...).
 func (r *Resolver) Resolve(ctx context.Context, c *v1alpha1.Cluster) (*Resolved, error) {
 	key := types.NamespacedName{Namespace: c.Namespace, Name: c.Name}
-	specHash := r.specHash(&c.Spec)
+	specHash := ReachDigest(&c.Spec)
 	r.mu.RLock()
 	e := r.entries[key]
 	r.mu.RUnlock()
@@ -482,30 +479,6 @@ func (r *Resolver) build(key types.NamespacedName, server *url.URL, caData []byt
 		server:       server.String(),
 		unauthorized: unauthorized,
 	}, nil
-}
-
-// specHash digests the parts of a spec that shape a resolution. It is on the fast path of every
-// Resolve, so it allocates nothing; config maps are combined order-independently.
-func (r *Resolver) specHash(s *v1alpha1.ClusterSpec) uint64 {
-	h := uint64(14695981039346656037)
-	mix := func(v uint64) { h = (h ^ v) * 1099511628211 }
-	for i := range s.KubernetesAPIEndpoints.ServerEndpoints {
-		ep := &s.KubernetesAPIEndpoints.ServerEndpoints[i]
-		mix(maphash.String(r.seed, ep.ClientCIDR))
-		mix(maphash.String(r.seed, ep.ServerAddress))
-	}
-	mix(maphash.Bytes(r.seed, s.KubernetesAPIEndpoints.CABundle))
-	for i := range s.AuthInfo.Providers {
-		p := &s.AuthInfo.Providers[i]
-		mix(maphash.String(r.seed, p.Name))
-		mix(maphash.String(r.seed, p.Type.Name))
-		var config uint64
-		for k, v := range p.Config {
-			config += maphash.String(r.seed, k)*0x9E3779B97F4A7C15 ^ maphash.String(r.seed, v)
-		}
-		mix(config)
-	}
-	return h
 }
 
 // fingerprint digests every input behind a resolution, credentials included, so that a rotated

@@ -92,7 +92,7 @@ func Typed[T runtime.Object](c *Cache, gvr schema.GroupVersionResource, opts Kin
 // Dynamic caches any resource, custom resources included, as unstructured objects.
 func Dynamic(c *Cache, gvr schema.GroupVersionResource, opts KindOptions) (*Kind[*unstructured.Unstructured], error) {
 	return register[*unstructured.Unstructured](c, kindID{gvr, "dynamic"}, opts, func(cl *memberClients) (cache.SharedIndexInformer, error) {
-		dyn, err := cl.dynamicClient()
+		dyn, err := cl.Dynamic()
 		if err != nil {
 			return nil, err
 		}
@@ -105,7 +105,7 @@ func Dynamic(c *Cache, gvr schema.GroupVersionResource, opts KindOptions) (*Kind
 // whole objects.
 func Metadata(c *Cache, gvr schema.GroupVersionResource, opts KindOptions) (*Kind[*metav1.PartialObjectMetadata], error) {
 	return register[*metav1.PartialObjectMetadata](c, kindID{gvr, "metadata"}, opts, func(cl *memberClients) (cache.SharedIndexInformer, error) {
-		meta, err := cl.metadataClient()
+		meta, err := cl.Metadata()
 		if err != nil {
 			return nil, err
 		}

@@ -8,14 +8,11 @@ import (
 	"sync"
 	"time"
 
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/informers"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 
+	"github.com/cluster-registry/sdk/internal/memberclients"
 	"github.com/cluster-registry/sdk/multicluster"
 )
 
@@ -37,57 +34,24 @@ type memberCaches struct {
 // every request (see rotatingTransport). Each kind of client is built on first use: a member whose
 // caches are all typed holds no dynamic or metadata client.
 type memberClients struct {
-	config *rest.Config
-	http   *http.Client
+	*memberclients.Set
 
 	mu      sync.Mutex
 	factory informers.SharedInformerFactory
-	dynamic dynamic.Interface
-	meta    metadata.Interface
 }
 
-// typed is the member's informer factory, on a clientset that speaks protobuf as Kubernetes' own
-// controllers do.
+// typed is the member's informer factory, on the Set's protobuf clientset.
 func (cl *memberClients) typed() (informers.SharedInformerFactory, error) {
 	cl.mu.Lock()
 	defer cl.mu.Unlock()
 	if cl.factory == nil {
-		protobuf := rest.CopyConfig(cl.config)
-		protobuf.ContentType = runtime.ContentTypeProtobuf
-		protobuf.AcceptContentTypes = runtime.ContentTypeProtobuf + "," + runtime.ContentTypeJSON
-		kube, err := kubernetes.NewForConfigAndClient(protobuf, cl.http)
+		kube, err := cl.Kubernetes()
 		if err != nil {
 			return nil, fmt.Errorf("building a clientset: %w", err)
 		}
 		cl.factory = informers.NewSharedInformerFactory(kube, 0)
 	}
 	return cl.factory, nil
-}
-
-func (cl *memberClients) dynamicClient() (dynamic.Interface, error) {
-	cl.mu.Lock()
-	defer cl.mu.Unlock()
-	if cl.dynamic == nil {
-		dyn, err := dynamic.NewForConfigAndClient(cl.config, cl.http)
-		if err != nil {
-			return nil, fmt.Errorf("building a dynamic client: %w", err)
-		}
-		cl.dynamic = dyn
-	}
-	return cl.dynamic, nil
-}
-
-func (cl *memberClients) metadataClient() (metadata.Interface, error) {
-	cl.mu.Lock()
-	defer cl.mu.Unlock()
-	if cl.meta == nil {
-		meta, err := metadata.NewForConfigAndClient(cl.config, cl.http)
-		if err != nil {
-			return nil, fmt.Errorf("building a metadata client: %w", err)
-		}
-		cl.meta = meta
-	}
-	return cl.meta, nil
 }
 
 func newMemberCaches(parent context.Context, m *multicluster.Member) *memberCaches {
@@ -140,7 +104,8 @@ func (mc *memberCaches) buildClients() (*memberClients, error) {
 	}
 	// The host, paths and content types are the resolved config's; the credentials, CA and pinning
 	// come with each request from the member's current resolution.
-	return &memberClients{config: rest.CopyConfig(a.Config), http: &http.Client{Transport: &rotatingTransport{mc: mc, next: mc.member.Transport()}}}, nil
+	httpClient := &http.Client{Transport: &rotatingTransport{mc: mc, next: mc.member.Transport()}}
+	return &memberClients{Set: memberclients.New(rest.CopyConfig(a.Config), httpClient, nil)}, nil
 }
 
 // informer is the member's informer state of kind k, or nil.

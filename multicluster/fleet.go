@@ -12,7 +12,6 @@ import (
 	"syscall"
 	"time"
 
-	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -323,8 +322,7 @@ func (f *Fleet) upsert(c *v1alpha1.Cluster) {
 	if m, ok := f.members[key]; ok {
 		old := m.Cluster()
 		m.setCluster(c)
-		if !equality.Semantic.DeepEqual(old.Spec.KubernetesAPIEndpoints, c.Spec.KubernetesAPIEndpoints) ||
-			!equality.Semantic.DeepEqual(old.Spec.AuthInfo, c.Spec.AuthInfo) {
+		if access.ReachDigest(&old.Spec) != access.ReachDigest(&c.Spec) {
 			f.publish(MemberEvent{Type: MemberReachChanged, Member: m})
 		}
 		return

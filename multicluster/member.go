@@ -16,6 +16,7 @@ import (
 
 	"github.com/cluster-registry/sdk/access"
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
+	"github.com/cluster-registry/sdk/internal/memberclients"
 )
 
 // Member is one cluster of a Fleet. Its clients are built on first use, shared by every caller,
@@ -36,9 +37,7 @@ type Member struct {
 // memberClients are built on one Resolved; a new one replaces them all.
 type memberClients struct {
 	access *access.Resolved
-	kube   kubernetes.Interface
-	dyn    dynamic.Interface
-	crc    client.Client
+	set    *memberclients.Set
 }
 
 func newMember(c *v1alpha1.Cluster, resolver *access.Resolver, scheme *runtime.Scheme) *Member {
@@ -94,40 +93,37 @@ func (m *Member) Config(ctx context.Context) (*rest.Config, error) {
 // a fan-out decodes one answer per member. Apply patches are sent as they are, and answers come in
 // JSON from servers that prefer it.
 func (m *Member) Kubernetes(ctx context.Context) (kubernetes.Interface, error) {
-	return memberClient(m, ctx, func(c *memberClients) *kubernetes.Interface { return &c.kube },
-		func(a *access.Resolved) (kubernetes.Interface, error) {
-			cfg := rest.CopyConfig(a.Config)
-			cfg.ContentType = runtime.ContentTypeProtobuf
-			cfg.AcceptContentTypes = runtime.ContentTypeProtobuf + "," + runtime.ContentTypeJSON
-			return kubernetes.NewForConfigAndClient(cfg, a.HTTPClient)
-		})
+	return memberClient(m, ctx, m.givenClients().Kubernetes, (*memberclients.Set).Kubernetes)
 }
 
 // Dynamic is a dynamic client for the member.
 func (m *Member) Dynamic(ctx context.Context) (dynamic.Interface, error) {
-	return memberClient(m, ctx, func(c *memberClients) *dynamic.Interface { return &c.dyn },
-		func(a *access.Resolved) (dynamic.Interface, error) {
-			return dynamic.NewForConfigAndClient(a.Config, a.HTTPClient)
-		})
+	return memberClient(m, ctx, m.givenClients().Dynamic, (*memberclients.Set).Dynamic)
 }
 
 // Client is a controller-runtime client for the member, with the Fleet's scheme (client-go's
 // built-in types unless FleetOptions.Scheme says otherwise). It discovers the member's API
 // lazily, on first use of each kind.
 func (m *Member) Client(ctx context.Context) (client.Client, error) {
-	return memberClient(m, ctx, func(c *memberClients) *client.Client { return &c.crc },
-		func(a *access.Resolved) (client.Client, error) {
-			return client.New(a.Config, client.Options{HTTPClient: a.HTTPClient, Scheme: m.scheme})
-		})
+	return memberClient(m, ctx, m.givenClients().Client, (*memberclients.Set).Client)
 }
 
-// memberClient returns the client in the slot that field picks, building it with build when the
-// slot is empty or was built on an older resolution.
-func memberClient[C any](m *Member, ctx context.Context, field func(*memberClients) *C, build func(*access.Resolved) (C, error)) (C, error) {
+// givenClients are the clients NewMember was given, or none.
+func (m *Member) givenClients() Clients {
+	if m.given == nil {
+		return Clients{}
+	}
+	return *m.given
+}
+
+// memberClient returns a member's client of one kind: for a member made by NewMember, the one it
+// was given; else the one of the clients built on the member's current resolution, which are
+// built again when the resolution changes.
+func memberClient[C comparable](m *Member, ctx context.Context, given C, get func(*memberclients.Set) (C, error)) (C, error) {
 	var zero C
 	if m.given != nil {
-		if c := *field(&m.given.clients); any(c) != nil {
-			return c, nil
+		if given != zero {
+			return given, nil
 		}
 		return zero, fmt.Errorf("member %s: no %s client was given to NewMember", m.key, fmt.Sprintf("%T", &zero)[1:])
 	}
@@ -136,19 +132,16 @@ func memberClient[C any](m *Member, ctx context.Context, field func(*memberClien
 		return zero, err
 	}
 	m.mu.Lock()
-	defer m.mu.Unlock()
 	if m.clients.access != a {
-		m.clients = memberClients{access: a}
+		m.clients = memberClients{access: a, set: memberclients.New(a.Config, a.HTTPClient, m.scheme)}
 	}
-	slot := field(&m.clients)
-	if any(*slot) == nil {
-		c, err := build(a)
-		if err != nil {
-			return zero, fmt.Errorf("member %s: building a client: %w", m.key, err)
-		}
-		*slot = c
+	set := m.clients.set
+	m.mu.Unlock()
+	c, err := get(set)
+	if err != nil {
+		return zero, fmt.Errorf("member %s: building a client: %w", m.key, err)
 	}
-	return *slot, nil
+	return c, nil
 }
 
 // endpoint is the member's server as its clients last resolved it, or else the first address its

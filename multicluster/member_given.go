@@ -20,8 +20,6 @@ type Clients struct {
 	Client client.Client
 	// Config is what Member.Config returns.
 	Config *rest.Config
-
-	clients memberClients
 }
 
 // NewMember returns a Member of cluster whose clients are given instead of resolved from the
@@ -30,8 +28,6 @@ type Clients struct {
 // matters to callbacks and to SkipNotReady.
 func NewMember(cluster *v1alpha1.Cluster, clients Clients) *Member {
 	m := newMember(cluster, nil, defaultScheme)
-	given := clients
-	given.clients = memberClients{kube: clients.Kubernetes, dyn: clients.Dynamic, crc: clients.Client}
-	m.given = &given
+	m.given = &clients
 	return m
 }
