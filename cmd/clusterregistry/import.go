@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -12,13 +11,13 @@ import (
 	"github.com/spf13/cobra"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"sigs.k8s.io/yaml"
 
 	"github.com/cluster-registry/sdk/clientset/versioned"
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
+	"github.com/cluster-registry/sdk/internal/clusterapply"
 )
 
 // errSomeFailed is import's error when some objects were not applied; the report names them.
@@ -259,37 +258,12 @@ func missingSecrets(ctx context.Context, secrets corev1client.SecretsGetter, c *
 	return warnings
 }
 
-// applyCluster applies c, and returns the Cluster as the registry has it after and whether it
-// was created, configured or unchanged.
+// applyCluster applies c as the command, and returns the Cluster as the registry has it after and
+// whether it was created, configured or left unchanged.
 func applyCluster(ctx context.Context, client versioned.Interface, c *v1alpha1.Cluster, dryRun, force bool) (*v1alpha1.Cluster, string, error) {
-	clusters := client.ClusterregistryV1alpha1().Clusters(c.Namespace)
-	before, err := clusters.Get(ctx, c.Name, metav1.GetOptions{})
-	switch {
-	case apierrors.IsNotFound(err):
-		before = nil
-	case err != nil:
-		return nil, "", err
+	after, what, err := clusterapply.Apply(ctx, client, c, fieldManager, dryRun, force)
+	if apierrors.IsConflict(err) {
+		return nil, "", fmt.Errorf("%w; give --force-conflicts to take the fields over", err)
 	}
-	data, err := json.Marshal(c)
-	if err != nil {
-		return nil, "", err
-	}
-	opts := metav1.PatchOptions{FieldManager: fieldManager, Force: &force}
-	if dryRun {
-		opts.DryRun = []string{metav1.DryRunAll}
-	}
-	after, err := clusters.Patch(ctx, c.Name, types.ApplyPatchType, data, opts)
-	if err != nil {
-		if apierrors.IsConflict(err) {
-			return nil, "", fmt.Errorf("%w; give --force-conflicts to take the fields over", err)
-		}
-		return nil, "", err
-	}
-	switch {
-	case before == nil:
-		return after, "created", nil
-	case before.ResourceVersion != after.ResourceVersion:
-		return after, "configured", nil
-	}
-	return after, "unchanged", nil
+	return after, what, err
 }

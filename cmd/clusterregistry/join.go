@@ -4,51 +4,24 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"maps"
 	"slices"
-	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
-	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
-	rbacv1ac "k8s.io/client-go/applyconfigurations/rbac/v1"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
 
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
-	"github.com/cluster-registry/sdk/rotation"
+	"github.com/cluster-registry/sdk/join"
+	"github.com/cluster-registry/sdk/trustflags"
 )
 
-// legacyJoinNamespace held, on each member, the service accounts that join made (v0.1.0, and
-// builds of main after it until accounts had namespaces of their own). Now each account has a
-// namespace of its own (memberNamespace), where it may make the Secrets its tokens are bound to
-// (package rotation); in kube-system that would be unsafe.
-const legacyJoinNamespace = "kube-system"
-
-// defaultTokenTTL is the life of the tokens join asks for: hours, not a year, since a rotator
-// renews them (health --rotate-credentials) and a leaked one is worth little for long.
-const defaultTokenTTL = 8 * time.Hour
-
-type joinOptions struct {
-	name, displayName, clusterRole string
-	labels                         map[string]string
-	tokenTTL                       time.Duration
-	exec, dryRun                   bool
-	dropCredentialArgs             bool
-}
-
 // JoinOptions are join's flags and what Complete makes of them: Complete fills in, Validate
-// checks without servers, Run does the work.
+// checks without servers, Run does the work (package join's).
 type JoinOptions struct {
-	joinOptions // what join and joinExec read
-	Labels      string
-	DryRun      *dryRunFlag
-	Output      appliedOutput
+	join.Options
+	Labels string
+	DryRun *dryRunFlag
+	Output appliedOutput
 
 	context string
 	factory *factory
@@ -60,14 +33,14 @@ type JoinOptions struct {
 func (o *JoinOptions) Complete(f *factory, cmd *cobra.Command, args []string) error {
 	o.context, o.factory, o.cmd = args[0], f, cmd
 	var err error
-	if o.labels, err = labels.ConvertSelectorToLabelsMap(o.Labels); err != nil {
+	if o.Options.Labels, err = labels.ConvertSelectorToLabelsMap(o.Labels); err != nil {
 		return usageError{fmt.Errorf("--labels: %w", err)}
 	}
-	if o.dryRun, err = o.DryRun.enabled(); err != nil {
+	if o.Options.DryRun, err = o.DryRun.enabled(); err != nil {
 		return err
 	}
-	if o.name == "" {
-		o.name = o.context
+	if o.Name == "" {
+		o.Name = o.context
 	}
 	return nil
 }
@@ -77,17 +50,19 @@ func (o *JoinOptions) Validate() error {
 	if err := o.Output.validate(); err != nil {
 		return err
 	}
-	if o.exec {
+	if o.Exec {
 		for _, name := range []string{"cluster-role", "token-ttl"} {
 			if o.cmd.Flags().Changed(name) {
 				return usageError{fmt.Errorf("--%s and --exec conflict: --exec makes no service account or token", name)}
 			}
 		}
-	} else if o.dropCredentialArgs {
+		// package join takes the defaults as zero values with Exec
+		o.ClusterRole, o.TokenTTL = "", 0
+	} else if o.DropCredentialArgs {
 		return usageError{fmt.Errorf("--%s goes with --exec: without it, join registers a token, not the context's plugin", dropCredentialArgsFlag)}
 	}
-	if o.tokenTTL <= 0 {
-		return usageError{fmt.Errorf("--token-ttl %s: want a positive duration", o.tokenTTL)}
+	if !o.Exec && o.TokenTTL <= 0 {
+		return usageError{fmt.Errorf("--token-ttl %s: want a positive duration", o.TokenTTL)}
 	}
 	return nil
 }
@@ -102,23 +77,47 @@ func (o *JoinOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	report := o.Output.report(o.cmd)
-	var applied *v1alpha1.Cluster
-	if o.exec {
-		applied, err = joinExec(ctx, report, reg, o.context, member, server, o.joinOptions)
-	} else {
-		applied, err = join(ctx, report, reg, member, server, o.joinOptions)
-	}
+	opts := o.Options
+	opts.Progress = o.Output.report(o.cmd)
+	result, err := join.Join(ctx, member, reg.join(), opts)
 	if err != nil {
-		return err
+		return o.inFlagTerms(err)
 	}
-	if !o.dryRun {
+	report := opts.Progress
+	if e := result.Exec; e != nil {
+		allow, ok := trustflags.AllowExecArgsFor(e.Command, e.Args)
+		if !ok {
+			allow = "--" + trustflags.FlagAllowExecArgs + " with a pattern that fits its arguments"
+		}
+		fmt.Fprintf(report, "note: readers run the plugin only if they allow it with these arguments and this server: %s --%s=%s\n", allow, trustflags.FlagSendTo, server)
+	}
+	if !o.Options.DryRun {
 		fmt.Fprintf(report, "next: clusterregistry health -n %s probes the members and fills READY and VERSION in kubectl get clusters -n %s\n", reg.Namespace, reg.Namespace)
-		if !o.exec {
+		if !o.Exec {
 			fmt.Fprintf(report, "next: clusterregistry health -n %s --rotate-credentials renews the token before it expires (or join again)\n", reg.Namespace)
 		}
 	}
-	return o.Output.print(o.cmd.OutOrStdout(), []*v1alpha1.Cluster{applied})
+	return o.Output.print(o.cmd.OutOrStdout(), []*v1alpha1.Cluster{result.Cluster})
+}
+
+// inFlagTerms says package join's errors in the terms of the command's flags and arguments.
+func (o *JoinOptions) inFlagTerms(err error) error {
+	var (
+		noRole  *join.NoClusterRoleError
+		taken   *join.NameTakenError
+		credArg *join.CredentialArgError
+	)
+	switch {
+	case errors.As(err, &noRole):
+		return usageError{err}
+	case errors.As(err, &taken):
+		return fmt.Errorf("cluster %s/%s already exists for another server; choose another --name, or unjoin it first", taken.Namespace, taken.Name)
+	case errors.Is(err, join.ErrNoExecPlugin):
+		return fmt.Errorf("context %q: its user runs no exec plugin, so there is nothing for --exec to register; join it without --exec to copy a token", o.context)
+	case errors.As(err, &credArg):
+		return fmt.Errorf("context %q: %w (nothing was done)", o.context, credentialArgInFlagTerms(credArg))
+	}
+	return err
 }
 
 var (
@@ -175,13 +174,13 @@ func newJoin(fac *factory) *cobra.Command {
 		RunE: runOptions(fac, o),
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.name, "name", "", "the Cluster's name in the registry (default: the context's name)")
-	f.StringVar(&o.displayName, "display-name", "", "the Cluster's display name")
+	f.StringVar(&o.Name, "name", "", "the Cluster's name in the registry (default: the context's name)")
+	f.StringVar(&o.DisplayName, "display-name", "", "the Cluster's display name")
 	f.StringVar(&o.Labels, "labels", "", "labels for the Cluster, e.g. env=prod,region=eu")
-	f.StringVar(&o.clusterRole, "cluster-role", "edit", "the member's ClusterRole that the registry's tools act with")
-	f.DurationVar(&o.tokenTTL, "token-ttl", defaultTokenTTL, "how long the token is valid (the member may cap it); health --rotate-credentials renews it before it expires, or join again")
-	f.BoolVar(&o.exec, "exec", false, "register the context's exec plugin instead of a token (cloud clusters)")
-	f.BoolVar(&o.dropCredentialArgs, dropCredentialArgsFlag, false, "with --exec: leave out the plugin's arguments that pass a credential (--client-secret=..., --password ...) instead of refusing to register it")
+	f.StringVar(&o.ClusterRole, "cluster-role", join.DefaultClusterRole, "the member's ClusterRole that the registry's tools act with")
+	f.DurationVar(&o.TokenTTL, "token-ttl", join.DefaultTokenTTL, "how long the token is valid (the member may cap it); health --rotate-credentials renews it before it expires, or join again")
+	f.BoolVar(&o.Exec, "exec", false, "register the context's exec plugin instead of a token (cloud clusters)")
+	f.BoolVar(&o.DropCredentialArgs, dropCredentialArgsFlag, false, "with --exec: leave out the plugin's arguments that pass a credential (--client-secret=..., --password ...) instead of refusing to register it")
 	o.DryRun = addDryRunFlag(cmd, "client", "checks what it can (the registry by a server dry run) and says what it would do, changing nothing", nil)
 	o.Output.addFlag(cmd)
 	return cmd
@@ -189,239 +188,7 @@ func newJoin(fac *factory) *cobra.Command {
 
 func sortedKeys[V any](m map[string]V) []string { return slices.Sorted(maps.Keys(m)) }
 
-// join does the work in order, saying what it did as it goes.
-func join(ctx context.Context, out io.Writer, reg *registry, member *rest.Config, server string, o joinOptions) (*v1alpha1.Cluster, error) {
-	namespace, registryKube := reg.Namespace, reg.Kube
-	secretName := o.name + "-token"
-	if err := checkNameFree(ctx, out, reg, o.name, server); err != nil {
-		return nil, err
-	}
-
-	ca := member.CAData
-	if len(ca) == 0 {
-		return nil, errors.New("member: the context's cluster has no certificate-authority-data; join needs the CA to pin and verify the member")
-	}
-
-	c := joinedCluster(namespace, server, ca, o, v1alpha1.AuthProviderConfig{
-		Name: "token", Type: v1alpha1.AuthProviderType{Name: v1alpha1.ProviderTypeSecret},
-		Config: map[string]string{"name": secretName},
-	})
-	if errs := v1alpha1.ValidateCluster(&c); len(errs) > 0 {
-		return nil, fmt.Errorf("registry: cluster %s/%s would be invalid (nothing was done): %w", namespace, o.name, errs.ToAggregate())
-	}
-	memberKube, err := kubernetes.NewForConfig(member)
-	if err != nil {
-		return nil, err
-	}
-	// A binding to a role that does not exist grants nothing, silently; reading the role also
-	// shows that the member answers, before anything is made.
-	if _, err := memberKube.RbacV1().ClusterRoles().Get(ctx, o.clusterRole, metav1.GetOptions{}); apierrors.IsNotFound(err) {
-		return nil, usageError{fmt.Errorf("member: ClusterRole %q does not exist on %s (nothing was done); choose one that does (kubectl get clusterroles)", o.clusterRole, server)}
-	} else if err != nil {
-		return nil, fmt.Errorf("member: reaching %s to read ClusterRole %s (nothing was done): %w", server, o.clusterRole, err)
-	}
-	// What the registry would refuse (a cluster set that does not exist, no right to write
-	// Secrets or Clusters there, an invalid Cluster) is found before the member is changed.
-	regID := registryID(ctx, registryKube, reg.Config)
-	account := memberAccount(regID, namespace, o.name)
-	owner := ownerAnnotations(regID, namespace, o.name)
-	dry, what, err := applyCluster(ctx, reg.Clusters, &c, true, true)
-	if err == nil {
-		dryApply := metav1.ApplyOptions{FieldManager: fieldManager, Force: true, DryRun: []string{metav1.DryRunAll}}
-		_, err = registryKube.CoreV1().Secrets(namespace).Apply(ctx, tokenSecret(namespace, secretName, server, "dry-run", ca), dryApply)
-	}
-	if err != nil {
-		hint := ""
-		if apierrors.IsNotFound(err) {
-			hint = fmt.Sprintf("; make the cluster set with: clusterregistry install --create-namespace -n %s", namespace)
-		}
-		return nil, fmt.Errorf("registry: the registry refuses cluster %s/%s or its Secret (nothing was done): %w%s", namespace, o.name, err, hint)
-	}
-	saNamespace := memberNamespace(account)
-	if o.dryRun {
-		fmt.Fprintf(out, "member: would apply Namespace %s and ServiceAccount %s/%s, and bind it to ClusterRole %s (dry run)\n", saNamespace, saNamespace, account, o.clusterRole)
-		fmt.Fprintf(out, "registry: would apply Secret %s/%s with a new token, pinned to %s (dry run)\n", namespace, secretName, server)
-		fmt.Fprintf(out, "registry: Cluster %s/%s would be %s (server dry run)\n", namespace, o.name, what)
-		return dry, nil
-	}
-	if err := applyMemberAccount(ctx, out, memberKube, saNamespace, account, o.clusterRole, owner); err != nil {
-		return nil, err
-	}
-	token, err := rotation.Issue(ctx, memberKube.CoreV1(), saNamespace, account, o.tokenTTL)
-	if err != nil {
-		return nil, fmt.Errorf("member: %w (its service account and bindings are made; unjoin removes them)", err)
-	}
-	secret := tokenSecret(namespace, secretName, server, token.Token, ca).WithAnnotations(map[string]string{
-		v1alpha1.ServiceAccountAnnotation: saNamespace + "/" + account,
-		v1alpha1.TokenExpiresAnnotation:   token.ExpirationTimestamp.UTC().Format(time.RFC3339),
-	})
-	apply := metav1.ApplyOptions{FieldManager: fieldManager, Force: true}
-	if _, err := registryKube.CoreV1().Secrets(namespace).Apply(ctx, secret, apply); err != nil {
-		return nil, fmt.Errorf("registry: storing the token in Secret %s/%s (the member's service account is made; unjoin removes it): %w", namespace, secretName, err)
-	}
-	fmt.Fprintf(out, "registry: Secret %s/%s applied, pinned to %s, token valid until %s\n", namespace, secretName, server, token.ExpirationTimestamp.Format(time.RFC3339))
-	// Joining again replaces the token: the ones it replaces stop working, and what an earlier
-	// release made in kube-system goes.
-	revoked, err := rotation.Revoke(ctx, memberKube.CoreV1(), saNamespace, account, token.Token)
-	if err != nil {
-		return nil, fmt.Errorf("member: %w (the new token is stored; join again to retry)", err)
-	}
-	if revoked > 0 {
-		fmt.Fprintf(out, "member: %d replaced token(s) revoked\n", revoked)
-	}
-	if err := removeLegacyAccount(ctx, out, memberKube, account, owner); err != nil {
-		return nil, err
-	}
-
-	applied, what, err := applyCluster(ctx, reg.Clusters, &c, false, true)
-	if err != nil {
-		return nil, fmt.Errorf("registry: applying cluster %s/%s (the member's service account and the Secret are made): %w", namespace, o.name, err)
-	}
-	fmt.Fprintf(out, "registry: Cluster %s/%s %s\n", namespace, o.name, what)
-	return applied, nil
-}
-
-// applyMemberAccount makes, on the member, the account's namespace, the account, its binding to
-// the ClusterRole, and its right to renew its own tokens (rotation.Rules), all owner-annotated.
-func applyMemberAccount(ctx context.Context, out io.Writer, memberKube kubernetes.Interface, saNamespace, account, clusterRole string, owner map[string]string) error {
-	switch ns, err := memberKube.CoreV1().Namespaces().Get(ctx, saNamespace, metav1.GetOptions{}); {
-	case apierrors.IsNotFound(err):
-	case err != nil:
-		return fmt.Errorf("member: reading Namespace %s (nothing was done): %w", saNamespace, err)
-	case !sameOwner(ns.Annotations, owner):
-		return fmt.Errorf("member: Namespace %s exists and is not this Cluster's (it does not record it as its owner); nothing was done", saNamespace)
-	case ns.DeletionTimestamp != nil:
-		return fmt.Errorf("member: Namespace %s is being deleted (an unjoin); nothing was done: join again once it is gone", saNamespace)
-	}
-	apply := metav1.ApplyOptions{FieldManager: fieldManager, Force: true}
-	if _, err := memberKube.CoreV1().Namespaces().Apply(ctx, corev1ac.Namespace(saNamespace).WithAnnotations(owner), apply); err != nil {
-		return fmt.Errorf("member: creating Namespace %s (nothing was done): %w", saNamespace, err)
-	}
-	sa := corev1ac.ServiceAccount(account, saNamespace).WithAnnotations(owner)
-	if _, err := memberKube.CoreV1().ServiceAccounts(saNamespace).Apply(ctx, sa, apply); err != nil {
-		return fmt.Errorf("member: creating service account %s/%s (its namespace is made; unjoin removes it): %w", saNamespace, account, err)
-	}
-	fmt.Fprintf(out, "member: Namespace %s and ServiceAccount %s/%s applied\n", saNamespace, saNamespace, account)
-	binding := rbacv1ac.ClusterRoleBinding(account).WithAnnotations(owner).
-		WithRoleRef(rbacv1ac.RoleRef().WithAPIGroup("rbac.authorization.k8s.io").WithKind("ClusterRole").WithName(clusterRole)).
-		WithSubjects(rbacv1ac.Subject().WithKind("ServiceAccount").WithNamespace(saNamespace).WithName(account))
-	if _, err := memberKube.RbacV1().ClusterRoleBindings().Apply(ctx, binding, apply); err != nil {
-		return fmt.Errorf("member: binding %s to ClusterRole %s (the service account is made; unjoin removes it): %w", account, clusterRole, err)
-	}
-	fmt.Fprintf(out, "member: ClusterRoleBinding %s to ClusterRole %s applied\n", account, clusterRole)
-	// The account may renew its own token, bound to a Secret of its namespace, and nothing else:
-	// a rotator renews the token with the token (package rotation).
-	var rules []*rbacv1ac.PolicyRuleApplyConfiguration
-	for _, r := range rotation.Rules(account) {
-		rules = append(rules, rbacv1ac.PolicyRule().WithAPIGroups(r.APIGroups...).WithResources(r.Resources...).WithVerbs(r.Verbs...).WithResourceNames(r.ResourceNames...))
-	}
-	if _, err := memberKube.RbacV1().Roles(saNamespace).Apply(ctx, rbacv1ac.Role(account, saNamespace).WithAnnotations(owner).WithRules(rules...), apply); err != nil {
-		return fmt.Errorf("member: granting %s the renewal of its own token (its service account and binding are made; unjoin removes them): %w", account, err)
-	}
-	renewBinding := rbacv1ac.RoleBinding(account, saNamespace).WithAnnotations(owner).
-		WithRoleRef(rbacv1ac.RoleRef().WithAPIGroup("rbac.authorization.k8s.io").WithKind("Role").WithName(account)).
-		WithSubjects(rbacv1ac.Subject().WithKind("ServiceAccount").WithNamespace(saNamespace).WithName(account))
-	if _, err := memberKube.RbacV1().RoleBindings(saNamespace).Apply(ctx, renewBinding, apply); err != nil {
-		return fmt.Errorf("member: binding %s to the renewal of its own token (its service account and binding are made; unjoin removes them): %w", account, err)
-	}
-	fmt.Fprintf(out, "member: Role and RoleBinding %s/%s applied: the account may renew its own token, nothing else\n", saNamespace, account)
-	return nil
-}
-
-// removeLegacyAccount deletes what join made for the same Cluster in kube-system in builds of
-// main after v0.1.0 (its account, and the Role and RoleBinding of its renewal), if it records
-// this Cluster as its owner:
-// its tokens stop working. The ClusterRoleBinding of the same name now binds the new account.
-func removeLegacyAccount(ctx context.Context, out io.Writer, memberKube kubernetes.Interface, account string, owner map[string]string) error {
-	core, rbac := memberKube.CoreV1(), memberKube.RbacV1()
-	for _, o := range []struct {
-		kind   string
-		get    func() (metav1.Object, error)
-		delete func() error
-	}{
-		{"RoleBinding", func() (metav1.Object, error) {
-			return rbac.RoleBindings(legacyJoinNamespace).Get(ctx, account, metav1.GetOptions{})
-		},
-			func() error {
-				return rbac.RoleBindings(legacyJoinNamespace).Delete(ctx, account, metav1.DeleteOptions{})
-			}},
-		{"Role", func() (metav1.Object, error) {
-			return rbac.Roles(legacyJoinNamespace).Get(ctx, account, metav1.GetOptions{})
-		},
-			func() error { return rbac.Roles(legacyJoinNamespace).Delete(ctx, account, metav1.DeleteOptions{}) }},
-		{"ServiceAccount", func() (metav1.Object, error) {
-			return core.ServiceAccounts(legacyJoinNamespace).Get(ctx, account, metav1.GetOptions{})
-		},
-			func() error {
-				return core.ServiceAccounts(legacyJoinNamespace).Delete(ctx, account, metav1.DeleteOptions{})
-			}},
-	} {
-		obj, err := o.get()
-		switch {
-		case apierrors.IsNotFound(err):
-			continue
-		case err != nil:
-			return fmt.Errorf("member: reading %s %s/%s that an earlier join made (the new token is stored): %w", o.kind, legacyJoinNamespace, account, err)
-		case !sameOwner(obj.GetAnnotations(), owner):
-			continue
-		}
-		if err := o.delete(); err != nil && !apierrors.IsNotFound(err) {
-			return fmt.Errorf("member: deleting %s %s/%s that an earlier join made (the new token is stored): %w", o.kind, legacyJoinNamespace, account, err)
-		}
-		fmt.Fprintf(out, "member: %s %s/%s, made by an earlier join, deleted\n", o.kind, legacyJoinNamespace, account)
-	}
-	return nil
-}
-
-// tokenSecret is the Secret join stores a member's token in: pinned to the member's server, with
-// the member's CA.
-func tokenSecret(namespace, name, server, token string, ca []byte) *corev1ac.SecretApplyConfiguration {
-	return corev1ac.Secret(name, namespace).
-		WithAnnotations(map[string]string{v1alpha1.ServersAnnotation: server}).
-		WithType(corev1.SecretTypeOpaque).
-		WithData(map[string][]byte{"token": []byte(token), "ca.crt": ca})
-}
-
-// checkNameFree refuses a name taken by a Cluster for another server: it is not this member's
-// to overwrite. Other Clusters of the set for the same server are named in a warning: a fan-out
-// would reach that member once for each.
-func checkNameFree(ctx context.Context, out io.Writer, reg *registry, name, server string) error {
-	namespace := reg.Namespace
-	clusters := reg.Clusters.ClusterregistryV1alpha1().Clusters(namespace)
-	list, err := clusters.List(ctx, metav1.ListOptions{})
-	if err != nil {
-		return fmt.Errorf("reading the Clusters of %s in the registry (nothing was done): %w", namespace, err)
-	}
-	var same []string
-	for _, c := range list.Items {
-		eps := c.Spec.KubernetesAPIEndpoints.ServerEndpoints
-		forServer := len(eps) > 0 && strings.TrimSuffix(eps[0].ServerAddress, "/") == server
-		switch {
-		case c.Name == name && !forServer:
-			return fmt.Errorf("cluster %s/%s already exists for another server; choose another --name, or unjoin it first", namespace, name)
-		case c.Name != name && forServer:
-			same = append(same, c.Name)
-		}
-	}
-	if len(same) > 0 {
-		fmt.Fprintf(out, "warning: %s is already in %s as %s: a fan-out over the set reaches it once for each\n", server, namespace, strings.Join(same, ", "))
-	}
-	return nil
-}
-
-// joinedCluster is the Cluster join applies: the member at server, verified by ca, reached with
-// provider, and the name, labels and display name the user gave.
-func joinedCluster(namespace, server string, ca []byte, o joinOptions, provider v1alpha1.AuthProviderConfig) v1alpha1.Cluster {
-	return v1alpha1.Cluster{
-		TypeMeta:   metav1.TypeMeta{APIVersion: v1alpha1.SchemeGroupVersion.String(), Kind: "Cluster"},
-		ObjectMeta: metav1.ObjectMeta{Name: o.name, Namespace: namespace, Labels: o.labels},
-		Spec: v1alpha1.ClusterSpec{
-			DisplayName: o.displayName,
-			KubernetesAPIEndpoints: v1alpha1.KubernetesAPIEndpoints{
-				ServerEndpoints: []v1alpha1.ServerAddressByClientCIDR{{ClientCIDR: "0.0.0.0/0", ServerAddress: server}},
-				CABundle:        ca,
-			},
-			AuthInfo: v1alpha1.AuthInfo{Providers: []v1alpha1.AuthProviderConfig{provider}},
-		},
-	}
+// join is the registry as package join takes it.
+func (r *registry) join() join.Registry {
+	return join.Registry{Namespace: r.Namespace, Clusters: r.Clusters, Kube: r.Kube, Server: r.Config.Host}
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/cluster-registry/sdk/access"
 	"github.com/cluster-registry/sdk/clientset/versioned"
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
+	"github.com/cluster-registry/sdk/join"
 	"github.com/cluster-registry/sdk/localfleet"
 	"github.com/cluster-registry/sdk/multicluster"
 	"github.com/cluster-registry/sdk/rotation"
@@ -50,6 +51,16 @@ func userKubeconfig(t *testing.T, lf *localfleet.Fleet, members map[string]*loca
 	path := filepath.Join(t.TempDir(), "kubeconfig")
 	require.NoError(t, clientcmd.WriteToFile(*merged, path))
 	return path
+}
+
+// registryID is the local fleet's registry as join names it on members.
+func registryID(ctx context.Context, lf *localfleet.Fleet) string {
+	return join.Registry{Kube: kubernetes.NewForConfigOrDie(lf.Registry.Config), Server: lf.Registry.Config.Host}.ID(ctx)
+}
+
+// ownerAnnotations say, as join's do, that an object on a member is the registry's Cluster's.
+func ownerAnnotations(registryID, namespace, name string) map[string]string {
+	return map[string]string{join.RegistryAnnotation: registryID, join.ClusterAnnotation: namespace + "/" + name}
 }
 
 // join registers two clusters of a user's kubeconfig; tools reach them through the registry with
@@ -107,10 +118,10 @@ func TestJoin(t *testing.T) {
 
 	// What join made in kube-system in earlier builds of main for this Cluster goes when it is joined again, and
 	// what it made for others stays.
-	regID := registryID(ctx, kubernetes.NewForConfigOrDie(lf.Registry.Config), lf.Registry.Config)
+	regID := registryID(ctx, lf)
 	betaKube := kubernetes.NewForConfigOrDie(lf.Members[1].Config)
 	for _, owner := range []string{"beta", "someone-else"} {
-		meta := metav1.ObjectMeta{Name: memberAccount(regID, "joined", owner), Annotations: ownerAnnotations(regID, "joined", "beta")}
+		meta := metav1.ObjectMeta{Name: join.AccountFor(regID, "joined", owner).Name, Annotations: ownerAnnotations(regID, "joined", "beta")}
 		if owner != "beta" {
 			meta.Annotations = ownerAnnotations(regID, "joined", owner)
 		}
@@ -121,13 +132,13 @@ func TestJoin(t *testing.T) {
 	}
 	code, out, stderr = cli("join", "beta", "--labels", "env=test,joined=yes", "--cluster-role", "cluster-admin")
 	require.Equal(t, 0, code, "%s%s", out, stderr)
-	require.Contains(t, out, "member: ServiceAccount kube-system/"+memberAccount(regID, "joined", "beta")+", made by an earlier join, deleted\n")
-	require.Contains(t, out, "member: Role kube-system/"+memberAccount(regID, "joined", "beta")+", made by an earlier join, deleted\n")
-	_, err := betaKube.CoreV1().ServiceAccounts("kube-system").Get(ctx, memberAccount(regID, "joined", "beta"), metav1.GetOptions{})
+	require.Contains(t, out, "member: ServiceAccount kube-system/"+join.AccountFor(regID, "joined", "beta").Name+", made by an earlier join, deleted\n")
+	require.Contains(t, out, "member: Role kube-system/"+join.AccountFor(regID, "joined", "beta").Name+", made by an earlier join, deleted\n")
+	_, err := betaKube.CoreV1().ServiceAccounts("kube-system").Get(ctx, join.AccountFor(regID, "joined", "beta").Name, metav1.GetOptions{})
 	require.True(t, apierrors.IsNotFound(err), "%v", err)
-	require.NoError(t, betaKube.CoreV1().ServiceAccounts("kube-system").Delete(ctx, memberAccount(regID, "joined", "someone-else"), metav1.DeleteOptions{}),
+	require.NoError(t, betaKube.CoreV1().ServiceAccounts("kube-system").Delete(ctx, join.AccountFor(regID, "joined", "someone-else").Name, metav1.DeleteOptions{}),
 		"another Cluster's account was removed")
-	require.NoError(t, betaKube.RbacV1().Roles("kube-system").Delete(ctx, memberAccount(regID, "joined", "someone-else"), metav1.DeleteOptions{}))
+	require.NoError(t, betaKube.RbacV1().Roles("kube-system").Delete(ctx, join.AccountFor(regID, "joined", "someone-else").Name, metav1.DeleteOptions{}))
 
 	// get: the overview, with the expiry of the token join stored (and never the token), and the
 	// Clusters themselves in kubectl's formats.
@@ -192,8 +203,8 @@ func TestJoin(t *testing.T) {
 	require.Equal(t, lf.Members[0].URL(), secret.Annotations[v1alpha1.ServersAnnotation])
 	// The account may renew its own token and nothing else: a rotator does, with the token join
 	// stored, and the new token replaces it with its expiry.
-	regAccount := memberAccount(registryID(ctx, kubernetes.NewForConfigOrDie(lf.Registry.Config), lf.Registry.Config), "joined", "alpha")
-	require.Equal(t, memberNamespace(regAccount)+"/"+regAccount, secret.Annotations[v1alpha1.ServiceAccountAnnotation])
+	regAccount := join.AccountFor(registryID(ctx, lf), "joined", "alpha")
+	require.Equal(t, regAccount.String(), secret.Annotations[v1alpha1.ServiceAccountAnnotation])
 	require.NotEmpty(t, secret.Annotations[v1alpha1.TokenExpiresAnnotation])
 	var alpha []v1alpha1.Cluster
 	for _, c := range list.Items {
@@ -245,7 +256,7 @@ func TestJoin(t *testing.T) {
 	// What join made on the member records its owner, and is this Cluster's alone: the same
 	// member joined in another set, and under another name in this one (with a warning), gets
 	// objects of its own, and unjoin of those leaves joined/alpha's token working.
-	sa, err := memberKube.CoreV1().ServiceAccounts(memberNamespace(regAccount)).Get(ctx, regAccount, metav1.GetOptions{})
+	sa, err := memberKube.CoreV1().ServiceAccounts(regAccount.Namespace).Get(ctx, regAccount.Name, metav1.GetOptions{})
 	require.NoError(t, err)
 	require.Equal(t, "joined/alpha", sa.Annotations["clusterregistry.k8s.io/cluster"])
 	require.Equal(t, regID, sa.Annotations["clusterregistry.k8s.io/registry"])

@@ -10,9 +10,11 @@ import (
 	"github.com/spf13/cobra"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
 
 	"github.com/cluster-registry/sdk/access"
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
+	"github.com/cluster-registry/sdk/join"
 )
 
 // UnjoinOptions are unjoin's flags and what Complete makes of them, in the manner of kubectl's
@@ -88,32 +90,23 @@ func newUnjoin(fac *factory) *cobra.Command {
 	return cmd
 }
 
-// removal is one object unjoin removes: how to say it, find it and delete it.
-type removal struct {
-	what string
-	// get reports whether the object is there, and if it is not unjoin's to remove, why.
-	get    func() (found bool, notOurs string, err error)
-	delete func() error
-}
-
-// Run removes what join made, member first, saying what it did with each object.
+// Run removes what join made, member first, saying what it did with each object (package
+// join's Unjoin).
 func (o *UnjoinOptions) Run(ctx context.Context) error {
 	reg, err := o.factory.Registry()
 	if err != nil {
 		return err
 	}
-	fac, out, name := o.factory, o.out, o.name
-	namespace, registryKube := reg.Namespace, reg.Kube
-	clusters := reg.Clusters.ClusterregistryV1alpha1().Clusters(namespace)
-	cluster, err := clusters.Get(ctx, name, metav1.GetOptions{})
+	out, name, namespace := o.out, o.name, reg.Namespace
+	// The Cluster names the member's server, and so the context that reaches it.
+	cluster, err := reg.Clusters.ClusterregistryV1alpha1().Clusters(namespace).Get(ctx, name, metav1.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err):
 		cluster = nil
 	case err != nil:
 		return fmt.Errorf("registry: reading cluster %s/%s (nothing was removed): %w", namespace, name, err)
 	}
-
-	var steps []removal
+	opts := join.UnjoinOptions{DryRun: o.dryRun, Progress: out}
 	switch {
 	case o.RegistryOnly:
 		fmt.Fprintln(out, "member: left alone (--registry-only)")
@@ -121,160 +114,33 @@ func (o *UnjoinOptions) Run(ctx context.Context) error {
 		fmt.Fprintf(out, "member: not looked at: cluster %s/%s, which names the member's server, is not in the registry; "+
 			"give --member-context to remove what join made there\n", namespace, name)
 	default:
-		memberSteps, err := memberRemovals(ctx, out, fac, reg, name, cluster, o.MemberContext)
-		if err != nil {
+		if opts.Member, err = o.member(cluster); err != nil {
 			return fmt.Errorf("%w (nothing was removed; --registry-only removes the registry's side alone)", err)
 		}
-		steps = append(steps, memberSteps...)
 	}
-	secrets := registryKube.CoreV1().Secrets(namespace)
-	steps = append(steps,
-		removal{
-			what: fmt.Sprintf("registry: Cluster %s/%s", namespace, name),
-			get:  func() (bool, string, error) { return cluster != nil, "", nil },
-			delete: func() error {
-				return clusters.Delete(ctx, name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &cluster.UID}})
-			},
-		},
-		removal{
-			what: fmt.Sprintf("registry: Secret %s/%s-token", namespace, name),
-			get: func() (bool, string, error) {
-				_, err := secrets.Get(ctx, name+"-token", metav1.GetOptions{})
-				return found(err)
-			},
-			delete: func() error { return secrets.Delete(ctx, name+"-token", metav1.DeleteOptions{}) },
-		})
-	for _, step := range steps {
-		there, notOurs, err := step.get()
-		switch {
-		case err != nil:
-			return fmt.Errorf("%s: %w (the lines above say what was removed)", step.what, err)
-		case !there:
-			fmt.Fprintf(out, "%s: not found\n", step.what)
-			continue
-		case notOurs != "":
-			fmt.Fprintf(out, "%s: left in place: %s\n", step.what, notOurs)
-			continue
-		case o.dryRun:
-			fmt.Fprintf(out, "%s: would be deleted (dry run)\n", step.what)
-			continue
-		}
-		if err := step.delete(); err != nil && !apierrors.IsNotFound(err) {
-			return fmt.Errorf("%s: %w (the lines above say what was removed)", step.what, err)
-		}
-		fmt.Fprintf(out, "%s deleted\n", step.what)
+	_, err = join.Unjoin(ctx, reg.join(), name, opts)
+	if memberErr := (*join.MemberError)(nil); errors.As(err, &memberErr) {
+		return fmt.Errorf("%w (nothing was removed; --registry-only removes the registry's side alone)", memberErr.Err)
 	}
-	return nil
+	return err
 }
 
-// memberRemovals are the member's objects that join made for the Cluster: its service account,
-// binding and namespace (and the account in kube-system that builds of main after v0.1.0 made
-// before accounts had namespaces of their own), if they record this registry's Cluster as their
-// owner. A service account that an
-// earlier release's join made (named after the Cluster alone, and shared by every set that joined
-// the member under that name) is named, and left in place.
-func memberRemovals(ctx context.Context, out io.Writer, fac *factory, reg *registry, name string, cluster *v1alpha1.Cluster, memberContext string) ([]removal, error) {
-	namespace := reg.Namespace
+// member is the config of the context that reaches the Cluster's member: --member-context's, or
+// the one whose server is the Cluster's.
+func (o *UnjoinOptions) member(cluster *v1alpha1.Cluster) (*rest.Config, error) {
+	memberContext := o.MemberContext
 	if memberContext == "" {
 		var err error
-		if memberContext, err = contextFor(fac, cluster); err != nil {
+		if memberContext, err = contextFor(o.factory, cluster); err != nil {
 			return nil, err
 		}
 	}
-	member, server, err := fac.Member(memberContext)
+	member, server, err := o.factory.Member(memberContext)
 	if err != nil {
 		return nil, err
 	}
-	fmt.Fprintf(out, "member: %s, through context %q\n", server, memberContext)
-	memberKube, err := fac.MemberKube(member)
-	if err != nil {
-		return nil, err
-	}
-	regID := registryID(ctx, reg.Kube, reg.Config)
-	account := memberAccount(regID, namespace, name)
-	owned := func(meta metav1.Object, err error) (bool, string, error) {
-		if there, _, err := found(err); !there || err != nil {
-			return there, "", err
-		}
-		if !ownedBy(meta.GetAnnotations(), regID, namespace, name) {
-			return true, fmt.Sprintf("it does not record this registry's cluster %s/%s as its owner", namespace, name), nil
-		}
-		return true, "", nil
-	}
-	// The member must answer before anything is removed anywhere.
-	saNamespace := memberNamespace(account)
-	ns, nsErr := memberKube.CoreV1().Namespaces().Get(ctx, saNamespace, metav1.GetOptions{})
-	if nsErr != nil && !apierrors.IsNotFound(nsErr) {
-		return nil, fmt.Errorf("member: reading Namespace %s on %s: %w", saNamespace, server, nsErr)
-	}
-	legacy := legacyMemberAccount(name)
-	if old, err := memberKube.CoreV1().ServiceAccounts(legacyJoinNamespace).Get(ctx, legacy, metav1.GetOptions{}); err == nil && old.Annotations[annotationJoinedCluster] == "" {
-		fmt.Fprintf(out, "member: ServiceAccount %s/%s, which join made before v0.2 and which every cluster set that joined this member as %q shares, "+
-			"is left in place: once none uses it, delete it and ClusterRoleBinding %s to revoke its tokens\n", legacyJoinNamespace, legacy, name, legacy)
-	}
-	core, rbac := memberKube.CoreV1(), memberKube.RbacV1()
-	steps := []removal{
-		{
-			what: "member: ClusterRoleBinding " + account,
-			get: func() (bool, string, error) {
-				b, err := rbac.ClusterRoleBindings().Get(ctx, account, metav1.GetOptions{})
-				return owned(b, err)
-			},
-			delete: func() error { return rbac.ClusterRoleBindings().Delete(ctx, account, metav1.DeleteOptions{}) },
-		},
-		{
-			// Deleted before its namespace, so that its tokens stop working at once, not when the
-			// namespace's deletion reaches it.
-			what: fmt.Sprintf("member: ServiceAccount %s/%s", saNamespace, account),
-			get: func() (bool, string, error) {
-				sa, err := core.ServiceAccounts(saNamespace).Get(ctx, account, metav1.GetOptions{})
-				return owned(sa, err)
-			},
-			delete: func() error { return core.ServiceAccounts(saNamespace).Delete(ctx, account, metav1.DeleteOptions{}) },
-		},
-		{
-			what: fmt.Sprintf("member: Namespace %s (with the Role and RoleBinding of the account's renewal, and its tokens' bindings)", saNamespace),
-			get:  func() (bool, string, error) { return owned(ns, nsErr) },
-			delete: func() error {
-				return core.Namespaces().Delete(ctx, saNamespace, metav1.DeleteOptions{Preconditions: metav1.NewUIDPreconditions(string(ns.UID))})
-			},
-		},
-	}
-	// What join made in kube-system in builds of main between v0.1.0 and this layout, if it is there.
-	if _, err := core.ServiceAccounts(legacyJoinNamespace).Get(ctx, account, metav1.GetOptions{}); err == nil {
-		steps = append(steps,
-			removal{
-				what: fmt.Sprintf("member: RoleBinding %s/%s", legacyJoinNamespace, account),
-				get: func() (bool, string, error) {
-					b, err := rbac.RoleBindings(legacyJoinNamespace).Get(ctx, account, metav1.GetOptions{})
-					return owned(b, err)
-				},
-				delete: func() error {
-					return rbac.RoleBindings(legacyJoinNamespace).Delete(ctx, account, metav1.DeleteOptions{})
-				},
-			},
-			removal{
-				what: fmt.Sprintf("member: Role %s/%s", legacyJoinNamespace, account),
-				get: func() (bool, string, error) {
-					r, err := rbac.Roles(legacyJoinNamespace).Get(ctx, account, metav1.GetOptions{})
-					return owned(r, err)
-				},
-				delete: func() error { return rbac.Roles(legacyJoinNamespace).Delete(ctx, account, metav1.DeleteOptions{}) },
-			},
-			removal{
-				what: fmt.Sprintf("member: ServiceAccount %s/%s", legacyJoinNamespace, account),
-				get: func() (bool, string, error) {
-					sa, err := core.ServiceAccounts(legacyJoinNamespace).Get(ctx, account, metav1.GetOptions{})
-					return owned(sa, err)
-				},
-				delete: func() error {
-					return core.ServiceAccounts(legacyJoinNamespace).Delete(ctx, account, metav1.DeleteOptions{})
-				},
-			})
-	} else if !apierrors.IsNotFound(err) {
-		return nil, fmt.Errorf("member: reading ServiceAccount %s/%s on %s: %w", legacyJoinNamespace, account, server, err)
-	}
-	return steps, nil
+	fmt.Fprintf(o.out, "member: %s, through context %q\n", server, memberContext)
+	return member, nil
 }
 
 // contextFor is the context of the user's kubeconfig that reaches the Cluster's server: the
@@ -309,15 +175,4 @@ func contextFor(fac *factory, cluster *v1alpha1.Cluster) (string, error) {
 	}
 	slices.Sort(matching)
 	return matching[0], nil
-}
-
-// found turns a Get's error into whether the object is there.
-func found(err error) (bool, string, error) {
-	switch {
-	case err == nil:
-		return true, "", nil
-	case apierrors.IsNotFound(err):
-		return false, "", nil
-	}
-	return false, "", err
 }

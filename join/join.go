@@ -1,0 +1,279 @@
+package join
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
+	"github.com/cluster-registry/sdk/internal/clusterapply"
+	"github.com/cluster-registry/sdk/rotation"
+)
+
+// DefaultTokenTTL is the life of the tokens Join asks for unless Options.TokenTTL says otherwise:
+// hours, not a year, since a rotator renews them (package rotation) and a leaked one is worth
+// little for long.
+const DefaultTokenTTL = 8 * time.Hour
+
+// DefaultClusterRole is the member's ClusterRole that Join binds the account to unless
+// Options.ClusterRole says otherwise: tools may change workloads everywhere, but not RBAC.
+const DefaultClusterRole = "edit"
+
+// DefaultFieldManager owns what Join applies unless Options.FieldManager says otherwise: the
+// clusterregistry command's, so that the command and a tool joining the same member share
+// ownership of its Cluster and Secret.
+const DefaultFieldManager = "clusterregistry"
+
+// Options shape a join.
+type Options struct {
+	// Name is the Cluster's name in the cluster set. Required.
+	Name string
+	// DisplayName and Labels are the Cluster's.
+	DisplayName string
+	Labels      map[string]string
+	// ClusterRole is the member's ClusterRole that the account is bound to, cluster-wide;
+	// DefaultClusterRole when empty. It must exist on the member.
+	ClusterRole string
+	// TokenTTL is how long the token is asked to be valid (the member may shorten it);
+	// DefaultTokenTTL when zero.
+	TokenTTL time.Duration
+	// Exec registers the member config's exec plugin (a cloud's, say) as the Cluster's exec
+	// provider instead of making an account and a token: each reader then runs the plugin as
+	// themselves. Nothing is made on the member, and only the Cluster in the registry.
+	Exec bool
+	// DropCredentialArgs, with Exec, leaves out the plugin's arguments that pass a credential
+	// instead of refusing it (CredentialArgError).
+	DropCredentialArgs bool
+	// DryRun checks what can be checked (the member answers, the ClusterRole exists, the registry
+	// takes the Cluster and Secret, by a server-side dry run) and changes nothing.
+	DryRun bool
+	// FieldManager owns what Join applies; DefaultFieldManager when empty.
+	FieldManager string
+	// Progress hears one line for each step, as it is done ("member: ...", "registry: ...",
+	// "warning: ...", "note: ..."), never a token; nil discards them.
+	Progress io.Writer
+}
+
+func (o *Options) defaults() error {
+	if errs := validation.IsDNS1123Subdomain(o.Name); len(errs) > 0 {
+		return fmt.Errorf("join.Options.Name %q: %s", o.Name, strings.Join(errs, "; "))
+	}
+	if o.Exec && (o.ClusterRole != "" || o.TokenTTL != 0) {
+		return errors.New("join.Options: ClusterRole and TokenTTL go without Exec, which makes no account or token")
+	}
+	if !o.Exec && o.DropCredentialArgs {
+		return errors.New("join.Options.DropCredentialArgs goes with Exec: without it, Join registers a token, not the plugin")
+	}
+	if o.TokenTTL < 0 {
+		return fmt.Errorf("join.Options.TokenTTL %s: want a positive duration", o.TokenTTL)
+	}
+	if o.ClusterRole == "" {
+		o.ClusterRole = DefaultClusterRole
+	}
+	if o.TokenTTL == 0 {
+		o.TokenTTL = DefaultTokenTTL
+	}
+	if o.FieldManager == "" {
+		o.FieldManager = DefaultFieldManager
+	}
+	if o.Progress == nil {
+		o.Progress = io.Discard
+	}
+	return nil
+}
+
+// Result is what Join made, or for a dry run, would make.
+type Result struct {
+	// Cluster is the Cluster as the registry has it after the join (for a dry run, as the
+	// registry's dry run returned it).
+	Cluster *v1alpha1.Cluster
+	// ClusterChange says what happened to it: "created", "configured" or "unchanged".
+	ClusterChange string
+	// Account is what was made on the member, and Secret the registry's Secret that holds its
+	// token; both are zero with Options.Exec.
+	Account Account
+	Secret  types.NamespacedName
+	// TokenExpires is when the new token expires, as the member says; zero for a dry run or
+	// Options.Exec.
+	TokenExpires time.Time
+	// Revoked counts the earlier tokens of the account that were revoked.
+	Revoked int
+	// Exec is what was registered with Options.Exec.
+	Exec *ExecRegistration
+}
+
+// Join makes the member that member (an administrator's config of it) reaches reachable from the
+// registry's cluster set as Cluster opts.Name; see the package's documentation. What the registry
+// or the member would refuse is found before anything is made. An error names what was made by
+// then ("(nothing was done)" when nothing was); joining again finishes or repairs it, and Unjoin
+// removes it.
+func Join(ctx context.Context, member *rest.Config, reg Registry, opts Options) (*Result, error) {
+	if err := reg.validate(); err != nil {
+		return nil, err
+	}
+	if err := opts.defaults(); err != nil {
+		return nil, err
+	}
+	if member == nil || member.Host == "" {
+		return nil, errors.New("join: the member's config names no server")
+	}
+	server := strings.TrimSuffix(member.Host, "/")
+	if len(member.CAData) == 0 {
+		return nil, errors.New("member: the config's cluster has no certificate-authority-data; join needs the CA to pin and verify the member")
+	}
+	if opts.Exec {
+		return joinExec(ctx, member, server, reg, &opts)
+	}
+	return joinToken(ctx, member, server, reg, &opts)
+}
+
+// joinToken makes an account on the member and registers its token, in order, saying what it
+// did as it goes.
+func joinToken(ctx context.Context, member *rest.Config, server string, reg Registry, o *Options) (*Result, error) {
+	namespace, out := reg.Namespace, o.Progress
+	secretName := o.Name + "-token"
+	if err := checkNameFree(ctx, out, reg, o.Name, server); err != nil {
+		return nil, err
+	}
+	ca := member.CAData
+	c := clusterFor(namespace, server, ca, o, v1alpha1.AuthProviderConfig{
+		Name: "token", Type: v1alpha1.AuthProviderType{Name: v1alpha1.ProviderTypeSecret},
+		Config: map[string]string{"name": secretName},
+	})
+	if errs := v1alpha1.ValidateCluster(&c); len(errs) > 0 {
+		return nil, fmt.Errorf("registry: cluster %s/%s would be invalid (nothing was done): %w", namespace, o.Name, errs.ToAggregate())
+	}
+	memberKube, err := kubernetes.NewForConfig(member)
+	if err != nil {
+		return nil, err
+	}
+	// A binding to a role that does not exist grants nothing, silently; reading the role also
+	// shows that the member answers, before anything is made.
+	if _, err := memberKube.RbacV1().ClusterRoles().Get(ctx, o.ClusterRole, metav1.GetOptions{}); apierrors.IsNotFound(err) {
+		return nil, &NoClusterRoleError{ClusterRole: o.ClusterRole, Server: server}
+	} else if err != nil {
+		return nil, fmt.Errorf("member: reaching %s to read ClusterRole %s (nothing was done): %w", server, o.ClusterRole, err)
+	}
+	// What the registry would refuse (a cluster set that does not exist, no right to write
+	// Secrets or Clusters there, an invalid Cluster) is found before the member is changed.
+	regID := reg.ID(ctx)
+	account := AccountFor(regID, namespace, o.Name)
+	owner := owner(regID, namespace, o.Name)
+	dry, what, err := clusterapply.Apply(ctx, reg.Clusters, &c, o.FieldManager, true, true)
+	if err == nil {
+		dryApply := metav1.ApplyOptions{FieldManager: o.FieldManager, Force: true, DryRun: []string{metav1.DryRunAll}}
+		_, err = reg.Kube.CoreV1().Secrets(namespace).Apply(ctx, tokenSecret(namespace, secretName, server, "dry-run", ca), dryApply)
+	}
+	if err != nil {
+		hint := ""
+		if apierrors.IsNotFound(err) {
+			hint = fmt.Sprintf("; make the cluster set with: clusterregistry install --create-namespace -n %s", namespace)
+		}
+		return nil, fmt.Errorf("registry: the registry refuses cluster %s/%s or its Secret (nothing was done): %w%s", namespace, o.Name, err, hint)
+	}
+	result := &Result{Account: account, Secret: types.NamespacedName{Namespace: namespace, Name: secretName}}
+	if o.DryRun {
+		fmt.Fprintf(out, "member: would apply Namespace %s and ServiceAccount %s, and bind it to ClusterRole %s (dry run)\n", account.Namespace, account, o.ClusterRole)
+		fmt.Fprintf(out, "registry: would apply Secret %s/%s with a new token, pinned to %s (dry run)\n", namespace, secretName, server)
+		fmt.Fprintf(out, "registry: Cluster %s/%s would be %s (server dry run)\n", namespace, o.Name, what)
+		result.Cluster, result.ClusterChange = dry, what
+		return result, nil
+	}
+	if err := applyAccount(ctx, out, memberKube, account, o.ClusterRole, owner, o.FieldManager); err != nil {
+		return nil, err
+	}
+	token, err := rotation.Issue(ctx, memberKube.CoreV1(), account.Namespace, account.Name, o.TokenTTL)
+	if err != nil {
+		return nil, fmt.Errorf("member: %w (its service account and bindings are made; unjoin removes them)", err)
+	}
+	secret := tokenSecret(namespace, secretName, server, token.Token, ca).WithAnnotations(map[string]string{
+		v1alpha1.ServiceAccountAnnotation: account.String(),
+		v1alpha1.TokenExpiresAnnotation:   token.ExpirationTimestamp.UTC().Format(time.RFC3339),
+	})
+	apply := metav1.ApplyOptions{FieldManager: o.FieldManager, Force: true}
+	if _, err := reg.Kube.CoreV1().Secrets(namespace).Apply(ctx, secret, apply); err != nil {
+		return nil, fmt.Errorf("registry: storing the token in Secret %s/%s (the member's service account is made; unjoin removes it): %w", namespace, secretName, err)
+	}
+	result.TokenExpires = token.ExpirationTimestamp.Time
+	fmt.Fprintf(out, "registry: Secret %s/%s applied, pinned to %s, token valid until %s\n", namespace, secretName, server, token.ExpirationTimestamp.Format(time.RFC3339))
+	// Joining again replaces the token: the ones it replaces stop working, and what an earlier
+	// release made in kube-system goes.
+	if result.Revoked, err = rotation.Revoke(ctx, memberKube.CoreV1(), account.Namespace, account.Name, token.Token); err != nil {
+		return nil, fmt.Errorf("member: %w (the new token is stored; join again to retry)", err)
+	}
+	if result.Revoked > 0 {
+		fmt.Fprintf(out, "member: %d replaced token(s) revoked\n", result.Revoked)
+	}
+	if err := removeLegacyAccount(ctx, out, memberKube, account.Name, owner); err != nil {
+		return nil, err
+	}
+	if result.Cluster, result.ClusterChange, err = clusterapply.Apply(ctx, reg.Clusters, &c, o.FieldManager, false, true); err != nil {
+		return nil, fmt.Errorf("registry: applying cluster %s/%s (the member's service account and the Secret are made): %w", namespace, o.Name, err)
+	}
+	fmt.Fprintf(out, "registry: Cluster %s/%s %s\n", namespace, o.Name, result.ClusterChange)
+	return result, nil
+}
+
+// tokenSecret is the Secret Join stores a member's token in: pinned to the member's server, with
+// the member's CA.
+func tokenSecret(namespace, name, server, token string, ca []byte) *corev1ac.SecretApplyConfiguration {
+	return corev1ac.Secret(name, namespace).
+		WithAnnotations(map[string]string{v1alpha1.ServersAnnotation: server}).
+		WithType(corev1.SecretTypeOpaque).
+		WithData(map[string][]byte{v1alpha1.SecretTokenKey: []byte(token), v1alpha1.SecretCAKey: ca})
+}
+
+// checkNameFree refuses a name taken by a Cluster for another server: it is not this member's
+// to overwrite. Other Clusters of the set for the same server are named in a warning: a fan-out
+// would reach that member once for each.
+func checkNameFree(ctx context.Context, out io.Writer, reg Registry, name, server string) error {
+	namespace := reg.Namespace
+	list, err := reg.Clusters.ClusterregistryV1alpha1().Clusters(namespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return fmt.Errorf("reading the Clusters of %s in the registry (nothing was done): %w", namespace, err)
+	}
+	var same []string
+	for _, c := range list.Items {
+		eps := c.Spec.KubernetesAPIEndpoints.ServerEndpoints
+		forServer := len(eps) > 0 && strings.TrimSuffix(eps[0].ServerAddress, "/") == server
+		switch {
+		case c.Name == name && !forServer:
+			return &NameTakenError{Namespace: namespace, Name: name}
+		case c.Name != name && forServer:
+			same = append(same, c.Name)
+		}
+	}
+	if len(same) > 0 {
+		fmt.Fprintf(out, "warning: %s is already in %s as %s: a fan-out over the set reaches it once for each\n", server, namespace, strings.Join(same, ", "))
+	}
+	return nil
+}
+
+// clusterFor is the Cluster Join applies: the member at server, verified by ca, reached with
+// provider, and the name, labels and display name of the options.
+func clusterFor(namespace, server string, ca []byte, o *Options, provider v1alpha1.AuthProviderConfig) v1alpha1.Cluster {
+	return v1alpha1.Cluster{
+		TypeMeta:   metav1.TypeMeta{APIVersion: v1alpha1.SchemeGroupVersion.String(), Kind: "Cluster"},
+		ObjectMeta: metav1.ObjectMeta{Name: o.Name, Namespace: namespace, Labels: o.Labels},
+		Spec: v1alpha1.ClusterSpec{
+			DisplayName: o.DisplayName,
+			KubernetesAPIEndpoints: v1alpha1.KubernetesAPIEndpoints{
+				ServerEndpoints: []v1alpha1.ServerAddressByClientCIDR{{ClientCIDR: "0.0.0.0/0", ServerAddress: server}},
+				CABundle:        ca,
+			},
+			AuthInfo: v1alpha1.AuthInfo{Providers: []v1alpha1.AuthProviderConfig{provider}},
+		},
+	}
+}

@@ -1,0 +1,304 @@
+package join_test
+
+import (
+	"bytes"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/cluster-registry/sdk/access"
+	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
+	"github.com/cluster-registry/sdk/join"
+	"github.com/cluster-registry/sdk/multicluster"
+)
+
+// resolve reaches the member as a tool of the set would: through the registry's Cluster and the
+// Secret it points to.
+func resolve(t *testing.T, reg join.Registry, name string) (*access.Resolved, error) {
+	t.Helper()
+	c, err := reg.Clusters.ClusterregistryV1alpha1().Clusters(reg.Namespace).Get(t.Context(), name, metav1.GetOptions{})
+	require.NoError(t, err)
+	r, err := access.NewResolver(access.ResolverOptions{Secrets: access.SecretsFromClient(reg.Kube)})
+	require.NoError(t, err)
+	return r.Resolve(t.Context(), c)
+}
+
+// A tool joins a member as a library, reaches it through the registry with what Join made, joins
+// it again (a fresh token; the old one revoked), and unjoins it: nothing is left on either side.
+func TestJoinAndUnjoin(t *testing.T) {
+	integration(t)
+	ctx := t.Context()
+	reg := newSet(t)
+	var progress bytes.Buffer
+	res, err := join.Join(ctx, lf.Members[0].Config, reg, join.Options{
+		Name: "dev", DisplayName: "Development", Labels: map[string]string{"env": "dev"}, ClusterRole: "view", Progress: &progress,
+	})
+	require.NoError(t, err, progress.String())
+	require.Equal(t, "created", res.ClusterChange)
+	require.Equal(t, "Development", res.Cluster.Spec.DisplayName)
+	require.Equal(t, map[string]string{"env": "dev"}, res.Cluster.Labels)
+	require.Equal(t, lf.Members[0].URL(), res.Cluster.Spec.KubernetesAPIEndpoints.ServerEndpoints[0].ServerAddress)
+	require.Equal(t, join.AccountFor(reg.ID(ctx), reg.Namespace, "dev"), res.Account)
+	require.WithinDuration(t, time.Now().Add(join.DefaultTokenTTL), res.TokenExpires, 5*time.Minute)
+	require.Contains(t, progress.String(), "registry: Cluster "+reg.Namespace+"/dev created\n")
+
+	// On the member: the account, in a namespace of its own, bound as asked, and each object
+	// records whose it is.
+	member := memberKube()
+	sa, err := member.CoreV1().ServiceAccounts(res.Account.Namespace).Get(ctx, res.Account.Name, metav1.GetOptions{})
+	require.NoError(t, err)
+	require.Equal(t, reg.Namespace+"/dev", sa.Annotations[join.ClusterAnnotation])
+	require.Equal(t, reg.ID(ctx), sa.Annotations[join.RegistryAnnotation])
+	binding, err := member.RbacV1().ClusterRoleBindings().Get(ctx, res.Account.Name, metav1.GetOptions{})
+	require.NoError(t, err)
+	require.Equal(t, "view", binding.RoleRef.Name)
+	for _, get := range []func() (metav1.Object, error){
+		func() (metav1.Object, error) {
+			return member.RbacV1().Roles(res.Account.Namespace).Get(ctx, res.Account.Name, metav1.GetOptions{})
+		},
+		func() (metav1.Object, error) {
+			return member.RbacV1().RoleBindings(res.Account.Namespace).Get(ctx, res.Account.Name, metav1.GetOptions{})
+		},
+		func() (metav1.Object, error) {
+			return member.CoreV1().Namespaces().Get(ctx, res.Account.Namespace, metav1.GetOptions{})
+		},
+	} {
+		obj, err := get()
+		require.NoError(t, err)
+		require.Equal(t, reg.Namespace+"/dev", obj.GetAnnotations()[join.ClusterAnnotation])
+	}
+
+	// In the registry: the token, pinned to the member, never in what Join said; a tool of the
+	// set reaches the member with it.
+	secret, err := reg.Kube.CoreV1().Secrets(reg.Namespace).Get(ctx, res.Secret.Name, metav1.GetOptions{})
+	require.NoError(t, err)
+	require.Equal(t, lf.Members[0].URL(), secret.Annotations[v1alpha1.ServersAnnotation])
+	require.Equal(t, res.Account.String(), secret.Annotations[v1alpha1.ServiceAccountAnnotation])
+	token := string(secret.Data[v1alpha1.SecretTokenKey])
+	require.NotEmpty(t, token)
+	require.NotContains(t, progress.String(), token)
+	members := multicluster.MembersOf(mustResolver(t, reg), []v1alpha1.Cluster{*res.Cluster}, multicluster.FleetOptions{})
+	kube, err := members[0].Kubernetes(ctx)
+	require.NoError(t, err)
+	_, err = kube.CoreV1().Pods("default").List(ctx, metav1.ListOptions{})
+	require.NoError(t, err, "the joined account cannot view the member")
+
+	// Joining again changes nothing in the registry but the token, and revokes the one it replaces.
+	again, err := join.Join(ctx, lf.Members[0].Config, reg, join.Options{
+		Name: "dev", DisplayName: "Development", Labels: map[string]string{"env": "dev"}, ClusterRole: "view",
+	})
+	require.NoError(t, err)
+	require.Equal(t, "unchanged", again.ClusterChange)
+	require.Equal(t, 1, again.Revoked)
+	requireRefused(t, token)
+
+	// Unjoin: the member's side first, then the registry's; nothing is left, and the current
+	// token stops working.
+	secret, err = reg.Kube.CoreV1().Secrets(reg.Namespace).Get(ctx, res.Secret.Name, metav1.GetOptions{})
+	require.NoError(t, err)
+	progress.Reset()
+	removed, err := join.Unjoin(ctx, reg, "dev", join.UnjoinOptions{Member: lf.Members[0].Config, Progress: &progress})
+	require.NoError(t, err)
+	require.Len(t, removed.Deleted, 5, progress.String())
+	require.Empty(t, removed.LeftInPlace)
+	_, err = member.CoreV1().ServiceAccounts(res.Account.Namespace).Get(ctx, res.Account.Name, metav1.GetOptions{})
+	require.True(t, apierrors.IsNotFound(err), "the account is left on the member: %v", err)
+	_, err = member.RbacV1().ClusterRoleBindings().Get(ctx, res.Account.Name, metav1.GetOptions{})
+	require.True(t, apierrors.IsNotFound(err), "the binding is left on the member: %v", err)
+	_, err = reg.Clusters.ClusterregistryV1alpha1().Clusters(reg.Namespace).Get(ctx, "dev", metav1.GetOptions{})
+	require.True(t, apierrors.IsNotFound(err), "the Cluster is left: %v", err)
+	_, err = reg.Kube.CoreV1().Secrets(reg.Namespace).Get(ctx, res.Secret.Name, metav1.GetOptions{})
+	require.True(t, apierrors.IsNotFound(err), "the Secret is left: %v", err)
+	requireRefused(t, string(secret.Data[v1alpha1.SecretTokenKey]))
+
+	// Again: nothing to remove is not an error.
+	removed, err = join.Unjoin(ctx, reg, "dev", join.UnjoinOptions{Member: lf.Members[0].Config})
+	require.NoError(t, err)
+	require.Empty(t, removed.Deleted)
+	require.Len(t, removed.NotFound, 5)
+}
+
+func mustResolver(t *testing.T, reg join.Registry) *access.Resolver {
+	t.Helper()
+	r, err := access.NewResolver(access.ResolverOptions{Secrets: access.SecretsFromClient(reg.Kube)})
+	require.NoError(t, err)
+	return r
+}
+
+// requireRefused fails unless the member refuses token, within the time its API server takes to
+// see a binding or account deleted (it remembers a token it accepted for 10 seconds).
+func requireRefused(t *testing.T, token string) {
+	t.Helper()
+	cfg := *lf.Members[0].Config
+	cfg.BearerToken, cfg.CertData, cfg.KeyData = token, nil, nil
+	kube := kubernetes.NewForConfigOrDie(&cfg)
+	require.Eventually(t, func() bool {
+		_, err := kube.CoreV1().Namespaces().Get(t.Context(), "default", metav1.GetOptions{})
+		return apierrors.IsUnauthorized(err)
+	}, 30*time.Second, 500*time.Millisecond, "the member still takes a replaced token")
+}
+
+// A dry run checks the member and the registry and changes neither; what either would refuse
+// is refused before anything is made, with an error that says so.
+func TestJoinChangesNothingUntilAllIsChecked(t *testing.T) {
+	integration(t)
+	ctx := t.Context()
+	reg := newSet(t)
+	account := join.AccountFor(reg.ID(ctx), reg.Namespace, "dev")
+	member := memberKube()
+	requireNothingMade := func() {
+		t.Helper()
+		_, err := member.CoreV1().Namespaces().Get(ctx, account.Namespace, metav1.GetOptions{})
+		require.True(t, apierrors.IsNotFound(err), "a namespace was made on the member: %v", err)
+		_, err = reg.Clusters.ClusterregistryV1alpha1().Clusters(reg.Namespace).Get(ctx, "dev", metav1.GetOptions{})
+		require.True(t, apierrors.IsNotFound(err), "a Cluster was made: %v", err)
+		_, err = reg.Kube.CoreV1().Secrets(reg.Namespace).Get(ctx, "dev-token", metav1.GetOptions{})
+		require.True(t, apierrors.IsNotFound(err), "a Secret was made: %v", err)
+	}
+
+	var progress bytes.Buffer
+	res, err := join.Join(ctx, lf.Members[0].Config, reg, join.Options{Name: "dev", DryRun: true, Progress: &progress})
+	require.NoError(t, err)
+	require.Equal(t, "created", res.ClusterChange)
+	require.Equal(t, "dev", res.Cluster.Name)
+	require.Contains(t, progress.String(), "(dry run)")
+	requireNothingMade()
+
+	_, err = join.Join(ctx, lf.Members[0].Config, reg, join.Options{Name: "dev", ClusterRole: "no-such-role"})
+	var noRole *join.NoClusterRoleError
+	require.ErrorAs(t, err, &noRole)
+	require.Contains(t, err.Error(), "(nothing was done)")
+	requireNothingMade()
+
+	missing := reg
+	missing.Namespace = "no-such-set"
+	_, err = join.Join(ctx, lf.Members[0].Config, missing, join.Options{Name: "dev"})
+	require.ErrorContains(t, err, "(nothing was done)")
+	require.True(t, apierrors.IsNotFound(errors.Unwrap(err)) || strings.Contains(err.Error(), "not found"), "%v", err)
+	_, err = member.CoreV1().Namespaces().Get(ctx, join.AccountFor(reg.ID(ctx), "no-such-set", "dev").Namespace, metav1.GetOptions{})
+	require.True(t, apierrors.IsNotFound(err), "a join into a missing cluster set made a namespace on the member: %v", err)
+
+	for _, bad := range []join.Options{
+		{Name: ""},
+		{Name: "Not_A_Name"},
+		{Name: "dev", TokenTTL: -time.Minute},
+		{Name: "dev", Exec: true, ClusterRole: "view"},
+		{Name: "dev", DropCredentialArgs: true},
+	} {
+		_, err := join.Join(ctx, lf.Members[0].Config, reg, bad)
+		require.ErrorContains(t, err, "join.Options", "%+v", bad)
+	}
+	_, err = join.Join(ctx, lf.Members[0].Config, join.Registry{Namespace: reg.Namespace}, join.Options{Name: "dev"})
+	require.ErrorContains(t, err, "join.Registry")
+	requireNothingMade()
+}
+
+// Whoever can write a cluster set, or a member's namespaces, cannot use Join to take what is
+// not theirs: a name taken by a Cluster for another server is refused, a namespace of the
+// account's name that Join did not make is not adopted, and the token Join stores goes only to
+// the member it names, whatever the Cluster says later.
+func TestJoinAgainstSquattersAndRedirects(t *testing.T) {
+	integration(t)
+	ctx := t.Context()
+	reg := newSet(t)
+
+	// A Cluster named dev for another server: Join must not point it at this member's token.
+	other := v1alpha1.Cluster{
+		ObjectMeta: metav1.ObjectMeta{Name: "dev", Namespace: reg.Namespace},
+		Spec: v1alpha1.ClusterSpec{KubernetesAPIEndpoints: v1alpha1.KubernetesAPIEndpoints{
+			ServerEndpoints: []v1alpha1.ServerAddressByClientCIDR{{ClientCIDR: "0.0.0.0/0", ServerAddress: "https://elsewhere.example.com"}},
+		}},
+	}
+	_, err := reg.Clusters.ClusterregistryV1alpha1().Clusters(reg.Namespace).Create(ctx, &other, metav1.CreateOptions{})
+	require.NoError(t, err)
+	_, err = join.Join(ctx, lf.Members[0].Config, reg, join.Options{Name: "dev"})
+	var taken *join.NameTakenError
+	require.ErrorAs(t, err, &taken)
+	require.Equal(t, "dev", taken.Name)
+	_, err = reg.Kube.CoreV1().Secrets(reg.Namespace).Get(ctx, "dev-token", metav1.GetOptions{})
+	require.True(t, apierrors.IsNotFound(err), "a token was stored for a name another server has: %v", err)
+
+	// A namespace of the account's name, made by someone else on the member: not adopted.
+	account := join.AccountFor(reg.ID(ctx), reg.Namespace, "squatted")
+	member := memberKube()
+	_, err = member.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: account.Namespace}}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	_, err = join.Join(ctx, lf.Members[0].Config, reg, join.Options{Name: "squatted"})
+	require.ErrorContains(t, err, "exists and is not this Cluster's")
+	_, err = member.CoreV1().ServiceAccounts(account.Namespace).Get(ctx, account.Name, metav1.GetOptions{})
+	require.True(t, apierrors.IsNotFound(err), "Join made an account in a namespace it did not make: %v", err)
+	// ... nor removed by Unjoin, which leaves what does not record the Cluster as its owner.
+	removed, err := join.Unjoin(ctx, reg, "squatted", join.UnjoinOptions{Member: lf.Members[0].Config})
+	require.NoError(t, err)
+	require.Len(t, removed.LeftInPlace, 1, "%+v", removed)
+	_, err = member.CoreV1().Namespaces().Get(ctx, account.Namespace, metav1.GetOptions{})
+	require.NoError(t, err, "Unjoin removed a namespace that was not its")
+
+	// The Secret is pinned: an editor of the Cluster who points it elsewhere gets no credential.
+	res, err := join.Join(ctx, lf.Members[0].Config, reg, join.Options{Name: "pinned"})
+	require.NoError(t, err)
+	c := res.Cluster.DeepCopy()
+	c.Spec.KubernetesAPIEndpoints.ServerEndpoints[0].ServerAddress = "https://harvest.example.com"
+	_, err = reg.Clusters.ClusterregistryV1alpha1().Clusters(reg.Namespace).Update(ctx, c, metav1.UpdateOptions{})
+	require.NoError(t, err)
+	_, err = resolve(t, reg, "pinned")
+	var pinning *access.PinningError
+	require.ErrorAs(t, err, &pinning, "the token Join stored would go to a server its Secret does not name")
+}
+
+// Joining one member in two cluster sets makes two accounts; unjoining one leaves the other's
+// token working.
+func TestUnjoinLeavesOtherSetsAlone(t *testing.T) {
+	integration(t)
+	ctx := t.Context()
+	first, second := newSet(t), newSet(t)
+	a, err := join.Join(ctx, lf.Members[0].Config, first, join.Options{Name: "dev", ClusterRole: "view"})
+	require.NoError(t, err)
+	b, err := join.Join(ctx, lf.Members[0].Config, second, join.Options{Name: "dev", ClusterRole: "view"})
+	require.NoError(t, err)
+	require.NotEqual(t, a.Account, b.Account)
+
+	_, err = join.Unjoin(ctx, first, "dev", join.UnjoinOptions{Member: lf.Members[0].Config})
+	require.NoError(t, err)
+	resolved, err := resolve(t, second, "dev")
+	require.NoError(t, err)
+	kube, err := kubernetes.NewForConfigAndClient(resolved.Config, resolved.HTTPClient)
+	require.NoError(t, err)
+	// Past the API server's 10-second memory of tokens it accepted, the second set's still works.
+	time.Sleep(11 * time.Second)
+	_, err = kube.CoreV1().Pods("default").List(ctx, metav1.ListOptions{})
+	require.NoError(t, err, "unjoining one set revoked another's token")
+
+	// Without the member, Unjoin removes the registry's side alone.
+	removed, err := join.Unjoin(ctx, second, "dev", join.UnjoinOptions{})
+	require.NoError(t, err)
+	require.Len(t, removed.Deleted, 2)
+	_, err = memberKube().CoreV1().ServiceAccounts(b.Account.Namespace).Get(ctx, b.Account.Name, metav1.GetOptions{})
+	require.NoError(t, err, "Unjoin without a member config touched the member")
+}
+
+// Unjoin reads the member before it removes anything: an unreachable member removes nothing.
+func TestUnjoinRemovesNothingWhenTheMemberDoesNotAnswer(t *testing.T) {
+	integration(t)
+	ctx := t.Context()
+	reg := newSet(t)
+	_, err := join.Join(ctx, lf.Members[0].Config, reg, join.Options{Name: "dev"})
+	require.NoError(t, err)
+	gone := *lf.Members[0].Config
+	gone.Host = "https://127.0.0.1:1"
+	_, err = join.Unjoin(ctx, reg, "dev", join.UnjoinOptions{Member: &gone})
+	var memberErr *join.MemberError
+	require.ErrorAs(t, err, &memberErr)
+	require.ErrorContains(t, err, "(nothing was removed)")
+	_, err = reg.Clusters.ClusterregistryV1alpha1().Clusters(reg.Namespace).Get(ctx, "dev", metav1.GetOptions{})
+	require.NoError(t, err, "the Cluster was removed though the member did not answer")
+	_, err = join.Unjoin(ctx, reg, "dev", join.UnjoinOptions{Member: lf.Members[0].Config})
+	require.NoError(t, err)
+}

@@ -1,0 +1,50 @@
+package join_test
+
+import (
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/cluster-registry/sdk/join"
+	"github.com/cluster-registry/sdk/localfleet"
+	"github.com/cluster-registry/sdk/testkit/fleettest"
+)
+
+// lf is the package's local fleet: a registry and one member, shared by every test; each test
+// joins the member into cluster sets of its own.
+var lf *localfleet.Fleet
+
+func TestMain(m *testing.M) {
+	fleettest.Main(m, &lf, localfleet.Options{Members: 1}, nil)
+}
+
+// integration marks a test that needs the local fleet: under -short it is skipped.
+func integration(t testing.TB) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("needs kube-apiserver and etcd; run without -short (hack/test.sh builds them)")
+	}
+}
+
+var setSeq atomic.Int64
+
+// newSet makes an empty cluster set in the registry for the test, and returns the Registry of it.
+func newSet(t *testing.T) join.Registry {
+	t.Helper()
+	ns := fmt.Sprintf("%s-%d", strings.ToLower(strings.ReplaceAll(t.Name(), "/", "-")), setSeq.Add(1))
+	kube := kubernetes.NewForConfigOrDie(lf.Registry.Config)
+	_, err := kube.CoreV1().Namespaces().Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	reg, err := join.RegistryFor(lf.Registry.Config, ns)
+	require.NoError(t, err)
+	return reg
+}
+
+// memberKube is an administrator's client of the member, to check what Join made there.
+func memberKube() kubernetes.Interface { return kubernetes.NewForConfigOrDie(lf.Members[0].Config) }

@@ -1,0 +1,112 @@
+package join
+
+import (
+	"context"
+	"fmt"
+	"io"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+	rbacv1ac "k8s.io/client-go/applyconfigurations/rbac/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/cluster-registry/sdk/rotation"
+)
+
+// applyAccount makes, on the member, the account's namespace, the account, its binding to the
+// ClusterRole, and its right to renew its own tokens (rotation.Rules), all owner-annotated.
+func applyAccount(ctx context.Context, out io.Writer, memberKube kubernetes.Interface, account Account, clusterRole string, owner map[string]string, fieldManager string) error {
+	switch ns, err := memberKube.CoreV1().Namespaces().Get(ctx, account.Namespace, metav1.GetOptions{}); {
+	case apierrors.IsNotFound(err):
+	case err != nil:
+		return fmt.Errorf("member: reading Namespace %s (nothing was done): %w", account.Namespace, err)
+	case !ownedBy(ns.Annotations, owner):
+		return fmt.Errorf("member: Namespace %s exists and is not this Cluster's (it does not record it as its owner); nothing was done", account.Namespace)
+	case ns.DeletionTimestamp != nil:
+		return fmt.Errorf("member: Namespace %s is being deleted (an unjoin); nothing was done: join again once it is gone", account.Namespace)
+	}
+	apply := metav1.ApplyOptions{FieldManager: fieldManager, Force: true}
+	if _, err := memberKube.CoreV1().Namespaces().Apply(ctx, corev1ac.Namespace(account.Namespace).WithAnnotations(owner), apply); err != nil {
+		return fmt.Errorf("member: creating Namespace %s (nothing was done): %w", account.Namespace, err)
+	}
+	sa := corev1ac.ServiceAccount(account.Name, account.Namespace).WithAnnotations(owner)
+	if _, err := memberKube.CoreV1().ServiceAccounts(account.Namespace).Apply(ctx, sa, apply); err != nil {
+		return fmt.Errorf("member: creating service account %s (its namespace is made; unjoin removes it): %w", account, err)
+	}
+	fmt.Fprintf(out, "member: Namespace %s and ServiceAccount %s applied\n", account.Namespace, account)
+	subject := rbacv1ac.Subject().WithKind("ServiceAccount").WithNamespace(account.Namespace).WithName(account.Name)
+	binding := rbacv1ac.ClusterRoleBinding(account.Name).WithAnnotations(owner).
+		WithRoleRef(rbacv1ac.RoleRef().WithAPIGroup("rbac.authorization.k8s.io").WithKind("ClusterRole").WithName(clusterRole)).
+		WithSubjects(subject)
+	if _, err := memberKube.RbacV1().ClusterRoleBindings().Apply(ctx, binding, apply); err != nil {
+		return fmt.Errorf("member: binding %s to ClusterRole %s (the service account is made; unjoin removes it): %w", account.Name, clusterRole, err)
+	}
+	fmt.Fprintf(out, "member: ClusterRoleBinding %s to ClusterRole %s applied\n", account.Name, clusterRole)
+	// The account may renew its own token, bound to a Secret of its namespace, and nothing else:
+	// a rotator renews the token with the token (package rotation).
+	var rules []*rbacv1ac.PolicyRuleApplyConfiguration
+	for _, r := range rotation.Rules(account.Name) {
+		rules = append(rules, rbacv1ac.PolicyRule().WithAPIGroups(r.APIGroups...).WithResources(r.Resources...).WithVerbs(r.Verbs...).WithResourceNames(r.ResourceNames...))
+	}
+	if _, err := memberKube.RbacV1().Roles(account.Namespace).Apply(ctx, rbacv1ac.Role(account.Name, account.Namespace).WithAnnotations(owner).WithRules(rules...), apply); err != nil {
+		return fmt.Errorf("member: granting %s the renewal of its own token (its service account and binding are made; unjoin removes them): %w", account.Name, err)
+	}
+	renewBinding := rbacv1ac.RoleBinding(account.Name, account.Namespace).WithAnnotations(owner).
+		WithRoleRef(rbacv1ac.RoleRef().WithAPIGroup("rbac.authorization.k8s.io").WithKind("Role").WithName(account.Name)).
+		WithSubjects(subject)
+	if _, err := memberKube.RbacV1().RoleBindings(account.Namespace).Apply(ctx, renewBinding, apply); err != nil {
+		return fmt.Errorf("member: binding %s to the renewal of its own token (its service account and binding are made; unjoin removes them): %w", account.Name, err)
+	}
+	fmt.Fprintf(out, "member: Role and RoleBinding %s applied: the account may renew its own token, nothing else\n", account)
+	return nil
+}
+
+// removeLegacyAccount deletes what join made for the same Cluster in kube-system in builds of
+// main after v0.1.0 (its account, and the Role and RoleBinding of its renewal), if it records
+// this Cluster as its owner: its tokens stop working. The ClusterRoleBinding of the same name
+// now binds the new account.
+func removeLegacyAccount(ctx context.Context, out io.Writer, memberKube kubernetes.Interface, account string, owner map[string]string) error {
+	for _, o := range legacyObjects(ctx, memberKube, account) {
+		obj, err := o.get()
+		switch {
+		case apierrors.IsNotFound(err):
+			continue
+		case err != nil:
+			return fmt.Errorf("member: reading %s %s/%s that an earlier join made (the new token is stored): %w", o.kind, legacyAccountNamespace, account, err)
+		case !ownedBy(obj.GetAnnotations(), owner):
+			continue
+		}
+		if err := o.delete(); err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("member: deleting %s %s/%s that an earlier join made (the new token is stored): %w", o.kind, legacyAccountNamespace, account, err)
+		}
+		fmt.Fprintf(out, "member: %s %s/%s, made by an earlier join, deleted\n", o.kind, legacyAccountNamespace, account)
+	}
+	return nil
+}
+
+// memberObject is one object of join's on a member: its kind, and how to read and delete it.
+type memberObject struct {
+	kind   string
+	get    func() (metav1.Object, error)
+	delete func() error
+}
+
+// legacyObjects are what join made for an account in kube-system in builds of main after
+// v0.1.0, in the order to delete them (the account last, so that its tokens work until its
+// renewal rights are gone).
+func legacyObjects(ctx context.Context, memberKube kubernetes.Interface, account string) []memberObject {
+	core, rbac := memberKube.CoreV1(), memberKube.RbacV1()
+	ns := legacyAccountNamespace
+	return []memberObject{
+		{"RoleBinding",
+			func() (metav1.Object, error) { return rbac.RoleBindings(ns).Get(ctx, account, metav1.GetOptions{}) },
+			func() error { return rbac.RoleBindings(ns).Delete(ctx, account, metav1.DeleteOptions{}) }},
+		{"Role",
+			func() (metav1.Object, error) { return rbac.Roles(ns).Get(ctx, account, metav1.GetOptions{}) },
+			func() error { return rbac.Roles(ns).Delete(ctx, account, metav1.DeleteOptions{}) }},
+		{"ServiceAccount",
+			func() (metav1.Object, error) { return core.ServiceAccounts(ns).Get(ctx, account, metav1.GetOptions{}) },
+			func() error { return core.ServiceAccounts(ns).Delete(ctx, account, metav1.DeleteOptions{}) }},
+	}
+}
