@@ -1,3 +1,4 @@
-// Package readme holds the tests that keep README.md true: its Go snippets compile as written,
-// and its shell steps for installing the CRD without Go work on a fresh registry.
+// Package readme holds the tests that keep README.md and the pages of docs/ true: their Go
+// snippets compile as written, and their shell steps (installing the CRD without Go, registering
+// clusters) work as written on a fresh registry.
 package readme

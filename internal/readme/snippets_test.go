@@ -13,15 +13,20 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// fences are README.md's code blocks: the language and the text.
+// fences are the code blocks of the given language in README.md and the pages of docs/ it links,
+// in that order.
 func fences(t *testing.T, lang string) []string {
 	t.Helper()
-	readme, err := os.ReadFile("../../README.md")
+	pages, err := filepath.Glob("../../docs/*.md")
 	require.NoError(t, err)
 	var blocks []string
 	re := regexp.MustCompile("(?ms)^```" + lang + "\n(.*?)^```")
-	for _, m := range re.FindAllStringSubmatch(string(readme), -1) {
-		blocks = append(blocks, m[1])
+	for _, page := range append([]string{"../../README.md"}, pages...) {
+		text, err := os.ReadFile(page)
+		require.NoError(t, err)
+		for _, m := range re.FindAllStringSubmatch(string(text), -1) {
+			blocks = append(blocks, m[1])
+		}
 	}
 	return blocks
 }
@@ -32,6 +37,7 @@ const snippetPrelude = `package snippets
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/url"
 	"strings"
@@ -62,6 +68,7 @@ import (
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
 	"github.com/cluster-registry/sdk/fleetcache"
 	"github.com/cluster-registry/sdk/health"
+	"github.com/cluster-registry/sdk/join"
 	"github.com/cluster-registry/sdk/localfleet"
 	"github.com/cluster-registry/sdk/mcprovider"
 	"github.com/cluster-registry/sdk/multicluster"
@@ -71,6 +78,7 @@ import (
 var (
 	ctx            context.Context
 	cfg            *rest.Config
+	memberConfig   *rest.Config // an administrator's config of a member
 	caPEM          []byte
 	registryKube   kubernetes.Interface
 	registryClient versioned.Interface
