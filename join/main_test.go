@@ -1,14 +1,9 @@
 package join_test
 
 import (
-	"fmt"
-	"strings"
-	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/require"
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/cluster-registry/sdk/join"
@@ -32,16 +27,10 @@ func integration(t testing.TB) {
 	}
 }
 
-var setSeq atomic.Int64
-
 // newSet makes an empty cluster set in the registry for the test, and returns the Registry of it.
 func newSet(t *testing.T) join.Registry {
 	t.Helper()
-	ns := fmt.Sprintf("%s-%d", strings.ToLower(strings.ReplaceAll(t.Name(), "/", "-")), setSeq.Add(1))
-	kube := kubernetes.NewForConfigOrDie(lf.Registry.Config)
-	_, err := kube.CoreV1().Namespaces().Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
-	require.NoError(t, err)
-	reg, err := join.RegistryFor(lf.Registry.Config, ns)
+	reg, err := join.RegistryFor(lf.Registry.Config, fleettest.NewSet(t, lf))
 	require.NoError(t, err)
 	return reg
 }

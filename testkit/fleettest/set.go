@@ -29,6 +29,17 @@ func Context(tb testing.TB, timeout time.Duration) context.Context {
 // setSeq numbers the tests' cluster sets, so that -count=N runs each test anew.
 var setSeq atomic.Int64
 
+// NewSet makes an empty cluster set in the local fleet's registry, named after the test, and
+// returns its namespace.
+func NewSet(tb testing.TB, lf *localfleet.Fleet) string {
+	tb.Helper()
+	kube := kubernetes.NewForConfigOrDie(lf.Registry.Config)
+	ns := fmt.Sprintf("%s-%d", strings.ToLower(strings.NewReplacer("/", "-", "_", "-").Replace(tb.Name())), setSeq.Add(1))
+	_, err := kube.CoreV1().Namespaces().Create(Context(tb, time.Minute), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
+	require.NoError(tb, err)
+	return ns
+}
+
 // CopySet copies the local fleet's credential Secrets, and the Clusters of the named members
 // (every member when none is named), into a new cluster set named after the test, which the test
 // may change; it returns the set's namespace.
@@ -36,9 +47,7 @@ func CopySet(tb testing.TB, lf *localfleet.Fleet, members ...string) string {
 	tb.Helper()
 	ctx := Context(tb, time.Minute)
 	kube := kubernetes.NewForConfigOrDie(lf.Registry.Config)
-	ns := fmt.Sprintf("%s-%d", strings.ToLower(strings.NewReplacer("/", "-", "_", "-").Replace(tb.Name())), setSeq.Add(1))
-	_, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
-	require.NoError(tb, err)
+	ns := NewSet(tb, lf)
 	secrets, err := kube.CoreV1().Secrets(lf.Namespace).List(ctx, metav1.ListOptions{})
 	require.NoError(tb, err)
 	for _, s := range secrets.Items {
