@@ -28,14 +28,16 @@ type UnjoinOptions struct {
 // UnjoinResult is what Unjoin removed.
 type UnjoinResult struct {
 	// Deleted names each object deleted (with DryRun, each that would be), NotFound each that
-	// was not there, and LeftInPlace each that is there but is not this Cluster's to remove.
+	// was not there (or was already being deleted), and LeftInPlace each that is there but is
+	// not this Cluster's to remove.
 	Deleted, NotFound, LeftInPlace []string
 }
 
 // removal is one object Unjoin removes: how to say it, find it and delete it.
 type removal struct {
 	what string
-	// get reports whether the object is there, and if it is not Unjoin's to remove, why.
+	// get reports whether the object is there, and if it is not Unjoin's to remove, why (or, when
+	// it is not there, what is said instead of "not found").
 	get    func() (found bool, notOurs string, err error)
 	delete func() error
 }
@@ -94,6 +96,10 @@ func Unjoin(ctx context.Context, reg Registry, name string, opts UnjoinOptions) 
 		switch {
 		case err != nil:
 			return result, fmt.Errorf("%s: %w (the lines above say what was removed)", step.what, err)
+		case !there && notOurs != "":
+			fmt.Fprintf(out, "%s: %s\n", step.what, notOurs)
+			result.NotFound = append(result.NotFound, step.what)
+			continue
 		case !there:
 			fmt.Fprintf(out, "%s: not found\n", step.what)
 			result.NotFound = append(result.NotFound, step.what)
@@ -134,6 +140,9 @@ func memberRemovals(ctx context.Context, out io.Writer, reg Registry, name strin
 	owned := func(meta metav1.Object, err error) (bool, string, error) {
 		if there, _, err := found(err); !there || err != nil {
 			return there, "", err
+		}
+		if meta.GetDeletionTimestamp() != nil {
+			return false, "already being deleted", nil
 		}
 		if !ownedBy(meta.GetAnnotations(), want) {
 			return true, fmt.Sprintf("it does not record this registry's cluster %s/%s as its owner", namespace, name), nil

@@ -4,22 +4,34 @@
 //
 //	fleet-api -n fleet --listen 127.0.0.1:8080
 //
-//	GET    /clusters                    every member: Ready, reason, version, nodes (ready of
-//	                                    total), Deployments (ready of total), and how current the
-//	                                    member's caches are (Synced, or Stale since when and why)
+//	GET    /clusters                    every member the caller may list: Ready, reason, version,
+//	                                    nodes (ready of total), Deployments (ready of total), and
+//	                                    how current the member's caches are (Synced, or Stale
+//	                                    since when and why)
 //	GET    /clusters/{namespace}/{name} one member, with its nodes and Deployments
-//	POST   /clusters                    register a Cluster (JSON), checked with ValidateCluster
+//	POST   /clusters                    register a Cluster (a JSON Cluster, metadata.namespace set)
+//	PUT    /clusters/{namespace}/{name} replace a Cluster (a JSON Cluster)
+//	PATCH  /clusters/{namespace}/{name} change a Cluster (a JSON merge patch)
 //	DELETE /clusters/{namespace}/{name} remove a Cluster from the registry
+//
+// Every request acts for its caller: it must carry credentials the registry accepts (a bearer
+// token, checked with a TokenReview; with TLS and --client-ca-file, a client certificate), and
+// sees and changes only what the registry's RBAC lets that caller see and change in the registry
+// itself (list, get, create, update, patch, delete on clusters in a cluster set). Writes are sent
+// as the caller (impersonation), so the registry decides and its audit log names them. Answers
+// about a caller are kept for 10 seconds. Without TLS it serves only on a loopback address.
 //
 // Errors are Kubernetes Status objects, as an API server writes them. The registry is reached with
 // kubectl's connection flags (--kubeconfig, --context, -n, ...), the members with the credentials
-// their Clusters point to, within the trust flags (--allow-exec, --file-root, ...). It listens on
-// localhost by default: anyone who can reach it may register and remove Clusters with its
-// credentials.
+// their Clusters point to, within the trust flags (--allow-exec, --file-root, ...). Its own
+// identity in the registry needs: create tokenreviews and subjectaccessreviews; impersonate users,
+// groups, serviceaccounts and userextras; list and watch clusters and get secrets in the sets it
+// serves.
 package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -35,6 +47,7 @@ import (
 	"github.com/spf13/pflag"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/util/cert"
 
 	"github.com/cluster-registry/sdk/clientset/versioned"
 	"github.com/cluster-registry/sdk/trustflags"
@@ -46,6 +59,10 @@ type options struct {
 	listen        string
 	syncTimeout   time.Duration
 	trust         trustflags.Flags
+	// TLS: a certificate and key, or one made at start; callers' client certificates by clientCA.
+	certFile, keyFile, clientCAFile string
+	selfSigned                      bool
+	allowedHosts                    []string
 }
 
 func main() {
@@ -78,9 +95,16 @@ func parseFlags(args []string, stdout io.Writer) (*options, error) {
 	cmd := &cobra.Command{
 		Use:   "fleet-api [-n NAMESPACE | -A] [--listen ADDRESS] [flags]",
 		Short: "Serve what runs on each member cluster of a registry, from watch caches",
-		Example: `  # The members of the "fleet" cluster set, on localhost:8080
+		Example: `  # The members of the "fleet" cluster set, on localhost:8080; callers send a token of theirs
   fleet-api -n fleet
-  curl localhost:8080/clusters`,
+  curl -H "Authorization: Bearer $(kubectl create token my-account -n fleet)" localhost:8080/clusters
+
+  # Register a Cluster as yourself (RBAC: create clusters in the set)
+  curl -H "Authorization: Bearer $TOKEN" -H 'Content-Type: application/json' \
+    -d @cluster.json localhost:8080/clusters
+
+  # Serve other machines: TLS, with a certificate for the name they use
+  fleet-api -A --listen :8443 --tls-cert-file tls.crt --tls-private-key-file tls.key --allowed-host fleet.example.com`,
 		Args:          cobra.NoArgs,
 		SilenceUsage:  true,
 		SilenceErrors: true,
@@ -92,6 +116,11 @@ func parseFlags(args []string, stdout io.Writer) (*options, error) {
 	opts.registry.AddFlags(fs)
 	fs.BoolVarP(&opts.allNamespaces, "all-namespaces", "A", false, "every cluster set of the registry")
 	fs.StringVar(&opts.listen, "listen", "127.0.0.1:8080", "address to serve on")
+	fs.StringVar(&opts.certFile, "tls-cert-file", "", "serve TLS with this certificate (PEM), and --tls-private-key-file's key")
+	fs.StringVar(&opts.keyFile, "tls-private-key-file", "", "the key of --tls-cert-file")
+	fs.BoolVar(&opts.selfSigned, "self-signed", false, "serve TLS with a certificate made at start for the listen address and localhost, for local use; its path is printed")
+	fs.StringVar(&opts.clientCAFile, "client-ca-file", "", "with TLS: callers may also authenticate with a client certificate that these CAs (PEM) signed, as the registry's x509 authentication reads it")
+	fs.StringSliceVar(&opts.allowedHosts, "allowed-host", nil, "host names (or host:port) that callers may reach this server by, besides its listen address (and localhost on loopback); other Host headers are refused")
 	fs.DurationVar(&opts.syncTimeout, "sync-timeout", 30*time.Second, "how long to wait for each member's caches before serving (members not synced then are shown as syncing)")
 	trust.AddFlags(fs)
 	if err := cmd.Execute(); err != nil {
@@ -100,12 +129,23 @@ func parseFlags(args []string, stdout io.Writer) (*options, error) {
 	if help, _ := fs.GetBool("help"); help {
 		return nil, pflag.ErrHelp
 	}
-	var err error
-	if _, err = trust.ResolverOptions(); err != nil {
+	if _, err := trust.ResolverOptions(); err != nil {
 		return nil, err
 	}
-	if _, _, err := net.SplitHostPort(opts.listen); err != nil {
+	host, _, err := net.SplitHostPort(opts.listen)
+	if err != nil {
 		return nil, fmt.Errorf("--listen %q: %w", opts.listen, err)
+	}
+	switch {
+	case (opts.certFile == "") != (opts.keyFile == ""):
+		return nil, errors.New("--tls-cert-file and --tls-private-key-file go together")
+	case opts.selfSigned && opts.certFile != "":
+		return nil, errors.New("--self-signed and --tls-cert-file conflict: choose one certificate")
+	case !opts.tls() && opts.clientCAFile != "":
+		return nil, errors.New("--client-ca-file needs TLS: give --tls-cert-file and --tls-private-key-file, or --self-signed")
+	case !opts.tls() && !loopback(host):
+		return nil, fmt.Errorf("--listen %q: without TLS, only a loopback address (127.0.0.1, ::1, localhost), since tokens would cross the network in the clear; "+
+			"give --tls-cert-file and --tls-private-key-file, or --self-signed", opts.listen)
 	}
 	if opts.syncTimeout <= 0 {
 		return nil, fmt.Errorf("--sync-timeout %s: want a positive duration", opts.syncTimeout)
@@ -157,8 +197,26 @@ func serve(ctx context.Context, opts *options, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "serving %d members on http://%s\n", s.fleet.Len(), listener.Addr())
-	srv := &http.Server{Handler: s.routes(), ReadHeaderTimeout: 10 * time.Second}
+	var clientCA []byte
+	if opts.clientCAFile != "" {
+		if clientCA, err = os.ReadFile(opts.clientCAFile); err != nil {
+			return fmt.Errorf("--client-ca-file: %w", err)
+		}
+	}
+	g, err := newGuard(config, clientCA, servedHosts(listener.Addr(), opts.allowedHosts))
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{Handler: s.routes(g), ReadHeaderTimeout: 10 * time.Second}
+	scheme := "http"
+	if opts.tls() {
+		scheme = "https"
+		if srv.TLSConfig, err = opts.tlsConfig(listener.Addr(), clientCA, stdout); err != nil {
+			return err
+		}
+		listener = tls.NewListener(listener, srv.TLSConfig)
+	}
+	fmt.Fprintf(stdout, "serving %d members on %s://%s\n", s.fleet.Len(), scheme, listener.Addr())
 	go func() {
 		<-ctx.Done()
 		shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -169,4 +227,61 @@ func serve(ctx context.Context, opts *options, stdout io.Writer) error {
 		return err
 	}
 	return nil
+}
+
+func (o *options) tls() bool { return o.certFile != "" || o.selfSigned }
+
+// loopback reports whether host names this machine alone.
+func loopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// tlsConfig is the server's TLS: its certificate (made now with --self-signed, written to a file
+// whose path is printed so that clients may trust it), and callers' client certificates, asked
+// for but not required, verified by the authenticator against clientCA.
+func (o *options) tlsConfig(addr net.Addr, clientCA []byte, stdout io.Writer) (*tls.Config, error) {
+	var certPEM, keyPEM []byte
+	if o.selfSigned {
+		host, _, _ := net.SplitHostPort(addr.String())
+		ips := []net.IP{net.ParseIP("127.0.0.1"), net.ParseIP("::1")}
+		if ip := net.ParseIP(host); ip != nil && !ip.IsUnspecified() {
+			ips = append(ips, ip)
+		}
+		var err error
+		if certPEM, keyPEM, err = cert.GenerateSelfSignedCertKey("localhost", ips, o.allowedHosts); err != nil {
+			return nil, fmt.Errorf("--self-signed: %w", err)
+		}
+		f, err := os.CreateTemp("", "fleet-api-*.crt")
+		if err != nil {
+			return nil, fmt.Errorf("--self-signed: %w", err)
+		}
+		if _, err := f.Write(certPEM); err != nil {
+			f.Close()
+			return nil, fmt.Errorf("--self-signed: %w", err)
+		}
+		f.Close()
+		fmt.Fprintf(stdout, "self-signed certificate (trust it in clients, e.g. curl --cacert): %s\n", f.Name())
+	} else {
+		var err error
+		if certPEM, err = os.ReadFile(o.certFile); err != nil {
+			return nil, fmt.Errorf("--tls-cert-file: %w", err)
+		}
+		if keyPEM, err = os.ReadFile(o.keyFile); err != nil {
+			return nil, fmt.Errorf("--tls-private-key-file: %w", err)
+		}
+	}
+	pair, err := tls.X509KeyPair(certPEM, keyPEM)
+	if err != nil {
+		return nil, fmt.Errorf("the serving certificate and key: %w", err)
+	}
+	c := &tls.Config{Certificates: []tls.Certificate{pair}, MinVersion: tls.VersionTLS12, NextProtos: []string{"h2", "http/1.1"}}
+	if len(clientCA) > 0 {
+		// The authenticator verifies the chain; the handshake only asks for a certificate.
+		c.ClientAuth = tls.RequestClientCert
+	}
+	return c, nil
 }

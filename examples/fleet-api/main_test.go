@@ -15,7 +15,10 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 	appsv1 "k8s.io/api/apps/v1"
+	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
@@ -38,7 +41,47 @@ func needsFleet(t *testing.T) {
 }
 
 func TestMain(m *testing.M) {
-	fleettest.Main(m, &lf, localfleet.Options{Members: 2}, func(*localfleet.Fleet) error { return populate() })
+	fleettest.Main(m, &lf, localfleet.Options{Members: 2}, func(*localfleet.Fleet) error {
+		if err := populate(); err != nil {
+			return err
+		}
+		var err error
+		operatorToken, err = caller(context.Background(), "operator", rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "cluster-admin"}, "")
+		return err
+	})
+}
+
+// operatorToken is a token of an administrator of the registry, whom the existing tests call as.
+var operatorToken string
+
+// callers is the namespace of the registry that holds the tests' callers' service accounts.
+const callers = "fleet-api-callers"
+
+// caller makes a service account name in the registry bound to role (cluster-wide when namespace
+// is empty, else in namespace), and returns a token of it.
+func caller(ctx context.Context, name string, role rbacv1.RoleRef, namespace string) (string, error) {
+	kube := kubernetes.NewForConfigOrDie(lf.Registry.Config)
+	if _, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: callers}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return "", err
+	}
+	if _, err := kube.CoreV1().ServiceAccounts(callers).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{}); err != nil {
+		return "", err
+	}
+	subjects := []rbacv1.Subject{{Kind: "ServiceAccount", Name: name, Namespace: callers}}
+	var err error
+	if namespace == "" {
+		_, err = kube.RbacV1().ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: callers + "-" + name}, RoleRef: role, Subjects: subjects}, metav1.CreateOptions{})
+	} else {
+		_, err = kube.RbacV1().RoleBindings(namespace).Create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: callers + "-" + name}, RoleRef: role, Subjects: subjects}, metav1.CreateOptions{})
+	}
+	if err != nil {
+		return "", err
+	}
+	tr, err := kube.CoreV1().ServiceAccounts(callers).CreateToken(ctx, name, &authenticationv1.TokenRequest{}, metav1.CreateOptions{})
+	if err != nil {
+		return "", err
+	}
+	return tr.Status.Token, nil
 }
 
 // populate gives member-1 two nodes (one ready) and a ready Deployment, and member-2 one ready
@@ -92,17 +135,25 @@ func testContext(t *testing.T) context.Context {
 	return ctx
 }
 
-// startAPI serves the API on the local fleet, until the end of the test.
-func startAPI(t *testing.T) (*server, *httptest.Server) {
+// startAPI serves the API on the local fleet's cluster sets (its own when none is named), until
+// the end of the test.
+func startAPI(t *testing.T, sets ...string) (*server, *httptest.Server) {
 	t.Helper()
+	if len(sets) == 0 {
+		sets = []string{lf.Namespace}
+	}
 	resolver, err := access.NewResolver(access.ResolverOptions{Secrets: access.SecretsFromClient(kubernetes.NewForConfigOrDie(lf.Registry.Config))})
 	require.NoError(t, err)
-	s, err := startServer(testContext(t), versioned.NewForConfigOrDie(lf.Registry.Config), resolver, []string{lf.Namespace})
+	s, err := startServer(testContext(t), versioned.NewForConfigOrDie(lf.Registry.Config), resolver, sets)
 	require.NoError(t, err)
 	t.Cleanup(s.stop)
 	require.NoError(t, s.nodes.WaitForCacheSync(testContext(t), 30*time.Second))
 	require.NoError(t, s.deployments.WaitForCacheSync(testContext(t), 30*time.Second))
-	web := httptest.NewServer(s.routes())
+	web := httptest.NewUnstartedServer(nil)
+	g, err := newGuard(lf.Registry.Config, nil, servedHosts(web.Listener.Addr(), nil))
+	require.NoError(t, err)
+	web.Config.Handler = s.routes(g)
+	web.Start()
 	t.Cleanup(web.Close)
 	return s, web
 }
@@ -111,7 +162,15 @@ type clusterList struct {
 	Clusters []clusterSummary `json:"clusters"`
 }
 
+// call sends a request as the operator, an administrator of the registry.
 func call(t *testing.T, method, url string, body any) (int, []byte) {
+	t.Helper()
+	return callAs(t, operatorToken, method, url, body, nil)
+}
+
+// callAs sends a request with token (none when empty) and the headers given, and returns the
+// answer, which is JSON whatever it says.
+func callAs(t *testing.T, token, method, url string, body any, header http.Header) (int, []byte) {
 	t.Helper()
 	var in io.Reader
 	if body != nil {
@@ -121,6 +180,18 @@ func call(t *testing.T, method, url string, body any) (int, []byte) {
 	}
 	req, err := http.NewRequestWithContext(testContext(t), method, url, in)
 	require.NoError(t, err)
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	for k, v := range header {
+		req.Header[k] = v
+	}
+	if h := header.Get("Host"); h != "" {
+		req.Host = h
+	}
 	resp, err := http.DefaultClient.Do(req)
 	require.NoError(t, err)
 	defer resp.Body.Close()

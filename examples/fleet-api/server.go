@@ -18,6 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	genericrequest "k8s.io/apiserver/pkg/endpoints/request"
 
 	"github.com/cluster-registry/sdk/access"
 	"github.com/cluster-registry/sdk/clientset/versioned"
@@ -26,9 +27,10 @@ import (
 	"github.com/cluster-registry/sdk/multicluster"
 )
 
-// server answers the API from a Fleet and two kinds of caches on its members.
+// server answers the API from a Fleet and two kinds of caches on its members, for callers whom
+// its guard authenticates and within what the registry lets each do.
 type server struct {
-	registry    versioned.Interface
+	guard       *guard
 	fleet       *multicluster.Fleet
 	caches      *fleetcache.Cache
 	nodes       *fleetcache.Kind[*corev1.Node]
@@ -38,7 +40,7 @@ type server struct {
 // startServer follows the registry's Clusters in namespaces (all when empty) and caches every
 // member's Nodes and Deployments. Stop it with stop.
 func startServer(ctx context.Context, registry versioned.Interface, resolver *access.Resolver, namespaces []string) (*server, error) {
-	s := &server{registry: registry}
+	s := &server{}
 	s.fleet = multicluster.NewFleet(registry, resolver, multicluster.FleetOptions{Namespaces: namespaces})
 	if err := s.fleet.Start(ctx); err != nil {
 		return nil, fmt.Errorf("following the registry: %w", err)
@@ -83,13 +85,17 @@ func (s *server) stop() {
 	s.fleet.Stop()
 }
 
-func (s *server) routes() http.Handler {
+// routes are the API, every route behind the guard g.
+func (s *server) routes(g *guard) http.Handler {
+	s.guard = g
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /clusters", s.listClusters)
 	mux.HandleFunc("GET /clusters/{namespace}/{name}", s.getCluster)
 	mux.HandleFunc("POST /clusters", s.createCluster)
+	mux.HandleFunc("PUT /clusters/{namespace}/{name}", s.updateCluster)
+	mux.HandleFunc("PATCH /clusters/{namespace}/{name}", s.patchCluster)
 	mux.HandleFunc("DELETE /clusters/{namespace}/{name}", s.deleteCluster)
-	return mux
+	return g.wrap(mux)
 }
 
 // clusterSummary is one member in GET /clusters.
@@ -145,18 +151,57 @@ type deploymentInfo struct {
 	Ready         bool   `json:"ready"`
 }
 
-func (s *server) listClusters(w http.ResponseWriter, _ *http.Request) {
+// listClusters answers the members of the cluster sets where the caller may list Clusters, as
+// listing them in the registry would.
+func (s *server) listClusters(w http.ResponseWriter, r *http.Request) {
 	members := s.fleet.Members()
 	out := make([]clusterSummary, 0, len(members))
+	mayList := map[string]bool{}
 	for _, m := range members {
+		ns := m.Name().Namespace
+		allowed, seen := mayList[ns]
+		if !seen {
+			var err error
+			if allowed, _, err = s.guard.allowed(r.Context(), "list", ns, ""); err != nil {
+				writeStatus(w, apierrors.NewInternalError(fmt.Errorf("asking the registry what you may list: %w", err)))
+				return
+			}
+			mayList[ns] = allowed
+		}
+		if !allowed {
+			continue
+		}
 		summary, _, _ := s.summarize(m)
 		out = append(out, summary)
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"clusters": out, "registry": s.fleet.Status().String()})
 }
 
+// authorize reports whether the caller may do verb on Cluster namespace/name, having written the
+// registry's answer (403, with its reason) when not.
+func (s *server) authorize(w http.ResponseWriter, r *http.Request, verb, namespace, name string) bool {
+	allowed, reason, err := s.guard.allowed(r.Context(), verb, namespace, name)
+	switch {
+	case err != nil:
+		writeStatus(w, apierrors.NewInternalError(fmt.Errorf("asking the registry whether you may %s clusters: %w", verb, err)))
+		return false
+	case !allowed:
+		u, _ := genericrequest.UserFrom(r.Context())
+		why := fmt.Sprintf("User %q cannot %s resource \"clusters\" in API group %q in the namespace %q", u.GetName(), verb, v1alpha1.GroupName, namespace)
+		if reason != "" {
+			why += ": " + reason
+		}
+		writeStatus(w, apierrors.NewForbidden(clusterResource, name, errors.New(why)))
+		return false
+	}
+	return true
+}
+
 func (s *server) getCluster(w http.ResponseWriter, r *http.Request) {
 	key := types.NamespacedName{Namespace: r.PathValue("namespace"), Name: r.PathValue("name")}
+	if !s.authorize(w, r, "get", key.Namespace, key.Name) {
+		return
+	}
 	m := s.fleet.Member(key.Namespace, key.Name)
 	if m == nil {
 		writeStatus(w, apierrors.NewNotFound(clusterResource, key.String()))
@@ -241,23 +286,26 @@ const maxBody = 1 << 20
 
 // createCluster registers a Cluster, checked with ValidateCluster first so that a bad one is
 // refused with every field's problem before the registry is asked.
+// The caller's write is checked first (whether they may, then ValidateCluster, so that a bad
+// Cluster is refused with every field's problem), then carried out as the caller.
 func (s *server) createCluster(w http.ResponseWriter, r *http.Request) {
-	var c v1alpha1.Cluster
-	dec := json.NewDecoder(io.LimitReader(r.Body, maxBody))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&c); err != nil {
-		writeStatus(w, apierrors.NewBadRequest(fmt.Sprintf("the body is not a Cluster: %v", err)))
+	c, ok := s.decodeCluster(w, r)
+	if !ok {
 		return
 	}
 	if c.Namespace == "" {
 		writeStatus(w, apierrors.NewBadRequest("metadata.namespace is required: it names the cluster set"))
 		return
 	}
-	if errs := v1alpha1.ValidateCluster(&c); len(errs) > 0 {
-		writeStatus(w, apierrors.NewInvalid(v1alpha1.SchemeGroupVersion.WithKind("Cluster").GroupKind(), c.Name, errs))
+	if !s.authorize(w, r, "create", c.Namespace, "") || !validCluster(w, c) {
 		return
 	}
-	created, err := s.registry.ClusterregistryV1alpha1().Clusters(c.Namespace).Create(r.Context(), &c, metav1.CreateOptions{FieldManager: "fleet-api"})
+	registry, err := s.guard.asCaller(r.Context())
+	if err != nil {
+		writeStatus(w, err)
+		return
+	}
+	created, err := registry.ClusterregistryV1alpha1().Clusters(c.Namespace).Create(r.Context(), c, metav1.CreateOptions{FieldManager: "fleet-api"})
 	if err != nil {
 		writeStatus(w, err)
 		return
@@ -266,9 +314,103 @@ func (s *server) createCluster(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusCreated, created)
 }
 
+// updateCluster replaces a Cluster (PUT), as the registry's update does: the body's
+// resourceVersion, when given, must be the current one.
+func (s *server) updateCluster(w http.ResponseWriter, r *http.Request) {
+	ns, name := r.PathValue("namespace"), r.PathValue("name")
+	c, ok := s.decodeCluster(w, r)
+	if !ok {
+		return
+	}
+	if (c.Namespace != "" && c.Namespace != ns) || c.Name != name {
+		writeStatus(w, apierrors.NewBadRequest(fmt.Sprintf("the body's metadata names %s/%s, the path %s/%s", c.Namespace, c.Name, ns, name)))
+		return
+	}
+	c.Namespace = ns
+	if !s.authorize(w, r, "update", ns, name) || !validCluster(w, c) {
+		return
+	}
+	registry, err := s.guard.asCaller(r.Context())
+	if err != nil {
+		writeStatus(w, err)
+		return
+	}
+	clusters := registry.ClusterregistryV1alpha1().Clusters(ns)
+	if c.ResourceVersion == "" {
+		current, err := clusters.Get(r.Context(), name, metav1.GetOptions{})
+		if err != nil {
+			writeStatus(w, err)
+			return
+		}
+		c.ResourceVersion = current.ResourceVersion
+	}
+	updated, err := clusters.Update(r.Context(), c, metav1.UpdateOptions{FieldManager: "fleet-api"})
+	if err != nil {
+		writeStatus(w, err)
+		return
+	}
+	updated.ManagedFields = nil
+	writeJSON(w, http.StatusOK, updated)
+}
+
+// patchCluster changes part of a Cluster (PATCH, a JSON merge patch), checked by the registry's
+// validation as any write.
+func (s *server) patchCluster(w http.ResponseWriter, r *http.Request) {
+	ns, name := r.PathValue("namespace"), r.PathValue("name")
+	patch, err := io.ReadAll(io.LimitReader(r.Body, maxBody))
+	if err != nil || !json.Valid(patch) {
+		writeStatus(w, apierrors.NewBadRequest("the body is not a JSON merge patch"))
+		return
+	}
+	if !s.authorize(w, r, "patch", ns, name) {
+		return
+	}
+	registry, err := s.guard.asCaller(r.Context())
+	if err != nil {
+		writeStatus(w, err)
+		return
+	}
+	patched, err := registry.ClusterregistryV1alpha1().Clusters(ns).Patch(r.Context(), name, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: "fleet-api"})
+	if err != nil {
+		writeStatus(w, err)
+		return
+	}
+	patched.ManagedFields = nil
+	writeJSON(w, http.StatusOK, patched)
+}
+
+// decodeCluster reads a Cluster from the body, having written why not when it cannot.
+func (s *server) decodeCluster(w http.ResponseWriter, r *http.Request) (*v1alpha1.Cluster, bool) {
+	var c v1alpha1.Cluster
+	dec := json.NewDecoder(io.LimitReader(r.Body, maxBody))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&c); err != nil {
+		writeStatus(w, apierrors.NewBadRequest(fmt.Sprintf("the body is not a Cluster: %v", err)))
+		return nil, false
+	}
+	return &c, true
+}
+
+// validCluster checks c as the registry would, having written every field's problem when not.
+func validCluster(w http.ResponseWriter, c *v1alpha1.Cluster) bool {
+	if errs := v1alpha1.ValidateCluster(c); len(errs) > 0 {
+		writeStatus(w, apierrors.NewInvalid(v1alpha1.SchemeGroupVersion.WithKind("Cluster").GroupKind(), c.Name, errs))
+		return false
+	}
+	return true
+}
+
 func (s *server) deleteCluster(w http.ResponseWriter, r *http.Request) {
 	ns, name := r.PathValue("namespace"), r.PathValue("name")
-	if err := s.registry.ClusterregistryV1alpha1().Clusters(ns).Delete(r.Context(), name, metav1.DeleteOptions{}); err != nil {
+	if !s.authorize(w, r, "delete", ns, name) {
+		return
+	}
+	registry, err := s.guard.asCaller(r.Context())
+	if err != nil {
+		writeStatus(w, err)
+		return
+	}
+	if err := registry.ClusterregistryV1alpha1().Clusters(ns).Delete(r.Context(), name, metav1.DeleteOptions{}); err != nil {
 		writeStatus(w, err)
 		return
 	}

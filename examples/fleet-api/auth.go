@@ -1,0 +1,204 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"mime"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apiserver/pkg/authentication/authenticator"
+	"k8s.io/apiserver/pkg/authentication/authenticatorfactory"
+	"k8s.io/apiserver/pkg/authentication/user"
+	"k8s.io/apiserver/pkg/authorization/authorizer"
+	"k8s.io/apiserver/pkg/authorization/authorizerfactory"
+	genericrequest "k8s.io/apiserver/pkg/endpoints/request"
+	"k8s.io/apiserver/pkg/server/dynamiccertificates"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"github.com/cluster-registry/sdk/clientset/versioned"
+	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
+)
+
+// decisionTTL is how long the registry's answers about a caller are kept: who a token is
+// (TokenReview) and what they may do (SubjectAccessReview), as kube-rbac-proxy and aggregated
+// API servers keep them. A revoked token or permission still works for reads this long; writes
+// are carried out as the caller (impersonation), so the registry refuses them at once.
+const decisionTTL = 10 * time.Second
+
+// guard makes every request its caller's: it authenticates the caller as the registry would
+// (a bearer token, checked by the registry's TokenReview; a client certificate when serving TLS
+// with a client CA), refuses requests for host names it does not serve and state-changing requests
+// a cross-site page could send, and decides what the caller may see by asking the registry
+// (SubjectAccessReview). Nothing ambient counts: no cookie, origin or address.
+type guard struct {
+	authn authenticator.Request
+	authz authorizer.Authorizer
+	// hosts are the Host header values it answers to: a page served from another name (a DNS
+	// rebinding) gets nothing.
+	hosts map[string]bool
+	// registry is the server's config of the registry; writes go through it as the caller.
+	registry *rest.Config
+}
+
+// newGuard asks the registry reached by registry about callers. clientCA, when not empty, is a
+// PEM bundle of the CAs whose client certificates identify callers (by their common name and
+// organizations, as the registry's own x509 authentication does).
+func newGuard(registry *rest.Config, clientCA []byte, hosts []string) (*guard, error) {
+	kube, err := kubernetes.NewForConfig(registry)
+	if err != nil {
+		return nil, err
+	}
+	backoff := wait.Backoff{Duration: 500 * time.Millisecond, Factor: 1.5, Jitter: 0.2, Steps: 5}
+	authnConfig := authenticatorfactory.DelegatingAuthenticatorConfig{
+		TokenAccessReviewClient:  kube.AuthenticationV1(),
+		TokenAccessReviewTimeout: 10 * time.Second,
+		WebhookRetryBackoff:      &backoff,
+		CacheTTL:                 decisionTTL,
+	}
+	if len(clientCA) > 0 {
+		if authnConfig.ClientCertificateCAContentProvider, err = dynamiccertificates.NewStaticCAContent("client-ca", clientCA); err != nil {
+			return nil, fmt.Errorf("--client-ca-file: %w", err)
+		}
+	}
+	authn, _, err := authnConfig.New()
+	if err != nil {
+		return nil, err
+	}
+	authz, err := authorizerfactory.DelegatingAuthorizerConfig{
+		SubjectAccessReviewClient: kube.AuthorizationV1(),
+		AllowCacheTTL:             decisionTTL,
+		DenyCacheTTL:              decisionTTL,
+		WebhookRetryBackoff:       &backoff,
+	}.New()
+	if err != nil {
+		return nil, err
+	}
+	g := &guard{authn: authn, authz: authz, hosts: map[string]bool{}, registry: registry}
+	for _, h := range hosts {
+		g.hosts[strings.ToLower(h)] = true
+	}
+	return g, nil
+}
+
+// servedHosts are the Host header values a server listening on addr answers to: the address
+// itself, and for a loopback address, localhost and the loopback addresses at the same port;
+// extra names (a DNS name, a load balancer's) are added by --allowed-host.
+func servedHosts(addr net.Addr, extra []string) []string {
+	host, port, err := net.SplitHostPort(addr.String())
+	if err != nil {
+		return extra
+	}
+	hosts := []string{net.JoinHostPort(host, port)}
+	if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() {
+		for _, h := range []string{"localhost", "127.0.0.1", "::1"} {
+			hosts = append(hosts, net.JoinHostPort(h, port))
+		}
+	}
+	for _, h := range extra {
+		if _, _, err := net.SplitHostPort(h); err != nil {
+			h = net.JoinHostPort(h, port)
+		}
+		hosts = append(hosts, h)
+	}
+	return hosts
+}
+
+// wrap lets through only requests of an authenticated caller, for a host it serves, and not
+// sent by a cross-site page; the caller is in the request's context (genericrequest.UserFrom).
+func (g *guard) wrap(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !g.hosts[strings.ToLower(r.Host)] {
+			writeStatus(w, apierrors.NewBadRequest(fmt.Sprintf("this server does not serve host %q; give --allowed-host to serve it", r.Host)))
+			return
+		}
+		if why := crossSite(r, g.hosts); why != "" {
+			writeStatus(w, apierrors.NewForbidden(clusterResource, "", fmt.Errorf("%s", why)))
+			return
+		}
+		resp, ok, err := g.authn.AuthenticateRequest(r)
+		if err != nil || !ok {
+			// Nothing about the fleet, nor why the credentials failed, to a caller who is nobody.
+			w.Header().Set("WWW-Authenticate", `Bearer realm="fleet-api"`)
+			writeStatus(w, apierrors.NewUnauthorized("Unauthorized: send a bearer token the registry accepts (Authorization: Bearer ...)"))
+			return
+		}
+		next.ServeHTTP(w, r.WithContext(genericrequest.WithUser(r.Context(), resp.User)))
+	})
+}
+
+// crossSite says why r could have been sent by a page of another site, or "": a browser marks
+// its requests (Sec-Fetch-Site, Origin), and a state-changing request must carry JSON, which a
+// cross-site form cannot send without the preflight that this server never answers.
+func crossSite(r *http.Request, hosts map[string]bool) string {
+	if site := r.Header.Get("Sec-Fetch-Site"); site == "cross-site" || site == "same-site" {
+		return "a request from another site's page is refused"
+	}
+	if origin := r.Header.Get("Origin"); origin != "" {
+		u, err := url.Parse(origin)
+		if err != nil || !hosts[strings.ToLower(u.Host)] {
+			return fmt.Sprintf("a request from origin %q is refused: it is not a page of this server", origin)
+		}
+	}
+	switch r.Method {
+	case http.MethodGet, http.MethodHead, http.MethodOptions:
+		return ""
+	}
+	if mediaType, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); mediaType != "application/json" && mediaType != "application/merge-patch+json" {
+		return fmt.Sprintf("a %s must have Content-Type application/json (or application/merge-patch+json for PATCH)", r.Method)
+	}
+	return ""
+}
+
+// allowed reports whether the caller of ctx may do verb on Clusters of namespace (name "" for
+// all of them), as the registry's RBAC says.
+func (g *guard) allowed(ctx context.Context, verb, namespace, name string) (bool, string, error) {
+	u, ok := genericrequest.UserFrom(ctx)
+	if !ok {
+		return false, "no caller", nil
+	}
+	decision, reason, err := g.authz.Authorize(ctx, authorizer.AttributesRecord{
+		User: u, Verb: verb, Namespace: namespace, Name: name, ResourceRequest: true,
+		APIGroup: v1alpha1.GroupName, APIVersion: v1alpha1.SchemeGroupVersion.Version, Resource: "clusters",
+	})
+	return decision == authorizer.DecisionAllow, reason, err
+}
+
+// asCaller is a client of the registry that acts as the caller of ctx (impersonation): the
+// registry decides, and its audit log names the caller, with the server as the impersonator.
+func (g *guard) asCaller(ctx context.Context) (versioned.Interface, error) {
+	cfg, err := g.callerConfig(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return versioned.NewForConfig(cfg)
+}
+
+// callerConfig is the server's config of the registry, impersonating the caller of ctx.
+func (g *guard) callerConfig(ctx context.Context) (*rest.Config, error) {
+	u, ok := genericrequest.UserFrom(ctx)
+	if !ok {
+		return nil, apierrors.NewUnauthorized("no caller")
+	}
+	cfg := rest.CopyConfig(g.registry)
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: u.GetName(), UID: u.GetUID(), Groups: withoutAuthenticated(u.GetGroups()), Extra: u.GetExtra()}
+	return cfg, nil
+}
+
+// withoutAuthenticated drops system:authenticated, which the registry adds to every impersonated
+// user itself.
+func withoutAuthenticated(groups []string) []string {
+	var out []string
+	for _, g := range groups {
+		if g != user.AllAuthenticated {
+			out = append(out, g)
+		}
+	}
+	return out
+}

@@ -1,0 +1,192 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apiserver/pkg/authentication/user"
+	genericrequest "k8s.io/apiserver/pkg/endpoints/request"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/cluster-registry/sdk/clientset/versioned"
+	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
+	"github.com/cluster-registry/sdk/testkit/fleettest"
+)
+
+// clusterRole makes, in cluster set ns, a Role named name that grants verbs on Clusters.
+func clusterRole(t *testing.T, ns, name string, verbs ...string) rbacv1.RoleRef {
+	t.Helper()
+	_, err := kubernetes.NewForConfigOrDie(lf.Registry.Config).RbacV1().Roles(ns).Create(testContext(t), &rbacv1.Role{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{v1alpha1.GroupName}, Resources: []string{"clusters"}, Verbs: verbs}},
+	}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	return rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: name}
+}
+
+func newCluster(ns, name string) map[string]any {
+	return map[string]any{
+		"apiVersion": "clusterregistry.k8s.io/v1alpha1", "kind": "Cluster",
+		"metadata": map[string]any{"name": name, "namespace": ns},
+		"spec": map[string]any{"kubernetesApiEndpoints": map[string]any{
+			"serverEndpoints": []any{map[string]any{"clientCIDR": "0.0.0.0/0", "serverAddress": "https://127.0.0.1:1"}},
+		}},
+	}
+}
+
+// Every request acts for its caller, within the registry's RBAC: whoever has no credentials, or
+// credentials the registry does not take, a page of another site, a page reached through a host
+// name the server does not serve, a viewer of one cluster set and an editor of one set each get
+// what the registry would give them, and change nothing they could not change in the registry.
+func TestCallersGetWhatTheRegistryGivesThem(t *testing.T) {
+	needsFleet(t)
+	ctx := testContext(t)
+	other := fleettest.CopySet(t, lf, "member-2") // a second cluster set, with member-2 in it
+	viewer, err := caller(ctx, "viewer", clusterRole(t, lf.Namespace, "clusters-viewer", "get", "list", "watch"), lf.Namespace)
+	require.NoError(t, err)
+	editor, err := caller(ctx, "editor", clusterRole(t, lf.Namespace, "clusters-editor", "get", "list", "watch", "create", "update", "patch", "delete"), lf.Namespace)
+	require.NoError(t, err)
+	nobody, err := caller(ctx, "nobody", rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "none"}, callers)
+	require.NoError(t, err)
+	s, web := startAPI(t, lf.Namespace, other)
+	registry := versioned.NewForConfigOrDie(lf.Registry.Config).ClusterregistryV1alpha1()
+	clusterCount := func() int {
+		n := 0
+		for _, ns := range []string{lf.Namespace, other} {
+			list, err := registry.Clusters(ns).List(ctx, metav1.ListOptions{})
+			require.NoError(t, err)
+			n += len(list.Items)
+		}
+		return n
+	}
+	before := clusterCount()
+	requireNoFleet := func(body []byte) {
+		t.Helper()
+		for _, m := range lf.Members {
+			require.NotContains(t, string(body), m.Name, "the answer tells about the fleet")
+		}
+	}
+	names := func(body []byte) []string {
+		t.Helper()
+		var list clusterList
+		require.NoError(t, json.Unmarshal(body, &list), string(body))
+		var out []string
+		for _, c := range list.Clusters {
+			out = append(out, c.Namespace+"/"+c.Name)
+		}
+		return out
+	}
+
+	// Nobody: no credentials, or a token the registry does not take.
+	for _, token := range []string{"", "not-a-token", viewer + "x"} {
+		for _, r := range []struct{ method, path string }{
+			{http.MethodGet, "/clusters"}, {http.MethodGet, "/clusters/" + lf.Namespace + "/member-1"},
+			{http.MethodPost, "/clusters"}, {http.MethodDelete, "/clusters/" + lf.Namespace + "/member-1"},
+		} {
+			var body any
+			if r.method == http.MethodPost {
+				body = newCluster(lf.Namespace, "intruder")
+			}
+			code, out := callAs(t, token, r.method, web.URL+r.path, body, nil)
+			require.Equal(t, http.StatusUnauthorized, code, "%s %s with %q: %s", r.method, r.path, token, out)
+			requireNoFleet(out)
+		}
+	}
+
+	// A page of another site: a form's text/plain post (no preflight), even one that a browser
+	// sends with a client certificate or a token it holds; an Origin or Sec-Fetch-Site elsewhere.
+	for _, header := range []http.Header{
+		{"Content-Type": {"text/plain"}},
+		{"Content-Type": {"application/x-www-form-urlencoded"}},
+		{"Origin": {"https://evil.example.com"}},
+		{"Sec-Fetch-Site": {"cross-site"}},
+	} {
+		code, out := callAs(t, editor, http.MethodPost, web.URL+"/clusters", newCluster(lf.Namespace, "cross-site"), header)
+		require.Equal(t, http.StatusForbidden, code, "%v: %s", header, out)
+		requireNoFleet(out)
+	}
+	code, out := callAs(t, "", http.MethodPost, web.URL+"/clusters", newCluster(lf.Namespace, "cross-site"), http.Header{"Content-Type": {"text/plain"}})
+	require.Contains(t, []int{http.StatusUnauthorized, http.StatusForbidden}, code, string(out))
+
+	// A page behind a rebinding host name reaches this server's address with another Host.
+	_, port, _ := strings.Cut(strings.TrimPrefix(web.URL, "http://"), ":")
+	code, out = callAs(t, viewer, http.MethodGet, web.URL+"/clusters", nil, http.Header{"Host": {"rebind.evil.example.com:" + port}})
+	require.Equal(t, http.StatusBadRequest, code, string(out))
+	requireNoFleet(out)
+
+	// A caller the registry knows, with no rights on Clusters, sees no member.
+	code, out = callAs(t, nobody, http.MethodGet, web.URL+"/clusters", nil, nil)
+	require.Equal(t, http.StatusOK, code, string(out))
+	require.Empty(t, names(out))
+
+	// A viewer of one set sees that set's members alone, and changes nothing.
+	code, out = callAs(t, viewer, http.MethodGet, web.URL+"/clusters", nil, nil)
+	require.Equal(t, http.StatusOK, code, string(out))
+	require.ElementsMatch(t, []string{lf.Namespace + "/member-1", lf.Namespace + "/member-2"}, names(out))
+	code, out = callAs(t, viewer, http.MethodGet, web.URL+"/clusters/"+lf.Namespace+"/member-1", nil, nil)
+	require.Equal(t, http.StatusOK, code, string(out))
+	for _, r := range []struct {
+		method, path string
+		body         any
+	}{
+		{http.MethodGet, "/clusters/" + other + "/member-2", nil},
+		{http.MethodGet, "/clusters/" + other + "/no-such-member", nil}, // 403, not 404: existence is not told
+		{http.MethodPost, "/clusters", newCluster(lf.Namespace, "viewers")},
+		{http.MethodPut, "/clusters/" + lf.Namespace + "/member-1", newCluster(lf.Namespace, "member-1")},
+		{http.MethodPatch, "/clusters/" + lf.Namespace + "/member-1", map[string]any{"spec": map[string]any{"displayName": "owned"}}},
+		{http.MethodDelete, "/clusters/" + lf.Namespace + "/member-1", nil},
+	} {
+		code, out := callAs(t, viewer, r.method, web.URL+r.path, r.body, nil)
+		require.Equal(t, http.StatusForbidden, code, "viewer %s %s: %s", r.method, r.path, out)
+		st := status(t, out)
+		require.Equal(t, metav1.StatusReasonForbidden, st.Reason)
+		require.Contains(t, st.Message, "system:serviceaccount:"+callers+":viewer", "the refusal names the caller, as the registry's does")
+	}
+
+	// An editor of one set writes there, and not into another set.
+	code, out = callAs(t, editor, http.MethodPost, web.URL+"/clusters", newCluster(other, "smuggled"), nil)
+	require.Equal(t, http.StatusForbidden, code, string(out))
+	code, out = callAs(t, editor, http.MethodDelete, web.URL+"/clusters/"+other+"/member-2", nil, nil)
+	require.Equal(t, http.StatusForbidden, code, string(out))
+	code, out = callAs(t, editor, http.MethodPatch, web.URL+"/clusters/"+other+"/member-2", map[string]any{"spec": map[string]any{"displayName": "owned"}}, nil)
+	require.Equal(t, http.StatusForbidden, code, string(out))
+	require.Equal(t, before, clusterCount(), "a refused caller changed the registry")
+	c, err := registry.Clusters(other).Get(ctx, "member-2", metav1.GetOptions{})
+	require.NoError(t, err)
+	require.NotEqual(t, "owned", c.Spec.DisplayName)
+
+	code, out = callAs(t, editor, http.MethodPost, web.URL+"/clusters", newCluster(lf.Namespace, "edited"), nil)
+	require.Equal(t, http.StatusCreated, code, string(out))
+	code, out = callAs(t, editor, http.MethodPatch, web.URL+"/clusters/"+lf.Namespace+"/edited", map[string]any{"spec": map[string]any{"displayName": "Edited"}},
+		http.Header{"Content-Type": {"application/merge-patch+json"}})
+	require.Equal(t, http.StatusOK, code, string(out))
+	c, err = registry.Clusters(lf.Namespace).Get(ctx, "edited", metav1.GetOptions{})
+	require.NoError(t, err)
+	require.Equal(t, "Edited", c.Spec.DisplayName)
+	put := newCluster(lf.Namespace, "edited")
+	put["spec"].(map[string]any)["displayName"] = "Replaced"
+	code, out = callAs(t, editor, http.MethodPut, web.URL+"/clusters/"+lf.Namespace+"/edited", put, nil)
+	require.Equal(t, http.StatusOK, code, string(out))
+	code, out = callAs(t, editor, http.MethodDelete, web.URL+"/clusters/"+lf.Namespace+"/edited", nil, nil)
+	require.Equal(t, http.StatusOK, code, string(out))
+	_, err = registry.Clusters(lf.Namespace).Get(ctx, "edited", metav1.GetOptions{})
+	require.True(t, apierrors.IsNotFound(err), "%v", err)
+
+	// Writes go to the registry as the caller, not as the server: the registry itself sees the
+	// caller (and so decides, and audits, for them).
+	cfg, err := s.guard.callerConfig(genericrequest.WithUser(context.Background(), &user.DefaultInfo{
+		Name: "system:serviceaccount:" + callers + ":editor", Groups: []string{"system:serviceaccounts", user.AllAuthenticated},
+	}))
+	require.NoError(t, err)
+	review, err := kubernetes.NewForConfigOrDie(cfg).AuthenticationV1().SelfSubjectReviews().Create(ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
+	require.NoError(t, err, "the registry did not say who the server's writes act as")
+	require.Equal(t, "system:serviceaccount:"+callers+":editor", review.Status.UserInfo.Username)
+}
