@@ -118,15 +118,17 @@ func (g *guard) wrap(next http.Handler) http.Handler {
 			writeStatus(w, apierrors.NewBadRequest(fmt.Sprintf("this server does not serve host %q; give --allowed-host to serve it", r.Host)))
 			return
 		}
-		if why := crossSite(r, g.hosts); why != "" {
-			writeStatus(w, apierrors.NewForbidden(clusterResource, "", fmt.Errorf("%s", why)))
-			return
-		}
 		resp, ok, err := g.authn.AuthenticateRequest(r)
 		if err != nil || !ok {
 			// Nothing about the fleet, nor why the credentials failed, to a caller who is nobody.
 			w.Header().Set("WWW-Authenticate", `Bearer realm="fleet-api"`)
 			writeStatus(w, apierrors.NewUnauthorized("Unauthorized: send a bearer token the registry accepts (Authorization: Bearer ...)"))
+			return
+		}
+		// A browser may hold credentials that it sends by itself (a client certificate), so a
+		// caller's request may still be another site's doing.
+		if why := crossSite(r, g.hosts); why != "" {
+			writeStatus(w, apierrors.NewForbidden(clusterResource, "", fmt.Errorf("%s", why)))
 			return
 		}
 		next.ServeHTTP(w, r.WithContext(genericrequest.WithUser(r.Context(), resp.User)))
@@ -146,8 +148,9 @@ func crossSite(r *http.Request, hosts map[string]bool) string {
 			return fmt.Sprintf("a request from origin %q is refused: it is not a page of this server", origin)
 		}
 	}
-	switch r.Method {
-	case http.MethodGet, http.MethodHead, http.MethodOptions:
+	// A cross-site form may POST a simple body; PUT, PATCH and DELETE always need a preflight,
+	// which this server never answers. A body of JSON needs one too.
+	if r.Method != http.MethodPost && r.Method != http.MethodPut && r.Method != http.MethodPatch {
 		return ""
 	}
 	if mediaType, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); mediaType != "application/json" && mediaType != "application/merge-patch+json" {

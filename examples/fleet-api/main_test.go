@@ -330,7 +330,7 @@ func TestStoppedMemberIsStale(t *testing.T) {
 	needsFleet(t)
 	ctx, cancel := context.WithCancel(testContext(t))
 	out, w := io.Pipe()
-	done := make(chan int)
+	done := make(chan int, 1) // run may return before serving; the pipe is closed then
 	var stderr bytes.Buffer
 	go func() {
 		done <- run(ctx, []string{"--kubeconfig", lf.Registry.Kubeconfig, "-n", lf.Namespace, "--listen", "127.0.0.1:0"}, w, &stderr)

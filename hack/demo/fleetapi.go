@@ -13,13 +13,53 @@ import (
 	"text/tabwriter"
 	"time"
 
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
 	"github.com/cluster-registry/sdk/localfleet"
 )
 
-// fleetAPI is a running examples/fleet-api.
+// fleetAPI is a running examples/fleet-api, and the token the demo calls it with.
 type fleetAPI struct {
-	cmd *exec.Cmd
-	url string
+	cmd   *exec.Cmd
+	url   string
+	token string
+}
+
+// viewerToken makes a service account fleet-viewer in the fleet's cluster set that may read its
+// Clusters and nothing else, and returns a token of it: fleet-api acts for its callers, and this
+// is the demo's caller (kubectl create token fleet-viewer -n NS gives one too).
+func viewerToken(ctx context.Context, lf *localfleet.Fleet) (string, error) {
+	kube, err := kubernetes.NewForConfig(lf.Registry.Config)
+	if err != nil {
+		return "", err
+	}
+	ns, name := lf.Namespace, "fleet-viewer"
+	if _, err := kube.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{}); err != nil {
+		return "", err
+	}
+	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: name}, Rules: []rbacv1.PolicyRule{{
+		APIGroups: []string{v1alpha1.GroupName}, Resources: []string{"clusters"}, Verbs: []string{"get", "list", "watch"},
+	}}}
+	if _, err := kube.RbacV1().Roles(ns).Create(ctx, role, metav1.CreateOptions{}); err != nil {
+		return "", err
+	}
+	binding := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: name},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: name},
+		Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Name: name, Namespace: ns}}}
+	if _, err := kube.RbacV1().RoleBindings(ns).Create(ctx, binding, metav1.CreateOptions{}); err != nil {
+		return "", err
+	}
+	tr, err := kube.CoreV1().ServiceAccounts(ns).CreateToken(ctx, name, &authenticationv1.TokenRequest{}, metav1.CreateOptions{})
+	if err != nil {
+		return "", err
+	}
+	fmt.Printf("$ TOKEN=$(kubectl create token %s -n %s)   # a service account that may get and list Clusters in %s\n", name, ns, ns)
+	return tr.Status.Token, nil
 }
 
 // startFleetAPI runs fleet-api against the fleet's registry on a free local port, and returns
@@ -39,7 +79,11 @@ func startFleetAPI(ctx context.Context, path string, lf *localfleet.Fleet) (*fle
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
-	api := &fleetAPI{cmd: cmd}
+	token, err := viewerToken(ctx, lf)
+	if err != nil {
+		return nil, err
+	}
+	api := &fleetAPI{cmd: cmd, token: token}
 	lines := bufio.NewScanner(out)
 	for lines.Scan() {
 		fmt.Println(lines.Text())
@@ -64,7 +108,7 @@ func (a *fleetAPI) stop() {
 // show waits until member's caches (every member's, if "") are in state, then prints GET /clusters
 // as a table.
 func (a *fleetAPI) show(ctx context.Context, member, state string) error {
-	fmt.Printf("\n$ curl %s/clusters\n", a.url)
+	fmt.Printf("\n$ curl -H \"Authorization: Bearer $TOKEN\" %s/clusters\n", a.url)
 	var list struct {
 		Clusters []struct {
 			Name  string `json:"name"`
@@ -84,6 +128,7 @@ func (a *fleetAPI) show(ctx context.Context, member, state string) error {
 	}
 	for deadline := time.Now().Add(time.Minute); ; time.Sleep(200 * time.Millisecond) {
 		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, a.url+"/clusters", nil)
+		req.Header.Set("Authorization", "Bearer "+a.token)
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			return err
