@@ -61,7 +61,7 @@ func runWithServers(m *testing.M) (int, error) {
 	return m.Run(), nil
 }
 
-const testTimeout = 30 * time.Second
+const testTimeout = 90 * time.Second
 
 // integration marks a test that needs the registry and member servers: under -short, which runs
 // the unit tests of pure logic without the API-server binaries, it is skipped.
