@@ -63,6 +63,8 @@ type options struct {
 	certFile, keyFile, clientCAFile string
 	selfSigned                      bool
 	allowedHosts                    []string
+	// selfSignedFile holds the certificate --self-signed made, removed when serving ends.
+	selfSignedFile string
 }
 
 func main() {
@@ -211,7 +213,11 @@ func serve(ctx context.Context, opts *options, stdout io.Writer) error {
 	scheme := "http"
 	if opts.tls() {
 		scheme = "https"
-		if srv.TLSConfig, err = opts.tlsConfig(listener.Addr(), clientCA, stdout); err != nil {
+		srv.TLSConfig, err = opts.tlsConfig(listener.Addr(), clientCA, stdout)
+		if opts.selfSignedFile != "" {
+			defer os.Remove(opts.selfSignedFile)
+		}
+		if err != nil {
 			return err
 		}
 		listener = tls.NewListener(listener, srv.TLSConfig)
@@ -259,6 +265,7 @@ func (o *options) tlsConfig(addr net.Addr, clientCA []byte, stdout io.Writer) (*
 		if err != nil {
 			return nil, fmt.Errorf("--self-signed: %w", err)
 		}
+		o.selfSignedFile = f.Name()
 		if _, err := f.Write(certPEM); err != nil {
 			f.Close()
 			return nil, fmt.Errorf("--self-signed: %w", err)

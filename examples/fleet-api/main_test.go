@@ -317,6 +317,11 @@ func TestBadFlags(t *testing.T) {
 		{[]string{"--sync-timeout", "0s"}, "--sync-timeout 0s"},
 		{[]string{"stray"}, `unknown command "stray"`},
 		{[]string{"--allow-exec", "aws eks get-token"}, "--allow-exec"},
+		{[]string{"--listen", "0.0.0.0:8080"}, "without TLS, only a loopback address"},
+		{[]string{"--listen", "192.0.2.1:8080"}, "without TLS, only a loopback address"},
+		{[]string{"--client-ca-file", "ca.pem"}, "--client-ca-file needs TLS"},
+		{[]string{"--tls-cert-file", "tls.crt"}, "go together"},
+		{[]string{"--self-signed", "--tls-cert-file", "tls.crt", "--tls-private-key-file", "tls.key"}, "conflict"},
 	} {
 		var stdout, stderr bytes.Buffer
 		require.Equal(t, 2, run(context.Background(), tc.args, &stdout, &stderr), "%q", tc.args)
