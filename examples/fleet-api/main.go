@@ -8,6 +8,10 @@
 //	                                    nodes (ready of total), Deployments (ready of total), and
 //	                                    how current the member's caches are (Synced, or Stale
 //	                                    since when and why)
+//	GET    /watch/clusters              a stream of what GET /clusters answers and its changes, one
+//	                                    JSON event a line (ADDED, MODIFIED, DELETED, BOOKMARK);
+//	                                    ?resourceVersion=N resumes after the revision a list or an
+//	                                    event gave (410 Expired when no longer kept)
 //	GET    /clusters/{namespace}/{name} one member, with its nodes and Deployments
 //	POST   /clusters                    register a Cluster (a JSON Cluster, metadata.namespace set)
 //	PUT    /clusters/{namespace}/{name} replace a Cluster (a JSON Cluster)

@@ -35,6 +35,24 @@ type server struct {
 	caches      *fleetcache.Cache
 	nodes       *fleetcache.Kind[*corev1.Node]
 	deployments *fleetcache.Kind[*appsv1.Deployment]
+	// feed numbers the changes to the members' summaries for GET /watch/clusters.
+	feed     *feed
+	stopFeed context.CancelFunc
+	feedDone chan struct{}
+}
+
+// feedInterval is how often the feed compares the members' summaries: how late, at most, a
+// change reaches a watcher.
+const feedInterval = 500 * time.Millisecond
+
+// summarizeAll is every member's summary now.
+func (s *server) summarizeAll() map[types.NamespacedName]clusterSummary {
+	out := map[types.NamespacedName]clusterSummary{}
+	for _, m := range s.fleet.Members() {
+		summary, _, _ := s.summarize(m)
+		out[m.Name()] = summary
+	}
+	return out
 }
 
 // startServer follows the registry's Clusters in namespaces (all when empty) and caches every
@@ -77,10 +95,19 @@ func startServer(ctx context.Context, registry versioned.Interface, resolver *ac
 		s.fleet.Stop()
 		return nil, err
 	}
+	s.feed = newFeed(4096)
+	feedCtx, stopFeed := context.WithCancel(ctx)
+	s.stopFeed, s.feedDone = stopFeed, make(chan struct{})
+	go func() {
+		defer close(s.feedDone)
+		s.feed.poll(feedCtx, feedInterval, s.summarizeAll)
+	}()
 	return s, nil
 }
 
 func (s *server) stop() {
+	s.stopFeed()
+	<-s.feedDone
 	s.caches.Stop()
 	s.fleet.Stop()
 }
@@ -90,6 +117,7 @@ func (s *server) routes(g *guard) http.Handler {
 	s.guard = g
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /clusters", s.listClusters)
+	mux.HandleFunc("GET /watch/clusters", s.watchClusters)
 	mux.HandleFunc("GET /clusters/{namespace}/{name}", s.getCluster)
 	mux.HandleFunc("POST /clusters", s.createCluster)
 	mux.HandleFunc("PUT /clusters/{namespace}/{name}", s.updateCluster)
@@ -174,7 +202,8 @@ func (s *server) listClusters(w http.ResponseWriter, r *http.Request) {
 		summary, _, _ := s.summarize(m)
 		out = append(out, summary)
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"clusters": out, "registry": s.fleet.Status().String()})
+	_, rev, _ := s.feed.snapshot()
+	writeJSON(w, http.StatusOK, map[string]any{"clusters": out, "registry": s.fleet.Status().String(), "resourceVersion": formatRev(rev)})
 }
 
 // authorize reports whether the caller may do verb on Cluster namespace/name, having written the
@@ -250,7 +279,9 @@ func (s *server) summarize(m *multicluster.Member) (clusterSummary, []*corev1.No
 
 // cacheState is the least current of the member's two caches.
 func (s *server) cacheState(member types.NamespacedName) cacheState {
-	worst := fleetcache.Status{State: fleetcache.Syncing, Since: time.Now()}
+	// Until a cache says, Syncing since an unknown time (zero): a time of now would change at every
+	// look, and so would the summary that watchers are sent.
+	worst := fleetcache.Status{State: fleetcache.Syncing}
 	found := false
 	for _, get := range []func(types.NamespacedName) (fleetcache.Status, bool){s.nodes.Status, s.deployments.Status} {
 		st, ok := get(member)

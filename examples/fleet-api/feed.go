@@ -1,0 +1,231 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// Watch event types, as a Kubernetes watch names them; a BOOKMARK carries only the resource
+// version a client may resume from.
+const (
+	eventAdded    = "ADDED"
+	eventModified = "MODIFIED"
+	eventDeleted  = "DELETED"
+	eventBookmark = "BOOKMARK"
+	eventError    = "ERROR"
+)
+
+// change is one change to what GET /clusters answers, numbered by the feed.
+type change struct {
+	rev     uint64
+	kind    string // eventAdded, eventModified or eventDeleted
+	summary clusterSummary
+}
+
+// feed turns the members' summaries, as the caches see them, into numbered changes that
+// watchers replay from any revision still kept. It is fed by polling (poll): a member's summary
+// changes with its Cluster, its caches' objects and its caches' state (a member turns stale
+// without any event), so comparing summaries catches every kind of change alike.
+type feed struct {
+	mu      sync.Mutex
+	rev     uint64
+	current map[types.NamespacedName]clusterSummary
+	log     []change // the last keep changes, oldest first
+	keep    int
+	// changed is closed, and replaced, whenever changes are added: watchers wait on it.
+	changed chan struct{}
+}
+
+func newFeed(keep int) *feed {
+	return &feed{current: map[types.NamespacedName]clusterSummary{}, keep: keep, changed: make(chan struct{})}
+}
+
+// update records how summaries (every member's, now) differ from the last ones.
+func (f *feed) update(summaries map[types.NamespacedName]clusterSummary) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var added []change
+	for key, s := range summaries {
+		old, ok := f.current[key]
+		switch {
+		case !ok:
+			added = append(added, change{kind: eventAdded, summary: s})
+		case old != s:
+			added = append(added, change{kind: eventModified, summary: s})
+		}
+	}
+	for key, s := range f.current {
+		if _, ok := summaries[key]; !ok {
+			added = append(added, change{kind: eventDeleted, summary: s})
+		}
+	}
+	if len(added) == 0 {
+		return
+	}
+	for i := range added {
+		f.rev++
+		added[i].rev = f.rev
+	}
+	f.current = summaries
+	f.log = append(f.log, added...)
+	if extra := len(f.log) - f.keep; extra > 0 {
+		f.log = append(f.log[:0:0], f.log[extra:]...)
+	}
+	close(f.changed)
+	f.changed = make(chan struct{})
+}
+
+// snapshot is every member's summary now, the revision they are at, and a channel closed at the
+// next change.
+func (f *feed) snapshot() ([]clusterSummary, uint64, <-chan struct{}) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := make([]clusterSummary, 0, len(f.current))
+	for _, s := range f.current {
+		out = append(out, s)
+	}
+	return out, f.rev, f.changed
+}
+
+// since is the changes after rev, the revision they reach, and a channel closed at the next
+// change; ok is false when changes after rev are no longer kept (the watcher must list again).
+func (f *feed) since(rev uint64) (changes []change, at uint64, next <-chan struct{}, ok bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if rev > f.rev {
+		return nil, f.rev, f.changed, false
+	}
+	if rev < f.rev && (len(f.log) == 0 || f.log[0].rev > rev+1) {
+		return nil, f.rev, f.changed, false
+	}
+	for i := len(f.log) - 1; i >= 0 && f.log[i].rev > rev; i-- {
+		changes = append(changes, f.log[i])
+	}
+	for i, j := 0, len(changes)-1; i < j; i, j = i+1, j-1 {
+		changes[i], changes[j] = changes[j], changes[i]
+	}
+	return changes, f.rev, f.changed, true
+}
+
+// poll updates the feed from summarize every interval until ctx ends.
+func (f *feed) poll(ctx context.Context, interval time.Duration, summarize func() map[types.NamespacedName]clusterSummary) {
+	f.update(summarize())
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			f.update(summarize())
+		}
+	}
+}
+
+func formatRev(rev uint64) string { return strconv.FormatUint(rev, 10) }
+
+// watchEvent is one line of GET /watch/clusters.
+type watchEvent struct {
+	Type            string          `json:"type"`
+	ResourceVersion string          `json:"resourceVersion"`
+	Cluster         *clusterSummary `json:"cluster,omitempty"`
+	Status          *metav1.Status  `json:"status,omitempty"`
+}
+
+// Timings of a watch: a bookmark at least this often, so that an idle client knows the stream
+// lives and where to resume; and the longest a stream lasts before the client resumes it, as an
+// API server ends watches (so that every caller is authenticated again now and then).
+const (
+	bookmarkEvery  = 10 * time.Second
+	maxWatchLength = 30 * time.Minute
+)
+
+// watchClusters streams changes to what GET /clusters answers, one JSON event a line: first an
+// ADDED for every member the caller may see (unless ?resourceVersion= resumes after a revision
+// GET /clusters or an event gave), then each change. Members of sets where the caller may no
+// longer list Clusters drop out as the registry's answer changes (kept 10 s). A revision no longer
+// kept ends the stream with an ERROR event whose status is 410 Expired: list again.
+func (s *server) watchClusters(w http.ResponseWriter, r *http.Request) {
+	flusher, ok := w.(http.Flusher)
+	if !ok {
+		writeStatus(w, apierrors.NewInternalError(errors.New("the connection cannot stream")))
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), maxWatchLength)
+	defer cancel()
+	mayList := func(ns string) bool {
+		ok, _, err := s.guard.allowed(ctx, "list", ns, "")
+		return err == nil && ok
+	}
+	var (
+		pending []change
+		rev     uint64
+		next    <-chan struct{}
+	)
+	if from := r.URL.Query().Get("resourceVersion"); from != "" {
+		n, err := strconv.ParseUint(from, 10, 64)
+		if err != nil {
+			writeStatus(w, apierrors.NewBadRequest(fmt.Sprintf("resourceVersion %q: want the number GET /clusters or an event gave", from)))
+			return
+		}
+		var kept bool
+		if pending, rev, next, kept = s.feed.since(n); !kept {
+			writeStatus(w, apierrors.NewResourceExpired(fmt.Sprintf("resourceVersion %s is too old or unknown: list again (GET /clusters) and watch from its resourceVersion", from)))
+			return
+		}
+	} else {
+		var current []clusterSummary
+		current, rev, next = s.feed.snapshot()
+		slices.SortFunc(current, func(a, b clusterSummary) int { return strings.Compare(a.Namespace+"/"+a.Name, b.Namespace+"/"+b.Name) })
+		for _, c := range current {
+			pending = append(pending, change{rev: rev, kind: eventAdded, summary: c})
+		}
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(http.StatusOK)
+	enc := json.NewEncoder(w)
+	send := func(e watchEvent) bool { return enc.Encode(e) == nil }
+	bookmark := time.NewTicker(bookmarkEvery)
+	defer bookmark.Stop()
+	for {
+		for _, c := range pending {
+			if !mayList(c.summary.Namespace) {
+				continue
+			}
+			summary := c.summary
+			if !send(watchEvent{Type: c.kind, ResourceVersion: formatRev(c.rev), Cluster: &summary}) {
+				return
+			}
+		}
+		flusher.Flush()
+		select {
+		case <-ctx.Done():
+			return
+		case <-bookmark.C:
+			if !send(watchEvent{Type: eventBookmark, ResourceVersion: formatRev(rev)}) {
+				return
+			}
+			pending = nil
+		case <-next:
+			var kept bool
+			if pending, rev, next, kept = s.feed.since(rev); !kept {
+				st := apierrors.NewResourceExpired("the stream fell too far behind: list again").Status()
+				_ = send(watchEvent{Type: eventError, Status: &st})
+				return
+			}
+		}
+	}
+}

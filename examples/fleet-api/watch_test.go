@@ -1,0 +1,128 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/cluster-registry/sdk/clientset/versioned"
+	"github.com/cluster-registry/sdk/testkit/fleettest"
+)
+
+// watch opens GET /watch/clusters as the caller of token, and returns its events as they come.
+func watch(t *testing.T, token, url string) (<-chan watchEvent, int) {
+	t.Helper()
+	req, err := http.NewRequestWithContext(testContext(t), http.MethodGet, url, nil)
+	require.NoError(t, err)
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	events := make(chan watchEvent, 100)
+	if resp.StatusCode != http.StatusOK {
+		resp.Body.Close()
+		close(events)
+		return events, resp.StatusCode
+	}
+	t.Cleanup(func() { resp.Body.Close() })
+	go func() {
+		defer close(events)
+		lines := bufio.NewScanner(resp.Body)
+		for lines.Scan() {
+			var e watchEvent
+			if json.Unmarshal(lines.Bytes(), &e) == nil {
+				events <- e
+			}
+		}
+	}()
+	return events, resp.StatusCode
+}
+
+// next is the next event that is not a bookmark, within timeout.
+func next(t *testing.T, events <-chan watchEvent, timeout time.Duration) watchEvent {
+	t.Helper()
+	deadline := time.After(timeout)
+	for {
+		select {
+		case e, ok := <-events:
+			require.True(t, ok, "the stream ended")
+			if e.Type != eventBookmark {
+				return e
+			}
+		case <-deadline:
+			t.Fatalf("no event within %s", timeout)
+		}
+	}
+}
+
+// GET /watch/clusters streams what GET /clusters answers, and its changes, as the caller may see
+// them: a viewer of one set gets that set's members and their changes, never another set's; a
+// stream resumes from a revision that a list or an event gave; a revision no longer kept is 410.
+func TestWatchClusters(t *testing.T) {
+	needsFleet(t)
+	ctx := testContext(t)
+	other := fleettest.CopySet(t, lf, "member-2")
+	viewer, err := caller(ctx, "watch-viewer", clusterRole(t, lf.Namespace, "clusters-watch-viewer", "get", "list", "watch"), lf.Namespace)
+	require.NoError(t, err)
+	_, web := startAPI(t, lf.Namespace, other)
+	registry := versioned.NewForConfigOrDie(lf.Registry.Config).ClusterregistryV1alpha1()
+
+	_, code := watch(t, "", web.URL+"/watch/clusters")
+	require.Equal(t, http.StatusUnauthorized, code)
+
+	code, body := callAs(t, viewer, http.MethodGet, web.URL+"/clusters", nil, nil)
+	require.Equal(t, http.StatusOK, code, string(body))
+	var list struct {
+		ResourceVersion string `json:"resourceVersion"`
+	}
+	require.NoError(t, json.Unmarshal(body, &list))
+	listedAt, err := strconv.ParseUint(list.ResourceVersion, 10, 64)
+	require.NoError(t, err)
+
+	events, code := watch(t, viewer, web.URL+"/watch/clusters")
+	require.Equal(t, http.StatusOK, code)
+	seen := map[types.NamespacedName]bool{}
+	for range lf.Members {
+		e := next(t, events, 10*time.Second)
+		require.Equal(t, eventAdded, e.Type)
+		require.Equal(t, lf.Namespace, e.Cluster.Namespace, "a member of a set the viewer may not list")
+		seen[types.NamespacedName{Namespace: e.Cluster.Namespace, Name: e.Cluster.Name}] = true
+	}
+	require.Len(t, seen, len(lf.Members))
+
+	// A change in another set is not sent; one in the viewer's set is, within a poll or two.
+	for _, ns := range []string{other, lf.Namespace} {
+		_, err := registry.Clusters(ns).Patch(ctx, "member-2", types.MergePatchType, []byte(`{"spec":{"displayName":"Watched `+ns+`"}}`), metav1.PatchOptions{})
+		require.NoError(t, err)
+	}
+	// Other changes (a cache's state, say) may come first; none is of the other set.
+	untilRenamed := func(events <-chan watchEvent) {
+		t.Helper()
+		for {
+			e := next(t, events, 10*time.Second)
+			require.Equal(t, lf.Namespace, e.Cluster.Namespace, "an event of a set the viewer may not list: %+v", e)
+			if e.Type == eventModified && e.Cluster.Name == "member-2" && e.Cluster.DisplayName == "Watched "+lf.Namespace {
+				return
+			}
+		}
+	}
+	untilRenamed(events)
+
+	// Resumed from the list's revision: the change is replayed.
+	resumed, code := watch(t, viewer, web.URL+"/watch/clusters?resourceVersion="+strconv.FormatUint(listedAt, 10))
+	require.Equal(t, http.StatusOK, code)
+	untilRenamed(resumed)
+
+	_, code = watch(t, viewer, web.URL+"/watch/clusters?resourceVersion=999999999")
+	require.Equal(t, http.StatusGone, code)
+	_, code = watch(t, viewer, web.URL+"/watch/clusters?resourceVersion=yesterday")
+	require.Equal(t, http.StatusBadRequest, code)
+}
