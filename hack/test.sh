@@ -1,12 +1,16 @@
 #!/usr/bin/env bash
 # The project's test command (README.md): builds the real kube-apiserver, etcd and kubectl when they
-# are not cached yet, then runs every test with the race detector. Extra arguments go to go test,
+# are not cached yet, finds or installs headless Chromium (hack/install-chromium.sh), then runs every test with the race detector. Extra arguments go to go test,
 # for example: hack/test.sh -run TestValidate ./clusterregistry/...
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 KUBEBUILDER_ASSETS="$(hack/build-testbins.sh)"
 export KUBEBUILDER_ASSETS
+# The dashboard's test drives a real headless Chromium: Debian's package, installed when missing
+# (as root), or a clear failure saying how to get one.
+CHROMIUM="$(hack/install-chromium.sh | tail -n 1)"
+export CHROMIUM
 
 if [ "$#" -eq 0 ]; then
   set -- ./...

@@ -110,14 +110,27 @@ func servedHosts(addr net.Addr, extra []string) []string {
 	return hosts
 }
 
-// wrap lets through only requests of an authenticated caller, for a host it serves, and not
-// sent by a cross-site page; the caller is in the request's context (genericrequest.UserFrom).
-func (g *guard) wrap(next http.Handler) http.Handler {
+// servedOnly lets through only requests for a host name the server serves: a page behind a DNS
+// name that an attacker rebinds to this server's address reaches it with that name as its Host.
+// Every answer also tells browsers not to frame it, sniff it or leak its address.
+func (g *guard) servedOnly(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h := w.Header()
+		h.Set("X-Content-Type-Options", "nosniff")
+		h.Set("Referrer-Policy", "no-referrer")
+		h.Set("X-Frame-Options", "DENY")
 		if !g.hosts[strings.ToLower(r.Host)] {
 			writeStatus(w, apierrors.NewBadRequest(fmt.Sprintf("this server does not serve host %q; give --allowed-host to serve it", r.Host)))
 			return
 		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// authenticated lets through only requests of an authenticated caller, not sent by a cross-site
+// page; the caller is in the request's context (genericrequest.UserFrom).
+func (g *guard) authenticated(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		resp, ok, err := g.authn.AuthenticateRequest(r)
 		if err != nil || !ok {
 			// Nothing about the fleet, nor why the credentials failed, to a caller who is nobody.

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -121,6 +122,22 @@ func TestCallersGetWhatTheRegistryGivesThem(t *testing.T) {
 	code, out = callAs(t, viewer, http.MethodGet, web.URL+"/clusters", nil, http.Header{"Host": {"rebind.evil.example.com:" + port}})
 	require.Equal(t, http.StatusBadRequest, code, string(out))
 	requireNoFleet(out)
+
+	// The dashboard page is served to anyone (it holds nothing of the fleet, and asks the API as
+	// its user), under a policy that runs only its own script, never in another site's frame.
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, web.URL+"/", nil)
+	require.NoError(t, err)
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	page, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	requireNoFleet(page)
+	require.Contains(t, resp.Header.Get("Content-Security-Policy"), "script-src 'self'")
+	require.Contains(t, resp.Header.Get("Content-Security-Policy"), "frame-ancestors 'none'")
+	code, out = callAs(t, "", http.MethodGet, web.URL+"/", nil, http.Header{"Host": {"rebind.evil.example.com:" + port}})
+	require.Equal(t, http.StatusBadRequest, code, "the page through a rebinding host: %s", out)
 
 	// A caller the registry knows, with no rights on Clusters, sees no member.
 	code, out = callAs(t, nobody, http.MethodGet, web.URL+"/clusters", nil, nil)

@@ -112,18 +112,23 @@ func (s *server) stop() {
 	s.fleet.Stop()
 }
 
-// routes are the API, every route behind the guard g.
+// routes are the API, every route behind the guard g, and the dashboard page, which holds
+// nothing of the fleet and asks the API as its user, with their token.
 func (s *server) routes(g *guard) http.Handler {
 	s.guard = g
+	api := http.NewServeMux()
+	api.HandleFunc("GET /clusters", s.listClusters)
+	api.HandleFunc("GET /watch/clusters", s.watchClusters)
+	api.HandleFunc("GET /clusters/{namespace}/{name}", s.getCluster)
+	api.HandleFunc("POST /clusters", s.createCluster)
+	api.HandleFunc("PUT /clusters/{namespace}/{name}", s.updateCluster)
+	api.HandleFunc("PATCH /clusters/{namespace}/{name}", s.patchCluster)
+	api.HandleFunc("DELETE /clusters/{namespace}/{name}", s.deleteCluster)
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /clusters", s.listClusters)
-	mux.HandleFunc("GET /watch/clusters", s.watchClusters)
-	mux.HandleFunc("GET /clusters/{namespace}/{name}", s.getCluster)
-	mux.HandleFunc("POST /clusters", s.createCluster)
-	mux.HandleFunc("PUT /clusters/{namespace}/{name}", s.updateCluster)
-	mux.HandleFunc("PATCH /clusters/{namespace}/{name}", s.patchCluster)
-	mux.HandleFunc("DELETE /clusters/{namespace}/{name}", s.deleteCluster)
-	return g.wrap(mux)
+	mux.Handle("GET /{$}", page())
+	mux.Handle("GET /ui/", page())
+	mux.Handle("/", g.authenticated(api))
+	return g.servedOnly(mux)
 }
 
 // clusterSummary is one member in GET /clusters.
@@ -137,6 +142,11 @@ type clusterSummary struct {
 	Version   string     `json:"version,omitempty"`
 	Nodes     nodeCounts `json:"nodes"`
 	Workloads workloads  `json:"workloads"`
+	// Message is the Ready condition's: why a member is not ready, or how its credentials fare.
+	Message string `json:"message,omitempty"`
+	// CredentialsExpireAt is when the credentials the health controller probes with expire, if
+	// they say (RFC 3339).
+	CredentialsExpireAt string `json:"credentialsExpireAt,omitempty"`
 	// Cache says how current the counts are: a member that is down is "Stale" since when, and
 	// its counts are those of then.
 	Cache cacheState `json:"cache"`
@@ -257,7 +267,10 @@ func (s *server) summarize(m *multicluster.Member) (clusterSummary, []*corev1.No
 	c := m.Cluster()
 	out := clusterSummary{Namespace: c.Namespace, Name: c.Name, DisplayName: c.Spec.DisplayName, Ready: "Unknown", Version: c.Status.Version}
 	if cond := meta.FindStatusCondition(c.Status.Conditions, v1alpha1.ConditionReady); cond != nil {
-		out.Ready, out.Reason = string(cond.Status), cond.Reason
+		out.Ready, out.Reason, out.Message = string(cond.Status), cond.Reason, cond.Message
+	}
+	if exp := c.Status.CredentialsExpireAt; exp != nil {
+		out.CredentialsExpireAt = exp.UTC().Format(time.RFC3339)
 	}
 	nodes, _ := s.nodes.List(m.Name(), nil)
 	deployments, _ := s.deployments.List(m.Name(), nil)

@@ -162,3 +162,30 @@ func (a *fleetAPI) show(ctx context.Context, member, state string) error {
 	}
 	return w.Flush()
 }
+
+// stream shows the first events of GET /watch/clusters (one per member, ADDED), as a client of
+// the stream sees them, and where the dashboard is.
+func (a *fleetAPI) stream(ctx context.Context, members int) error {
+	fmt.Printf("\n$ curl -N -H \"Authorization: Bearer $TOKEN\" %s/watch/clusters\n", a.url)
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, a.url+"/watch/clusters", nil)
+	req.Header.Set("Authorization", "Bearer "+a.token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	lines := bufio.NewScanner(resp.Body)
+	for i := 0; i < members && lines.Scan(); i++ {
+		line := lines.Text()
+		if len(line) > 160 {
+			line = line[:160] + "..."
+		}
+		fmt.Println(line)
+	}
+	fmt.Println("(then a line for each change, as it happens)")
+	fmt.Printf("\nThe dashboard, live from that stream: open %s/ and paste the token.\n", a.url)
+	fmt.Println("docs/images/fleet-api.png is a screenshot of it, saved by TestDashboardInABrowser in headless Chromium.")
+	return lines.Err()
+}

@@ -139,6 +139,9 @@ func run(ctx context.Context, fanoutDeploy, fleetAPI, clusterregistry string, ke
 	if err := api.show(ctx, "", "Synced"); err != nil {
 		return err
 	}
+	if err := api.stream(ctx, len(lf.Members)); err != nil {
+		return err
+	}
 
 	step("Stopping member-2's API server, as an outage would; the health controller sees it")
 	if err := lf.Member("member-2").StopAPIServer(); err != nil {

@@ -1,0 +1,116 @@
+package main
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/cluster-registry/sdk/clientset/versioned"
+)
+
+// browser is the headless Chromium the page is tested in: $CHROMIUM, or one on PATH, as
+// hack/install-chromium.sh (which hack/test.sh runs) finds or installs it. Without one the test
+// fails, saying how to get one: it does not skip.
+func browser(t *testing.T) string {
+	t.Helper()
+	for _, name := range []string{os.Getenv("CHROMIUM"), "chromium", "chromium-headless-shell", "chromium-browser", "google-chrome"} {
+		if name == "" {
+			continue
+		}
+		if path, err := exec.LookPath(name); err == nil {
+			return path
+		}
+	}
+	t.Fatal("no Chromium: run hack/install-chromium.sh (it installs Debian's chromium package as root), or set CHROMIUM to a browser's path")
+	return ""
+}
+
+// The dashboard in a real browser: after login with a token it shows every member the caller may
+// see, shows a display name holding markup as text, and turns a stopped member's caches stale
+// without a reload. Its screenshot goes to $FLEET_API_SCREENSHOT (docs/images/fleet-api.png is
+// one), or the test's temporary directory.
+func TestDashboardInABrowser(t *testing.T) {
+	needsFleet(t)
+	path := browser(t)
+	ctx := testContext(t)
+	_, web := startAPI(t)
+	registry := versioned.NewForConfigOrDie(lf.Registry.Config).ClusterregistryV1alpha1().Clusters(lf.Namespace)
+	const markup = `<img id="injected" src="/x" onerror="document.title='owned'">Member <b>one</b>`
+	_, err := registry.Patch(ctx, "member-1", types.MergePatchType, []byte(`{"spec":{"displayName":"`+
+		`<img id=\"injected\" src=\"/x\" onerror=\"document.title='owned'\">Member <b>one</b>"}}`), metav1.PatchOptions{})
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		_, _ = registry.Patch(context.Background(), "member-1", types.MergePatchType, []byte(`{"spec":{"displayName":null}}`), metav1.PatchOptions{})
+	})
+
+	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(path), chromedp.NoSandbox, chromedp.WindowSize(1280, 720))...)
+	defer cancelAlloc()
+	tab, cancelTab := chromedp.NewContext(allocCtx)
+	defer cancelTab()
+	// The first Run starts the browser for the tab's whole life; later steps get deadlines of their own.
+	require.NoError(t, chromedp.Do(tab, chromedp.Navigate(web.URL+"/")))
+	step := func(timeout time.Duration, steps ...chromedp.Action[chromedp.Void]) {
+		t.Helper()
+		stepCtx, cancel := context.WithTimeout(tab, timeout)
+		defer cancel()
+		require.NoError(t, chromedp.Do(stepCtx, steps...))
+	}
+	text := func(sel string) string {
+		t.Helper()
+		stepCtx, cancel := context.WithTimeout(tab, 10*time.Second)
+		defer cancel()
+		s, err := chromedp.Run(stepCtx, chromedp.TextContent(chromedp.CSS(sel)))
+		require.NoError(t, err, sel)
+		return s
+	}
+	row := func(member string) string { return `tr[data-member="` + lf.Namespace + `/` + member + `"]` }
+
+	step(20*time.Second,
+		chromedp.WaitVisible(chromedp.ID("token")),
+		chromedp.SendKeys(chromedp.ID("token"), operatorToken),
+		chromedp.Click(chromedp.ID("signin")),
+		chromedp.WaitVisible(chromedp.CSS(row("member-1"))),
+		chromedp.WaitVisible(chromedp.CSS(row("member-2"))),
+	)
+	require.Contains(t, text(row("member-2")), "1 of 1 ready", "member-2's nodes")
+	loginShown, err := chromedp.Run(tab, chromedp.Evaluate[bool](`document.getElementById("login").offsetParent !== null`))
+	require.NoError(t, err)
+	require.False(t, loginShown, "the login form is still shown once the fleet is")
+	require.Contains(t, text(row("member-1")), markup, "the display name, as text")
+	injected, err := chromedp.Run(tab, chromedp.Evaluate[bool](`document.getElementById("injected") !== null || document.title === "owned"`))
+	require.NoError(t, err)
+	require.False(t, injected, "a display name became markup in the page")
+
+	// The member stops: its caches turn stale on the page, with no reload.
+	require.NoError(t, lf.Members[1].StopAPIServer())
+	restarted := false
+	defer func() {
+		if !restarted {
+			_ = lf.Members[1].StartAPIServer()
+		}
+	}()
+	step(60*time.Second, chromedp.Poll[chromedp.Void](`(document.querySelector('`+row("member-2")+` .cache') || {}).textContent?.startsWith("Stale")`,
+		chromedp.WithPollingTimeout(60*time.Second)))
+	shot, err := chromedp.Run(tab, chromedp.FullScreenshot(100))
+	require.NoError(t, err)
+	out := os.Getenv("FLEET_API_SCREENSHOT")
+	if out == "" {
+		out = filepath.Join(t.TempDir(), "fleet-api.png")
+	}
+	require.NoError(t, os.WriteFile(out, shot, 0o644))
+	t.Logf("screenshot: %s", out)
+
+	require.NoError(t, lf.Members[1].StartAPIServer())
+	restarted = true
+	step(90*time.Second, chromedp.Poll[chromedp.Void](`(document.querySelector('`+row("member-2")+` .cache') || {}).textContent?.startsWith("Synced")`,
+		chromedp.WithPollingTimeout(90*time.Second)))
+}
