@@ -34,8 +34,8 @@ func browser(t *testing.T) string {
 }
 
 // The dashboard in a real browser: after login with a token it shows every member the caller may
-// see, shows a display name holding markup as text, and turns a stopped member's caches stale
-// without a reload. Its screenshot goes to $FLEET_API_SCREENSHOT (docs/images/fleet-api.png is
+// see, shows a display name holding markup as text, turns a stopped member's caches stale
+// without a reload, and fits a phone's screen. Its screenshot goes to $FLEET_API_SCREENSHOT (docs/images/fleet-api.png is
 // one), or the test's temporary directory.
 func TestDashboardInABrowser(t *testing.T) {
 	needsFleet(t)
@@ -113,4 +113,11 @@ func TestDashboardInABrowser(t *testing.T) {
 	restarted = true
 	step(90*time.Second, chromedp.Poll[chromedp.Void](`(document.querySelector('`+row("member-2")+` .cache') || {}).textContent?.startsWith("Synced")`,
 		chromedp.WithPollingTimeout(90*time.Second)))
+
+	// On a phone's screen each member is a card: no header row, nothing wider than the screen.
+	step(10*time.Second, chromedp.EmulateViewport(390, 844, chromedp.EmulateMobile))
+	fits, err := chromedp.Run(tab, chromedp.Evaluate[bool](`getComputedStyle(document.querySelector("thead")).display === "none" && `+
+		`document.documentElement.scrollWidth <= window.innerWidth`))
+	require.NoError(t, err)
+	require.True(t, fits, "the page does not fit a phone's screen")
 }
