@@ -27,6 +27,10 @@ import (
 // little for long.
 const DefaultTokenTTL = 8 * time.Hour
 
+// MinTokenTTL is the shortest token an API server issues (a TokenRequest's expirationSeconds of
+// at least 600): a shorter TokenTTL is refused before anything is made.
+const MinTokenTTL = 10 * time.Minute
+
 // DefaultClusterRole is the member's ClusterRole that Join binds the account to unless
 // Options.ClusterRole says otherwise: tools may change workloads everywhere, but not RBAC.
 const DefaultClusterRole = "edit"
@@ -78,6 +82,9 @@ func (o *Options) defaults() error {
 	}
 	if o.TokenTTL < 0 {
 		return fmt.Errorf("join.Options.TokenTTL %s: want a positive duration", o.TokenTTL)
+	}
+	if o.TokenTTL != 0 && o.TokenTTL < MinTokenTTL {
+		return fmt.Errorf("join.Options.TokenTTL %s: an API server gives no token for less than %s", o.TokenTTL, MinTokenTTL)
 	}
 	if o.ClusterRole == "" {
 		o.ClusterRole = DefaultClusterRole
@@ -186,6 +193,8 @@ func joinToken(ctx context.Context, member *rest.Config, server string, reg Regi
 	result := &Result{Account: account, Secret: types.NamespacedName{Namespace: namespace, Name: secretName}}
 	if o.DryRun {
 		fmt.Fprintf(out, "member: would apply Namespace %s and ServiceAccount %s, and bind it to ClusterRole %s (dry run)\n", account.Namespace, account, o.ClusterRole)
+		fmt.Fprintf(out, "member: would apply Role and RoleBinding %s: the account may renew its own token, nothing else (dry run)\n", account)
+		fmt.Fprintf(out, "member: would ask for a token of %s valid %s, and revoke the ones it replaces (dry run)\n", account, o.TokenTTL)
 		fmt.Fprintf(out, "registry: would apply Secret %s/%s with a new token, pinned to %s (dry run)\n", namespace, secretName, server)
 		fmt.Fprintf(out, "registry: Cluster %s/%s would be %s (server dry run)\n", namespace, o.Name, what)
 		result.Cluster, result.ClusterChange = dry, what

@@ -168,7 +168,9 @@ func TestJoinChangesNothingUntilAllIsChecked(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "created", res.ClusterChange)
 	require.Equal(t, "dev", res.Cluster.Name)
-	require.Contains(t, progress.String(), "(dry run)")
+	for _, what := range []string{"Namespace", "ServiceAccount", "ClusterRole", "Role and RoleBinding", "a token", "Secret", "Cluster"} {
+		require.Contains(t, progress.String(), what, "a dry run that does not say all it would do")
+	}
 	requireNothingMade()
 
 	_, err = join.Join(ctx, lf.Members[0].Config, reg, join.Options{Name: "dev", ClusterRole: "no-such-role"})
@@ -189,6 +191,7 @@ func TestJoinChangesNothingUntilAllIsChecked(t *testing.T) {
 		{Name: ""},
 		{Name: "Not_A_Name"},
 		{Name: "dev", TokenTTL: -time.Minute},
+		{Name: "dev", TokenTTL: time.Minute}, // below what an API server issues
 		{Name: "dev", Exec: true, ClusterRole: "view"},
 		{Name: "dev", DropCredentialArgs: true},
 	} {

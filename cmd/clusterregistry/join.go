@@ -64,6 +64,9 @@ func (o *JoinOptions) Validate() error {
 	if !o.Exec && o.TokenTTL <= 0 {
 		return usageError{fmt.Errorf("--token-ttl %s: want a positive duration", o.TokenTTL)}
 	}
+	if !o.Exec && o.TokenTTL < join.MinTokenTTL {
+		return usageError{fmt.Errorf("--token-ttl %s: a member's API server gives no token for less than %s (nothing was done)", o.TokenTTL, join.MinTokenTTL)}
+	}
 	return nil
 }
 

@@ -80,6 +80,9 @@ func TestJoin(t *testing.T) {
 	code, out, stderr := cli("join", "alpha", "--dry-run", "--labels", "env=test")
 	require.Equal(t, 0, code, "%s%s", out, stderr)
 	require.Contains(t, out, "registry: Cluster joined/alpha would be created (server dry run)")
+	// A dry run says everything the run would do: the Role and RoleBinding and the token too.
+	require.Contains(t, out, "member: would apply Role and RoleBinding ")
+	require.Contains(t, out, "member: would ask for a token of ")
 	code, _, stderr = cli("join", "alpha", "--cluster-role", "no-such-role")
 	require.Equal(t, 2, code)
 	require.Contains(t, stderr, `member: ClusterRole "no-such-role" does not exist on `+lf.Members[0].URL()+" (nothing was done)")

@@ -80,6 +80,7 @@ func TestBadFlags(t *testing.T) {
 		{[]string{"join", "dev", "--dry-run=server"}, "--dry-run=server: want client or none"},
 		{[]string{"join", "dev", "--drop-credential-args"}, "--drop-credential-args goes with --exec"},
 		{[]string{"join", "dev", "--token-ttl", "0s"}, "--token-ttl 0s: want a positive duration"},
+		{[]string{"join", "dev", "--token-ttl", "1m"}, "--token-ttl 1m0s: a member's API server gives no token for less than 10m0s"},
 		{[]string{"unjoin", "dev", "--dry-run=server"}, "--dry-run=server: want client or none"},
 		{[]string{"unjoin", "dev", "--registry-only", "--member-context", "dev"}, "--registry-only and --member-context conflict"},
 		{[]string{"import", "fleet.yaml", "--dry-run=client"}, "--dry-run=client: want server or none"},
