@@ -22,6 +22,7 @@ import (
 
 	"github.com/cluster-registry/sdk/access"
 	"github.com/cluster-registry/sdk/clientset/versioned"
+	clusterregistryv1alpha1 "github.com/cluster-registry/sdk/clientset/versioned/typed/clusterregistry/v1alpha1"
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
 	"github.com/cluster-registry/sdk/fleetcache"
 	"github.com/cluster-registry/sdk/multicluster"
@@ -125,8 +126,9 @@ func (s *server) routes(g *guard) http.Handler {
 	api.HandleFunc("PATCH /clusters/{namespace}/{name}", s.patchCluster)
 	api.HandleFunc("DELETE /clusters/{namespace}/{name}", s.deleteCluster)
 	mux := http.NewServeMux()
-	mux.Handle("GET /{$}", page())
-	mux.Handle("GET /ui/", page())
+	dashboard := page()
+	mux.Handle("GET /{$}", dashboard)
+	mux.Handle("GET /ui/", dashboard)
 	mux.Handle("/", g.authenticated(api))
 	return g.servedOnly(mux)
 }
@@ -344,12 +346,11 @@ func (s *server) createCluster(w http.ResponseWriter, r *http.Request) {
 	if !s.authorize(w, r, "create", c.Namespace, "") || !validCluster(w, c) {
 		return
 	}
-	registry, err := s.guard.asCaller(r.Context())
-	if err != nil {
-		writeStatus(w, err)
+	clusters, ok := s.callerClusters(w, r, c.Namespace)
+	if !ok {
 		return
 	}
-	created, err := registry.ClusterregistryV1alpha1().Clusters(c.Namespace).Create(r.Context(), c, metav1.CreateOptions{FieldManager: "fleet-api"})
+	created, err := clusters.Create(r.Context(), c, metav1.CreateOptions{FieldManager: "fleet-api"})
 	if err != nil {
 		writeStatus(w, err)
 		return
@@ -374,12 +375,10 @@ func (s *server) updateCluster(w http.ResponseWriter, r *http.Request) {
 	if !s.authorize(w, r, "update", ns, name) || !validCluster(w, c) {
 		return
 	}
-	registry, err := s.guard.asCaller(r.Context())
-	if err != nil {
-		writeStatus(w, err)
+	clusters, ok := s.callerClusters(w, r, ns)
+	if !ok {
 		return
 	}
-	clusters := registry.ClusterregistryV1alpha1().Clusters(ns)
 	if c.ResourceVersion == "" {
 		current, err := clusters.Get(r.Context(), name, metav1.GetOptions{})
 		if err != nil {
@@ -409,18 +408,28 @@ func (s *server) patchCluster(w http.ResponseWriter, r *http.Request) {
 	if !s.authorize(w, r, "patch", ns, name) {
 		return
 	}
-	registry, err := s.guard.asCaller(r.Context())
-	if err != nil {
-		writeStatus(w, err)
+	clusters, ok := s.callerClusters(w, r, ns)
+	if !ok {
 		return
 	}
-	patched, err := registry.ClusterregistryV1alpha1().Clusters(ns).Patch(r.Context(), name, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: "fleet-api"})
+	patched, err := clusters.Patch(r.Context(), name, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: "fleet-api"})
 	if err != nil {
 		writeStatus(w, err)
 		return
 	}
 	patched.ManagedFields = nil
 	writeJSON(w, http.StatusOK, patched)
+}
+
+// callerClusters is the registry's Clusters of namespace as the caller, having written why not
+// when it cannot be had.
+func (s *server) callerClusters(w http.ResponseWriter, r *http.Request, namespace string) (clusterregistryv1alpha1.ClusterInterface, bool) {
+	registry, err := s.guard.asCaller(r.Context())
+	if err != nil {
+		writeStatus(w, err)
+		return nil, false
+	}
+	return registry.ClusterregistryV1alpha1().Clusters(namespace), true
 }
 
 // decodeCluster reads a Cluster from the body, having written why not when it cannot.
@@ -449,12 +458,11 @@ func (s *server) deleteCluster(w http.ResponseWriter, r *http.Request) {
 	if !s.authorize(w, r, "delete", ns, name) {
 		return
 	}
-	registry, err := s.guard.asCaller(r.Context())
-	if err != nil {
-		writeStatus(w, err)
+	clusters, ok := s.callerClusters(w, r, ns)
+	if !ok {
 		return
 	}
-	if err := registry.ClusterregistryV1alpha1().Clusters(ns).Delete(r.Context(), name, metav1.DeleteOptions{}); err != nil {
+	if err := clusters.Delete(r.Context(), name, metav1.DeleteOptions{}); err != nil {
 		writeStatus(w, err)
 		return
 	}
