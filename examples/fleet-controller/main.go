@@ -2,9 +2,11 @@
 // package mcprovider, a controller written with mcbuilder reconciles on every member of a
 // cluster set, including members that join while it runs, and stops on members that leave.
 //
-// It keeps one object on every member: the ConfigMap kube-public/cluster-registry-membership,
-// which tells whoever reads the member which registry entry it is (cluster set, name, display
-// name). Deleted or edited, it is put back.
+// It keeps one object per cluster set on every member: the ConfigMap
+// kube-public/cluster-registry-membership-SET, which tells whoever reads the member which registry
+// entry it is in that set (cluster set, name, display name). Deleted or edited, it is put back; an
+// object that something else keeps changing back is left alone for a minute, and the controller
+// logs why (a member in the registry twice under two names of one set, for example).
 //
 //	fleet-controller -n fleet
 //
@@ -22,14 +24,17 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/go-logr/logr"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
@@ -45,6 +50,10 @@ type options struct {
 	allNamespaces bool
 	metrics       string
 	trust         trustflags.Flags
+	// log is where the controller reports what it cannot fix, such as a second writer.
+	log logr.Logger
+	// skipNameValidation is for tests, which run the controller more than once in a process.
+	skipNameValidation bool
 }
 
 func main() {
@@ -67,7 +76,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	a, err := newApp(ctx, opts)
 	if err == nil {
-		fmt.Fprintln(stdout, "reconciling", membershipNamespace+"/"+membershipName, "on every member")
+		fmt.Fprintln(stdout, "reconciling", membershipNamespace+"/"+membershipPrefix+"SET on every member")
 		err = a.run(ctx)
 	}
 	if err != nil {
@@ -78,14 +87,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 }
 
 func parseFlags(args []string, stdout io.Writer) (*options, error) {
-	opts := &options{registry: genericclioptions.NewConfigFlags(true)}
+	opts := &options{registry: genericclioptions.NewConfigFlags(true), log: ctrl.Log.WithName("membership")}
 	trust := &opts.trust
 	cmd := &cobra.Command{
 		Use:   "fleet-controller [-n NAMESPACE | -A] [flags]",
 		Short: "Keep a ConfigMap that names its registry entry on every member cluster",
 		Example: `  # Every member of the "fleet" cluster set
   fleet-controller -n fleet
-  kubectl --context member-1 get configmap -n kube-public cluster-registry-membership -o yaml`,
+  kubectl --context member-1 get configmap -n kube-public cluster-registry-membership-fleet -o yaml`,
 		Args:          cobra.NoArgs,
 		SilenceUsage:  true,
 		SilenceErrors: true,
@@ -149,11 +158,16 @@ func newApp(ctx context.Context, opts *options) (*app, error) {
 	// The kinds the controller watches, synced on each member before it is engaged: see
 	// mcprovider.Options.WarmKinds.
 	a.provider = mcprovider.New(a.fleet, mcprovider.Options{WarmKinds: []client.Object{&corev1.ConfigMap{}, &corev1.Namespace{}}})
-	a.mgr, err = mcmanager.New(config, a.provider, manager.Options{Metrics: metricsserver.Options{BindAddress: opts.metrics}})
+	a.mgr, err = mcmanager.New(config, a.provider, manager.Options{
+		Metrics: metricsserver.Options{BindAddress: opts.metrics},
+		// A process runs one manager, but tests start several in turn, whose controllers'
+		// names would otherwise clash in controller-runtime's process-wide registry.
+		Controller: ctrlconfig.Controller{SkipNameValidation: ptr.To(opts.skipNameValidation)},
+	})
 	if err != nil {
 		return nil, fmt.Errorf("building the manager: %w", err)
 	}
-	if err := setUpMembership(a.mgr, a.fleet); err != nil {
+	if err := setUpMembership(a.mgr, a.fleet, opts.log); err != nil {
 		return nil, err
 	}
 	return a, nil
