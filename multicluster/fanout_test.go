@@ -124,6 +124,13 @@ func TestMapCanaryAndStopAfter(t *testing.T) {
 			t.Errorf("after a failed canary, %s: %v", r.Member, r.Err)
 		}
 	}
+	// Not started is not failed, and the work is still not done.
+	if failed, notStarted := len(results.Failed()), len(results.NotStarted()); failed != 1 || notStarted != 8 {
+		t.Errorf("after a failed canary: %d failed and %d not started, want 1 and 8", failed, notStarted)
+	}
+	if err := results.Err(); err == nil || strings.Count(err.Error(), "\n") != 8 {
+		t.Errorf("Err must name the failed member and the 8 not started, one line each: %v", err)
+	}
 
 	calls.Store(0)
 	results = ForEach(context.Background(), members, fail, Concurrency(1), StopAfter(2), NoRetry())
@@ -179,8 +186,8 @@ func TestMapCancel(t *testing.T) {
 		<-ctx.Done()
 		return ctx.Err()
 	}, Concurrency(2), OverallTimeout(50*time.Millisecond))
-	if n := len(results.Failed()); n != 6 {
-		t.Errorf("overall timeout: %d failed, want 6", n)
+	if failed, notStarted := len(results.Failed()), len(results.NotStarted()); failed != 2 || notStarted != 4 {
+		t.Errorf("overall timeout: %d failed and %d not started, want the 2 running failed and 4 not started", failed, notStarted)
 	}
 }
 

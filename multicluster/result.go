@@ -29,8 +29,14 @@ type Outcome struct {
 // Skipped reports whether SkipNotReady skipped the member. A skipped member is not a failure.
 func (o *Outcome) Skipped() bool { return errors.Is(o.Err, ErrNotReady) }
 
-// Failed reports whether the member failed or was not started; skipped members have not failed.
-func (o *Outcome) Failed() bool { return o.Err != nil && !o.Skipped() }
+// NotStarted reports whether the fan-out stopped before this member's turn (a failed canary,
+// StopAfter, the context's end): the callback never ran on it, so nothing was done there, but
+// nothing failed there either.
+func (o *Outcome) NotStarted() bool { return errors.Is(o.Err, ErrNotStarted) }
+
+// Failed reports whether the callback ran on the member and failed. Members that were skipped or
+// not started have not failed; Results.Err counts the not started too, since their work is not done.
+func (o *Outcome) Failed() bool { return o.Err != nil && !o.Skipped() && !o.NotStarted() }
 
 // Result is a member's Outcome and the value its callback returned.
 type Result[T any] struct {
@@ -46,10 +52,15 @@ func (rs Results[T]) Succeeded() Results[T] {
 	return rs.filter(func(r *Result[T]) bool { return r.Err == nil })
 }
 
-// Failed returns the results of members that failed or were not started; skipped members are
-// not among them.
+// Failed returns the results of members on which the callback ran and failed; members skipped
+// or not started are not among them.
 func (rs Results[T]) Failed() Results[T] {
 	return rs.filter(func(r *Result[T]) bool { return r.Failed() })
+}
+
+// NotStarted returns the results of members the fan-out did not start.
+func (rs Results[T]) NotStarted() Results[T] {
+	return rs.filter(func(r *Result[T]) bool { return r.NotStarted() })
 }
 
 // Skipped returns the results of members that SkipNotReady skipped.
@@ -67,11 +78,11 @@ func (rs Results[T]) filter(keep func(*Result[T]) bool) Results[T] {
 	return out
 }
 
-// Err joins the failed members' errors, each a *MemberError that names the member; nil when
-// none failed. Skipped members are not failures.
+// Err joins the errors of the members that failed or were not started, each a *MemberError that
+// names the member: nil when the work was done on every member that was not skipped.
 func (rs Results[T]) Err() error {
 	var errs []error
-	for _, r := range rs.Failed() {
+	for _, r := range rs.filter(func(r *Result[T]) bool { return r.Failed() || r.NotStarted() }) {
 		errs = append(errs, &MemberError{Member: r.Member, Attempts: r.Attempts, Err: r.Err})
 	}
 	return errors.Join(errs...)

@@ -8,7 +8,9 @@
 //
 // It takes kubectl's connection flags for the registry (--kubeconfig, --context, -n, --as, ...,
 // from k8s.io/cli-runtime). It prints a line per member as each finishes, then a table, then each
-// failed member's full error, and exits 1 naming the members that failed, or 2 for bad flags.
+// failed member's full error. It exits 0 when the change was made on every member (or skipped
+// with --skip-not-ready), 1 when it was not: the last line names the members where it failed and,
+// apart from them, those it never started on (after a failed --canary); 2 for bad flags.
 package main
 
 import (
@@ -106,44 +108,69 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		// Progress: one line per member as it finishes. Calls come one at a time.
 		multicluster.OnResult(func(o multicluster.Outcome) {
 			done++
-			status := "ok"
-			if o.Err != nil {
-				status = "FAILED" // the table below says why
-			}
-			attempts := "1 attempt"
-			if o.Attempts != 1 {
-				attempts = fmt.Sprintf("%d attempts", o.Attempts)
-			}
-			if o.Skipped() {
-				status = "skipped (not Ready)"
-			}
-			fmt.Fprintf(stdout, "[%d/%d] %s %s (%s, %s)\n", done, len(members), o.Member, status, attempts, o.Duration.Round(time.Millisecond))
+			fmt.Fprintf(stdout, "[%d/%d] %s %s\n", done, len(members), o.Member, progress(o))
 		}),
 	)...)
 	fmt.Fprintln(stdout)
 	_ = results.WriteTable(stdout)
 	if skipped := results.Skipped(); len(skipped) > 0 {
-		names := make([]string, len(skipped))
-		for i, r := range skipped {
-			names[i] = r.Member.String()
-		}
-		fmt.Fprintf(stdout, "\nSkipped, not Ready (--skip-not-ready): %s\n", strings.Join(names, ", "))
+		fmt.Fprintf(stdout, "\nSkipped, not Ready (--skip-not-ready): %s\n", memberNames(skipped))
 	}
 
-	if failed := results.Failed(); len(failed) > 0 {
+	failed, notStarted := results.Failed(), results.NotStarted()
+	if len(failed) > 0 {
 		// The table cuts long errors to a line; the remedy is often at the end.
 		fmt.Fprintln(stdout, "\nErrors:")
-		names := make([]string, len(failed))
-		for i, r := range failed {
-			names[i] = r.Member.String()
+		for _, r := range failed {
 			// A member's error quotes its API server; kubectl's escaping keeps its control
 			// characters from driving the terminal (the table above does the same).
 			fmt.Fprintf(stdout, "  %s: %s\n", r.Member, printers.EscapeTerminal(strings.ReplaceAll(r.Err.Error(), "\n", "\n    ")))
 		}
-		fmt.Fprintf(stderr, "fanout-deploy: %d of %d members failed: %s\n", len(failed), len(results), strings.Join(names, ", "))
-		return 1
 	}
-	return 0
+	if len(failed)+len(notStarted) == 0 {
+		return 0
+	}
+	// The summary tells apart members where the change failed from members it never reached
+	// (after a failed canary, or an interrupt): both leave the fleet unchanged there, so both
+	// exit 1, but only the first needs looking at.
+	var summary []string
+	if len(failed) > 0 {
+		summary = append(summary, fmt.Sprintf("%d of %d members failed: %s", len(failed), len(results), memberNames(failed)))
+	}
+	if len(notStarted) > 0 {
+		why := strings.TrimPrefix(strings.TrimPrefix(notStarted[0].Err.Error(), multicluster.ErrNotStarted.Error()), ": ")
+		summary = append(summary, fmt.Sprintf("%d not started (%s): %s", len(notStarted), why, memberNames(notStarted)))
+	}
+	fmt.Fprintf(stderr, "fanout-deploy: %s\n", strings.Join(summary, "; "))
+	return 1
+}
+
+// progress is a member's line as it finishes: what happened, and for members that ran, how many
+// attempts it took and how long.
+func progress(o multicluster.Outcome) string {
+	switch {
+	case o.Skipped():
+		return "skipped (not Ready)"
+	case o.NotStarted():
+		return "not started" // the table says why
+	}
+	status := "ok"
+	if o.Err != nil {
+		status = "FAILED" // the table below says why
+	}
+	attempts := "1 attempt"
+	if o.Attempts != 1 {
+		attempts = fmt.Sprintf("%d attempts", o.Attempts)
+	}
+	return fmt.Sprintf("%s (%s, %s)", status, attempts, o.Duration.Round(time.Millisecond))
+}
+
+func memberNames[T any](rs multicluster.Results[T]) string {
+	names := make([]string, len(rs))
+	for i, r := range rs {
+		names[i] = r.Member.String()
+	}
+	return strings.Join(names, ", ")
 }
 
 // selectMembers reads the selected Clusters from the registry and makes them a Fleet. A one-shot

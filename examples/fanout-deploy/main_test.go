@@ -232,10 +232,20 @@ func TestEndToEnd(t *testing.T) {
 	})
 
 	t.Run("canaries", func(t *testing.T) {
-		// member-2, stopped, is the second canary: member-3 is not started.
-		code, out, _ := fanoutDeploy(t, "--name", "web", "--image", "registry.example/web:4", "--timeout", "5s", "--canary", "2")
-		if code != 1 || !strings.Contains(tableRow(out, "fleet/member-3"), "not started") {
+		// member-2, stopped, is the second canary: member-3 is not started, which is not a
+		// failure (before, it was "FAILED (0 attempts)" and counted among the failed).
+		code, out, errOut := fanoutDeploy(t, "--name", "web", "--image", "registry.example/web:4", "--timeout", "5s", "--canary", "2")
+		if code != 1 || !strings.Contains(tableRow(out, "fleet/member-3"), "not started: 1 of 2 canary members failed") {
 			t.Errorf("exit %d; member-3: %q", code, tableRow(out, "fleet/member-3"))
+		}
+		if !strings.Contains(out, "] fleet/member-3 not started\n") || strings.Contains(out, "0 attempts") {
+			t.Errorf("member-3's progress line:\n%s", out)
+		}
+		if want := "fanout-deploy: 1 of 3 members failed: fleet/member-2; 1 not started (1 of 2 canary members failed): fleet/member-3\n"; errOut != want {
+			t.Errorf("summary %q, want %q", errOut, want)
+		}
+		if _, errs, _ := strings.Cut(out, "\nErrors:\n"); strings.Contains(errs, "member-3") {
+			t.Errorf("a member not started is listed among the errors:\n%s", errs)
 		}
 		if got := deployments(t, lf.Members[0], lf.Members[2]); got[0] != "registry.example/web:4/1" || got[1] != "registry.example/web:3/1" {
 			t.Errorf("after a failed canary: %v", got)
