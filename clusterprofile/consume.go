@@ -6,6 +6,7 @@ import (
 	"strconv"
 
 	"k8s.io/apimachinery/pkg/api/meta"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 	cpv1alpha1 "sigs.k8s.io/cluster-inventory-api/apis/v1alpha1"
@@ -124,6 +125,11 @@ type source struct {
 
 func (s *source) List(ctx context.Context, namespace string, opts metav1.ListOptions) (*v1alpha1.ClusterList, error) {
 	list, err := s.profiles.ApisV1alpha1().ClusterProfiles(namespace).List(ctx, opts)
+	if apierrors.IsNotFound(err) {
+		if served := Served(s.profiles.Discovery()); served != nil {
+			return nil, served // saying what to install, not only "not found"
+		}
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -138,9 +138,15 @@ func (p *Publisher) enqueue(obj any) {
 	p.queue.Add(types.NamespacedName{Namespace: ns, Name: name})
 }
 
-// Run publishes until ctx is done, then returns once its workers and informers have stopped.
+// Run publishes until ctx is done, then returns once its workers and informers have stopped. On a
+// registry without the ClusterProfile CRD it returns at once an error that says what to install
+// (errors.Is(err, ErrNotServed)).
 func (p *Publisher) Run(ctx context.Context) error {
 	defer utilruntime.HandleCrash()
+	// Without the CRD, the informers would retry their list every second or two for ever.
+	if err := Served(p.profiles.Discovery()); err != nil {
+		return fmt.Errorf("clusterprofile: %w", err)
+	}
 	stop := ctx.Done()
 	for _, start := range p.start {
 		start(stop)

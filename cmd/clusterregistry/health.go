@@ -125,6 +125,11 @@ func (o *HealthOptions) Run(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
+		// Refused before anything starts: without the CRD, the publisher could only log a
+		// failed watch every second or two.
+		if err := clusterprofile.Served(profiles.Discovery()); err != nil {
+			return fmt.Errorf("--cluster-profiles: %w", err)
+		}
 		publisher, err := clusterprofile.NewPublisher(reg.Clusters, profiles, clusterprofile.PublishOptions{
 			Namespaces: opts.Namespaces, ManagerName: o.ClusterManager, Resolver: opts.Resolver, Logger: opts.Logger.WithName("clusterprofiles")})
 		if err != nil {
@@ -169,7 +174,10 @@ It needs the ClusterRole in deploy/health/clusterrole.yaml in each namespace it 
 With --cluster-profiles it also publishes each Cluster as a ClusterProfile of SIG Multicluster's
 inventory API: display name, version, cluster ID, ControlPlaneHealthy mirroring Ready, and the
 member's server and CA (never a credential), removed with the Cluster. That needs the ClusterProfile
-CRD (sigs.k8s.io/cluster-inventory-api) and deploy/health/clusterprofiles-clusterrole.yaml.
+CRD, which SIG Multicluster's sigs.k8s.io/cluster-inventory-api publishes (health refuses to start
+without it, saying so):
+  kubectl apply -f ` + clusterprofile.CRDManifest + `
+and deploy/health/clusterprofiles-clusterrole.yaml.
 
 With --rotate-credentials it also renews the service-account tokens that join stored, asking each
 member with the current token once two thirds of its life have passed, and writes the new token

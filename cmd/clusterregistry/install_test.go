@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -97,4 +98,16 @@ func TestInstall(t *testing.T) {
 	require.Contains(t, stdout.String(), "note: namespace team-e does not exist, so there is no such cluster set yet; --create-namespace makes it")
 	_, err = admin.CoreV1().Namespaces().Get(ctx, "team-e", metav1.GetOptions{})
 	require.True(t, apierrors.IsNotFound(err), "install made a namespace without --create-namespace: %v", err)
+
+	// health --cluster-profiles on a registry without the ClusterProfile CRD (install does not
+	// make it) is refused at start, saying what to install; before, it ran on and logged a raw
+	// watch error every second or two.
+	stdout.Reset()
+	stderr.Reset()
+	start := time.Now()
+	code := run(ctx, []string{"health", "--kubeconfig", lf.Registry.Kubeconfig, "-n", "team-a", "--cluster-profiles"}, &stdout, &stderr)
+	require.Equal(t, 1, code, "stdout: %s\nstderr: %s", stdout.String(), stderr.String())
+	require.Less(t, time.Since(start), 20*time.Second)
+	require.Contains(t, stderr.String(), "--cluster-profiles: ClusterProfiles (multicluster.x-k8s.io/v1alpha1) are not served: the ClusterProfile CRD is not installed; install it: kubectl apply -f https://")
+	require.NotContains(t, stderr.String(), "watch", "a watch started, and failed")
 }
