@@ -200,12 +200,24 @@ func joinToken(ctx context.Context, member *rest.Config, server string, reg Regi
 		result.Cluster, result.ClusterChange = dry, what
 		return result, nil
 	}
-	if err := applyAccount(ctx, out, memberKube, account, o.ClusterRole, owner, o.FieldManager); err != nil {
-		return nil, err
+	// From here, a refusal of the member or the registry undoes the account if this run made it:
+	// a join either happens or leaves nothing behind.
+	isNew, err := applyAccount(ctx, out, memberKube, account, o.ClusterRole, owner, o.FieldManager)
+	undo := func(err error) error {
+		if !isNew {
+			return err
+		}
+		return undoAccount(ctx, memberKube, account, owner, err)
+	}
+	if err != nil {
+		return nil, undo(err)
 	}
 	token, err := rotation.Issue(ctx, memberKube.CoreV1(), account.Namespace, account.Name, o.TokenTTL)
+	if err != nil && isNew {
+		return nil, undo(fmt.Errorf("member: %w", err))
+	}
 	if err != nil {
-		return nil, fmt.Errorf("member: %w (its service account and bindings are made; unjoin removes them)", err)
+		return nil, fmt.Errorf("member: %w (the account an earlier join made is left as it was)", err)
 	}
 	secret := tokenSecret(namespace, secretName, server, token.Token, ca).WithAnnotations(map[string]string{
 		v1alpha1.ServiceAccountAnnotation: account.String(),
@@ -213,7 +225,10 @@ func joinToken(ctx context.Context, member *rest.Config, server string, reg Regi
 	})
 	apply := metav1.ApplyOptions{FieldManager: o.FieldManager, Force: true}
 	if _, err := reg.Kube.CoreV1().Secrets(namespace).Apply(ctx, secret, apply); err != nil {
-		return nil, fmt.Errorf("registry: storing the token in Secret %s/%s (the member's service account is made; unjoin removes it): %w", namespace, secretName, err)
+		if isNew {
+			return nil, undo(fmt.Errorf("registry: storing the token in Secret %s/%s: %w", namespace, secretName, err))
+		}
+		return nil, fmt.Errorf("registry: storing the token in Secret %s/%s (the account an earlier join made is kept; its token is not replaced): %w", namespace, secretName, err)
 	}
 	result.TokenExpires = token.ExpirationTimestamp.Time
 	fmt.Fprintf(out, "registry: Secret %s/%s applied, pinned to %s, token valid until %s\n", namespace, secretName, server, token.ExpirationTimestamp.Format(time.RFC3339))

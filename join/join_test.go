@@ -9,9 +9,12 @@ import (
 
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/cluster-registry/sdk/access"
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
@@ -204,6 +207,60 @@ func TestJoinChangesNothingUntilAllIsChecked(t *testing.T) {
 	_, err = join.Join(ctx, lf.Members[0].Config, join.Registry{Namespace: reg.Namespace}, join.Options{Name: "dev"})
 	require.ErrorContains(t, err, "join.Registry")
 	requireNothingMade()
+}
+
+// A member that refuses a later step (here the token request: the joining user may make accounts
+// and bindings but not ask for tokens) leaves nothing behind: what this join had made is undone,
+// and the error says so. Before, the namespace, account and bindings stayed, half a join.
+func TestJoinUndoesWhatItMadeWhenTheMemberRefusesLater(t *testing.T) {
+	integration(t)
+	ctx := t.Context()
+	reg := newSet(t)
+	admin := memberKube()
+	_, err := admin.RbacV1().ClusterRoles().Create(ctx, &rbacv1.ClusterRole{
+		ObjectMeta: metav1.ObjectMeta{Name: "joiner-without-tokens"},
+		Rules: []rbacv1.PolicyRule{
+			{APIGroups: []string{""}, Resources: []string{"namespaces", "serviceaccounts", "secrets"}, Verbs: []string{"*"}}, // not serviceaccounts/token
+			{APIGroups: []string{"rbac.authorization.k8s.io"}, Resources: []string{"*"}, Verbs: []string{"*"}},
+		},
+	}, metav1.CreateOptions{})
+	require.NoError(t, client.IgnoreAlreadyExists(err))
+	_, err = admin.RbacV1().ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "joiner-without-tokens"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "joiner-without-tokens"},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: "joiner"}},
+	}, metav1.CreateOptions{})
+	require.NoError(t, client.IgnoreAlreadyExists(err))
+	kubeconfig, err := lf.Members[0].AddUser("joiner")
+	require.NoError(t, err)
+	joiner, err := clientcmd.RESTConfigFromKubeConfig(kubeconfig)
+	require.NoError(t, err)
+
+	_, err = join.Join(ctx, joiner, reg, join.Options{Name: "dev"})
+	require.Error(t, err)
+	require.True(t, apierrors.IsForbidden(err), "%v", err)
+	require.ErrorContains(t, err, "undone")
+	account := join.AccountFor(reg.ID(ctx), reg.Namespace, "dev")
+	// (A local fleet runs no namespace controller: a deleted namespace stays Terminating.)
+	ns, err := admin.CoreV1().Namespaces().Get(ctx, account.Namespace, metav1.GetOptions{})
+	require.True(t, apierrors.IsNotFound(err) || (err == nil && ns.DeletionTimestamp != nil), "the namespace this join made is left: %v", err)
+	_, err = admin.RbacV1().ClusterRoleBindings().Get(ctx, account.Name, metav1.GetOptions{})
+	require.True(t, apierrors.IsNotFound(err), "the ClusterRoleBinding this join made is left: %v", err)
+	_, err = reg.Kube.CoreV1().Secrets(reg.Namespace).Get(ctx, "dev-token", metav1.GetOptions{})
+	require.True(t, apierrors.IsNotFound(err), "a Secret was made: %v", err)
+
+	// An account an earlier join made is not undone when a rejoin is refused: its token is in use.
+	_, err = join.Join(ctx, lf.Members[0].Config, reg, join.Options{Name: "dev2"})
+	require.NoError(t, err)
+	_, err = join.Join(ctx, joiner, reg, join.Options{Name: "dev2"})
+	require.True(t, apierrors.IsForbidden(err), "%v", err)
+	require.NotContains(t, err.Error(), "undone")
+	require.ErrorContains(t, err, "earlier join")
+	_, err = resolve(t, reg, "dev2")
+	require.NoError(t, err)
+	account2 := join.AccountFor(reg.ID(ctx), reg.Namespace, "dev2")
+	_, err = admin.CoreV1().ServiceAccounts(account2.Namespace).Get(ctx, account2.Name, metav1.GetOptions{})
+	require.NoError(t, err, "a rejoin's refusal took away the account of the earlier join")
 }
 
 // Whoever can write a cluster set, or a member's namespaces, cannot use Join to take what is

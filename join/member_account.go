@@ -2,8 +2,10 @@ package join
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -16,16 +18,25 @@ import (
 
 // applyAccount makes, on the member, the account's namespace, the account, its binding to the
 // ClusterRole, and its right to renew its own tokens (rotation.Rules), all owner-annotated.
-func applyAccount(ctx context.Context, out io.Writer, memberKube kubernetes.Interface, account Account, clusterRole string, owner map[string]string, fieldManager string) error {
+//
+// It reports whether the account is new: made by this call, so that a later step's failure may
+// take it away again (undoAccount) rather than leave a half-made join behind. An account that was
+// there before belongs to an earlier join, whose token may be in use, and is never undone.
+func applyAccount(ctx context.Context, out io.Writer, memberKube kubernetes.Interface, account Account, clusterRole string, owner map[string]string, fieldManager string) (isNew bool, err error) {
 	switch ns, err := memberKube.CoreV1().Namespaces().Get(ctx, account.Namespace, metav1.GetOptions{}); {
 	case apierrors.IsNotFound(err):
+		isNew = true
 	case err != nil:
-		return fmt.Errorf("member: reading Namespace %s (nothing was done): %w", account.Namespace, err)
+		return false, fmt.Errorf("member: reading Namespace %s (nothing was done): %w", account.Namespace, err)
 	case !ownedBy(ns.Annotations, owner):
-		return fmt.Errorf("member: Namespace %s exists and is not this Cluster's (it does not record it as its owner); nothing was done", account.Namespace)
+		return false, fmt.Errorf("member: Namespace %s exists and is not this Cluster's (it does not record it as its owner); nothing was done", account.Namespace)
 	case ns.DeletionTimestamp != nil:
-		return fmt.Errorf("member: Namespace %s is being deleted (an unjoin); nothing was done: join again once it is gone", account.Namespace)
+		return false, fmt.Errorf("member: Namespace %s is being deleted (an unjoin); nothing was done: join again once it is gone", account.Namespace)
 	}
+	return isNew, makeAccount(ctx, out, memberKube, account, clusterRole, owner, fieldManager)
+}
+
+func makeAccount(ctx context.Context, out io.Writer, memberKube kubernetes.Interface, account Account, clusterRole string, owner map[string]string, fieldManager string) error {
 	apply := metav1.ApplyOptions{FieldManager: fieldManager, Force: true}
 	if _, err := memberKube.CoreV1().Namespaces().Apply(ctx, corev1ac.Namespace(account.Namespace).WithAnnotations(owner), apply); err != nil {
 		return fmt.Errorf("member: creating Namespace %s (nothing was done): %w", account.Namespace, err)
@@ -60,6 +71,39 @@ func applyAccount(ctx context.Context, out io.Writer, memberKube kubernetes.Inte
 	}
 	fmt.Fprintf(out, "member: Role and RoleBinding %s applied: the account may renew its own token, nothing else\n", account)
 	return nil
+}
+
+// undoAccount takes away an account that this run of Join made (applyAccount said it was new),
+// after a later step failed: the ClusterRoleBinding, then the namespace, with the service account,
+// the Role and RoleBinding and any token in it. It returns the failed step's error, saying that
+// the account was undone, or what is left when the undo failed too.
+func undoAccount(ctx context.Context, memberKube kubernetes.Interface, account Account, owner map[string]string, failed error) error {
+	// The caller's context may be what ended; the undo gets a little time of its own.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	var errs []error
+	if b, err := memberKube.RbacV1().ClusterRoleBindings().Get(ctx, account.Name, metav1.GetOptions{}); err == nil && ownedBy(b.Annotations, owner) {
+		errs = append(errs, ignoreNotFound(memberKube.RbacV1().ClusterRoleBindings().Delete(ctx, account.Name, metav1.DeleteOptions{})))
+	} else if err != nil {
+		errs = append(errs, ignoreNotFound(err))
+	}
+	if ns, err := memberKube.CoreV1().Namespaces().Get(ctx, account.Namespace, metav1.GetOptions{}); err == nil && ownedBy(ns.Annotations, owner) {
+		errs = append(errs, ignoreNotFound(memberKube.CoreV1().Namespaces().Delete(ctx, account.Namespace,
+			metav1.DeleteOptions{Preconditions: metav1.NewUIDPreconditions(string(ns.UID))})))
+	} else if err != nil {
+		errs = append(errs, ignoreNotFound(err))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("%w; undoing it failed too (%v): Namespace %s and ClusterRoleBinding %s may be left on the member; unjoin removes them", failed, err, account.Namespace, account.Name)
+	}
+	return fmt.Errorf("%w; undone: Namespace %s (with the service account and its Role and RoleBinding) and ClusterRoleBinding %s, which this join had made, are removed, so nothing is left", failed, account.Namespace, account.Name)
+}
+
+func ignoreNotFound(err error) error {
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	return err
 }
 
 // removeLegacyAccount deletes what join made for the same Cluster in kube-system in builds of
