@@ -55,6 +55,12 @@ type Status struct {
 // Fresh reports whether the cache is synced and following the member.
 func (s Status) Fresh() bool { return s.State == Synced }
 
+// Refused reports whether the member refused to list the kind (Forbidden or Unauthorized): the
+// cache holds nothing, and a count of what it holds would be a count of nothing, not zero objects.
+func (s Status) Refused() bool {
+	return s.State == Syncing && (apierrors.IsForbidden(s.Err) || apierrors.IsUnauthorized(s.Err))
+}
+
 func (s Status) String() string {
 	since := s.Since.Format(time.RFC3339)
 	switch {

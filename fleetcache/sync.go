@@ -38,9 +38,12 @@ const syncPoll = 50 * time.Millisecond
 
 // WaitForCacheSync waits until every member's cache of the kind has synced, giving each member
 // at most perMember from when its cache started (zero: no limit of its own), or until ctx ends.
-// A member that is down or slow holds up no other: it is given up on at its deadline. The error,
-// a *NotSyncedError, names every member not synced then, with its status; nil means all synced.
-// Members that join while it waits are waited for too.
+// A member that is down or slow holds up no other: it is given up on at its deadline. A member
+// that refused the list (Forbidden or Unauthorized: the credentials may not list the kind, see
+// Status.Refused) is given up on at once, since waiting would not change its answer; its cache
+// keeps trying, and syncs if the member's RBAC changes. The error, a *NotSyncedError, names every
+// member not synced then, with its status; nil means all synced. Members that join while it waits
+// are waited for too.
 func (k *Kind[T]) WaitForCacheSync(ctx context.Context, perMember time.Duration) error {
 	ticker := time.NewTicker(syncPoll)
 	defer ticker.Stop()
@@ -51,7 +54,7 @@ func (k *Kind[T]) WaitForCacheSync(ctx context.Context, perMember time.Duration)
 			if s.State != Syncing {
 				continue
 			}
-			if perMember > 0 && now.Sub(s.Since) >= perMember {
+			if s.Refused() || (perMember > 0 && now.Sub(s.Since) >= perMember) {
 				late[key] = s
 				continue
 			}

@@ -24,6 +24,8 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/cluster-registry/sdk/access"
+	"github.com/cluster-registry/sdk/fleetcache"
+	"github.com/cluster-registry/sdk/join"
 	"github.com/cluster-registry/sdk/clientset/versioned"
 	"github.com/cluster-registry/sdk/localfleet"
 	"github.com/cluster-registry/sdk/testkit/fleettest"
@@ -158,6 +160,12 @@ func startAPI(t *testing.T, sets ...string) (*server, *httptest.Server) {
 	return s, web
 }
 
+func nodesOf(total, ready int) nodeCounts { return nodeCounts{Total: &total, Ready: &ready} }
+
+func deploymentsOf(total, ready int) workloads {
+	return workloads{Deployments: &total, DeploymentsReady: &ready}
+}
+
 type clusterList struct {
 	Clusters []clusterSummary `json:"clusters"`
 }
@@ -232,10 +240,10 @@ func TestClusters(t *testing.T) {
 	clusters := listClusters(t, web)
 	require.Len(t, clusters, 2)
 	m1, m2 := clusters["member-1"], clusters["member-2"]
-	require.Equal(t, nodeCounts{Total: 2, Ready: 1}, m1.Nodes)
-	require.Equal(t, workloads{Deployments: 1, DeploymentsReady: 1}, m1.Workloads)
-	require.Equal(t, nodeCounts{Total: 1, Ready: 1}, m2.Nodes)
-	require.Equal(t, workloads{}, m2.Workloads)
+	require.Equal(t, nodesOf(2, 1), m1.Nodes)
+	require.Equal(t, deploymentsOf(1, 1), m1.Workloads)
+	require.Equal(t, nodesOf(1, 1), m2.Nodes)
+	require.Equal(t, deploymentsOf(0, 0), m2.Workloads, "a member with no Deployments has zero, not unknown")
 	for _, c := range []clusterSummary{m1, m2} {
 		require.Equal(t, "True", c.Ready)
 		require.Equal(t, localfleet.KubernetesVersion, c.Version)
@@ -297,7 +305,8 @@ func TestRegisterAndRemove(t *testing.T) {
 	require.Eventually(t, func() bool { return s.fleet.Len() == 3 }, 10*time.Second, 20*time.Millisecond)
 	extra := listClusters(t, web)["extra"]
 	require.Equal(t, "Syncing", extra.Cache.State, "a member that cannot be reached is not shown as empty")
-	require.Equal(t, 0, extra.Nodes.Total)
+	require.Nil(t, extra.Nodes.Total, "a member that cannot be reached has an unknown count of Nodes, not zero")
+	require.Contains(t, extra.Nodes.Unknown, "not listed yet")
 
 	code, body = call(t, http.MethodDelete, web.URL+"/clusters/"+lf.Namespace+"/extra", nil)
 	require.Equal(t, http.StatusOK, code, string(body))
@@ -369,7 +378,7 @@ func TestStoppedMemberIsStale(t *testing.T) {
 	}, 30*time.Second, 50*time.Millisecond)
 	require.WithinDuration(t, stoppedAt, m2.Cache.Since, 10*time.Second)
 	require.NotEmpty(t, m2.Cache.Error)
-	require.Equal(t, nodeCounts{Total: 1, Ready: 1}, m2.Nodes, "the counts of before, not an empty list")
+	require.Equal(t, nodesOf(1, 1), m2.Nodes, "the counts of before, not an empty list")
 	require.Equal(t, "Synced", listClusters(t, web)["member-1"].Cache.State)
 
 	require.NoError(t, lf.Members[1].StartAPIServer())
@@ -378,4 +387,39 @@ func TestStoppedMemberIsStale(t *testing.T) {
 
 	cancel()
 	require.Equal(t, 0, <-done, "stderr: %s", stderr.String())
+}
+
+// A member whose credentials may not list Nodes (joined with the view role) is not waited for
+// until the sync timeout, and its Node counts are unknown, saying why, not zero; what it may list
+// is counted. Before, fleet-api waited the whole timeout and answered "nodes": {"total": 0}.
+func TestCountsTheMemberRefuses(t *testing.T) {
+	needsFleet(t)
+	ctx := testContext(t)
+	ns := fleettest.NewSet(t, lf)
+	reg, err := join.RegistryFor(lf.Registry.Config, ns)
+	require.NoError(t, err)
+	_, err = join.Join(ctx, lf.Members[0].Config, reg, join.Options{Name: "viewer", ClusterRole: "view"})
+	require.NoError(t, err)
+
+	resolver, err := access.NewResolver(access.ResolverOptions{Secrets: access.SecretsFromClient(kubernetes.NewForConfigOrDie(lf.Registry.Config))})
+	require.NoError(t, err)
+	s, err := startServer(ctx, versioned.NewForConfigOrDie(lf.Registry.Config), resolver, []string{ns})
+	require.NoError(t, err)
+	t.Cleanup(s.stop)
+	start := time.Now()
+	err = s.nodes.WaitForCacheSync(ctx, 30*time.Second)
+	var notSynced *fleetcache.NotSyncedError
+	require.ErrorAs(t, err, &notSynced)
+	require.Less(t, time.Since(start), 10*time.Second, "waited for a member that refuses to list Nodes")
+	require.Contains(t, err.Error(), "forbidden")
+	require.NoError(t, s.deployments.WaitForCacheSync(ctx, 30*time.Second))
+
+	summary, _, _ := s.summarize(s.fleet.Member(ns, "viewer"))
+	require.Nil(t, summary.Nodes.Total, "an unknown count of Nodes shown as a number")
+	require.Contains(t, summary.Nodes.Unknown, "the member refuses to list them")
+	require.Contains(t, summary.Nodes.Unknown, `cannot list resource "nodes"`)
+	require.Equal(t, deploymentsOf(1, 1), summary.Workloads)
+	data, err := json.Marshal(summary.Nodes)
+	require.NoError(t, err)
+	require.NotContains(t, string(data), `"total"`)
 }

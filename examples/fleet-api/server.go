@@ -18,6 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 	genericrequest "k8s.io/apiserver/pkg/endpoints/request"
 
 	"github.com/cluster-registry/sdk/access"
@@ -154,14 +155,20 @@ type clusterSummary struct {
 	Cache cacheState `json:"cache"`
 }
 
+// nodeCounts are a member's Nodes; when its cache holds no list of them (it has not listed them
+// yet, or the member refused: its credentials may not list Nodes), Total and Ready are left out
+// and Unknown says why. An unknown count is never shown as zero.
 type nodeCounts struct {
-	Total int `json:"total"`
-	Ready int `json:"ready"`
+	Total   *int   `json:"total,omitempty"`
+	Ready   *int   `json:"ready,omitempty"`
+	Unknown string `json:"unknown,omitempty"`
 }
 
+// workloads are a member's Deployments, unknown as nodeCounts are.
 type workloads struct {
-	Deployments      int `json:"deployments"`
-	DeploymentsReady int `json:"deploymentsReady"`
+	Deployments      *int   `json:"deployments,omitempty"`
+	DeploymentsReady *int   `json:"deploymentsReady,omitempty"`
+	Unknown          string `json:"unknown,omitempty"`
 }
 
 type cacheState struct {
@@ -276,20 +283,46 @@ func (s *server) summarize(m *multicluster.Member) (clusterSummary, []*corev1.No
 	}
 	nodes, _ := s.nodes.List(m.Name(), nil)
 	deployments, _ := s.deployments.List(m.Name(), nil)
-	out.Nodes.Total = len(nodes)
-	for _, n := range nodes {
-		if nodeReady(n) {
-			out.Nodes.Ready++
+	if why := unknown(s.nodes.Status(m.Name())); why != "" {
+		out.Nodes.Unknown, nodes = why, nil
+	} else {
+		ready := 0
+		for _, n := range nodes {
+			if nodeReady(n) {
+				ready++
+			}
 		}
+		out.Nodes.Total, out.Nodes.Ready = ptr.To(len(nodes)), ptr.To(ready)
 	}
-	out.Workloads.Deployments = len(deployments)
-	for _, d := range deployments {
-		if deploymentReady(d) {
-			out.Workloads.DeploymentsReady++
+	if why := unknown(s.deployments.Status(m.Name())); why != "" {
+		out.Workloads.Unknown, deployments = why, nil
+	} else {
+		ready := 0
+		for _, d := range deployments {
+			if deploymentReady(d) {
+				ready++
+			}
 		}
+		out.Workloads.Deployments, out.Workloads.DeploymentsReady = ptr.To(len(deployments)), ptr.To(ready)
 	}
 	out.Cache = s.cacheState(m.Name())
 	return out, nodes, deployments
+}
+
+// unknown is why a member's cache of a kind has no count to give, or "" when it has one: synced,
+// or stale (the counts of when it was last current, which Cache says).
+func unknown(st fleetcache.Status, ok bool) string {
+	switch {
+	case !ok:
+		return "not cached"
+	case st.State != fleetcache.Syncing:
+		return ""
+	case st.Refused():
+		return "the member refuses to list them: " + st.Err.Error()
+	case st.Err != nil:
+		return "not listed yet: " + st.Err.Error()
+	}
+	return "not listed yet"
 }
 
 // cacheState is the least current of the member's two caches.

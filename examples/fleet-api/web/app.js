@@ -28,6 +28,13 @@ async function api(path, signal) {
   return fetch(path, { headers: { Authorization: "Bearer " + token }, signal, cache: "no-store" });
 }
 
+// counts is "R of T ready", or "unknown" and why when the member's caches have no count: an
+// unknown count is never shown as zero.
+function counts(label, what, ready, total) {
+  if (what.unknown) return cell(label, "unknown", what.unknown, "unknown");
+  return cell(label, ready + " of " + total + " ready");
+}
+
 function cell(label, text, sub, cls) {
   const td = document.createElement("td");
   td.dataset.label = label;
@@ -63,8 +70,8 @@ function render() {
       cell("Member", c.displayName || c.name, key),
       cell("Ready", c.ready + (c.reason ? " (" + c.reason + ")" : ""), c.ready === "True" ? "" : c.message, "ready-" + c.ready),
       cell("Version", c.version || "-"),
-      cell("Nodes", c.nodes.ready + " of " + c.nodes.total + " ready"),
-      cell("Deployments", c.workloads.deploymentsReady + " of " + c.workloads.deployments + " ready"),
+      counts("Nodes", c.nodes, c.nodes.ready, c.nodes.total),
+      counts("Deployments", c.workloads, c.workloads.deploymentsReady, c.workloads.deployments),
       cell("Caches", c.cache.state + (time(c.cache.since) ? " since " + time(c.cache.since) : ""), c.cache.error, "cache cache-" + c.cache.state),
       cell("Credentials expire", c.credentialsExpireAt ? time(c.credentialsExpireAt) : "-"),
     );
