@@ -99,7 +99,7 @@ func registryArgs(registry *genericclioptions.ConfigFlags) ([]string, error) {
 		context = *registry.Context
 	}
 	if context == "" {
-		return nil, usageError{errors.New("the kubeconfig names no current context for the registry; give --context")}
+		return nil, errors.New("the kubeconfig names no current context for the registry; give --context")
 	}
 	var path string
 	if registry.KubeConfig != nil && *registry.KubeConfig != "" {
@@ -113,7 +113,7 @@ func registryArgs(registry *genericclioptions.ConfigFlags) ([]string, error) {
 			}
 		}
 		if path == "" {
-			return nil, usageError{fmt.Errorf("no kubeconfig file defines context %q; give --kubeconfig", context)}
+			return nil, fmt.Errorf("no kubeconfig file defines context %q; give --kubeconfig", context)
 		}
 	}
 	abs, err := filepath.Abs(path)

@@ -1,9 +1,12 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"strings"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/client-go/kubernetes"
@@ -51,6 +54,19 @@ func (f *factory) Registry() (*registry, error) {
 	return r, nil
 }
 
+// ClusterSetExists refuses a cluster set (namespace) that the registry does not have: a controller
+// or a pass over a set that does not exist would otherwise run on, or report "nothing to do", for
+// a mistyped -n. A caller who may not read namespaces is not refused: the registry's answers to
+// what it does next will say.
+func (r *registry) ClusterSetExists(ctx context.Context, namespace string) error {
+	_, err := r.Kube.CoreV1().Namespaces().Get(ctx, namespace, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return fmt.Errorf("cluster set %q does not exist: the registry at %s has no namespace %s (clusterregistry install --create-namespace -n %s makes one)",
+			namespace, r.Config.Host, namespace, namespace)
+	}
+	return nil
+}
+
 // Extensions is the registry's apiextensions client, for the CRD.
 func (f *factory) Extensions() (apiextensionsclient.Interface, error) {
 	cfg, err := f.flags.ToRESTConfig()
@@ -68,7 +84,9 @@ func (f *factory) Member(context string) (*rest.Config, string, error) {
 		return nil, "", fmt.Errorf("reading the kubeconfig: %w", err)
 	}
 	if _, ok := raw.Contexts[context]; !ok {
-		return nil, "", usageError{fmt.Errorf("context %q is not in the kubeconfig (it has: %s)", context, strings.Join(sortedKeys(raw.Contexts), ", "))}
+		// Not a usage error: the command line is well formed, the kubeconfig lacks the context
+		// (as kubectl --context nosuch, exit 1).
+		return nil, "", fmt.Errorf("context %q is not in the kubeconfig (it has: %s)", context, strings.Join(sortedKeys(raw.Contexts), ", "))
 	}
 	cfg, err := clientcmd.NewNonInteractiveClientConfig(raw, context, &clientcmd.ConfigOverrides{}, nil).ClientConfig()
 	if err != nil {

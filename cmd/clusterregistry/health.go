@@ -89,6 +89,9 @@ func (o *HealthOptions) Run(ctx context.Context) error {
 		return err
 	}
 	if !o.AllNamespaces {
+		if err := reg.ClusterSetExists(ctx, reg.Namespace); err != nil {
+			return err
+		}
 		opts.Namespaces = []string{reg.Namespace}
 	}
 	if opts.Resolver, err = o.Trust.ToResolver(reg.Kube, "clusterregistry-health"); err != nil {

@@ -112,7 +112,7 @@ func (o *JoinOptions) inFlagTerms(err error) error {
 	)
 	switch {
 	case errors.As(err, &noRole):
-		return usageError{err}
+		return fmt.Errorf("%w, with --cluster-role", err)
 	case errors.As(err, &taken):
 		return fmt.Errorf("cluster %s/%s already exists for another server; choose another --name, or unjoin it first", taken.Namespace, taken.Name)
 	case errors.Is(err, join.ErrNoExecPlugin):

@@ -15,8 +15,12 @@
 // flags leave to the environment, Validate checks without servers, and Run does the work, with
 // its clients from one factory (factory.go).
 //
-// Exit status: 0 on success or when interrupted, 1 when a command fails (import: when any Cluster
-// was not imported; the report names each), 2 for bad flags.
+// Exit status, one rule for every subcommand (README.md, "Exit status"): 2 when the command line
+// itself is wrong, which is found before anything is read or reached (an unknown command, flag or
+// shell; a wrong number of arguments; a flag value that cannot be right; flags that conflict); 1
+// when the command could not do what it was asked (a server refused or did not answer; a context,
+// cluster set, Cluster or file it names does not exist; any member or Cluster failed, as import
+// and rotate report each); 0 when it did, or was interrupted.
 package main
 
 import (
@@ -60,6 +64,7 @@ func runAs(ctx context.Context, name string, args []string, stdout, stderr io.Wr
 	cmd.SetArgs(args)
 	cmd.SetOut(stdout)
 	cmd.SetErr(stderr)
+	strictCompletion(cmd)
 	err := cmd.Execute()
 	var usage usageError
 	switch {
@@ -101,6 +106,22 @@ It reaches the registry with kubectl's connection flags.`,
 	root.AddCommand(newInstall(f), newJoin(f), newUnjoin(f), newExport(f), newImport(f), newCredential(f), newHealth(f), newRotate(f), newGet(f), newDescribe(f), newVersion())
 	registerCompletions(root, f)
 	return root
+}
+
+// strictCompletion makes cobra's completion command refuse a shell it does not know (completion
+// fish2) as a usage error; cobra's prints its help and exits 0. It is called once root's output is
+// set: the completion command writes its scripts where root wrote when it was made.
+func strictCompletion(root *cobra.Command) {
+	root.InitDefaultCompletionCmd()
+	if completion, _, err := root.Find([]string{"completion"}); err == nil && completion != root {
+		completion.Args = cobra.ArbitraryArgs
+		completion.RunE = func(cmd *cobra.Command, args []string) error {
+			if len(args) > 0 {
+				return usageError{fmt.Errorf("completion %q: want one of bash, zsh, fish, powershell", args[0])}
+			}
+			return cmd.Help()
+		}
+	}
 }
 
 // usageArgs makes the errors of a positional-argument check usage errors (exit status 2).

@@ -77,6 +77,9 @@ func (o *RotateOptions) Run(ctx context.Context) error {
 	}
 	var namespaces []string
 	if !o.AllNamespaces {
+		if err := reg.ClusterSetExists(ctx, reg.Namespace); err != nil {
+			return err
+		}
 		namespaces = []string{reg.Namespace}
 	}
 	fleet := multicluster.NewFleet(reg.Clusters, resolver, multicluster.FleetOptions{Namespaces: namespaces, Selector: o.selector})

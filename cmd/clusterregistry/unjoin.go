@@ -118,9 +118,14 @@ func (o *UnjoinOptions) Run(ctx context.Context) error {
 			return fmt.Errorf("%w (nothing was removed; --registry-only removes the registry's side alone)", err)
 		}
 	}
-	_, err = join.Unjoin(ctx, reg.join(), name, opts)
+	result, err := join.Unjoin(ctx, reg.join(), name, opts)
 	if memberErr := (*join.MemberError)(nil); errors.As(err, &memberErr) {
 		return fmt.Errorf("%w (nothing was removed; --registry-only removes the registry's side alone)", memberErr.Err)
+	}
+	if err == nil && cluster == nil && len(result.Deleted) == 0 {
+		// As kubectl delete of an object that is not there: exit 1, so that a script with a
+		// mistyped name does not carry on as if it had unjoined something.
+		return fmt.Errorf("cluster %s/%s not found: nothing was unjoined (clusterregistry get -n %s lists the cluster set)", namespace, name, namespace)
 	}
 	return err
 }
