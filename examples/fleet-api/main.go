@@ -101,6 +101,26 @@ func parseFlags(args []string, stdout io.Writer) (*options, error) {
 	cmd := &cobra.Command{
 		Use:   "fleet-api [-n NAMESPACE | -A] [--listen ADDRESS] [flags]",
 		Short: "Serve what runs on each member cluster of a registry, from watch caches",
+		Long: `fleet-api serves what runs on each member cluster of a registry, from watch caches of every
+member's Nodes and Deployments, and a dashboard at /. Every request acts for its caller: a bearer
+token (or, with TLS and --client-ca-file, a client certificate) that the registry accepts, and
+only what the registry's RBAC lets the caller do there.
+
+  GET    /clusters                     every member the caller may list, with Ready, version,
+                                       node and Deployment counts (unknown, with why, when the
+                                       caches could not get them) and how current the caches are
+  GET    /watch/clusters               the same, then each change, one JSON event a line
+                                       (?resourceVersion=N resumes; 410 when no longer kept)
+  GET    /clusters/{namespace}/{name}  one member, with its Nodes and Deployments
+  POST   /clusters                     body: a Cluster as JSON, metadata.namespace set (201)
+  PUT    /clusters/{namespace}/{name}  body: the whole Cluster as JSON, replacing it (200)
+  PATCH  /clusters/{namespace}/{name}  body: a JSON merge patch, sent as
+                                       application/merge-patch+json or application/json (200)
+  DELETE /clusters/{namespace}/{name}  no body (200, a Status)
+
+Writes are checked (RBAC, then the Cluster's validation, naming each bad field) and sent to the
+registry as the caller. Errors are Kubernetes Status objects. Without TLS it serves only on a
+loopback address.`,
 		Example: `  # The members of the "fleet" cluster set, on localhost:8080; callers send a token of theirs
   fleet-api -n fleet
   curl -H "Authorization: Bearer $(kubectl create token my-account -n fleet)" localhost:8080/clusters
@@ -108,6 +128,11 @@ func parseFlags(args []string, stdout io.Writer) (*options, error) {
   # Register a Cluster as yourself (RBAC: create clusters in the set)
   curl -H "Authorization: Bearer $TOKEN" -H 'Content-Type: application/json' \
     -d @cluster.json localhost:8080/clusters
+
+  # Change a member's labels, and remove one
+  curl -X PATCH -H "Authorization: Bearer $TOKEN" -H 'Content-Type: application/merge-patch+json' \
+    -d '{"metadata":{"labels":{"env":"prod"}}}' localhost:8080/clusters/fleet/member-1
+  curl -X DELETE -H "Authorization: Bearer $TOKEN" localhost:8080/clusters/fleet/member-2
 
   # Serve other machines: TLS, with a certificate for the name they use
   fleet-api -A --listen :8443 --tls-cert-file tls.crt --tls-private-key-file tls.key --allowed-host fleet.example.com`,

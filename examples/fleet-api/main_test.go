@@ -423,3 +423,16 @@ func TestCountsTheMemberRefuses(t *testing.T) {
 	require.NoError(t, err)
 	require.NotContains(t, string(data), `"total"`)
 }
+
+// --help names every route the server has, with what a write's body is, and exits 0.
+func TestHelpNamesEveryRoute(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	require.Equal(t, 0, run(context.Background(), []string{"--help"}, &stdout, &stderr), stderr.String())
+	for _, route := range []string{
+		"GET    /clusters ", "GET    /watch/clusters", "GET    /clusters/{namespace}/{name}",
+		"POST   /clusters  ", "PUT    /clusters/{namespace}/{name}", "PATCH  /clusters/{namespace}/{name}", "DELETE /clusters/{namespace}/{name}",
+		"body: a Cluster as JSON", "JSON merge patch",
+	} {
+		require.Contains(t, stdout.String(), route)
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -105,19 +106,20 @@ func (a *fleetAPI) stop() {
 	_ = a.cmd.Wait()
 }
 
-// show waits until member's caches (every member's, if "") are in state, then prints GET /clusters
-// as a table.
+// show waits until member's caches (every member's, if "") are in state, then prints what GET
+// /clusters answers: its JSON (cut to a line), and the demo's table of it.
 func (a *fleetAPI) show(ctx context.Context, member, state string) error {
-	fmt.Printf("\n$ curl -H \"Authorization: Bearer $TOKEN\" %s/clusters\n", a.url)
 	var list struct {
 		Clusters []struct {
 			Name  string `json:"name"`
 			Ready string `json:"ready"`
 			Nodes struct {
-				Total int `json:"total"`
+				Total   *int   `json:"total"`
+				Unknown string `json:"unknown"`
 			} `json:"nodes"`
 			Workloads struct {
-				Deployments int `json:"deployments"`
+				Deployments *int   `json:"deployments"`
+				Unknown     string `json:"unknown"`
 			} `json:"workloads"`
 			Cache struct {
 				State string    `json:"state"`
@@ -126,6 +128,7 @@ func (a *fleetAPI) show(ctx context.Context, member, state string) error {
 			} `json:"cache"`
 		} `json:"clusters"`
 	}
+	var body []byte
 	for deadline := time.Now().Add(time.Minute); ; time.Sleep(200 * time.Millisecond) {
 		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, a.url+"/clusters", nil)
 		req.Header.Set("Authorization", "Bearer "+a.token)
@@ -133,9 +136,12 @@ func (a *fleetAPI) show(ctx context.Context, member, state string) error {
 		if err != nil {
 			return err
 		}
-		err = json.NewDecoder(resp.Body).Decode(&list)
+		body, err = io.ReadAll(resp.Body)
 		resp.Body.Close()
 		if err != nil {
+			return err
+		}
+		if err := json.Unmarshal(body, &list); err != nil {
 			return err
 		}
 		done := len(list.Clusters) > 0
@@ -151,6 +157,15 @@ func (a *fleetAPI) show(ctx context.Context, member, state string) error {
 			return fmt.Errorf("fleet-api did not show %s as %s within a minute", member, state)
 		}
 	}
+	fmt.Printf("\n$ curl -H \"Authorization: Bearer $TOKEN\" %s/clusters\n", a.url)
+	fmt.Println(cut(strings.TrimSpace(string(body)), 160))
+	fmt.Println("\nThe same answer, as the demo tabulates it (a count the caches could not get is ?, never 0):")
+	count := func(n *int) string {
+		if n == nil {
+			return "?"
+		}
+		return strconv.Itoa(*n)
+	}
 	w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(w, "NAME\tREADY\tNODES\tDEPLOYMENTS\tCACHE")
 	for _, c := range list.Clusters {
@@ -158,7 +173,7 @@ func (a *fleetAPI) show(ctx context.Context, member, state string) error {
 		if c.Cache.Error != "" {
 			cache += " (" + c.Cache.Error + ")"
 		}
-		fmt.Fprintf(w, "%s\t%s\t%d\t%d\t%s\n", c.Name, c.Ready, c.Nodes.Total, c.Workloads.Deployments, cache)
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", c.Name, c.Ready, count(c.Nodes.Total), count(c.Workloads.Deployments), cache)
 	}
 	return w.Flush()
 }
@@ -179,13 +194,19 @@ func (a *fleetAPI) stream(ctx context.Context, members int) error {
 	lines := bufio.NewScanner(resp.Body)
 	for i := 0; i < members && lines.Scan(); i++ {
 		line := lines.Text()
-		if len(line) > 160 {
-			line = line[:160] + "..."
-		}
+		line = cut(line, 160)
 		fmt.Println(line)
 	}
 	fmt.Println("(then a line for each change, as it happens)")
 	fmt.Printf("\nThe dashboard, live from that stream: open %s/ and paste the token.\n", a.url)
 	fmt.Println("docs/images/fleet-api.png is a screenshot of it, saved by TestDashboardInABrowser in headless Chromium.")
 	return lines.Err()
+}
+
+// cut shortens a line of JSON to n bytes, saying so.
+func cut(line string, n int) string {
+	if len(line) > n {
+		return line[:n] + "..."
+	}
+	return line
 }
