@@ -244,46 +244,9 @@ func (c *Controller) dispatch(ctx context.Context, work chan<- *tracked) {
 // probe one interval (jittered by a tenth) after this one began.
 func (c *Controller) probeAndWrite(ctx context.Context, t *tracked) {
 	start := time.Now()
-	c.mu.Lock()
-	identify := t.identify(start, c.opts.Heartbeat)
-	t.probing = start
-	c.mu.Unlock()
-	defer func() {
-		c.mu.Lock()
-		t.probing = time.Time{}
-		c.mu.Unlock()
-	}()
-	o := c.probe(ctx, t.member, identify)
-	c.metrics.observeProbe(o.reason, time.Since(start))
-	if log := c.opts.Logger.V(1); log.Enabled() { // not even the arguments at the default level
-		log.Info("probed", "cluster", t.member.String(), "reason", o.reason, "duration", time.Since(start))
-	}
-	if ctx.Err() != nil {
+	o, v, _, _, ok := c.probeWrite(ctx, t, start)
+	if !ok {
 		return
-	}
-	c.mu.Lock()
-	if t.gone {
-		c.mu.Unlock()
-		return
-	}
-	t.observed(o, start)
-	v := t.state.decide(t.member.Cluster(), o, &c.opts, start)
-	write := t.state.needsWrite(v, c.opts.Heartbeat, start)
-	previous := t.state.written
-	c.mu.Unlock()
-
-	if write {
-		if err := c.writer.apply(ctx, t.member.Cluster(), v, start); err != nil {
-			c.opts.Logger.Error(err, "writing status", "cluster", t.member.String())
-		} else {
-			c.mu.Lock()
-			t.state.wrote(v, start)
-			c.mu.Unlock()
-			if v.transition {
-				c.writer.event(t.member.Cluster(), previous, v.condition)
-				c.opts.Logger.Info("Ready changed", "cluster", t.member.String(), "status", v.condition.Status, "reason", v.condition.Reason)
-			}
-		}
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -294,6 +257,55 @@ func (c *Controller) probeAndWrite(ctx context.Context, t *tracked) {
 		c.schedule(t, start.Add(c.opts.Interval+jitter))
 		c.signal()
 	}
+}
+
+// probeWrite probes one member and writes its status if that changes it (or the heartbeat is due):
+// what the probe observed, the verdict, whether it wrote and why writing failed; ok is false when
+// ctx ended or the member left meanwhile.
+func (c *Controller) probeWrite(ctx context.Context, t *tracked, start time.Time) (o observation, v verdict, wrote bool, werr error, ok bool) {
+	c.mu.Lock()
+	identify := t.identify(start, c.opts.Heartbeat)
+	t.probing = start
+	c.mu.Unlock()
+	defer func() {
+		c.mu.Lock()
+		t.probing = time.Time{}
+		c.mu.Unlock()
+	}()
+	o = c.probe(ctx, t.member, identify)
+	c.metrics.observeProbe(o.reason, time.Since(start))
+	if log := c.opts.Logger.V(1); log.Enabled() { // not even the arguments at the default level
+		log.Info("probed", "cluster", t.member.String(), "reason", o.reason, "duration", time.Since(start))
+	}
+	if ctx.Err() != nil {
+		return o, v, false, nil, false
+	}
+	c.mu.Lock()
+	if t.gone {
+		c.mu.Unlock()
+		return o, v, false, nil, false
+	}
+	t.observed(o, start)
+	v = t.state.decide(t.member.Cluster(), o, &c.opts, start)
+	write := t.state.needsWrite(v, c.opts.Heartbeat, start)
+	previous := t.state.written
+	c.mu.Unlock()
+
+	if write {
+		if werr = c.writer.apply(ctx, t.member.Cluster(), v, start); werr != nil {
+			c.opts.Logger.Error(werr, "writing status", "cluster", t.member.String())
+		} else {
+			wrote = true
+			c.mu.Lock()
+			t.state.wrote(v, start)
+			c.mu.Unlock()
+			if v.transition {
+				c.writer.event(t.member.Cluster(), previous, v.condition)
+				c.opts.Logger.Info("Ready changed", "cluster", t.member.String(), "status", v.condition.Status, "reason", v.condition.Reason)
+			}
+		}
+	}
+	return o, v, wrote, werr, true
 }
 
 // sweep starts markUnprobed in a goroutine of its own, unless the last sweep is still writing.

@@ -82,6 +82,30 @@ type Rotator struct {
 	// due is, by Secret, when its token is next due, as last read: a pass reads a Secret only
 	// once that time has come, not every Secret at every pass.
 	due sync.Map
+	// next is, by Secret, when its token comes due (a Due), as last read: NextDue's answer, and
+	// when Run next looks.
+	next sync.Map
+}
+
+// Due is when a member's token comes due for renewal.
+type Due struct {
+	Member types.NamespacedName
+	Secret types.NamespacedName
+	At     time.Time
+}
+
+// NextDue is the token that comes due first, of those the last pass read (RenewDue, or Run's);
+// false when it read none that will come due.
+func (r *Rotator) NextDue() (Due, bool) {
+	var first Due
+	found := false
+	r.next.Range(func(_, v any) bool {
+		if d := v.(Due); !found || d.At.Before(first.At) {
+			first, found = d, true
+		}
+		return true
+	})
+	return first, found
 }
 
 // New returns a Rotator of the members' tokens.
@@ -138,19 +162,35 @@ func (r *Rotator) Run(ctx context.Context) error {
 
 // run is Run without election.
 func (r *Rotator) run(ctx context.Context) error {
-	ticker := time.NewTicker(r.opts.Interval)
-	defer ticker.Stop()
 	for {
 		_, errs := r.RenewDue(ctx)
 		for _, err := range errs {
 			r.opts.Logger.Error(err, "could not renew a member's token; retrying at the next pass")
 		}
+		timer := time.NewTimer(r.untilNextPass(time.Now()))
 		select {
 		case <-ctx.Done():
+			timer.Stop()
 			return nil
-		case <-ticker.C:
+		case <-timer.C:
 		}
 	}
+}
+
+// minPassGap keeps passes apart when tokens come due one right after another.
+const minPassGap = time.Second
+
+// untilNextPass is how long Run waits for its next pass: Interval, or less when a token comes due
+// sooner, so that a short-lived token is renewed when due and not up to an Interval late (late
+// enough, for a token of minutes, for the health controller to report CredentialsExpiring).
+func (r *Rotator) untilNextPass(now time.Time) time.Duration {
+	wait := r.opts.Interval
+	if d, ok := r.NextDue(); ok {
+		if until := d.At.Sub(now); until < wait {
+			wait = max(until, minPassGap)
+		}
+	}
+	return wait
 }
 
 // Renewal is one token renewed: the member, its Secret and the new token's expiry.
@@ -186,6 +226,12 @@ func (r *Rotator) renewDue(ctx context.Context, now time.Time) ([]Renewal, []err
 		seen[secret] = true
 		jobs = append(jobs, job{m, secret})
 	}
+	r.next.Range(func(k, _ any) bool {
+		if !seen[k.(types.NamespacedName)] {
+			r.next.Delete(k) // its member left, or no longer points at it
+		}
+		return true
+	})
 	var mu sync.Mutex
 	var done []Renewal
 	var errs []error
@@ -194,6 +240,9 @@ func (r *Rotator) renewDue(ctx context.Context, now time.Time) ([]Renewal, []err
 	for _, j := range jobs {
 		g.Go(func() error {
 			renewal, err := r.renewIfDue(ctx, j.m, j.secret, now)
+			if err != nil && renewal == nil {
+				r.next.Delete(j.secret) // not known until a pass renews or reads it
+			}
 			if err == nil && renewal == nil {
 				return nil
 			}
@@ -264,6 +313,7 @@ func (r *Rotator) renewIfDue(ctx context.Context, m *multicluster.Member, key ty
 	}
 	if due := expires.Add(-time.Duration(float64(life) * (1 - r.opts.RenewAt))); now.Before(due) {
 		r.due.Store(key, r.dueAt(now, expires, life))
+		r.next.Store(key, Due{Member: m.Name(), Secret: key, At: due})
 		return nil, nil
 	}
 	ttl := r.opts.TTL
@@ -320,6 +370,8 @@ func (r *Rotator) renewIfDue(ctx context.Context, m *multicluster.Member, key ty
 		return nil, fmt.Errorf("writing the new token into the Secret: %w", err)
 	}
 	r.due.Store(key, r.dueAt(now, fresh.ExpirationTimestamp.Time, ttl))
+	r.next.Store(key, Due{Member: m.Name(), Secret: key,
+		At: fresh.ExpirationTimestamp.Add(-time.Duration(float64(ttl) * (1 - r.opts.RenewAt)))})
 	renewal := &Renewal{Member: m.Name(), Secret: key, Expires: fresh.ExpirationTimestamp.Time}
 	if !bound {
 		return renewal, nil

@@ -138,12 +138,28 @@ func TestRenewsDueTokens(t *testing.T) {
 	require.NoError(t, err)
 	ctx := context.Background()
 
+	_, ok := r.NextDue()
+	require.False(t, ok, "a token is due before any pass read one")
 	renewed, errs := rotation.RenewDueAt(r, ctx, time.Now())
 	require.Empty(t, errs)
 	require.Empty(t, renewed, "a fresh token was renewed")
+	// NextDue says when, and Run's next pass is then, not an Interval (a minute) later.
+	due, ok := r.NextDue()
+	require.True(t, ok)
+	require.Equal(t, "edge-token", due.Secret.Name)
+	require.Equal(t, "edge", due.Member.Name)
+	_, expires := access.TokenExpiry(old)
+	require.WithinDuration(t, expires.Add(-10*time.Minute/3), due.At, 5*time.Second, "due at 2/3 of a 10-minute token's life")
+	require.Equal(t, time.Minute, rotation.UntilNextPass(r, due.At.Add(-2*time.Minute)))
+	require.Equal(t, 30*time.Second, rotation.UntilNextPass(r, due.At.Add(-30*time.Second)))
+	require.Equal(t, time.Second, rotation.UntilNextPass(r, due.At.Add(time.Minute)), "a token past due is tried again at once, not a minute late")
+
 	renewed, errs = rotation.RenewDueAt(r, ctx, time.Now().Add(7*time.Minute)) // past 2/3 of 10 minutes
 	require.Empty(t, errs)
 	require.Len(t, renewed, 1)
+	next, ok := r.NextDue()
+	require.True(t, ok)
+	require.WithinDuration(t, renewed[0].Expires.Add(-10*time.Minute/3), next.At, 5*time.Second, "the renewed token is due at 2/3 of its own life")
 
 	s := secretOf(t, ns)
 	fresh := string(s.Data["token"])
@@ -151,7 +167,7 @@ func TestRenewsDueTokens(t *testing.T) {
 	require.Equal(t, lf.Members[0].URL(), s.Annotations[v1alpha1.ServersAnnotation])
 	require.Equal(t, lf.Members[0].Config.CAData, s.Data["ca.crt"])
 	require.Equal(t, renewed[0].Expires.UTC().Format(time.RFC3339), s.Annotations[v1alpha1.TokenExpiresAnnotation])
-	_, expires := access.TokenExpiry(fresh)
+	_, expires = access.TokenExpiry(fresh)
 	require.WithinDuration(t, time.Now().Add(10*time.Minute), expires, time.Minute, "the new token lives as long as the old")
 	cfg := &rest.Config{Host: lf.Members[0].URL(), BearerToken: fresh, TLSClientConfig: rest.TLSClientConfig{CAData: lf.Members[0].Config.CAData}}
 	_, err = kubernetes.NewForConfigOrDie(cfg).CoreV1().ServiceAccounts("kube-system").CreateToken(ctx, "renewer-1",

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -13,52 +14,74 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/duration"
 
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
 )
 
-// DescribeOptions are describe's arguments: Complete takes them, Run prints.
+// DescribeOptions are describe's arguments and flags: Complete takes them, Run prints.
 type DescribeOptions struct {
-	names   []string
-	factory *factory
-	out     io.Writer
+	AllNamespaces bool
+	Selector      string
+
+	names    []string
+	selector labels.Selector
+	factory  *factory
+	out      io.Writer
 }
 
 var (
-	describeLong = `describe shows one or more Clusters of the -n namespace as a person reads them, as kubectl
-describe does: where the member is, which credentials a reader would follow (pointers only), what
-the health controller last reported, each condition with its reason and message, and the Events
-written about the Cluster, newest last.`
+	describeLong = `describe shows Clusters as a person reads them, as kubectl describe does: where the member is,
+which credentials a reader would follow (pointers only) and when they expire, what the health
+controller last reported, each condition with its reason and message, and the Events written
+about the Cluster, newest last.
 
-	describeExample = `  clusterregistry describe prod-eu-1 -n fleet`
+As kubectl describe: the named Clusters of the -n namespace, or with no name every Cluster there
+(-l selects by label, -A in every namespace).`
+
+	describeExample = `  # One member
+  clusterregistry describe prod-eu-1 -n fleet
+
+  # Every production member of every cluster set
+  clusterregistry describe -A -l env=prod`
 )
 
 func newDescribe(f *factory) *cobra.Command {
 	o := &DescribeOptions{}
-	return &cobra.Command{
-		Use:     "describe NAME ...",
-		Short:   "Show a Cluster in full: endpoints, providers, status, conditions and recent events",
+	cmd := &cobra.Command{
+		Use:     "describe [NAME ...] [-n NAMESPACE | -A] [-l SELECTOR]",
+		Short:   "Show Clusters in full: endpoints, providers and credential expiry, status, conditions, recent events",
 		Long:    describeLong,
 		Example: describeExample,
-		Args: func(cmd *cobra.Command, args []string) error {
-			if len(args) == 0 {
-				return usageError{fmt.Errorf("give the name of a Cluster to describe")}
-			}
-			return nil
-		},
-		RunE: runOptions(f, o),
+		Args:    cobra.ArbitraryArgs,
+		RunE:    runOptions(f, o),
 	}
+	cmd.Flags().BoolVarP(&o.AllNamespaces, "all-namespaces", "A", false, "every namespace (cluster set)")
+	cmd.Flags().StringVarP(&o.Selector, "selector", "l", "", "label selector over the Clusters, e.g. env=prod")
+	return cmd
 }
 
-// Complete takes the names.
+// Complete takes the names and the selector.
 func (o *DescribeOptions) Complete(f *factory, cmd *cobra.Command, args []string) error {
 	o.names, o.factory, o.out = args, f, cmd.OutOrStdout()
+	var err error
+	if o.selector, err = labels.Parse(o.Selector); err != nil {
+		return usageError{fmt.Errorf("-l/--selector: %w", err)}
+	}
 	return nil
 }
 
-// Validate has nothing to check that Args did not.
-func (o *DescribeOptions) Validate() error { return nil }
+// Validate refuses names with -A or -l, as get does.
+func (o *DescribeOptions) Validate() error {
+	switch {
+	case len(o.names) > 0 && o.AllNamespaces:
+		return usageError{errors.New("names and -A conflict: a name is looked up in one namespace, -n's")}
+	case len(o.names) > 0 && !o.selector.Empty():
+		return usageError{errors.New("names and -l conflict: give one or the other")}
+	}
+	return nil
+}
 
 // Run prints each Cluster, separated by a blank line.
 func (o *DescribeOptions) Run(ctx context.Context) error {
@@ -66,12 +89,37 @@ func (o *DescribeOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	for i, name := range o.names {
-		c, err := reg.Clusters.ClusterregistryV1alpha1().Clusters(reg.Namespace).Get(ctx, name, metav1.GetOptions{})
+	namespace := reg.Namespace
+	if o.AllNamespaces {
+		namespace = metav1.NamespaceAll
+	}
+	clusters := reg.Clusters.ClusterregistryV1alpha1().Clusters(namespace)
+	var selected []v1alpha1.Cluster
+	if len(o.names) == 0 {
+		list, err := clusters.List(ctx, metav1.ListOptions{LabelSelector: o.selector.String()})
 		if err != nil {
-			return fmt.Errorf("cluster %s/%s: %w", reg.Namespace, name, err)
+			return fmt.Errorf("listing the Clusters of %s: %w", describeNamespace(namespace), err)
 		}
-		events, err := reg.Kube.CoreV1().Events(reg.Namespace).List(ctx, metav1.ListOptions{FieldSelector: fields.Set{
+		if len(list.Items) == 0 {
+			fmt.Fprintf(o.out, "No Clusters found in %s.\n", describeNamespace(namespace))
+			return nil
+		}
+		selected = list.Items
+		slices.SortFunc(selected, func(a, b v1alpha1.Cluster) int {
+			return strings.Compare(a.Namespace+"/"+a.Name, b.Namespace+"/"+b.Name)
+		})
+	}
+	for _, name := range o.names {
+		c, err := clusters.Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return fmt.Errorf("cluster %s/%s: %w", namespace, name, err)
+		}
+		selected = append(selected, *c)
+	}
+	expiries := newTokenExpiries(reg.Kube)
+	for i := range selected {
+		c := &selected[i]
+		events, err := reg.Kube.CoreV1().Events(c.Namespace).List(ctx, metav1.ListOptions{FieldSelector: fields.Set{
 			"involvedObject.name": c.Name, "involvedObject.kind": "Cluster", "involvedObject.uid": string(c.UID)}.String()})
 		if err != nil {
 			events = nil // describe what can be read; the events' absence says so below
@@ -79,14 +127,23 @@ func (o *DescribeOptions) Run(ctx context.Context) error {
 		if i > 0 {
 			fmt.Fprintln(o.out)
 		}
-		if err := describeCluster(o.out, c, events, time.Now()); err != nil {
+		now := time.Now()
+		tokens := map[string]time.Time{}
+		for _, p := range c.Spec.AuthInfo.Providers {
+			if exp, ok := expiries.of(ctx, c, p); ok {
+				tokens[p.Name] = exp
+			}
+		}
+		if err := describeCluster(o.out, c, tokens, events, now); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func describeCluster(out io.Writer, c *v1alpha1.Cluster, events *corev1.EventList, now time.Time) error {
+// describeCluster writes c; tokens are, by provider name, when the tokens the caller could read
+// expire.
+func describeCluster(out io.Writer, c *v1alpha1.Cluster, tokens map[string]time.Time, events *corev1.EventList, now time.Time) error {
 	// text/tabwriter, not kubectl's, which remembers column widths across flushes.
 	w := tabwriter.NewWriter(out, 0, 8, 2, ' ', 0)
 	line := func(format string, args ...any) { fmt.Fprintf(w, format+"\n", args...) }
@@ -111,7 +168,11 @@ func describeCluster(out io.Writer, c *v1alpha1.Cluster, events *corev1.EventLis
 	}
 	section("Auth Providers:")
 	for _, p := range c.Spec.AuthInfo.Providers {
-		line("  %s\t%s\t%s", p.Name, p.Type.Name, orDash(mapString(p.Config)))
+		row := fmt.Sprintf("  %s\t%s\t%s", p.Name, p.Type.Name, orDash(mapString(p.Config)))
+		if exp, ok := tokens[p.Name]; ok {
+			row += "\ttoken expires " + exp.UTC().Format(time.RFC3339) + " (" + relative(exp, now) + ")"
+		}
+		line("%s", row)
 	}
 	section("Status:")
 	line("  Version:\t%s", orDash(c.Status.Version))
@@ -121,6 +182,11 @@ func describeCluster(out io.Writer, c *v1alpha1.Cluster, events *corev1.EventLis
 		report = t.UTC().Format(time.RFC3339) + " (" + duration.HumanDuration(now.Sub(t.Time)) + " ago)"
 	}
 	line("  Last Report:\t%s", report)
+	expire := "not known (the health controller writes it for credentials that say)"
+	if t := c.Status.CredentialsExpireAt; t != nil {
+		expire = t.UTC().Format(time.RFC3339) + " (" + relative(t.Time, now) + "), as the health controller last read them"
+	}
+	line("  Credentials Expire:\t%s", expire)
 	section("Conditions:")
 	if len(c.Status.Conditions) == 0 {
 		line("  none: no health controller has reported on it (clusterregistry health -n %s)", c.Namespace)

@@ -12,11 +12,16 @@ import (
 	"github.com/spf13/cobra"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/duration"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/printers"
-	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+	watchtools "k8s.io/client-go/tools/watch"
+	"k8s.io/client-go/util/jsonpath"
 
 	"github.com/cluster-registry/sdk/clientset/versioned"
 	"github.com/cluster-registry/sdk/clientset/versioned/scheme"
@@ -27,8 +32,12 @@ var (
 	getLong = `get shows the fleet: each Cluster it selects with its Ready state and reason, the member's
 version, when the health controller last reported on it, the credential it is reached with
 and, where the registry holds it, when that credential expires (the token join stored; never the
-token itself). Members not Ready come first. -o yaml, json, name, jsonpath=... and
-go-template=... print the Clusters themselves, as kubectl get does.`
+token itself). Members not Ready come first, unless --sort-by says otherwise.
+
+As kubectl get: -w follows changes (a row per change, until interrupted; --watch-only skips the
+list first), --no-headers, --show-labels, -L adds a column per label key, --sort-by sorts by a
+JSONPath of the Cluster, and -o wide, yaml, json, name, jsonpath=..., go-template=... and
+custom-columns=HEADER:JSONPATH,... print what kubectl's printers print.`
 
 	getExample = `  # The fleet cluster set
   clusterregistry get -n fleet
@@ -36,8 +45,15 @@ go-template=... print the Clusters themselves, as kubectl get does.`
   # Every cluster set's production members, with endpoints and messages
   clusterregistry get -A -l env=prod -o wide
 
+  # Follow Ready as the health controller writes it, with the region label as a column
+  clusterregistry get -n fleet -w -L topology.kubernetes.io/region
+
   # Names only, for a script
-  clusterregistry get -n fleet -o name
+  clusterregistry get -n fleet -o name --no-headers
+
+  # Columns of your choosing, newest first
+  clusterregistry get -n fleet --sort-by .metadata.creationTimestamp \
+    -o custom-columns=NAME:.metadata.name,VERSION:.status.version,SERVER:.spec.kubernetesApiEndpoints.serverEndpoints[0].serverAddress
 
   # One member as YAML
   clusterregistry get prod-eu-1 -n fleet -o yaml`
@@ -49,23 +65,28 @@ type GetOptions struct {
 	AllNamespaces bool
 	Selector      string
 	Names         []string
+	Watch         bool
+	WatchOnly     bool
+	NoHeaders     bool
+	ShowLabels    bool
+	LabelColumns  []string
+	SortBy        string
 
 	namespace string
 	selector  labels.Selector
 	wide      bool
-	printer   printers.ResourcePrinter // nil for the overview table
+	columns   []customColumn           // -o custom-columns; nil otherwise
+	printer   printers.ResourcePrinter // nil for a table (the overview, or custom columns)
+	sortBy    *jsonpath.JSONPath
 	registry  versioned.Interface
-	kube      kubernetes.Interface // to read credential expiry from join's Secrets
+	expiries  *tokenExpiries // credential expiry, from join's Secrets
 	out       io.Writer
-	// expiries are the token expiries of each namespace's Secrets, read with one list per
-	// namespace rather than one request per Cluster; nil for a namespace whose list failed.
-	expiries map[string]map[string]time.Time
 }
 
 func newGet(f *factory) *cobra.Command {
 	o := &GetOptions{PrintFlags: genericclioptions.NewPrintFlags("").WithTypeSetter(scheme.Scheme)}
 	cmd := &cobra.Command{
-		Use:     "get [NAME ...] [-n NAMESPACE | -A] [-l SELECTOR] [-o wide|yaml|json|name|jsonpath=...]",
+		Use:     "get [NAME ...] [-n NAMESPACE | -A] [-l SELECTOR] [-w] [-o wide|yaml|json|name|jsonpath=...|custom-columns=...]",
 		Aliases: []string{"list"},
 		Short:   "Show the fleet's members: Ready, reason, version, last report, credential expiry",
 		Long:    getLong,
@@ -74,9 +95,18 @@ func newGet(f *factory) *cobra.Command {
 		RunE:    runOptions(f, o),
 	}
 	o.PrintFlags.AddFlags(cmd)
-	cmd.Flags().Lookup("output").Usage = "wide, or as kubectl get: " + strings.Join(o.PrintFlags.AllowedFormats(), ", ")
+	cmd.Flags().Lookup("output").Usage = "wide, custom-columns=HEADER:JSONPATH,..., or as kubectl get: " + strings.Join(o.PrintFlags.AllowedFormats(), ", ")
+	_ = cmd.RegisterFlagCompletionFunc("output", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
+		return append([]string{"wide", "custom-columns="}, o.PrintFlags.AllowedFormats()...), cobra.ShellCompDirectiveNoFileComp | cobra.ShellCompDirectiveNoSpace
+	})
 	cmd.Flags().BoolVarP(&o.AllNamespaces, "all-namespaces", "A", false, "every namespace (cluster set)")
 	cmd.Flags().StringVarP(&o.Selector, "selector", "l", "", "label selector over the Clusters, e.g. env=prod")
+	cmd.Flags().BoolVarP(&o.Watch, "watch", "w", false, "after listing, print each change as it happens, until interrupted")
+	cmd.Flags().BoolVar(&o.WatchOnly, "watch-only", false, "print each change as it happens, without listing first")
+	cmd.Flags().BoolVar(&o.NoHeaders, "no-headers", false, "leave out the header row (tables and custom columns)")
+	cmd.Flags().BoolVar(&o.ShowLabels, "show-labels", false, "add a column of each Cluster's labels")
+	cmd.Flags().StringSliceVarP(&o.LabelColumns, "label-columns", "L", nil, "add a column per label key, e.g. -L env,topology.kubernetes.io/region")
+	cmd.Flags().StringVar(&o.SortBy, "sort-by", "", "sort by a JSONPath of the Cluster, e.g. .metadata.name or '{.status.version}'")
 	return cmd
 }
 
@@ -87,13 +117,22 @@ func (o *GetOptions) Complete(f *factory, cmd *cobra.Command, args []string) err
 	if o.selector, err = labels.Parse(o.Selector); err != nil {
 		return usageError{fmt.Errorf("-l/--selector: %w", err)}
 	}
-	switch format := *o.PrintFlags.OutputFormat; format {
-	case "":
-	case "wide":
+	switch format := *o.PrintFlags.OutputFormat; {
+	case format == "":
+	case format == "wide":
 		o.wide = true
+	case strings.HasPrefix(format, "custom-columns="):
+		if o.columns, err = parseCustomColumns(strings.TrimPrefix(format, "custom-columns=")); err != nil {
+			return usageError{fmt.Errorf("-o %s: %w", format, err)}
+		}
 	default:
 		if o.printer, err = o.PrintFlags.ToPrinter(); err != nil {
-			return usageError{fmt.Errorf("-o %s: want wide, or one of %s", format, strings.Join(o.PrintFlags.AllowedFormats(), ", "))}
+			return usageError{fmt.Errorf("-o %s: want wide, custom-columns=..., or one of %s", format, strings.Join(o.PrintFlags.AllowedFormats(), ", "))}
+		}
+	}
+	if o.SortBy != "" {
+		if o.sortBy, err = parseJSONPath("sort-by", o.SortBy); err != nil {
+			return usageError{fmt.Errorf("--sort-by %s: %w", o.SortBy, err)}
 		}
 	}
 	if len(o.Names) > 0 && o.AllNamespaces {
@@ -103,7 +142,7 @@ func (o *GetOptions) Complete(f *factory, cmd *cobra.Command, args []string) err
 	if err != nil {
 		return err
 	}
-	o.namespace, o.registry, o.kube = reg.Namespace, reg.Clusters, reg.Kube
+	o.namespace, o.registry, o.expiries = reg.Namespace, reg.Clusters, newTokenExpiries(reg.Kube)
 	if o.AllNamespaces {
 		o.namespace = metav1.NamespaceAll
 	}
@@ -112,13 +151,21 @@ func (o *GetOptions) Complete(f *factory, cmd *cobra.Command, args []string) err
 
 // Validate checks what Complete could not.
 func (o *GetOptions) Validate() error {
-	if len(o.Names) > 0 && !o.selector.Empty() {
+	switch {
+	case len(o.Names) > 0 && !o.selector.Empty():
 		return usageError{errors.New("names and -l conflict: give one or the other")}
+	case (o.Watch || o.WatchOnly) && len(o.Names) > 1:
+		return usageError{fmt.Errorf("-w follows one Cluster or a selection, not %d names: give one name, or -l", len(o.Names))}
+	case o.printer != nil && (o.NoHeaders || o.ShowLabels || len(o.LabelColumns) > 0):
+		// As kubectl: these shape tables; -o yaml and the like print whole objects.
+		if *o.PrintFlags.OutputFormat != "name" || o.ShowLabels || len(o.LabelColumns) > 0 {
+			return usageError{fmt.Errorf("--no-headers, --show-labels and -L shape tables; -o %s prints objects", *o.PrintFlags.OutputFormat)}
+		}
 	}
 	return nil
 }
 
-// Run lists the Clusters and prints them.
+// Run lists the Clusters and prints them, then with -w each change.
 func (o *GetOptions) Run(ctx context.Context) error {
 	clusters := o.registry.ClusterregistryV1alpha1().Clusters(o.namespace)
 	list := &v1alpha1.ClusterList{}
@@ -131,30 +178,130 @@ func (o *GetOptions) Run(ctx context.Context) error {
 	var missing []string
 	for _, name := range o.Names {
 		c, err := clusters.Get(ctx, name, metav1.GetOptions{})
-		if apierrors.IsNotFound(err) {
+		if apierrors.IsNotFound(err) && !o.Watch && !o.WatchOnly {
 			missing = append(missing, name)
 			continue
+		}
+		if apierrors.IsNotFound(err) {
+			continue // -w NAME waits for it, as kubectl get -w does
 		}
 		if err != nil {
 			return err
 		}
 		list.Items = append(list.Items, *c)
+		list.ResourceVersion = c.ResourceVersion
 	}
-	if o.printer != nil {
-		if err := printClusters(o.out, o.printer, *o.PrintFlags.OutputFormat, list.Items, len(o.Names) == 1); err != nil {
+	table := o.tablePrinter()
+	if !o.WatchOnly {
+		if err := o.print(ctx, table, list.Items, len(o.Names) == 1); err != nil {
 			return err
 		}
-	} else if len(list.Items) == 0 && len(missing) == 0 {
-		fmt.Fprintf(o.out, "No Clusters found in %s.\n", describeNamespace(o.namespace))
-	} else if len(list.Items) > 0 {
-		if err := o.printTable(ctx, list.Items); err != nil {
-			return err
+		if o.printer == nil && len(list.Items) == 0 && len(missing) == 0 && !o.Watch {
+			fmt.Fprintf(o.out, "No Clusters found in %s.\n", describeNamespace(o.namespace))
 		}
 	}
 	if len(missing) > 0 {
 		return fmt.Errorf("no Cluster %s in namespace %s", strings.Join(missing, ", "), o.namespace)
 	}
+	if o.Watch || o.WatchOnly {
+		return o.watch(ctx, table, list.ResourceVersion)
+	}
 	return nil
+}
+
+// tablePrinter is cli-runtime's table printer with get's table flags; nil for -o yaml and the
+// other object printers. One printer serves a whole run, so that -w prints the header once.
+func (o *GetOptions) tablePrinter() printers.ResourcePrinter {
+	if o.printer != nil {
+		return nil
+	}
+	return printers.NewTablePrinter(printers.PrintOptions{
+		NoHeaders:     o.NoHeaders,
+		Wide:          o.wide,
+		WithNamespace: o.namespace == metav1.NamespaceAll,
+		ShowLabels:    o.ShowLabels,
+		ColumnLabels:  o.LabelColumns,
+	})
+}
+
+// print writes clusters: as a table (the overview or custom columns), or with -o's printer.
+func (o *GetOptions) print(ctx context.Context, table printers.ResourcePrinter, clusters []v1alpha1.Cluster, single bool) error {
+	if o.sortBy != nil {
+		if err := sortByJSONPath(clusters, o.sortBy); err != nil {
+			return fmt.Errorf("--sort-by %s: %w", o.SortBy, err)
+		}
+	} else {
+		notReadyFirst(clusters)
+	}
+	if o.printer != nil {
+		if len(clusters) == 0 {
+			return nil
+		}
+		return printClusters(o.out, o.printer, *o.PrintFlags.OutputFormat, clusters, single)
+	}
+	if len(clusters) == 0 {
+		return nil
+	}
+	var t *metav1.Table
+	if o.columns != nil {
+		t = customColumnsTable(o.columns, clusters)
+	} else {
+		t = o.overview(ctx, clusters)
+	}
+	return table.PrintObj(t, o.out)
+}
+
+// watch prints each change of the selected Clusters from resourceVersion on, until ctx ends; a
+// watch the registry closes is taken up again where it ended.
+func (o *GetOptions) watch(ctx context.Context, table printers.ResourcePrinter, resourceVersion string) error {
+	clusters := o.registry.ClusterregistryV1alpha1().Clusters(o.namespace)
+	options := func(opts metav1.ListOptions) metav1.ListOptions {
+		opts.LabelSelector = o.selector.String()
+		if len(o.Names) == 1 {
+			opts.FieldSelector = fields.OneTermEqualSelector("metadata.name", o.Names[0]).String()
+		}
+		return opts
+	}
+	if resourceVersion == "" {
+		list, err := clusters.List(ctx, options(metav1.ListOptions{}))
+		if err != nil {
+			return fmt.Errorf("listing the Clusters of %s: %w", describeNamespace(o.namespace), err)
+		}
+		resourceVersion = list.ResourceVersion
+	}
+	w, err := watchtools.NewRetryWatcherWithContext(ctx, resourceVersion, &cache.ListWatch{
+		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+			return clusters.Watch(ctx, options(opts))
+		},
+	})
+	if err != nil {
+		return err
+	}
+	defer w.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil // interrupted: done, as kubectl get -w
+		case <-w.Done():
+			return nil
+		case ev, ok := <-w.ResultChan():
+			if !ok {
+				return nil
+			}
+			switch ev.Type {
+			case watch.Error:
+				return fmt.Errorf("watching the Clusters of %s: %w", describeNamespace(o.namespace), apierrors.FromObject(ev.Object))
+			case watch.Added, watch.Modified, watch.Deleted:
+				c, ok := ev.Object.(*v1alpha1.Cluster)
+				if !ok {
+					continue
+				}
+				if err := o.print(ctx, table, []v1alpha1.Cluster{*c}, true); err != nil {
+					return err
+				}
+			}
+		}
+	}
 }
 
 func describeNamespace(namespace string) string {
@@ -164,18 +311,24 @@ func describeNamespace(namespace string) string {
 	return "namespace " + namespace
 }
 
-// printTable writes the overview: members not Ready first, then by namespace and name.
-func (o *GetOptions) printTable(ctx context.Context, clusters []v1alpha1.Cluster) error {
-	w := printers.GetNewTabWriter(o.out)
-	header := []string{"NAME", "READY", "REASON", "VERSION", "LAST REPORT", "CREDENTIAL", "EXPIRES"}
-	if o.namespace == metav1.NamespaceAll {
-		header = append([]string{"NAMESPACE"}, header...)
-	}
-	if o.wide {
-		header = append(header, "SERVER", "MESSAGE")
-	}
-	fmt.Fprintln(w, strings.Join(header, "\t"))
-	notReadyFirst(clusters)
+// overviewColumns are the overview's: kubectl's printers add NAMESPACE with -A, LABELS with
+// --show-labels and one per -L key, and show the priority-1 columns only with -o wide.
+var overviewColumns = []metav1.TableColumnDefinition{
+	{Name: "Name", Type: "string", Format: "name"},
+	{Name: "Ready", Type: "string"},
+	{Name: "Reason", Type: "string"},
+	{Name: "Version", Type: "string"},
+	{Name: "Last Report", Type: "string"},
+	{Name: "Credential", Type: "string"},
+	{Name: "Expires", Type: "string"},
+	{Name: "Server", Type: "string", Priority: 1},
+	{Name: "Message", Type: "string", Priority: 1},
+}
+
+// overview is the table of clusters, in their order: a row each, with the Cluster as the row's
+// object, from which the printer reads its namespace and labels.
+func (o *GetOptions) overview(ctx context.Context, clusters []v1alpha1.Cluster) *metav1.Table {
+	t := &metav1.Table{ColumnDefinitions: overviewColumns}
 	now := time.Now()
 	for i := range clusters {
 		c := &clusters[i]
@@ -187,21 +340,18 @@ func (o *GetOptions) printTable(ctx context.Context, clusters []v1alpha1.Cluster
 		if t := c.Status.LastProbeTime; t != nil {
 			report = duration.HumanDuration(now.Sub(t.Time)) + " ago"
 		}
-		credential, expires := o.credential(ctx, c, now)
-		row := []string{c.Name, ready, orDash(reason), orDash(c.Status.Version), report, credential, expires}
-		if o.namespace == metav1.NamespaceAll {
-			row = append([]string{c.Namespace}, row...)
+		credential, expires := o.expiries.credential(ctx, c, now)
+		server := ""
+		if eps := c.Spec.KubernetesAPIEndpoints.ServerEndpoints; len(eps) > 0 {
+			server = eps[0].ServerAddress
 		}
-		if o.wide {
-			server := ""
-			if eps := c.Spec.KubernetesAPIEndpoints.ServerEndpoints; len(eps) > 0 {
-				server = eps[0].ServerAddress
-			}
-			row = append(row, orDash(server), orDash(strings.ReplaceAll(message, "\n", " ")))
-		}
-		fmt.Fprintln(w, strings.Join(row, "\t"))
+		t.Rows = append(t.Rows, metav1.TableRow{
+			Cells: []any{c.Name, ready, orDash(reason), orDash(c.Status.Version), report, credential, expires,
+				orDash(server), orDash(strings.ReplaceAll(message, "\n", " "))},
+			Object: runtime.RawExtension{Object: c},
+		})
 	}
-	return w.Flush()
+	return t
 }
 
 // notReadyFirst sorts members that are not Ready before those that are, each by namespace and name.
@@ -212,61 +362,12 @@ func notReadyFirst(clusters []v1alpha1.Cluster) {
 		}
 		return 0
 	}
-	slices.SortFunc(clusters, func(a, b v1alpha1.Cluster) int {
+	slices.SortStableFunc(clusters, func(a, b v1alpha1.Cluster) int {
 		if d := rank(&a) - rank(&b); d != 0 {
 			return d
 		}
 		return strings.Compare(a.Namespace+"/"+a.Name, b.Namespace+"/"+b.Name)
 	})
-}
-
-// credential names the provider a reader would try first and, for a secret provider whose
-// Secret holds a service-account token (as join stores it), when that token expires. The token
-// is read only to decode its expiry claim; it is never printed. Where the caller may not read the
-// Secret, or the credential carries no expiry, the expiry is "-".
-func (o *GetOptions) credential(ctx context.Context, c *v1alpha1.Cluster, now time.Time) (string, string) {
-	if len(c.Spec.AuthInfo.Providers) == 0 {
-		return "none", "-"
-	}
-	p := c.Spec.AuthInfo.Providers[0]
-	name := p.Type.Name
-	if p.Type.Name != v1alpha1.ProviderTypeSecret || p.Config["name"] == "" {
-		return name, "-"
-	}
-	namespace := p.Config["namespace"]
-	if namespace == "" {
-		namespace = c.Namespace
-	}
-	exp, ok := o.tokenExpiry(ctx, namespace, p.Config["name"])
-	if !ok {
-		return name, "-"
-	}
-	if exp.Before(now) {
-		return name, "expired " + duration.HumanDuration(now.Sub(exp)) + " ago"
-	}
-	return name, "in " + duration.HumanDuration(exp.Sub(now))
-}
-
-// tokenExpiry is when the token in Secret namespace/name expires, if it holds a token with an
-// expiry and the caller may read it.
-func (o *GetOptions) tokenExpiry(ctx context.Context, namespace, name string) (time.Time, bool) {
-	if o.expiries == nil {
-		o.expiries = map[string]map[string]time.Time{}
-	}
-	byName, listed := o.expiries[namespace]
-	if !listed {
-		if list, err := o.kube.CoreV1().Secrets(namespace).List(ctx, metav1.ListOptions{}); err == nil {
-			byName = map[string]time.Time{}
-			for _, s := range list.Items {
-				if exp := tokenExpiry(string(s.Data[v1alpha1.SecretTokenKey])); !exp.IsZero() { // only its exp claim is read
-					byName[s.Name] = exp
-				}
-			}
-		}
-		o.expiries[namespace] = byName // nil when it could not be listed: "-" for its Clusters
-	}
-	exp, ok := byName[name]
-	return exp, ok
 }
 
 func orDash(s string) string {

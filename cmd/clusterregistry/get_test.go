@@ -54,11 +54,14 @@ func TestDescribeCluster(t *testing.T) {
 		{Type: "Warning", Reason: "Unreachable", Message: "Ready False", LastTimestamp: metav1.NewTime(now.Add(-time.Minute))},
 	}}
 	var out bytes.Buffer
-	require.NoError(t, describeCluster(&out, c, events, now))
+	c.Status.CredentialsExpireAt = &metav1.Time{Time: now.Add(5 * time.Hour)}
+	tokens := map[string]time.Time{"token": now.Add(-3 * time.Minute)}
+	require.NoError(t, describeCluster(&out, c, tokens, events, now))
 	t.Log("\n" + out.String())
 	require.Regexp(t, `(?m)^Display Name:\s+Production$`, out.String())
 	require.Regexp(t, `(?m)^  https://prod.example.com:6443\s+from 0.0.0.0/0$`, out.String())
-	require.Regexp(t, `(?m)^  token\s+secret\s+name=prod-token$`, out.String())
+	require.Regexp(t, `(?m)^  token\s+secret\s+name=prod-token\s+token expires 2026-11-23T11:57:00Z \(expired 3m ago\)$`, out.String())
+	require.Regexp(t, `(?m)^  Credentials Expire:\s+2026-11-23T17:00:00Z \(in 5h\), as the health controller last read them$`, out.String())
 	require.Regexp(t, `(?m)^  Ready\s+False\s+Unreachable\s+since 60s ago\s+dial tcp: refused$`, out.String())
 	require.Regexp(t, `(?s)Normal\s+Reachable.*Warning\s+Unreachable`, out.String(), "events oldest first")
 }

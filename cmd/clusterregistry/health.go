@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -16,6 +17,7 @@ import (
 	"github.com/spf13/pflag"
 	"golang.org/x/sync/errgroup"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/cli-runtime/pkg/printers"
 	cpversioned "sigs.k8s.io/cluster-inventory-api/client/clientset/versioned"
 
 	"github.com/cluster-registry/sdk/clusterprofile"
@@ -38,6 +40,11 @@ type HealthOptions struct {
 	ClusterProfiles           bool   // publish a ClusterProfile per Cluster beside probing
 	ClusterManager            string // the profiles' cluster manager name
 	RotateCredentials         bool   // renew join's tokens beside probing
+	RenewAt                   float64
+	RotateInterval            time.Duration
+	Once                      bool // one probe pass, then exit
+
+	out io.Writer
 
 	factory *factory
 	stderr  io.Writer
@@ -45,7 +52,7 @@ type HealthOptions struct {
 
 // Complete parses the selector.
 func (o *HealthOptions) Complete(f *factory, cmd *cobra.Command, _ []string) error {
-	o.factory, o.stderr = f, cmd.ErrOrStderr()
+	o.factory, o.stderr, o.out = f, cmd.ErrOrStderr(), cmd.OutOrStdout()
 	var err error
 	if o.Controller.Selector, err = labels.Parse(o.Selector); err != nil {
 		return usageError{fmt.Errorf("-l/--selector: %w", err)}
@@ -74,6 +81,19 @@ func (o *HealthOptions) Validate() error {
 	}
 	if o.LeaderElect && o.AllNamespaces && o.LeaseNamespace == "" {
 		return usageError{errors.New("--leader-elect with -A needs --leader-elect-namespace")}
+	}
+	if o.RenewAt <= 0 || o.RenewAt >= 1 {
+		return usageError{fmt.Errorf("--renew-at %v: want a fraction of a token's life between 0 and 1", o.RenewAt)}
+	}
+	if o.RotateInterval <= 0 {
+		return usageError{fmt.Errorf("--rotate-interval %s: want a positive duration", o.RotateInterval)}
+	}
+	if o.Once {
+		for flag, set := range map[string]bool{"leader-elect": o.LeaderElect, "cluster-profiles": o.ClusterProfiles, "metrics-bind-address": o.MetricsAddr != ""} {
+			if set {
+				return usageError{fmt.Errorf("--once and --%s conflict: a single pass takes no turns, keeps nothing and serves nothing", flag)}
+			}
+		}
 	}
 	return nil
 }
@@ -115,9 +135,16 @@ func (o *HealthOptions) Run(ctx context.Context) error {
 		opts.Metrics = metrics
 		go serveMetrics(o.MetricsAddr, metrics, opts.Logger)
 	}
+	if o.Once {
+		// One pass has no history to damp: what each probe finds is what is written.
+		opts.FailureThreshold, opts.SuccessThreshold = 1, 1
+	}
 	c, err := health.New(opts)
 	if err != nil {
 		return usageError{err}
+	}
+	if o.Once {
+		return o.runOnce(ctx, c, reg, opts)
 	}
 	// The publisher runs on every replica: it writes what the registry says, and only what
 	// differs, so replicas agree. With --leader-elect the rotator takes turns through a Lease of
@@ -142,7 +169,7 @@ func (o *HealthOptions) Run(ctx context.Context) error {
 	}
 	if o.RotateCredentials {
 		fleet := multicluster.NewFleet(reg.Clusters, opts.Resolver, multicluster.FleetOptions{Namespaces: opts.Namespaces, Selector: opts.Selector})
-		rotateOpts := rotation.Options{Kube: reg.Kube, Logger: opts.Logger.WithName("rotation")}
+		rotateOpts := rotation.Options{Kube: reg.Kube, Logger: opts.Logger.WithName("rotation"), RenewAt: o.RenewAt, Interval: o.RotateInterval}
 		if le := opts.LeaderElection; le != nil {
 			rotateOpts.LeaderElection = &rotation.LeaderElection{Namespace: le.Namespace, Name: le.Name + "-rotation"}
 		}
@@ -227,9 +254,63 @@ func newHealth(fac *factory) *cobra.Command {
 	o.Trust.AddFlags(f)
 	f.BoolVarP(&o.Verbose, "verbose", "v", false, "log every probe's outcome, not only transitions")
 	f.BoolVar(&o.ClusterProfiles, "cluster-profiles", false, "also keep a ClusterProfile (multicluster.x-k8s.io, whose CRD must be installed) for each Cluster, for the ecosystem's tools to consume")
-	f.BoolVar(&o.RotateCredentials, "rotate-credentials", false, "also renew the tokens join stored, with the tokens themselves, once two thirds of their life have passed")
+	f.BoolVar(&o.RotateCredentials, "rotate-credentials", false, "also renew the tokens join stored, with the tokens themselves, once --renew-at of their life has passed (as the rotate command)")
+	f.Float64Var(&o.RenewAt, "renew-at", 2.0/3, "with --rotate-credentials, the fraction of a token's life after which it is renewed")
+	f.DurationVar(&o.RotateInterval, "rotate-interval", time.Minute, "with --rotate-credentials, the longest time between looks for tokens due (a token due sooner is renewed when due)")
+	f.BoolVar(&o.Once, "once", false, "probe each member once, write what changed, print what each probe found, and exit (thresholds of 1; with --rotate-credentials, one renewal pass too)")
 	f.StringVar(&o.ClusterManager, "cluster-manager", clusterprofile.DefaultManagerName, "with --cluster-profiles, the cluster manager the profiles name (spec.clusterManager.name and the x-k8s.io/cluster-manager label)")
 	return cmd
+}
+
+// runOnce is --once: one probe of each member, its status written, a line each; with
+// --rotate-credentials, then one renewal pass. It exits 1 only when a status could not be
+// written (or a token due could not be renewed): a member found down is a finding, not a failure.
+func (o *HealthOptions) runOnce(ctx context.Context, c *health.Controller, reg *registry, opts health.Options) error {
+	results, err := c.ProbeOnce(ctx)
+	if err != nil {
+		return err
+	}
+	w := printers.GetNewTabWriter(o.out)
+	fmt.Fprintln(w, "CLUSTER\tREADY\tREASON\tSTATUS\tMESSAGE")
+	var failed []string
+	for _, r := range results {
+		status := "unchanged"
+		switch {
+		case r.Err != nil:
+			status = "not written: " + r.Err.Error()
+			failed = append(failed, r.Member.String())
+		case r.Wrote:
+			status = "written"
+		}
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", r.Member, r.Condition.Status, r.Condition.Reason, status, strings.ReplaceAll(r.Condition.Message, "\n", " "))
+	}
+	_ = w.Flush()
+	if len(results) == 0 {
+		fmt.Fprintln(o.out, "no Cluster selected: nothing probed")
+	}
+	if o.RotateCredentials {
+		fleet := multicluster.NewFleet(reg.Clusters, opts.Resolver, multicluster.FleetOptions{Namespaces: opts.Namespaces, Selector: opts.Selector})
+		if err := fleet.Start(ctx); err != nil {
+			return err
+		}
+		defer fleet.Stop()
+		rotator, err := rotation.New(fleet, rotation.Options{Kube: reg.Kube, RenewAt: o.RenewAt})
+		if err != nil {
+			return usageError{err}
+		}
+		renewed, errs := rotator.RenewDue(ctx)
+		for _, n := range renewed {
+			fmt.Fprintf(o.out, "%s: Secret %s renewed, valid until %s\n", n.Member, n.Secret.Name, n.Expires.UTC().Format(time.RFC3339))
+		}
+		for _, err := range errs {
+			fmt.Fprintf(o.out, "could not renew: %v\n", err)
+			failed = append(failed, "a token")
+		}
+	}
+	if len(failed) > 0 {
+		return fmt.Errorf("%d of %d members' status or tokens could not be written (each is named above)", len(failed), len(results))
+	}
+	return nil
 }
 
 // addLeaderElectFlags adds --leader-elect and the Lease's namespace and name, as health and

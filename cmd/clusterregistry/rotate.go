@@ -108,10 +108,28 @@ func (o *RotateOptions) Run(ctx context.Context) error {
 		fmt.Fprintf(o.out, "%s: Secret %s renewed, valid until %s; %d replaced token(s) revoked\n",
 			n.Member, n.Secret.Name, n.Expires.UTC().Format(time.RFC3339), n.Revoked)
 	}
-	if len(renewed) == 0 && len(errs) == 0 {
-		fmt.Fprintln(o.out, "no token is due")
+	for _, err := range errs {
+		fmt.Fprintf(o.out, "could not renew: %v\n", err)
 	}
-	return errors.Join(errs...)
+	now := time.Now()
+	switch next, ok := r.NextDue(); {
+	case ok:
+		prefix := ""
+		if len(renewed) == 0 && len(errs) == 0 {
+			prefix = "no token is due; "
+		}
+		when := "now"
+		if next.At.After(now) {
+			when = relative(next.At, now)
+		}
+		fmt.Fprintf(o.out, "%snext: %s, Secret %s, due %s (%s)\n", prefix, next.Member, next.Secret.Name, next.At.UTC().Format(time.RFC3339), when)
+	case len(renewed) == 0 && len(errs) == 0:
+		fmt.Fprintln(o.out, "no token is due: none of the selected Clusters points at a token that join stored (clusterregistry join makes one)")
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("%d of %d token(s) due could not be renewed (each is named above); the next pass tries again", len(errs), len(errs)+len(renewed))
+	}
+	return nil
 }
 
 var (
