@@ -353,8 +353,10 @@ func TestJoin(t *testing.T) {
 	require.True(t, apierrors.IsNotFound(err), "Cluster left in the registry: %v", err)
 	_, err = kubernetes.NewForConfigOrDie(lf.Registry.Config).CoreV1().Secrets("joined").Get(ctx, "alpha-token", metav1.GetOptions{})
 	require.True(t, apierrors.IsNotFound(err), "Secret left in the registry: %v", err)
-	code, out, _ = cli("unjoin", "alpha")
-	require.Equal(t, 0, code)
+	// Unjoined already: nothing is found, and, as kubectl delete of a missing object, exit 1.
+	code, out, stderr = cli("unjoin", "alpha")
+	require.Equal(t, 1, code)
+	require.Contains(t, stderr, "cluster joined/alpha not found: nothing was unjoined")
 	require.Equal(t, 2, strings.Count(out, ": not found\n"), out)
 	require.Contains(t, out, "member: not looked at: cluster joined/alpha, which names the member's server, is not in the registry")
 	require.NotContains(t, out, "deleted")
