@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
-	"github.com/go-logr/logr/funcr"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/spf13/cobra"
@@ -125,11 +124,7 @@ func (o *HealthOptions) Run(ctx context.Context) error {
 		}
 		opts.LeaderElection = &health.LeaderElection{Namespace: namespace, Name: o.LeaseName}
 	}
-	level := 0
-	if o.Verbose {
-		level = 1
-	}
-	opts.Logger = funcr.New(func(prefix, args string) { fmt.Fprintln(o.stderr, prefix, args) }, funcr.Options{Verbosity: level, LogTimestamp: true})
+	opts.Logger = commandLogger(o.stderr, o.Verbose)
 	if o.MetricsAddr != "" {
 		metrics := prometheus.NewRegistry()
 		opts.Metrics = metrics

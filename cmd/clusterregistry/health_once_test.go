@@ -1,7 +1,10 @@
 package main
 
 import (
+	"context"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -46,4 +49,26 @@ func TestHealthOnce(t *testing.T) {
 	code, _, stderr = cli("health", "--once", "--leader-elect")
 	require.Equal(t, 2, code, stderr)
 	require.Contains(t, stderr, "--once and --leader-elect conflict")
+}
+
+// Every line health logs has one format, client-go's included: leader election logs through klog,
+// which before wrote its own "I1126 00:18:37.816718 ..." lines, straight to the process's stderr,
+// among logr's.
+func TestHealthLogsOneFormat(t *testing.T) {
+	lf := sharedFleet(t)
+	ns := fleettest.CopySet(t, lf, "member-1")
+	ctx, cancel := context.WithCancel(t.Context())
+	var logs syncBuffer
+	done := make(chan int, 1)
+	go func() {
+		done <- run(ctx, []string{"--kubeconfig", lf.Registry.Kubeconfig, "-n", ns, "health", "--leader-elect", "--interval", "200ms"}, &logs, &logs)
+	}()
+	for deadline := time.Now().Add(30 * time.Second); !strings.Contains(logs.String(), "Successfully acquired lease"); time.Sleep(50 * time.Millisecond) {
+		require.True(t, time.Now().Before(deadline), "no lease acquired; logs:\n%s", logs.String())
+	}
+	cancel()
+	require.Equal(t, 0, <-done, logs.String())
+	for _, line := range strings.Split(strings.TrimSpace(logs.String()), "\n") {
+		require.Regexp(t, `^"ts"="\d{4}-\d\d-\d\d [\d:.]+" "level"=\d+ "msg"=`, line)
+	}
 }

@@ -7,7 +7,6 @@ import (
 	"io"
 	"time"
 
-	"github.com/go-logr/logr/funcr"
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/labels"
 
@@ -88,7 +87,7 @@ func (o *RotateOptions) Run(ctx context.Context) error {
 	}
 	defer fleet.Stop()
 	opts := rotation.Options{Kube: reg.Kube, RenewAt: o.RenewAt, Interval: o.Interval, Timeout: o.MemberTimeout,
-		Logger: funcr.New(func(prefix, args string) { fmt.Fprintln(o.stderr, prefix, args) }, funcr.Options{LogTimestamp: true})}
+		Logger: commandLogger(o.stderr, false)}
 	if o.LeaderElect {
 		namespace := o.LeaseNamespace
 		if namespace == "" {
