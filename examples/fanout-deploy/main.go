@@ -1,10 +1,11 @@
-// Command fanout-deploy applies a Deployment to every member cluster that a cluster registry
-// selects, all at once, and reports what happened on each. It is the Cluster Registry SDK's demo
+// Command fanout-deploy applies a Deployment, or any manifests (-f), to every member cluster that a
+// cluster registry selects, all at once, and reports what happened on each. It is the Cluster Registry SDK's demo
 // client, and is meant to be read: a registry client, a Resolver that follows each Cluster's
 // credential pointers, a Fleet, and one multicluster.Map.
 //
 //	fanout-deploy -n fleet -l env=prod --name web --image nginx:1.27 --replicas 2
 //	fanout-deploy -n fleet --name web --delete
+//	fanout-deploy -n fleet -l env=prod -f ./app/ --wait
 //
 // It takes kubectl's connection flags for the registry (--kubeconfig, --context, -n, --as, ...,
 // from k8s.io/cli-runtime). It prints a line per member as each finishes, then a table, then each
@@ -60,6 +61,13 @@ type options struct {
 	dryRun, delete, skipNotReady bool
 	wait                         bool
 	trust                        trustflags.Flags
+	// files are -f's; manifests what they hold. With them, the objects are applied instead of
+	// the one Deployment of --name and --image.
+	files     []string
+	manifests []manifest
+	// replicasGiven says --replicas was given: without it, a Deployment that exists keeps its
+	// replicas.
+	replicasGiven bool
 }
 
 func main() {
@@ -94,7 +102,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if opts.dryRun {
 		verb += " (server dry run)"
 	}
-	fmt.Fprintf(stdout, "%s Deployment %s/%s on %d members of %s\n", verb, opts.memberNamespace, opts.name, len(members), opts.namespace)
+	what := fmt.Sprintf("Deployment %s/%s", opts.memberNamespace, opts.name)
+	work := deployment(opts)
+	if opts.manifests != nil {
+		what = fmt.Sprintf("%d objects of %s", len(opts.manifests), strings.Join(opts.files, ", "))
+		work = applyManifests(opts, opts.manifests)
+	}
+	fmt.Fprintf(stdout, "%s %s on %d members of %s\n", verb, what, len(members), opts.namespace)
 
 	done := 0
 	fanOut := []multicluster.Option{multicluster.Concurrency(opts.concurrency), multicluster.Timeout(opts.timeout)}
@@ -104,7 +118,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if opts.skipNotReady {
 		fanOut = append(fanOut, multicluster.SkipNotReady())
 	}
-	results := multicluster.Map(ctx, members, deployment(opts), append(fanOut,
+	results := multicluster.Map(ctx, members, work, append(fanOut,
 		// Progress: one line per member as it finishes. Calls come one at a time.
 		multicluster.OnResult(func(o multicluster.Outcome) {
 			done++
@@ -237,11 +251,22 @@ func deployment(opts *options) func(context.Context, *multicluster.Member) (stri
 		}
 
 		labels := map[string]string{"app.kubernetes.io/name": opts.name, "app.kubernetes.io/managed-by": fieldManager}
-		d := appsv1ac.Deployment(opts.name, opts.memberNamespace).WithLabels(labels).WithSpec(appsv1ac.DeploymentSpec().
-			WithReplicas(int32(opts.replicas)).
+		spec := appsv1ac.DeploymentSpec().
 			WithSelector(metav1ac.LabelSelector().WithMatchLabels(labels)).
 			WithTemplate(corev1ac.PodTemplateSpec().WithLabels(labels).WithSpec(corev1ac.PodSpec().
-				WithContainers(corev1ac.Container().WithName(opts.name).WithImage(opts.image)))))
+				WithContainers(corev1ac.Container().WithName(opts.name).WithImage(opts.image))))
+		replicas := int32(opts.replicas)
+		if !opts.replicasGiven {
+			// Without --replicas, a Deployment that exists keeps its count: left out of the apply,
+			// the field this tool owned would be dropped and the Deployment fall back to one.
+			switch live, err := deployments.Get(ctx, opts.name, metav1.GetOptions{}); {
+			case err == nil && live.Spec.Replicas != nil:
+				replicas = *live.Spec.Replicas
+			case err != nil && !apierrors.IsNotFound(err):
+				return "", err
+			}
+		}
+		d := appsv1ac.Deployment(opts.name, opts.memberNamespace).WithLabels(labels).WithSpec(spec.WithReplicas(replicas))
 		applied, err := deployments.Apply(ctx, d, metav1.ApplyOptions{FieldManager: fieldManager, Force: true, DryRun: dryRun})
 		if err != nil {
 			return "", err
@@ -252,7 +277,7 @@ func deployment(opts *options) func(context.Context, *multicluster.Member) (stri
 		if !opts.wait {
 			return fmt.Sprintf("applied, generation %d", applied.Generation), nil
 		}
-		available, err := waitForRollout(ctx, deployments, opts.name, applied.Generation, int32(opts.replicas))
+		available, err := waitForRollout(ctx, deployments, opts.name, applied.Generation, replicas)
 		if err != nil {
 			return "", err
 		}
@@ -265,10 +290,19 @@ func parseFlags(args []string, stdout io.Writer) (*options, error) {
 	var selector, dryRun string
 	trust := &opts.trust
 	cmd := &cobra.Command{
-		Use:   "fanout-deploy --name NAME --image IMAGE [-l SELECTOR] [flags]",
-		Short: "Apply a Deployment to every member cluster the registry selects",
+		Use:   "fanout-deploy (--name NAME --image IMAGE | -f FILE...) [-l SELECTOR] [flags]",
+		Short: "Apply a Deployment, or any manifests, to every member cluster the registry selects",
 		Long: `Apply (or delete) a Deployment on every member cluster that the registry's Clusters in one
 namespace (cluster set) select, all at once, and report what happened on each.
+
+With -f, apply any objects instead: files and directories of YAML or JSON (several documents a
+file; a directory's .yaml, .yml and .json files), each object with server-side apply, in order,
+on every member. Each member maps each kind with its own API, so a kind one member does not serve
+is that member's error, not everyone's. A namespaced object without a namespace goes to
+--member-namespace. --dry-run=server, --wait (for Deployments, StatefulSets and DaemonSets) and
+--delete (in the reverse order) work as they do for the one Deployment.
+
+Without --replicas, a Deployment that exists keeps its replica count.
 
 The registry is reached with kubectl's connection flags; each member with the credentials its
 Cluster points to, read with your own permissions.`,
@@ -277,6 +311,13 @@ Cluster points to, read with your own permissions.`,
 
   # Check first: each member validates the change without making it
   fanout-deploy -n fleet --name web --image nginx:1.28 --dry-run=server
+
+  # Any manifests: a directory's YAML files, each object applied with server-side apply on every
+  # member, waiting for its Deployments, StatefulSets and DaemonSets to roll out
+  fanout-deploy -n fleet -l env=prod -f ./app/ -f extra.yaml --wait
+
+  # Remove them again, in the reverse order
+  fanout-deploy -n fleet -l env=prod -f ./app/ -f extra.yaml --delete
 
   # Remove it again, from the registry of another kubeconfig context
   fanout-deploy --context ops -n fleet --name web --delete`,
@@ -290,9 +331,10 @@ Cluster points to, read with your own permissions.`,
 	fs := cmd.Flags()
 	opts.registry.AddFlags(fs)
 	fs.StringVarP(&selector, "selector", "l", "", "label selector over the Clusters, e.g. env=prod,region!=eu")
-	fs.StringVar(&opts.name, "name", "", "the Deployment's name (required)")
-	fs.StringVar(&opts.image, "image", "", "the container image (required unless --delete)")
-	fs.IntVar(&opts.replicas, "replicas", 1, "replicas on each member")
+	fs.StringArrayVarP(&opts.files, "filename", "f", nil, "apply the objects of this file or directory (YAML or JSON, several documents each) instead of one Deployment; repeatable")
+	fs.StringVar(&opts.name, "name", "", "the Deployment's name (required without -f)")
+	fs.StringVar(&opts.image, "image", "", "the container image (required without -f, unless --delete)")
+	fs.IntVar(&opts.replicas, "replicas", 1, "replicas on each member (default: 1 for a new Deployment; an existing one keeps its count)")
 	fs.StringVar(&opts.memberNamespace, "member-namespace", "default", "namespace of the Deployment on each member")
 	fs.IntVar(&opts.concurrency, "concurrency", 0, "members at once (0: all)")
 	fs.DurationVar(&opts.timeout, "timeout", 30*time.Second, "time allowed per member, retries included")
@@ -315,6 +357,7 @@ Cluster points to, read with your own permissions.`,
 		return nil, pflag.ErrHelp // done, as for --help
 	}
 	fsArgs := fs.Args()
+	opts.replicasGiven = fs.Changed("replicas")
 
 	var errs []error
 	if len(fsArgs) > 0 {
@@ -327,13 +370,28 @@ Cluster points to, read with your own permissions.`,
 	default:
 		errs = append(errs, fmt.Errorf("--dry-run=%s: want server or none (a change to other clusters cannot be checked client-side)", dryRun))
 	}
-	if opts.name == "" {
-		errs = append(errs, errors.New("--name is required"))
-	} else if msgs := validation.IsDNS1123Subdomain(opts.name); len(msgs) > 0 {
-		errs = append(errs, fmt.Errorf("--name %q is not a valid Deployment name: %s", opts.name, strings.Join(msgs, "; ")))
+	switch {
+	case len(opts.files) > 0:
+		for _, flag := range []string{"name", "image", "replicas"} {
+			if fs.Changed(flag) {
+				errs = append(errs, fmt.Errorf("-f and --%s conflict: the files say what to apply", flag))
+			}
+		}
+		if len(errs) == 0 {
+			var err error
+			if opts.manifests, err = readManifests(opts.files); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	case opts.name == "":
+		errs = append(errs, errors.New("--name is required (or -f FILE)"))
+	default:
+		if msgs := validation.IsDNS1123Subdomain(opts.name); len(msgs) > 0 {
+			errs = append(errs, fmt.Errorf("--name %q is not a valid Deployment name: %s", opts.name, strings.Join(msgs, "; ")))
+		}
 	}
-	if opts.image == "" && !opts.delete {
-		errs = append(errs, errors.New("--image is required, unless --delete"))
+	if len(opts.files) == 0 && opts.image == "" && !opts.delete {
+		errs = append(errs, errors.New("--image is required, unless --delete or -f"))
 	}
 	if msgs := validation.IsDNS1123Label(opts.memberNamespace); len(msgs) > 0 {
 		errs = append(errs, fmt.Errorf("--member-namespace %q: %s", opts.memberNamespace, strings.Join(msgs, "; ")))

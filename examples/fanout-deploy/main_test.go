@@ -21,7 +21,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/cluster-registry/sdk/clientset/versioned"
@@ -43,6 +46,13 @@ func TestMain(m *testing.M) {
 }
 
 func TestBadFlags(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "bad.yaml"), "apiVersion: v1\nkind: ConfigMap\n---\nkind: Secret\nmetadata: {name: s}\n---\n{not yaml: [\n")
+	writeFile(t, filepath.Join(dir, "dup.yaml"), "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n")
+	empty := filepath.Join(dir, "empty")
+	if err := os.Mkdir(empty, 0o700); err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
 		args []string
 		want []string
@@ -59,6 +69,16 @@ func TestBadFlags(t *testing.T) {
 		{[]string{"--name", "web", "--image", "x", "stray"}, []string{`unexpected argument "stray"`}},
 		{[]string{"--no-such-flag"}, []string{"unknown flag: --no-such-flag"}},
 		{[]string{"--name", "web", "--image", "x", "--dry-run=client"}, []string{"--dry-run=client: want server or none"}},
+		{[]string{"-f", filepath.Join(dir, "nope.yaml")}, []string{"-f " + filepath.Join(dir, "nope.yaml") + ": stat"}},
+		{[]string{"-f", empty}, []string{"-f " + empty + ": the directory has no .yaml, .yml or .json file"}},
+		{[]string{"-f", filepath.Join(dir, "dup.yaml"), "--image", "x", "--replicas", "2"}, []string{"-f and --image conflict", "-f and --replicas conflict"}},
+		// Every problem of a file, each named by its document, and nothing applied anywhere.
+		{[]string{"-f", filepath.Join(dir, "bad.yaml")}, []string{
+			filepath.Join(dir, "bad.yaml") + ", document 1: no metadata.name",
+			filepath.Join(dir, "bad.yaml") + ", document 2: no apiVersion",
+			filepath.Join(dir, "bad.yaml") + ", document 3: ",
+		}},
+		{[]string{"-f", filepath.Join(dir, "dup.yaml")}, []string{filepath.Join(dir, "dup.yaml") + ", document 2: configmap/a is also in " + filepath.Join(dir, "dup.yaml") + ", document 1"}},
 	} {
 		var stdout, stderr bytes.Buffer
 		code := run(context.Background(), tc.args, &stdout, &stderr)
@@ -148,6 +168,85 @@ func TestEndToEnd(t *testing.T) {
 		}
 	})
 
+	t.Run("without --replicas, a Deployment keeps its count", func(t *testing.T) {
+		// Before, the run applied replicas: 1, the flag's default, and so halved the fleet's web.
+		code, _, _ := fanoutDeploy(t, "-l", "env=demo", "--name", "web", "--image", "registry.example/web:1")
+		if code != 0 {
+			t.Fatalf("exit %d", code)
+		}
+		if got := strings.Join(deployments(t, lf.Members...), " "); got != "registry.example/web:1/2 registry.example/web:1/2 registry.example/web:1/2" {
+			t.Errorf("Deployments on the members: %s", got)
+		}
+	})
+
+	t.Run("manifests from files, mapped on each member", func(t *testing.T) {
+		// member-1 alone serves Widgets: on the others, the Widget is their error, after the
+		// objects before it in the files were applied there.
+		installWidgetCRD(t, ctx, lf.Members[0])
+		dir := t.TempDir()
+		writeFile(t, filepath.Join(dir, "1-app.yaml"), `apiVersion: v1
+kind: ConfigMap
+metadata: {name: app-config}
+data: {greeting: hello}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: fromfile, namespace: default}
+spec:
+  replicas: 3
+  selector: {matchLabels: {app: fromfile}}
+  template:
+    metadata: {labels: {app: fromfile}}
+    spec: {containers: [{name: app, image: registry.example/fromfile:1}]}
+`)
+		writeFile(t, filepath.Join(dir, "2-widget.json"), `{"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w"}, "spec": {"size": 2}}`)
+		writeFile(t, filepath.Join(dir, "README.md"), "not a manifest")
+
+		code, out, errOut := fanoutDeploy(t, "-l", "env=demo", "-f", dir, "--timeout", "10s")
+		if code != 1 || !strings.Contains(out, "Applying 3 objects of "+dir+" on 3 members of fleet") {
+			t.Fatalf("exit %d", code)
+		}
+		if row := tableRow(out, "fleet/member-1"); !strings.Contains(row, "configmap/app-config applied, deployment.apps/fromfile applied, widget.example.com/w applied") {
+			t.Errorf("member-1: %q", row)
+		}
+		for _, m := range []string{"fleet/member-2", "fleet/member-3"} {
+			if row := tableRow(out, m); !strings.Contains(row, "widget.example.com/w: this member does not serve Widget (example.com/v1) (") {
+				t.Errorf("%s: %q", m, row)
+			}
+		}
+		if !strings.Contains(out, "2-widget.json, document 1); done before it: configmap/app-config applied, deployment.apps/fromfile applied") {
+			t.Errorf("the errors do not say what was applied before them:\n%s", out)
+		}
+		if !strings.Contains(errOut, "2 of 3 members failed: fleet/member-2, fleet/member-3") {
+			t.Errorf("stderr: %q", errOut)
+		}
+		for _, m := range lf.Members {
+			kube := kubernetes.NewForConfigOrDie(m.Config)
+			if _, err := kube.CoreV1().ConfigMaps("default").Get(ctx, "app-config", metav1.GetOptions{}); err != nil {
+				t.Errorf("%s: the ConfigMap, with no namespace of its own, is not in --member-namespace: %v", m.Name, err)
+			}
+			d, err := kube.AppsV1().Deployments("default").Get(ctx, "fromfile", metav1.GetOptions{})
+			if err != nil || *d.Spec.Replicas != 3 || d.ManagedFields[0].Manager != fieldManager {
+				t.Errorf("%s: Deployment fromfile: %v", m.Name, err)
+			}
+		}
+
+		// A server dry run changes nothing; --delete removes what the files name, in reverse.
+		writeFile(t, filepath.Join(dir, "1-app.yaml"), strings.Replace(readFile(t, filepath.Join(dir, "1-app.yaml")), "greeting: hello", "greeting: changed", 1))
+		code, out, _ = fanoutDeploy(t, "-l", "env=demo", "-f", filepath.Join(dir, "1-app.yaml"), "--dry-run=server")
+		if code != 0 || !strings.Contains(tableRow(out, "fleet/member-2"), "configmap/app-config would be applied, deployment.apps/fromfile would be applied") {
+			t.Errorf("dry run: exit %d", code)
+		}
+		cm, err := kubernetes.NewForConfigOrDie(lf.Members[1].Config).CoreV1().ConfigMaps("default").Get(ctx, "app-config", metav1.GetOptions{})
+		if err != nil || cm.Data["greeting"] != "hello" {
+			t.Errorf("a dry run changed the ConfigMap: %v %v", cm.Data, err)
+		}
+		code, out, _ = fanoutDeploy(t, "-l", "env=demo", "-f", filepath.Join(dir, "1-app.yaml"), "--delete")
+		if code != 0 || !strings.Contains(tableRow(out, "fleet/member-1"), "deployment.apps/fromfile deleted, configmap/app-config deleted") {
+			t.Errorf("delete: exit %d", code)
+		}
+	})
+
 	t.Run("--wait waits for each rollout", func(t *testing.T) {
 		// No kube-controller-manager runs here: the test plays the Deployment controller on
 		// member-1 and member-3, and member-2's rollout never completes.
@@ -218,7 +317,7 @@ func TestEndToEnd(t *testing.T) {
 			t.Errorf("failed member's row: %q", row)
 		}
 		// Below the table, the whole error, which the table's column may cut.
-		if _, errors, ok := strings.Cut(out, "\nErrors:\n"); !ok || !strings.HasPrefix(errors, "  fleet/member-2: Patch \"https://") || !strings.Contains(errors, "connection refused") {
+		if _, errors, ok := strings.Cut(out, "\nErrors:\n"); !ok || !strings.HasPrefix(errors, "  fleet/member-2: Get \"https://") || !strings.Contains(errors, "connection refused") {
 			t.Errorf("no full error below the table:\n%s", out)
 		}
 		for _, name := range []string{"fleet/member-1", "fleet/member-3"} {
@@ -226,7 +325,7 @@ func TestEndToEnd(t *testing.T) {
 				t.Errorf("%s: %q", name, row)
 			}
 		}
-		if got := deployments(t, lf.Members[0], lf.Members[2]); got[0] != "registry.example/web:3/1" || got[1] != got[0] {
+		if got := deployments(t, lf.Members[0], lf.Members[2]); got[0] != "registry.example/web:3/2" || got[1] != got[0] {
 			t.Errorf("the live members' Deployments: %v", got)
 		}
 	})
@@ -247,7 +346,7 @@ func TestEndToEnd(t *testing.T) {
 		if _, errs, _ := strings.Cut(out, "\nErrors:\n"); strings.Contains(errs, "member-3") {
 			t.Errorf("a member not started is listed among the errors:\n%s", errs)
 		}
-		if got := deployments(t, lf.Members[0], lf.Members[2]); got[0] != "registry.example/web:4/1" || got[1] != "registry.example/web:3/1" {
+		if got := deployments(t, lf.Members[0], lf.Members[2]); got[0] != "registry.example/web:4/2" || got[1] != "registry.example/web:3/2" {
 			t.Errorf("after a failed canary: %v", got)
 		}
 	})
@@ -266,7 +365,7 @@ func TestEndToEnd(t *testing.T) {
 		if code != 0 || !strings.Contains(out, "] fleet/member-2 skipped (not Ready)") || !strings.Contains(out, "Skipped, not Ready (--skip-not-ready): fleet/member-2") {
 			t.Errorf("exit %d", code)
 		}
-		if got := deployments(t, lf.Members[0], lf.Members[2]); got[0] != "registry.example/web:5/1" || got[1] != got[0] {
+		if got := deployments(t, lf.Members[0], lf.Members[2]); got[0] != "registry.example/web:5/2" || got[1] != got[0] {
 			t.Errorf("the Ready members' Deployments: %v", got)
 		}
 	})
@@ -311,6 +410,48 @@ func TestEndToEnd(t *testing.T) {
 			t.Errorf("exit %d, stderr %q", code, errOut)
 		}
 	})
+}
+
+func writeFile(t *testing.T, path, content string) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func readFile(t *testing.T, path string) string {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(data)
+}
+
+// installWidgetCRD makes the member serve example.com/v1 Widgets, and waits until it does.
+func installWidgetCRD(t *testing.T, ctx context.Context, m *localfleet.Member) {
+	t.Helper()
+	crd := &apiextensionsv1.CustomResourceDefinition{
+		ObjectMeta: metav1.ObjectMeta{Name: "widgets.example.com"},
+		Spec: apiextensionsv1.CustomResourceDefinitionSpec{
+			Group: "example.com", Scope: apiextensionsv1.NamespaceScoped,
+			Names: apiextensionsv1.CustomResourceDefinitionNames{Plural: "widgets", Singular: "widget", Kind: "Widget", ListKind: "WidgetList"},
+			Versions: []apiextensionsv1.CustomResourceDefinitionVersion{{Name: "v1", Served: true, Storage: true,
+				Schema: &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{
+					Type: "object", XPreserveUnknownFields: ptr.To(true)}}}},
+		},
+	}
+	if _, err := apiextensionsclient.NewForConfigOrDie(m.Config).ApiextensionsV1().CustomResourceDefinitions().Create(ctx, crd, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	discovery := kubernetes.NewForConfigOrDie(m.Config).Discovery()
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		if _, err := discovery.ServerResourcesForGroupVersion("example.com/v1"); err == nil {
+			return
+		} else if time.Now().After(deadline) {
+			t.Fatalf("Widgets not served: %v", err)
+		}
+	}
 }
 
 // tableRow is the line of the results table that starts with member.
