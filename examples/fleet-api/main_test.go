@@ -24,9 +24,9 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/cluster-registry/sdk/access"
+	"github.com/cluster-registry/sdk/clientset/versioned"
 	"github.com/cluster-registry/sdk/fleetcache"
 	"github.com/cluster-registry/sdk/join"
-	"github.com/cluster-registry/sdk/clientset/versioned"
 	"github.com/cluster-registry/sdk/localfleet"
 	"github.com/cluster-registry/sdk/testkit/fleettest"
 )
