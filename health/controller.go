@@ -21,7 +21,6 @@ import (
 // start it with Run.
 type Controller struct {
 	opts    Options
-	fleet   *multicluster.Fleet
 	writer  *writer
 	metrics *metrics
 
@@ -95,7 +94,10 @@ var ErrLostLeadership = errors.New("health: lost the leader election")
 func (c *Controller) Run(ctx context.Context) error {
 	le := c.opts.LeaderElection
 	namespaces := c.opts.Namespaces
-	if len(namespaces) == 0 {
+	switch {
+	case c.opts.Members != nil:
+		namespaces = []string{"(those of Options.Members)"}
+	case len(namespaces) == 0:
 		namespaces = []string{"(all)"}
 	}
 	selector := "(all)"
@@ -120,20 +122,18 @@ func (c *Controller) Run(ctx context.Context) error {
 
 // run is Run without election.
 func (c *Controller) run(ctx context.Context) error {
-	c.fleet = multicluster.NewFleet(c.opts.Registry, c.opts.Resolver, multicluster.FleetOptions{
-		Namespaces: c.opts.Namespaces, Selector: c.opts.Selector,
-	})
 	w, err := newWriter(ctx, &c.opts)
 	if err != nil {
 		return err
 	}
 	c.writer = w
 	defer w.shutdown()
-	if err := c.fleet.Start(ctx); err != nil {
-		return fmt.Errorf("health: %w", err)
+	members, stop, err := c.source(ctx)
+	if err != nil {
+		return err
 	}
-	defer c.fleet.Stop()
-	unsubscribe := c.fleet.Subscribe(c.onMembership)
+	defer stop()
+	unsubscribe := members.Subscribe(c.onMembership)
 	defer unsubscribe()
 
 	work := make(chan *tracked)
@@ -150,6 +150,21 @@ func (c *Controller) run(ctx context.Context) error {
 	wg.Wait()
 	c.sweeps.Wait()
 	return ctx.Err()
+}
+
+// source is Options.Members, or else a Fleet of the controller's own, started; stop stops what
+// members started.
+func (c *Controller) source(ctx context.Context) (multicluster.MemberSource, func(), error) {
+	if c.opts.Members != nil {
+		return c.opts.Members, func() {}, nil
+	}
+	fleet := multicluster.NewFleet(c.opts.Registry, c.opts.Resolver, multicluster.FleetOptions{
+		Namespaces: c.opts.Namespaces, Selector: c.opts.Selector,
+	})
+	if err := fleet.Start(ctx); err != nil {
+		return nil, nil, fmt.Errorf("health: %w", err)
+	}
+	return fleet, fleet.Stop, nil
 }
 
 // onMembership follows the Fleet: a new member is probed within one interval, at a random point

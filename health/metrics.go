@@ -1,6 +1,7 @@
 package health
 
 import (
+	"errors"
 	"sync"
 	"time"
 
@@ -42,7 +43,14 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	}, m.soonestExpiry)
 	if reg != nil {
 		for _, c := range []prometheus.Collector{m.probes, m.reasons, soonest} {
-			if err := reg.Register(c); err != nil {
+			err := reg.Register(c)
+			if already := (prometheus.AlreadyRegisteredError{}); errors.As(err, &already) {
+				// A controller made again in the process (a restart, a test) replaces the last
+				// one's metrics, which would otherwise go on reporting what it last saw.
+				reg.Unregister(already.ExistingCollector)
+				err = reg.Register(c)
+			}
+			if err != nil {
 				return nil, err
 			}
 		}

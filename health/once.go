@@ -10,8 +10,6 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-
-	"github.com/cluster-registry/sdk/multicluster"
 )
 
 // Probed is what ProbeOnce found on one member and did with it.
@@ -33,21 +31,19 @@ type Probed struct {
 // findings written give thresholds of 1. It returns an error at once if the registry's Clusters
 // cannot be listed. LeaderElection is not used.
 func (c *Controller) ProbeOnce(ctx context.Context) ([]Probed, error) {
-	c.fleet = multicluster.NewFleet(c.opts.Registry, c.opts.Resolver, multicluster.FleetOptions{
-		Namespaces: c.opts.Namespaces, Selector: c.opts.Selector,
-	})
 	w, err := newWriter(ctx, &c.opts)
 	if err != nil {
 		return nil, err
 	}
 	c.writer = w
 	defer w.shutdown()
-	if err := c.fleet.Start(ctx); err != nil {
-		return nil, fmt.Errorf("health: %w", err)
+	source, stop, err := c.source(ctx)
+	if err != nil {
+		return nil, err
 	}
-	defer c.fleet.Stop()
+	defer stop()
 
-	members := c.fleet.Members()
+	members := source.Members()
 	results := make([]Probed, len(members))
 	sem := make(chan struct{}, c.opts.Concurrency)
 	var wg sync.WaitGroup

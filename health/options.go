@@ -13,6 +13,7 @@ import (
 	"github.com/cluster-registry/sdk/access"
 	"github.com/cluster-registry/sdk/clientset/versioned"
 	"github.com/cluster-registry/sdk/internal/leader"
+	"github.com/cluster-registry/sdk/multicluster"
 )
 
 // Options configure a Controller. Registry, Kube and Resolver are required; the rest have
@@ -26,9 +27,14 @@ type Options struct {
 	// use them: a member is Ready only if those credentials work.
 	Resolver *access.Resolver
 
-	// Namespaces are the cluster sets to watch; empty means all.
+	// Members, if set, are the members to probe: a Fleet (or a view of one) that other
+	// controllers of the process share, which its owner starts before Run and stops after. Nil
+	// makes the controller a Fleet of its own, of Namespaces and Selector, for its Run alone.
+	Members multicluster.MemberSource
+	// Namespaces are the cluster sets to watch; empty means all. Not with Members, whose owner
+	// chose them.
 	Namespaces []string
-	// Selector keeps only Clusters whose labels match; nil keeps all.
+	// Selector keeps only Clusters whose labels match; nil keeps all. Not with Members.
 	Selector labels.Selector
 
 	// Interval is how often each member is probed. Default 10s.
@@ -72,7 +78,8 @@ type Options struct {
 
 	// FieldManager owns the status fields the controller writes. Default "clusterregistry-health".
 	FieldManager string
-	// Metrics, if set, receives the controller's Prometheus metrics.
+	// Metrics, if set, receives the controller's Prometheus metrics; a Controller made again with
+	// the same Registerer replaces the last one's.
 	Metrics prometheus.Registerer
 	// Logger logs transitions and errors, never a credential. Default: discard.
 	Logger logr.Logger
@@ -106,8 +113,11 @@ func (o *Options) withDefaults() (Options, error) {
 	if d.Kube == nil {
 		errs = append(errs, errors.New("health.Options.Kube is required"))
 	}
-	if d.Resolver == nil {
+	if d.Resolver == nil && d.Members == nil {
 		errs = append(errs, errors.New("health.Options.Resolver is required"))
+	}
+	if d.Members != nil && (len(d.Namespaces) > 0 || d.Selector != nil) {
+		errs = append(errs, errors.New("health.Options.Members and Namespaces or Selector: the Members' owner chose the members; set one or the other"))
 	}
 	for _, v := range []struct {
 		name  string

@@ -5,19 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"strings"
 	"time"
 
-	"github.com/go-logr/logr"
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
-	"golang.org/x/sync/errgroup"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/cli-runtime/pkg/printers"
-	cpversioned "sigs.k8s.io/cluster-inventory-api/client/clientset/versioned"
 
 	"github.com/cluster-registry/sdk/clusterprofile"
 	"github.com/cluster-registry/sdk/health"
@@ -38,10 +32,13 @@ type HealthOptions struct {
 	Verbose                   bool
 	ClusterProfiles           bool   // publish a ClusterProfile per Cluster beside probing
 	ClusterManager            string // the profiles' cluster manager name
+	ProbeAddr                 string // serve /healthz and /readyz here
 	RotateCredentials         bool   // renew join's tokens beside probing
 	RenewAt                   float64
 	RotateInterval            time.Duration
 	Once                      bool // one probe pass, then exit
+	// Controllers, for the controllers command, names what runs; nil for health, whose flags say.
+	Controllers []string
 
 	out io.Writer
 
@@ -81,6 +78,14 @@ func (o *HealthOptions) Validate() error {
 	if o.LeaderElect && o.AllNamespaces && o.LeaseNamespace == "" {
 		return usageError{errors.New("--leader-elect with -A needs --leader-elect-namespace")}
 	}
+	for _, c := range o.Controllers {
+		if c != controllerHealth && c != controllerRotation && c != controllerClusterProfiles {
+			return usageError{fmt.Errorf("--controllers: %q: want health, rotation or clusterprofiles", c)}
+		}
+	}
+	if o.Controllers != nil && len(o.Controllers) == 0 {
+		return usageError{errors.New("--controllers: name one or more of health, rotation, clusterprofiles")}
+	}
 	if o.RenewAt <= 0 || o.RenewAt >= 1 {
 		return usageError{fmt.Errorf("--renew-at %v: want a fraction of a token's life between 0 and 1", o.RenewAt)}
 	}
@@ -117,71 +122,30 @@ func (o *HealthOptions) Run(ctx context.Context) error {
 		return err
 	}
 	opts.Kube, opts.Registry = reg.Kube, reg.Clusters
-	if o.LeaderElect {
-		namespace := o.LeaseNamespace
-		if namespace == "" {
-			namespace = opts.Namespaces[0] // with -A, Validate requires the flag
-		}
-		opts.LeaderElection = &health.LeaderElection{Namespace: namespace, Name: o.LeaseName}
-	}
 	opts.Logger = commandLogger(o.stderr, o.Verbose)
-	if o.MetricsAddr != "" {
-		metrics := prometheus.NewRegistry()
-		opts.Metrics = metrics
-		go serveMetrics(o.MetricsAddr, metrics, opts.Logger)
-	}
 	if o.Once {
 		// One pass has no history to damp: what each probe finds is what is written.
 		opts.FailureThreshold, opts.SuccessThreshold = 1, 1
-	}
-	c, err := health.New(opts)
-	if err != nil {
-		return usageError{err}
-	}
-	if o.Once {
+		c, err := health.New(opts)
+		if err != nil {
+			return usageError{err}
+		}
 		return o.runOnce(ctx, c, reg, opts)
 	}
-	// The publisher runs on every replica: it writes what the registry says, and only what
-	// differs, so replicas agree. With --leader-elect the rotator takes turns through a Lease of
-	// its own (the health Lease's name, -rotation), so a member is asked for one token per renewal.
-	g, ctx := errgroup.WithContext(ctx)
-	if o.ClusterProfiles {
-		profiles, err := cpversioned.NewForConfig(reg.Config)
-		if err != nil {
-			return err
+	return o.runHosted(ctx, reg, opts, o.controllers())
+}
+
+// controllers are the controllers the flags choose: --controllers', or the health controller with
+// the rotator and the ClusterProfile publisher beside it when asked for.
+func (o *HealthOptions) controllers() map[string]bool {
+	if o.Controllers != nil {
+		chosen := map[string]bool{}
+		for _, c := range o.Controllers {
+			chosen[c] = true
 		}
-		// Refused before anything starts: without the CRD, the publisher could only log a
-		// failed watch every second or two.
-		if err := clusterprofile.Served(profiles.Discovery()); err != nil {
-			return fmt.Errorf("--cluster-profiles: %w", err)
-		}
-		publisher, err := clusterprofile.NewPublisher(reg.Clusters, profiles, clusterprofile.PublishOptions{
-			Namespaces: opts.Namespaces, ManagerName: o.ClusterManager, Resolver: opts.Resolver, Logger: opts.Logger.WithName("clusterprofiles")})
-		if err != nil {
-			return err
-		}
-		g.Go(func() error { return publisher.Run(ctx) })
+		return chosen
 	}
-	if o.RotateCredentials {
-		fleet := multicluster.NewFleet(reg.Clusters, opts.Resolver, multicluster.FleetOptions{Namespaces: opts.Namespaces, Selector: opts.Selector})
-		rotateOpts := rotation.Options{Kube: reg.Kube, Logger: opts.Logger.WithName("rotation"), RenewAt: o.RenewAt, Interval: o.RotateInterval}
-		if le := opts.LeaderElection; le != nil {
-			rotateOpts.LeaderElection = &rotation.LeaderElection{Namespace: le.Namespace, Name: le.Name + "-rotation"}
-		}
-		rotator, err := rotation.New(fleet, rotateOpts)
-		if err != nil {
-			return err
-		}
-		g.Go(func() error {
-			if err := fleet.Start(ctx); err != nil {
-				return err
-			}
-			defer fleet.Stop()
-			return rotator.Run(ctx)
-		})
-	}
-	g.Go(func() error { return c.Run(ctx) })
-	return g.Wait()
+	return map[string]bool{controllerHealth: true, controllerRotation: o.RotateCredentials, controllerClusterProfiles: o.ClusterProfiles}
 }
 
 var (
@@ -233,7 +197,16 @@ func newHealth(fac *factory) *cobra.Command {
 		Args:    usageArgs(cobra.NoArgs),
 		RunE:    runOptions(fac, o),
 	}
+	o.addFlags(cmd.Flags())
 	f := cmd.Flags()
+	f.BoolVar(&o.ClusterProfiles, "cluster-profiles", false, "also keep a ClusterProfile (multicluster.x-k8s.io, whose CRD must be installed) for each Cluster, for the ecosystem's tools to consume")
+	f.BoolVar(&o.RotateCredentials, "rotate-credentials", false, "also renew the tokens join stored, with the tokens themselves, once --renew-at of their life has passed (as the rotate command)")
+	f.BoolVar(&o.Once, "once", false, "probe each member once, write what changed, print what each probe found, and exit (thresholds of 1; with --rotate-credentials, one renewal pass too)")
+	return cmd
+}
+
+// addFlags adds the flags health and controllers share.
+func (o *HealthOptions) addFlags(f *pflag.FlagSet) {
 	f.BoolVarP(&o.AllNamespaces, "all-namespaces", "A", false, "watch the Clusters of every namespace (cluster set)")
 	f.StringVarP(&o.Selector, "selector", "l", "", "label selector over the Clusters, e.g. env=prod")
 	f.DurationVar(&o.Controller.Interval, "interval", 10*time.Second, "how often each member is probed")
@@ -245,15 +218,50 @@ func newHealth(fac *factory) *cobra.Command {
 	f.DurationVar(&o.Controller.ExpiringWithin, "expiring-within", 0, "say CredentialsExpiring (Ready stays True) once a member's credentials expire within this (default: a quarter of their lifetime, or 24h)")
 	f.BoolVar(&o.Controller.KeepConnections, "keep-connections", false, "keep each member's connection open between probes: a fifth of the CPU per probe, a connection and a goroutine per member")
 	addLeaderElectFlags(f, &o.LeaderElect, &o.LeaseNamespace, &o.LeaseName, "clusterregistry-health")
-	f.StringVar(&o.MetricsAddr, "metrics-bind-address", "", "serve Prometheus metrics at this address's /metrics, e.g. :8080 (default: off)")
+	f.StringVar(&o.MetricsAddr, "metrics-bind-address", "", "serve Prometheus metrics at https://ADDRESS/metrics, e.g. :8443, to callers the registry authenticates and allows to get /metrics (default: off)")
+	f.StringVar(&o.ProbeAddr, "health-probe-bind-address", "", "serve /healthz and /readyz (ready once the registry's Clusters are listed) at this address, e.g. :8081 (default: off)")
 	o.Trust.AddFlags(f)
 	f.BoolVarP(&o.Verbose, "verbose", "v", false, "log every probe's outcome, not only transitions")
-	f.BoolVar(&o.ClusterProfiles, "cluster-profiles", false, "also keep a ClusterProfile (multicluster.x-k8s.io, whose CRD must be installed) for each Cluster, for the ecosystem's tools to consume")
-	f.BoolVar(&o.RotateCredentials, "rotate-credentials", false, "also renew the tokens join stored, with the tokens themselves, once --renew-at of their life has passed (as the rotate command)")
-	f.Float64Var(&o.RenewAt, "renew-at", 2.0/3, "with --rotate-credentials, the fraction of a token's life after which it is renewed")
-	f.DurationVar(&o.RotateInterval, "rotate-interval", time.Minute, "with --rotate-credentials, the longest time between looks for tokens due (a token due sooner is renewed when due)")
-	f.BoolVar(&o.Once, "once", false, "probe each member once, write what changed, print what each probe found, and exit (thresholds of 1; with --rotate-credentials, one renewal pass too)")
-	f.StringVar(&o.ClusterManager, "cluster-manager", clusterprofile.DefaultManagerName, "with --cluster-profiles, the cluster manager the profiles name (spec.clusterManager.name and the x-k8s.io/cluster-manager label)")
+	f.Float64Var(&o.RenewAt, "renew-at", 2.0/3, "for the rotator, the fraction of a token's life after which it is renewed")
+	f.DurationVar(&o.RotateInterval, "rotate-interval", time.Minute, "for the rotator, the longest time between looks for tokens due (a token due sooner is renewed when due)")
+	f.StringVar(&o.ClusterManager, "cluster-manager", clusterprofile.DefaultManagerName, "for the ClusterProfile publisher, the cluster manager the profiles name (spec.clusterManager.name and the x-k8s.io/cluster-manager label)")
+}
+
+var (
+	controllersLong = `controllers runs the SDK's controllers together in one process, on one watch of the registry's
+Clusters: health (probes each member and keeps its status true; see health --help), rotation
+(renews the tokens join stored; see rotate --help) and clusterprofiles (publishes each Cluster as
+a SIG Multicluster ClusterProfile). They share one Lease (--leader-elect: replicas take turns,
+each ready as soon as it has listed the registry), one metrics endpoint (over TLS, for callers the
+registry authenticates and allows to get /metrics) and one /healthz and /readyz, and stop
+together, finishing what is under way within 30 seconds.
+
+health is this command with --controllers=health, and --rotate-credentials and --cluster-profiles
+adding the others. deploy/controllers has a Deployment of it.`
+
+	controllersExample = `  # Everything, for the "fleet" cluster set, with two replicas taking turns
+  clusterregistry controllers -n fleet --controllers health,rotation,clusterprofiles --leader-elect \
+    --metrics-bind-address :8443 --health-probe-bind-address :8081
+
+  # Every cluster set; the Lease in a namespace of its own
+  clusterregistry controllers -A --leader-elect --leader-elect-namespace clusterregistry-system`
+)
+
+func newControllers(fac *factory) *cobra.Command {
+	o := &HealthOptions{}
+	cmd := &cobra.Command{
+		Use:     "controllers [-n NAMESPACE | -A] [--controllers health,rotation,clusterprofiles]",
+		Short:   "Run the SDK's controllers together: one watch of the registry, one Lease, one metrics endpoint",
+		Long:    controllersLong,
+		Example: controllersExample,
+		Args:    usageArgs(cobra.NoArgs),
+		RunE:    runOptions(fac, o),
+	}
+	o.addFlags(cmd.Flags())
+	cmd.Flags().StringSliceVar(&o.Controllers, "controllers", []string{controllerHealth, controllerRotation}, "the controllers to run: health, rotation, clusterprofiles")
+	_ = cmd.RegisterFlagCompletionFunc("controllers", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
+		return []string{controllerHealth, controllerRotation, controllerClusterProfiles}, cobra.ShellCompDirectiveNoFileComp
+	})
 	return cmd
 }
 
@@ -316,11 +324,3 @@ func addLeaderElectFlags(f *pflag.FlagSet, elect *bool, namespace, name *string,
 	f.StringVar(name, "leader-elect-name", defaultName, "name of the Lease")
 }
 
-func serveMetrics(addr string, reg *prometheus.Registry, log logr.Logger) {
-	mux := http.NewServeMux()
-	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-	srv := &http.Server{Addr: addr, Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-	if err := srv.ListenAndServe(); err != nil {
-		log.Error(err, "serving metrics", "address", addr)
-	}
-}

@@ -21,7 +21,9 @@ func commandLogger(w io.Writer, verbose bool) logr.Logger {
 	}
 	logger := funcr.New(func(prefix, args string) {
 		if prefix != "" {
-			fmt.Fprintln(w, prefix, args)
+			// The logger's name (rotation, leaderelection, ...) is one more field, so that every
+			// line begins with its time.
+			fmt.Fprintf(w, "%s \"logger\"=%q\n", args, prefix)
 			return
 		}
 		fmt.Fprintln(w, args)

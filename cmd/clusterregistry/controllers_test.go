@@ -1,0 +1,141 @@
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"io"
+	"net"
+	"net/http"
+	"os/exec"
+	"slices"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/cluster-registry/sdk/clientset/versioned"
+	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
+	"github.com/cluster-registry/sdk/localfleet"
+	"github.com/cluster-registry/sdk/testkit/fleettest"
+)
+
+// freePort is a loopback port nothing listens on, for a server the command starts.
+func freePort(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer l.Close()
+	return strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
+}
+
+// registryToken is a token of a new service account of the registry, in namespace ns, that may get
+// /metrics when scrape is true.
+func registryToken(t *testing.T, lf *localfleet.Fleet, ns, name string, scrape bool) string {
+	t.Helper()
+	ctx := t.Context()
+	kube := kubernetes.NewForConfigOrDie(lf.Registry.Config)
+	_, err := kube.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	if scrape {
+		_, err = kube.RbacV1().ClusterRoles().Create(ctx, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "metrics-reader"},
+			Rules: []rbacv1.PolicyRule{{NonResourceURLs: []string{"/metrics"}, Verbs: []string{"get"}}}}, metav1.CreateOptions{})
+		require.NoError(t, client.IgnoreAlreadyExists(err))
+		_, err = kube.RbacV1().ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: ns + "-" + name},
+			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "metrics-reader"},
+			Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: name}}}, metav1.CreateOptions{})
+		require.NoError(t, err)
+	}
+	tr, err := kube.CoreV1().ServiceAccounts(ns).CreateToken(ctx, name, &authenticationv1.TokenRequest{}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	return tr.Status.Token
+}
+
+// controllers runs health and the rotator in one process on one Fleet, under one Lease, with one
+// metrics endpoint that only callers the registry authenticates and allows may read, and one
+// /healthz and /readyz; interrupted, it stops and gives the Lease up at once.
+func TestControllersTogether(t *testing.T) {
+	lf := sharedFleet(t)
+	ns := fleettest.CopySet(t, lf, "member-1")
+	metricsPort, probePort := freePort(t), freePort(t)
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	var logs syncBuffer
+	done := make(chan int, 1)
+	go func() {
+		done <- run(ctx, []string{"--kubeconfig", lf.Registry.Kubeconfig, "-n", ns, "controllers", "--controllers", "health,rotation",
+			"--leader-elect", "--interval", "300ms", "--failure-threshold", "1", "--success-threshold", "1",
+			"--metrics-bind-address", "127.0.0.1:" + metricsPort, "--health-probe-bind-address", "127.0.0.1:" + probePort}, &logs, &logs)
+	}()
+
+	get := func(url, token string) (int, string) {
+		req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, url, nil)
+		require.NoError(t, err)
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} //nolint:gosec // the test's own self-signed server
+		resp, err := client.Do(req)
+		if err != nil {
+			return 0, err.Error()
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(body)
+	}
+	require.Eventually(t, func() bool { code, _ := get("http://127.0.0.1:"+probePort+"/readyz", ""); return code == http.StatusOK },
+		60*time.Second, 100*time.Millisecond, "never ready; logs:\n%s", logs.String())
+	code, _ := get("http://127.0.0.1:"+probePort+"/healthz", "")
+	require.Equal(t, http.StatusOK, code)
+
+	clusters := versioned.NewForConfigOrDie(lf.Registry.Config).ClusterregistryV1alpha1().Clusters(ns)
+	require.Eventually(t, func() bool {
+		c, err := clusters.Get(t.Context(), "member-1", metav1.GetOptions{})
+		return err == nil && c.Status.Condition(v1alpha1.ConditionReady) != nil && c.Status.LastProbeTime != nil
+	}, 60*time.Second, 100*time.Millisecond, "no status written; logs:\n%s", logs.String())
+
+	metrics := "https://127.0.0.1:" + metricsPort + "/metrics"
+	// The metrics server starts beside the probes', not before them.
+	var body string
+	require.Eventually(t, func() bool { code, body = get(metrics, ""); return code != 0 }, 30*time.Second, 100*time.Millisecond, "metrics never served: %s", body)
+	require.Equal(t, http.StatusUnauthorized, code, "metrics served to a caller with no credentials: %s\nlogs:\n%s", body, logs.String())
+	code, _ = get(metrics, registryToken(t, lf, ns, "nosy", false))
+	require.Equal(t, http.StatusForbidden, code, "metrics served to a caller the registry does not allow")
+	code, body = get(metrics, registryToken(t, lf, ns, "scraper", true))
+	require.Equal(t, http.StatusOK, code, body)
+	require.Contains(t, body, `clusterregistry_health_members{reason="Reachable"} 1`)
+
+	cancel()
+	select {
+	case code := <-done:
+		require.Equal(t, 0, code, logs.String())
+	case <-time.After(gracefulStop + 10*time.Second):
+		t.Fatalf("did not stop; logs:\n%s", logs.String())
+	}
+	lease, err := kubernetes.NewForConfigOrDie(lf.Registry.Config).CoordinationV1().Leases(ns).Get(t.Context(), "clusterregistry-health", metav1.GetOptions{})
+	require.NoError(t, err)
+	require.True(t, lease.Spec.HolderIdentity == nil || *lease.Spec.HolderIdentity == "", "the Lease was not given up on stop: %v", lease.Spec.HolderIdentity)
+}
+
+// deploy/controllers/deployment.yaml is what an API server takes (applied with kubectl, as a user
+// would), and its container's arguments are the command's own flags.
+func TestControllersDeployment(t *testing.T) {
+	lf := sharedFleet(t)
+	const manifest = "../../deploy/controllers/deployment.yaml"
+	out, err := exec.CommandContext(t.Context(), lf.Kubectl, "--kubeconfig", lf.Registry.Kubeconfig, "apply", "-f", manifest).CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	require.Contains(t, string(out), "deployment.apps/clusterregistry-controllers created")
+
+	d, err := kubernetes.NewForConfigOrDie(lf.Registry.Config).AppsV1().Deployments("clusterregistry-system").Get(t.Context(), "clusterregistry-controllers", metav1.GetOptions{})
+	require.NoError(t, err)
+	args := d.Spec.Template.Spec.Containers[0].Args
+	require.Equal(t, "controllers", args[0])
+	var stdout, stderr syncBuffer
+	require.Equal(t, 0, run(t.Context(), append(slices.Clone(args), "--help"), &stdout, &stderr), "the Deployment's arguments: %s", stderr.String())
+}
