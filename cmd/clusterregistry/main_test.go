@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"regexp"
@@ -16,12 +17,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr"
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	cpv1alpha1 "sigs.k8s.io/cluster-inventory-api/apis/v1alpha1"
 	cpversioned "sigs.k8s.io/cluster-inventory-api/client/clientset/versioned"
-	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/cluster-registry/sdk/clientset/versioned"
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
@@ -31,7 +30,9 @@ import (
 
 func TestMain(m *testing.M) {
 	flag.Parse()
-	logf.SetLogger(logr.Discard()) // envtest logs through controller-runtime's logger
+	initLogging() // before anything logs; see logging.go
+	discard := io.Writer(io.Discard) // what envtest and the servers log, until a command's run
+	logOutput.Store(&discard)
 	code := m.Run()
 	if builtDir != "" {
 		_ = os.RemoveAll(builtDir)

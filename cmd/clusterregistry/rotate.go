@@ -66,6 +66,7 @@ func (o *RotateOptions) Run(ctx context.Context) error {
 	if _, err := o.Trust.ResolverOptions(); err != nil {
 		return usageError{err}
 	}
+	logger := commandLogger(o.stderr, false) // before anything logs
 	reg, err := o.factory.Registry()
 	if err != nil {
 		return err
@@ -87,7 +88,7 @@ func (o *RotateOptions) Run(ctx context.Context) error {
 	}
 	defer fleet.Stop()
 	opts := rotation.Options{Kube: reg.Kube, RenewAt: o.RenewAt, Interval: o.Interval, Timeout: o.MemberTimeout,
-		Logger: commandLogger(o.stderr, false)}
+		Logger: logger}
 	if o.LeaderElect {
 		namespace := o.LeaseNamespace
 		if namespace == "" {

@@ -74,7 +74,7 @@ func TestDashboardInABrowser(t *testing.T) {
 	}
 	row := func(member string) string { return `tr[data-member="` + lf.Namespace + `/` + member + `"]` }
 
-	step(20*time.Second,
+	step(60*time.Second, // a first paint under a loaded machine (CI shares 2 cores) takes a while
 		chromedp.WaitVisible(chromedp.ID("token")),
 		chromedp.SendKeys(chromedp.ID("token"), operatorToken),
 		chromedp.Click(chromedp.ID("signin")),
