@@ -323,4 +323,3 @@ func addLeaderElectFlags(f *pflag.FlagSet, elect *bool, namespace, name *string,
 	f.StringVar(namespace, "leader-elect-namespace", "", "namespace of the Lease (default: the -n namespace)")
 	f.StringVar(name, "leader-elect-name", defaultName, "name of the Lease")
 }
-

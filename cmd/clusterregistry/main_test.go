@@ -30,7 +30,7 @@ import (
 
 func TestMain(m *testing.M) {
 	flag.Parse()
-	initLogging() // before anything logs; see logging.go
+	initLogging()                    // before anything logs; see logging.go
 	discard := io.Writer(io.Discard) // what envtest and the servers log, until a command's run
 	logOutput.Store(&discard)
 	code := m.Run()

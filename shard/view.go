@@ -1,0 +1,158 @@
+package shard
+
+import (
+	"context"
+	"sync"
+
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/cluster-registry/sdk/multicluster"
+)
+
+// View is the members this replica owns, of a Fleet shared by the process: a
+// multicluster.MemberSource, so that the health controller, the rotator, fleetcache and
+// mcprovider given it work on those members alone, and hold nothing for the rest. Ownership follows
+// the Fleet (members joining and leaving) and the group (replicas starting, stopping, crashing):
+// a member this replica gains is MemberAdded, one it loses MemberRemoved.
+//
+// In the moment the group changes, two replicas may each see a different set of peers, and so
+// both own a member (or neither) until both have looked again, at most one RenewPeriod: work that
+// may run twice then must be safe twice (the health controller's status is server-side applied;
+// the rotator's Secret update is guarded by its resourceVersion, so one of two renewals loses).
+type View struct {
+	fleet multicluster.MemberSource
+	peers *Peers
+
+	mu      sync.Mutex
+	owned   map[types.NamespacedName]*multicluster.Member
+	all     map[types.NamespacedName]*multicluster.Member
+	subs    []*subscriber
+	started bool
+}
+
+// NewView is the members of fleet that self owns among peers. Run it (it follows both) after
+// starting the Fleet.
+func NewView(fleet multicluster.MemberSource, peers *Peers) *View {
+	return &View{fleet: fleet, peers: peers, owned: map[types.NamespacedName]*multicluster.Member{}, all: map[types.NamespacedName]*multicluster.Member{}}
+}
+
+// Members is the members this replica owns now, ordered by cluster set and name.
+func (v *View) Members() []*multicluster.Member {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return sorted(v.owned)
+}
+
+// Owns reports whether this replica owns the member now.
+func (v *View) Owns(key types.NamespacedName) bool {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	_, ok := v.owned[key]
+	return ok
+}
+
+// Subscribe calls fn with MemberAdded for each member owned now, then with each change of what
+// this replica owns (a MemberReachChanged of an owned member included), in order, one call at a
+// time, until unsubscribe.
+func (v *View) Subscribe(fn func(multicluster.MemberEvent)) (unsubscribe func()) {
+	s := newSubscriber(fn)
+	v.mu.Lock()
+	for _, m := range sorted(v.owned) {
+		s.send(multicluster.MemberEvent{Type: multicluster.MemberAdded, Member: m})
+	}
+	v.subs = append(v.subs, s)
+	v.mu.Unlock()
+	return func() {
+		v.mu.Lock()
+		for i, other := range v.subs {
+			if other == s {
+				v.subs = append(v.subs[:i:i], v.subs[i+1:]...)
+				break
+			}
+		}
+		v.mu.Unlock()
+		s.stop()
+	}
+}
+
+// Run follows the Fleet and the group until ctx ends; then the view owns nothing, and says so.
+func (v *View) Run(ctx context.Context) error {
+	changed := v.peers.changed()
+	unsubscribe := v.fleet.Subscribe(func(ev multicluster.MemberEvent) {
+		v.mu.Lock()
+		defer v.mu.Unlock()
+		key := ev.Member.Name()
+		switch ev.Type {
+		case multicluster.MemberAdded:
+			v.all[key] = ev.Member
+		case multicluster.MemberRemoved:
+			delete(v.all, key)
+		case multicluster.MemberReachChanged:
+			if _, ok := v.owned[key]; ok {
+				v.publishLocked(ev)
+			}
+			return
+		}
+		v.reassignLocked()
+	})
+	defer unsubscribe()
+	for {
+		select {
+		case <-ctx.Done():
+			v.mu.Lock()
+			v.all = map[types.NamespacedName]*multicluster.Member{}
+			v.reassignLocked()
+			v.mu.Unlock()
+			return nil
+		case <-changed:
+			v.mu.Lock()
+			v.reassignLocked()
+			v.mu.Unlock()
+		}
+	}
+}
+
+// reassignLocked owns what Owner gives this replica among the live peers, and publishes the
+// difference. Until this replica sees itself live, it owns nothing. v.mu is held.
+func (v *View) reassignLocked() {
+	live, self := v.peers.Live(), v.peers.Self()
+	isLive := false
+	for _, p := range live {
+		if p.ID == self.ID {
+			isLive = true
+		}
+	}
+	for key, m := range v.owned {
+		if _, ok := v.all[key]; !ok || !isLive || Owner(key.String(), live) != self.ID {
+			delete(v.owned, key)
+			v.publishLocked(multicluster.MemberEvent{Type: multicluster.MemberRemoved, Member: m})
+		}
+	}
+	if !isLive {
+		return
+	}
+	for _, m := range sorted(v.all) {
+		key := m.Name()
+		if _, ok := v.owned[key]; !ok && Owner(key.String(), live) == self.ID {
+			v.owned[key] = m
+			v.publishLocked(multicluster.MemberEvent{Type: multicluster.MemberAdded, Member: m})
+		}
+	}
+}
+
+func (v *View) publishLocked(ev multicluster.MemberEvent) {
+	for _, s := range v.subs {
+		s.send(ev)
+	}
+}
+
+func sorted(ms map[types.NamespacedName]*multicluster.Member) []*multicluster.Member {
+	out := make([]*multicluster.Member, 0, len(ms))
+	for _, m := range ms {
+		out = append(out, m)
+	}
+	slicesSortMembers(out)
+	return out
+}
+
+var _ multicluster.MemberSource = (*View)(nil)
