@@ -23,6 +23,7 @@ import (
 	"github.com/cluster-registry/sdk/clientset/versioned"
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
 	"github.com/cluster-registry/sdk/localfleet"
+	"github.com/cluster-registry/sdk/shard"
 	"github.com/cluster-registry/sdk/testkit/fleettest"
 )
 
@@ -138,4 +139,41 @@ func TestControllersDeployment(t *testing.T) {
 	require.Equal(t, "controllers", args[0])
 	var stdout, stderr syncBuffer
 	require.Equal(t, 0, run(t.Context(), append(slices.Clone(args), "--help"), &stdout, &stderr), "the Deployment's arguments: %s", stderr.String())
+}
+
+// Two replicas with --shard-group divide the members: each has a Lease in the group, every
+// member is probed, and each replica says how many it owns; stopped, the Leases go.
+func TestControllersSharded(t *testing.T) {
+	lf := sharedFleet(t)
+	ns := fleettest.CopySet(t, lf)
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	var logs [2]syncBuffer
+	done := make(chan int, 2)
+	for i := range 2 {
+		go func() {
+			done <- run(ctx, []string{"--kubeconfig", lf.Registry.Kubeconfig, "-n", ns, "controllers", "--controllers", "health",
+				"--shard-group", "probers", "--interval", "300ms", "--failure-threshold", "1", "--success-threshold", "1"}, &logs[i], &logs[i])
+		}()
+	}
+	leases := kubernetes.NewForConfigOrDie(lf.Registry.Config).CoordinationV1().Leases(ns)
+	require.Eventually(t, func() bool {
+		list, err := leases.List(t.Context(), metav1.ListOptions{LabelSelector: shard.GroupLabel + "=probers"})
+		return err == nil && len(list.Items) == 2
+	}, 60*time.Second, 100*time.Millisecond, "the replicas have no Lease each; logs:\n%s\n%s", logs[0].String(), logs[1].String())
+	clusters := versioned.NewForConfigOrDie(lf.Registry.Config).ClusterregistryV1alpha1().Clusters(ns)
+	for _, name := range []string{"member-1", "member-2"} {
+		require.Eventually(t, func() bool {
+			c, err := clusters.Get(t.Context(), name, metav1.GetOptions{})
+			return err == nil && c.Status.LastProbeTime != nil
+		}, 60*time.Second, 100*time.Millisecond, "%s never probed; logs:\n%s\n%s", name, logs[0].String(), logs[1].String())
+	}
+	require.Contains(t, logs[0].String()+logs[1].String(), `"shardGroup"="`+ns+`/probers as `)
+	cancel()
+	for range 2 {
+		require.Equal(t, 0, <-done)
+	}
+	list, err := leases.List(t.Context(), metav1.ListOptions{LabelSelector: shard.GroupLabel + "=probers"})
+	require.NoError(t, err)
+	require.Empty(t, list.Items, "a stopped replica left its Lease")
 }

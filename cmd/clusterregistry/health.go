@@ -33,7 +33,9 @@ type HealthOptions struct {
 	ClusterProfiles           bool   // publish a ClusterProfile per Cluster beside probing
 	ClusterManager            string // the profiles' cluster manager name
 	ProbeAddr                 string // serve /healthz and /readyz here
-	RotateCredentials         bool   // renew join's tokens beside probing
+	ShardGroup                string // divide the members among the replicas of this group
+	ShardWeight               float64
+	RotateCredentials         bool // renew join's tokens beside probing
 	RenewAt                   float64
 	RotateInterval            time.Duration
 	Once                      bool // one probe pass, then exit
@@ -78,6 +80,15 @@ func (o *HealthOptions) Validate() error {
 	if o.LeaderElect && o.AllNamespaces && o.LeaseNamespace == "" {
 		return usageError{errors.New("--leader-elect with -A needs --leader-elect-namespace")}
 	}
+	if o.ShardGroup != "" && o.LeaderElect {
+		return usageError{errors.New("--shard-group and --leader-elect conflict: sharded replicas divide the members, rather than take turns with them all")}
+	}
+	if o.ShardGroup != "" && o.AllNamespaces && o.LeaseNamespace == "" {
+		return usageError{errors.New("--shard-group with -A needs --leader-elect-namespace, where the replicas' Leases go")}
+	}
+	if o.ShardWeight < 0 {
+		return usageError{fmt.Errorf("--shard-weight %v: want 0 (1) or more", o.ShardWeight)}
+	}
 	for _, c := range o.Controllers {
 		if c != controllerHealth && c != controllerRotation && c != controllerClusterProfiles {
 			return usageError{fmt.Errorf("--controllers: %q: want health, rotation or clusterprofiles", c)}
@@ -93,7 +104,7 @@ func (o *HealthOptions) Validate() error {
 		return usageError{fmt.Errorf("--rotate-interval %s: want a positive duration", o.RotateInterval)}
 	}
 	if o.Once {
-		for flag, set := range map[string]bool{"leader-elect": o.LeaderElect, "cluster-profiles": o.ClusterProfiles, "metrics-bind-address": o.MetricsAddr != ""} {
+		for flag, set := range map[string]bool{"leader-elect": o.LeaderElect, "cluster-profiles": o.ClusterProfiles, "metrics-bind-address": o.MetricsAddr != "", "shard-group": o.ShardGroup != ""} {
 			if set {
 				return usageError{fmt.Errorf("--once and --%s conflict: a single pass takes no turns, keeps nothing and serves nothing", flag)}
 			}
@@ -219,6 +230,8 @@ func (o *HealthOptions) addFlags(f *pflag.FlagSet) {
 	f.BoolVar(&o.Controller.KeepConnections, "keep-connections", false, "keep each member's connection open between probes: a fifth of the CPU per probe, a connection and a goroutine per member")
 	addLeaderElectFlags(f, &o.LeaderElect, &o.LeaseNamespace, &o.LeaseName, "clusterregistry-health")
 	f.StringVar(&o.MetricsAddr, "metrics-bind-address", "", "serve Prometheus metrics at https://ADDRESS/metrics, e.g. :8443, to callers the registry authenticates and allows to get /metrics (default: off)")
+	f.StringVar(&o.ShardGroup, "shard-group", "", "divide the members among the replicas of this group: each probes and renews only the members it owns (Leases in --leader-elect-namespace, or -n's)")
+	f.Float64Var(&o.ShardWeight, "shard-weight", 1, "with --shard-group, this replica's share of the members relative to the others'")
 	f.StringVar(&o.ProbeAddr, "health-probe-bind-address", "", "serve /healthz and /readyz (ready once the registry's Clusters are listed) at this address, e.g. :8081 (default: off)")
 	o.Trust.AddFlags(f)
 	f.BoolVarP(&o.Verbose, "verbose", "v", false, "log every probe's outcome, not only transitions")

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/sync/errgroup"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
@@ -21,6 +22,7 @@ import (
 	"github.com/cluster-registry/sdk/health"
 	"github.com/cluster-registry/sdk/multicluster"
 	"github.com/cluster-registry/sdk/rotation"
+	"github.com/cluster-registry/sdk/shard"
 )
 
 // The controllers that one process runs together, on one Fleet, hosted by one controller-runtime
@@ -41,7 +43,24 @@ const gracefulStop = 30 * time.Second
 // in from the flags; the others take theirs from o.
 func (o *HealthOptions) runHosted(ctx context.Context, reg *registry, opts health.Options, controllers map[string]bool) error {
 	fleet := multicluster.NewFleet(reg.Clusters, opts.Resolver, multicluster.FleetOptions{Namespaces: opts.Namespaces, Selector: opts.Selector})
-	opts.Members, opts.Namespaces, opts.Selector = fleet, nil, nil
+	leaseNamespace := o.LeaseNamespace
+	if leaseNamespace == "" {
+		leaseNamespace = reg.Namespace // with -A, Validate requires the flag
+	}
+	// With --shard-group the replicas divide the members among themselves, each working on its
+	// own (a shard.View of the Fleet); without, each works on them all, and --leader-elect makes
+	// them take turns.
+	var members multicluster.MemberSource = fleet
+	var sharding *shardRun
+	if o.ShardGroup != "" {
+		peers, err := shard.NewPeers(reg.Kube.CoordinationV1(), shard.PeerOptions{Namespace: leaseNamespace, Group: o.ShardGroup, Weight: o.ShardWeight})
+		if err != nil {
+			return usageError{err}
+		}
+		sharding = &shardRun{peers: peers, view: shard.NewView(fleet, peers)}
+		members = sharding.view
+	}
+	opts.Members, opts.Namespaces, opts.Selector = members, nil, nil
 	opts.LeaderElection = nil // the Manager's Lease, for all of them
 	opts.Metrics = ctrlmetrics.Registry
 
@@ -75,7 +94,7 @@ func (o *HealthOptions) runHosted(ctx context.Context, reg *registry, opts healt
 	var rotator *rotation.Rotator
 	if controllers[controllerRotation] {
 		var err error
-		if rotator, err = rotation.New(fleet, rotation.Options{Kube: reg.Kube, Logger: opts.Logger.WithName("rotation"), RenewAt: o.RenewAt, Interval: o.RotateInterval}); err != nil {
+		if rotator, err = rotation.New(members, rotation.Options{Kube: reg.Kube, Logger: opts.Logger.WithName("rotation"), RenewAt: o.RenewAt, Interval: o.RotateInterval}); err != nil {
 			return usageError{err}
 		}
 	}
@@ -89,10 +108,6 @@ func (o *HealthOptions) runHosted(ctx context.Context, reg *registry, opts healt
 	probes := "0"
 	if o.ProbeAddr != "" {
 		probes = o.ProbeAddr
-	}
-	leaseNamespace := o.LeaseNamespace
-	if leaseNamespace == "" {
-		leaseNamespace = reg.Namespace // with -A, Validate requires the flag
 	}
 	mgr, err := manager.New(reg.Config, manager.Options{
 		Scheme:                        runtime.NewScheme(),
@@ -125,13 +140,20 @@ func (o *HealthOptions) runHosted(ctx context.Context, reg *registry, opts healt
 	}); err != nil {
 		return err
 	}
-	err = mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
+	work := func(ctx context.Context) error {
 		select {
 		case <-synced:
 		case <-ctx.Done():
 			return nil
 		}
 		g, ctx := errgroup.WithContext(ctx)
+		if sharding != nil {
+			if err := sharding.register(); err != nil {
+				return err
+			}
+			g.Go(func() error { return sharding.peers.Run(ctx) })
+			g.Go(func() error { return sharding.view.Run(ctx) })
+		}
 		if prober != nil {
 			g.Go(func() error { return prober.Run(ctx) })
 		}
@@ -145,7 +167,12 @@ func (o *HealthOptions) runHosted(ctx context.Context, reg *registry, opts healt
 			return err
 		}
 		return nil
-	}))
+	}
+	if sharding != nil {
+		err = mgr.Add(everyReplica(work)) // each replica works on its own members
+	} else {
+		err = mgr.Add(manager.RunnableFunc(work)) // the leader alone, with --leader-elect
+	}
 	if err != nil {
 		return err
 	}
@@ -159,12 +186,15 @@ func (o *HealthOptions) runHosted(ctx context.Context, reg *registry, opts healt
 	if !o.AllNamespaces {
 		namespaces = []string{reg.Namespace}
 	}
-	leading := "off"
+	leading, sharded := "off", "off"
 	if o.LeaderElect {
 		leading = leaseNamespace + "/" + o.LeaseName
 	}
+	if sharding != nil {
+		sharded = leaseNamespace + "/" + o.ShardGroup + " as " + sharding.peers.Self().ID
+	}
 	opts.Logger.Info("starting controllers", "controllers", names, "namespaces", namespaces, "selector", o.Selector,
-		"leaderElection", leading, "metrics", orDash(o.MetricsAddr), "probes", orDash(o.ProbeAddr))
+		"leaderElection", leading, "shardGroup", sharded, "metrics", orDash(o.MetricsAddr), "probes", orDash(o.ProbeAddr))
 	return mgr.Start(ctx)
 }
 
@@ -188,3 +218,53 @@ func (f follower) Start(ctx context.Context) error {
 }
 
 func (follower) NeedLeaderElection() bool { return false }
+
+// everyReplica runs on every replica, whatever --leader-elect says.
+type everyReplica func(context.Context) error
+
+func (f everyReplica) Start(ctx context.Context) error { return f(ctx) }
+
+func (everyReplica) NeedLeaderElection() bool { return false }
+
+// shardRun is a sharded replica's part: its membership of the group, its view of the Fleet, and
+// the metrics that say how the members are divided.
+type shardRun struct {
+	peers *shard.Peers
+	view  *shard.View
+}
+
+// register adds the sharding metrics to controller-runtime's registry, replacing those of an
+// earlier run in the process: owned members and live replicas as this replica sees them, and
+// the members it took or gave up.
+func (s *shardRun) register() error {
+	moves := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "clusterregistry_shard_member_moves_total",
+		Help: "Members this replica took (in) or gave up (out) as the fleet and the replicas changed.",
+	}, []string{"direction"})
+	collectors := []prometheus.Collector{
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "clusterregistry_shard_owned_members", Help: "Members this replica owns."},
+			func() float64 { return float64(len(s.view.Members())) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "clusterregistry_shard_peers", Help: "Live replicas of the group, as this replica sees them."},
+			func() float64 { return float64(len(s.peers.Live())) }),
+		moves,
+	}
+	for _, c := range collectors {
+		err := ctrlmetrics.Registry.Register(c)
+		if already := (prometheus.AlreadyRegisteredError{}); errors.As(err, &already) {
+			ctrlmetrics.Registry.Unregister(already.ExistingCollector)
+			err = ctrlmetrics.Registry.Register(c)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	s.view.Subscribe(func(ev multicluster.MemberEvent) {
+		switch ev.Type {
+		case multicluster.MemberAdded:
+			moves.WithLabelValues("in").Inc()
+		case multicluster.MemberRemoved:
+			moves.WithLabelValues("out").Inc()
+		}
+	})
+	return nil
+}
