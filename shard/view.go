@@ -23,11 +23,10 @@ type View struct {
 	fleet multicluster.MemberSource
 	peers *Peers
 
-	mu      sync.Mutex
-	owned   map[types.NamespacedName]*multicluster.Member
-	all     map[types.NamespacedName]*multicluster.Member
-	subs    []*subscriber
-	started bool
+	mu    sync.Mutex
+	owned map[types.NamespacedName]*multicluster.Member
+	all   map[types.NamespacedName]*multicluster.Member
+	subs  []*subscriber
 }
 
 // NewView is the members of fleet that self owns among peers. Run it (it follows both) after
