@@ -4,11 +4,14 @@ import (
 	"cmp"
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -52,7 +55,7 @@ func (o PeerOptions) defaulted() (PeerOptions, error) {
 	}
 	if o.Identity == "" {
 		host, _ := os.Hostname()
-		o.Identity = host + "-" + rand.Text()[:6]
+		o.Identity = host + "-" + strings.ToLower(rand.Text()[:6])
 	}
 	o.LeaseDuration = cmp.Or(o.LeaseDuration, 10*time.Second)
 	o.RenewPeriod = cmp.Or(o.RenewPeriod, 2*time.Second)
@@ -128,14 +131,30 @@ func (p *Peers) Run(ctx context.Context) error {
 	}
 }
 
-// leaseName is a replica's Lease: the group's and the replica's names, cut to a name's 253
-// characters (a pod's name is at most 253; most are far shorter).
+// leaseName is a replica's Lease: the group's and the replica's names, made a valid object name
+// (lowercase letters, digits, '-' and '.'; at most 253 characters). A host name may hold capitals
+// or underscores, and two such names may differ only in them, so a name that had to change, or be
+// cut, ends with a digest of the identity, which keeps it unique.
 func leaseName(group, identity string) string {
-	name := group + "-" + identity
-	if len(name) > 253 {
-		name = name[:253]
+	raw := group + "-" + identity
+	var b strings.Builder
+	for _, r := range strings.ToLower(raw) {
+		if (r >= 'a' && r <= 'z') || (r >= '0' && r <= '9') || r == '-' || r == '.' {
+			b.WriteRune(r)
+		} else {
+			b.WriteByte('-')
+		}
 	}
-	return name
+	name := strings.Trim(b.String(), "-.")
+	if name == raw && len(name) <= 253 {
+		return name
+	}
+	sum := sha256.Sum256([]byte(identity))
+	suffix := "-" + hex.EncodeToString(sum[:4])
+	if len(name) > 253-len(suffix) {
+		name = strings.TrimRight(name[:253-len(suffix)], "-.")
+	}
+	return name + suffix
 }
 
 // renew writes this replica's Lease: created the first time, its renew time moved on after.

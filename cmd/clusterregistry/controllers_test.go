@@ -157,16 +157,22 @@ func TestControllersSharded(t *testing.T) {
 		}()
 	}
 	leases := kubernetes.NewForConfigOrDie(lf.Registry.Config).CoordinationV1().Leases(ns)
-	require.Eventually(t, func() bool {
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
 		list, err := leases.List(t.Context(), metav1.ListOptions{LabelSelector: shard.GroupLabel + "=probers"})
-		return err == nil && len(list.Items) == 2
-	}, 60*time.Second, 100*time.Millisecond, "the replicas have no Lease each; logs:\n%s\n%s", logs[0].String(), logs[1].String())
+		if err == nil && len(list.Items) == 2 {
+			break
+		}
+		require.True(t, time.Now().Before(deadline), "the replicas have no Lease each; logs:\n%s\n%s", logs[0].String(), logs[1].String())
+	}
 	clusters := versioned.NewForConfigOrDie(lf.Registry.Config).ClusterregistryV1alpha1().Clusters(ns)
 	for _, name := range []string{"member-1", "member-2"} {
-		require.Eventually(t, func() bool {
+		for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(100 * time.Millisecond) {
 			c, err := clusters.Get(t.Context(), name, metav1.GetOptions{})
-			return err == nil && c.Status.LastProbeTime != nil
-		}, 60*time.Second, 100*time.Millisecond, "%s never probed; logs:\n%s\n%s", name, logs[0].String(), logs[1].String())
+			if err == nil && c.Status.LastProbeTime != nil {
+				break
+			}
+			require.True(t, time.Now().Before(deadline), "%s never probed; logs:\n%s\n%s", name, logs[0].String(), logs[1].String())
+		}
 	}
 	require.Contains(t, logs[0].String()+logs[1].String(), `"shardGroup"="`+ns+`/probers as `)
 	cancel()

@@ -146,23 +146,24 @@ func (o *HealthOptions) runHosted(ctx context.Context, reg *registry, opts healt
 		case <-ctx.Done():
 			return nil
 		}
-		g, ctx := errgroup.WithContext(ctx)
+		g, gctx := errgroup.WithContext(ctx)
 		if sharding != nil {
 			if err := sharding.register(); err != nil {
 				return err
 			}
-			g.Go(func() error { return sharding.peers.Run(ctx) })
-			g.Go(func() error { return sharding.view.Run(ctx) })
+			g.Go(func() error { return sharding.peers.Run(gctx) })
+			g.Go(func() error { return sharding.view.Run(gctx) })
 		}
 		if prober != nil {
-			g.Go(func() error { return prober.Run(ctx) })
+			g.Go(func() error { return prober.Run(gctx) })
 		}
 		if rotator != nil {
-			g.Go(func() error { return rotator.Run(ctx) })
+			g.Go(func() error { return rotator.Run(gctx) })
 		}
 		if publisher != nil {
-			g.Go(func() error { return publisher.Run(ctx) })
+			g.Go(func() error { return publisher.Run(gctx) })
 		}
+		// An error of one ends the others; the process's own stop is not an error.
 		if err := g.Wait(); err != nil && ctx.Err() == nil {
 			return err
 		}
