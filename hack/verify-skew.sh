@@ -32,7 +32,7 @@ KUBEBUILDER_ASSETS="$oldest" go test -count=1 ./clusterregistry/ ./access/ ./mul
 
 # Only the tests that run kubectl: the others would repeat hack/test.sh's run on the same server.
 # A new test that runs kubectl joins this list (TestKubectl* and *Steps* join by their names).
-kubectl_tests='^(TestKubectl.*|TestKubeconfigThroughRegistry|TestJoinExec|TestInstall|TestUpgradeFromLastRelease|Test.*Steps.*)$'
+kubectl_tests='^(TestKubectl.*|TestKubeconfigThroughRegistry|TestJoinExec|TestInstall|TestUpgradeFromLastRelease|TestControllersDeployment|Test.*Steps.*)$'
 # Every test in those packages that runs kubectl (through a fleet's Kubectl or a kubectl helper)
 # must be in the list.
 missing="$(awk '/^func / { name = ($2 ~ /^Test/) ? $2 : ""; sub(/\(.*/, "", name) }

@@ -2,6 +2,7 @@ package shard
 
 import (
 	"context"
+	"slices"
 	"sync"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -77,23 +78,7 @@ func (v *View) Subscribe(fn func(multicluster.MemberEvent)) (unsubscribe func())
 // Run follows the Fleet and the group until ctx ends; then the view owns nothing, and says so.
 func (v *View) Run(ctx context.Context) error {
 	changed := v.peers.changed()
-	unsubscribe := v.fleet.Subscribe(func(ev multicluster.MemberEvent) {
-		v.mu.Lock()
-		defer v.mu.Unlock()
-		key := ev.Member.Name()
-		switch ev.Type {
-		case multicluster.MemberAdded:
-			v.all[key] = ev.Member
-		case multicluster.MemberRemoved:
-			delete(v.all, key)
-		case multicluster.MemberReachChanged:
-			if _, ok := v.owned[key]; ok {
-				v.publishLocked(ev)
-			}
-			return
-		}
-		v.reassignLocked()
-	})
+	unsubscribe := v.fleet.Subscribe(v.onFleet)
 	defer unsubscribe()
 	for {
 		select {
@@ -109,6 +94,38 @@ func (v *View) Run(ctx context.Context) error {
 			v.mu.Unlock()
 		}
 	}
+}
+
+// onFleet follows the Fleet: a member joining or leaving is owned, or given up, by this replica
+// alone of the group, with no change for the others' members.
+func (v *View) onFleet(ev multicluster.MemberEvent) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	key := ev.Member.Name()
+	switch ev.Type {
+	case multicluster.MemberAdded:
+		v.all[key] = ev.Member
+		if v.ownsLocked(key) {
+			v.owned[key] = ev.Member
+			v.publishLocked(ev)
+		}
+	case multicluster.MemberRemoved:
+		delete(v.all, key)
+		if _, ok := v.owned[key]; ok {
+			delete(v.owned, key)
+			v.publishLocked(ev)
+		}
+	case multicluster.MemberReachChanged:
+		if _, ok := v.owned[key]; ok {
+			v.publishLocked(ev)
+		}
+	}
+}
+
+// ownsLocked reports whether this replica, seeing itself live, is key's owner. v.mu is held.
+func (v *View) ownsLocked(key types.NamespacedName) bool {
+	live, self := v.peers.Live(), v.peers.Self()
+	return slices.ContainsFunc(live, func(p Peer) bool { return p.ID == self.ID }) && Owner(key.String(), live) == self.ID
 }
 
 // reassignLocked owns what Owner gives this replica among the live peers, and publishes the

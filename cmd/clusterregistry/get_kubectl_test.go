@@ -20,7 +20,7 @@ func lines(out string) []string { return strings.Split(strings.TrimSuffix(out, "
 
 // get does what kubectl users reach for: --no-headers, --show-labels, -L, --sort-by,
 // -o custom-columns, -w, and completion of -o's values.
-func TestGetAsKubectl(t *testing.T) {
+func TestGetWithKubectlHabits(t *testing.T) {
 	lf := sharedFleet(t)
 	ctx := t.Context()
 	ns := fleettest.CopySet(t, lf)
