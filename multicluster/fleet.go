@@ -24,6 +24,7 @@ import (
 	"github.com/cluster-registry/sdk/access"
 	"github.com/cluster-registry/sdk/clientset/versioned"
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
+	"github.com/cluster-registry/sdk/internal/subscribe"
 )
 
 // FleetOptions chooses which Clusters of the registry make up a Fleet.
@@ -49,7 +50,7 @@ type Fleet struct {
 	members map[types.NamespacedName]*Member
 	// snapshot is Members' answer, built on the first call after membership changed.
 	snapshot atomic.Pointer[[]*Member]
-	subs     []*subscription
+	subs     subscribe.List[MemberEvent]
 	status   FleetStatus
 
 	life    sync.Mutex // serialises Start and Stop

@@ -1,7 +1,5 @@
 package multicluster
 
-import "sync"
-
 // MemberEventType is what happened to a Fleet's member.
 type MemberEventType int
 
@@ -44,32 +42,23 @@ type MemberEvent struct {
 // goroutine. The returned function ends the subscription: no call starts after it returns,
 // though one under way may still finish.
 func (f *Fleet) Subscribe(fn func(MemberEvent)) (unsubscribe func()) {
-	s := &subscription{fn: fn}
 	f.mu.Lock()
+	var initial []MemberEvent
 	for _, m := range f.membersLocked() {
-		s.enqueue(MemberEvent{Type: MemberAdded, Member: m})
+		initial = append(initial, MemberEvent{Type: MemberAdded, Member: m})
 	}
-	f.subs = append(f.subs, s)
+	q := f.subs.Add(fn, initial...)
 	f.mu.Unlock()
 	return func() {
 		f.mu.Lock()
-		for i, other := range f.subs {
-			if other == s {
-				f.subs = append(f.subs[:i:i], f.subs[i+1:]...)
-				break
-			}
-		}
+		f.subs.Remove(q)
 		f.mu.Unlock()
-		s.cancel()
+		q.Stop()
 	}
 }
 
 // publish queues ev for every subscriber; f.mu is held.
-func (f *Fleet) publish(ev MemberEvent) {
-	for _, s := range f.subs {
-		s.enqueue(ev)
-	}
-}
+func (f *Fleet) publish(ev MemberEvent) { f.subs.Send(ev) }
 
 // membersLocked is Members for a caller holding f.mu.
 func (f *Fleet) membersLocked() []*Member {
@@ -82,52 +71,4 @@ func (f *Fleet) membersLocked() []*Member {
 	}
 	sortMembers(out)
 	return out
-}
-
-// subscription is one subscriber's queue of events and the goroutine that drains it, started
-// when the queue fills and ended when it empties.
-type subscription struct {
-	fn func(MemberEvent)
-
-	mu        sync.Mutex
-	queue     []MemberEvent
-	draining  bool
-	cancelled bool
-}
-
-func (s *subscription) enqueue(ev MemberEvent) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.cancelled {
-		return
-	}
-	s.queue = append(s.queue, ev)
-	if !s.draining {
-		s.draining = true
-		go s.drain()
-	}
-}
-
-func (s *subscription) drain() {
-	for {
-		s.mu.Lock()
-		if s.cancelled || len(s.queue) == 0 {
-			s.draining = false
-			s.queue = nil
-			s.mu.Unlock()
-			return
-		}
-		ev := s.queue[0]
-		s.queue[0] = MemberEvent{}
-		s.queue = s.queue[1:]
-		s.mu.Unlock()
-		s.fn(ev)
-	}
-}
-
-func (s *subscription) cancel() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.cancelled = true
-	s.queue = nil
 }

@@ -3,10 +3,12 @@ package shard
 import (
 	"context"
 	"slices"
+	"strings"
 	"sync"
 
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/cluster-registry/sdk/internal/subscribe"
 	"github.com/cluster-registry/sdk/multicluster"
 )
 
@@ -27,7 +29,7 @@ type View struct {
 	mu    sync.Mutex
 	owned map[types.NamespacedName]*multicluster.Member
 	all   map[types.NamespacedName]*multicluster.Member
-	subs  []*subscriber
+	subs  subscribe.List[multicluster.MemberEvent]
 }
 
 // NewView is the members of fleet that self owns among peers. Run it (it follows both) after
@@ -55,23 +57,18 @@ func (v *View) Owns(key types.NamespacedName) bool {
 // this replica owns (a MemberReachChanged of an owned member included), in order, one call at a
 // time, until unsubscribe.
 func (v *View) Subscribe(fn func(multicluster.MemberEvent)) (unsubscribe func()) {
-	s := newSubscriber(fn)
 	v.mu.Lock()
+	var initial []multicluster.MemberEvent
 	for _, m := range sorted(v.owned) {
-		s.send(multicluster.MemberEvent{Type: multicluster.MemberAdded, Member: m})
+		initial = append(initial, multicluster.MemberEvent{Type: multicluster.MemberAdded, Member: m})
 	}
-	v.subs = append(v.subs, s)
+	q := v.subs.Add(fn, initial...)
 	v.mu.Unlock()
 	return func() {
 		v.mu.Lock()
-		for i, other := range v.subs {
-			if other == s {
-				v.subs = append(v.subs[:i:i], v.subs[i+1:]...)
-				break
-			}
-		}
+		v.subs.Remove(q)
 		v.mu.Unlock()
-		s.stop()
+		q.Stop()
 	}
 }
 
@@ -156,18 +153,14 @@ func (v *View) reassignLocked() {
 	}
 }
 
-func (v *View) publishLocked(ev multicluster.MemberEvent) {
-	for _, s := range v.subs {
-		s.send(ev)
-	}
-}
+func (v *View) publishLocked(ev multicluster.MemberEvent) { v.subs.Send(ev) }
 
 func sorted(ms map[types.NamespacedName]*multicluster.Member) []*multicluster.Member {
 	out := make([]*multicluster.Member, 0, len(ms))
 	for _, m := range ms {
 		out = append(out, m)
 	}
-	slicesSortMembers(out)
+	slices.SortFunc(out, func(a, b *multicluster.Member) int { return strings.Compare(a.String(), b.String()) })
 	return out
 }
 

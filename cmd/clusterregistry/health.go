@@ -288,13 +288,13 @@ func (o *HealthOptions) runOnce(ctx context.Context, c *health.Controller, reg *
 	}
 	w := printers.GetNewTabWriter(o.out)
 	fmt.Fprintln(w, "CLUSTER\tREADY\tREASON\tSTATUS\tMESSAGE")
-	var failed []string
+	failed := 0 // statuses and tokens not written, each named above
 	for _, r := range results {
 		status := "unchanged"
 		switch {
 		case r.Err != nil:
 			status = "not written: " + r.Err.Error()
-			failed = append(failed, r.Member.String())
+			failed++
 		case r.Wrote:
 			status = "written"
 		}
@@ -314,17 +314,11 @@ func (o *HealthOptions) runOnce(ctx context.Context, c *health.Controller, reg *
 		if err != nil {
 			return usageError{err}
 		}
-		renewed, errs := rotator.RenewDue(ctx)
-		for _, n := range renewed {
-			fmt.Fprintf(o.out, "%s: Secret %s renewed, valid until %s\n", n.Member, n.Secret.Name, n.Expires.UTC().Format(time.RFC3339))
-		}
-		for _, err := range errs {
-			fmt.Fprintf(o.out, "could not renew: %v\n", err)
-			failed = append(failed, "a token")
-		}
+		_, errs := renewalPass(ctx, o.out, rotator)
+		failed += len(errs)
 	}
-	if len(failed) > 0 {
-		return fmt.Errorf("%d of %d members' status or tokens could not be written (each is named above)", len(failed), len(results))
+	if failed > 0 {
+		return fmt.Errorf("%d of %d members' status or tokens could not be written (each is named above)", failed, len(results))
 	}
 	return nil
 }

@@ -103,14 +103,7 @@ func (o *RotateOptions) Run(ctx context.Context) error {
 	if !o.Once {
 		return r.Run(ctx)
 	}
-	renewed, errs := r.RenewDue(ctx)
-	for _, n := range renewed {
-		fmt.Fprintf(o.out, "%s: Secret %s renewed, valid until %s; %d replaced token(s) revoked\n",
-			n.Member, n.Secret.Name, n.Expires.UTC().Format(time.RFC3339), n.Revoked)
-	}
-	for _, err := range errs {
-		fmt.Fprintf(o.out, "could not renew: %v\n", err)
-	}
+	renewed, errs := renewalPass(ctx, o.out, r)
 	now := time.Now()
 	switch next, ok := r.NextDue(); {
 	case ok:
@@ -179,4 +172,18 @@ func newRotate(fac *factory) *cobra.Command {
 	addLeaderElectFlags(f, &o.LeaderElect, &o.LeaseNamespace, &o.LeaseName, "clusterregistry-rotation")
 	o.Trust.AddFlags(f)
 	return cmd
+}
+
+// renewalPass renews what is due once, and says so: a line per token renewed, and a line per
+// token that could not be, with why.
+func renewalPass(ctx context.Context, out io.Writer, r *rotation.Rotator) ([]rotation.Renewal, []error) {
+	renewed, errs := r.RenewDue(ctx)
+	for _, n := range renewed {
+		fmt.Fprintf(out, "%s: Secret %s renewed, valid until %s; %d replaced token(s) revoked\n",
+			n.Member, n.Secret.Name, n.Expires.UTC().Format(time.RFC3339), n.Revoked)
+	}
+	for _, err := range errs {
+		fmt.Fprintf(out, "could not renew: %v\n", err)
+	}
+	return renewed, errs
 }
