@@ -29,7 +29,7 @@ func TestInventoryToolingReachesPublishedMember(t *testing.T) {
 	integration(t)
 	m := lf.Members[0]
 	ns := fleettest.CopySet(t, lf)
-	startPublisher(t, ns)
+	startPublisher(t, ns, nil)
 	published := profile(t, ns, m.Name, func(p *cpv1alpha1.ClusterProfile) bool { return len(p.Status.AccessProviders) == 1 })
 
 	// The consumer's own credential, where secretreader looks: Secret <its namespace>/<clusterName>.

@@ -23,13 +23,17 @@ import (
 
 	"github.com/cluster-registry/sdk/access"
 	"github.com/cluster-registry/sdk/clientset/versioned"
+	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
 	"github.com/cluster-registry/sdk/informers/externalversions"
 	crlisters "github.com/cluster-registry/sdk/listers/clusterregistry/v1alpha1"
+	"github.com/cluster-registry/sdk/multicluster"
 )
 
 // PublishOptions configure a Publisher.
 type PublishOptions struct {
-	// Namespaces are the cluster sets to publish; every namespace when empty.
+	// Namespaces are the cluster sets to publish; every namespace when empty. With Members, they
+	// are where the Publisher watches its profiles, and a member of another namespace is not
+	// published.
 	Namespaces []string
 	// ManagerName is the profiles' spec.clusterManager.name and the value of their
 	// x-k8s.io/cluster-manager label; DefaultManagerName when empty. Run one Publisher per name.
@@ -37,8 +41,16 @@ type PublishOptions struct {
 	// AccessProvider names the access provider each profile offers; DefaultAccessProvider when
 	// empty.
 	AccessProvider string
-	// Resolver chooses the server and CA each profile offers, under its trust rules. Required.
+	// Resolver chooses the server and CA each profile offers, under its trust rules. Required
+	// unless Members is set; with Members, the members' own (their Fleet's) when nil.
 	Resolver *access.Resolver
+	// Members, if set, are the Clusters to publish, taken from a Fleet the process shares (or a
+	// shard.View of one, so that replicas divide the work): the Publisher then holds no watch of
+	// Clusters of its own. A member that leaves Members keeps its
+	// profile unless its Cluster is gone (it may have moved to another replica); a profile whose
+	// Cluster was deleted while no Publisher ran is removed by the garbage collector, through its
+	// owner reference.
+	Members multicluster.ChangeSource
 	// Workers is how many profiles are written at once; 4 when zero.
 	Workers int
 	// Logger hears what could not be published, and why; controller-runtime's logger named
@@ -76,6 +88,12 @@ type Publisher struct {
 	start        []func(stop <-chan struct{})
 	shutdown     []func()
 
+	// members are Members' members by key, kept from its events; removed are the keys of those
+	// that left it and are not yet known to be deleted or kept.
+	membersMu sync.Mutex
+	members   map[types.NamespacedName]*multicluster.Member
+	removed   map[types.NamespacedName]bool
+
 	// superseded holds, by Cluster key, the resourceVersion of the last profile this Publisher
 	// replaced by a write of its own: the informer may still show it, and writing on it again
 	// would only be refused as a conflict.
@@ -85,7 +103,7 @@ type Publisher struct {
 // NewPublisher returns a Publisher of the registry's Clusters into ClusterProfiles written with
 // profiles (usually a client of the same API server).
 func NewPublisher(registry versioned.Interface, profiles cpversioned.Interface, opts PublishOptions) (*Publisher, error) {
-	if opts.Resolver == nil {
+	if opts.Resolver == nil && opts.Members == nil {
 		return nil, errors.New("clusterprofile: PublishOptions.Resolver is required: it chooses the server and CA each profile offers")
 	}
 	opts = opts.withDefaults()
@@ -95,6 +113,8 @@ func NewPublisher(registry versioned.Interface, profiles cpversioned.Interface, 
 		opts:         opts,
 		clusters:     map[string]crlisters.ClusterLister{},
 		profileLists: map[string]cplisters.ClusterProfileLister{},
+		members:      map[types.NamespacedName]*multicluster.Member{},
+		removed:      map[types.NamespacedName]bool{},
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[types.NamespacedName](),
 			workqueue.TypedRateLimitingQueueConfig[types.NamespacedName]{Name: "clusterprofile-publisher"}),
 	}
@@ -105,11 +125,16 @@ func NewPublisher(registry versioned.Interface, profiles cpversioned.Interface, 
 	managed := labels.SelectorFromSet(labels.Set{cpv1alpha1.LabelClusterManagerKey: opts.ManagerName}).String()
 	for _, ns := range namespaces {
 		cf := externalversions.NewSharedInformerFactoryWithOptions(registry, 0, externalversions.WithNamespace(ns))
-		ci := cf.Clusterregistry().V1alpha1().Clusters()
 		pf := cpinformers.NewSharedInformerFactoryWithOptions(profiles, 0, cpinformers.WithNamespace(ns),
 			cpinformers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = managed }))
 		pi := pf.Apis().V1alpha1().ClusterProfiles()
-		for _, inf := range []cache.SharedIndexInformer{ci.Informer(), pi.Informer()} {
+		informers := []cache.SharedIndexInformer{pi.Informer()}
+		if opts.Members == nil {
+			ci := cf.Clusterregistry().V1alpha1().Clusters()
+			informers = append(informers, ci.Informer())
+			p.clusters[ns] = ci.Lister()
+		}
+		for _, inf := range informers {
 			if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 				AddFunc:    p.enqueue,
 				UpdateFunc: func(_, obj any) { p.enqueue(obj) },
@@ -119,11 +144,64 @@ func NewPublisher(registry versioned.Interface, profiles cpversioned.Interface, 
 			}
 			p.synced = append(p.synced, inf.HasSynced)
 		}
-		p.clusters[ns], p.profileLists[ns] = ci.Lister(), pi.Lister()
+		p.profileLists[ns] = pi.Lister()
 		p.start = append(p.start, cf.Start, pf.Start)
 		p.shutdown = append(p.shutdown, cf.Shutdown, pf.Shutdown)
 	}
 	return p, nil
+}
+
+// onMember follows Members' membership.
+func (p *Publisher) onMember(ev multicluster.MemberEvent) {
+	key := ev.Member.Name()
+	p.membersMu.Lock()
+	if ev.Type == multicluster.MemberRemoved {
+		delete(p.members, key)
+		p.removed[key] = true
+	} else {
+		p.members[key] = ev.Member
+		delete(p.removed, key)
+	}
+	p.membersMu.Unlock()
+	p.queue.Add(key)
+}
+
+// cluster is key's Cluster: from Members (nil and whether it just left them), or from the
+// Publisher's own informer.
+func (p *Publisher) cluster(key types.NamespacedName) (c *v1alpha1.Cluster, member *multicluster.Member, left bool, err error) {
+	if p.opts.Members == nil {
+		clusters, _ := p.listers(key.Namespace)
+		c, err = clusters.Clusters(key.Namespace).Get(key.Name)
+		if apierrors.IsNotFound(err) {
+			return nil, nil, true, nil
+		}
+		return c, nil, false, err
+	}
+	p.membersMu.Lock()
+	defer p.membersMu.Unlock()
+	if m := p.members[key]; m != nil {
+		return m.Cluster(), m, false, nil
+	}
+	return nil, nil, p.removed[key], nil
+}
+
+// gone reports whether a Cluster that left Members is deleted (rather than owned by another
+// replica, or out of the Fleet's selector), asking the registry.
+func (p *Publisher) gone(ctx context.Context, key types.NamespacedName) (bool, error) {
+	if p.opts.Members == nil {
+		return true, nil // the informer said so
+	}
+	_, err := p.registry.ClusterregistryV1alpha1().Clusters(key.Namespace).Get(ctx, key.Name, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		return true, nil
+	case err != nil:
+		return false, fmt.Errorf("asking the registry whether Cluster %s is deleted: %w", key, err)
+	}
+	p.membersMu.Lock()
+	delete(p.removed, key)
+	p.membersMu.Unlock()
+	return false, nil
 }
 
 func (p *Publisher) enqueue(obj any) {
@@ -160,6 +238,10 @@ func (p *Publisher) Run(ctx context.Context) error {
 	if !cache.WaitForCacheSync(stop, p.synced...) {
 		return fmt.Errorf("clusterprofile: the caches of Clusters and ClusterProfiles did not sync: %w", context.Cause(ctx))
 	}
+	if m := p.opts.Members; m != nil {
+		defer m.Subscribe(p.onMember)()
+		defer m.SubscribeChanges(func(m *multicluster.Member) { p.queue.Add(m.Name()) })()
+	}
 	done := make(chan struct{})
 	for range p.opts.Workers {
 		go func() {
@@ -193,17 +275,26 @@ func (p *Publisher) next(ctx context.Context) bool {
 
 // sync makes the profile of key what its Cluster says, or removes it with its Cluster.
 func (p *Publisher) sync(ctx context.Context, key types.NamespacedName) error {
-	clusters, profiles := p.listers(key.Namespace)
+	_, profiles := p.listers(key.Namespace)
+	if profiles == nil {
+		return nil // a member outside Namespaces
+	}
 	existing, err := profiles.ClusterProfiles(key.Namespace).Get(key.Name)
 	if apierrors.IsNotFound(err) {
 		existing = nil
 	} else if err != nil {
 		return err
 	}
-	c, err := clusters.Clusters(key.Namespace).Get(key.Name)
-	if apierrors.IsNotFound(err) {
-		if existing == nil || !managedBy(existing, p.opts.ManagerName) {
-			return nil
+	c, member, left, err := p.cluster(key)
+	if err != nil {
+		return err
+	}
+	if c == nil {
+		if !left || existing == nil || !managedBy(existing, p.opts.ManagerName) {
+			return nil // not this Publisher's to judge: another replica's member, or none
+		}
+		if gone, err := p.gone(ctx, key); err != nil || !gone {
+			return err
 		}
 		p.superseded.Delete(key)
 		err := p.profiles.ApisV1alpha1().ClusterProfiles(key.Namespace).Delete(ctx, key.Name, metav1.DeleteOptions{
@@ -213,13 +304,10 @@ func (p *Publisher) sync(ctx context.Context, key types.NamespacedName) error {
 		}
 		return err
 	}
-	if err != nil {
-		return err
-	}
 	if rv, ok := p.superseded.Load(key); ok && existing != nil && existing.ResourceVersion == rv {
 		return nil // the informer has yet to show this Publisher's own last write, which is coming
 	}
-	resolved, err := p.opts.Resolver.Resolve(ctx, c)
+	resolved, err := p.resolve(ctx, c, member)
 	if err != nil {
 		// Published without an access provider: consumers see the cluster, not a way in that the
 		// trust rules did not choose. Retried when the Cluster or its profile changes.
@@ -230,9 +318,17 @@ func (p *Publisher) sync(ctx context.Context, key types.NamespacedName) error {
 	return p.write(ctx, key, existing, desired)
 }
 
+// resolve is the Resolver's answer for c, or else the member's own.
+func (p *Publisher) resolve(ctx context.Context, c *v1alpha1.Cluster, member *multicluster.Member) (*access.Resolved, error) {
+	if p.opts.Resolver != nil || member == nil {
+		return p.opts.Resolver.Resolve(ctx, c)
+	}
+	return member.Access(ctx)
+}
+
 func (p *Publisher) listers(namespace string) (crlisters.ClusterLister, cplisters.ClusterProfileLister) {
-	if l, ok := p.clusters[namespace]; ok {
-		return l, p.profileLists[namespace]
+	if l, ok := p.profileLists[namespace]; ok {
+		return p.clusters[namespace], l
 	}
 	return p.clusters[metav1.NamespaceAll], p.profileLists[metav1.NamespaceAll]
 }

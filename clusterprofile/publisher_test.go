@@ -11,6 +11,8 @@ import (
 	"go.uber.org/goleak"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	cpv1alpha1 "sigs.k8s.io/cluster-inventory-api/apis/v1alpha1"
 	cpversioned "sigs.k8s.io/cluster-inventory-api/client/clientset/versioned"
@@ -19,6 +21,7 @@ import (
 	"github.com/cluster-registry/sdk/clientset/versioned"
 	"github.com/cluster-registry/sdk/clusterprofile"
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
+	"github.com/cluster-registry/sdk/multicluster"
 	"github.com/cluster-registry/sdk/testkit/fleettest"
 )
 
@@ -39,15 +42,24 @@ func profilesClient() cpversioned.Interface { return cpversioned.NewForConfigOrD
 
 func registryClient() versioned.Interface { return versioned.NewForConfigOrDie(lf.Registry.Config) }
 
-// startPublisher publishes the cluster set ns until the test ends.
-func startPublisher(t *testing.T, ns string) {
+// startPublisher publishes the cluster set ns until the test ends: from a Fleet's members when
+// fleet is set (PublishOptions.Members), else from the Publisher's own watch of Clusters.
+func startPublisher(t *testing.T, ns string, fleet *multicluster.FleetOptions) {
 	t.Helper()
 	resolver, err := access.NewResolver(access.ResolverOptions{
 		Secrets:  access.SecretsFromClient(kubernetes.NewForConfigOrDie(lf.Registry.Config)),
 		ClientIP: netip.MustParseAddr("127.0.0.1"),
 	})
 	require.NoError(t, err)
-	p, err := clusterprofile.NewPublisher(registryClient(), profilesClient(), clusterprofile.PublishOptions{Namespaces: []string{ns}, Resolver: resolver})
+	opts := clusterprofile.PublishOptions{Namespaces: []string{ns}, Resolver: resolver}
+	if fleet != nil {
+		fleet.Namespaces = []string{ns}
+		f := multicluster.NewFleet(registryClient(), resolver, *fleet)
+		require.NoError(t, f.Start(context.Background()))
+		t.Cleanup(f.Stop) // after the Publisher's (cleanups run last first)
+		opts = clusterprofile.PublishOptions{Members: f}
+	}
+	p, err := clusterprofile.NewPublisher(registryClient(), profilesClient(), opts)
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -87,13 +99,19 @@ func setReady(t *testing.T, ns, name string, status metav1.ConditionStatus, reas
 
 // A Cluster is published as a ClusterProfile of this registry: display name, version, cluster ID,
 // ControlPlaneHealthy mirroring Ready, and the server and CA the Resolver chose, with no
-// credential; an unchanged registry writes nothing; the profile goes with its Cluster.
+// credential; an unchanged registry writes nothing; the profile goes with its Cluster. So it is
+// whether the Publisher watches Clusters itself or follows a Fleet the process shares.
 func TestPublishesClusters(t *testing.T) {
+	t.Run("own watch", func(t *testing.T) { testPublishesClusters(t, nil) })
+	t.Run("a Fleet's members", func(t *testing.T) { testPublishesClusters(t, &multicluster.FleetOptions{}) })
+}
+
+func testPublishesClusters(t *testing.T, fleet *multicluster.FleetOptions) {
 	integration(t)
 	m := lf.Members[0]
 	ns := fleettest.CopySet(t, lf)
 	setReady(t, ns, m.Name, metav1.ConditionTrue, v1alpha1.ReasonReachable)
-	startPublisher(t, ns)
+	startPublisher(t, ns, fleet)
 
 	p := profile(t, ns, m.Name, func(p *cpv1alpha1.ClusterProfile) bool {
 		return len(p.Status.Conditions) > 0 && p.Status.Version.Kubernetes != ""
@@ -176,7 +194,7 @@ func TestPublishesNoUntrustedWayIn(t *testing.T) {
 	c.ObjectMeta = metav1.ObjectMeta{Name: "theirs"}
 	_, err = clusters.Create(context.Background(), c, metav1.CreateOptions{})
 	require.NoError(t, err)
-	startPublisher(t, ns)
+	startPublisher(t, ns, nil)
 
 	p := profile(t, ns, "no-secret", func(p *cpv1alpha1.ClusterProfile) bool { return len(p.Status.Conditions) > 0 })
 	require.Empty(t, p.Status.AccessProviders, "a Cluster the Resolver refuses was published with a way in")
@@ -188,4 +206,42 @@ func TestPublishesNoUntrustedWayIn(t *testing.T) {
 	require.Equal(t, "open-cluster-management", got.Spec.ClusterManager.Name)
 	require.Equal(t, "not ours", got.Spec.DisplayName)
 	require.Empty(t, got.Status.AccessProviders)
+}
+
+// A member that leaves the Publisher's Members while its Cluster stays (another replica owns it
+// now, or, as here, it no longer matches the Fleet's selector) keeps its profile: it is not this
+// Publisher's to delete. Deleted, its Cluster's profile goes.
+func TestMemberLeavingKeepsItsProfile(t *testing.T) {
+	integration(t)
+	m := lf.Members[0]
+	ns := fleettest.CopySet(t, lf)
+	clusters := registryClient().ClusterregistryV1alpha1().Clusters(ns)
+	label := func(value string) {
+		t.Helper()
+		patch := `{"metadata":{"labels":{"published":"` + value + `"}}}`
+		_, err := clusters.Patch(context.Background(), m.Name, types.MergePatchType, []byte(patch), metav1.PatchOptions{})
+		require.NoError(t, err)
+	}
+	label("yes")
+	startPublisher(t, ns, &multicluster.FleetOptions{Selector: labels.SelectorFromSet(labels.Set{"published": "yes"})})
+	before := profile(t, ns, m.Name, func(p *cpv1alpha1.ClusterProfile) bool { return len(p.Status.AccessProviders) == 1 })
+
+	label("no")
+	time.Sleep(time.Second) // what the Publisher would have done by now, were it wrong
+	after, err := profilesClient().ApisV1alpha1().ClusterProfiles(ns).Get(context.Background(), m.Name, metav1.GetOptions{})
+	require.NoError(t, err, "the profile of a Cluster that left the Publisher's members, and still exists, was deleted")
+	require.Equal(t, before.UID, after.UID)
+
+	// Back in the Fleet (followed again: its status shows), then deleted: the profile goes with
+	// the Cluster.
+	label("yes")
+	setReady(t, ns, m.Name, metav1.ConditionFalse, v1alpha1.ReasonUnreachable)
+	profile(t, ns, m.Name, func(p *cpv1alpha1.ClusterProfile) bool {
+		return len(p.Status.Conditions) > 0 && p.Status.Conditions[0].Reason == v1alpha1.ReasonUnreachable
+	})
+	fleettest.RemoveMember(t, lf, ns, m.Name)
+	require.Eventually(t, func() bool {
+		_, err := profilesClient().ApisV1alpha1().ClusterProfiles(ns).Get(context.Background(), m.Name, metav1.GetOptions{})
+		return apierrors.IsNotFound(err)
+	}, testTimeout, 20*time.Millisecond)
 }

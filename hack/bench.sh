@@ -21,6 +21,10 @@
 #   BenchmarkRotate           rotation: 10,000 simulated members' tokens, in Secrets of a real
 #                             registry, all due at once: renewals/s, registry writes/s, CPU per
 #                             renewal; then a pass with nothing due (time, registry reads)
+#   BenchmarkShardedHealth    shard: health over 10,000 simulated members as one replica, then as
+#                             3 replicas of a shard group in the same run: members probed twice or
+#                             not at all in a steady minute, coordination writes beside health's,
+#                             heap per replica over the single one's, probes/s/core of both
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -41,6 +45,7 @@ go test ./mcprovider/ -short -run '^$' -bench 'Engage' -benchtime 1x -timeout 30
 go test ./clusterprofile/ -run '^$' -bench 'Publish' -benchtime 1x -timeout 30m | tee -a "$out" >&2
 go test ./rotation/ -run '^$' -bench 'Rotate' -benchtime 1x -timeout 30m | tee -a "$out" >&2
 go test ./health/ -run '^$' -bench 'Health' -benchtime 1x -timeout 30m | tee -a "$out" >&2
+go test ./shard/ -run '^$' -bench 'ShardedHealth' -benchtime 1x -timeout 30m | tee -a "$out" >&2
 
 # Each result line is: name iterations value unit value unit ...; print one row per benchmark.
 awk '

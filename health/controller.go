@@ -1,9 +1,7 @@
 package health
 
 import (
-	"container/heap"
 	"context"
-	"errors"
 	"fmt"
 	"math/rand/v2"
 	"sync"
@@ -12,8 +10,9 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/workqueue"
 
-	"github.com/cluster-registry/sdk/internal/leader"
+	"github.com/cluster-registry/sdk/election"
 	"github.com/cluster-registry/sdk/multicluster"
 )
 
@@ -30,17 +29,20 @@ type Controller struct {
 
 	mu      sync.Mutex
 	members map[types.NamespacedName]*tracked
-	queue   probeQueue
-	wake    chan struct{}
+	// queue holds each member's next probe, keyed by member: client-go's delaying workqueue, as
+	// every controller's, so that a member is never probed twice at once and its depth and
+	// latency are the usual workqueue metrics (name "clusterregistry_health"). One Run's.
+	queue workqueue.TypedDelayingInterface[types.NamespacedName]
 }
 
-// tracked is one member, its place in the probe queue and its state.
+// tracked is one member, when its next probe is due, and its state.
 type tracked struct {
 	member *multicluster.Member
-	next   time.Time
-	index  int // in the queue; -1 when out of it (being probed, or removed)
-	gone   bool
-	added  time.Time // when the controller began to track it
+	// next is when the member's next probe is due: a queued key that comes out earlier (left by
+	// a reschedule) is dropped.
+	next  time.Time
+	gone  bool
+	added time.Time // when the controller began to track it
 	// identified is when a probe last read the member's version and identity; unidentified is
 	// true when a probe opened a connection that no probe has identified since.
 	identified   time.Time
@@ -80,13 +82,13 @@ func New(opts Options) (*Controller, error) {
 		opts:    o,
 		metrics: m,
 		members: map[types.NamespacedName]*tracked{},
-		wake:    make(chan struct{}, 1),
 	}, nil
 }
 
 // ErrLostLeadership is Run's error when the controller was the leader and could no longer renew
-// its Lease: another replica may write now, so this one stops. Restart it to contend again.
-var ErrLostLeadership = errors.New("health: lost the leader election")
+// its Lease: another replica may write now, so this one stops. Restart it to contend again. It is
+// election.ErrLostLeadership, whichever controller lost.
+var ErrLostLeadership = election.ErrLostLeadership
 
 // Run probes members until ctx ends, then waits for its goroutines and returns ctx's error. It
 // returns an error at once if the registry's Clusters cannot be listed. With LeaderElection, it
@@ -113,10 +115,7 @@ func (c *Controller) Run(ctx context.Context) error {
 	if le == nil {
 		return c.run(ctx)
 	}
-	err := leader.Run(ctx, c.opts.Kube.CoordinationV1(), leader.Lease(*le), c.opts.Logger, c.run)
-	if errors.Is(err, leader.ErrLost) {
-		return ErrLostLeadership
-	}
+	err := election.Run(ctx, c.opts.Kube.CoordinationV1(), *le, c.opts.Logger, c.run)
 	return err
 }
 
@@ -128,26 +127,18 @@ func (c *Controller) run(ctx context.Context) error {
 	}
 	c.writer = w
 	defer w.shutdown()
+	c.mu.Lock()
+	c.queue = workqueue.NewTypedDelayingQueueWithConfig(workqueue.TypedDelayingQueueConfig[types.NamespacedName]{Name: "clusterregistry_health"})
+	c.mu.Unlock()
 	members, stop, err := c.source(ctx)
 	if err != nil {
+		c.queue.ShutDown()
 		return err
 	}
 	defer stop()
 	unsubscribe := members.Subscribe(c.onMembership)
 	defer unsubscribe()
-
-	work := make(chan *tracked)
-	var wg sync.WaitGroup
-	for range c.opts.Concurrency {
-		wg.Go(func() {
-			for t := range work {
-				c.probeAndWrite(ctx, t)
-			}
-		})
-	}
-	c.dispatch(ctx, work)
-	close(work)
-	wg.Wait()
+	c.work(ctx)
 	c.sweeps.Wait()
 	return ctx.Err()
 }
@@ -175,84 +166,84 @@ func (c *Controller) onMembership(ev multicluster.MemberEvent) {
 	key := ev.Member.Name()
 	switch ev.Type {
 	case multicluster.MemberAdded:
-		t := &tracked{member: ev.Member, index: -1, added: time.Now()}
+		t := &tracked{member: ev.Member, added: time.Now()}
 		c.members[key] = t
 		c.schedule(t, time.Now().Add(time.Duration(rand.Int64N(int64(c.opts.Interval)))))
 	case multicluster.MemberReachChanged:
-		if t := c.members[key]; t != nil && t.index >= 0 {
-			t.next = time.Now()
-			heap.Fix(&c.queue, t.index)
+		// A probe in flight goes on, and schedules the next as usual.
+		if t := c.members[key]; t != nil && t.probing.IsZero() {
+			c.schedule(t, time.Now())
 		}
 	case multicluster.MemberRemoved:
 		if t := c.members[key]; t != nil {
-			t.gone = true
-			if t.index >= 0 {
-				heap.Remove(&c.queue, t.index)
-			}
+			t.gone = true // its queued key is dropped when it comes out
 			delete(c.members, key)
 			c.metrics.setReason(key, "")
 			c.metrics.setExpiry(key, time.Time{})
 		}
 	}
-	c.signal()
 }
 
-// schedule puts t in the queue at next; c.mu is held.
+// schedule makes t's next probe due at next; c.mu is held. A key queued for later stays in the
+// queue, and is dropped when it comes out before t.next.
 func (c *Controller) schedule(t *tracked, next time.Time) {
 	t.next = next
-	heap.Push(&c.queue, t)
+	c.queue.AddAfter(t.member.Name(), time.Until(next))
 }
 
-func (c *Controller) signal() {
-	select {
-	case c.wake <- struct{}{}:
-	default:
+// work probes due members, Concurrency at a time, and marks members that have gone unprobed too
+// long, until ctx ends; then it shuts the queue down and waits for its workers. An idle member
+// costs a queued key, not a goroutine.
+func (c *Controller) work(ctx context.Context) {
+	var wg sync.WaitGroup
+	for range c.opts.Concurrency {
+		wg.Go(func() {
+			for c.next(ctx) {
+			}
+		})
 	}
+	// The sweep has a goroutine of its own: when every worker is busy, the members waiting are
+	// what it is for.
+	wg.Go(func() {
+		sweep := time.NewTicker(c.opts.Interval)
+		defer sweep.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-sweep.C:
+				c.sweep(ctx)
+			}
+		}
+	})
+	<-ctx.Done()
+	c.queue.ShutDown()
+	wg.Wait()
 }
 
-// dispatch hands due members to the workers until ctx ends, and marks members that have gone
-// unprobed too long. It is the only goroutine that waits on time; an idle member costs a queue
-// entry, not a goroutine.
-func (c *Controller) dispatch(ctx context.Context, work chan<- *tracked) {
-	sweep := time.NewTicker(c.opts.Interval)
-	defer sweep.Stop()
-	timer := time.NewTimer(time.Hour)
-	defer timer.Stop()
-	for {
-		c.mu.Lock()
-		var due *tracked
-		wait := time.Hour
-		if len(c.queue) > 0 {
-			if d := time.Until(c.queue[0].next); d <= 0 {
-				due = heap.Pop(&c.queue).(*tracked)
-			} else {
-				wait = d
-			}
-		}
-		c.mu.Unlock()
-		if due != nil {
-			for sent := false; !sent; {
-				select {
-				case work <- due:
-					sent = true
-				case <-sweep.C: // every worker busy: the members waiting are what the sweep is for
-					c.sweep(ctx)
-				case <-ctx.Done():
-					return
-				}
-			}
-			continue // the next may be due too
-		}
-		timer.Reset(wait)
-		select {
-		case <-ctx.Done():
-			return
-		case <-c.wake:
-		case <-timer.C:
-		case <-sweep.C:
-			c.sweep(ctx)
-		}
+// next takes the next key out of the queue and probes its member if it is still tracked and due;
+// false once the queue is shut down.
+func (c *Controller) next(ctx context.Context) bool {
+	key, quit := c.queue.Get()
+	if quit {
+		return false
 	}
+	defer c.queue.Done(key)
+	if t := c.due(key); t != nil && ctx.Err() == nil {
+		c.probeAndWrite(ctx, t)
+	}
+	return true
+}
+
+// due is key's member if it is tracked and its probe is due; nil for a key left in the queue by a
+// reschedule or a removal.
+func (c *Controller) due(key types.NamespacedName) *tracked {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if t := c.members[key]; t != nil && !time.Now().Before(t.next) {
+		return t
+	}
+	return nil
 }
 
 // probeAndWrite probes one member, writes its status if that changes it, and schedules the next
@@ -270,7 +261,6 @@ func (c *Controller) probeAndWrite(ctx context.Context, t *tracked) {
 		c.metrics.setExpiry(t.member.Name(), o.expires)
 		jitter := time.Duration(rand.Int64N(int64(c.opts.Interval)/5+1)) - c.opts.Interval/10
 		c.schedule(t, start.Add(c.opts.Interval+jitter))
-		c.signal()
 	}
 }
 
@@ -402,27 +392,4 @@ func (c *Controller) markUnprobed(ctx context.Context) {
 			c.writer.event(t.member.Cluster(), previous, v.condition)
 		}
 	}
-}
-
-// probeQueue orders members by their next probe.
-type probeQueue []*tracked
-
-func (q probeQueue) Len() int           { return len(q) }
-func (q probeQueue) Less(i, j int) bool { return q[i].next.Before(q[j].next) }
-func (q probeQueue) Swap(i, j int) {
-	q[i], q[j] = q[j], q[i]
-	q[i].index, q[j].index = i, j
-}
-func (q *probeQueue) Push(x any) {
-	t := x.(*tracked)
-	t.index = len(*q)
-	*q = append(*q, t)
-}
-func (q *probeQueue) Pop() any {
-	old := *q
-	t := old[len(old)-1]
-	old[len(old)-1] = nil
-	*q = old[:len(old)-1]
-	t.index = -1
-	return t
 }

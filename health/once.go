@@ -51,7 +51,7 @@ func (c *Controller) ProbeOnce(ctx context.Context) ([]Probed, error) {
 		wg.Go(func() {
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			t := &tracked{member: m, index: -1, added: time.Now()}
+			t := &tracked{member: m, added: time.Now()}
 			_, v, wrote, werr, ok := c.probeWrite(ctx, t, time.Now())
 			results[i] = Probed{Member: m.Name(), Condition: v.condition, Wrote: wrote, Err: werr}
 			if !ok {

@@ -1,6 +1,7 @@
 package health
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"time"
@@ -12,7 +13,7 @@ import (
 
 	"github.com/cluster-registry/sdk/access"
 	"github.com/cluster-registry/sdk/clientset/versioned"
-	"github.com/cluster-registry/sdk/internal/leader"
+	"github.com/cluster-registry/sdk/election"
 	"github.com/cluster-registry/sdk/multicluster"
 )
 
@@ -87,22 +88,9 @@ type Options struct {
 
 const defaultFieldManager = "clusterregistry-health"
 
-// LeaderElection names the Lease that replicas of the controller contend for.
-type LeaderElection struct {
-	// Namespace and Name of the Lease in the registry. Default name "clusterregistry-health".
-	Namespace, Name string
-	// Identity of this replica; default the host name and a random suffix.
-	Identity string
-	// LeaseDuration is how long a leader's claim stands without renewal: how long a replica that
-	// died silently delays the next one. Default 15s. A leader that stops releases the Lease,
-	// and the next one takes over at its next retry.
-	LeaseDuration time.Duration
-	// RenewDeadline is how long the leader keeps trying to renew before it gives up and stops
-	// writing. Default 10s.
-	RenewDeadline time.Duration
-	// RetryPeriod is how often replicas try to acquire or renew. Default 2s.
-	RetryPeriod time.Duration
-}
+// LeaderElection names the Lease that replicas of the controller contend for: election.Lease,
+// the one type of every controller of the SDK. Its Name is "clusterregistry-health" by default.
+type LeaderElection = election.Lease
 
 func (o *Options) withDefaults() (Options, error) {
 	d := *o
@@ -151,18 +139,11 @@ func (o *Options) withDefaults() (Options, error) {
 	}
 	if le := d.LeaderElection; le != nil {
 		copied := *le
-		le = &copied
-		d.LeaderElection = le
-		if le.Namespace == "" {
-			errs = append(errs, errors.New("health.Options.LeaderElection.Namespace is required"))
-		}
-		if le.Name == "" {
-			le.Name = defaultFieldManager
-		}
-		*le = LeaderElection(leader.Lease(*le).Defaulted())
-		if !(le.RetryPeriod < le.RenewDeadline && le.RenewDeadline < le.LeaseDuration) {
-			errs = append(errs, fmt.Errorf("health.Options.LeaderElection: want RetryPeriod (%s) < RenewDeadline (%s) < LeaseDuration (%s)",
-				le.RetryPeriod, le.RenewDeadline, le.LeaseDuration))
+		copied.Name = cmp.Or(copied.Name, defaultFieldManager)
+		copied = copied.Defaulted()
+		d.LeaderElection = &copied
+		if err := copied.Validate(); err != nil {
+			errs = append(errs, fmt.Errorf("health.Options.LeaderElection: %w", err))
 		}
 	}
 	if d.FieldManager == "" {

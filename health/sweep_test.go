@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	kubefake "k8s.io/client-go/kubernetes/fake"
 	clienttesting "k8s.io/client-go/testing"
+	"k8s.io/client-go/util/workqueue"
 
 	"github.com/cluster-registry/sdk/access"
 	"github.com/cluster-registry/sdk/clientset/versioned/fake"
@@ -22,7 +23,7 @@ import (
 // A sweep writes a status for every member left unprobed, one write at a time. It used to run on
 // the dispatcher, which then handed out no probe until the writes were done: at 10,000 members
 // whose first pass outlasted UnknownAfter, probing stopped for good while the sweeps wrote. Here
-// the registry holds the sweep's write, and a probe must still be dispatched meanwhile.
+// the registry holds the sweep's write, and a due member must still be probed meanwhile.
 func TestSweepDoesNotHoldUpProbes(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -46,7 +47,8 @@ func TestSweepDoesNotHoldUpProbes(t *testing.T) {
 		Interval: 50 * time.Millisecond, UnknownAfter: 100 * time.Millisecond,
 	}).withDefaults()
 	require.NoError(t, err)
-	c := &Controller{opts: opts, members: map[types.NamespacedName]*tracked{}, wake: make(chan struct{}, 1)}
+	c := &Controller{opts: opts, members: map[types.NamespacedName]*tracked{},
+		queue: workqueue.NewTypedDelayingQueue[types.NamespacedName]()}
 	c.metrics, err = newMetrics(nil)
 	require.NoError(t, err)
 	c.writer, err = newWriter(ctx, &c.opts)
@@ -56,35 +58,64 @@ func TestSweepDoesNotHoldUpProbes(t *testing.T) {
 	member := func(name string) *multicluster.Member {
 		return multicluster.NewMember(&v1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: "fleet", Name: name}}, multicluster.Clients{})
 	}
-	stale := &tracked{member: member("stale"), index: -1, added: time.Now().Add(-time.Hour)}
-	due := &tracked{member: member("due"), index: -1, added: time.Now()}
+	stale := &tracked{member: member("stale"), added: time.Now().Add(-time.Hour)}
+	due := &tracked{member: member("due"), added: time.Now()}
 	c.mu.Lock()
 	c.members[stale.member.Name()] = stale
 	c.members[due.member.Name()] = due
 	c.schedule(due, time.Now().Add(300*time.Millisecond)) // after the first sweeps
 	c.mu.Unlock()
 
-	work := make(chan *tracked)
-	dispatched := make(chan struct{})
+	worked := make(chan struct{})
 	go func() {
-		defer close(dispatched)
-		c.dispatch(ctx, work)
+		defer close(worked)
+		c.work(ctx)
 	}()
 	select {
 	case <-writing:
 	case <-time.After(10 * time.Second):
 		t.Fatal("the sweep wrote nothing for the member unprobed for an hour")
 	}
-	select {
-	case got := <-work:
-		require.Same(t, due, got)
-	case <-time.After(10 * time.Second):
-		t.Fatal("no probe was dispatched while the sweep's write was outstanding")
+	probed := func() bool {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		return !due.probing.IsZero() || !due.state.lastProbe.IsZero()
 	}
+	require.Eventually(t, probed, 10*time.Second, 10*time.Millisecond, "no member was probed while the sweep's write was outstanding")
 	cancel()
-	<-dispatched
 	releaseOnce.Do(func() { close(release) })
+	<-worked
 	c.sweeps.Wait()
+}
+
+// A member rescheduled earlier (its reach changed) is probed at the new time, once: the key
+// queued for the old time is dropped when it comes out, and a removed member's key is too.
+func TestRescheduledMemberIsProbedOnce(t *testing.T) {
+	c := &Controller{members: map[types.NamespacedName]*tracked{}, queue: workqueue.NewTypedDelayingQueue[types.NamespacedName]()}
+	defer c.queue.ShutDown()
+	m := multicluster.NewMember(&v1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: "fleet", Name: "a"}}, multicluster.Clients{})
+	tr := &tracked{member: m}
+	c.mu.Lock()
+	c.members[m.Name()] = tr
+	c.schedule(tr, time.Now().Add(100*time.Millisecond))
+	c.schedule(tr, time.Now()) // earlier: the first key is still queued
+	c.mu.Unlock()
+
+	take := func() (types.NamespacedName, bool) {
+		key, _ := c.queue.Get()
+		defer c.queue.Done(key)
+		return key, c.due(key) != nil
+	}
+	key, due := take()
+	require.Equal(t, m.Name(), key)
+	require.True(t, due)
+	c.mu.Lock()
+	c.schedule(tr, time.Now().Add(time.Hour)) // as a probe does: the next one, an interval on
+	c.mu.Unlock()
+	// The key queued for 100ms comes out, and is not due.
+	key, due = take()
+	require.Equal(t, m.Name(), key)
+	require.False(t, due, "a member was probed at a time it was no longer scheduled for")
 }
 
 // A probe in flight counts as probed. A member that does not answer, probed with a timeout of

@@ -51,6 +51,7 @@ type Fleet struct {
 	// snapshot is Members' answer, built on the first call after membership changed.
 	snapshot atomic.Pointer[[]*Member]
 	subs     subscribe.List[MemberEvent]
+	changes  subscribe.List[*Member]
 	status   FleetStatus
 
 	life    sync.Mutex // serialises Start and Stop
@@ -325,6 +326,9 @@ func (f *Fleet) upsert(c *v1alpha1.Cluster) {
 		m.setCluster(c)
 		if access.ReachDigest(&old.Spec) != access.ReachDigest(&c.Spec) {
 			f.publish(MemberEvent{Type: MemberReachChanged, Member: m})
+		}
+		if old.ResourceVersion != c.ResourceVersion {
+			f.changes.Send(m)
 		}
 		return
 	}

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -199,18 +200,36 @@ func TestFleetAgainstRealMembers(t *testing.T) {
 	t.Run("clients survive an edit that does not change access", func(t *testing.T) {
 		m := fleet.Member(ns, "member-2")
 		before, _ := m.Kubernetes(ctx)
+		// The edit is a change (SubscribeChanges), not a membership event (Subscribe).
+		var mu sync.Mutex
+		var changed []string
+		var membership []MemberEvent
+		defer fleet.SubscribeChanges(func(m *Member) { mu.Lock(); changed = append(changed, m.Cluster().Spec.DisplayName); mu.Unlock() })()
+		defer fleet.Subscribe(func(ev MemberEvent) { mu.Lock(); membership = append(membership, ev); mu.Unlock() })()
 		patch := []byte(`{"spec":{"displayName":"Member A (renamed)"}}`)
 		if _, err := clusters.Patch(ctx, "member-2", "application/merge-patch+json", patch, metav1.PatchOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		err := wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, testTimeout, true, func(context.Context) (bool, error) {
-			return m.Cluster().Spec.DisplayName == "Member A (renamed)", nil
+			mu.Lock()
+			defer mu.Unlock()
+			return m.Cluster().Spec.DisplayName == "Member A (renamed)" && len(changed) > 0, nil
 		})
 		if err != nil {
-			t.Fatal("the fleet did not see the edit")
+			t.Fatal("the fleet did not see the edit, or did not tell SubscribeChanges")
 		}
 		if after, _ := m.Kubernetes(ctx); after != before {
 			t.Error("a display-name edit rebuilt the member's clientset")
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if changed[len(changed)-1] != "Member A (renamed)" {
+			t.Errorf("SubscribeChanges was told %q", changed)
+		}
+		for _, ev := range membership {
+			if ev.Type != MemberAdded { // each member's first event
+				t.Errorf("a display-name edit was a membership event: %v %s", ev.Type, ev.Member)
+			}
 		}
 	})
 

@@ -22,8 +22,8 @@ import (
 
 	"github.com/cluster-registry/sdk/access"
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
+	"github.com/cluster-registry/sdk/election"
 	"github.com/cluster-registry/sdk/internal/answercap"
-	"github.com/cluster-registry/sdk/internal/leader"
 	"github.com/cluster-registry/sdk/multicluster"
 )
 
@@ -59,21 +59,14 @@ type Options struct {
 	LeaderElection *LeaderElection
 }
 
-// LeaderElection names the Lease that replicas of the Rotator contend for.
-type LeaderElection struct {
-	// Namespace and Name of the Lease in the registry. Namespace is required; Name is
-	// "clusterregistry-rotation" by default.
-	Namespace, Name string
-	// Identity of this replica; default the host name and a random suffix.
-	Identity string
-	// LeaseDuration (default 15s), RenewDeadline (10s) and RetryPeriod (2s), as client-go's
-	// leaderelection takes them.
-	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
-}
+// LeaderElection names the Lease that replicas of the Rotator contend for: election.Lease, the
+// one type of every controller of the SDK. Its Name is "clusterregistry-rotation" by default.
+type LeaderElection = election.Lease
 
 // ErrLostLeadership is Run's error when the Rotator led and could no longer renew its Lease:
-// another replica may renew now, so this one stops. Restart it to contend again.
-var ErrLostLeadership = errors.New("rotation: lost the leader election")
+// another replica may renew now, so this one stops. Restart it to contend again. It is
+// election.ErrLostLeadership, whichever controller lost.
+var ErrLostLeadership = election.ErrLostLeadership
 
 // Rotator renews the tokens of members whose credential Secrets name their service account.
 type Rotator struct {
@@ -133,12 +126,12 @@ func New(members Members, opts Options) (*Rotator, error) {
 	}
 	if le := opts.LeaderElection; le != nil {
 		copied := *le
-		opts.LeaderElection = &copied
-		if le.Namespace == "" {
-			return nil, errors.New("rotation: Options.LeaderElection.Namespace is required")
-		}
 		copied.Name = cmp.Or(le.Name, "clusterregistry-rotation")
-		copied = LeaderElection(leader.Lease(copied).Defaulted())
+		copied = copied.Defaulted()
+		opts.LeaderElection = &copied
+		if err := copied.Validate(); err != nil {
+			return nil, fmt.Errorf("rotation: Options.LeaderElection: %w", err)
+		}
 	}
 	return &Rotator{members: members, opts: opts}, nil
 }
@@ -150,12 +143,9 @@ func (r *Rotator) Run(ctx context.Context) error {
 	if le == nil {
 		return r.run(ctx)
 	}
-	err := leader.Run(ctx, r.opts.Kube.CoordinationV1(), leader.Lease(*le), r.opts.Logger, r.run)
-	switch {
-	case ctx.Err() != nil:
+	err := election.Run(ctx, r.opts.Kube.CoordinationV1(), *le, r.opts.Logger, r.run)
+	if ctx.Err() != nil {
 		return nil // as without election
-	case errors.Is(err, leader.ErrLost):
-		return ErrLostLeadership
 	}
 	return err
 }

@@ -1,10 +1,12 @@
 package shard_test
 
 import (
+	"os"
 	"testing"
 
 	"github.com/cluster-registry/sdk/localfleet"
 	"github.com/cluster-registry/sdk/testkit/fleettest"
+	"github.com/cluster-registry/sdk/testkit/simmembers"
 )
 
 // lf is the package's registry, with no members: the replicas' Leases and the Clusters they
@@ -12,5 +14,13 @@ import (
 var lf *localfleet.Fleet
 
 func TestMain(m *testing.M) {
+	// BenchmarkShardedHealth's simulated members and replicas run in child processes of this
+	// binary.
+	if code, child := simmembers.Main(); child {
+		os.Exit(code)
+	}
+	if code, child := replicaMain(); child {
+		os.Exit(code)
+	}
 	fleettest.Main(m, &lf, localfleet.Options{}, nil)
 }

@@ -30,6 +30,9 @@ type View struct {
 	owned map[types.NamespacedName]*multicluster.Member
 	all   map[types.NamespacedName]*multicluster.Member
 	subs  subscribe.List[multicluster.MemberEvent]
+	// changes are SubscribeChanges' subscribers, told of the owned members' changes when the
+	// Fleet tells of them (it is a multicluster.ChangeSource).
+	changes subscribe.List[*multicluster.Member]
 }
 
 // NewView is the members of fleet that self owns among peers. Run it (it follows both) after
@@ -72,11 +75,38 @@ func (v *View) Subscribe(fn func(multicluster.MemberEvent)) (unsubscribe func())
 	}
 }
 
+// SubscribeChanges calls fn with an owned member each time its Cluster changes (see
+// multicluster.ChangeSource), in order, one call at a time, until unsubscribe. It is never called
+// when the View's Fleet does not tell of changes (is no multicluster.ChangeSource).
+func (v *View) SubscribeChanges(fn func(*multicluster.Member)) (unsubscribe func()) {
+	v.mu.Lock()
+	q := v.changes.Add(fn)
+	v.mu.Unlock()
+	return func() {
+		v.mu.Lock()
+		v.changes.Remove(q)
+		v.mu.Unlock()
+		q.Stop()
+	}
+}
+
+// onChange passes on a change of an owned member.
+func (v *View) onChange(m *multicluster.Member) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.owned[m.Name()] == m {
+		v.changes.Send(m)
+	}
+}
+
 // Run follows the Fleet and the group until ctx ends; then the view owns nothing, and says so.
 func (v *View) Run(ctx context.Context) error {
 	changed := v.peers.changed()
 	unsubscribe := v.fleet.Subscribe(v.onFleet)
 	defer unsubscribe()
+	if cs, ok := v.fleet.(multicluster.ChangeSource); ok {
+		defer cs.SubscribeChanges(v.onChange)()
+	}
 	for {
 		select {
 		case <-ctx.Done():
@@ -164,4 +194,4 @@ func sorted(ms map[types.NamespacedName]*multicluster.Member) []*multicluster.Me
 	return out
 }
 
-var _ multicluster.MemberSource = (*View)(nil)
+var _ multicluster.ChangeSource = (*View)(nil)

@@ -18,6 +18,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	cpversioned "sigs.k8s.io/cluster-inventory-api/client/clientset/versioned"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/cluster-registry/sdk/clientset/versioned"
@@ -142,9 +143,11 @@ func TestControllersDeployment(t *testing.T) {
 }
 
 // Two replicas with --shard-group divide the members: each has a Lease in the group, every
-// member is probed, and each replica says how many it owns; stopped, the Leases go.
+// member is probed and published as a ClusterProfile (each replica's publisher follows its own
+// members, on the process's one Fleet); stopped, the Leases go, and the profiles stay.
 func TestControllersSharded(t *testing.T) {
 	lf := sharedFleet(t)
+	require.NoError(t, fleettest.InstallClusterProfileCRD(t.Context(), lf.Registry.Config))
 	ns := fleettest.CopySet(t, lf)
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
@@ -152,7 +155,7 @@ func TestControllersSharded(t *testing.T) {
 	done := make(chan int, 2)
 	for i := range 2 {
 		go func() {
-			done <- run(ctx, []string{"--kubeconfig", lf.Registry.Kubeconfig, "-n", ns, "controllers", "--controllers", "health",
+			done <- run(ctx, []string{"--kubeconfig", lf.Registry.Kubeconfig, "-n", ns, "controllers", "--controllers", "health,clusterprofiles",
 				"--shard-group", "probers", "--interval", "300ms", "--failure-threshold", "1", "--success-threshold", "1"}, &logs[i], &logs[i])
 		}()
 	}
@@ -174,6 +177,16 @@ func TestControllersSharded(t *testing.T) {
 			require.True(t, time.Now().Before(deadline), "%s never probed; logs:\n%s\n%s", name, logs[0].String(), logs[1].String())
 		}
 	}
+	profiles := cpversioned.NewForConfigOrDie(lf.Registry.Config).ApisV1alpha1().ClusterProfiles(ns)
+	for _, name := range []string{"member-1", "member-2"} {
+		for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+			p, err := profiles.Get(t.Context(), name, metav1.GetOptions{})
+			if err == nil && len(p.Status.Conditions) == 1 && p.Status.Conditions[0].Reason == v1alpha1.ReasonReachable {
+				break
+			}
+			require.True(t, time.Now().Before(deadline), "%s has no ClusterProfile that says Reachable (%v); logs:\n%s\n%s", name, err, logs[0].String(), logs[1].String())
+		}
+	}
 	require.Contains(t, logs[0].String()+logs[1].String(), `"shardGroup"="`+ns+`/probers as `)
 	cancel()
 	for range 2 {
@@ -182,4 +195,7 @@ func TestControllersSharded(t *testing.T) {
 	list, err := leases.List(t.Context(), metav1.ListOptions{LabelSelector: shard.GroupLabel + "=probers"})
 	require.NoError(t, err)
 	require.Empty(t, list.Items, "a stopped replica left its Lease")
+	ps, err := profiles.List(t.Context(), metav1.ListOptions{})
+	require.NoError(t, err)
+	require.Len(t, ps.Items, 2, "a replica that stopped deleted the profiles of the members it gave up")
 }

@@ -50,7 +50,7 @@ func (o *HealthOptions) runHosted(ctx context.Context, reg *registry, opts healt
 	// With --shard-group the replicas divide the members among themselves, each working on its
 	// own (a shard.View of the Fleet); without, each works on them all, and --leader-elect makes
 	// them take turns.
-	var members multicluster.MemberSource = fleet
+	var members multicluster.ChangeSource = fleet
 	var sharding *shardRun
 	if o.ShardGroup != "" {
 		peers, err := shard.NewPeers(reg.Kube.CoordinationV1(), shard.PeerOptions{Namespace: leaseNamespace, Group: o.ShardGroup, Weight: o.ShardWeight})
@@ -79,8 +79,11 @@ func (o *HealthOptions) runHosted(ctx context.Context, reg *registry, opts healt
 		if !o.AllNamespaces {
 			namespaces = []string{reg.Namespace}
 		}
+		// The shared Fleet's members (this replica's, with --shard-group): no watch of Clusters
+		// of its own.
 		if publisher, err = clusterprofile.NewPublisher(reg.Clusters, profiles, clusterprofile.PublishOptions{
-			Namespaces: namespaces, ManagerName: o.ClusterManager, Resolver: opts.Resolver, Logger: opts.Logger.WithName("clusterprofiles")}); err != nil {
+			Members: members, Namespaces: namespaces, ManagerName: o.ClusterManager, Resolver: opts.Resolver,
+			Logger: opts.Logger.WithName("clusterprofiles")}); err != nil {
 			return err
 		}
 	}

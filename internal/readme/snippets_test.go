@@ -53,6 +53,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
 	cpversioned "sigs.k8s.io/cluster-inventory-api/client/clientset/versioned"
 	cpaccess "sigs.k8s.io/cluster-inventory-api/pkg/access"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -72,6 +73,7 @@ import (
 	"github.com/cluster-registry/sdk/localfleet"
 	"github.com/cluster-registry/sdk/mcprovider"
 	"github.com/cluster-registry/sdk/multicluster"
+	"github.com/cluster-registry/sdk/placement"
 	"github.com/cluster-registry/sdk/rotation"
 )
 
@@ -91,6 +93,8 @@ var (
 	runMyTool      func(t *testing.T, args ...string)
 	reconciler     mcreconcile.Func
 	profiles       cpversioned.Interface
+	clusters       []*v1alpha1.Cluster // candidates, from a lister or a Fleet
+	last           placement.Decision  // the previous decision
 )
 `
 

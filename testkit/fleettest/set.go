@@ -34,10 +34,26 @@ var setSeq atomic.Int64
 func NewSet(tb testing.TB, lf *localfleet.Fleet) string {
 	tb.Helper()
 	kube := kubernetes.NewForConfigOrDie(lf.Registry.Config)
-	ns := fmt.Sprintf("%s-%d", strings.ToLower(strings.NewReplacer("/", "-", "_", "-").Replace(tb.Name())), setSeq.Add(1))
+	ns := setName(tb.Name(), setSeq.Add(1))
 	_, err := kube.CoreV1().Namespaces().Create(Context(tb, time.Minute), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
 	require.NoError(tb, err)
 	return ns
+}
+
+// setName is a namespace name for the test named test: lower case, anything but letters and
+// digits a dash, short enough for a label value with its sequence number.
+func setName(test string, seq int64) string {
+	name := strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' {
+			return r
+		}
+		return '-'
+	}, strings.ToLower(test))
+	suffix := fmt.Sprintf("-%d", seq)
+	if max := 63 - len(suffix); len(name) > max {
+		name = name[:max]
+	}
+	return strings.Trim(name, "-") + suffix
 }
 
 // CopySet copies the local fleet's credential Secrets, and the Clusters of the named members

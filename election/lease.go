@@ -1,4 +1,4 @@
-package leader
+package election
 
 import (
 	"cmp"
@@ -17,11 +17,23 @@ import (
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 )
 
-// Lease is the Lease replicas contend for and how. Namespace and Name are required; Defaulted
-// fills in the rest.
+// Lease names the Lease in the registry that replicas contend for, and how they do. Namespace
+// and Name are required (a controller of the SDK fills in its own Name); Defaulted fills in the
+// rest.
 type Lease struct {
-	Namespace, Name, Identity                 string
-	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
+	// Namespace and Name of the Lease object.
+	Namespace, Name string
+	// Identity of this replica; default the host name and a random suffix.
+	Identity string
+	// LeaseDuration is how long a leader's claim stands without renewal: how long a replica that
+	// died silently delays the next one. Default 15s. A leader that stops releases the Lease,
+	// and the next one takes over at its next retry.
+	LeaseDuration time.Duration
+	// RenewDeadline is how long the leader keeps trying to renew before it gives up and stops
+	// acting. Default 10s.
+	RenewDeadline time.Duration
+	// RetryPeriod is how often replicas try to acquire or renew. Default 2s.
+	RetryPeriod time.Duration
 }
 
 // Defaulted is l with its zero fields set: Identity the host name and a random suffix, and
@@ -37,12 +49,30 @@ func (l Lease) Defaulted() Lease {
 	return l
 }
 
-// ErrLost is Run's error when this replica led and could no longer renew the Lease.
-var ErrLost = errors.New("lost the leader election")
+// Validate checks a Defaulted Lease: the names are set and RetryPeriod < RenewDeadline <
+// LeaseDuration, as client-go's elector needs. Its errors name the field.
+func (l Lease) Validate() error {
+	var errs []error
+	if l.Namespace == "" {
+		errs = append(errs, errors.New("field Namespace is required"))
+	}
+	if l.Name == "" {
+		errs = append(errs, errors.New("field Name is required"))
+	}
+	if !(l.RetryPeriod < l.RenewDeadline && l.RenewDeadline < l.LeaseDuration) {
+		errs = append(errs, fmt.Errorf("want RetryPeriod (%s) < RenewDeadline (%s) < LeaseDuration (%s)",
+			l.RetryPeriod, l.RenewDeadline, l.LeaseDuration))
+	}
+	return errors.Join(errs...)
+}
+
+// ErrLostLeadership is Run's error when this replica led and could no longer renew the Lease:
+// another replica may act now, so this one stopped. Restart to contend again.
+var ErrLostLeadership = errors.New("lost the leader election")
 
 // Run waits to hold the Lease (Defaulted), then runs fn with a context that ends when the lead is
-// lost, and returns fn's error; ErrLost if the lead was lost; ctx's error if ctx ended first. It
-// logs when this replica starts leading.
+// lost, and returns fn's error; ErrLostLeadership if the lead was lost; ctx's error if ctx ended
+// first. It logs when this replica starts leading, and gives the Lease up when ctx ends.
 func Run(ctx context.Context, client coordinationv1.LeasesGetter, l Lease, log logr.Logger, fn func(context.Context) error) error {
 	l = l.Defaulted()
 	// The elector calls OnStartedLeading in a goroutine of its own and cancels its context when
@@ -88,7 +118,7 @@ func Run(ctx context.Context, client coordinationv1.LeasesGetter, l Lease, log l
 	case ctx.Err() != nil:
 		return ctx.Err()
 	case errors.Is(err, context.Canceled):
-		return ErrLost
+		return ErrLostLeadership
 	}
 	return err
 }

@@ -1,0 +1,145 @@
+package main
+
+import (
+	"fmt"
+	"os/exec"
+	"regexp"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/cluster-registry/sdk/clientset/versioned"
+	"github.com/cluster-registry/sdk/shard"
+	"github.com/cluster-registry/sdk/testkit/fleettest"
+)
+
+// Three replicas of `controllers --shard-group`, each a process of its own, divide 12 members
+// (Clusters of the two real members). One is killed (SIGKILL: no goodbye, its Lease stands until
+// it expires): every member it owned is probed again by the others within 30 s. Another stops as a
+// rolling update stops it (SIGTERM): its members are probed again within 10 s.
+func TestControllersShardedFailover(t *testing.T) {
+	lf := sharedFleet(t)
+	bin := commandBinary(t)
+	ns := fleettest.CopySet(t, lf)
+	clusters := versioned.NewForConfigOrDie(lf.Registry.Config).ClusterregistryV1alpha1().Clusters(ns)
+	var names []string
+	for i := range 12 {
+		c, err := clusters.Get(t.Context(), fmt.Sprintf("member-%d", i%2+1), metav1.GetOptions{})
+		require.NoError(t, err)
+		c.ObjectMeta = metav1.ObjectMeta{Name: fmt.Sprintf("m-%02d", i)}
+		_, err = clusters.Create(t.Context(), c, metav1.CreateOptions{})
+		require.NoError(t, err)
+		names = append(names, c.Name)
+	}
+	require.NoError(t, clusters.Delete(t.Context(), "member-1", metav1.DeleteOptions{}))
+	require.NoError(t, clusters.Delete(t.Context(), "member-2", metav1.DeleteOptions{}))
+
+	// Every probe writes (a 1 s heartbeat), so that lastProbeTime says when a member was probed.
+	type replica struct {
+		cmd  *exec.Cmd
+		logs syncBuffer
+		id   string
+	}
+	replicas := make([]*replica, 3)
+	for i := range replicas {
+		r := &replica{}
+		r.cmd = exec.CommandContext(t.Context(), bin, "--kubeconfig", lf.Registry.Kubeconfig, "-n", ns, "controllers", "--controllers", "health",
+			"--shard-group", "probers", "--interval", "300ms", "--heartbeat", "1s", "--failure-threshold", "1", "--success-threshold", "1")
+		r.cmd.Stdout, r.cmd.Stderr = &r.logs, &r.logs
+		require.NoError(t, r.cmd.Start())
+		replicas[i] = r
+		t.Cleanup(func() {
+			_ = r.cmd.Process.Kill()
+			_ = r.cmd.Wait()
+		})
+	}
+	logs := func() string {
+		var all string
+		for i, r := range replicas {
+			all += fmt.Sprintf("--- replica %d:\n%s", i, r.logs.String())
+		}
+		return all
+	}
+	identity := regexp.MustCompile(`"shardGroup"="` + regexp.QuoteMeta(ns) + `/probers as ([^"]+)"`)
+	for _, r := range replicas {
+		for deadline := time.Now().Add(60 * time.Second); r.id == ""; time.Sleep(50 * time.Millisecond) {
+			if m := identity.FindStringSubmatch(r.logs.String()); m != nil {
+				r.id = m[1]
+			}
+			require.True(t, time.Now().Before(deadline), "a replica did not say who it is; logs:\n%s", logs())
+		}
+	}
+
+	// probedAfter waits until every member of keys is probed after since, and says how long that took.
+	probedAfter := func(keys []string, since time.Time, within time.Duration) time.Duration {
+		t.Helper()
+		for deadline := since.Add(within); ; time.Sleep(100 * time.Millisecond) {
+			var late []string
+			for _, name := range keys {
+				c, err := clusters.Get(t.Context(), name, metav1.GetOptions{})
+				require.NoError(t, err)
+				if c.Status.LastProbeTime == nil || !c.Status.LastProbeTime.After(since) {
+					late = append(late, name)
+				}
+			}
+			if len(late) == 0 {
+				return time.Since(since)
+			}
+			require.True(t, time.Now().Before(deadline), "%v not probed within %s; logs:\n%s", late, within, logs())
+		}
+	}
+	probedAfter(names, time.Now(), 60*time.Second)
+
+	// owned is what Owner gives replica r among the live ones, as every replica computes it.
+	leases := kubernetes.NewForConfigOrDie(lf.Registry.Config).CoordinationV1().Leases(ns)
+	owned := func(r *replica, live ...*replica) []string {
+		var peers []shard.Peer
+		for _, l := range live {
+			peers = append(peers, shard.Peer{ID: l.id, Weight: 1})
+		}
+		var mine []string
+		for _, name := range names {
+			if shard.Owner(types.NamespacedName{Namespace: ns, Name: name}.String(), peers) == r.id {
+				mine = append(mine, name)
+			}
+		}
+		return mine
+	}
+	list, err := leases.List(t.Context(), metav1.ListOptions{LabelSelector: shard.GroupLabel + "=probers"})
+	require.NoError(t, err)
+	require.Len(t, list.Items, 3, "one Lease per replica")
+
+	// SIGKILL: the members of the killed replica wait for its Lease to expire (10 s), then move.
+	killed := replicas[0]
+	orphans := owned(killed, replicas...)
+	require.NotEmpty(t, orphans, "the test needs the killed replica to own members")
+	require.NoError(t, killed.cmd.Process.Kill())
+	killedAt := time.Now()
+	took := probedAfter(orphans, killedAt, 30*time.Second)
+	t.Logf("SIGKILL: the %d members of the killed replica were probed again after %s", len(orphans), took.Round(100*time.Millisecond))
+
+	// SIGTERM, as a rolling update stops a pod: the replica deletes its Lease on the way out, and
+	// its members move at the survivor's next look.
+	stopped := replicas[1]
+	orphans = owned(stopped, replicas[1:]...)
+	require.NotEmpty(t, orphans, "the test needs the stopped replica to own members")
+	require.NoError(t, stopped.cmd.Process.Signal(syscall.SIGTERM))
+	stoppedAt := time.Now()
+	require.NoError(t, stopped.cmd.Wait(), "exit status after SIGTERM; logs:\n%s", logs())
+	took = probedAfter(orphans, stoppedAt, 10*time.Second)
+	t.Logf("SIGTERM: the %d members of the stopped replica were probed again after %s", len(orphans), took.Round(100*time.Millisecond))
+	list, err = leases.List(t.Context(), metav1.ListOptions{LabelSelector: shard.GroupLabel + "=probers"})
+	require.NoError(t, err)
+	holders := []string{}
+	for _, l := range list.Items {
+		holders = append(holders, *l.Spec.HolderIdentity)
+	}
+	require.NotContains(t, holders, stopped.id, "a replica stopped by SIGTERM left its Lease")
+	// The survivor owns every member.
+	require.Len(t, owned(replicas[2], replicas[2]), len(names))
+}

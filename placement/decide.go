@@ -1,0 +1,322 @@
+package placement
+
+import (
+	"cmp"
+	"fmt"
+	"hash/fnv"
+	"math"
+	"slices"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
+)
+
+// Choice is one chosen member, in a decision's order.
+type Choice struct {
+	Cluster types.NamespacedName
+	// Group is its rollout group, from 0; 0 for all without RolloutGroupSize.
+	Group  int
+	Reason Reason
+}
+
+// Input is what a decision is made from.
+type Input struct {
+	// Key names the placement ("namespace/name"): it seeds the order in which equal candidates
+	// are chosen, so that placements of one count spread over the fleet rather than all choose
+	// the same members.
+	Key string
+	// Candidates are the Clusters to choose from, with their status.
+	Candidates []*v1alpha1.Cluster
+	// Previous is the last decision's choices; nil for a first decision.
+	Previous []Choice
+	// Now is the time tolerations are judged at.
+	Now time.Time
+}
+
+// Decision is what Decide chose, and why.
+type Decision struct {
+	// Chosen are the chosen members: the kept ones in their previous order, then the new ones
+	// in the order they were chosen.
+	Chosen []Choice
+	// Explanations are every candidate's reason, by cluster set and name.
+	Explanations []Explanation
+	// Satisfied: Count members were chosen (always, without Count).
+	Satisfied bool
+	// RecheckAt, if not zero, is when a toleration ends: decide again then, even if nothing else
+	// changes.
+	RecheckAt time.Time
+}
+
+// candidate is a Cluster that fits the policy, on its way to be chosen or not.
+type candidate struct {
+	key      types.NamespacedName
+	domain   string
+	previous int // its index in Previous; -1 when new
+	group    int // its previous group
+	included bool
+	until    time.Time // a toleration's end
+	tolerate bool
+	rank     uint64
+}
+
+// Decide chooses from in.Candidates as c says, keeping what in.Previous chose while it still
+// fits. It is deterministic: the same inputs give the same decision, in the same order.
+func (c *Compiled) Decide(in Input) Decision {
+	p := &c.policy
+	previous := make(map[types.NamespacedName]int, len(in.Previous))
+	for i, ch := range in.Previous {
+		previous[ch.Cluster] = i
+	}
+	clusters := slices.Clone(in.Candidates)
+	slices.SortFunc(clusters, func(a, b *v1alpha1.Cluster) int {
+		return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
+	})
+	var d Decision
+	why := map[types.NamespacedName]Explanation{}
+	out := func(key types.NamespacedName, r Reason, format string, args ...any) {
+		why[key] = Explanation{Cluster: key, Reason: r, Message: fmt.Sprintf(format, args...)}
+	}
+	var fits []*candidate
+	for _, cl := range clusters {
+		key := types.NamespacedName{Namespace: cl.Namespace, Name: cl.Name}
+		if _, seen := why[key]; seen {
+			continue // the same Cluster given twice
+		}
+		f := &candidate{key: key, previous: -1, rank: rank(in.Key, key)}
+		if i, ok := previous[key]; ok {
+			f.previous, f.group = i, in.Previous[i].Group
+		}
+		f.included = names(p.Include, key)
+		switch {
+		case names(p.Exclude, key):
+			out(key, ReasonExcluded, "named in exclude")
+			continue
+		case len(p.ClusterSets) > 0 && !slices.Contains(p.ClusterSets, cl.Namespace):
+			out(key, ReasonOtherClusterSet, "cluster set %s is not one of %v", cl.Namespace, p.ClusterSets)
+			continue
+		case !f.included && !c.selector.Matches(labels.Set(cl.Labels)):
+			out(key, ReasonSelector, "labels do not match the selector %s", c.selector)
+			continue
+		}
+		if c.cel != nil && !f.included {
+			ok, err := c.cel.eval(cl)
+			if err != nil {
+				out(key, ReasonCEL, "the CEL expression could not be evaluated: %v", err)
+				continue
+			}
+			if !ok {
+				out(key, ReasonCEL, "the CEL expression is false")
+				continue
+			}
+		}
+		if cond := cl.Status.Condition(v1alpha1.ConditionReady); cond == nil || cond.Status != metav1.ConditionTrue {
+			state := readiness(cond, in.Now)
+			if f.previous < 0 {
+				out(key, ReasonNotReady, "%s; a member is first chosen only once Ready", state)
+				continue
+			}
+			ok, until := c.tolerated(cond, in.Now)
+			if !ok {
+				out(key, ReasonNotReady, "%s, beyond the policy's tolerations", state)
+				continue
+			}
+			f.tolerate, f.until = true, until
+		}
+		if s := p.Spread; s != nil {
+			v, ok := cl.Labels[s.Label]
+			if !ok {
+				out(key, ReasonSpread, "no %s label, which the spread needs", s.Label)
+				continue
+			}
+			f.domain = v
+		}
+		fits = append(fits, f)
+	}
+
+	chosen := c.choose(fits, out)
+	for _, f := range chosen {
+		switch {
+		case f.tolerate:
+			msg := "chosen before; not Ready, tolerated"
+			if !f.until.IsZero() {
+				msg += " until " + f.until.UTC().Format(time.RFC3339)
+				if d.RecheckAt.IsZero() || f.until.Before(d.RecheckAt) {
+					d.RecheckAt = f.until
+				}
+			}
+			out(f.key, ReasonTolerated, "%s", msg)
+		case f.previous >= 0:
+			out(f.key, ReasonKept, "chosen before, and still fits")
+		case f.included:
+			out(f.key, ReasonIncluded, "named in include")
+		default:
+			out(f.key, ReasonChosen, "fits the policy")
+		}
+		d.Chosen = append(d.Chosen, Choice{Cluster: f.key, Reason: why[f.key].Reason})
+	}
+	c.group(d.Chosen, chosen)
+	d.Satisfied = p.Count == nil || len(d.Chosen) == int(*p.Count)
+	for _, cl := range clusters {
+		key := types.NamespacedName{Namespace: cl.Namespace, Name: cl.Name}
+		if e, ok := why[key]; ok {
+			d.Explanations = append(d.Explanations, e)
+			delete(why, key) // once, if a Cluster was given twice
+		}
+	}
+	return d
+}
+
+// choose picks from fits: the members chosen before first, in their previous order, then the
+// included ones, then the rest by rank, up to Count and, with Spread, within its skew. Those not
+// picked are explained with out.
+func (c *Compiled) choose(fits []*candidate, out func(types.NamespacedName, Reason, string, ...any)) []*candidate {
+	p := &c.policy
+	room := math.MaxInt
+	if p.Count != nil {
+		room = int(*p.Count)
+	}
+	slices.SortStableFunc(fits, func(a, b *candidate) int {
+		switch {
+		case (a.previous >= 0) != (b.previous >= 0): // kept ones first
+			if a.previous >= 0 {
+				return -1
+			}
+			return 1
+		case a.previous >= 0:
+			return cmp.Compare(a.previous, b.previous)
+		case a.included != b.included:
+			if a.included {
+				return -1
+			}
+			return 1
+		case a.included:
+			return cmp.Compare(a.key.String(), b.key.String())
+		}
+		return cmp.Or(cmp.Compare(a.rank, b.rank), cmp.Compare(a.key.String(), b.key.String()))
+	})
+	var chosen []*candidate
+	rest := fits
+	// Members chosen before stay, spread or not: moving them to even out domains is the churn a
+	// placement must not make. Only a lower Count drops some, the last first.
+	for len(rest) > 0 && rest[0].previous >= 0 {
+		if len(chosen) < room {
+			chosen = append(chosen, rest[0])
+		} else {
+			out(rest[0].key, ReasonOverCount, "count is %d, and %d members chosen before come first", room, room)
+		}
+		rest = rest[1:]
+	}
+	if p.Spread == nil {
+		for _, f := range rest {
+			if len(chosen) < room {
+				chosen = append(chosen, f)
+			} else {
+				out(f.key, ReasonOverCount, "count is %d, and %d members came first", room, room)
+			}
+		}
+		return chosen
+	}
+	// Spread: fill the domain with fewest chosen first, while no domain exceeds the one with
+	// fewest (among those with candidates) by more than MaxSkew.
+	skew := int(max(p.Spread.MaxSkew, 1))
+	count, waiting := map[string]int{}, map[string][]*candidate{}
+	for _, f := range chosen {
+		count[f.domain]++
+	}
+	for _, f := range rest {
+		waiting[f.domain] = append(waiting[f.domain], f)
+		count[f.domain] += 0
+	}
+	fewest := func() int {
+		least := math.MaxInt
+		for _, n := range count {
+			least = min(least, n)
+		}
+		return least
+	}
+	for len(chosen) < room {
+		next := ""
+		found := false
+		for dom, w := range waiting {
+			if len(w) > 0 && (!found || count[dom] < count[next] || count[dom] == count[next] && dom < next) {
+				next, found = dom, true
+			}
+		}
+		if !found || count[next]+1-fewest() > skew {
+			break
+		}
+		chosen = append(chosen, waiting[next][0])
+		waiting[next] = waiting[next][1:]
+		count[next]++
+	}
+	for _, w := range waiting {
+		for _, f := range w {
+			if len(chosen) >= room {
+				out(f.key, ReasonOverCount, "count is %d, and %d members came first", room, room)
+			} else {
+				out(f.key, ReasonSpread, "%s=%s has %d chosen, and the domain with fewest %d: one more exceeds maxSkew %d",
+					p.Spread.Label, f.domain, count[f.domain], fewest(), skew)
+			}
+		}
+	}
+	return chosen
+}
+
+// group gives each choice its rollout group: the one it had, while it has room, else the first
+// group with room, in order.
+func (c *Compiled) group(choices []Choice, chosen []*candidate) {
+	if c.policy.RolloutGroupSize == nil {
+		return
+	}
+	size := int(*c.policy.RolloutGroupSize)
+	members := map[int]int{}
+	placed := make([]bool, len(choices))
+	for i, f := range chosen {
+		if f.previous >= 0 && members[f.group] < size {
+			choices[i].Group = f.group
+			members[f.group]++
+			placed[i] = true
+		}
+	}
+	g := 0
+	for i := range choices {
+		if placed[i] {
+			continue
+		}
+		for members[g] >= size {
+			g++
+		}
+		choices[i].Group = g
+		members[g]++
+	}
+}
+
+// readiness says what a Ready condition that is not True says, and for how long.
+func readiness(cond *metav1.Condition, now time.Time) string {
+	if cond == nil {
+		return "not probed yet (no Ready condition)"
+	}
+	return fmt.Sprintf("Ready is %s (%s) for %s", cond.Status, cond.Reason, now.Sub(cond.LastTransitionTime.Time).Round(time.Second))
+}
+
+// rank orders candidates that are otherwise equal, by a hash of the placement and the Cluster:
+// stable for a pair, and different from one placement to the next.
+func rank(placement string, key types.NamespacedName) uint64 {
+	h := fnv.New64a()
+	_, _ = h.Write([]byte(placement))
+	_, _ = h.Write([]byte{0})
+	_, _ = h.Write([]byte(key.String()))
+	x := h.Sum64()
+	// FNV's low bits mix poorly for keys that differ at the end (member-1, member-2): finish
+	// with murmur3's fmix64.
+	x ^= x >> 33
+	x *= 0xff51afd7ed558ccd
+	x ^= x >> 33
+	x *= 0xc4ceb9f34f9bdb53
+	x ^= x >> 33
+	return x
+}

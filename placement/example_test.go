@@ -1,0 +1,48 @@
+package placement_test
+
+import (
+	"fmt"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
+	"github.com/cluster-registry/sdk/placement"
+)
+
+// Two production members out of four, spread across regions (which of the two in eu is the
+// placement's own stable choice: another placement may choose the other); an Unreachable member stays chosen
+// for five minutes; every candidate explained.
+func Example() {
+	policy, err := placement.Compile(placement.Policy{
+		Selector:    &metav1.LabelSelector{MatchLabels: map[string]string{"env": "prod"}},
+		Count:       ptr.To[int32](2),
+		Spread:      &placement.Spread{Label: "region"},
+		Tolerations: []placement.Toleration{{Reason: v1alpha1.ReasonUnreachable, Seconds: ptr.To[int64](300)}},
+	})
+	if err != nil {
+		panic(err)
+	}
+	now := time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
+	member := func(name, env, region string) *v1alpha1.Cluster {
+		c := &v1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: "fleet", Name: name,
+			Labels: map[string]string{"env": env, "region": region}}}
+		c.Status.SetCondition(metav1.Condition{Type: v1alpha1.ConditionReady, Status: metav1.ConditionTrue,
+			Reason: v1alpha1.ReasonReachable, LastTransitionTime: metav1.NewTime(now.Add(-time.Hour))})
+		return c
+	}
+	candidates := []*v1alpha1.Cluster{
+		member("prod-eu-1", "prod", "eu"), member("prod-eu-2", "prod", "eu"),
+		member("prod-us-1", "prod", "us"), member("dev-eu-1", "dev", "eu"),
+	}
+	d := policy.Decide(placement.Input{Key: "fleet/web", Candidates: candidates, Now: now})
+	for _, e := range d.Explanations {
+		fmt.Printf("%-10s %-9s %s\n", e.Cluster.Name, e.Reason, e.Message)
+	}
+	// Output:
+	// dev-eu-1   Selector  labels do not match the selector env=prod
+	// prod-eu-1  OverCount count is 2, and 2 members came first
+	// prod-eu-2  Chosen    fits the policy
+	// prod-us-1  Chosen    fits the policy
+}

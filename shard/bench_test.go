@@ -1,0 +1,386 @@
+package shard_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/netip"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/cluster-registry/sdk/access"
+	"github.com/cluster-registry/sdk/clientset/versioned"
+	"github.com/cluster-registry/sdk/health"
+	"github.com/cluster-registry/sdk/multicluster"
+	"github.com/cluster-registry/sdk/shard"
+	"github.com/cluster-registry/sdk/testkit/simmembers"
+)
+
+// BenchmarkShardedHealth: the health controller over 10,000 simulated members (20 ms latency, in
+// other processes; kept connections, a probe every 10 s, a 60 s heartbeat), first as one replica
+// doing everything, then as 3 replicas of one shard group, in the same run. Each replica is a
+// process of its own (this test binary, run again), as in a Deployment, so that its heap and CPU
+// are its own and no variant's leftovers count in another's. Run it once (-benchtime 1x); it
+// takes about 5 minutes. Reported, over a steady window (a minute for the 3 replicas):
+//   - members-probed-twice: members probed by two replicas (target 0); members-unprobed: by none;
+//   - coordination-writes/s (the group's Lease renewals) beside health-writes/s (status writes),
+//     and throttled: requests the registry answered 429 (target 0);
+//   - heap-MiB-single and heap-MiB-per-replica (the busiest), and their ratio
+//     heap-per-replica/single (target ≤ 0.45);
+//   - probes/s/core of the 3 replicas together beside probes/s/core-single, and their ratio
+//     (target ≥ 1).
+func BenchmarkShardedHealth(b *testing.B) {
+	if testing.Short() {
+		b.Skip("needs kube-apiserver and etcd")
+	}
+	const n = 10000
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	sims := simmembers.Start(b, n, 20*time.Millisecond)
+	const ns = "sharded-bench"
+	admin := kubernetes.NewForConfigOrDie(lf.Registry.Config)
+	if _, err := admin.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		b.Fatal(err)
+	}
+	bulk := rest.CopyConfig(lf.Registry.Config)
+	bulk.QPS, bulk.Burst = -1, 0
+	clusters := versioned.NewForConfigOrDie(bulk).ClusterregistryV1alpha1().Clusters(ns)
+	items := sims.Clusters(ns)
+	toCreate := make([]*multicluster.Member, n)
+	for i := range items {
+		toCreate[i] = multicluster.NewMember(&items[i], multicluster.Clients{})
+	}
+	if err := multicluster.ForEach(ctx, toCreate, func(ctx context.Context, m *multicluster.Member) error {
+		_, err := clusters.Create(ctx, m.Cluster(), metav1.CreateOptions{})
+		return err
+	}, multicluster.Concurrency(64), multicluster.RetryIf(multicluster.IsTransient)).Err(); err != nil {
+		b.Fatal(err)
+	}
+
+	for range b.N {
+		single := runReplicas(b, ns, 1, n, 30*time.Second)
+		sharded := runReplicas(b, ns, 3, n, time.Minute)
+		b.ReportMetric(float64(sharded.twice), "members-probed-twice")
+		b.ReportMetric(float64(sharded.unprobed), "members-unprobed")
+		b.ReportMetric(sharded.leaseWrites, "coordination-writes/s")
+		b.ReportMetric(sharded.statusWrites, "health-writes/s")
+		b.ReportMetric(float64(single.throttled+sharded.throttled), "throttled")
+		b.ReportMetric(single.heapMiB, "heap-MiB-single")
+		b.ReportMetric(sharded.heapMiB, "heap-MiB-per-replica")
+		b.ReportMetric(sharded.heapMiB/single.heapMiB, "heap-per-replica/single")
+		b.ReportMetric(single.probesPerCore, "probes/s/core-single")
+		b.ReportMetric(sharded.probesPerCore, "probes/s/core")
+		b.ReportMetric(sharded.probesPerCore/single.probesPerCore, "probes/s/core-sharded/single")
+	}
+}
+
+// measured is what some replicas measured together over a steady window.
+type measured struct {
+	twice, unprobed, throttled int
+	leaseWrites, statusWrites  float64
+	heapMiB, probesPerCore     float64 // heapMiB: the busiest replica's
+}
+
+// runReplicas runs replicas processes of the health controller (of one shard group when more than
+// one) until every member's status is written by them once, and 10 s more; then measures a window.
+func runReplicas(b *testing.B, ns string, replicas, n int, window time.Duration) measured {
+	procs := make([]*replicaProcess, replicas)
+	for i := range procs {
+		procs[i] = startReplicaProcess(b, replicaSpec{Kubeconfig: lf.Registry.Kubeconfig, Namespace: ns, Replicas: replicas, Identity: fmt.Sprintf("replica-%d", i)})
+	}
+	defer func() {
+		for _, p := range procs {
+			p.stop()
+		}
+	}()
+	// First pass: a new controller writes every status once.
+	for deadline := time.Now().Add(5 * time.Minute); ; time.Sleep(time.Second) {
+		written := 0
+		for _, p := range procs {
+			p.send("writes")
+			written += p.result(b).StatusWrites
+		}
+		if written >= n {
+			break
+		}
+		if time.Now().After(deadline) {
+			b.Fatalf("%d replicas: %d of %d statuses written after 5 minutes", replicas, written, n)
+		}
+	}
+	time.Sleep(10 * time.Second)
+
+	for _, p := range procs {
+		p.send("start")
+	}
+	time.Sleep(window)
+	var m measured
+	var cpu time.Duration
+	probes, by := 0, map[string]int{}
+	for _, p := range procs {
+		p.send("stop")
+		r := p.result(b)
+		cpu += r.CPU
+		m.leaseWrites += float64(r.LeaseWrites) / window.Seconds()
+		m.statusWrites += float64(r.StatusWrites) / window.Seconds()
+		m.throttled += r.Throttled
+		m.heapMiB = max(m.heapMiB, float64(r.Heap)/(1<<20))
+		for key, count := range r.Probed {
+			by[key]++
+			probes += count
+		}
+	}
+	for _, replicas := range by {
+		if replicas > 1 {
+			m.twice++
+		}
+	}
+	m.unprobed = n - len(by)
+	m.probesPerCore = float64(probes) / cpu.Seconds()
+	return m
+}
+
+// replicaSpec is what a replica process is told to run, in replicaEnv.
+type replicaSpec struct {
+	Kubeconfig, Namespace, Identity string
+	Replicas                        int
+}
+
+// replicaResult is what a replica process measured over the window, as a JSON line.
+type replicaResult struct {
+	Probed                               map[string]int
+	CPU                                  time.Duration
+	Heap                                 uint64
+	StatusWrites, LeaseWrites, Throttled int
+}
+
+const replicaEnv = "SHARD_BENCH_REPLICA"
+
+type replicaProcess struct {
+	cmd   *exec.Cmd
+	stdin io.WriteCloser
+	out   *bufio.Reader
+}
+
+func startReplicaProcess(b *testing.B, spec replicaSpec) *replicaProcess {
+	encoded, _ := json.Marshal(spec)
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), replicaEnv+"="+string(encoded))
+	cmd.Stderr = os.Stderr
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	return &replicaProcess{cmd: cmd, stdin: stdin, out: bufio.NewReader(stdout)}
+}
+
+func (p *replicaProcess) send(line string) { _, _ = io.WriteString(p.stdin, line+"\n") }
+
+func (p *replicaProcess) result(b *testing.B) replicaResult {
+	line, err := p.out.ReadBytes('\n')
+	var r replicaResult
+	if err != nil || json.Unmarshal(line, &r) != nil {
+		b.Fatalf("a replica gave no result: %v %q", err, line)
+	}
+	return r
+}
+
+// stop closes the replica's input, which ends it, and waits for it.
+func (p *replicaProcess) stop() {
+	_ = p.stdin.Close()
+	_ = p.cmd.Wait()
+}
+
+// replicaMain is a replica process's main (TestMain calls it when replicaEnv is set): it runs the
+// health controller as its spec says, measures the window between "start" and "stop" on its
+// input, prints the result (and, asked "writes", the status writes it made so far), and exits
+// when its input closes.
+func replicaMain() (code int, child bool) {
+	encoded := os.Getenv(replicaEnv)
+	if encoded == "" {
+		return 0, false
+	}
+	var spec replicaSpec
+	if err := json.Unmarshal([]byte(encoded), &spec); err != nil {
+		fmt.Fprintln(os.Stderr, "replica:", err)
+		return 1, true
+	}
+	if err := runReplica(spec, os.Stdin, os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "replica:", err)
+		return 1, true
+	}
+	return 0, true
+}
+
+func runReplica(spec replicaSpec, in io.Reader, out io.Writer) error {
+	heap0, _ := simmembers.SettledHeapAndGoroutines()
+	cfg, err := clientcmd.BuildConfigFromFlags("", spec.Kubeconfig)
+	if err != nil {
+		return err
+	}
+	var traffic counts
+	cfg = traffic.config(cfg)
+	resolver, err := access.NewResolver(access.ResolverOptions{ClientIP: netip.MustParseAddr("127.0.0.1"), Providers: map[string]access.Provider{
+		simmembers.ProviderType: access.ProviderFunc(func(context.Context, *access.Request) (*access.Credentials, error) {
+			return &access.Credentials{BearerToken: simmembers.Token}, nil
+		}),
+	}})
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer cancel() // before the wait
+
+	fleet := multicluster.NewFleet(versioned.NewForConfigOrDie(cfg), resolver, multicluster.FleetOptions{Namespaces: []string{spec.Namespace}})
+	if err := fleet.Start(ctx); err != nil {
+		return err
+	}
+	defer fleet.Stop()
+	var members multicluster.MemberSource = fleet
+	if spec.Replicas > 1 {
+		peers, err := shard.NewPeers(kubernetes.NewForConfigOrDie(cfg).CoordinationV1(), shard.PeerOptions{
+			Namespace: spec.Namespace, Group: "bench", Identity: spec.Identity})
+		if err != nil {
+			return err
+		}
+		view := shard.NewView(fleet, peers)
+		wg.Go(func() { _ = peers.Run(ctx) })
+		wg.Go(func() { _ = view.Run(ctx) })
+		members = view
+	}
+	probed := newProbeLog()
+	c, err := health.New(health.Options{
+		Registry: versioned.NewForConfigOrDie(cfg), Kube: kubernetes.NewForConfigOrDie(cfg),
+		Members: members, KeepConnections: true, Metrics: prometheus.NewRegistry(), Logger: logr.New(probed),
+	})
+	if err != nil {
+		return err
+	}
+	wg.Go(func() { _ = c.Run(ctx) })
+
+	lines := bufio.NewScanner(in)
+	var cpu0 time.Duration
+	var status0, lease0, throttled0 int64
+	for lines.Scan() {
+		switch lines.Text() {
+		case "writes": // since the replica started
+			if err := json.NewEncoder(out).Encode(replicaResult{StatusWrites: int(traffic.statusWrites.Load())}); err != nil {
+				return err
+			}
+		case "start":
+			probed.reset()
+			cpu0 = simmembers.ProcessCPU()
+			status0, lease0, throttled0 = traffic.statusWrites.Load(), traffic.leaseWrites.Load(), traffic.throttled.Load()
+		case "stop":
+			r := replicaResult{
+				Probed: probed.snapshot(), CPU: simmembers.ProcessCPU() - cpu0,
+				StatusWrites: int(traffic.statusWrites.Load() - status0), LeaseWrites: int(traffic.leaseWrites.Load() - lease0),
+				Throttled: int(traffic.throttled.Load() - throttled0),
+			}
+			heap1, _ := simmembers.SettledHeapAndGoroutines()
+			r.Heap = heap1 - heap0
+			if err := json.NewEncoder(out).Encode(r); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// probeLog is a logr sink that counts the health controller's "probed" lines by member: who
+// probed what, at the cost of a map update per probe (the same in every run it is compared with).
+type probeLog struct {
+	mu     sync.Mutex
+	counts map[string]int
+}
+
+func newProbeLog() *probeLog { return &probeLog{counts: map[string]int{}} }
+
+func (p *probeLog) reset() {
+	p.mu.Lock()
+	p.counts = map[string]int{}
+	p.mu.Unlock()
+}
+
+func (p *probeLog) snapshot() map[string]int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.counts
+}
+
+func (p *probeLog) Init(logr.RuntimeInfo)  {}
+func (p *probeLog) Enabled(level int) bool { return level <= 1 }
+func (p *probeLog) Info(_ int, msg string, kv ...any) {
+	if msg != "probed" {
+		return
+	}
+	for i := 0; i+1 < len(kv); i += 2 {
+		if kv[i] == "cluster" {
+			p.mu.Lock()
+			p.counts[kv[i+1].(string)]++
+			p.mu.Unlock()
+			return
+		}
+	}
+}
+func (p *probeLog) Error(error, string, ...any)    {}
+func (p *probeLog) WithValues(...any) logr.LogSink { return p }
+func (p *probeLog) WithName(string) logr.LogSink   { return p }
+
+// counts are a replica's requests to the registry: status writes, Lease writes, and requests
+// throttled (answered 429).
+type counts struct {
+	statusWrites, leaseWrites, throttled atomic.Int64
+}
+
+// config is cfg, unthrottled on the client (QPS -1, so that any throttling seen is the
+// registry's), counting what goes through it.
+func (c *counts) config(cfg *rest.Config) *rest.Config {
+	cfg = rest.CopyConfig(cfg)
+	cfg.QPS, cfg.Burst = -1, 0
+	cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper {
+		return roundTripperFunc(func(r *http.Request) (*http.Response, error) {
+			switch {
+			case r.Method == http.MethodPatch && strings.Contains(r.URL.Path, "/clusters/"):
+				c.statusWrites.Add(1)
+			case r.Method != http.MethodGet && strings.Contains(r.URL.Path, "/leases"):
+				c.leaseWrites.Add(1)
+			}
+			resp, err := rt.RoundTrip(r)
+			if err == nil && resp.StatusCode == http.StatusTooManyRequests {
+				c.throttled.Add(1)
+			}
+			return resp, err
+		})
+	}
+	return cfg
+}
+
+type roundTripperFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripperFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
