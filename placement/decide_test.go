@@ -199,7 +199,9 @@ func TestTolerations(t *testing.T) {
 	require.False(t, d.Satisfied)
 }
 
-func key(name string) types.NamespacedName { return types.NamespacedName{Namespace: "fleet", Name: name} }
+func key(name string) types.NamespacedName {
+	return types.NamespacedName{Namespace: "fleet", Name: name}
+}
 
 func explanation(d placement.Decision, name string) string {
 	for _, e := range d.Explanations {
