@@ -40,9 +40,11 @@ import (
 	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	appsv1client "k8s.io/client-go/kubernetes/typed/apps/v1"
+	cpversioned "sigs.k8s.io/cluster-inventory-api/client/clientset/versioned"
 
 	"github.com/cluster-registry/sdk/buildinfo"
 	"github.com/cluster-registry/sdk/clientset/versioned"
+	"github.com/cluster-registry/sdk/decision"
 	"github.com/cluster-registry/sdk/multicluster"
 	"github.com/cluster-registry/sdk/trustflags"
 )
@@ -51,9 +53,12 @@ import (
 const fieldManager = "fanout-deploy"
 
 type options struct {
-	registry                     *genericclioptions.ConfigFlags // where the registry is
-	namespace                    string                         // which cluster set
-	selector                     labels.Selector
+	registry  *genericclioptions.ConfigFlags // where the registry is
+	namespace string                         // which cluster set
+	selector  labels.Selector
+	// placement, if set, is the decision key of the PlacementDecisions that choose the members,
+	// instead of selector.
+	placement                    string
 	name, image, memberNamespace string
 	replicas                     int
 	concurrency, canaries        int
@@ -89,7 +94,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "Run fanout-deploy --help for the flags.")
 		return 2
 	}
-	members, err := selectMembers(ctx, opts)
+	members, err := selectMembers(ctx, opts, stderr)
 	if err != nil {
 		fmt.Fprintln(stderr, "fanout-deploy:", err)
 		return 1
@@ -108,7 +113,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		what = fmt.Sprintf("%d objects of %s", len(opts.manifests), strings.Join(opts.files, ", "))
 		work = applyManifests(opts, opts.manifests)
 	}
-	fmt.Fprintf(stdout, "%s %s on %d members of %s\n", verb, what, len(members), opts.namespace)
+	chosen := ""
+	if opts.placement != "" {
+		chosen = fmt.Sprintf(" (placement %s)", opts.placement)
+	}
+	fmt.Fprintf(stdout, "%s %s on %d members of %s%s\n", verb, what, len(members), opts.namespace, chosen)
 
 	done := 0
 	fanOut := []multicluster.Option{multicluster.Concurrency(opts.concurrency), multicluster.Timeout(opts.timeout)}
@@ -189,7 +198,7 @@ func memberNames[T any](rs multicluster.Results[T]) string {
 
 // selectMembers reads the selected Clusters from the registry and makes them a Fleet. A one-shot
 // command lists once; a long-running tool would use multicluster.NewFleet to follow the registry.
-func selectMembers(ctx context.Context, opts *options) ([]*multicluster.Member, error) {
+func selectMembers(ctx context.Context, opts *options, warnings io.Writer) ([]*multicluster.Member, error) {
 	config, err := opts.registry.ToRESTConfig()
 	if err != nil {
 		return nil, fmt.Errorf("reaching the registry: %w", err)
@@ -200,6 +209,26 @@ func selectMembers(ctx context.Context, opts *options) ([]*multicluster.Member, 
 	registry, err := versioned.NewForConfig(config)
 	if err != nil {
 		return nil, err
+	}
+	var chosen *decision.Decision
+	if opts.placement != "" {
+		profiles, err := cpversioned.NewForConfig(config)
+		if err != nil {
+			return nil, err
+		}
+		if chosen, err = decision.Read(ctx, profiles, opts.namespace, opts.placement); err != nil {
+			return nil, fmt.Errorf("--placement %s: %w", opts.placement, err)
+		}
+		if len(chosen.Refused) > 0 {
+			// A decision may name its own cluster set's members only: following it elsewhere
+			// would let whoever writes decisions here deploy, with our credentials, there.
+			var refused []string
+			for _, r := range chosen.Refused {
+				refused = append(refused, r.Namespace+"/"+r.Name)
+			}
+			return nil, fmt.Errorf("--placement %s: the decision names ClusterProfiles outside namespace %s (%s); refusing to follow it",
+				opts.placement, opts.namespace, strings.Join(refused, ", "))
+		}
 	}
 	list, err := registry.ClusterregistryV1alpha1().Clusters(opts.namespace).List(ctx, metav1.ListOptions{LabelSelector: opts.selector.String()})
 	if err != nil {
@@ -222,7 +251,18 @@ func selectMembers(ctx context.Context, opts *options) ([]*multicluster.Member, 
 	if err != nil {
 		return nil, err
 	}
-	return multicluster.MembersOf(resolver, list.Items, multicluster.FleetOptions{}), nil
+	members := multicluster.MembersOf(resolver, list.Items, multicluster.FleetOptions{})
+	if chosen == nil {
+		return members, nil
+	}
+	members, missing := chosen.Members(members)
+	if len(missing) > 0 {
+		fmt.Fprintf(warnings, "fanout-deploy: --placement %s names %d Clusters the registry does not have, skipped: %v\n", opts.placement, len(missing), missing)
+	}
+	if len(members) == 0 {
+		return nil, fmt.Errorf("--placement %s chooses no Cluster of namespace %s; nothing to do", opts.placement, opts.namespace)
+	}
+	return members, nil
 }
 
 // deployment applies (or deletes) the Deployment on one member; its value is the table's result.
@@ -290,7 +330,7 @@ func parseFlags(args []string, stdout io.Writer) (*options, error) {
 	var selector, dryRun string
 	trust := &opts.trust
 	cmd := &cobra.Command{
-		Use:   "fanout-deploy (--name NAME --image IMAGE | -f FILE...) [-l SELECTOR] [flags]",
+		Use:   "fanout-deploy (--name NAME --image IMAGE | -f FILE...) [-l SELECTOR | --placement NAME] [flags]",
 		Short: "Apply a Deployment, or any manifests, to every member cluster the registry selects",
 		Long: `Apply (or delete) a Deployment on every member cluster that the registry's Clusters in one
 namespace (cluster set) select, all at once, and report what happened on each.
@@ -319,6 +359,9 @@ Cluster points to, read with your own permissions.`,
   # Remove them again, in the reverse order
   fanout-deploy -n fleet -l env=prod -f ./app/ -f extra.yaml --delete
 
+  # The members a placement chose (its PlacementDecisions, whoever wrote them), in their order
+  fanout-deploy -n fleet --placement web --name web --image nginx:1.27 --canary 1
+
   # Remove it again, from the registry of another kubeconfig context
   fanout-deploy --context ops -n fleet --name web --delete`,
 		Args:          cobra.ArbitraryArgs, // checked below, with the other flags
@@ -331,6 +374,7 @@ Cluster points to, read with your own permissions.`,
 	fs := cmd.Flags()
 	opts.registry.AddFlags(fs)
 	fs.StringVarP(&selector, "selector", "l", "", "label selector over the Clusters, e.g. env=prod,region!=eu")
+	fs.StringVar(&opts.placement, "placement", "", "the members a placement chose: the PlacementDecisions of -n's namespace with this decision key, whoever wrote them")
 	fs.StringArrayVarP(&opts.files, "filename", "f", nil, "apply the objects of this file or directory (YAML or JSON, several documents each) instead of one Deployment; repeatable")
 	fs.StringVar(&opts.name, "name", "", "the Deployment's name (required without -f)")
 	fs.StringVar(&opts.image, "image", "", "the container image (required without -f, unless --delete)")
@@ -407,6 +451,9 @@ Cluster points to, read with your own permissions.`,
 	}
 	if opts.timeout <= 0 {
 		errs = append(errs, fmt.Errorf("--timeout %v: want a positive duration", opts.timeout))
+	}
+	if opts.placement != "" && selector != "" {
+		errs = append(errs, errors.New("--placement and --selector conflict: the placement's decision chose the members"))
 	}
 	var err error
 	if opts.selector, err = labels.Parse(selector); err != nil {

@@ -25,6 +25,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
+	cpv1alpha1 "sigs.k8s.io/cluster-inventory-api/apis/v1alpha1"
+	cpversioned "sigs.k8s.io/cluster-inventory-api/client/clientset/versioned"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/cluster-registry/sdk/clientset/versioned"
@@ -68,6 +70,7 @@ func TestBadFlags(t *testing.T) {
 		{[]string{"--name", "web", "--image", "x", "--member-namespace", "Not/Valid"}, []string{`--member-namespace "Not/Valid"`}},
 		{[]string{"--name", "web", "--image", "x", "stray"}, []string{`unexpected argument "stray"`}},
 		{[]string{"--no-such-flag"}, []string{"unknown flag: --no-such-flag"}},
+		{[]string{"--name", "web", "--image", "x", "--placement", "web", "-l", "env=prod"}, []string{"--placement and --selector conflict"}},
 		{[]string{"--name", "web", "--image", "x", "--dry-run=client"}, []string{"--dry-run=client: want server or none"}},
 		{[]string{"-f", filepath.Join(dir, "nope.yaml")}, []string{"-f " + filepath.Join(dir, "nope.yaml") + ": stat"}},
 		{[]string{"-f", empty}, []string{"-f " + empty + ": the directory has no .yaml, .yml or .json file"}},
@@ -370,6 +373,62 @@ spec:
 		}
 	})
 
+	t.Run("the members a placement chose, whoever wrote the decision", func(t *testing.T) {
+		// Another scheduler's decision, written with cluster-inventory-api's own types: two
+		// slices, the second-indexed first, as a consumer may list them.
+		if err := fleettest.InstallPlacementDecisionCRD(ctx, lf.Registry.Config); err != nil {
+			t.Fatal(err)
+		}
+		pds := cpversioned.NewForConfigOrDie(lf.Registry.Config).ApisV1alpha1().PlacementDecisions(lf.Namespace)
+		slice := func(name, key, index string, refs ...cpv1alpha1.ClusterProfileReference) {
+			t.Helper()
+			pd := &cpv1alpha1.PlacementDecision{ObjectMeta: metav1.ObjectMeta{Name: name,
+				Labels: map[string]string{cpv1alpha1.DecisionKeyLabel: key, cpv1alpha1.DecisionIndexLabel: index}}, SchedulerName: "someone-else"}
+			for _, r := range refs {
+				pd.Decisions = append(pd.Decisions, cpv1alpha1.ClusterDecision{ClusterProfileRef: r, Reason: "their reason"})
+			}
+			if _, err := pds.Create(ctx, pd, metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		slice("placed-1", "placed", "1", cpv1alpha1.ClusterProfileReference{Name: "member-1"})
+		slice("placed-0", "placed", "0", cpv1alpha1.ClusterProfileReference{Name: "member-3", Namespace: lf.Namespace})
+		code, out, _ := fanoutDeploy(t, "--placement", "placed", "--name", "placed", "--image", "registry.example/placed:1", "--canary", "1")
+		if code != 0 {
+			t.Fatalf("exit %d", code)
+		}
+		if !strings.Contains(out, "on 2 members of "+lf.Namespace+" (placement placed)") || !strings.Contains(out, "[1/2] fleet/member-3 ok") {
+			t.Errorf("not the decision's members in its order (member-3, the canary, first):\n%s", out)
+		}
+		placed := func(m *localfleet.Member) bool {
+			_, err := kubernetes.NewForConfigOrDie(m.Config).AppsV1().Deployments("default").Get(ctx, "placed", metav1.GetOptions{})
+			return err == nil
+		}
+		if !placed(lf.Members[0]) || placed(lf.Members[1]) || !placed(lf.Members[2]) {
+			t.Errorf("placed on member-1, -2, -3: %v %v %v, want true false true", placed(lf.Members[0]), placed(lf.Members[1]), placed(lf.Members[2]))
+		}
+
+		// A decision of this cluster set that names another set's ClusterProfile is not followed
+		// at all: whoever may write decisions here may not send our workloads there.
+		slice("elsewhere-0", "elsewhere", "0", cpv1alpha1.ClusterProfileReference{Name: "member-2"},
+			cpv1alpha1.ClusterProfileReference{Name: "member-1", Namespace: "another-set"})
+		code, _, errOut := fanoutDeploy(t, "--placement", "elsewhere", "--name", "elsewhere", "--image", "registry.example/x:1")
+		if code != 1 || !strings.Contains(errOut, "names ClusterProfiles outside namespace "+lf.Namespace) || !strings.Contains(errOut, "refusing to follow it") {
+			t.Errorf("exit %d, stderr %q", code, errOut)
+		}
+		if got := deploymentsNamed(t, ctx, "elsewhere", lf.Members...); got != 0 {
+			t.Errorf("a refused decision deployed to %d members", got)
+		}
+		// No decision of that key: an error, never an empty fleet taken for a decision.
+		code, _, errOut = fanoutDeploy(t, "--placement", "nope", "--name", "x", "--image", "x")
+		if code != 1 || !strings.Contains(errOut, "no PlacementDecision has this decision key") {
+			t.Errorf("exit %d, stderr %q", code, errOut)
+		}
+		if code, _, _ := fanoutDeploy(t, "--placement", "placed", "--name", "placed", "--delete"); code != 0 {
+			t.Errorf("deleting: exit %d", code)
+		}
+	})
+
 	t.Run("delete", func(t *testing.T) {
 		code, out, _ := fanoutDeploy(t, "--name", "web", "--delete", "--selector", "env=demo", "--timeout", "5s")
 		if code != 1 || !strings.Contains(tableRow(out, "fleet/member-1"), "deleted") {
@@ -462,6 +521,18 @@ func tableRow(out, member string) string {
 		}
 	}
 	return ""
+}
+
+// deploymentsNamed counts the members with a Deployment of that name in namespace default.
+func deploymentsNamed(t *testing.T, ctx context.Context, name string, members ...*localfleet.Member) int {
+	t.Helper()
+	n := 0
+	for _, m := range members {
+		if _, err := kubernetes.NewForConfigOrDie(m.Config).AppsV1().Deployments("default").Get(ctx, name, metav1.GetOptions{}); err == nil {
+			n++
+		}
+	}
+	return n
 }
 
 func TestVersionFlag(t *testing.T) {

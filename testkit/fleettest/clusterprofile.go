@@ -31,11 +31,22 @@ func InventoryModule() (string, error) {
 // InstallClusterProfileCRD installs cluster-inventory-api's own ClusterProfile CRD in the server
 // config reaches, and waits for it to be served.
 func InstallClusterProfileCRD(ctx context.Context, config *rest.Config) error {
+	return installInventoryCRD(ctx, config, "multicluster.x-k8s.io_clusterprofiles.yaml")
+}
+
+// InstallPlacementDecisionCRD installs cluster-inventory-api's own PlacementDecision CRD in the
+// server config reaches, and waits for it to be served.
+func InstallPlacementDecisionCRD(ctx context.Context, config *rest.Config) error {
+	return installInventoryCRD(ctx, config, "multicluster.x-k8s.io_placementdecisions.yaml")
+}
+
+// installInventoryCRD installs a CRD of cluster-inventory-api's config/crd/bases, by file name.
+func installInventoryCRD(ctx context.Context, config *rest.Config, file string) error {
 	dir, err := InventoryModule()
 	if err != nil {
 		return err
 	}
-	data, err := os.ReadFile(filepath.Join(dir, "config", "crd", "bases", "multicluster.x-k8s.io_clusterprofiles.yaml"))
+	data, err := os.ReadFile(filepath.Join(dir, "config", "crd", "bases", file))
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,85 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	cpv1alpha1 "sigs.k8s.io/cluster-inventory-api/apis/v1alpha1"
+	cpversioned "sigs.k8s.io/cluster-inventory-api/client/clientset/versioned"
+
+	"github.com/cluster-registry/sdk/clientset/versioned"
+	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
+	"github.com/cluster-registry/sdk/testkit/fleettest"
+)
+
+// explain-placement decides a policy file against the registry's Clusters and explains every
+// candidate; with --decision, an existing decision (here another scheduler's) is the previous
+// one, so that a chosen member within its toleration is kept.
+func TestExplainPlacement(t *testing.T) {
+	lf := sharedFleet(t)
+	require.NoError(t, fleettest.InstallPlacementDecisionCRD(t.Context(), lf.Registry.Config))
+	ns := fleettest.CopySet(t, lf)
+	clusters := versioned.NewForConfigOrDie(lf.Registry.Config).ClusterregistryV1alpha1().Clusters(ns)
+	ready := func(name string, status metav1.ConditionStatus, reason string) {
+		c, err := clusters.Get(t.Context(), name, metav1.GetOptions{})
+		require.NoError(t, err)
+		c.Status.SetCondition(metav1.Condition{Type: v1alpha1.ConditionReady, Status: status, Reason: reason, Message: "set by the test",
+			LastTransitionTime: metav1.NewTime(time.Now().Add(-time.Minute))})
+		_, err = clusters.UpdateStatus(t.Context(), c, metav1.UpdateOptions{})
+		require.NoError(t, err)
+	}
+	ready("member-1", metav1.ConditionTrue, v1alpha1.ReasonReachable)
+	ready("member-2", metav1.ConditionFalse, v1alpha1.ReasonUnreachable)
+	dir := t.TempDir()
+	policy := filepath.Join(dir, "web.yaml")
+	require.NoError(t, os.WriteFile(policy, []byte("count: 1\ntolerations: [{reason: Unreachable, seconds: 300}]\n"), 0o600))
+
+	explain := func(args ...string) (int, string, string) {
+		var stdout, stderr syncBuffer
+		code := run(t.Context(), append([]string{"--kubeconfig", lf.Registry.Kubeconfig, "-n", ns, "explain-placement"}, args...), &stdout, &stderr)
+		return code, stdout.String(), stderr.String()
+	}
+	code, out, errOut := explain("-f", policy)
+	require.Equal(t, 0, code, errOut)
+	require.Regexp(t, `(?m)^CLUSTER\s+CHOSEN\s+REASON\s+WHY$`, out)
+	require.Regexp(t, `(?m)^`+regexp.QuoteMeta(ns)+`/member-1\s+yes\s+Chosen\s+fits the policy$`, out)
+	require.Regexp(t, `(?m)^`+regexp.QuoteMeta(ns)+`/member-2\s+no\s+NotReady\s+Ready is False \(Unreachable\) for 1m\d*s?; a member is first chosen only once Ready$`, out)
+	require.Contains(t, out, "1 of 2 candidates chosen")
+
+	// The last decision chose member-2: it is kept while Unreachable for less than 300 s, and
+	// member-1 waits for room.
+	pd := &cpv1alpha1.PlacementDecision{ObjectMeta: metav1.ObjectMeta{Name: "web-0", Labels: map[string]string{cpv1alpha1.DecisionKeyLabel: "web"}},
+		Decisions: []cpv1alpha1.ClusterDecision{{ClusterProfileRef: cpv1alpha1.ClusterProfileReference{Name: "member-2"}}}}
+	_, err := cpversioned.NewForConfigOrDie(lf.Registry.Config).ApisV1alpha1().PlacementDecisions(ns).Create(t.Context(), pd, metav1.CreateOptions{})
+	require.NoError(t, err)
+	code, out, errOut = explain("-f", policy, "--decision", "web")
+	require.Equal(t, 0, code, errOut)
+	require.Regexp(t, `(?m)^`+regexp.QuoteMeta(ns)+`/member-2\s+yes\s+Tolerated\s+chosen before; not Ready, tolerated until `, out)
+	require.Regexp(t, `(?m)^`+regexp.QuoteMeta(ns)+`/member-1\s+no\s+OverCount\s+`, out)
+	require.Contains(t, out, "a toleration ends at ")
+
+	// Bad input: each names the file and the field.
+	bad := filepath.Join(dir, "bad.yaml")
+	require.NoError(t, os.WriteFile(bad, []byte("count: 1\nspread: {maxSkew: 1}\ncel: 'cluster.(('\n"), 0o600))
+	code, _, errOut = explain("-f", bad)
+	require.Equal(t, 1, code)
+	require.Contains(t, errOut, "-f "+bad+": placement policy: ")
+	require.Contains(t, errOut, "spread.label: required")
+	require.Contains(t, errOut, "cel: ")
+	unknown := filepath.Join(dir, "unknown.yaml")
+	require.NoError(t, os.WriteFile(unknown, []byte("cuont: 1\n"), 0o600))
+	code, _, errOut = explain("-f", unknown)
+	require.Equal(t, 1, code)
+	require.Contains(t, errOut, `unknown field "cuont"`)
+	code, _, errOut = explain()
+	require.Equal(t, 2, code)
+	require.Contains(t, errOut, "-f/--filename: the policy file to explain is required")
+	code, _, errOut = explain("-f", policy, "--decision", "nope")
+	require.Equal(t, 1, code)
+	require.Contains(t, errOut, "no PlacementDecision has this decision key")
+}
