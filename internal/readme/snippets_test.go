@@ -67,6 +67,7 @@ import (
 	"github.com/cluster-registry/sdk/clusterprofile"
 	"github.com/cluster-registry/sdk/clusterregistry"
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
+	"github.com/cluster-registry/sdk/decision"
 	"github.com/cluster-registry/sdk/fleetcache"
 	"github.com/cluster-registry/sdk/health"
 	"github.com/cluster-registry/sdk/join"
@@ -95,6 +96,7 @@ var (
 	profiles       cpversioned.Interface
 	clusters       []*v1alpha1.Cluster // candidates, from a lister or a Fleet
 	last           placement.Decision  // the previous decision
+	work           func(context.Context, *multicluster.Member) (string, error)
 )
 `
 
