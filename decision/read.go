@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -26,6 +27,9 @@ type Decision struct {
 	Clusters []types.NamespacedName
 	// Reasons are the decisions' reasons by Cluster, where the writer gave one.
 	Reasons map[types.NamespacedName]string
+	// Groups are the Clusters' rollout groups, where the slices say (GroupsAnnotation); 0
+	// otherwise.
+	Groups map[types.NamespacedName]int
 	// Refused are the references the decision may not make: to a ClusterProfile of another
 	// namespace. They are not in Clusters.
 	Refused []cpv1alpha1.ClusterProfileReference
@@ -68,11 +72,12 @@ func FromSlices(namespace, key string, items []cpv1alpha1.PlacementDecision) *De
 	slices.SortStableFunc(ordered, func(a, b cpv1alpha1.PlacementDecision) int {
 		return cmp.Or(cmp.Compare(index(&a), index(&b)), cmp.Compare(a.Name, b.Name))
 	})
-	d := &Decision{Namespace: namespace, Key: key, Reasons: map[types.NamespacedName]string{}}
+	d := &Decision{Namespace: namespace, Key: key, Reasons: map[types.NamespacedName]string{}, Groups: map[types.NamespacedName]int{}}
 	seen := map[types.NamespacedName]bool{}
 	for _, pd := range ordered {
 		d.Slices = append(d.Slices, pd.Name)
-		for _, cd := range pd.Decisions {
+		groups := strings.Split(pd.Annotations[GroupsAnnotation], ",")
+		for i, cd := range pd.Decisions {
 			ref := cd.ClusterProfileRef
 			ns := cmp.Or(ref.Namespace, pd.Namespace, namespace)
 			if ns != namespace || ref.Name == "" {
@@ -87,6 +92,11 @@ func FromSlices(namespace, key string, items []cpv1alpha1.PlacementDecision) *De
 			d.Clusters = append(d.Clusters, c)
 			if cd.Reason != "" {
 				d.Reasons[c] = cd.Reason
+			}
+			if len(groups) == len(pd.Decisions) {
+				if g, err := strconv.Atoi(groups[i]); err == nil && g > 0 {
+					d.Groups[c] = g
+				}
 			}
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -19,11 +20,18 @@ import (
 // SliceSize is how many decisions one PlacementDecision holds at most, as the API allows.
 const SliceSize = 100
 
-// Chosen is one Cluster of a decision to write, and the short reason it was chosen.
+// Chosen is one Cluster of a decision to write, the short reason it was chosen, and its rollout
+// group (0 when the decision has none).
 type Chosen struct {
 	Cluster types.NamespacedName
 	Reason  string
+	Group   int
 }
+
+// GroupsAnnotation, on a slice, holds the rollout group of each of its decisions, in order,
+// comma-separated: what a reader needs to roll out in stages, and the scheduler to keep each
+// member's group across restarts. Absent when every group is 0.
+const GroupsAnnotation = "clusterregistry.k8s.io/rollout-groups"
 
 // WriteOptions say who writes a decision.
 type WriteOptions struct {
@@ -96,11 +104,16 @@ func Write(ctx context.Context, client cpversioned.Interface, namespace, key str
 			}
 			w.Created++
 		case equality.Semantic.DeepEqual(old.Decisions, pd.Decisions) && equality.Semantic.DeepEqual(old.Labels, pd.Labels) &&
-			equality.Semantic.DeepEqual(old.OwnerReferences, pd.OwnerReferences):
+			equality.Semantic.DeepEqual(old.OwnerReferences, pd.OwnerReferences) && old.Annotations[GroupsAnnotation] == pd.Annotations[GroupsAnnotation]:
 			w.Unchanged++
 		default:
 			update := old.DeepCopy()
 			update.Decisions, update.Labels, update.OwnerReferences = pd.Decisions, pd.Labels, pd.OwnerReferences
+			if g, ok := pd.Annotations[GroupsAnnotation]; ok {
+				metav1.SetMetaDataAnnotation(&update.ObjectMeta, GroupsAnnotation, g)
+			} else {
+				delete(update.Annotations, GroupsAnnotation)
+			}
 			if _, err := pds.Update(ctx, update, metav1.UpdateOptions{FieldManager: opts.SchedulerName}); err != nil {
 				return w, fmt.Errorf("updating PlacementDecision %s/%s: %w", namespace, pd.Name, err)
 			}
@@ -125,6 +138,7 @@ func Write(ctx context.Context, client cpversioned.Interface, namespace, key str
 
 // desired is the slices of a decision.
 func desired(namespace, key string, chosen []Chosen, opts WriteOptions) []*cpv1alpha1.PlacementDecision {
+	grouped := slices.ContainsFunc(chosen, func(c Chosen) bool { return c.Group != 0 })
 	var out []*cpv1alpha1.PlacementDecision
 	for i := 0; i == 0 || i*SliceSize < len(chosen); i++ {
 		pd := &cpv1alpha1.PlacementDecision{
@@ -139,11 +153,38 @@ func desired(namespace, key string, chosen []Chosen, opts WriteOptions) []*cpv1a
 		if opts.Owner != nil {
 			pd.OwnerReferences = []metav1.OwnerReference{*opts.Owner}
 		}
+		var groups []string
 		for _, c := range chosen[i*SliceSize : min(len(chosen), (i+1)*SliceSize)] {
 			pd.Decisions = append(pd.Decisions, cpv1alpha1.ClusterDecision{
 				ClusterProfileRef: cpv1alpha1.ClusterProfileReference{Name: c.Cluster.Name}, Reason: c.Reason})
+			groups = append(groups, strconv.Itoa(c.Group))
+		}
+		if grouped {
+			pd.Annotations = map[string]string{GroupsAnnotation: strings.Join(groups, ",")}
 		}
 		out = append(out, pd)
 	}
 	return out
+}
+
+// Delete deletes the slices of key in namespace that scheduler wrote, and says how many: the
+// placement is gone, and a reader then finds no decision (ErrNoDecision) rather than an empty one.
+func Delete(ctx context.Context, client cpversioned.Interface, namespace, key, scheduler string) (int, error) {
+	pds := client.ApisV1alpha1().PlacementDecisions(namespace)
+	list, err := pds.List(ctx, metav1.ListOptions{LabelSelector: labels.SelectorFromSet(labels.Set{cpv1alpha1.DecisionKeyLabel: key}).String()})
+	if err != nil {
+		return 0, fmt.Errorf("listing the PlacementDecisions of %s in namespace %s: %w", key, namespace, err)
+	}
+	deleted := 0
+	for _, pd := range list.Items {
+		if pd.SchedulerName != scheduler {
+			continue
+		}
+		uid := pd.UID
+		if err := pds.Delete(ctx, pd.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}}); err != nil && !apierrors.IsNotFound(err) {
+			return deleted, fmt.Errorf("deleting PlacementDecision %s/%s: %w", namespace, pd.Name, err)
+		}
+		deleted++
+	}
+	return deleted, nil
 }

@@ -66,6 +66,19 @@ func TestWrite(t *testing.T) {
 	require.Len(t, d.Clusters, 100)
 	require.Equal(t, "member-020", d.Clusters[0].Name)
 
+	// Rollout groups travel in an annotation of each slice, and come back.
+	grouped := chosen(ns, 100)[20:]
+	for i := range grouped {
+		grouped[i].Group = i / 30
+	}
+	w, err = decision.Write(ctx, client, ns, "web", grouped, opts)
+	require.NoError(t, err)
+	require.Equal(t, decision.Written{Updated: 1}, w)
+	d, err = decision.Read(ctx, client, ns, "web")
+	require.NoError(t, err)
+	require.Equal(t, 2, d.Groups[grouped[79].Cluster])
+	require.Equal(t, 0, d.Groups[grouped[0].Cluster])
+
 	w, err = decision.Write(ctx, client, ns, "web", nil, opts)
 	require.NoError(t, err)
 	require.Equal(t, decision.Written{Updated: 1}, w)

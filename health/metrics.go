@@ -1,12 +1,13 @@
 package health
 
 import (
-	"errors"
 	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/cluster-registry/sdk/internal/metricsreg"
 )
 
 // metrics are the controller's Prometheus metrics. None has a series per member: a fleet of
@@ -42,17 +43,10 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		Help: "When the first of the members' credentials that say when they expire expires, in Unix seconds (0: none say).",
 	}, m.soonestExpiry)
 	if reg != nil {
-		for _, c := range []prometheus.Collector{m.probes, m.reasons, soonest} {
-			err := reg.Register(c)
-			if already := (prometheus.AlreadyRegisteredError{}); errors.As(err, &already) {
-				// A controller made again in the process (a restart, a test) replaces the last
-				// one's metrics, which would otherwise go on reporting what it last saw.
-				reg.Unregister(already.ExistingCollector)
-				err = reg.Register(c)
-			}
-			if err != nil {
-				return nil, err
-			}
+		// A controller made again in the process (a restart, a test, a replica beside another)
+		// replaces the last one's metrics.
+		if err := metricsreg.Replace(reg, m.probes, m.reasons, soonest); err != nil {
+			return nil, err
 		}
 	}
 	return m, nil

@@ -91,27 +91,9 @@ func (c *Compiled) Decide(in Input) Decision {
 			f.previous, f.group = i, in.Previous[i].Group
 		}
 		f.included = names(p.Include, key)
-		switch {
-		case names(p.Exclude, key):
-			out(key, ReasonExcluded, "named in exclude")
+		if r, msg := c.screen(cl, key); r != "" {
+			out(key, r, "%s", msg)
 			continue
-		case len(p.ClusterSets) > 0 && !slices.Contains(p.ClusterSets, cl.Namespace):
-			out(key, ReasonOtherClusterSet, "cluster set %s is not one of %v", cl.Namespace, p.ClusterSets)
-			continue
-		case !f.included && !c.selector.Matches(labels.Set(cl.Labels)):
-			out(key, ReasonSelector, "labels do not match the selector %s", c.selector)
-			continue
-		}
-		if c.cel != nil && !f.included {
-			ok, err := c.cel.eval(cl)
-			if err != nil {
-				out(key, ReasonCEL, "the CEL expression could not be evaluated: %v", err)
-				continue
-			}
-			if !ok {
-				out(key, ReasonCEL, "the CEL expression is false")
-				continue
-			}
 		}
 		if cond := cl.Status.Condition(v1alpha1.ConditionReady); cond == nil || cond.Status != metav1.ConditionTrue {
 			state := readiness(cond, in.Now)
@@ -168,6 +150,39 @@ func (c *Compiled) Decide(in Input) Decision {
 		}
 	}
 	return d
+}
+
+// Candidate reports whether cl is a candidate of the policy at all: not excluded, of its cluster
+// sets, and matching its selector and CEL expression (or included by name). Readiness, count and
+// spread are not judged. A scheduler asks it of a Cluster that changed, to know which
+// placements to decide again.
+func (c *Compiled) Candidate(cl *v1alpha1.Cluster) bool {
+	r, _ := c.screen(cl, types.NamespacedName{Namespace: cl.Namespace, Name: cl.Name})
+	return r == ""
+}
+
+// screen is why cl is not a candidate at all, and in words; "" when it is one.
+func (c *Compiled) screen(cl *v1alpha1.Cluster, key types.NamespacedName) (Reason, string) {
+	p := &c.policy
+	included := names(p.Include, key)
+	switch {
+	case names(p.Exclude, key):
+		return ReasonExcluded, "named in exclude"
+	case len(p.ClusterSets) > 0 && !slices.Contains(p.ClusterSets, cl.Namespace):
+		return ReasonOtherClusterSet, fmt.Sprintf("cluster set %s is not one of %v", cl.Namespace, p.ClusterSets)
+	case !included && !c.selector.Matches(labels.Set(cl.Labels)):
+		return ReasonSelector, fmt.Sprintf("labels do not match the selector %s", c.selector)
+	}
+	if c.cel != nil && !included {
+		ok, err := c.cel.eval(cl)
+		if err != nil {
+			return ReasonCEL, fmt.Sprintf("the CEL expression could not be evaluated: %v", err)
+		}
+		if !ok {
+			return ReasonCEL, "the CEL expression is false"
+		}
+	}
+	return "", ""
 }
 
 // choose picks from fits: the members chosen before first, in their previous order, then the

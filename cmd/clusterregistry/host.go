@@ -20,6 +20,7 @@ import (
 
 	"github.com/cluster-registry/sdk/clusterprofile"
 	"github.com/cluster-registry/sdk/health"
+	"github.com/cluster-registry/sdk/internal/metricsreg"
 	"github.com/cluster-registry/sdk/multicluster"
 	"github.com/cluster-registry/sdk/rotation"
 	"github.com/cluster-registry/sdk/shard"
@@ -252,15 +253,8 @@ func (s *shardRun) register() error {
 			func() float64 { return float64(len(s.peers.Live())) }),
 		moves,
 	}
-	for _, c := range collectors {
-		err := ctrlmetrics.Registry.Register(c)
-		if already := (prometheus.AlreadyRegisteredError{}); errors.As(err, &already) {
-			ctrlmetrics.Registry.Unregister(already.ExistingCollector)
-			err = ctrlmetrics.Registry.Register(c)
-		}
-		if err != nil {
-			return err
-		}
+	if err := metricsreg.Replace(ctrlmetrics.Registry, collectors...); err != nil {
+		return err
 	}
 	s.view.Subscribe(func(ev multicluster.MemberEvent) {
 		switch ev.Type {

@@ -76,6 +76,7 @@ import (
 	"github.com/cluster-registry/sdk/multicluster"
 	"github.com/cluster-registry/sdk/placement"
 	"github.com/cluster-registry/sdk/rotation"
+	"github.com/cluster-registry/sdk/scheduler"
 )
 
 var (
@@ -97,6 +98,7 @@ var (
 	clusters       []*v1alpha1.Cluster // candidates, from a lister or a Fleet
 	last           placement.Decision  // the previous decision
 	work           func(context.Context, *multicluster.Member) (string, error)
+	policy         *placement.Compiled
 )
 `
 

@@ -1,0 +1,181 @@
+package scheduler_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sort"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+	cpversioned "sigs.k8s.io/cluster-inventory-api/client/clientset/versioned"
+
+	"github.com/cluster-registry/sdk/clientset/versioned"
+	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
+	"github.com/cluster-registry/sdk/decision"
+	"github.com/cluster-registry/sdk/multicluster"
+	"github.com/cluster-registry/sdk/placement"
+	"github.com/cluster-registry/sdk/scheduler"
+)
+
+// BenchmarkScheduler: 10,000 Ready Clusters (100 label groups, 5 regions) and 1,000 placements
+// (each the 5 members of one group, spread across regions: 100 candidates each, and each Cluster
+// a candidate of 10 placements) on a real registry. Run it once (-benchtime 1x). Reported:
+//   - first-decisions-s: from Run until every placement's decision is written (target < 30 s);
+//   - change-p99-ms: a chosen member turns Unreachable; time until every placement that chose
+//     it has written a decision without it, over 20 such changes (target < 2,000 ms);
+//   - writes-per-change: slices written per change, and unaffected-writes: writes beyond the
+//     placements that chose the member (target 0);
+//   - join-writes: writes after a Cluster that no placement selects joins (target 0).
+func BenchmarkScheduler(b *testing.B) {
+	if testing.Short() {
+		b.Skip("needs kube-apiserver and etcd")
+	}
+	const n, placements = 10000, 1000
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	const ns = "scheduler-bench"
+	if _, err := kubernetes.NewForConfigOrDie(lf.Registry.Config).CoreV1().Namespaces().Create(ctx,
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		b.Fatal(err)
+	}
+	bulk := rest.CopyConfig(lf.Registry.Config)
+	bulk.QPS, bulk.Burst = -1, 0
+	clusters := versioned.NewForConfigOrDie(bulk).ClusterregistryV1alpha1().Clusters(ns)
+	toCreate := make([]*multicluster.Member, n)
+	for i := range toCreate {
+		c := &v1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("member-%05d", i),
+			Labels: map[string]string{"group": fmt.Sprintf("g%03d", i%100), "region": fmt.Sprintf("r%d", i/100%5)}},
+			Spec: v1alpha1.ClusterSpec{KubernetesAPIEndpoints: v1alpha1.KubernetesAPIEndpoints{ServerEndpoints: []v1alpha1.ServerAddressByClientCIDR{
+				{ClientCIDR: "0.0.0.0/0", ServerAddress: fmt.Sprintf("https://member-%05d.example:6443", i)}}}}}
+		toCreate[i] = multicluster.NewMember(c, multicluster.Clients{})
+	}
+	if err := multicluster.ForEach(ctx, toCreate, func(ctx context.Context, m *multicluster.Member) error {
+		created, err := clusters.Create(ctx, m.Cluster(), metav1.CreateOptions{})
+		if err != nil {
+			return err
+		}
+		return setStatus(ctx, clusters, created, metav1.ConditionTrue, v1alpha1.ReasonReachable)
+	}, multicluster.Concurrency(64), multicluster.RetryIf(multicluster.IsTransient)).Err(); err != nil {
+		b.Fatal(err)
+	}
+	fleet := multicluster.NewFleet(versioned.NewForConfigOrDie(bulk), nil, multicluster.FleetOptions{Namespaces: []string{ns}})
+	if err := fleet.Start(ctx); err != nil {
+		b.Fatal(err)
+	}
+	defer fleet.Stop()
+	client := cpversioned.NewForConfigOrDie(bulk)
+
+	for range b.N {
+		s, err := scheduler.New(fleet, client, scheduler.Options{SchedulerName: "bench", Workers: 8, Fresh: func() bool { return fleet.Status().Fresh() }})
+		if err != nil {
+			b.Fatal(err)
+		}
+		keys := make([]types.NamespacedName, placements)
+		for i := range keys {
+			keys[i] = types.NamespacedName{Namespace: ns, Name: fmt.Sprintf("p-%04d", i)}
+			policy, err := placement.Compile(placement.Policy{
+				Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"group": fmt.Sprintf("g%03d", i%100)}},
+				Count:    ptr.To[int32](5), Spread: &placement.Spread{Label: "region"},
+			})
+			if err != nil {
+				b.Fatal(err)
+			}
+			s.Set(scheduler.Placement{Key: keys[i], Policy: policy})
+		}
+		start := time.Now()
+		runCtx, stop := context.WithCancel(ctx)
+		done := make(chan error, 1)
+		go func() { done <- s.Run(runCtx) }()
+		for s.Writes() < placements {
+			if time.Since(start) > 5*time.Minute {
+				b.Fatalf("%d of %d decisions written after 5 minutes", s.Writes(), placements)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		b.ReportMetric(time.Since(start).Seconds(), "first-decisions-s")
+		time.Sleep(2 * time.Second) // nothing more should come
+
+		// 20 changes: a chosen member of placement i*50 turns Unreachable.
+		var latencies []time.Duration
+		var writes, unaffected int64
+		for k := range 20 {
+			key := keys[k*50]
+			d, err := decision.Read(ctx, client, ns, key.Name)
+			if err != nil || len(d.Clusters) == 0 {
+				b.Fatalf("decision %s: %v %v", key.Name, d, err)
+			}
+			victim := d.Clusters[0]
+			var choosers []types.NamespacedName
+			for j := k * 50 % 100; j < placements; j += 100 { // the placements of the same group
+				od, err := decision.Read(ctx, client, ns, keys[j].Name)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if slices.Contains(od.Clusters, victim) {
+					choosers = append(choosers, keys[j])
+				}
+			}
+			before := s.Writes()
+			c, err := clusters.Get(ctx, victim.Name, metav1.GetOptions{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			changed := time.Now()
+			if err := setStatus(ctx, clusters, c, metav1.ConditionFalse, v1alpha1.ReasonUnreachable); err != nil {
+				b.Fatal(err)
+			}
+			for _, ck := range choosers {
+				for {
+					od, err := decision.Read(ctx, client, ns, ck.Name)
+					if err == nil && !slices.Contains(od.Clusters, victim) {
+						break
+					}
+					if time.Since(changed) > time.Minute {
+						b.Fatalf("placement %s still chooses %s a minute after it turned Unreachable", ck.Name, victim)
+					}
+					time.Sleep(5 * time.Millisecond)
+				}
+			}
+			latencies = append(latencies, time.Since(changed))
+			time.Sleep(500 * time.Millisecond) // what else would be written
+			delta := s.Writes() - before
+			writes += delta
+			unaffected += delta - int64(len(choosers))
+		}
+		sort.Slice(latencies, func(i, j int) bool { return latencies[i] < latencies[j] })
+		b.ReportMetric(float64(latencies[len(latencies)*99/100].Milliseconds()), "change-p99-ms")
+		b.ReportMetric(float64(writes)/20, "writes-per-change")
+		b.ReportMetric(float64(unaffected), "unaffected-writes")
+
+		// A Cluster no placement selects joins.
+		before := s.Writes()
+		if _, err := clusters.Create(ctx, &v1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: "unrelated", Labels: map[string]string{"group": "none"}},
+			Spec: v1alpha1.ClusterSpec{KubernetesAPIEndpoints: v1alpha1.KubernetesAPIEndpoints{ServerEndpoints: []v1alpha1.ServerAddressByClientCIDR{
+				{ClientCIDR: "0.0.0.0/0", ServerAddress: "https://unrelated.example:6443"}}}}}, metav1.CreateOptions{}); err != nil {
+			b.Fatal(err)
+		}
+		time.Sleep(2 * time.Second)
+		b.ReportMetric(float64(s.Writes()-before), "join-writes")
+		stop()
+		if err := <-done; err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func setStatus(ctx context.Context, clusters interface {
+	UpdateStatus(context.Context, *v1alpha1.Cluster, metav1.UpdateOptions) (*v1alpha1.Cluster, error)
+}, c *v1alpha1.Cluster, status metav1.ConditionStatus, reason string) error {
+	c = c.DeepCopy()
+	c.Status.Conditions = nil
+	c.Status.SetCondition(metav1.Condition{Type: v1alpha1.ConditionReady, Status: status, Reason: reason, Message: "set by the benchmark", LastTransitionTime: metav1.Now()})
+	_, err := clusters.UpdateStatus(ctx, c, metav1.UpdateOptions{})
+	return err
+}

@@ -1,0 +1,276 @@
+package scheduler
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/workqueue"
+	cpversioned "sigs.k8s.io/cluster-inventory-api/client/clientset/versioned"
+
+	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
+	"github.com/cluster-registry/sdk/decision"
+	"github.com/cluster-registry/sdk/multicluster"
+	"github.com/cluster-registry/sdk/placement"
+)
+
+// Placement is one placement to keep decided: its decision goes to the PlacementDecisions of
+// Key.Namespace labelled with decision key Key.Name, and chooses among that namespace's
+// members (a decision names its own cluster set's members only).
+type Placement struct {
+	Key    types.NamespacedName
+	Policy *placement.Compiled
+}
+
+// Options configure a Scheduler.
+type Options struct {
+	// SchedulerName is written in every slice; slices of another scheduler are left alone.
+	// Required.
+	SchedulerName string
+	// Fresh, if set, says whether the members are the registry's as it is now (for a Fleet,
+	// func() bool { return fleet.Status().Fresh() }): while it is false, nothing is decided or
+	// written. Without it the members are taken as fresh.
+	Fresh func() bool
+	// Workers is how many placements are decided at once; 4 when zero.
+	Workers int
+	// Logger hears what could not be written, and why; discarded when unset.
+	Logger logr.Logger
+}
+
+// Scheduler keeps the decisions of its placements written. Make one with New, give it
+// placements with Set, and Run it.
+type Scheduler struct {
+	members multicluster.ChangeSource
+	client  cpversioned.Interface
+	opts    Options
+	queue   workqueue.TypedRateLimitingInterface[types.NamespacedName]
+
+	mu         sync.Mutex
+	placements map[types.NamespacedName]*state
+	writes     int64
+}
+
+// state is one placement's policy and what was last written for it.
+type state struct {
+	placement Placement
+	// written is the decision last written (or read at the first decision), once known is set.
+	written []placement.Choice
+	known   bool
+	// removed: Remove was called; its slices go at the next turn.
+	removed bool
+}
+
+// New is a Scheduler of decisions over members (a Fleet, or a shard's View of one), written
+// with client.
+func New(members multicluster.ChangeSource, client cpversioned.Interface, opts Options) (*Scheduler, error) {
+	if opts.SchedulerName == "" {
+		return nil, errors.New("scheduler: Options.SchedulerName is required")
+	}
+	if opts.Workers <= 0 {
+		opts.Workers = 4
+	}
+	if opts.Logger.GetSink() == nil {
+		opts.Logger = logr.Discard()
+	}
+	return &Scheduler{
+		members: members, client: client, opts: opts,
+		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[types.NamespacedName](),
+			workqueue.TypedRateLimitingQueueConfig[types.NamespacedName]{Name: "clusterregistry_scheduler"}),
+		placements: map[types.NamespacedName]*state{},
+	}, nil
+}
+
+// Set adds a placement, or changes its policy; it is decided again soon.
+func (s *Scheduler) Set(p Placement) {
+	s.mu.Lock()
+	if st := s.placements[p.Key]; st != nil {
+		st.placement, st.removed = p, false
+	} else {
+		s.placements[p.Key] = &state{placement: p}
+	}
+	s.mu.Unlock()
+	s.queue.Add(p.Key)
+}
+
+// Remove drops a placement; its slices are deleted soon.
+func (s *Scheduler) Remove(key types.NamespacedName) {
+	s.mu.Lock()
+	if st := s.placements[key]; st != nil {
+		st.removed = true
+	}
+	s.mu.Unlock()
+	s.queue.Add(key)
+}
+
+// Writes is how many slices the Scheduler has created, updated or deleted.
+func (s *Scheduler) Writes() int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.writes
+}
+
+// Run decides and writes until ctx ends, then waits for its workers.
+func (s *Scheduler) Run(ctx context.Context) error {
+	defer s.members.Subscribe(func(ev multicluster.MemberEvent) { s.changed(ev.Member.Cluster()) })()
+	defer s.members.SubscribeChanges(func(m *multicluster.Member) { s.changed(m.Cluster()) })()
+	var wg sync.WaitGroup
+	for range s.opts.Workers {
+		wg.Go(func() {
+			for s.next(ctx) {
+			}
+		})
+	}
+	<-ctx.Done()
+	s.queue.ShutDown()
+	wg.Wait()
+	return nil
+}
+
+// changed queues the placements a Cluster's change (or coming, or going) may matter to: those of
+// its namespace that it is a candidate of, and those whose last decision chose it. Any other is
+// left alone: an unrelated Cluster costs it nothing.
+func (s *Scheduler) changed(c *v1alpha1.Cluster) {
+	key := types.NamespacedName{Namespace: c.Namespace, Name: c.Name}
+	s.mu.Lock()
+	var affected []types.NamespacedName
+	for k, st := range s.placements {
+		if k.Namespace != c.Namespace {
+			continue
+		}
+		if st.placement.Policy.Candidate(c) || chose(st.written, key) {
+			affected = append(affected, k)
+		}
+	}
+	s.mu.Unlock()
+	for _, k := range affected {
+		s.queue.Add(k)
+	}
+}
+
+// sameChoices reports whether two decisions choose the same members, in the same order and
+// groups: the reasons aside, which change (Chosen, then Kept) with nothing to tell a reader.
+func sameChoices(a, b []placement.Choice) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i].Cluster != b[i].Cluster || a[i].Group != b[i].Group {
+			return false
+		}
+	}
+	return true
+}
+
+// writtenReason is a choice's reason as a decision says it: stable while the member stays
+// chosen, so that a member kept is not a change to write.
+func writtenReason(r placement.Reason) string {
+	if r == placement.ReasonKept {
+		r = placement.ReasonChosen
+	}
+	return string(r)
+}
+
+func chose(choices []placement.Choice, key types.NamespacedName) bool {
+	for _, c := range choices {
+		if c.Cluster == key {
+			return true
+		}
+	}
+	return false
+}
+
+func (s *Scheduler) next(ctx context.Context) bool {
+	key, quit := s.queue.Get()
+	if quit {
+		return false
+	}
+	defer s.queue.Done(key)
+	after, err := s.sync(ctx, key)
+	switch {
+	case err != nil:
+		s.opts.Logger.Error(err, "could not write a placement decision; retrying", "placement", key.String())
+		s.queue.AddRateLimited(key)
+	case after > 0:
+		s.queue.Forget(key)
+		s.queue.AddAfter(key, after)
+	default:
+		s.queue.Forget(key)
+	}
+	return true
+}
+
+// sync decides key's placement and writes its decision if it changed; after, if positive, is when
+// a toleration ends and it must be decided again.
+func (s *Scheduler) sync(ctx context.Context, key types.NamespacedName) (after time.Duration, err error) {
+	s.mu.Lock()
+	st := s.placements[key]
+	s.mu.Unlock()
+	if st == nil {
+		return 0, nil
+	}
+	if st.removed {
+		// No decision at all, which a reader tells from an empty one.
+		deleted, err := decision.Delete(ctx, s.client, key.Namespace, key.Name, s.opts.SchedulerName)
+		if err != nil {
+			return 0, err
+		}
+		s.mu.Lock()
+		s.writes += int64(deleted)
+		s.mu.Unlock()
+		s.mu.Lock()
+		if s.placements[key] == st && st.removed {
+			delete(s.placements, key)
+		}
+		s.mu.Unlock()
+		return 0, nil
+	}
+	if s.opts.Fresh != nil && !s.opts.Fresh() {
+		return time.Second, nil // not now: a stale or failed list must not change a decision
+	}
+	s.mu.Lock()
+	previous, known := st.written, st.known
+	s.mu.Unlock()
+	if !known {
+		d, err := decision.Read(ctx, s.client, key.Namespace, key.Name)
+		switch {
+		case errors.Is(err, decision.ErrNoDecision):
+		case err != nil:
+			return 0, err
+		default:
+			for _, c := range d.Clusters {
+				previous = append(previous, placement.Choice{Cluster: c, Group: d.Groups[c]})
+			}
+		}
+	}
+	in := placement.Input{Key: key.String(), Previous: previous, Now: time.Now()}
+	for _, m := range s.members.Members() {
+		if c := m.Cluster(); c.Namespace == key.Namespace {
+			in.Candidates = append(in.Candidates, c)
+		}
+	}
+	d := st.placement.Policy.Decide(in)
+	if !known || !sameChoices(previous, d.Chosen) {
+		chosen := make([]decision.Chosen, len(d.Chosen))
+		for i, c := range d.Chosen {
+			chosen[i] = decision.Chosen{Cluster: c.Cluster, Reason: writtenReason(c.Reason), Group: c.Group}
+		}
+		w, err := decision.Write(ctx, s.client, key.Namespace, key.Name, chosen, decision.WriteOptions{SchedulerName: s.opts.SchedulerName})
+		if err != nil {
+			return 0, fmt.Errorf("placement %s: %w", key, err)
+		}
+		s.mu.Lock()
+		s.writes += int64(w.Created + w.Updated + w.Deleted)
+		s.mu.Unlock()
+	}
+	s.mu.Lock()
+	st.written, st.known = d.Chosen, true
+	s.mu.Unlock()
+	if !d.RecheckAt.IsZero() {
+		return max(time.Until(d.RecheckAt), time.Millisecond), nil
+	}
+	return 0, nil
+}
