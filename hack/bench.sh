@@ -25,6 +25,10 @@
 #                             3 replicas of a shard group in the same run: members probed twice or
 #                             not at all in a steady minute, coordination writes beside health's,
 #                             heap per replica over the single one's, probes/s/core of both
+#   BenchmarkScheduler        scheduler: 1,000 placements over 10,000 Clusters of a real registry:
+#                             first decisions, p99 from a chosen member going Unreachable to its
+#                             placements' decisions rewritten, writes to unaffected placements,
+#                             writes after an unrelated join
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -46,6 +50,7 @@ go test ./clusterprofile/ -run '^$' -bench 'Publish' -benchtime 1x -timeout 30m 
 go test ./rotation/ -run '^$' -bench 'Rotate' -benchtime 1x -timeout 30m | tee -a "$out" >&2
 go test ./health/ -run '^$' -bench 'Health' -benchtime 1x -timeout 30m | tee -a "$out" >&2
 go test ./shard/ -run '^$' -bench 'ShardedHealth' -benchtime 1x -timeout 30m | tee -a "$out" >&2
+go test ./scheduler/ -run '^$' -bench 'Scheduler' -benchtime 1x -timeout 30m | tee -a "$out" >&2
 
 # Each result line is: name iterations value unit value unit ...; print one row per benchmark.
 awk '
