@@ -18,8 +18,7 @@ import (
 
 // Given a decision's View, a multicluster-runtime controller reconciles only the placed members:
 // the one the decision chooses is engaged, the other is not, and when the decision moves, the
-// engagement follows it. (Its ConfigMaps have greetings of their own: other tests look
-// ConfigMaps up by greeting in every namespace.)
+// engagement follows it.
 func TestProviderFollowsADecision(t *testing.T) {
 	integration(t)
 	ctx := fleettest.Context(t, testTimeout)

@@ -110,12 +110,12 @@ func TestProviderFollowsTheFleet(t *testing.T) {
 	require.Equal(t, []mcmulticluster.ClusterName{name1}, provider.ClusterNames())
 	_, err := provider.Get(ctx, name2)
 	require.ErrorIs(t, err, mcmulticluster.ErrClusterNotFound)
-	requireIndexed(t, ctx, mgr, name1, "hello-1", "on-1")
+	requireIndexed(t, ctx, mgr, name1, ns, "hello-1", "on-1")
 
 	// A member that joins mid-run is engaged, with the index asked for before it came.
 	fleettest.AddMember(t, lf, ns, m2.Name)
 	require.Eventually(t, func() bool { return reconciled.has(name2, "on-2") }, testTimeout, 20*time.Millisecond)
-	requireIndexed(t, ctx, mgr, name2, "hello-2", "on-2")
+	requireIndexed(t, ctx, mgr, name2, ns, "hello-2", "on-2")
 
 	// member-1's Cluster now points at member-2's server: it is engaged anew, there.
 	before, err := provider.Get(ctx, name1)
@@ -134,7 +134,7 @@ func TestProviderFollowsTheFleet(t *testing.T) {
 	after, err := provider.Get(ctx, name1)
 	require.NoError(t, err)
 	require.NotSame(t, before, after)
-	requireIndexed(t, ctx, mgr, name1, "hello-2", "on-2")
+	requireIndexed(t, ctx, mgr, name1, ns, "hello-2", "on-2")
 
 	// member-2 leaves: it is disengaged, and its objects reach no controller.
 	fleettest.RemoveMember(t, lf, ns, m2.Name)
@@ -149,13 +149,15 @@ func TestProviderFollowsTheFleet(t *testing.T) {
 	require.False(t, reconciled.has(name2, "after-leaving"), "a member that left still reached the controller")
 }
 
-// requireIndexed lists the engaged cluster's cached ConfigMaps by the greeting index.
-func requireIndexed(t *testing.T, ctx context.Context, mgr mcmanager.Manager, name mcmulticluster.ClusterName, greeting, want string) {
+// requireIndexed lists the engaged cluster's cached ConfigMaps of namespace ns by the greeting
+// index (of ns alone: the members are shared, and an earlier run of the test, -count=N, left its
+// own).
+func requireIndexed(t *testing.T, ctx context.Context, mgr mcmanager.Manager, name mcmulticluster.ClusterName, ns, greeting, want string) {
 	t.Helper()
 	cl, err := mgr.GetCluster(ctx, name)
 	require.NoError(t, err)
 	var list corev1.ConfigMapList
-	require.NoError(t, cl.GetCache().List(ctx, &list, client.MatchingFields{greetingIndex: greeting}))
+	require.NoError(t, cl.GetCache().List(ctx, &list, client.InNamespace(ns), client.MatchingFields{greetingIndex: greeting}))
 	require.Len(t, list.Items, 1)
 	require.Equal(t, want, list.Items[0].Name)
 }
