@@ -46,6 +46,18 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &clusterregistryv1alpha1.ClusterStatusApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("KubernetesAPIEndpoints"):
 		return &clusterregistryv1alpha1.KubernetesAPIEndpointsApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("Placement"):
+		return &clusterregistryv1alpha1.PlacementApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("PlacementReasonCount"):
+		return &clusterregistryv1alpha1.PlacementReasonCountApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("PlacementSpec"):
+		return &clusterregistryv1alpha1.PlacementSpecApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("PlacementSpread"):
+		return &clusterregistryv1alpha1.PlacementSpreadApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("PlacementStatus"):
+		return &clusterregistryv1alpha1.PlacementStatusApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("PlacementToleration"):
+		return &clusterregistryv1alpha1.PlacementTolerationApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("ServerAddressByClientCIDR"):
 		return &clusterregistryv1alpha1.ServerAddressByClientCIDRApplyConfiguration{}
 

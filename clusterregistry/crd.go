@@ -8,22 +8,41 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-//go:embed crd/clusterregistry.k8s.io_clusters.yaml
-var crdYAML []byte
+var (
+	//go:embed crd/clusterregistry.k8s.io_clusters.yaml
+	clusterCRDYAML []byte
+	//go:embed crd/clusterregistry.k8s.io_placements.yaml
+	placementCRDYAML []byte
+)
 
 // CRDName is the name of the Cluster CustomResourceDefinition.
 const CRDName = "clusters.clusterregistry.k8s.io"
 
-// CRDYAML returns the Cluster CRD manifest, as `kubectl apply -f` takes it.
+// PlacementCRDName is the name of the Placement CustomResourceDefinition.
+const PlacementCRDName = "placements.clusterregistry.k8s.io"
+
+// CRDYAML returns the manifests of the registry's CRDs (Clusters, then Placements) as one YAML
+// stream, as `kubectl apply -f` takes it.
 func CRDYAML() []byte {
-	return append([]byte(nil), crdYAML...)
+	return append(append([]byte(nil), clusterCRDYAML...), placementCRDYAML...)
 }
 
 // CRD returns the Cluster CRD. Each call returns a new object that the caller may change.
-func CRD() *apiextensionsv1.CustomResourceDefinition {
+func CRD() *apiextensionsv1.CustomResourceDefinition { return decodeCRD(clusterCRDYAML) }
+
+// PlacementCRD returns the Placement CRD. Each call returns a new object that the caller may
+// change.
+func PlacementCRD() *apiextensionsv1.CustomResourceDefinition { return decodeCRD(placementCRDYAML) }
+
+// CRDs returns every CRD of the registry's API, the Cluster CRD first: what Install installs.
+func CRDs() []*apiextensionsv1.CustomResourceDefinition {
+	return []*apiextensionsv1.CustomResourceDefinition{CRD(), PlacementCRD()}
+}
+
+func decodeCRD(manifest []byte) *apiextensionsv1.CustomResourceDefinition {
 	crd := &apiextensionsv1.CustomResourceDefinition{}
-	if err := yaml.UnmarshalStrict(crdYAML, crd); err != nil {
-		// The manifest is generated and embedded at build time, and a test decodes it.
+	if err := yaml.UnmarshalStrict(manifest, crd); err != nil {
+		// The manifests are generated and embedded at build time, and a test decodes them.
 		panic(fmt.Sprintf("clusterregistry: embedded CRD does not decode: %v", err))
 	}
 	return crd

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"strconv"
+	"strings"
 	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -20,19 +21,20 @@ import (
 // written, and Install's callers are waiting on it.
 const establishPollInterval = 100 * time.Millisecond
 
-// SchemaVersion is the version of the Cluster CRD's schema that this SDK installs. The CRD
-// carries it in the SchemaVersionAnnotation, and every change to the schema raises it, so that
-// Install can tell a newer CRD from an older one.
-const SchemaVersion = 4
+// SchemaVersion is the version of the registry's API (its CRDs' schemas) that this SDK installs.
+// Each CRD carries it in the SchemaVersionAnnotation, and every change to a schema, or a new
+// CRD, raises it, so that Install can tell a newer CRD from an older one. Version 5 added the
+// Placement CRD.
+const SchemaVersion = 5
 
-// SchemaVersionAnnotation, on the Cluster CRD, holds the SchemaVersion of the SDK that installed it.
+// SchemaVersionAnnotation, on each CRD, holds the SchemaVersion of the SDK that installed it.
 const SchemaVersionAnnotation = "clusterregistry.k8s.io/schema-version"
 
-// InstallAction says what Install did.
+// InstallAction says what Install did to a CRD.
 type InstallAction string
 
 const (
-	// Created: there was no Cluster CRD; Install created it.
+	// Created: there was no such CRD; Install created it.
 	Created InstallAction = "Created"
 	// Upgraded: the CRD was older than this SDK's (or the same version, changed by hand); Install
 	// replaced its spec.
@@ -44,8 +46,10 @@ const (
 	KeptNewer InstallAction = "KeptNewer"
 )
 
-// InstallResult reports what Install found and did.
+// InstallResult reports what Install found and did to one CRD.
 type InstallResult struct {
+	// CRD is the CRD's name.
+	CRD    string
 	Action InstallAction
 	// Found is the schema version of the CRD Install found: 0 when there was none, or when it
 	// predates recorded versions.
@@ -55,19 +59,43 @@ type InstallResult struct {
 func (r InstallResult) String() string {
 	switch r.Action {
 	case Created:
-		return fmt.Sprintf("CRD %s created with schema version %d", CRDName, SchemaVersion)
+		return fmt.Sprintf("CRD %s created with schema version %d", r.CRD, SchemaVersion)
 	case Upgraded:
-		return fmt.Sprintf("CRD %s upgraded from schema version %d to %d", CRDName, r.Found, SchemaVersion)
+		return fmt.Sprintf("CRD %s upgraded from schema version %d to %d", r.CRD, r.Found, SchemaVersion)
 	case KeptNewer:
-		return fmt.Sprintf("CRD %s has schema version %d, newer than this SDK's %d; left as it is", CRDName, r.Found, SchemaVersion)
+		return fmt.Sprintf("CRD %s has schema version %d, newer than this SDK's %d; left as it is", r.CRD, r.Found, SchemaVersion)
 	default:
-		return fmt.Sprintf("CRD %s is up to date at schema version %d", CRDName, SchemaVersion)
+		return fmt.Sprintf("CRD %s is up to date at schema version %d", r.CRD, SchemaVersion)
 	}
 }
 
-// Install creates the Cluster CRD, or upgrades an older one to this SDK's schema, and waits until
-// the API server reports it Established, so that Clusters can be written as soon as it returns.
-// It is safe to call on every start: an up-to-date CRD is left as it is.
+// InstallResults are what Install did to each CRD of the API, in the order of CRDs.
+type InstallResults []InstallResult
+
+// String is one line per CRD.
+func (rs InstallResults) String() string {
+	lines := make([]string, len(rs))
+	for i, r := range rs {
+		lines[i] = r.String()
+	}
+	return strings.Join(lines, "\n")
+}
+
+// Of is the result for the CRD named name; the zero result when Install did not reach it.
+func (rs InstallResults) Of(name string) InstallResult {
+	for _, r := range rs {
+		if r.CRD == name {
+			return r
+		}
+	}
+	return InstallResult{}
+}
+
+// Install creates the registry's CRDs (CRDs: Clusters, Placements), or upgrades older ones to
+// this SDK's schema, and waits until the API server reports each Established, so that Clusters
+// and Placements can be written as soon as it returns. It is safe to call on every start: an
+// up-to-date CRD is left as it is. The results say what it did to each CRD, in order; on an
+// error they hold the CRDs done before it.
 //
 // It never downgrades. A CRD whose schema version is newer than SchemaVersion, installed by a
 // tool built on a newer SDK, is left alone and reported as KeptNewer: replacing it would roll
@@ -75,21 +103,33 @@ func (r InstallResult) String() string {
 // serves), and two tools on different SDKs would flap it on every start.
 //
 // Labels and annotations that others put on the CRD are kept. Bound the wait with ctx.
-func Install(ctx context.Context, client apiextensionsclient.Interface) (InstallResult, error) {
+func Install(ctx context.Context, client apiextensionsclient.Interface) (InstallResults, error) {
+	var results InstallResults
+	for _, crd := range CRDs() {
+		result, err := installCRD(ctx, client, crd)
+		if err != nil {
+			return results, err
+		}
+		results = append(results, result)
+	}
+	return results, nil
+}
+
+// installCRD creates or upgrades one CRD, and waits for it to be Established.
+func installCRD(ctx context.Context, client apiextensionsclient.Interface, want *apiextensionsv1.CustomResourceDefinition) (InstallResult, error) {
 	crds := client.ApiextensionsV1().CustomResourceDefinitions()
-	want := CRD()
 	var result InstallResult
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		have, err := crds.Get(ctx, want.Name, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
-			result = InstallResult{Action: Created}
+			result = InstallResult{CRD: want.Name, Action: Created}
 			_, err = crds.Create(ctx, want, metav1.CreateOptions{})
 			return err
 		}
 		if err != nil {
 			return err
 		}
-		result = InstallResult{Action: Unchanged, Found: schemaVersion(have)}
+		result = InstallResult{CRD: want.Name, Action: Unchanged, Found: schemaVersion(have)}
 		switch {
 		case result.Found > SchemaVersion:
 			result.Action = KeptNewer

@@ -46,8 +46,9 @@ func TestInstallUpgradesAndIsIdempotent(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	if res, err := clusterregistry.Install(ctx, client); err != nil || res.Action != clusterregistry.Upgraded {
-		t.Fatalf("Install() = %v, %v; want it to upgrade", res, err)
+	if res, err := clusterregistry.Install(ctx, client); err != nil || res.Of(clusterregistry.CRDName).Action != clusterregistry.Upgraded ||
+		res.Of(clusterregistry.PlacementCRDName).Action != clusterregistry.Unchanged {
+		t.Fatalf("Install() = %v, %v; want it to upgrade the Cluster CRD only", res, err)
 	}
 	upgraded, err := crds.Get(ctx, clusterregistry.CRDName, metav1.GetOptions{})
 	if err != nil {
@@ -81,8 +82,14 @@ func TestInstallUpgradesAndIsIdempotent(t *testing.T) {
 	}
 
 	for range 3 {
-		if res, err := clusterregistry.Install(ctx, client); err != nil || res.Action != clusterregistry.Unchanged {
-			t.Fatalf("Install() = %v, %v; want it to leave the CRD unchanged", res, err)
+		res, err := clusterregistry.Install(ctx, client)
+		if err != nil || len(res) != 2 {
+			t.Fatalf("Install() = %v, %v; want a result for each CRD", res, err)
+		}
+		for _, r := range res {
+			if r.Action != clusterregistry.Unchanged {
+				t.Fatalf("Install() = %v; want it to leave the CRDs unchanged", res)
+			}
 		}
 	}
 	again, err := crds.Get(ctx, clusterregistry.CRDName, metav1.GetOptions{})
@@ -139,10 +146,11 @@ func TestInstallNeverDowngrades(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			before := setInstalled(tc.installed)
-			res, err := clusterregistry.Install(ctx, client)
+			all, err := clusterregistry.Install(ctx, client)
 			if err != nil {
 				t.Fatal(err)
 			}
+			res := all.Of(clusterregistry.CRDName)
 			if res.Action != tc.want || res.Found != tc.found {
 				t.Errorf("Install() = %+v, want %s with found version %d", res, tc.want, tc.found)
 			}
@@ -166,7 +174,7 @@ func TestInstallNeverDowngrades(t *testing.T) {
 			}
 		})
 	}
-	if res, err := clusterregistry.Install(ctx, client); err != nil || res.Action != clusterregistry.Unchanged {
+	if res, err := clusterregistry.Install(ctx, client); err != nil || res.Of(clusterregistry.CRDName).Action != clusterregistry.Unchanged {
 		t.Errorf("equal: Install() = %v, %v; want Unchanged", res, err)
 	}
 }
@@ -174,25 +182,35 @@ func TestInstallNeverDowngrades(t *testing.T) {
 // The CRD records SchemaVersion, and a change to the schema must raise it: otherwise an SDK with
 // the older schema and the same version would replace the newer CRD on every start.
 func TestSchemaVersionIsRaisedWithTheSchema(t *testing.T) {
-	crd := clusterregistry.CRD()
-	if got := crd.Annotations[clusterregistry.SchemaVersionAnnotation]; got != strconv.Itoa(clusterregistry.SchemaVersion) {
-		t.Fatalf("the CRD records schema version %q, SchemaVersion is %d: edit the marker in clusterregistry/v1alpha1/types.go", got, clusterregistry.SchemaVersion)
+	crds := clusterregistry.CRDs()
+	sum := sha256.New()
+	for i, crd := range crds {
+		if got := crd.Annotations[clusterregistry.SchemaVersionAnnotation]; got != strconv.Itoa(clusterregistry.SchemaVersion) {
+			t.Fatalf("CRD %s records schema version %q, SchemaVersion is %d: edit the markers in clusterregistry/v1alpha1", crd.Name, got, clusterregistry.SchemaVersion)
+		}
+		spec, err := json.Marshal(crd.Spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i == 0 {
+			sum.Write(spec) // up to version 4, the one CRD's spec
+			continue
+		}
+		sum.Write([]byte("\n---\n"))
+		sum.Write(spec)
 	}
-	spec, err := json.Marshal(crd.Spec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	digest := fmt.Sprintf("%x", sha256.Sum256(spec))
+	digest := fmt.Sprintf("%x", sum.Sum(nil))
 	// One digest per schema version; add a line when you raise SchemaVersion.
 	digests := map[int]string{
 		1: "df573e6fcccd2ad028aa33824161a81ed08d4a166e58592789d904f53197d804",
 		2: "bbcf16fd096ca4f26846c6dcf8a2c5d6a07b461c05dcff90d2994aad80ba5d67", // status.clusterID; Reason and Last Probe columns
 		3: "6989b6c943d26c1b39cb8985f32d4c069cdfde2afa80ffbb49ccf34d2702d677", // exec args that pass a credential are refused; the Last Report column
 		4: "b26e8961fb8626229810179277fce7ea47c7c01454561411c6f9ef662547c8b5", // status.credentialsExpireAt and its column
+		5: "c253e53e93d489a0f040910dfbc66c116352c7ac64352cb07820c0e73de60dce", // the Placement CRD
 	}
 	if want := digests[clusterregistry.SchemaVersion]; digest != want {
 		t.Errorf("the CRD's schema changed (digest %s) without a new schema version: raise SchemaVersion and the "+
-			"clusterregistry.k8s.io/schema-version marker in clusterregistry/v1alpha1/types.go, run hack/update-codegen.sh, "+
+			"clusterregistry.k8s.io/schema-version markers in clusterregistry/v1alpha1, run hack/update-codegen.sh, "+
 			"and record the digest here", digest)
 	}
 }

@@ -47,4 +47,4 @@ go tool -modfile="$TOOLS_MOD" controller-gen \
   crd:crdVersions=v1 \
   paths=./clusterregistry/... \
   output:crd:artifacts:config=clusterregistry/crd
-(cd "$ROOT" && go run ./hack/crdpatch "$OUT/clusterregistry/crd/clusterregistry.k8s.io_clusters.yaml")
+(cd "$ROOT" && go run ./hack/crdpatch "$OUT"/clusterregistry/crd/clusterregistry.k8s.io_*.yaml)

@@ -131,7 +131,7 @@ func (f *Fleet) setUp(ctx context.Context, labels map[string]string) error {
 		return err
 	}
 	if _, err := clusterregistry.Install(ctx, crds); err != nil {
-		return fmt.Errorf("installing the Cluster CRD in the registry: %w", err)
+		return fmt.Errorf("installing the registry's CRDs: %w", err)
 	}
 	kube, err := kubernetes.NewForConfig(f.Registry.Config)
 	if err != nil {

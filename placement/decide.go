@@ -168,8 +168,6 @@ func (c *Compiled) screen(cl *v1alpha1.Cluster, key types.NamespacedName) (Reaso
 	switch {
 	case names(p.Exclude, key):
 		return ReasonExcluded, "named in exclude"
-	case len(p.ClusterSets) > 0 && !slices.Contains(p.ClusterSets, cl.Namespace):
-		return ReasonOtherClusterSet, fmt.Sprintf("cluster set %s is not one of %v", cl.Namespace, p.ClusterSets)
 	case !included && !c.selector.Matches(labels.Set(cl.Labels)):
 		return ReasonSelector, fmt.Sprintf("labels do not match the selector %s", c.selector)
 	}

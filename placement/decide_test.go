@@ -62,14 +62,11 @@ func reasons(d placement.Decision) map[string]placement.Reason {
 
 // Every candidate gets one primary reason, in or out, and the filters apply in a stated order.
 func TestEveryCandidateHasOneReason(t *testing.T) {
-	other := cluster("elsewhere", "env", "prod")
-	other.Namespace = "other-set"
 	d := decide(t, placement.Policy{
-		ClusterSets: []string{"fleet"},
-		Selector:    &metav1.LabelSelector{MatchLabels: map[string]string{"env": "prod"}},
-		CEL:         `cluster.labels.?tier.orValue("") != "bronze"`,
-		Exclude:     []string{"fleet/banned"},
-		Include:     []string{"pet"},
+		Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"env": "prod"}},
+		CEL:      `cluster.labels.?tier.orValue("") != "bronze"`,
+		Exclude:  []string{"fleet/banned"},
+		Include:  []string{"pet"},
 	},
 		nil,
 		cluster("a", "env", "prod"),
@@ -78,15 +75,13 @@ func TestEveryCandidateHasOneReason(t *testing.T) {
 		cluster("banned", "env", "prod"),
 		cluster("pet", "env", "dev"), // included whatever the selector says
 		notReady(cluster("down", "env", "prod"), v1alpha1.ReasonUnreachable, time.Minute),
-		other,
 	)
 	require.Equal(t, map[string]placement.Reason{
 		"a": placement.ReasonChosen, "dev": placement.ReasonSelector, "cheap": placement.ReasonCEL,
 		"banned": placement.ReasonExcluded, "pet": placement.ReasonIncluded, "down": placement.ReasonNotReady,
-		"elsewhere": placement.ReasonOtherClusterSet,
 	}, reasons(d))
 	require.Equal(t, []string{"pet", "a"}, chosenNames(d), "included members come first")
-	require.Len(t, d.Explanations, 7)
+	require.Len(t, d.Explanations, 6)
 	for _, e := range d.Explanations {
 		require.NotEmpty(t, e.Message, e.Cluster.String())
 		require.Equal(t, slicesContains(chosenNames(d), e.Cluster.Name), e.Reason.Chosen(), e.Cluster.String())

@@ -3,7 +3,7 @@
 // decision and the time, Decide returns the new decision and, for every candidate, the one
 // reason it is in or out. Same inputs, same answer, on every replica.
 //
-// A policy narrows the candidates (cluster sets, a label selector, a CEL expression over the
+// A policy narrows the candidates (a label selector, a CEL expression over the
 // Cluster, names to exclude, names to include whatever the selector says), keeps members that
 // are not Ready out unless a toleration for their Ready reason still holds, and, with a count,
 // chooses that many, spread across the values of a label if asked. Decisions do not churn: a

@@ -13,56 +13,16 @@ import (
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
 )
 
-// Policy says which members a placement chooses. Its zero value chooses every Ready candidate.
-// It reads from JSON or YAML as a Placement's spec does (a policy file, for a dry run).
-type Policy struct {
-	// ClusterSets are the cluster sets (namespaces) whose Clusters are candidates; every set
-	// of the candidates given when empty.
-	ClusterSets []string `json:"clusterSets,omitempty"`
-	// Selector keeps the Clusters whose labels match; all when nil.
-	Selector *metav1.LabelSelector `json:"selector,omitempty"`
-	// CEL, if set, keeps the Clusters for which it is true. It sees `cluster`, with `name`,
-	// `namespace`, `labels`, `annotations`, `version` (status.version) and `ready` (`status`
-	// and `reason` of the Ready condition), for example
-	// `cluster.labels["tier"] == "gold" && cluster.version.startsWith("v1.3")`.
-	CEL string `json:"cel,omitempty"`
-	// Include names Clusters ("set/name", or "name" in every set) that are candidates whatever
-	// Selector and CEL say; they are chosen before others. Exclude and readiness still apply.
-	Include []string `json:"include,omitempty"`
-	// Exclude names Clusters ("set/name", or "name" in every set) that are never chosen.
-	Exclude []string `json:"exclude,omitempty"`
-	// Count, if set, chooses at most that many; every fitting candidate when nil.
-	Count *int32 `json:"count,omitempty"`
-	// Spread, with Count, spreads the chosen across the values of a label.
-	Spread *Spread `json:"spread,omitempty"`
-	// Tolerations keep a chosen member chosen while it is not Ready, for a time, by the reason
-	// of its Ready condition. A member not chosen before is never chosen while not Ready, and
-	// one whose endpoint leads to another cluster (IdentityChanged) leaves at once whatever the
-	// tolerations say.
-	Tolerations []Toleration `json:"tolerations,omitempty"`
-	// RolloutGroups, if set, puts the chosen into groups of at most this size, in order, for
-	// rollouts in stages; a member keeps its group while it stays chosen.
-	RolloutGroupSize *int32 `json:"rolloutGroupSize,omitempty"`
-}
+// Policy says which members a placement chooses; it is a Placement's spec (see
+// v1alpha1.PlacementSpec for its fields). Its zero value chooses every Ready candidate. It reads
+// from JSON or YAML as a Placement's spec does (a policy file, for a dry run).
+type Policy = v1alpha1.PlacementSpec
 
 // Spread spreads the chosen members across the values of a label (a region, a zone).
-type Spread struct {
-	// Label is the label whose values are the domains. A Cluster without it is not chosen.
-	Label string `json:"label"`
-	// MaxSkew is how many more members one domain may have than the one with fewest, among the
-	// domains that have candidates; 1 when zero.
-	MaxSkew int32 `json:"maxSkew,omitempty"`
-}
+type Spread = v1alpha1.PlacementSpread
 
-// Toleration keeps a chosen member chosen while its Ready condition is not True, with Reason.
-type Toleration struct {
-	// Reason is the Ready condition's reason tolerated (Unreachable, NotProbed, ...); every
-	// reason when empty, IdentityChanged excepted.
-	Reason string `json:"reason,omitempty"`
-	// Seconds is how long after the condition's last transition the member stays chosen; for
-	// as long as the reason lasts when nil.
-	Seconds *int64 `json:"seconds,omitempty"`
-}
+// Toleration keeps a chosen member chosen while its Ready condition is not True, with a reason.
+type Toleration = v1alpha1.PlacementToleration
 
 // Compiled is a Policy checked and ready to decide with: its selector parsed and its CEL
 // compiled, once.

@@ -21,8 +21,6 @@ const (
 const (
 	// ReasonExcluded: named in the policy's Exclude.
 	ReasonExcluded Reason = "Excluded"
-	// ReasonOtherClusterSet: its cluster set is not one of the policy's ClusterSets.
-	ReasonOtherClusterSet Reason = "OtherClusterSet"
 	// ReasonSelector: its labels do not match the policy's Selector.
 	ReasonSelector Reason = "Selector"
 	// ReasonCEL: the policy's CEL expression is false for it, or could not be evaluated.

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
 	cpversioned "sigs.k8s.io/cluster-inventory-api/client/clientset/versioned"
@@ -24,6 +25,12 @@ import (
 type Placement struct {
 	Key    types.NamespacedName
 	Policy *placement.Compiled
+	// Owner, if set, owns the decision's slices (the Placement object), so that the garbage
+	// collector deletes them with it even if no scheduler runs.
+	Owner *metav1.OwnerReference
+	// Generation is the generation of the object Policy came from, given back to
+	// Options.Decided; 0 when there is none.
+	Generation int64
 }
 
 // Options configure a Scheduler.
@@ -39,6 +46,10 @@ type Options struct {
 	Workers int
 	// Logger hears what could not be written, and why; discarded when unset.
 	Logger logr.Logger
+	// Decided, if set, hears each decision once it is written (or found unchanged): the
+	// placement decided, and the decision with every candidate's reason. It runs on the
+	// deciding worker, so it must not block.
+	Decided func(Placement, placement.Decision)
 }
 
 // Scheduler keeps the decisions of its placements written. Make one with New, give it
@@ -88,6 +99,9 @@ func New(members multicluster.ChangeSource, client cpversioned.Interface, opts O
 func (s *Scheduler) Set(p Placement) {
 	s.mu.Lock()
 	if st := s.placements[p.Key]; st != nil {
+		if !sameOwner(st.placement.Owner, p.Owner) {
+			st.known = false // written for another owner (a Placement deleted and made again): write anew
+		}
 		st.placement, st.removed = p, false
 	} else {
 		s.placements[p.Key] = &state{placement: p}
@@ -104,6 +118,19 @@ func (s *Scheduler) Remove(key types.NamespacedName) {
 	}
 	s.mu.Unlock()
 	s.queue.Add(key)
+}
+
+// Forget stops deciding a placement and leaves its slices as they are: it is decided elsewhere
+// now (another replica), or its policy cannot be used until it is fixed. Set takes it up again,
+// from the decision it then finds written.
+func (s *Scheduler) Forget(key types.NamespacedName) {
+	s.mu.Lock()
+	delete(s.placements, key)
+	s.mu.Unlock()
+}
+
+func sameOwner(a, b *metav1.OwnerReference) bool {
+	return (a == nil) == (b == nil) && (a == nil || a.UID == b.UID)
 }
 
 // Writes is how many slices the Scheduler has created, updated or deleted.
@@ -208,11 +235,16 @@ func (s *Scheduler) next(ctx context.Context) bool {
 func (s *Scheduler) sync(ctx context.Context, key types.NamespacedName) (after time.Duration, err error) {
 	s.mu.Lock()
 	st := s.placements[key]
+	var pl Placement
+	removed := false
+	if st != nil {
+		pl, removed = st.placement, st.removed // Set changes them under the lock
+	}
 	s.mu.Unlock()
 	if st == nil {
 		return 0, nil
 	}
-	if st.removed {
+	if removed {
 		// No decision at all, which a reader tells from an empty one.
 		deleted, err := decision.Delete(ctx, s.client, key.Namespace, key.Name, s.opts.SchedulerName)
 		if err != nil {
@@ -252,13 +284,13 @@ func (s *Scheduler) sync(ctx context.Context, key types.NamespacedName) (after t
 			in.Candidates = append(in.Candidates, c)
 		}
 	}
-	d := st.placement.Policy.Decide(in)
+	d := pl.Policy.Decide(in)
 	if !known || !sameChoices(previous, d.Chosen) {
 		chosen := make([]decision.Chosen, len(d.Chosen))
 		for i, c := range d.Chosen {
 			chosen[i] = decision.Chosen{Cluster: c.Cluster, Reason: writtenReason(c.Reason), Group: c.Group}
 		}
-		w, err := decision.Write(ctx, s.client, key.Namespace, key.Name, chosen, decision.WriteOptions{SchedulerName: s.opts.SchedulerName})
+		w, err := decision.Write(ctx, s.client, key.Namespace, key.Name, chosen, decision.WriteOptions{SchedulerName: s.opts.SchedulerName, Owner: pl.Owner})
 		if err != nil {
 			return 0, fmt.Errorf("placement %s: %w", key, err)
 		}
@@ -269,6 +301,9 @@ func (s *Scheduler) sync(ctx context.Context, key types.NamespacedName) (after t
 	s.mu.Lock()
 	st.written, st.known = d.Chosen, true
 	s.mu.Unlock()
+	if s.opts.Decided != nil {
+		s.opts.Decided(pl, d)
+	}
 	if !d.RecheckAt.IsZero() {
 		return max(time.Until(d.RecheckAt), time.Millisecond), nil
 	}

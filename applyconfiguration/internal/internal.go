@@ -145,6 +145,121 @@ var schemaYAML = typed.YAMLObject(`types:
           elementRelationship: associative
           keys:
           - clientCIDR
+- name: com.github.cluster-registry.sdk.clusterregistry.v1alpha1.Placement
+  map:
+    fields:
+    - name: apiVersion
+      type:
+        scalar: string
+    - name: kind
+      type:
+        scalar: string
+    - name: metadata
+      type:
+        namedType: io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta
+      default: {}
+    - name: spec
+      type:
+        namedType: com.github.cluster-registry.sdk.clusterregistry.v1alpha1.PlacementSpec
+      default: {}
+    - name: status
+      type:
+        namedType: com.github.cluster-registry.sdk.clusterregistry.v1alpha1.PlacementStatus
+      default: {}
+- name: com.github.cluster-registry.sdk.clusterregistry.v1alpha1.PlacementReasonCount
+  map:
+    fields:
+    - name: count
+      type:
+        scalar: numeric
+      default: 0
+    - name: reason
+      type:
+        scalar: string
+      default: ""
+- name: com.github.cluster-registry.sdk.clusterregistry.v1alpha1.PlacementSpec
+  map:
+    fields:
+    - name: cel
+      type:
+        scalar: string
+    - name: count
+      type:
+        scalar: numeric
+    - name: exclude
+      type:
+        list:
+          elementType:
+            scalar: string
+          elementRelationship: associative
+    - name: include
+      type:
+        list:
+          elementType:
+            scalar: string
+          elementRelationship: associative
+    - name: rolloutGroupSize
+      type:
+        scalar: numeric
+    - name: selector
+      type:
+        namedType: io.k8s.apimachinery.pkg.apis.meta.v1.LabelSelector
+    - name: spread
+      type:
+        namedType: com.github.cluster-registry.sdk.clusterregistry.v1alpha1.PlacementSpread
+    - name: tolerations
+      type:
+        list:
+          elementType:
+            namedType: com.github.cluster-registry.sdk.clusterregistry.v1alpha1.PlacementToleration
+          elementRelationship: atomic
+- name: com.github.cluster-registry.sdk.clusterregistry.v1alpha1.PlacementSpread
+  map:
+    fields:
+    - name: label
+      type:
+        scalar: string
+      default: ""
+    - name: maxSkew
+      type:
+        scalar: numeric
+- name: com.github.cluster-registry.sdk.clusterregistry.v1alpha1.PlacementStatus
+  map:
+    fields:
+    - name: candidates
+      type:
+        list:
+          elementType:
+            namedType: com.github.cluster-registry.sdk.clusterregistry.v1alpha1.PlacementReasonCount
+          elementRelationship: associative
+          keys:
+          - reason
+    - name: chosen
+      type:
+        scalar: numeric
+    - name: conditions
+      type:
+        list:
+          elementType:
+            namedType: io.k8s.apimachinery.pkg.apis.meta.v1.Condition
+          elementRelationship: associative
+          keys:
+          - type
+    - name: decisionKey
+      type:
+        scalar: string
+    - name: observedGeneration
+      type:
+        scalar: numeric
+- name: com.github.cluster-registry.sdk.clusterregistry.v1alpha1.PlacementToleration
+  map:
+    fields:
+    - name: reason
+      type:
+        scalar: string
+    - name: seconds
+      type:
+        scalar: numeric
 - name: com.github.cluster-registry.sdk.clusterregistry.v1alpha1.ServerAddressByClientCIDR
   map:
     fields:
@@ -193,6 +308,38 @@ var schemaYAML = typed.YAMLObject(`types:
         elementType:
           namedType: __untyped_deduced_
         elementRelationship: separable
+- name: io.k8s.apimachinery.pkg.apis.meta.v1.LabelSelector
+  map:
+    fields:
+    - name: matchExpressions
+      type:
+        list:
+          elementType:
+            namedType: io.k8s.apimachinery.pkg.apis.meta.v1.LabelSelectorRequirement
+          elementRelationship: atomic
+    - name: matchLabels
+      type:
+        map:
+          elementType:
+            scalar: string
+    elementRelationship: atomic
+- name: io.k8s.apimachinery.pkg.apis.meta.v1.LabelSelectorRequirement
+  map:
+    fields:
+    - name: key
+      type:
+        scalar: string
+      default: ""
+    - name: operator
+      type:
+        scalar: string
+      default: ""
+    - name: values
+      type:
+        list:
+          elementType:
+            scalar: string
+          elementRelationship: atomic
 - name: io.k8s.apimachinery.pkg.apis.meta.v1.ManagedFieldsEntry
   map:
     fields:

@@ -30,7 +30,7 @@ var (
 )
 
 func addKnownTypes(scheme *runtime.Scheme) error {
-	scheme.AddKnownTypes(SchemeGroupVersion, &Cluster{}, &ClusterList{})
+	scheme.AddKnownTypes(SchemeGroupVersion, &Cluster{}, &ClusterList{}, &Placement{}, &PlacementList{})
 	metav1.AddToGroupVersion(scheme, SchemeGroupVersion)
 	return nil
 }

@@ -130,7 +130,7 @@ func (o *ExplainPlacementOptions) Run(ctx context.Context) error {
 
 const explainPlacementLong = `Decide, as a dry run, which Clusters a placement policy chooses, and say for every candidate
 why it is in or out: one reason each (Chosen, Kept, Tolerated, Included; Selector, CEL,
-Excluded, OtherClusterSet, NotReady, OverCount, Spread) and the words that explain it. Nothing is
+Excluded, NotReady, OverCount, Spread) and the words that explain it. Nothing is
 written.
 
 The policy file is YAML or JSON with the fields of package placement's Policy: clusterSets,

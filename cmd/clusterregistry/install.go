@@ -139,11 +139,13 @@ func newInstall(f *factory) *cobra.Command {
 // install does install's work in order, saying what it did as it goes, so that a failure part
 // way leaves a record of what was done.
 func install(ctx context.Context, out io.Writer, ext apiextensionsclient.Interface, kube kubernetes.Interface, namespace string) error {
-	result, err := clusterregistry.Install(ctx, ext)
-	if err != nil {
-		return fmt.Errorf("installing the Cluster CRD (nothing else was done): %w", err)
+	results, err := clusterregistry.Install(ctx, ext)
+	if len(results) > 0 {
+		fmt.Fprintln(out, results)
 	}
-	fmt.Fprintln(out, result)
+	if err != nil {
+		return fmt.Errorf("installing the registry's CRDs (nothing else was done): %w", err)
+	}
 
 	for _, r := range clusterRoles() {
 		if _, err := kube.RbacV1().ClusterRoles().Apply(ctx, r.role, metav1.ApplyOptions{FieldManager: fieldManager, Force: true}); err != nil {
@@ -194,7 +196,7 @@ func clusterRoles() []installRole {
 		}
 		roles = append(roles, installRole{
 			role: rbacv1ac.ClusterRole(r.name).WithLabels(labels).WithRules(
-				rbacv1ac.PolicyRule().WithAPIGroups(v1alpha1.GroupName).WithResources("clusters").WithVerbs(r.verbs...)),
+				rbacv1ac.PolicyRule().WithAPIGroups(v1alpha1.GroupName).WithResources("clusters", "placements").WithVerbs(r.verbs...)),
 			aggregates: r.aggregates,
 		})
 	}
@@ -208,7 +210,10 @@ func clusterSet(namespace string) *corev1ac.NamespaceApplyConfiguration {
 
 // printInstall writes what install applies as one List, for kubectl apply -f.
 func printInstall(out io.Writer, namespace, output string) error {
-	items := []any{clusterregistry.CRD()}
+	var items []any
+	for _, crd := range clusterregistry.CRDs() {
+		items = append(items, crd)
+	}
 	for _, r := range clusterRoles() {
 		items = append(items, r.role)
 	}

@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/utils/ptr"
 
 	"github.com/cluster-registry/sdk/clientset/versioned"
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
@@ -38,7 +40,8 @@ func TestInstall(t *testing.T) {
 		return stdout.String()
 	}
 	out := installs("team-a")
-	require.Contains(t, out, "created with schema version")
+	require.Contains(t, out, "CRD clusters.clusterregistry.k8s.io created with schema version")
+	require.Contains(t, out, "CRD placements.clusterregistry.k8s.io created with schema version")
 	require.Contains(t, out, "ClusterRole clusterregistry-view applied (aggregated into [view edit admin])")
 	require.Contains(t, out, "ClusterRole clusterregistry-edit applied (aggregated into [edit admin])")
 	require.Contains(t, out, "Namespace team-a created, a cluster set")
@@ -78,6 +81,14 @@ func TestInstall(t *testing.T) {
 	require.NoError(t, err, "a viewer of team-b reads its Clusters")
 	_, err = alice.Clusters("team-c").List(ctx, metav1.ListOptions{})
 	require.True(t, apierrors.IsForbidden(err), "alice read team-c, where she has no role: %v", err)
+	// The same roles cover Placements.
+	web := &v1alpha1.Placement{ObjectMeta: metav1.ObjectMeta{Name: "web"}, Spec: v1alpha1.PlacementSpec{Count: ptr.To[int32](2)}}
+	_, err = alice.Placements("team-a").Create(ctx, web, metav1.CreateOptions{})
+	require.NoError(t, err, "an editor of team-a writes its Placements")
+	_, err = alice.Placements("team-b").Create(ctx, web, metav1.CreateOptions{})
+	require.True(t, apierrors.IsForbidden(err), "a viewer of team-b wrote a Placement: %v", err)
+	_, err = alice.Placements("team-b").List(ctx, metav1.ListOptions{})
+	require.NoError(t, err, "a viewer of team-b reads its Placements")
 
 	// The dry run's manifests, applied with kubectl, are what install makes: install then finds
 	// everything in place.
@@ -88,7 +99,7 @@ func TestInstall(t *testing.T) {
 	applied, err := exec.CommandContext(ctx, lf.Kubectl, "--kubeconfig", lf.Registry.Kubeconfig, "apply", "--server-side", "--force-conflicts", "--field-manager", fieldManager, "-f", file).CombinedOutput()
 	require.NoError(t, err, "%s", applied)
 	out = installs("team-d")
-	require.Contains(t, out, "is up to date")
+	require.Equal(t, 2, strings.Count(out, "is up to date"), out)
 	require.Contains(t, out, "Namespace team-d exists")
 
 	// -n without --create-namespace: a cluster set that does not exist is named, not made.

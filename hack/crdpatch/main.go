@@ -1,7 +1,7 @@
-// Command crdpatch applies to the generated Cluster CRD the schema settings that controller-gen has
+// Command crdpatch applies to the generated CRDs the schema settings that controller-gen has
 // no marker for. hack/update-codegen.sh runs it after controller-gen.
 //
-// Three settings:
+// Three settings (the last one for every CRD, the others for the Cluster CRD's fields):
 //   - a maxLength on provider config values (controller-gen bounds slice items but not map
 //     values). Without it the API server estimates the CEL rules over config as if every value
 //     could be as large as a request, and refuses the CRD;
@@ -25,13 +25,15 @@ import (
 )
 
 func main() {
-	if len(os.Args) != 2 {
-		fmt.Fprintln(os.Stderr, "usage: crdpatch CRD.yaml")
+	if len(os.Args) < 2 {
+		fmt.Fprintln(os.Stderr, "usage: crdpatch CRD.yaml...")
 		os.Exit(2)
 	}
-	if err := patchFile(os.Args[1]); err != nil {
-		fmt.Fprintln(os.Stderr, "crdpatch:", err)
-		os.Exit(1)
+	for _, path := range os.Args[1:] {
+		if err := patchFile(path); err != nil {
+			fmt.Fprintln(os.Stderr, "crdpatch:", err)
+			os.Exit(1)
+		}
 	}
 }
 
@@ -47,6 +49,10 @@ func patchFile(path string) error {
 	maxLen := int64(v1alpha1.MaxProviderConfigValueLength)
 	for i := range crd.Spec.Versions {
 		v := &crd.Spec.Versions[i]
+		if crd.Spec.Names.Kind != "Cluster" { // the Placement CRD needs its descriptions reflowed only
+			reflowDescriptions(v.Schema.OpenAPIV3Schema)
+			continue
+		}
 		err := patch(v.Schema.OpenAPIV3Schema, []string{"spec", "authInfo", "providers", "[]", "config"},
 			func(config *apiextensionsv1.JSONSchemaProps) error {
 				if config.AdditionalProperties == nil || config.AdditionalProperties.Schema == nil {

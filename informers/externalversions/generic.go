@@ -55,6 +55,8 @@ func (f *sharedInformerFactory) ForResource(resource schema.GroupVersionResource
 	// Group=clusterregistry.k8s.io, Version=v1alpha1
 	case v1alpha1.SchemeGroupVersion.WithResource("clusters"):
 		return &genericInformer{resource: resource.GroupResource(), informer: f.Clusterregistry().V1alpha1().Clusters().Informer()}, nil
+	case v1alpha1.SchemeGroupVersion.WithResource("placements"):
+		return &genericInformer{resource: resource.GroupResource(), informer: f.Clusterregistry().V1alpha1().Placements().Informer()}, nil
 
 	}
 

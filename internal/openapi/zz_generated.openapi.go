@@ -40,6 +40,13 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		"github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ClusterSpec":               schema_cluster_registry_sdk_clusterregistry_v1alpha1_ClusterSpec(ref),
 		"github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ClusterStatus":             schema_cluster_registry_sdk_clusterregistry_v1alpha1_ClusterStatus(ref),
 		"github.com/cluster-registry/sdk/clusterregistry/v1alpha1.KubernetesAPIEndpoints":    schema_cluster_registry_sdk_clusterregistry_v1alpha1_KubernetesAPIEndpoints(ref),
+		"github.com/cluster-registry/sdk/clusterregistry/v1alpha1.Placement":                 schema_cluster_registry_sdk_clusterregistry_v1alpha1_Placement(ref),
+		"github.com/cluster-registry/sdk/clusterregistry/v1alpha1.PlacementList":             schema_cluster_registry_sdk_clusterregistry_v1alpha1_PlacementList(ref),
+		"github.com/cluster-registry/sdk/clusterregistry/v1alpha1.PlacementReasonCount":      schema_cluster_registry_sdk_clusterregistry_v1alpha1_PlacementReasonCount(ref),
+		"github.com/cluster-registry/sdk/clusterregistry/v1alpha1.PlacementSpec":             schema_cluster_registry_sdk_clusterregistry_v1alpha1_PlacementSpec(ref),
+		"github.com/cluster-registry/sdk/clusterregistry/v1alpha1.PlacementSpread":           schema_cluster_registry_sdk_clusterregistry_v1alpha1_PlacementSpread(ref),
+		"github.com/cluster-registry/sdk/clusterregistry/v1alpha1.PlacementStatus":           schema_cluster_registry_sdk_clusterregistry_v1alpha1_PlacementStatus(ref),
+		"github.com/cluster-registry/sdk/clusterregistry/v1alpha1.PlacementToleration":       schema_cluster_registry_sdk_clusterregistry_v1alpha1_PlacementToleration(ref),
 		"github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ServerAddressByClientCIDR": schema_cluster_registry_sdk_clusterregistry_v1alpha1_ServerAddressByClientCIDR(ref),
 		resource.Quantity{}.OpenAPIModelName():                                               schema_apimachinery_pkg_api_resource_Quantity(ref),
 		v1.APIGroup{}.OpenAPIModelName():                                                     schema_pkg_apis_meta_v1_APIGroup(ref),
@@ -439,6 +446,372 @@ func schema_cluster_registry_sdk_clusterregistry_v1alpha1_KubernetesAPIEndpoints
 		},
 		Dependencies: []string{
 			"github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ServerAddressByClientCIDR"},
+	}
+}
+
+func schema_cluster_registry_sdk_clusterregistry_v1alpha1_Placement(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "Placement chooses members of its cluster set (its namespace) by policy. A scheduler (the SDK's runs in `clusterregistry controllers --controllers placements`) records what it chose as SIG Multicluster's PlacementDecision slices in the same namespace, labelled with the decision key multicluster.x-k8s.io/decision-key=NAME, and reports in status why candidates are in or out. Consumers (fan-out, per-member caches, multicluster-runtime controllers) follow the decision, not the policy.\n\nA Placement chooses only among the Clusters of its own namespace: a decision names only its own cluster set's members, so that whoever may write Placements in one set cannot send a consumer's workloads and credentials to another set's members.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"apiVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"metadata": {
+						SchemaProps: spec.SchemaProps{
+							Default: map[string]interface{}{},
+							Ref:     ref(v1.ObjectMeta{}.OpenAPIModelName()),
+						},
+					},
+					"spec": {
+						SchemaProps: spec.SchemaProps{
+							Description: "spec is the policy: which of the cluster set's Clusters to choose.",
+							Default:     map[string]interface{}{},
+							Ref:         ref("github.com/cluster-registry/sdk/clusterregistry/v1alpha1.PlacementSpec"),
+						},
+					},
+					"status": {
+						SchemaProps: spec.SchemaProps{
+							Description: "status is what the scheduler last decided, and why. Clients other than the scheduler should treat it as read-only.",
+							Default:     map[string]interface{}{},
+							Ref:         ref("github.com/cluster-registry/sdk/clusterregistry/v1alpha1.PlacementStatus"),
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			"github.com/cluster-registry/sdk/clusterregistry/v1alpha1.PlacementSpec", "github.com/cluster-registry/sdk/clusterregistry/v1alpha1.PlacementStatus", v1.ObjectMeta{}.OpenAPIModelName()},
+	}
+}
+
+func schema_cluster_registry_sdk_clusterregistry_v1alpha1_PlacementList(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "PlacementList is a list of Placements.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"apiVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"metadata": {
+						SchemaProps: spec.SchemaProps{
+							Default: map[string]interface{}{},
+							Ref:     ref(v1.ListMeta{}.OpenAPIModelName()),
+						},
+					},
+					"items": {
+						SchemaProps: spec.SchemaProps{
+							Description: "items are the Placements in the list.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref("github.com/cluster-registry/sdk/clusterregistry/v1alpha1.Placement"),
+									},
+								},
+							},
+						},
+					},
+				},
+				Required: []string{"items"},
+			},
+		},
+		Dependencies: []string{
+			"github.com/cluster-registry/sdk/clusterregistry/v1alpha1.Placement", v1.ListMeta{}.OpenAPIModelName()},
+	}
+}
+
+func schema_cluster_registry_sdk_clusterregistry_v1alpha1_PlacementReasonCount(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "PlacementReasonCount is how many candidates a Placement's decision has for one reason.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"reason": {
+						SchemaProps: spec.SchemaProps{
+							Description: "reason is why these candidates are in or out.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"count": {
+						SchemaProps: spec.SchemaProps{
+							Description: "count is how many.",
+							Default:     0,
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+				},
+				Required: []string{"reason", "count"},
+			},
+		},
+	}
+}
+
+func schema_cluster_registry_sdk_clusterregistry_v1alpha1_PlacementSpec(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "PlacementSpec is a placement policy. Its zero value chooses every Ready Cluster of the set. Package placement decides with it (placement.Policy is this type), with no I/O, so that a policy can be tried as a dry run before it is written.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"selector": {
+						SchemaProps: spec.SchemaProps{
+							Description: "selector keeps the Clusters whose labels match; every Cluster when unset.",
+							Ref:         ref(v1.LabelSelector{}.OpenAPIModelName()),
+						},
+					},
+					"cel": {
+						SchemaProps: spec.SchemaProps{
+							Description: "cel, if set, keeps the Clusters for which it is true. It sees `cluster`, with `name`, `namespace`, `labels`, `annotations`, `version` (status.version) and `ready` (`status` and `reason` of the Ready condition), for example `cluster.labels[\"tier\"] == \"gold\" && cluster.version.startsWith(\"v1.3\")`. An expression that does not compile, or costs too much, makes the Placement Misconfigured.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"include": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "set",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "include names Clusters (NAME, or SET/NAME) that are candidates whatever selector and cel say; they are chosen before others. exclude and readiness still apply.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Type:   []string{"string"},
+										Format: "",
+									},
+								},
+							},
+						},
+					},
+					"exclude": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "set",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "exclude names Clusters (NAME, or SET/NAME) that are never chosen.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Type:   []string{"string"},
+										Format: "",
+									},
+								},
+							},
+						},
+					},
+					"count": {
+						SchemaProps: spec.SchemaProps{
+							Description: "count, if set, chooses at most that many; every fitting candidate when unset.",
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"spread": {
+						SchemaProps: spec.SchemaProps{
+							Description: "spread, with count, spreads the chosen across the values of a label.",
+							Ref:         ref("github.com/cluster-registry/sdk/clusterregistry/v1alpha1.PlacementSpread"),
+						},
+					},
+					"tolerations": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "tolerations keep a chosen member chosen while it is not Ready, for a time, by the reason of its Ready condition. A member not chosen before is never chosen while not Ready, and one whose endpoint leads to another cluster (IdentityChanged) leaves at once whatever the tolerations say.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref("github.com/cluster-registry/sdk/clusterregistry/v1alpha1.PlacementToleration"),
+									},
+								},
+							},
+						},
+					},
+					"rolloutGroupSize": {
+						SchemaProps: spec.SchemaProps{
+							Description: "rolloutGroupSize, if set, puts the chosen into groups of at most this size, in order, for rollouts in stages; a member keeps its group while it stays chosen.",
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			"github.com/cluster-registry/sdk/clusterregistry/v1alpha1.PlacementSpread", "github.com/cluster-registry/sdk/clusterregistry/v1alpha1.PlacementToleration", v1.LabelSelector{}.OpenAPIModelName()},
+	}
+}
+
+func schema_cluster_registry_sdk_clusterregistry_v1alpha1_PlacementSpread(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "PlacementSpread spreads the chosen members across the values of a label (a region, a zone).",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"label": {
+						SchemaProps: spec.SchemaProps{
+							Description: "label is the label whose values are the domains. A Cluster without it is not chosen.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"maxSkew": {
+						SchemaProps: spec.SchemaProps{
+							Description: "maxSkew is how many more members one domain may have than the one with fewest, among the domains that have candidates; 1 when zero.",
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+				},
+				Required: []string{"label"},
+			},
+		},
+	}
+}
+
+func schema_cluster_registry_sdk_clusterregistry_v1alpha1_PlacementStatus(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "PlacementStatus is what the scheduler last decided for a Placement.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"observedGeneration": {
+						SchemaProps: spec.SchemaProps{
+							Description: "observedGeneration is the generation of the spec that status reports on.",
+							Type:        []string{"integer"},
+							Format:      "int64",
+						},
+					},
+					"conditions": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-map-keys": []interface{}{
+									"type",
+								},
+								"x-kubernetes-list-type": "map",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "conditions are Satisfied (True when count members are chosen, or, without count, when the decision is written) and Misconfigured (True when the policy cannot be used; the decision last written is then kept, not emptied).",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(v1.Condition{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+					"chosen": {
+						SchemaProps: spec.SchemaProps{
+							Description: "chosen is how many members the decision names.",
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"decisionKey": {
+						SchemaProps: spec.SchemaProps{
+							Description: "decisionKey is the value of the multicluster.x-k8s.io/decision-key label on the PlacementDecisions that hold the decision: the Placement's name.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"candidates": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-map-keys": []interface{}{
+									"reason",
+								},
+								"x-kubernetes-list-type": "map",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "candidates counts the cluster set's Clusters by the one reason each is in or out of the decision (Chosen, Kept, Tolerated, Included; Excluded, Selector, CEL, NotReady, OverCount, Spread). `clusterregistry explain-placement NAME` lists them one by one.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref("github.com/cluster-registry/sdk/clusterregistry/v1alpha1.PlacementReasonCount"),
+									},
+								},
+							},
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			"github.com/cluster-registry/sdk/clusterregistry/v1alpha1.PlacementReasonCount", v1.Condition{}.OpenAPIModelName()},
+	}
+}
+
+func schema_cluster_registry_sdk_clusterregistry_v1alpha1_PlacementToleration(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "PlacementToleration keeps a chosen member chosen while its Ready condition is not True, with a reason.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"reason": {
+						SchemaProps: spec.SchemaProps{
+							Description: "reason is the Ready condition's reason tolerated (Unreachable, NotProbed, ...); every reason when empty, IdentityChanged excepted, which is never tolerated.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"seconds": {
+						SchemaProps: spec.SchemaProps{
+							Description: "seconds is how long after the condition's last transition the member stays chosen; for as long as the reason lasts when unset.",
+							Type:        []string{"integer"},
+							Format:      "int64",
+						},
+					},
+				},
+			},
+		},
 	}
 }
 

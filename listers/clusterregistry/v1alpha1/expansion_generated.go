@@ -25,3 +25,11 @@ type ClusterListerExpansion interface{}
 // ClusterNamespaceListerExpansion allows custom methods to be added to
 // ClusterNamespaceLister.
 type ClusterNamespaceListerExpansion interface{}
+
+// PlacementListerExpansion allows custom methods to be added to
+// PlacementLister.
+type PlacementListerExpansion interface{}
+
+// PlacementNamespaceListerExpansion allows custom methods to be added to
+// PlacementNamespaceLister.
+type PlacementNamespaceListerExpansion interface{}

@@ -26,6 +26,8 @@ import (
 type Interface interface {
 	// Clusters returns a ClusterInformer.
 	Clusters() TypedClusterInformer
+	// Placements returns a PlacementInformer.
+	Placements() TypedPlacementInformer
 }
 
 type version struct {
@@ -42,4 +44,9 @@ func New(f internalinterfaces.SharedInformerFactory, namespace string, tweakList
 // Clusters returns a TypedClusterInformer.
 func (v *version) Clusters() TypedClusterInformer {
 	return &clusterInformer{factory: v.factory, namespace: v.namespace, tweakListOptions: v.tweakListOptions}
+}
+
+// Placements returns a TypedPlacementInformer.
+func (v *version) Placements() TypedPlacementInformer {
+	return &placementInformer{factory: v.factory, namespace: v.namespace, tweakListOptions: v.tweakListOptions}
 }

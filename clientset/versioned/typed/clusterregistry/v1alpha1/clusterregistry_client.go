@@ -29,6 +29,7 @@ import (
 type ClusterregistryV1alpha1Interface interface {
 	RESTClient() rest.Interface
 	ClustersGetter
+	PlacementsGetter
 }
 
 // ClusterregistryV1alpha1Client is used to interact with features provided by the clusterregistry.k8s.io group.
@@ -38,6 +39,10 @@ type ClusterregistryV1alpha1Client struct {
 
 func (c *ClusterregistryV1alpha1Client) Clusters(namespace string) ClusterInterface {
 	return newClusters(c, namespace)
+}
+
+func (c *ClusterregistryV1alpha1Client) Placements(namespace string) PlacementInterface {
+	return newPlacements(c, namespace)
 }
 
 // NewForConfig creates a new ClusterregistryV1alpha1Client for the given config.

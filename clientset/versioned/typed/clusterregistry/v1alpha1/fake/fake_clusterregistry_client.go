@@ -32,6 +32,10 @@ func (c *FakeClusterregistryV1alpha1) Clusters(namespace string) v1alpha1.Cluste
 	return newFakeClusters(c, namespace)
 }
 
+func (c *FakeClusterregistryV1alpha1) Placements(namespace string) v1alpha1.PlacementInterface {
+	return newFakePlacements(c, namespace)
+}
+
 // RESTClient returns a RESTClient that is used to communicate
 // with API server by this client implementation.
 func (c *FakeClusterregistryV1alpha1) RESTClient() rest.Interface {

@@ -1,0 +1,364 @@
+package scheduler
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/workqueue"
+	cpv1alpha1 "sigs.k8s.io/cluster-inventory-api/apis/v1alpha1"
+	cpversioned "sigs.k8s.io/cluster-inventory-api/client/clientset/versioned"
+
+	"github.com/cluster-registry/sdk/clientset/versioned"
+	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
+	crinformers "github.com/cluster-registry/sdk/informers/externalversions/clusterregistry/v1alpha1"
+	crlisters "github.com/cluster-registry/sdk/listers/clusterregistry/v1alpha1"
+	"github.com/cluster-registry/sdk/multicluster"
+	"github.com/cluster-registry/sdk/placement"
+)
+
+// ControllerOptions configure a Controller.
+type ControllerOptions struct {
+	Options
+	// Namespace is the cluster set whose Placements are decided; every namespace when empty.
+	Namespace string
+	// Owns, if set, says which Placements this replica decides (with package shard, the ones
+	// it owns among the live replicas); all when nil. It is asked again every OwnsInterval, so
+	// that a Placement moves when the replicas change. A Placement this replica stops owning
+	// keeps its decision for the next owner.
+	Owns func(types.NamespacedName) bool
+	// OwnsInterval is how often Owns is asked again; 2s when zero.
+	OwnsInterval time.Duration
+}
+
+// Controller keeps the decisions of a registry's Placements written, and their status true: it
+// watches Placements, gives their policies to a Scheduler, and writes each Placement's status
+// from its decisions (observed generation, Satisfied and Misconfigured, candidates counted by
+// reason). A Placement whose policy cannot be used is Misconfigured, and its decision is kept
+// as last written (not emptied, not re-decided) until the policy is fixed. A deleted
+// Placement's decision is deleted.
+type Controller struct {
+	registry versioned.Interface
+	sched    *Scheduler
+	opts     ControllerOptions
+	informer cache.SharedIndexInformer
+	lister   crlisters.PlacementLister
+	queue    workqueue.TypedRateLimitingInterface[types.NamespacedName]
+
+	mu       sync.Mutex
+	deciding map[types.NamespacedName]given // the Placements given to the Scheduler
+	outcomes map[types.NamespacedName]outcome
+}
+
+// given is what the Scheduler was given for a Placement: of which object, and which generation.
+type given struct {
+	uid        types.UID
+	generation int64
+}
+
+// outcome is what the status of a Placement reports: its policy's error, or its last decision.
+type outcome struct {
+	generation int64
+	invalid    error
+	decided    *placement.Decision
+}
+
+// NewController is a Controller of the Placements in registry, deciding over members (a Fleet:
+// every member of the cluster sets, even with package shard, since a decision weighs them all)
+// and writing decisions with decisions.
+func NewController(members multicluster.ChangeSource, registry versioned.Interface, decisions cpversioned.Interface, opts ControllerOptions) (*Controller, error) {
+	if opts.OwnsInterval <= 0 {
+		opts.OwnsInterval = 2 * time.Second
+	}
+	c := &Controller{
+		registry: registry, opts: opts,
+		deciding: map[types.NamespacedName]given{},
+		outcomes: map[types.NamespacedName]outcome{},
+		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[types.NamespacedName](),
+			workqueue.TypedRateLimitingQueueConfig[types.NamespacedName]{Name: "clusterregistry_placements"}),
+	}
+	schedOpts := opts.Options
+	user := schedOpts.Decided
+	schedOpts.Decided = func(p Placement, d placement.Decision) {
+		c.mu.Lock()
+		c.outcomes[p.Key] = outcome{generation: p.Generation, decided: &d}
+		c.mu.Unlock()
+		c.queue.Add(p.Key)
+		if user != nil {
+			user(p, d)
+		}
+	}
+	sched, err := New(members, decisions, schedOpts)
+	if err != nil {
+		return nil, err
+	}
+	c.sched = sched
+	c.opts.Options = sched.opts
+	c.informer = crinformers.NewPlacementInformer(registry, opts.Namespace, 0, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
+	c.lister = crlisters.NewPlacementLister(c.informer.GetIndexer())
+	return c, nil
+}
+
+// Scheduler is the Scheduler the Controller feeds (for its Writes).
+func (c *Controller) Scheduler() *Scheduler { return c.sched }
+
+// Run watches Placements and keeps their decisions and status until ctx ends.
+func (c *Controller) Run(ctx context.Context) error {
+	enqueue := func(obj any) {
+		if key, err := cache.DeletionHandlingObjectToName(obj); err == nil {
+			c.queue.Add(types.NamespacedName{Namespace: key.Namespace, Name: key.Name})
+		}
+	}
+	reg, err := c.informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    enqueue,
+		UpdateFunc: func(_, obj any) { enqueue(obj) },
+		DeleteFunc: enqueue,
+	})
+	if err != nil {
+		return err
+	}
+	defer func() { _ = c.informer.RemoveEventHandler(reg) }()
+
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer c.queue.ShutDown()
+	wg.Go(func() { c.informer.Run(ctx.Done()) })
+	if !cache.WaitForCacheSync(ctx.Done(), c.informer.HasSynced) {
+		return nil // ctx ended first
+	}
+	wg.Go(func() { _ = c.sched.Run(ctx) })
+	for range max(1, c.opts.Workers/2) {
+		wg.Go(func() {
+			for c.next(ctx) {
+			}
+		})
+	}
+	if c.opts.Owns != nil {
+		// Ownership follows the replicas: ask again, now and then, of every Placement.
+		wg.Go(func() {
+			t := time.NewTicker(c.opts.OwnsInterval)
+			defer t.Stop()
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case <-t.C:
+					for _, key := range c.informer.GetStore().ListKeys() {
+						if ns, name, err := cache.SplitMetaNamespaceKey(key); err == nil {
+							c.queue.Add(types.NamespacedName{Namespace: ns, Name: name})
+						}
+					}
+				}
+			}
+		})
+	}
+	<-ctx.Done()
+	return nil
+}
+
+func (c *Controller) next(ctx context.Context) bool {
+	key, quit := c.queue.Get()
+	if quit {
+		return false
+	}
+	defer c.queue.Done(key)
+	if err := c.sync(ctx, key); err != nil {
+		if ctx.Err() == nil {
+			c.opts.Logger.Error(err, "could not write a Placement's status; retrying", "placement", key.String())
+		}
+		c.queue.AddRateLimited(key)
+		return true
+	}
+	c.queue.Forget(key)
+	return true
+}
+
+// sync gives the Scheduler what it must decide of key (or takes it away), then writes key's
+// status if it differs from what it should say.
+func (c *Controller) sync(ctx context.Context, key types.NamespacedName) error {
+	p, err := c.lister.Placements(key.Namespace).Get(key.Name)
+	if apierrors.IsNotFound(err) {
+		c.mu.Lock()
+		_, was := c.deciding[key]
+		delete(c.deciding, key)
+		delete(c.outcomes, key)
+		c.mu.Unlock()
+		if was {
+			c.sched.Remove(key) // its decision goes with it
+		}
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if c.opts.Owns != nil && !c.opts.Owns(key) {
+		c.mu.Lock()
+		_, was := c.deciding[key]
+		delete(c.deciding, key)
+		delete(c.outcomes, key)
+		c.mu.Unlock()
+		if was {
+			c.sched.Forget(key) // another replica's now; the decision stays for it
+		}
+		return nil
+	}
+	c.mu.Lock()
+	g, was := c.deciding[key]
+	o, decided := c.outcomes[key]
+	c.mu.Unlock()
+	uptodate := was && g.uid == p.UID && g.generation == p.Generation
+	knownInvalid := decided && o.invalid != nil && o.generation == p.Generation
+	if !uptodate && !knownInvalid {
+		compiled, err := placement.Compile(p.Spec)
+		c.mu.Lock()
+		if err != nil {
+			delete(c.deciding, key)
+			c.outcomes[key] = outcome{generation: p.Generation, invalid: err}
+		} else {
+			c.deciding[key] = given{uid: p.UID, generation: p.Generation}
+		}
+		c.mu.Unlock()
+		switch {
+		case err != nil && was:
+			c.sched.Forget(key) // keep the decision as it was written, until the policy is fixed
+		case err == nil:
+			c.sched.Set(Placement{Key: key, Policy: compiled, Generation: p.Generation, Owner: ownerOf(p)})
+		}
+	}
+	c.mu.Lock()
+	o, decided = c.outcomes[key]
+	c.mu.Unlock()
+	if !decided {
+		return nil // the Scheduler's Decided brings it back
+	}
+	status := statusOf(p, o, time.Now())
+	if equality.Semantic.DeepEqual(status, p.Status) {
+		return nil
+	}
+	update := p.DeepCopy()
+	update.Status = status
+	_, err = c.registry.ClusterregistryV1alpha1().Placements(key.Namespace).UpdateStatus(ctx, update, metav1.UpdateOptions{FieldManager: c.opts.SchedulerName})
+	if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
+		c.queue.AddAfter(key, 100*time.Millisecond) // the watch brings the newer object
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("writing the status of Placement %s: %w", key, err)
+	}
+	return nil
+}
+
+func ownerOf(p *v1alpha1.Placement) *metav1.OwnerReference {
+	return metav1.NewControllerRef(p, v1alpha1.SchemeGroupVersion.WithKind("Placement"))
+}
+
+// statusOf is the status a Placement should have, given its outcome: conditions keep their
+// transition times while their status holds.
+func statusOf(p *v1alpha1.Placement, o outcome, now time.Time) v1alpha1.PlacementStatus {
+	st := *p.Status.DeepCopy()
+	st.ObservedGeneration = o.generation
+	st.DecisionKey = p.Name
+	set := func(typ string, status metav1.ConditionStatus, reason, msg string) {
+		meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: typ, Status: status, Reason: reason, Message: msg,
+			ObservedGeneration: o.generation, LastTransitionTime: metav1.NewTime(now)})
+	}
+	if o.invalid != nil {
+		set(v1alpha1.PlacementMisconfigured, metav1.ConditionTrue, v1alpha1.ReasonInvalidPolicy,
+			oneLine(o.invalid.Error(), 1000)+"; the decision last written is kept")
+		if meta.FindStatusCondition(st.Conditions, v1alpha1.PlacementSatisfied) == nil {
+			set(v1alpha1.PlacementSatisfied, metav1.ConditionUnknown, v1alpha1.ReasonNotDecided, "the policy cannot be used")
+		}
+		return st
+	}
+	d := o.decided
+	set(v1alpha1.PlacementMisconfigured, metav1.ConditionFalse, v1alpha1.ReasonValidPolicy, "the policy compiles")
+	counts := map[string]int32{}
+	for _, e := range d.Explanations {
+		counts[writtenReason(e.Reason)]++
+	}
+	st.Candidates = st.Candidates[:0]
+	for r, n := range counts {
+		st.Candidates = append(st.Candidates, v1alpha1.PlacementReasonCount{Reason: r, Count: n})
+	}
+	slices.SortFunc(st.Candidates, func(a, b v1alpha1.PlacementReasonCount) int { return cmp.Compare(a.Reason, b.Reason) })
+	if len(st.Candidates) == 0 {
+		st.Candidates = nil
+	}
+	st.Chosen = int32(len(d.Chosen))
+	switch {
+	case d.Satisfied && p.Spec.Count != nil:
+		set(v1alpha1.PlacementSatisfied, metav1.ConditionTrue, v1alpha1.ReasonSatisfied, fmt.Sprintf("%d of %d chosen", st.Chosen, *p.Spec.Count))
+	case d.Satisfied:
+		set(v1alpha1.PlacementSatisfied, metav1.ConditionTrue, v1alpha1.ReasonSatisfied, fmt.Sprintf("%d chosen: every fitting candidate", st.Chosen))
+	default:
+		var out []string
+		for _, c := range st.Candidates {
+			if !placement.Reason(c.Reason).Chosen() {
+				out = append(out, fmt.Sprintf("%s %d", c.Reason, c.Count))
+			}
+		}
+		msg := fmt.Sprintf("%d of %d chosen", st.Chosen, ptrValue(p.Spec.Count))
+		if len(out) > 0 {
+			msg += "; the others are out: " + strings.Join(out, ", ") + " (clusterregistry explain-placement " + p.Name + " says why, one by one)"
+		} else {
+			msg += "; no other candidate"
+		}
+		set(v1alpha1.PlacementSatisfied, metav1.ConditionFalse, v1alpha1.ReasonNotEnoughCandidates, msg)
+	}
+	return st
+}
+
+func ptrValue(p *int32) int32 {
+	if p == nil {
+		return 0
+	}
+	return *p
+}
+
+// oneLine fits an error's words into a condition's message.
+func oneLine(msg string, limit int) string {
+	msg = strings.Join(strings.Fields(msg), " ")
+	if len(msg) > limit {
+		msg = msg[:limit-3] + "..."
+	}
+	return msg
+}
+
+// PlacementDecisionCRDManifest is where SIG Multicluster's PlacementDecision CRD comes from, at
+// the version of sigs.k8s.io/cluster-inventory-api this module is built with.
+const PlacementDecisionCRDManifest = "https://raw.githubusercontent.com/kubernetes-sigs/cluster-inventory-api/v0.1.2/config/crd/bases/multicluster.x-k8s.io_placementdecisions.yaml"
+
+// Served returns nil when the registry that d asks serves both Placements and
+// PlacementDecisions; otherwise an error that says which is missing and what to install. A
+// Controller without them could only log a failed watch or write, again and again.
+func Served(d discovery.DiscoveryInterface) error {
+	for _, api := range []struct {
+		gv, resource, install string
+	}{
+		{v1alpha1.SchemeGroupVersion.String(), "placements", "install the registry's CRDs with `clusterregistry install` (schema version 5 or later)"},
+		{cpv1alpha1.GroupVersion.String(), "placementdecisions", "kubectl apply -f " + PlacementDecisionCRDManifest},
+	} {
+		resources, err := d.ServerResourcesForGroupVersion(api.gv)
+		if err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("asking the registry whether it serves %s (%s): %w", api.resource, api.gv, err)
+		}
+		if err == nil && slices.ContainsFunc(resources.APIResources, func(r metav1.APIResource) bool { return r.Name == api.resource }) {
+			continue
+		}
+		return fmt.Errorf("%s (%s) are not served; %s", api.resource, api.gv, api.install)
+	}
+	return nil
+}

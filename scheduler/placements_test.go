@@ -1,0 +1,205 @@
+package scheduler_test
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	fakediscovery "k8s.io/client-go/discovery/fake"
+	clienttesting "k8s.io/client-go/testing"
+	"k8s.io/utils/ptr"
+	cpv1alpha1 "sigs.k8s.io/cluster-inventory-api/apis/v1alpha1"
+	cpversioned "sigs.k8s.io/cluster-inventory-api/client/clientset/versioned"
+
+	"github.com/cluster-registry/sdk/clientset/versioned"
+	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
+	"github.com/cluster-registry/sdk/decision"
+	"github.com/cluster-registry/sdk/multicluster"
+	"github.com/cluster-registry/sdk/scheduler"
+	"github.com/cluster-registry/sdk/testkit/fleettest"
+)
+
+// A Placement's decision is written, owned by it, and its status says what was decided and why;
+// a changed spec is decided again; a policy that cannot be used is Misconfigured and its decision
+// kept as it was; a deleted Placement's decision goes; a Placement another replica owns is left
+// alone, and taken up, from its written decision, once owned.
+func TestControllerOfPlacements(t *testing.T) {
+	if testing.Short() {
+		t.Skip("needs kube-apiserver and etcd")
+	}
+	defer goleak.VerifyNone(t, append(fleettest.IgnoreIdleConnections, goleak.IgnoreCurrent())...)
+	ctx := t.Context()
+	ns := fleettest.NewSet(t, lf)
+	registry := versioned.NewForConfigOrDie(lf.Registry.Config)
+	clusters := registry.ClusterregistryV1alpha1().Clusters(ns)
+	placements := registry.ClusterregistryV1alpha1().Placements(ns)
+	for _, m := range []struct{ name, env string }{{"prod-1", "prod"}, {"prod-2", "prod"}, {"prod-3", "prod"}, {"dev-1", "dev"}} {
+		c, err := clusters.Create(ctx, &v1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: m.name, Labels: map[string]string{"env": m.env}},
+			Spec: v1alpha1.ClusterSpec{KubernetesAPIEndpoints: v1alpha1.KubernetesAPIEndpoints{ServerEndpoints: []v1alpha1.ServerAddressByClientCIDR{
+				{ClientCIDR: "0.0.0.0/0", ServerAddress: "https://" + m.name + ".example:6443"}}}}}, metav1.CreateOptions{})
+		require.NoError(t, err)
+		c.Status.SetCondition(metav1.Condition{Type: v1alpha1.ConditionReady, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonReachable, Message: "set by the test"})
+		_, err = clusters.UpdateStatus(ctx, c, metav1.UpdateOptions{})
+		require.NoError(t, err)
+	}
+
+	fleet := multicluster.NewFleet(registry, nil, multicluster.FleetOptions{Namespaces: []string{ns}})
+	require.NoError(t, fleet.Start(ctx))
+	defer fleet.Stop()
+	decisions := cpversioned.NewForConfigOrDie(lf.Registry.Config)
+	var ownsBatch atomic.Bool // whether this replica owns the "batch" Placement
+	ctrl, err := scheduler.NewController(fleet, registry, decisions, scheduler.ControllerOptions{
+		Options:   scheduler.Options{SchedulerName: "clusterregistry", Fresh: func() bool { return fleet.Status().Fresh() }},
+		Namespace: ns, OwnsInterval: 100 * time.Millisecond,
+		Owns: func(key types.NamespacedName) bool { return key.Name != "batch" || ownsBatch.Load() },
+	})
+	require.NoError(t, err)
+	runCtx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- ctrl.Run(runCtx) }()
+	defer func() { stop(); require.NoError(t, <-done) }()
+
+	chosen := func(name string) []string {
+		d, err := decision.Read(ctx, decisions, ns, name)
+		if err != nil {
+			return nil
+		}
+		var names []string
+		for _, c := range d.Clusters {
+			names = append(names, c.Name)
+		}
+		return slices.Sorted(slices.Values(names))
+	}
+	waitStatus := func(name string, cond func(*v1alpha1.Placement) bool, what string) *v1alpha1.Placement {
+		t.Helper()
+		var p *v1alpha1.Placement
+		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+			var err error
+			p, err = placements.Get(ctx, name, metav1.GetOptions{})
+			require.NoError(t, err)
+			if cond(p) {
+				return p
+			}
+			require.True(t, time.Now().Before(deadline), "%s: %s; status %+v", name, what, p.Status)
+		}
+	}
+	condition := func(p *v1alpha1.Placement, typ string) metav1.Condition {
+		if c := meta.FindStatusCondition(p.Status.Conditions, typ); c != nil {
+			return *c
+		}
+		return metav1.Condition{}
+	}
+	update := func(name string, change func(*v1alpha1.PlacementSpec)) int64 {
+		t.Helper()
+		p, err := placements.Get(ctx, name, metav1.GetOptions{})
+		require.NoError(t, err)
+		change(&p.Spec)
+		p, err = placements.Update(ctx, p, metav1.UpdateOptions{})
+		require.NoError(t, err)
+		return p.Generation
+	}
+
+	web, err := placements.Create(ctx, &v1alpha1.Placement{ObjectMeta: metav1.ObjectMeta{Name: "web"}, Spec: v1alpha1.PlacementSpec{
+		Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"env": "prod"}}, Count: ptr.To[int32](2)}}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	p := waitStatus("web", func(p *v1alpha1.Placement) bool { return p.Status.ObservedGeneration == 1 }, "decided")
+	require.Equal(t, int32(2), p.Status.Chosen)
+	require.Equal(t, "web", p.Status.DecisionKey)
+	require.Equal(t, []v1alpha1.PlacementReasonCount{{Reason: "Chosen", Count: 2}, {Reason: "OverCount", Count: 1}, {Reason: "Selector", Count: 1}}, p.Status.Candidates)
+	require.Equal(t, metav1.ConditionTrue, condition(p, v1alpha1.PlacementSatisfied).Status)
+	require.Equal(t, metav1.ConditionFalse, condition(p, v1alpha1.PlacementMisconfigured).Status)
+	require.Len(t, chosen("web"), 2)
+	slices0, err := decisions.ApisV1alpha1().PlacementDecisions(ns).Get(ctx, "web-0", metav1.GetOptions{})
+	require.NoError(t, err)
+	require.Len(t, slices0.OwnerReferences, 1)
+	require.Equal(t, web.UID, slices0.OwnerReferences[0].UID, "the slices are the Placement's, for the garbage collector")
+
+	// Decided again, nothing to change: the status is not written again.
+	settled := p.ResourceVersion
+	time.Sleep(500 * time.Millisecond)
+	again, err := placements.Get(ctx, "web", metav1.GetOptions{})
+	require.NoError(t, err)
+	require.Equal(t, settled, again.ResourceVersion, "the status was rewritten with nothing changed")
+
+	// More than there are: every production member, not Satisfied, and the message says why.
+	gen := update("web", func(s *v1alpha1.PlacementSpec) { s.Count = ptr.To[int32](5) })
+	p = waitStatus("web", func(p *v1alpha1.Placement) bool { return p.Status.ObservedGeneration == gen }, "decided again")
+	require.Equal(t, int32(3), p.Status.Chosen)
+	sat := condition(p, v1alpha1.PlacementSatisfied)
+	require.Equal(t, metav1.ConditionFalse, sat.Status)
+	require.Equal(t, v1alpha1.ReasonNotEnoughCandidates, sat.Reason)
+	require.Contains(t, sat.Message, "3 of 5 chosen")
+	require.Contains(t, sat.Message, "Selector 1")
+	require.Equal(t, []string{"prod-1", "prod-2", "prod-3"}, chosen("web"))
+
+	// A CEL expression that does not compile (the server cannot tell): Misconfigured, the
+	// decision kept as it was, even as a chosen member leaves.
+	gen = update("web", func(s *v1alpha1.PlacementSpec) { s.CEL = `cluster.labels[` })
+	p = waitStatus("web", func(p *v1alpha1.Placement) bool { return p.Status.ObservedGeneration == gen }, "misconfigured")
+	mis := condition(p, v1alpha1.PlacementMisconfigured)
+	require.Equal(t, metav1.ConditionTrue, mis.Status)
+	require.Equal(t, v1alpha1.ReasonInvalidPolicy, mis.Reason)
+	require.Contains(t, mis.Message, "cel:")
+	require.Contains(t, mis.Message, "the decision last written is kept")
+	require.NoError(t, clusters.Delete(ctx, "prod-3", metav1.DeleteOptions{}))
+	time.Sleep(500 * time.Millisecond)
+	require.Equal(t, []string{"prod-1", "prod-2", "prod-3"}, chosen("web"), "a misconfigured Placement's decision changed")
+
+	// Fixed: decided again, from the registry as it is now.
+	gen = update("web", func(s *v1alpha1.PlacementSpec) { s.CEL = `cluster.name != "prod-1"` })
+	p = waitStatus("web", func(p *v1alpha1.Placement) bool {
+		return p.Status.ObservedGeneration == gen && condition(p, v1alpha1.PlacementMisconfigured).Status == metav1.ConditionFalse
+	}, "fixed")
+	require.Equal(t, []string{"prod-2"}, chosen("web"))
+	require.Equal(t, int32(1), p.Status.Chosen)
+
+	// Another replica's Placement: neither decided nor given a status here. Once owned, it is.
+	_, err = placements.Create(ctx, &v1alpha1.Placement{ObjectMeta: metav1.ObjectMeta{Name: "batch"}}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	time.Sleep(500 * time.Millisecond)
+	require.Nil(t, chosen("batch"), "decided a Placement this replica does not own")
+	p, err = placements.Get(ctx, "batch", metav1.GetOptions{})
+	require.NoError(t, err)
+	require.Zero(t, p.Status.ObservedGeneration)
+	ownsBatch.Store(true)
+	waitStatus("batch", func(p *v1alpha1.Placement) bool { return p.Status.ObservedGeneration == 1 }, "taken up once owned")
+	require.Equal(t, []string{"dev-1", "prod-1", "prod-2"}, chosen("batch"))
+	// Given up: its decision stays, for the replica that owns it now.
+	ownsBatch.Store(false)
+	time.Sleep(500 * time.Millisecond)
+	require.Equal(t, []string{"dev-1", "prod-1", "prod-2"}, chosen("batch"))
+
+	// Deleted: its decision goes (here, with no garbage collector, by the controller).
+	require.NoError(t, placements.Delete(ctx, "web", metav1.DeleteOptions{}))
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		_, err := decision.Read(ctx, decisions, ns, "web")
+		if errors.Is(err, decision.ErrNoDecision) {
+			break
+		}
+		require.True(t, time.Now().Before(deadline), "the deleted Placement's decision is still there: %v", err)
+	}
+	_, err = decisions.ApisV1alpha1().PlacementDecisions(ns).Get(ctx, "web-0", metav1.GetOptions{})
+	require.True(t, apierrors.IsNotFound(err), "%v", err)
+}
+
+// The controller refuses a registry without Placements or PlacementDecisions, saying what to
+// install.
+func TestServed(t *testing.T) {
+	d := &fakediscovery.FakeDiscovery{Fake: &clienttesting.Fake{}}
+	err := scheduler.Served(d)
+	require.ErrorContains(t, err, "placements (clusterregistry.k8s.io/v1alpha1) are not served; install the registry's CRDs with `clusterregistry install`")
+	d.Resources = []*metav1.APIResourceList{{GroupVersion: v1alpha1.SchemeGroupVersion.String(), APIResources: []metav1.APIResource{{Name: "clusters"}, {Name: "placements"}}}}
+	err = scheduler.Served(d)
+	require.ErrorContains(t, err, "placementdecisions (multicluster.x-k8s.io/v1alpha1) are not served; kubectl apply -f "+scheduler.PlacementDecisionCRDManifest)
+	d.Resources = append(d.Resources, &metav1.APIResourceList{GroupVersion: cpv1alpha1.GroupVersion.String(), APIResources: []metav1.APIResource{{Name: "placementdecisions"}}})
+	require.NoError(t, scheduler.Served(d))
+}
