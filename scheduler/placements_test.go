@@ -3,6 +3,7 @@ package scheduler_test
 import (
 	"context"
 	"errors"
+	"os"
 	"slices"
 	"sync/atomic"
 	"testing"
@@ -10,15 +11,21 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	fakediscovery "k8s.io/client-go/discovery/fake"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/utils/ptr"
 	cpv1alpha1 "sigs.k8s.io/cluster-inventory-api/apis/v1alpha1"
 	cpversioned "sigs.k8s.io/cluster-inventory-api/client/clientset/versioned"
+	"sigs.k8s.io/yaml"
 
 	"github.com/cluster-registry/sdk/clientset/versioned"
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
@@ -202,4 +209,71 @@ func TestServed(t *testing.T) {
 	require.ErrorContains(t, err, "placementdecisions (multicluster.x-k8s.io/v1alpha1) are not served; kubectl apply -f "+scheduler.PlacementDecisionCRDManifest)
 	d.Resources = append(d.Resources, &metav1.APIResourceList{GroupVersion: cpv1alpha1.GroupVersion.String(), APIResources: []metav1.APIResource{{Name: "placementdecisions"}}})
 	require.NoError(t, scheduler.Served(d))
+}
+
+// deploy/controllers/placements-clusterrole.yaml is all the Controller needs beside reading
+// Clusters: run as a service account bound to exactly it, it reads a Placement, writes its
+// decision and its status, and deletes the decision with the Placement.
+func TestControllerRunsWithTheShippedClusterRole(t *testing.T) {
+	if testing.Short() {
+		t.Skip("needs kube-apiserver and etcd")
+	}
+	ctx := t.Context()
+	ns := fleettest.NewSet(t, lf)
+	admin := kubernetes.NewForConfigOrDie(lf.Registry.Config)
+	data, err := os.ReadFile("../deploy/controllers/placements-clusterrole.yaml")
+	require.NoError(t, err)
+	var role rbacv1.ClusterRole
+	require.NoError(t, yaml.UnmarshalStrict(data, &role))
+	role.Name = ns + "-placements" // one per test namespace, so that -count=N does not collide
+	_, err = admin.RbacV1().ClusterRoles().Create(ctx, &role, metav1.CreateOptions{})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = admin.RbacV1().ClusterRoles().Delete(context.Background(), role.Name, metav1.DeleteOptions{}) })
+	_, err = admin.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "scheduler"}}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	_, err = admin.RbacV1().RoleBindings(ns).Create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "scheduler"},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
+		Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: "scheduler"}}}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	tr, err := admin.CoreV1().ServiceAccounts(ns).CreateToken(ctx, "scheduler", &authenticationv1.TokenRequest{}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	sa := rest.AnonymousClientConfig(lf.Registry.Config)
+	sa.BearerToken = tr.Status.Token
+
+	registry := versioned.NewForConfigOrDie(lf.Registry.Config)
+	c, err := registry.ClusterregistryV1alpha1().Clusters(ns).Create(ctx, &v1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: "prod-1"},
+		Spec: v1alpha1.ClusterSpec{KubernetesAPIEndpoints: v1alpha1.KubernetesAPIEndpoints{ServerEndpoints: []v1alpha1.ServerAddressByClientCIDR{
+			{ClientCIDR: "0.0.0.0/0", ServerAddress: "https://prod-1.example:6443"}}}}}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	c.Status.SetCondition(metav1.Condition{Type: v1alpha1.ConditionReady, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonReachable, Message: "set by the test"})
+	_, err = registry.ClusterregistryV1alpha1().Clusters(ns).UpdateStatus(ctx, c, metav1.UpdateOptions{})
+	require.NoError(t, err)
+	// The Fleet reads Clusters with what health's ClusterRole gives; the Controller is the service account.
+	fleet := multicluster.NewFleet(registry, nil, multicluster.FleetOptions{Namespaces: []string{ns}})
+	require.NoError(t, fleet.Start(ctx))
+	defer fleet.Stop()
+	decisions := cpversioned.NewForConfigOrDie(sa)
+	ctrl, err := scheduler.NewController(fleet, versioned.NewForConfigOrDie(sa), decisions, scheduler.ControllerOptions{
+		Options: scheduler.Options{SchedulerName: "clusterregistry"}, Namespace: ns})
+	require.NoError(t, err)
+	runCtx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- ctrl.Run(runCtx) }()
+	defer func() { stop(); require.NoError(t, <-done) }()
+
+	placements := registry.ClusterregistryV1alpha1().Placements(ns)
+	_, err = placements.Create(ctx, &v1alpha1.Placement{ObjectMeta: metav1.ObjectMeta{Name: "web"}}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		p, err := placements.Get(ctx, "web", metav1.GetOptions{})
+		return err == nil && meta.IsStatusConditionTrue(p.Status.Conditions, v1alpha1.PlacementSatisfied) && p.Status.Chosen == 1
+	}, 30*time.Second, 50*time.Millisecond, "no status written as the service account")
+	d, err := decision.Read(ctx, decisions, ns, "web")
+	require.NoError(t, err)
+	require.Equal(t, []types.NamespacedName{{Namespace: ns, Name: "prod-1"}}, d.Clusters)
+	require.NoError(t, placements.Delete(ctx, "web", metav1.DeleteOptions{}))
+	require.Eventually(t, func() bool {
+		_, err := decision.Read(ctx, decisions, ns, "web")
+		return errors.Is(err, decision.ErrNoDecision)
+	}, 30*time.Second, 50*time.Millisecond, "the decision was not deleted as the service account")
 }

@@ -23,6 +23,8 @@ import (
 // file, Validate has nothing left to check, Run decides against the registry's Clusters and
 // prints every candidate with its reason. Nothing is written.
 type ExplainPlacementOptions struct {
+	// Name, if set, is the Placement whose policy is explained, against its own decision.
+	Name          string
 	File          string
 	AllNamespaces bool
 	// Decision, if set, is the decision key of the PlacementDecisions to take as the previous
@@ -36,10 +38,23 @@ type ExplainPlacementOptions struct {
 }
 
 // Complete reads the policy file, refusing unknown fields, and compiles it.
-func (o *ExplainPlacementOptions) Complete(f *factory, cmd *cobra.Command, _ []string) error {
+func (o *ExplainPlacementOptions) Complete(f *factory, cmd *cobra.Command, args []string) error {
 	o.factory, o.out = f, cmd.OutOrStdout()
-	if o.File == "" {
-		return usageError{errors.New("-f/--filename: the policy file to explain is required")}
+	if len(args) == 1 {
+		o.Name = args[0]
+	}
+	switch {
+	case o.Name != "" && o.File != "":
+		return usageError{errors.New("a Placement NAME and -f/--filename conflict: explain one Placement, or one policy file")}
+	case o.Name != "" && o.AllNamespaces:
+		return usageError{errors.New("a Placement NAME and -A conflict: a Placement chooses among its own namespace's Clusters")}
+	case o.Name != "":
+		if o.Decision == "" {
+			o.Decision = o.Name
+		}
+		return nil // read from the registry in Run
+	case o.File == "":
+		return usageError{errors.New("name a Placement, or give a policy file with -f/--filename")}
 	}
 	data, err := os.ReadFile(o.File)
 	if err != nil {
@@ -66,6 +81,17 @@ func (o *ExplainPlacementOptions) Run(ctx context.Context) error {
 		return err
 	}
 	namespace := reg.Namespace
+	key := reg.Namespace + "/" + o.Decision // as the scheduler seeds its ties
+	if o.Name != "" {
+		p, err := reg.Clusters.ClusterregistryV1alpha1().Placements(namespace).Get(ctx, o.Name, metav1.GetOptions{})
+		if err != nil {
+			return fmt.Errorf("reading Placement %s/%s: %w", namespace, o.Name, err)
+		}
+		if o.policy, err = placement.Compile(p.Spec); err != nil {
+			return fmt.Errorf("Placement %s/%s is Misconfigured, its decision kept as last written: %w", namespace, o.Name, err)
+		}
+		o.rollout, key = p.Spec.RolloutGroupSize != nil, namespace+"/"+o.Name
+	}
 	if o.AllNamespaces {
 		namespace = metav1.NamespaceAll
 	} else if err := reg.ClusterSetExists(ctx, namespace); err != nil {
@@ -75,7 +101,7 @@ func (o *ExplainPlacementOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("listing the registry's Clusters: %w", err)
 	}
-	in := placement.Input{Key: reg.Namespace + "/" + o.Decision, Now: time.Now()}
+	in := placement.Input{Key: key, Now: time.Now()}
 	for i := range list.Items {
 		in.Candidates = append(in.Candidates, &list.Items[i])
 	}
@@ -85,11 +111,14 @@ func (o *ExplainPlacementOptions) Run(ctx context.Context) error {
 			return err
 		}
 		previous, err := decision.Read(ctx, profiles, reg.Namespace, o.Decision)
-		if err != nil {
+		switch {
+		case errors.Is(err, decision.ErrNoDecision) && o.Name != "":
+			// Not decided yet: explained as a first decision.
+		case err != nil:
 			return fmt.Errorf("--decision %s: %w", o.Decision, err)
 		}
 		for _, c := range previous.Clusters {
-			in.Previous = append(in.Previous, placement.Choice{Cluster: c})
+			in.Previous = append(in.Previous, placement.Choice{Cluster: c, Group: previous.Groups[c]})
 		}
 	}
 	d := o.policy.Decide(in)
@@ -128,18 +157,24 @@ func (o *ExplainPlacementOptions) Run(ctx context.Context) error {
 	return nil
 }
 
-const explainPlacementLong = `Decide, as a dry run, which Clusters a placement policy chooses, and say for every candidate
-why it is in or out: one reason each (Chosen, Kept, Tolerated, Included; Selector, CEL,
-Excluded, NotReady, OverCount, Spread) and the words that explain it. Nothing is
+const explainPlacementLong = `Decide, as a dry run, which Clusters a Placement, or a placement policy, chooses, and say for
+every candidate why it is in or out: one reason each (Chosen, Kept, Tolerated, Included;
+Selector, CEL, Excluded, NotReady, OverCount, Spread) and the words that explain it. Nothing is
 written.
 
-The policy file is YAML or JSON with the fields of package placement's Policy: clusterSets,
-selector, cel, include, exclude, count, spread {label, maxSkew}, tolerations [{reason, seconds}],
-rolloutGroupSize. With --decision, the PlacementDecisions of that decision key (whoever wrote
+explain-placement NAME explains the Placement NAME of the -n namespace against its own decision
+(the PlacementDecisions of decision key NAME): what the scheduler would decide now, and why
+each member is in or out.
+
+The policy file is YAML or JSON with the fields of a Placement's spec: selector, cel, include,
+exclude, count, spread {label, maxSkew}, tolerations [{reason, seconds}], rolloutGroupSize. With --decision, the PlacementDecisions of that decision key (whoever wrote
 them) are the previous decision: members chosen there and still fitting are Kept, and the dry
 run shows what would change.`
 
-const explainPlacementExample = `  # Which production members would three web replicas go to, one per region where possible?
+const explainPlacementExample = `  # Why the web Placement chose what it chose
+  clusterregistry explain-placement web -n fleet
+
+  # Which production members would three web replicas go to, one per region where possible?
   cat > web.yaml <<EOF
   selector: {matchLabels: {env: prod}}
   count: 3
@@ -154,16 +189,22 @@ const explainPlacementExample = `  # Which production members would three web re
 func newExplainPlacement(fac *factory) *cobra.Command {
 	o := &ExplainPlacementOptions{}
 	cmd := &cobra.Command{
-		Use:     "explain-placement -f POLICY [-n NAMESPACE | -A] [--decision KEY]",
-		Short:   "Show which Clusters a placement policy chooses, and why each is in or out (a dry run)",
+		Use:     "explain-placement (NAME | -f POLICY [-A]) [-n NAMESPACE] [--decision KEY]",
+		Short:   "Show which Clusters a Placement (or a policy file) chooses, and why each is in or out (a dry run)",
 		Long:    explainPlacementLong,
 		Example: explainPlacementExample,
-		Args:    usageArgs(cobra.NoArgs),
+		Args:    usageArgs(cobra.MaximumNArgs(1)),
 		RunE:    runOptions(fac, o),
+		ValidArgsFunction: func(cmd *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
+			if len(args) > 0 {
+				return nil, cobra.ShellCompDirectiveNoFileComp
+			}
+			return fac.completePlacements(cmd, toComplete), cobra.ShellCompDirectiveNoFileComp
+		},
 	}
 	f := cmd.Flags()
 	f.StringVarP(&o.File, "filename", "f", "", "the policy file (YAML or JSON)")
-	f.BoolVarP(&o.AllNamespaces, "all-namespaces", "A", false, "candidates from every namespace (cluster set); the policy's clusterSets narrow them")
+	f.BoolVarP(&o.AllNamespaces, "all-namespaces", "A", false, "with -f: candidates from every namespace (cluster set)")
 	f.StringVar(&o.Decision, "decision", "", "take the PlacementDecisions of this decision key (in -n's namespace) as the previous decision")
 	_ = cmd.MarkFlagFilename("filename", "yaml", "yml", "json")
 	return cmd

@@ -37,7 +37,9 @@ token itself). Members not Ready come first, unless --sort-by says otherwise.
 As kubectl get: -w follows changes (a row per change, until interrupted; --watch-only skips the
 list first), --no-headers, --show-labels, -L adds a column per label key, --sort-by sorts by a
 JSONPath of the Cluster, and -o wide, yaml, json, name, jsonpath=..., go-template=... and
-custom-columns=HEADER:JSONPATH,... print what kubectl's printers print.`
+custom-columns=HEADER:JSONPATH,... print what kubectl's printers print.
+
+get placements shows the Placements instead (see get placements --help).`
 
 	getExample = `  # The fleet cluster set
   clusterregistry get -n fleet
@@ -94,6 +96,7 @@ func newGet(f *factory) *cobra.Command {
 		Args:    cobra.ArbitraryArgs,
 		RunE:    runOptions(f, o),
 	}
+	cmd.AddCommand(newGetPlacements(f))
 	o.PrintFlags.AddFlags(cmd)
 	cmd.Flags().Lookup("output").Usage = "wide, custom-columns=HEADER:JSONPATH,..., or as kubectl get: " + strings.Join(o.PrintFlags.AllowedFormats(), ", ")
 	_ = cmd.RegisterFlagCompletionFunc("output", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"time"
 
@@ -90,12 +91,12 @@ func (o *HealthOptions) Validate() error {
 		return usageError{fmt.Errorf("--shard-weight %v: want 0 (1) or more", o.ShardWeight)}
 	}
 	for _, c := range o.Controllers {
-		if c != controllerHealth && c != controllerRotation && c != controllerClusterProfiles {
-			return usageError{fmt.Errorf("--controllers: %q: want health, rotation or clusterprofiles", c)}
+		if !slices.Contains(allControllers, c) {
+			return usageError{fmt.Errorf("--controllers: %q: want health, rotation, clusterprofiles or placements", c)}
 		}
 	}
 	if o.Controllers != nil && len(o.Controllers) == 0 {
-		return usageError{errors.New("--controllers: name one or more of health, rotation, clusterprofiles")}
+		return usageError{errors.New("--controllers: name one or more of health, rotation, clusterprofiles, placements")}
 	}
 	if o.RenewAt <= 0 || o.RenewAt >= 1 {
 		return usageError{fmt.Errorf("--renew-at %v: want a fraction of a token's life between 0 and 1", o.RenewAt)}
@@ -243,17 +244,22 @@ func (o *HealthOptions) addFlags(f *pflag.FlagSet) {
 var (
 	controllersLong = `controllers runs the SDK's controllers together in one process, on one watch of the registry's
 Clusters: health (probes each member and keeps its status true; see health --help), rotation
-(renews the tokens join stored; see rotate --help) and clusterprofiles (publishes each Cluster as
-a SIG Multicluster ClusterProfile). They share one Lease (--leader-elect: replicas take turns,
+(renews the tokens join stored; see rotate --help), clusterprofiles (publishes each Cluster as
+a SIG Multicluster ClusterProfile) and placements (decides each Placement of the cluster sets and
+writes its decision as SIG Multicluster PlacementDecisions, and its status; see
+explain-placement --help). They share one Lease (--leader-elect: replicas take turns,
 each ready as soon as it has listed the registry), one metrics endpoint (over TLS, for callers the
 registry authenticates and allows to get /metrics) and one /healthz and /readyz, and stop
 together, finishing what is under way within 30 seconds.
 
 health is this command with --controllers=health, and --rotate-credentials and --cluster-profiles
-adding the others. deploy/controllers has a Deployment of it.`
+adding the others. deploy/controllers has a Deployment of it.
+
+With --shard-group, health, rotation and clusterprofiles divide the members among the replicas,
+and placements divides the Placements (each decided over every member).`
 
 	controllersExample = `  # Everything, for the "fleet" cluster set, with two replicas taking turns
-  clusterregistry controllers -n fleet --controllers health,rotation,clusterprofiles --leader-elect \
+  clusterregistry controllers -n fleet --controllers health,rotation,clusterprofiles,placements --leader-elect \
     --metrics-bind-address :8443 --health-probe-bind-address :8081
 
   # Every cluster set; the Lease in a namespace of its own
@@ -263,7 +269,7 @@ adding the others. deploy/controllers has a Deployment of it.`
 func newControllers(fac *factory) *cobra.Command {
 	o := &HealthOptions{}
 	cmd := &cobra.Command{
-		Use:     "controllers [-n NAMESPACE | -A] [--controllers health,rotation,clusterprofiles]",
+		Use:     "controllers [-n NAMESPACE | -A] [--controllers health,rotation,clusterprofiles,placements]",
 		Short:   "Run the SDK's controllers together: one watch of the registry, one Lease, one metrics endpoint",
 		Long:    controllersLong,
 		Example: controllersExample,
@@ -271,9 +277,9 @@ func newControllers(fac *factory) *cobra.Command {
 		RunE:    runOptions(fac, o),
 	}
 	o.addFlags(cmd.Flags())
-	cmd.Flags().StringSliceVar(&o.Controllers, "controllers", []string{controllerHealth, controllerRotation}, "the controllers to run: health, rotation, clusterprofiles")
+	cmd.Flags().StringSliceVar(&o.Controllers, "controllers", []string{controllerHealth, controllerRotation}, "the controllers to run: health, rotation, clusterprofiles, placements")
 	_ = cmd.RegisterFlagCompletionFunc("controllers", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
-		return []string{controllerHealth, controllerRotation, controllerClusterProfiles}, cobra.ShellCompDirectiveNoFileComp
+		return allControllers, cobra.ShellCompDirectiveNoFileComp
 	})
 	return cmd
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/sync/errgroup"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	cpversioned "sigs.k8s.io/cluster-inventory-api/client/clientset/versioned"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
@@ -18,11 +19,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	"github.com/cluster-registry/sdk/clientset/versioned"
 	"github.com/cluster-registry/sdk/clusterprofile"
 	"github.com/cluster-registry/sdk/health"
 	"github.com/cluster-registry/sdk/internal/metricsreg"
 	"github.com/cluster-registry/sdk/multicluster"
 	"github.com/cluster-registry/sdk/rotation"
+	"github.com/cluster-registry/sdk/scheduler"
 	"github.com/cluster-registry/sdk/shard"
 )
 
@@ -34,7 +37,14 @@ const (
 	controllerHealth          = "health"
 	controllerRotation        = "rotation"
 	controllerClusterProfiles = "clusterprofiles"
+	controllerPlacements      = "placements"
 )
+
+// allControllers are the names --controllers takes, in the order they start.
+var allControllers = []string{controllerHealth, controllerRotation, controllerClusterProfiles, controllerPlacements}
+
+// schedulerName is the name the placements controller writes in its PlacementDecisions.
+const schedulerName = "clusterregistry"
 
 // gracefulStop is how long the controllers have to finish what they are doing once asked to stop
 // (a rolling update): a probe's write, a renewal under way.
@@ -85,6 +95,37 @@ func (o *HealthOptions) runHosted(ctx context.Context, reg *registry, opts healt
 		if publisher, err = clusterprofile.NewPublisher(reg.Clusters, profiles, clusterprofile.PublishOptions{
 			Members: members, Namespaces: namespaces, ManagerName: o.ClusterManager, Resolver: opts.Resolver,
 			Logger: opts.Logger.WithName("clusterprofiles")}); err != nil {
+			return err
+		}
+	}
+	var placements *scheduler.Controller
+	if controllers[controllerPlacements] {
+		registry, err := versioned.NewForConfig(reg.Config)
+		if err != nil {
+			return err
+		}
+		decisions, err := cpversioned.NewForConfig(reg.Config)
+		if err != nil {
+			return err
+		}
+		// Refused before anything starts, as for the publisher.
+		if err := scheduler.Served(decisions.Discovery()); err != nil {
+			return fmt.Errorf("--controllers placements: %w", err)
+		}
+		popts := scheduler.ControllerOptions{Options: scheduler.Options{
+			SchedulerName: schedulerName, Fresh: func() bool { return fleet.Status().Fresh() },
+			Logger: opts.Logger.WithName("placements")}}
+		if !o.AllNamespaces {
+			popts.Namespace = reg.Namespace
+		}
+		if sharding != nil {
+			// Each replica decides the Placements it owns among the live replicas, each over
+			// every member of the Fleet: a decision weighs them all.
+			self := sharding.peers.Self().ID
+			popts.Owns = func(key types.NamespacedName) bool { return shard.Owner(key.String(), sharding.peers.Live()) == self }
+		}
+		// The whole Fleet, not this replica's shard of it.
+		if placements, err = scheduler.NewController(fleet, registry, decisions, popts); err != nil {
 			return err
 		}
 	}
@@ -167,6 +208,9 @@ func (o *HealthOptions) runHosted(ctx context.Context, reg *registry, opts healt
 		if publisher != nil {
 			g.Go(func() error { return publisher.Run(gctx) })
 		}
+		if placements != nil {
+			g.Go(func() error { return placements.Run(gctx) })
+		}
 		// An error of one ends the others; the process's own stop is not an error.
 		if err := g.Wait(); err != nil && ctx.Err() == nil {
 			return err
@@ -182,7 +226,7 @@ func (o *HealthOptions) runHosted(ctx context.Context, reg *registry, opts healt
 		return err
 	}
 	var names []string
-	for _, c := range []string{controllerHealth, controllerRotation, controllerClusterProfiles} {
+	for _, c := range allControllers {
 		if controllers[c] {
 			names = append(names, c)
 		}

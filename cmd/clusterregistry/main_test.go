@@ -86,6 +86,14 @@ func TestBadFlags(t *testing.T) {
 		{[]string{"get", "-l", "!!!"}, "-l/--selector:"},
 		{[]string{"get", "prod", "-A"}, "names and -A conflict"},
 		{[]string{"describe", "x", "-A"}, "names and -A conflict"},
+		{[]string{"get", "placements", "web", "-A"}, "names and -A conflict"},
+		{[]string{"get", "placements", "-l", "!!!"}, "-l/--selector:"},
+		{[]string{"get", "placements", "-o", "table"}, "-o table: want wide, or one of"},
+		{[]string{"explain-placement"}, "name a Placement, or give a policy file with -f/--filename"},
+		{[]string{"explain-placement", "web", "-f", "web.yaml"}, "a Placement NAME and -f/--filename conflict"},
+		{[]string{"explain-placement", "web", "-A"}, "a Placement NAME and -A conflict"},
+		{[]string{"explain-placement", "web", "other"}, "accepts at most 1 arg(s)"},
+		{[]string{"controllers", "--controllers", "scheduler"}, `--controllers: "scheduler": want health, rotation, clusterprofiles or placements`},
 		{[]string{"health", "-l", "a in ("}, "-l/--selector: unable to parse"},
 		{[]string{"health", "-A", "--leader-elect"}, "--leader-elect with -A needs --leader-elect-namespace"},
 		{[]string{"health", "--prefer", "magic"}, `--prefer: unknown provider type "magic"`},
@@ -231,7 +239,7 @@ func TestInstallDryRun(t *testing.T) {
 	for _, item := range list.Items {
 		got = append(got, item.Kind+"/"+item.Metadata.Name)
 	}
-	require.Equal(t, []string{"CustomResourceDefinition/clusters.clusterregistry.k8s.io",
+	require.Equal(t, []string{"CustomResourceDefinition/clusters.clusterregistry.k8s.io", "CustomResourceDefinition/placements.clusterregistry.k8s.io",
 		"ClusterRole/clusterregistry-view", "ClusterRole/clusterregistry-edit", "Namespace/fleet"}, got)
 }
 
