@@ -228,7 +228,9 @@ func TestControllerRunsWithTheShippedClusterRole(t *testing.T) {
 	role.Name = ns + "-placements" // one per test namespace, so that -count=N does not collide
 	_, err = admin.RbacV1().ClusterRoles().Create(ctx, &role, metav1.CreateOptions{})
 	require.NoError(t, err)
-	t.Cleanup(func() { _ = admin.RbacV1().ClusterRoles().Delete(context.Background(), role.Name, metav1.DeleteOptions{}) })
+	t.Cleanup(func() {
+		_ = admin.RbacV1().ClusterRoles().Delete(context.Background(), role.Name, metav1.DeleteOptions{})
+	})
 	_, err = admin.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "scheduler"}}, metav1.CreateOptions{})
 	require.NoError(t, err)
 	_, err = admin.RbacV1().RoleBindings(ns).Create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "scheduler"},
