@@ -88,7 +88,7 @@ func (o *ExplainPlacementOptions) Run(ctx context.Context) error {
 			return fmt.Errorf("reading Placement %s/%s: %w", namespace, o.Name, err)
 		}
 		if o.policy, err = placement.Compile(p.Spec); err != nil {
-			return fmt.Errorf("Placement %s/%s is Misconfigured, its decision kept as last written: %w", namespace, o.Name, err)
+			return fmt.Errorf("the policy of Placement %s/%s cannot be used (it is Misconfigured; its decision is kept as last written): %w", namespace, o.Name, err)
 		}
 		o.rollout, key = p.Spec.RolloutGroupSize != nil, namespace+"/"+o.Name
 	}

@@ -1,8 +1,9 @@
 // Command demo is the README's one-command tour. It starts a local fleet (a registry and three
-// member clusters, real kube-apiservers with etcd), shows the registry with kubectl, runs
-// examples/fanout-deploy against it and the health controller (clusterregistry health) beside
-// it, and examples/fleet-api on watch caches, stops one member to show the controller see it,
-// fanout-deploy report it and fleet-api mark it stale, brings it back,
+// member clusters, real kube-apiservers with etcd), shows the registry with kubectl, runs the
+// health controller and the placement scheduler (clusterregistry controllers) beside it, places a
+// Deployment with a Placement (examples/fanout-deploy --placement), runs examples/fleet-api on
+// watch caches, stops one member to show the controller see it, the placement keep it within its
+// toleration, fanout-deploy report it and fleet-api mark it stale, brings it back,
 // then stops everything and removes its files, also on Ctrl-C.
 // hack/demo.sh builds the binaries it needs and runs it; with -keep the fleet stays up until
 // Ctrl-C.
@@ -30,6 +31,7 @@ import (
 	"github.com/cluster-registry/sdk/clientset/versioned"
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
 	"github.com/cluster-registry/sdk/localfleet"
+	"github.com/cluster-registry/sdk/testkit/fleettest"
 )
 
 func main() {
@@ -83,8 +85,14 @@ func run(ctx context.Context, fanoutDeploy, fleetAPI, clusterregistry string, ke
 	kubectl := func(args ...string) error { return sh("kubectl", lf.Kubectl, args...) }
 	deploy := func(args ...string) error { return sh("fanout-deploy", fanoutDeploy, args...) }
 
-	step("The health controller probes every member and writes what it sees into each Cluster's status")
-	health := exec.CommandContext(ctx, clusterregistry, "health", "-n", lf.Namespace,
+	// The scheduler writes SIG Multicluster's PlacementDecisions, whose CRD a registry installs
+	// from cluster-inventory-api (here from the module this one requires).
+	if err := fleettest.InstallPlacementDecisionCRD(ctx, lf.Registry.Config); err != nil {
+		return fmt.Errorf("installing the PlacementDecision CRD: %w", err)
+	}
+	step("The controllers: health probes every member and writes what it sees into each Cluster's status;\n" +
+		"   placements decides each Placement and writes its decision as PlacementDecisions")
+	health := exec.CommandContext(ctx, clusterregistry, "controllers", "-n", lf.Namespace, "--controllers", "health,placements",
 		"--interval", "1s", "--failure-threshold", "2", "--success-threshold", "1")
 	health.Env = append(os.Environ(), "KUBECONFIG="+lf.Registry.Kubeconfig)
 	health.Stdout, health.Stderr = os.Stdout, os.Stdout
@@ -119,8 +127,30 @@ func run(ctx context.Context, fanoutDeploy, fleetAPI, clusterregistry string, ke
 		return err
 	}
 
-	step("fanout-deploy applies a Deployment to every selected member at once")
-	if err := deploy("-n", lf.Namespace, "-l", "env=demo", "--name", "hello", "--image", "registry.example/hello:1", "--replicas", "2"); err != nil {
+	step("A Placement chooses where hello runs: the demo members that are Ready, keeping one that\n" +
+		"   becomes Unreachable for 5 minutes, so that a flap does not move the workload")
+	placementFile, err := writeTemp("hello-placement-*.yaml", placementYAML)
+	if err != nil {
+		return err
+	}
+	defer os.Remove(placementFile)
+	fmt.Print(placementYAML)
+	if err := kubectl("apply", "-n", lf.Namespace, "-f", placementFile); err != nil {
+		return err
+	}
+	if err := waitPlaced(ctx, lf, "hello", len(lf.Members)); err != nil {
+		return err
+	}
+	cr := func(args ...string) error { return sh("clusterregistry", clusterregistry, args...) }
+	if err := cr("get", "placements", "-n", lf.Namespace, "-o", "wide"); err != nil {
+		return err
+	}
+	if err := cr("explain-placement", "hello", "-n", lf.Namespace); err != nil {
+		return err
+	}
+
+	step("fanout-deploy applies a Deployment to the members the placement chose, at once")
+	if err := deploy("-n", lf.Namespace, "--placement", "hello", "--name", "hello", "--image", "registry.example/hello:1", "--replicas", "2"); err != nil {
 		return fmt.Errorf("fanout-deploy: %w", err)
 	}
 	fmt.Printf("\n$ kubectl --kubeconfig <member-1's admin kubeconfig> get deployments\n")
@@ -153,13 +183,17 @@ func run(ctx context.Context, fanoutDeploy, fleetAPI, clusterregistry string, ke
 	if err := kubectl("get", "clusters", "-n", lf.Namespace, "-o", "wide"); err != nil {
 		return err
 	}
+	fmt.Println("\nThe placement keeps member-2 within its toleration: its decision does not change.")
+	if err := cr("explain-placement", "hello", "-n", lf.Namespace); err != nil {
+		return err
+	}
 	fmt.Println("\nfleet-api shows member-2's caches as stale since the outage, with what they held then:")
 	if err := api.show(ctx, "member-2", "Stale"); err != nil {
 		return err
 	}
 
 	step("fanout-deploy again: the other members are updated, member-2 is reported and named")
-	err = deploy("-n", lf.Namespace, "-l", "env=demo", "--name", "hello", "--image", "registry.example/hello:2", "--timeout", "10s")
+	err = deploy("-n", lf.Namespace, "--placement", "hello", "--name", "hello", "--image", "registry.example/hello:2", "--timeout", "10s")
 	var exitErr *exec.ExitError
 	if !errors.As(err, &exitErr) || exitErr.ExitCode() != 1 {
 		return fmt.Errorf("fanout-deploy with a member down: %v, want exit status 1", err)
@@ -201,7 +235,8 @@ func run(ctx context.Context, fanoutDeploy, fleetAPI, clusterregistry string, ke
 		fmt.Printf("  %s get clusters -n %s\n", lf.Kubectl, lf.Namespace)
 		fmt.Printf("  %s --context member-1 get deployments\n", lf.Kubectl)
 		fmt.Printf("  %s get -n %s\n", abs(clusterregistry), lf.Namespace)
-		fmt.Printf("  %s -n %s --name hello --image nginx\n", abs(fanoutDeploy), lf.Namespace)
+		fmt.Printf("  %s get placements -n %s\n", abs(clusterregistry), lf.Namespace)
+		fmt.Printf("  %s -n %s --placement hello --name hello --image nginx\n", abs(fanoutDeploy), lf.Namespace)
 		fmt.Printf("  curl %s/clusters\n", api.url)
 		fmt.Println("Press Ctrl-C to stop.")
 		<-ctx.Done()
@@ -211,6 +246,44 @@ func run(ctx context.Context, fanoutDeploy, fleetAPI, clusterregistry string, ke
 }
 
 func step(msg string) { fmt.Printf("\n== %s\n", msg) }
+
+// placementYAML is the demo's Placement: every Ready demo member, a member that becomes
+// Unreachable kept for five minutes.
+const placementYAML = `apiVersion: clusterregistry.k8s.io/v1alpha1
+kind: Placement
+metadata:
+  name: hello
+spec:
+  selector: {matchLabels: {env: demo}}
+  tolerations: [{reason: Unreachable, seconds: 300}]
+`
+
+func writeTemp(pattern, content string) (string, error) {
+	f, err := os.CreateTemp("", pattern)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	if _, err := f.WriteString(content); err != nil {
+		return "", err
+	}
+	return f.Name(), f.Close()
+}
+
+// waitPlaced waits until the Placement name has chosen want members.
+func waitPlaced(ctx context.Context, lf *localfleet.Fleet, name string, want int) error {
+	placements := versioned.NewForConfigOrDie(lf.Registry.Config).ClusterregistryV1alpha1().Placements(lf.Namespace)
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+		p, err := placements.Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if p.Status.ObservedGeneration == p.Generation && int(p.Status.Chosen) == want {
+			return nil
+		}
+	}
+	return fmt.Errorf("placement %s: no decision of %d members within a minute", name, want)
+}
 
 // fleetKubeconfig writes a kubeconfig with a context for the registry (the current one) and one
 // per member, each named after it, with its administrator's credentials.
