@@ -48,15 +48,25 @@ func Read(ctx context.Context, client cpversioned.Interface, namespace, key stri
 	if namespace == "" || key == "" {
 		return nil, errors.New("decision: a namespace and a decision key are required")
 	}
-	selector := labels.SelectorFromSet(labels.Set{cpv1alpha1.DecisionKeyLabel: key}).String()
-	list, err := client.ApisV1alpha1().PlacementDecisions(namespace).List(ctx, metav1.ListOptions{LabelSelector: selector})
+	list, err := List(ctx, client, namespace, key)
 	if err != nil {
-		return nil, fmt.Errorf("listing the PlacementDecisions of %s in namespace %s: %w", key, namespace, err)
+		return nil, err
 	}
 	if len(list.Items) == 0 {
 		return nil, fmt.Errorf("decision %s in namespace %s: %w", key, namespace, ErrNoDecision)
 	}
 	return FromSlices(namespace, key, list.Items), nil
+}
+
+// List lists the slices of key in namespace, whoever wrote them: for FromSlices, and for Write's
+// WriteOptions.Existing, so that a writer that reads the decision first lists it once.
+func List(ctx context.Context, client cpversioned.Interface, namespace, key string) (*cpv1alpha1.PlacementDecisionList, error) {
+	selector := labels.SelectorFromSet(labels.Set{cpv1alpha1.DecisionKeyLabel: key}).String()
+	list, err := client.ApisV1alpha1().PlacementDecisions(namespace).List(ctx, metav1.ListOptions{LabelSelector: selector})
+	if err != nil {
+		return nil, fmt.Errorf("listing the PlacementDecisions of %s in namespace %s: %w", key, namespace, err)
+	}
+	return list, nil
 }
 
 // FromSlices is the decision that slices make: ordered by their decision-index label (a slice

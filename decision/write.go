@@ -41,6 +41,9 @@ type WriteOptions struct {
 	// Owner, if set, owns each slice (the Placement the decision is for), so that the slices go
 	// with it.
 	Owner *metav1.OwnerReference
+	// Existing, if set, are the key's slices as the caller just listed them (to read the
+	// previous decision, say): Write takes them for what is there instead of listing again.
+	Existing *cpv1alpha1.PlacementDecisionList
 }
 
 // Written says what Write did.
@@ -81,13 +84,19 @@ func Write(ctx context.Context, client cpversioned.Interface, namespace, key str
 		}
 	}
 	pds := client.ApisV1alpha1().PlacementDecisions(namespace)
-	list, err := pds.List(ctx, metav1.ListOptions{LabelSelector: labels.SelectorFromSet(labels.Set{cpv1alpha1.DecisionKeyLabel: key}).String()})
-	if err != nil {
-		return w, fmt.Errorf("listing the PlacementDecisions of %s in namespace %s: %w", key, namespace, err)
+	list := opts.Existing
+	if list == nil {
+		var err error
+		if list, err = List(ctx, client, namespace, key); err != nil {
+			return w, err
+		}
 	}
 	existing := map[string]*cpv1alpha1.PlacementDecision{}
 	for i := range list.Items {
 		pd := &list.Items[i]
+		if pd.Labels[cpv1alpha1.DecisionKeyLabel] != key {
+			continue // not of this key: Existing was listed for another
+		}
 		if pd.SchedulerName != opts.SchedulerName {
 			return w, &ForeignDecisionError{Namespace: namespace, Slice: pd.Name, Scheduler: pd.SchedulerName}
 		}

@@ -57,6 +57,14 @@ func TestWrite(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, decision.Written{Unchanged: 3}, w)
 	require.False(t, w.Changed())
+	// The same, from slices the caller listed: what is there is taken from them.
+	listed, err := decision.List(ctx, client, ns, "web")
+	require.NoError(t, err)
+	withExisting := opts
+	withExisting.Existing = listed
+	w, err = decision.Write(ctx, client, ns, "web", chosen(ns, 250), withExisting)
+	require.NoError(t, err)
+	require.Equal(t, decision.Written{Unchanged: 3}, w)
 
 	w, err = decision.Write(ctx, client, ns, "web", chosen(ns, 120)[20:], opts) // 100 members
 	require.NoError(t, err)

@@ -54,6 +54,7 @@ type Decision struct {
 // candidate is a Cluster that fits the policy, on its way to be chosen or not.
 type candidate struct {
 	key      types.NamespacedName
+	index    int // its place among the sorted candidates, and so its explanation's
 	domain   string
 	previous int // its index in Previous; -1 when new
 	group    int // its previous group
@@ -63,47 +64,57 @@ type candidate struct {
 	rank     uint64
 }
 
+// byName orders Clusters by cluster set, then name: the order of a decision's explanations.
+func byName(a, b *v1alpha1.Cluster) int {
+	return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
+}
+
 // Decide chooses from in.Candidates as c says, keeping what in.Previous chose while it still
 // fits. It is deterministic: the same inputs give the same decision, in the same order.
+//
+// Its cost is linear in the candidates (after a sort, skipped when they come sorted by cluster
+// set and name, as a Fleet's members do): a scheduler decides every placement over every member
+// of its cluster set, so each candidate screened out costs a selector match and nothing more.
 func (c *Compiled) Decide(in Input) Decision {
 	p := &c.policy
 	previous := make(map[types.NamespacedName]int, len(in.Previous))
 	for i, ch := range in.Previous {
 		previous[ch.Cluster] = i
 	}
-	clusters := slices.Clone(in.Candidates)
-	slices.SortFunc(clusters, func(a, b *v1alpha1.Cluster) int {
-		return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
-	})
+	clusters := in.Candidates
+	if !slices.IsSortedFunc(clusters, byName) {
+		clusters = slices.Clone(clusters)
+		slices.SortFunc(clusters, byName)
+	}
 	var d Decision
-	why := map[types.NamespacedName]Explanation{}
-	out := func(key types.NamespacedName, r Reason, format string, args ...any) {
-		why[key] = Explanation{Cluster: key, Reason: r, Message: fmt.Sprintf(format, args...)}
+	// explanations[i] is clusters[i]'s; one with no Reason is a duplicate, left out.
+	explanations := make([]Explanation, len(clusters))
+	out := func(i int, r Reason, msg string) {
+		explanations[i] = Explanation{Cluster: types.NamespacedName{Namespace: clusters[i].Namespace, Name: clusters[i].Name}, Reason: r, Message: msg}
 	}
 	var fits []*candidate
-	for _, cl := range clusters {
-		key := types.NamespacedName{Namespace: cl.Namespace, Name: cl.Name}
-		if _, seen := why[key]; seen {
+	for i, cl := range clusters {
+		if i > 0 && byName(clusters[i-1], cl) == 0 {
 			continue // the same Cluster given twice
 		}
-		f := &candidate{key: key, previous: -1, rank: rank(in.Key, key)}
-		if i, ok := previous[key]; ok {
-			f.previous, f.group = i, in.Previous[i].Group
-		}
-		f.included = names(p.Include, key)
+		key := types.NamespacedName{Namespace: cl.Namespace, Name: cl.Name}
 		if r, msg := c.screen(cl, key); r != "" {
-			out(key, r, "%s", msg)
+			out(i, r, msg)
 			continue
+		}
+		f := &candidate{key: key, index: i, previous: -1, included: names(p.Include, key)}
+		if j, ok := previous[key]; ok {
+			f.previous, f.group = j, in.Previous[j].Group
 		}
 		if cond := cl.Status.Condition(v1alpha1.ConditionReady); cond == nil || cond.Status != metav1.ConditionTrue {
 			state := readiness(cond, in.Now)
 			if f.previous < 0 {
-				out(key, ReasonNotReady, "%s; a member is first chosen only once Ready", state)
+				out(i, ReasonNotReady, state+"; a member is first chosen only once Ready")
 				continue
 			}
 			ok, until := c.tolerated(cond, in.Now)
 			if !ok {
-				out(key, ReasonNotReady, "%s, beyond the policy's tolerations", state)
+				out(i, ReasonNotReady, state+", beyond the policy's tolerations")
 				continue
 			}
 			f.tolerate, f.until = true, until
@@ -111,15 +122,16 @@ func (c *Compiled) Decide(in Input) Decision {
 		if s := p.Spread; s != nil {
 			v, ok := cl.Labels[s.Label]
 			if !ok {
-				out(key, ReasonSpread, "no %s label, which the spread needs", s.Label)
+				out(i, ReasonSpread, "no "+s.Label+" label, which the spread needs")
 				continue
 			}
 			f.domain = v
 		}
+		f.rank = rank(in.Key, key)
 		fits = append(fits, f)
 	}
 
-	chosen := c.choose(fits, out)
+	chosen := c.choose(fits, func(f *candidate, r Reason, msg string) { out(f.index, r, msg) })
 	for _, f := range chosen {
 		switch {
 		case f.tolerate:
@@ -130,25 +142,19 @@ func (c *Compiled) Decide(in Input) Decision {
 					d.RecheckAt = f.until
 				}
 			}
-			out(f.key, ReasonTolerated, "%s", msg)
+			out(f.index, ReasonTolerated, msg)
 		case f.previous >= 0:
-			out(f.key, ReasonKept, "chosen before, and still fits")
+			out(f.index, ReasonKept, "chosen before, and still fits")
 		case f.included:
-			out(f.key, ReasonIncluded, "named in include")
+			out(f.index, ReasonIncluded, "named in include")
 		default:
-			out(f.key, ReasonChosen, "fits the policy")
+			out(f.index, ReasonChosen, "fits the policy")
 		}
-		d.Chosen = append(d.Chosen, Choice{Cluster: f.key, Reason: why[f.key].Reason})
+		d.Chosen = append(d.Chosen, Choice{Cluster: f.key, Reason: explanations[f.index].Reason})
 	}
 	c.group(d.Chosen, chosen)
 	d.Satisfied = p.Count == nil || len(d.Chosen) == int(*p.Count)
-	for _, cl := range clusters {
-		key := types.NamespacedName{Namespace: cl.Namespace, Name: cl.Name}
-		if e, ok := why[key]; ok {
-			d.Explanations = append(d.Explanations, e)
-			delete(why, key) // once, if a Cluster was given twice
-		}
-	}
+	d.Explanations = slices.DeleteFunc(explanations, func(e Explanation) bool { return e.Reason == "" })
 	return d
 }
 
@@ -169,7 +175,7 @@ func (c *Compiled) screen(cl *v1alpha1.Cluster, key types.NamespacedName) (Reaso
 	case names(p.Exclude, key):
 		return ReasonExcluded, "named in exclude"
 	case !included && !c.selector.Matches(labels.Set(cl.Labels)):
-		return ReasonSelector, fmt.Sprintf("labels do not match the selector %s", c.selector)
+		return ReasonSelector, c.selectorMiss
 	}
 	if c.cel != nil && !included {
 		ok, err := c.cel.eval(cl)
@@ -186,7 +192,7 @@ func (c *Compiled) screen(cl *v1alpha1.Cluster, key types.NamespacedName) (Reaso
 // choose picks from fits: the members chosen before first, in their previous order, then the
 // included ones, then the rest by rank, up to Count and, with Spread, within its skew. Those not
 // picked are explained with out.
-func (c *Compiled) choose(fits []*candidate, out func(types.NamespacedName, Reason, string, ...any)) []*candidate {
+func (c *Compiled) choose(fits []*candidate, out func(*candidate, Reason, string)) []*candidate {
 	p := &c.policy
 	room := math.MaxInt
 	if p.Count != nil {
@@ -219,16 +225,17 @@ func (c *Compiled) choose(fits []*candidate, out func(types.NamespacedName, Reas
 		if len(chosen) < room {
 			chosen = append(chosen, rest[0])
 		} else {
-			out(rest[0].key, ReasonOverCount, "count is %d, and %d members chosen before come first", room, room)
+			out(rest[0], ReasonOverCount, fmt.Sprintf("count is %d, and %d members chosen before come first", room, room))
 		}
 		rest = rest[1:]
 	}
+	overCount := fmt.Sprintf("count is %d, and %d members came first", room, room)
 	if p.Spread == nil {
 		for _, f := range rest {
 			if len(chosen) < room {
 				chosen = append(chosen, f)
 			} else {
-				out(f.key, ReasonOverCount, "count is %d, and %d members came first", room, room)
+				out(f, ReasonOverCount, overCount)
 			}
 		}
 		return chosen
@@ -269,10 +276,10 @@ func (c *Compiled) choose(fits []*candidate, out func(types.NamespacedName, Reas
 	for _, w := range waiting {
 		for _, f := range w {
 			if len(chosen) >= room {
-				out(f.key, ReasonOverCount, "count is %d, and %d members came first", room, room)
+				out(f, ReasonOverCount, overCount)
 			} else {
-				out(f.key, ReasonSpread, "%s=%s has %d chosen, and the domain with fewest %d: one more exceeds maxSkew %d",
-					p.Spread.Label, f.domain, count[f.domain], fewest(), skew)
+				out(f, ReasonSpread, fmt.Sprintf("%s=%s has %d chosen, and the domain with fewest %d: one more exceeds maxSkew %d",
+					p.Spread.Label, f.domain, count[f.domain], fewest(), skew))
 			}
 		}
 	}

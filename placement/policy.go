@@ -29,6 +29,8 @@ type Toleration = v1alpha1.PlacementToleration
 type Compiled struct {
 	policy   Policy
 	selector labels.Selector
+	// selectorMiss is the explanation of a Cluster the selector leaves out, said once.
+	selectorMiss string
 	cel      *program
 }
 
@@ -89,6 +91,7 @@ func Compile(p Policy) (*Compiled, error) {
 	if len(errs) > 0 {
 		return nil, fmt.Errorf("placement policy: %w", errors.Join(errs...))
 	}
+	c.selectorMiss = fmt.Sprintf("labels do not match the selector %s", c.selector)
 	return c, nil
 }
 

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -20,14 +21,16 @@ import (
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
 	"github.com/cluster-registry/sdk/decision"
 	"github.com/cluster-registry/sdk/multicluster"
-	"github.com/cluster-registry/sdk/placement"
 	"github.com/cluster-registry/sdk/scheduler"
 )
 
-// BenchmarkScheduler: 10,000 Ready Clusters (100 label groups, 5 regions) and 1,000 placements
+// BenchmarkScheduler: 10,000 Ready Clusters (100 label groups, 5 regions) and 1,000 Placements
 // (each the 5 members of one group, spread across regions: 100 candidates each, and each Cluster
-// a candidate of 10 placements) on a real registry. Run it once (-benchtime 1x). Reported:
-//   - first-decisions-s: from Run until every placement's decision is written (target < 30 s);
+// a candidate of 10 placements) on a real registry, decided by the Controller that
+// `clusterregistry controllers --controllers placements` runs. Run it once (-benchtime 1x).
+// Reported:
+//   - first-decisions-s: from Run until every Placement's decision is written (target < 30 s),
+//     and first-status-s, until every Placement's status reports it;
 //   - change-p99-ms: a chosen member turns Unreachable; time until every placement that chose
 //     it has written a decision without it, over 20 such changes (target < 2,000 ms);
 //   - writes-per-change: slices written per change, and unaffected-writes: writes beyond the
@@ -71,28 +74,38 @@ func BenchmarkScheduler(b *testing.B) {
 	}
 	defer fleet.Stop()
 	client := cpversioned.NewForConfigOrDie(bulk)
+	registry := versioned.NewForConfigOrDie(bulk)
+	keys := make([]types.NamespacedName, placements)
+	for i := range keys {
+		keys[i] = types.NamespacedName{Namespace: ns, Name: fmt.Sprintf("p-%04d", i)}
+	}
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(64)
+	for i := range keys {
+		g.Go(func() error {
+			_, err := registry.ClusterregistryV1alpha1().Placements(ns).Create(gctx, &v1alpha1.Placement{ObjectMeta: metav1.ObjectMeta{Name: keys[i].Name},
+				Spec: v1alpha1.PlacementSpec{
+					Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"group": fmt.Sprintf("g%03d", i%100)}},
+					Count:    ptr.To[int32](5), Spread: &v1alpha1.PlacementSpread{Label: "region"},
+				}}, metav1.CreateOptions{})
+			return err
+		})
+	}
+	if err := g.Wait(); err != nil {
+		b.Fatal(err)
+	}
 
 	for range b.N {
-		s, err := scheduler.New(fleet, client, scheduler.Options{SchedulerName: "bench", Workers: 8, Fresh: func() bool { return fleet.Status().Fresh() }})
+		ctrl, err := scheduler.NewController(fleet, registry, client, scheduler.ControllerOptions{Namespace: ns,
+			Options: scheduler.Options{SchedulerName: "bench", Workers: 8, Fresh: func() bool { return fleet.Status().Fresh() }}})
 		if err != nil {
 			b.Fatal(err)
 		}
-		keys := make([]types.NamespacedName, placements)
-		for i := range keys {
-			keys[i] = types.NamespacedName{Namespace: ns, Name: fmt.Sprintf("p-%04d", i)}
-			policy, err := placement.Compile(placement.Policy{
-				Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"group": fmt.Sprintf("g%03d", i%100)}},
-				Count:    ptr.To[int32](5), Spread: &placement.Spread{Label: "region"},
-			})
-			if err != nil {
-				b.Fatal(err)
-			}
-			s.Set(scheduler.Placement{Key: keys[i], Policy: policy})
-		}
+		s := ctrl.Scheduler()
 		start := time.Now()
 		runCtx, stop := context.WithCancel(ctx)
 		done := make(chan error, 1)
-		go func() { done <- s.Run(runCtx) }()
+		go func() { done <- ctrl.Run(runCtx) }()
 		for s.Writes() < placements {
 			if time.Since(start) > 5*time.Minute {
 				b.Fatalf("%d of %d decisions written after 5 minutes", s.Writes(), placements)
@@ -100,6 +113,26 @@ func BenchmarkScheduler(b *testing.B) {
 			time.Sleep(10 * time.Millisecond)
 		}
 		b.ReportMetric(time.Since(start).Seconds(), "first-decisions-s")
+		for {
+			list, err := registry.ClusterregistryV1alpha1().Placements(ns).List(ctx, metav1.ListOptions{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			reported := 0
+			for _, p := range list.Items {
+				if p.Status.ObservedGeneration == p.Generation && p.Status.Chosen == 5 {
+					reported++
+				}
+			}
+			if reported == placements {
+				break
+			}
+			if time.Since(start) > 5*time.Minute {
+				b.Fatalf("%d of %d statuses written after 5 minutes", reported, placements)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		b.ReportMetric(time.Since(start).Seconds(), "first-status-s")
 		time.Sleep(2 * time.Second) // nothing more should come
 
 		// 20 changes: a chosen member of placement i*50 turns Unreachable.

@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
+	cpv1alpha1 "sigs.k8s.io/cluster-inventory-api/apis/v1alpha1"
 	cpversioned "sigs.k8s.io/cluster-inventory-api/client/clientset/versioned"
 
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
@@ -266,13 +267,14 @@ func (s *Scheduler) sync(ctx context.Context, key types.NamespacedName) (after t
 	s.mu.Lock()
 	previous, known := st.written, st.known
 	s.mu.Unlock()
+	var listed *cpv1alpha1.PlacementDecisionList // the slices, when read here: Write need not list them again
 	if !known {
-		d, err := decision.Read(ctx, s.client, key.Namespace, key.Name)
-		switch {
-		case errors.Is(err, decision.ErrNoDecision):
-		case err != nil:
+		var err error
+		if listed, err = decision.List(ctx, s.client, key.Namespace, key.Name); err != nil {
 			return 0, err
-		default:
+		}
+		if len(listed.Items) > 0 {
+			d := decision.FromSlices(key.Namespace, key.Name, listed.Items)
 			for _, c := range d.Clusters {
 				previous = append(previous, placement.Choice{Cluster: c, Group: d.Groups[c]})
 			}
@@ -290,7 +292,7 @@ func (s *Scheduler) sync(ctx context.Context, key types.NamespacedName) (after t
 		for i, c := range d.Chosen {
 			chosen[i] = decision.Chosen{Cluster: c.Cluster, Reason: writtenReason(c.Reason), Group: c.Group}
 		}
-		w, err := decision.Write(ctx, s.client, key.Namespace, key.Name, chosen, decision.WriteOptions{SchedulerName: s.opts.SchedulerName, Owner: pl.Owner})
+		w, err := decision.Write(ctx, s.client, key.Namespace, key.Name, chosen, decision.WriteOptions{SchedulerName: s.opts.SchedulerName, Owner: pl.Owner, Existing: listed})
 		if err != nil {
 			return 0, fmt.Errorf("placement %s: %w", key, err)
 		}
