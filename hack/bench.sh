@@ -25,8 +25,8 @@
 #                             3 replicas of a shard group in the same run: members probed twice or
 #                             not at all in a steady minute, coordination writes beside health's,
 #                             heap per replica over the single one's, probes/s/core of both
-#   BenchmarkScheduler        scheduler: 1,000 placements over 10,000 Clusters of a real registry:
-#                             first decisions, p99 from a chosen member going Unreachable to its
+#   BenchmarkScheduler        scheduler: 1,000 Placements over 10,000 Clusters of a real registry,
+#                             decided by the placements controller: first decisions and statuses, p99 from a chosen member going Unreachable to its
 #                             placements' decisions rewritten, writes to unaffected placements,
 #                             writes after an unrelated join
 set -euo pipefail
