@@ -31,7 +31,7 @@ type Compiled struct {
 	selector labels.Selector
 	// selectorMiss is the explanation of a Cluster the selector leaves out, said once.
 	selectorMiss string
-	cel      *program
+	cel          *program
 }
 
 // Compile checks p and prepares it. Its errors name the field at fault, and what is wrong.
