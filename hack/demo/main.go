@@ -31,7 +31,6 @@ import (
 	"github.com/cluster-registry/sdk/clientset/versioned"
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
 	"github.com/cluster-registry/sdk/localfleet"
-	"github.com/cluster-registry/sdk/testkit/fleettest"
 )
 
 func main() {
@@ -86,9 +85,18 @@ func run(ctx context.Context, fanoutDeploy, fleetAPI, clusterregistry string, ke
 	deploy := func(args ...string) error { return sh("fanout-deploy", fanoutDeploy, args...) }
 
 	// The scheduler writes SIG Multicluster's PlacementDecisions, whose CRD a registry installs
-	// from cluster-inventory-api (here from the module this one requires).
-	if err := fleettest.InstallPlacementDecisionCRD(ctx, lf.Registry.Config); err != nil {
-		return fmt.Errorf("installing the PlacementDecision CRD: %w", err)
+	// from cluster-inventory-api (here from the module this one requires, as the go command
+	// keeps it).
+	inventory, err := exec.CommandContext(ctx, "go", "list", "-m", "-f", "{{.Dir}}", "sigs.k8s.io/cluster-inventory-api").Output()
+	if err != nil {
+		return fmt.Errorf("finding the cluster-inventory-api module: %w", err)
+	}
+	step("SIG Multicluster's PlacementDecision CRD, where placement decisions go")
+	if err := kubectl("apply", "--server-side", "-f", filepath.Join(strings.TrimSpace(string(inventory)), "config", "crd", "bases", "multicluster.x-k8s.io_placementdecisions.yaml")); err != nil {
+		return err
+	}
+	if err := kubectl("wait", "--for", "condition=Established", "crd/placementdecisions.multicluster.x-k8s.io", "--timeout", "60s"); err != nil {
+		return err
 	}
 	step("The controllers: health probes every member and writes what it sees into each Cluster's status;\n" +
 		"   placements decides each Placement and writes its decision as PlacementDecisions")
