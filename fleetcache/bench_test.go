@@ -32,6 +32,7 @@ import (
 	crcluster "sigs.k8s.io/controller-runtime/pkg/cluster"
 
 	"github.com/cluster-registry/sdk/multicluster"
+	"github.com/cluster-registry/sdk/testkit/benchproc"
 	"github.com/cluster-registry/sdk/testkit/fleettest"
 	"github.com/cluster-registry/sdk/testkit/simmembers"
 )
@@ -51,10 +52,22 @@ const benchWrites = 500
 // sdk-transform drops what a tool does not read (each ConfigMap's data) before caching;
 // sdk-metadata caches only the ConfigMaps' metadata, beside peer-metadata (a metadata informer
 // factory per member).
+//
+// Each variant runs in a process of its own (package benchproc), with its own simulated members,
+// so that its heap and goroutines are its own: nothing another variant left (client-go's
+// transport cache, idle connections) counts for or against it, whatever the order.
+// sdk-connections is the floor under every mode: each member's connection open (TLS and HTTP/2,
+// after one request) and nothing cached.
 func BenchmarkCaches(b *testing.B) {
-	sim := simmembers.Start(b, *benchMembers, 0)
-	writer := simWriter(b, sim)
-	b.Run("sdk-idle", func(b *testing.B) {
+	variant := func(name string, fn func(b *testing.B, sim *simmembers.Members, writer *http.Client)) {
+		b.Run(name, func(b *testing.B) {
+			benchproc.Run(b, func(b *testing.B) {
+				sim := simmembers.Start(b, *benchMembers, 0)
+				fn(b, sim, simWriter(b, sim))
+			})
+		})
+	}
+	variant("sdk-idle", func(b *testing.B, sim *simmembers.Members, _ *http.Client) {
 		for b.Loop() {
 			heap0, g0 := simmembers.SettledHeapAndGoroutines()
 			members := multicluster.MembersOf(simmembers.Resolver(b), sim.Clusters("sim"), multicluster.FleetOptions{})
@@ -69,13 +82,34 @@ func BenchmarkCaches(b *testing.B) {
 			runtime.KeepAlive(members)
 		}
 	})
-	b.Run("sdk", func(b *testing.B) {
+	variant("sdk-connections", func(b *testing.B, sim *simmembers.Members, _ *http.Client) {
+		for b.Loop() {
+			heap0, g0 := simmembers.SettledHeapAndGoroutines()
+			members := multicluster.MembersOf(simmembers.Resolver(b), sim.Clusters("sim"), multicluster.FleetOptions{})
+			// One request each: the member's shared transport dials, and keeps, its connection.
+			if err := multicluster.ForEach(context.Background(), members, func(ctx context.Context, m *multicluster.Member) error {
+				kube, err := m.Kubernetes(ctx)
+				if err != nil {
+					return err
+				}
+				_, err = kube.CoreV1().ConfigMaps("default").Get(ctx, "cm-000", metav1.GetOptions{})
+				return err
+			}, multicluster.Concurrency(64)).Err(); err != nil {
+				b.Fatal(err)
+			}
+			heap1, g1 := simmembers.SettledHeapAndGoroutines()
+			b.ReportMetric(float64(heap1-heap0)/1024/float64(*benchMembers), "KiB/member")
+			b.ReportMetric(float64(g1-g0)/float64(*benchMembers), "goroutines/member")
+			runtime.KeepAlive(members)
+		}
+	})
+	variant("sdk", func(b *testing.B, sim *simmembers.Members, writer *http.Client) {
 		for b.Loop() {
 			benchCaches(b, sim, writer, startSDK)
 		}
 	})
 	// What a tool that reads only some fields keeps: the Data of each ConfigMap is dropped.
-	b.Run("sdk-transform", func(b *testing.B) {
+	variant("sdk-transform", func(b *testing.B, sim *simmembers.Members, writer *http.Client) {
 		for b.Loop() {
 			benchCaches(b, sim, writer, func(b *testing.B, sim *simmembers.Members, onEvent func(*corev1.ConfigMap)) func() {
 				return startSDKWith(b, sim, onEvent, KindOptions{Transform: func(obj any) (any, error) {
@@ -88,22 +122,22 @@ func BenchmarkCaches(b *testing.B) {
 		}
 	})
 	// What a tool that only counts or finds objects keeps: their metadata, by the Metadata kind.
-	b.Run("sdk-metadata", func(b *testing.B) {
+	variant("sdk-metadata", func(b *testing.B, sim *simmembers.Members, writer *http.Client) {
 		for b.Loop() {
 			benchCaches(b, sim, writer, startSDKMetadata)
 		}
 	})
-	b.Run("peer-metadata", func(b *testing.B) {
+	variant("peer-metadata", func(b *testing.B, sim *simmembers.Members, writer *http.Client) {
 		for b.Loop() {
 			benchCaches(b, sim, writer, startMetadataPeer)
 		}
 	})
-	b.Run("peer-controller-runtime", func(b *testing.B) {
+	variant("peer-controller-runtime", func(b *testing.B, sim *simmembers.Members, writer *http.Client) {
 		for b.Loop() {
 			benchCaches(b, sim, writer, startControllerRuntimePeer)
 		}
 	})
-	b.Run("peer", func(b *testing.B) {
+	variant("peer", func(b *testing.B, sim *simmembers.Members, writer *http.Client) {
 		for b.Loop() {
 			benchCaches(b, sim, writer, startPeer)
 		}

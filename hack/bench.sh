@@ -3,9 +3,11 @@
 # costs measured in the same run, since these machines are noisy. Takes a few minutes.
 #   BenchmarkResolveCached    cached Resolve of an unchanged Cluster (target < 1µs, 0 allocs)
 #   BenchmarkFanOut           one GET on N simulated members of 50ms latency, beside the hand-rolled
-#                             peer (a clientset per member, errgroup) in the same run (bench_test.go)
+#                             peer (a clientset per member, errgroup); each N of each in a process
+#                             of its own (testkit/benchproc)
 #   BenchmarkHealth           the health controller over 10,000 simulated members in a real
-#                             registry: CPU per probe, heap per member, writes at steady state
+#                             registry: CPU per probe and per status write apart, heap per member,
+#                             writes at steady state
 #                             and in an outage of 10% (takes about 3 minutes)
 #   BenchmarkFleet            a Fleet of 10,000 Clusters on the real registry, beside client-go's
 #                             generated informer: sync, heap per idle member, Members, Select
@@ -13,9 +15,10 @@
 #                             beside an informer factory per member (the hand-rolled peer): sync,
 #                             heap and goroutines per member, write-to-handler latency p50/p99;
 #                             also metadata only (sdk-metadata beside a metadata informer factory)
+#                             and the connection floor; each variant in a process of its own
 #   BenchmarkEngage           mcprovider: a multicluster manager engaging 1,000 simulated members,
 #                             beside multicluster-runtime's clusters provider: time to engage all,
-#                             heap and goroutines per engaged cluster
+#                             heap and goroutines per engaged cluster; each in a process of its own
 #   BenchmarkPublish          clusterprofile: ClusterProfiles for 10,000 Clusters of a real registry:
 #                             time to first publish, writes per Cluster, writes/s at steady state
 #   BenchmarkRotate           rotation: 10,000 simulated members' tokens, in Secrets of a real

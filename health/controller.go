@@ -33,6 +33,9 @@ type Controller struct {
 	// every controller's, so that a member is never probed twice at once and its depth and
 	// latency are the usual workqueue metrics (name "clusterregistry_health"). One Run's.
 	queue workqueue.TypedDelayingInterface[types.NamespacedName]
+	// keptClients are the members' probe clients with KeepConnections (*multicluster.Member to
+	// *keptClient); see clientFor.
+	keptClients sync.Map
 }
 
 // tracked is one member, when its next probe is due, and its state.
@@ -178,6 +181,7 @@ func (c *Controller) onMembership(ev multicluster.MemberEvent) {
 		if t := c.members[key]; t != nil {
 			t.gone = true // its queued key is dropped when it comes out
 			delete(c.members, key)
+			c.keptClients.Delete(t.member)
 			c.metrics.setReason(key, "")
 			c.metrics.setExpiry(key, time.Time{})
 		}

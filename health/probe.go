@@ -67,7 +67,7 @@ func (c *Controller) probe(ctx context.Context, m *multicluster.Member, identify
 		// The Resolver's errors name the providers and what to change, never a credential.
 		return observation{reason: v1alpha1.ReasonCredentialsUnavailable, message: err.Error()}
 	}
-	rest, done, err := c.clientFor(resolved)
+	rest, done, err := c.clientFor(m, resolved)
 	if err != nil {
 		return observation{reason: v1alpha1.ReasonCredentialsUnavailable, message: err.Error()}
 	}
@@ -178,12 +178,27 @@ func (c *Controller) probeWith(ctx context.Context, rest rest.Interface, identif
 	return o
 }
 
+// keptClient is a member's probe client with KeepConnections, and the resolved config it was
+// built from.
+type keptClient struct {
+	config *rest.Config
+	rest   rest.Interface
+}
+
 // clientFor is the client a probe uses. By default it has a connection of its own, closed when
 // the probe is done, so that an idle member holds no connection and no goroutine between
 // probes, at the cost of a TLS handshake per probe; with KeepConnections it uses the member's
-// shared transport, whose connection stays open. Either way the member's answers are read to
-// at most maxProbeAnswer bytes.
-func (c *Controller) clientFor(access *access.Resolved) (rest.Interface, func(), error) {
+// shared transport, whose connection stays open, through a client built once for as long as the
+// member's resolved config is the same (the Resolver answers with the same Config while the
+// Cluster and its credentials are unchanged, and a new one when they change): building a REST client per probe (a config copy,
+// serializers, a rate limiter) cost more CPU than the probe's request. Either way the member's
+// answers are read to at most maxProbeAnswer bytes.
+func (c *Controller) clientFor(m *multicluster.Member, access *access.Resolved) (rest.Interface, func(), error) {
+	if c.opts.KeepConnections {
+		if v, ok := c.keptClients.Load(m); ok && v.(*keptClient).config == access.Config {
+			return v.(*keptClient).rest, func() {}, nil
+		}
+	}
 	cfg := rest.CopyConfig(access.Config)
 	if c.opts.KeepConnections {
 		shared := access.HTTPClient
@@ -202,6 +217,7 @@ func (c *Controller) clientFor(access *access.Resolved) (rest.Interface, func(),
 		if err != nil {
 			return nil, nil, fmt.Errorf("building a client: %w", err)
 		}
+		c.keptClients.Store(m, &keptClient{config: access.Config, rest: rc.RESTClient()})
 		return rc.RESTClient(), func() {}, nil
 	}
 	// A Proxy function keeps client-go from sharing a cached transport, whose connections would

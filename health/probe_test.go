@@ -137,9 +137,13 @@ func TestProbeIdentifiesOnNewConnections(t *testing.T) {
 			require.Equal(t, identified, c.probe(ctx, m, false), "the first probe opens the connection")
 			require.Equal(t, all, seen())
 
+			built, ok := c.keptClients.Load(m)
+			require.True(t, ok, "no client kept for the member")
 			require.Equal(t, observation{resolved: true, ready: true, reason: v1alpha1.ReasonReachable, message: "readyz answered"}, c.probe(ctx, m, false),
 				"a probe over the open connection")
 			require.Equal(t, []string{"/readyz"}, seen())
+			again, _ := c.keptClients.Load(m)
+			require.Same(t, built, again, "the member's client was built again for a probe")
 
 			reidentified := identified
 			reidentified.opened = false

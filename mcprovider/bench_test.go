@@ -30,6 +30,7 @@ import (
 
 	"github.com/cluster-registry/sdk/mcprovider"
 	"github.com/cluster-registry/sdk/multicluster"
+	"github.com/cluster-registry/sdk/testkit/benchproc"
 	"github.com/cluster-registry/sdk/testkit/fleettest"
 	"github.com/cluster-registry/sdk/testkit/simmembers"
 )
@@ -42,10 +43,15 @@ var benchMembers = flag.Int("members", 1000, "simulated members in BenchmarkEnga
 // build (cluster.New on each member's rest.Config; the kubeconfig provider itself reads Secrets
 // from a real API server, which simulated members do not serve). Reported: the time from the
 // manager's start until every member's cache of ConfigMaps has synced, and the heap and goroutines
-// per engaged cluster once they have.
+// per engaged cluster once they have. Each variant runs in a process of its own (package
+// benchproc), with its own simulated members, so that no variant's leftovers count in another's.
 func BenchmarkEngage(b *testing.B) {
-	sim := simmembers.Start(b, *benchMembers, 0)
-	b.Run("sdk", func(b *testing.B) {
+	variant := func(name string, fn func(b *testing.B, sim *simmembers.Members)) {
+		b.Run(name, func(b *testing.B) {
+			benchproc.Run(b, func(b *testing.B) { fn(b, simmembers.Start(b, *benchMembers, 0)) })
+		})
+	}
+	variant("sdk", func(b *testing.B, sim *simmembers.Members) {
 		for b.Loop() {
 			members := multicluster.MembersOf(simmembers.Resolver(b), sim.Clusters("sim"), multicluster.FleetOptions{})
 			benchEngage(b, members, func() (mcmulticluster.Provider, getCluster) {
@@ -54,7 +60,7 @@ func BenchmarkEngage(b *testing.B) {
 			})
 		}
 	})
-	b.Run("sdk-warm", func(b *testing.B) {
+	variant("sdk-warm", func(b *testing.B, sim *simmembers.Members) {
 		for b.Loop() {
 			members := multicluster.MembersOf(simmembers.Resolver(b), sim.Clusters("sim"), multicluster.FleetOptions{})
 			benchEngage(b, members, func() (mcmulticluster.Provider, getCluster) {
@@ -63,7 +69,7 @@ func BenchmarkEngage(b *testing.B) {
 			})
 		}
 	})
-	b.Run("peer-mcr-clusters-provider", func(b *testing.B) {
+	variant("peer-mcr-clusters-provider", func(b *testing.B, sim *simmembers.Members) {
 		for b.Loop() {
 			members := multicluster.MembersOf(simmembers.Resolver(b), sim.Clusters("sim"), multicluster.FleetOptions{})
 			benchEngage(b, members, func() (mcmulticluster.Provider, getCluster) {

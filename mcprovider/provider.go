@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
+	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
@@ -34,9 +35,11 @@ type Members interface {
 // Options configure a Provider. The zero value is ready to use.
 type Options struct {
 	// ClusterOptions adjust each member's cluster.Cluster: its scheme, cache and client options.
-	// They are applied in order, and then the member's own HTTP client is set, overriding any an
-	// option set: that client is what pins every request to the member and keeps its credentials
-	// current.
+	// They are applied in order, after the Provider's default (caches drop managed fields, as
+	// cache.TransformStripManagedFields does: a controller reads objects, and the server keeps
+	// field ownership; set Cache.DefaultTransform to keep them), and then the member's own HTTP
+	// client is set, overriding any an option set: that client is what pins every request to the
+	// member and keeps its credentials current.
 	ClusterOptions []cluster.Option
 	// Logger hears why a member could not be engaged (it is retried, with backoff, while it stays
 	// in the Fleet). By default, controller-runtime's logger named "mcprovider".
@@ -271,6 +274,15 @@ func (p *Provider) warm(ctx context.Context, cl cluster.Cluster) error {
 	return nil
 }
 
+// stripManagedFields is the Provider's default cluster option: managed fields are most of what a
+// cached object holds that no controller reads (two entries of an applied, then updated,
+// ConfigMap are larger than its metadata), so the caches drop them.
+func stripManagedFields(o *cluster.Options) {
+	if o.Cache.DefaultTransform == nil {
+		o.Cache.DefaultTransform = crcache.TransformStripManagedFields()
+	}
+}
+
 // newCluster builds the member's cluster on its resolved config, with an HTTP client that sends
 // each request with the member's current resolution.
 func (p *Provider) newCluster(ctx context.Context, m *multicluster.Member) (cluster.Cluster, error) {
@@ -279,7 +291,8 @@ func (p *Provider) newCluster(ctx context.Context, m *multicluster.Member) (clus
 		return nil, err
 	}
 	httpClient := &http.Client{Transport: m.Transport()}
-	opts := append(slices.Clone(p.opts.ClusterOptions), func(o *cluster.Options) { o.HTTPClient = httpClient })
+	opts := append([]cluster.Option{stripManagedFields}, p.opts.ClusterOptions...)
+	opts = append(opts, func(o *cluster.Options) { o.HTTPClient = httpClient })
 	cl, err := cluster.New(rest.CopyConfig(cfg), opts...)
 	if err != nil {
 		return nil, fmt.Errorf("member %s: building its cluster: %w", m, err)

@@ -160,6 +160,7 @@ func requireIndexed(t *testing.T, ctx context.Context, mgr mcmanager.Manager, na
 	require.NoError(t, cl.GetCache().List(ctx, &list, client.InNamespace(ns), client.MatchingFields{greetingIndex: greeting}))
 	require.Len(t, list.Items, 1)
 	require.Equal(t, want, list.Items[0].Name)
+	require.Empty(t, list.Items[0].ManagedFields, "the cache keeps managed fields, which no controller reads")
 }
 
 // A member, or whatever answers at its address, that redirects the engaged cluster's requests
