@@ -67,11 +67,13 @@ type given struct {
 	generation int64
 }
 
-// outcome is what the status of a Placement reports: its policy's error, or its last decision.
+// outcome is what the status of a Placement reports: its policy's error, or its last decision,
+// and whether the decision could not be written since.
 type outcome struct {
 	generation int64
 	invalid    error
 	decided    *placement.Decision
+	failed     error
 }
 
 // NewController is a Controller of the Placements in registry, deciding over members (a Fleet:
@@ -97,6 +99,21 @@ func NewController(members multicluster.ChangeSource, registry versioned.Interfa
 		c.queue.Add(p.Key)
 		if user != nil {
 			user(p, d)
+		}
+	}
+	userFailed := schedOpts.Failed
+	schedOpts.Failed = func(p Placement, err error) {
+		c.mu.Lock()
+		o := c.outcomes[p.Key]
+		if o.generation != p.Generation || o.invalid != nil {
+			o = outcome{generation: p.Generation}
+		}
+		o.failed = err
+		c.outcomes[p.Key] = o
+		c.mu.Unlock()
+		c.queue.Add(p.Key)
+		if userFailed != nil {
+			userFailed(p, err)
 		}
 	}
 	sched, err := New(members, decisions, schedOpts)
@@ -241,8 +258,8 @@ func (c *Controller) sync(ctx context.Context, key types.NamespacedName) error {
 	c.mu.Lock()
 	o, decided = c.outcomes[key]
 	c.mu.Unlock()
-	if !decided {
-		return nil // the Scheduler's Decided brings it back
+	if !decided || o.decided == nil && o.invalid == nil && o.failed == nil {
+		return nil // the Scheduler's Decided (or Failed) brings it back
 	}
 	status := statusOf(p, o, time.Now())
 	if equality.Semantic.DeepEqual(status, p.Status) {
@@ -283,8 +300,13 @@ func statusOf(p *v1alpha1.Placement, o outcome, now time.Time) v1alpha1.Placemen
 		}
 		return st
 	}
-	d := o.decided
 	set(v1alpha1.PlacementMisconfigured, metav1.ConditionFalse, v1alpha1.ReasonValidPolicy, "the policy compiles")
+	if o.failed != nil {
+		set(v1alpha1.PlacementSatisfied, metav1.ConditionFalse, v1alpha1.ReasonDecisionNotWritten,
+			oneLine(o.failed.Error(), 1000)+"; retrying")
+		return st
+	}
+	d := o.decided
 	counts := map[string]int32{}
 	for _, e := range d.Explanations {
 		counts[writtenReason(e.Reason)]++

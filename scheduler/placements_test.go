@@ -185,6 +185,22 @@ func TestControllerOfPlacements(t *testing.T) {
 	time.Sleep(500 * time.Millisecond)
 	require.Equal(t, []string{"dev-1", "prod-1", "prod-2"}, chosen("batch"))
 
+	// Another scheduler's decision of the same key: not overwritten, and the status says why.
+	_, err = decisions.ApisV1alpha1().PlacementDecisions(ns).Create(ctx, &cpv1alpha1.PlacementDecision{
+		ObjectMeta:    metav1.ObjectMeta{Name: "taken-0", Labels: map[string]string{cpv1alpha1.DecisionKeyLabel: "taken"}},
+		SchedulerName: "someone-else", Decisions: []cpv1alpha1.ClusterDecision{}}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	_, err = placements.Create(ctx, &v1alpha1.Placement{ObjectMeta: metav1.ObjectMeta{Name: "taken"}}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	p = waitStatus("taken", func(p *v1alpha1.Placement) bool {
+		return condition(p, v1alpha1.PlacementSatisfied).Reason == v1alpha1.ReasonDecisionNotWritten
+	}, "the foreign decision reported")
+	require.Contains(t, condition(p, v1alpha1.PlacementSatisfied).Message, `belongs to scheduler "someone-else"`)
+	foreign, err := decisions.ApisV1alpha1().PlacementDecisions(ns).Get(ctx, "taken-0", metav1.GetOptions{})
+	require.NoError(t, err)
+	require.Equal(t, "someone-else", foreign.SchedulerName)
+	require.Empty(t, foreign.Decisions, "another scheduler's decision was overwritten")
+
 	// Deleted: its decision goes (here, with no garbage collector, by the controller).
 	require.NoError(t, placements.Delete(ctx, "web", metav1.DeleteOptions{}))
 	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {

@@ -51,6 +51,10 @@ type Options struct {
 	// placement decided, and the decision with every candidate's reason. It runs on the
 	// deciding worker, so it must not block.
 	Decided func(Placement, placement.Decision)
+	// Failed, if set, hears each time a placement's decision could not be read or written (it is
+	// retried, with backoff): a slice of its key written by another scheduler
+	// (*decision.ForeignDecisionError), a registry that refused. It must not block.
+	Failed func(Placement, error)
 }
 
 // Scheduler keeps the decisions of its placements written. Make one with New, give it
@@ -221,6 +225,14 @@ func (s *Scheduler) next(ctx context.Context) bool {
 	switch {
 	case err != nil:
 		s.opts.Logger.Error(err, "could not write a placement decision; retrying", "placement", key.String())
+		if s.opts.Failed != nil {
+			s.mu.Lock()
+			st := s.placements[key]
+			s.mu.Unlock()
+			if st != nil {
+				s.opts.Failed(st.placement, err)
+			}
+		}
 		s.queue.AddRateLimited(key)
 	case after > 0:
 		s.queue.Forget(key)

@@ -177,7 +177,8 @@ type PlacementReasonCount struct {
 // Placement conditions.
 const (
 	// PlacementSatisfied is True when the decision chose count members (or, without count, when
-	// it is written). Reasons: ReasonSatisfied, ReasonNotEnoughCandidates, ReasonNotDecided.
+	// it is written). Reasons: ReasonSatisfied, ReasonNotEnoughCandidates, ReasonNotDecided,
+	// ReasonDecisionNotWritten.
 	PlacementSatisfied = "Satisfied"
 	// PlacementMisconfigured is True when the policy cannot be used: a selector or a CEL
 	// expression that does not parse. Reason ReasonInvalidPolicy, or ReasonValidPolicy when False.
@@ -189,8 +190,11 @@ const (
 	ReasonSatisfied           = "Satisfied"
 	ReasonNotEnoughCandidates = "NotEnoughCandidates"
 	ReasonNotDecided          = "NotDecided"
-	ReasonInvalidPolicy       = "InvalidPolicy"
-	ReasonValidPolicy         = "ValidPolicy"
+	// ReasonDecisionNotWritten: the decision could not be written (a PlacementDecision of the
+	// key belongs to another scheduler, or the registry refused); the message says why.
+	ReasonDecisionNotWritten = "DecisionNotWritten"
+	ReasonInvalidPolicy      = "InvalidPolicy"
+	ReasonValidPolicy        = "ValidPolicy"
 )
 
 // PlacementList is a list of Placements.
