@@ -148,14 +148,21 @@ func TestControllersDeployment(t *testing.T) {
 func TestControllersSharded(t *testing.T) {
 	lf := sharedFleet(t)
 	require.NoError(t, fleettest.InstallClusterProfileCRD(t.Context(), lf.Registry.Config))
+	require.NoError(t, fleettest.InstallPlacementDecisionCRD(t.Context(), lf.Registry.Config))
 	ns := fleettest.CopySet(t, lf)
+	// Placements, divided among the replicas by the same hash: each decided by one of them.
+	placements := versioned.NewForConfigOrDie(lf.Registry.Config).ClusterregistryV1alpha1().Placements(ns)
+	for _, name := range []string{"web", "batch", "cache"} {
+		_, err := placements.Create(t.Context(), &v1alpha1.Placement{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
+		require.NoError(t, err)
+	}
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	var logs [2]syncBuffer
 	done := make(chan int, 2)
 	for i := range 2 {
 		go func() {
-			done <- run(ctx, []string{"--kubeconfig", lf.Registry.Kubeconfig, "-n", ns, "controllers", "--controllers", "health,clusterprofiles",
+			done <- run(ctx, []string{"--kubeconfig", lf.Registry.Kubeconfig, "-n", ns, "controllers", "--controllers", "health,clusterprofiles,placements",
 				"--shard-group", "probers", "--interval", "300ms", "--failure-threshold", "1", "--success-threshold", "1"}, &logs[i], &logs[i])
 		}()
 	}
@@ -185,6 +192,15 @@ func TestControllersSharded(t *testing.T) {
 				break
 			}
 			require.True(t, time.Now().Before(deadline), "%s has no ClusterProfile that says Reachable (%v); logs:\n%s\n%s", name, err, logs[0].String(), logs[1].String())
+		}
+	}
+	for _, name := range []string{"web", "batch", "cache"} {
+		for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+			p, err := placements.Get(t.Context(), name, metav1.GetOptions{})
+			if err == nil && p.Status.ObservedGeneration == 1 && p.Status.Chosen == 2 {
+				break
+			}
+			require.True(t, time.Now().Before(deadline), "Placement %s never decided; logs:\n%s\n%s", name, logs[0].String(), logs[1].String())
 		}
 	}
 	require.Contains(t, logs[0].String()+logs[1].String(), `"shardGroup"="`+ns+`/probers as `)
