@@ -208,12 +208,7 @@ func (c *Controller) next(ctx context.Context) bool {
 func (c *Controller) sync(ctx context.Context, key types.NamespacedName) error {
 	p, err := c.lister.Placements(key.Namespace).Get(key.Name)
 	if apierrors.IsNotFound(err) {
-		c.mu.Lock()
-		_, was := c.deciding[key]
-		delete(c.deciding, key)
-		delete(c.outcomes, key)
-		c.mu.Unlock()
-		if was {
+		if c.drop(key) {
 			c.sched.Remove(key) // its decision goes with it
 		}
 		return nil
@@ -222,12 +217,7 @@ func (c *Controller) sync(ctx context.Context, key types.NamespacedName) error {
 		return err
 	}
 	if c.opts.Owns != nil && !c.opts.Owns(key) {
-		c.mu.Lock()
-		_, was := c.deciding[key]
-		delete(c.deciding, key)
-		delete(c.outcomes, key)
-		c.mu.Unlock()
-		if was {
+		if c.drop(key) {
 			c.sched.Forget(key) // another replica's now; the decision stays for it
 		}
 		return nil
@@ -276,6 +266,16 @@ func (c *Controller) sync(ctx context.Context, key types.NamespacedName) error {
 		return fmt.Errorf("writing the status of Placement %s: %w", key, err)
 	}
 	return nil
+}
+
+// drop forgets what the Controller knew of key, and reports whether the Scheduler was deciding it.
+func (c *Controller) drop(key types.NamespacedName) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	_, was := c.deciding[key]
+	delete(c.deciding, key)
+	delete(c.outcomes, key)
+	return was
 }
 
 func ownerOf(p *v1alpha1.Placement) *metav1.OwnerReference {
