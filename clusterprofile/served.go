@@ -4,9 +4,10 @@ import (
 	"errors"
 	"fmt"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/discovery"
 	cpv1alpha1 "sigs.k8s.io/cluster-inventory-api/apis/v1alpha1"
+
+	"github.com/cluster-registry/sdk/internal/served"
 )
 
 // CRDManifest is where SIG Multicluster's ClusterProfile CRD comes from, at the version of
@@ -24,19 +25,14 @@ var ErrNotServed = errors.New("ClusterProfiles (multicluster.x-k8s.io/v1alpha1) 
 // that says so and what to install (errors.Is(err, ErrNotServed)), or why it could not tell.
 func Served(d discovery.DiscoveryInterface) error {
 	gv := cpv1alpha1.GroupVersion.String()
-	resources, err := d.ServerResourcesForGroupVersion(gv)
-	if apierrors.IsNotFound(err) {
-		return notServed()
-	}
+	ok, err := served.Resource(d, gv, "clusterprofiles")
 	if err != nil {
 		return fmt.Errorf("asking the API server whether it serves ClusterProfiles (%s): %w", gv, err)
 	}
-	for _, r := range resources.APIResources {
-		if r.Name == "clusterprofiles" {
-			return nil
-		}
+	if !ok {
+		return notServed()
 	}
-	return notServed()
+	return nil
 }
 
 func notServed() error {

@@ -23,6 +23,7 @@ import (
 	"github.com/cluster-registry/sdk/clientset/versioned"
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
 	crinformers "github.com/cluster-registry/sdk/informers/externalversions/clusterregistry/v1alpha1"
+	"github.com/cluster-registry/sdk/internal/served"
 	crlisters "github.com/cluster-registry/sdk/listers/clusterregistry/v1alpha1"
 	"github.com/cluster-registry/sdk/multicluster"
 	"github.com/cluster-registry/sdk/placement"
@@ -373,14 +374,13 @@ func Served(d discovery.DiscoveryInterface) error {
 		{v1alpha1.SchemeGroupVersion.String(), "placements", "install the registry's CRDs with `clusterregistry install` (schema version 5 or later)"},
 		{cpv1alpha1.GroupVersion.String(), "placementdecisions", "kubectl apply -f " + PlacementDecisionCRDManifest},
 	} {
-		resources, err := d.ServerResourcesForGroupVersion(api.gv)
-		if err != nil && !apierrors.IsNotFound(err) {
+		ok, err := served.Resource(d, api.gv, api.resource)
+		if err != nil {
 			return fmt.Errorf("asking the registry whether it serves %s (%s): %w", api.resource, api.gv, err)
 		}
-		if err == nil && slices.ContainsFunc(resources.APIResources, func(r metav1.APIResource) bool { return r.Name == api.resource }) {
-			continue
+		if !ok {
+			return fmt.Errorf("%s (%s) are not served; %s", api.resource, api.gv, api.install)
 		}
-		return fmt.Errorf("%s (%s) are not served; %s", api.resource, api.gv, api.install)
 	}
 	return nil
 }
