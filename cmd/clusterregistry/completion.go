@@ -131,3 +131,22 @@ func displayAs(root *cobra.Command, name string) {
 	}
 	rewrite(root)
 }
+
+// placementNames are the Placements of -n's namespace.
+func placementNames(f *factory) []string {
+	reg, err := f.Registry()
+	if err != nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), completionTimeout)
+	defer cancel()
+	list, err := reg.Clusters.ClusterregistryV1alpha1().Placements(reg.Namespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil
+	}
+	names := make([]string, 0, len(list.Items))
+	for _, p := range list.Items {
+		names = append(names, p.Name)
+	}
+	return names
+}

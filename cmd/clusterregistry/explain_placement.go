@@ -195,11 +195,11 @@ func newExplainPlacement(fac *factory) *cobra.Command {
 		Example: explainPlacementExample,
 		Args:    usageArgs(cobra.MaximumNArgs(1)),
 		RunE:    runOptions(fac, o),
-		ValidArgsFunction: func(cmd *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
+		ValidArgsFunction: func(_ *cobra.Command, args []string, _ string) ([]string, cobra.ShellCompDirective) {
 			if len(args) > 0 {
 				return nil, cobra.ShellCompDirectiveNoFileComp
 			}
-			return fac.completePlacements(cmd, toComplete), cobra.ShellCompDirectiveNoFileComp
+			return placementNames(fac), cobra.ShellCompDirectiveNoFileComp
 		},
 	}
 	f := cmd.Flags()

@@ -67,8 +67,8 @@ func newGetPlacements(f *factory) *cobra.Command {
 		Example: getPlacementsExample,
 		Args:    cobra.ArbitraryArgs,
 		RunE:    runOptions(f, o),
-		ValidArgsFunction: func(cmd *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
-			return f.completePlacements(cmd, toComplete), cobra.ShellCompDirectiveNoFileComp
+		ValidArgsFunction: func(_ *cobra.Command, args []string, _ string) ([]string, cobra.ShellCompDirective) {
+			return placementNames(f), cobra.ShellCompDirectiveNoFileComp
 		},
 	}
 	o.PrintFlags.AddFlags(cmd)
@@ -157,27 +157,13 @@ func (o *GetPlacementsOptions) print(items []v1alpha1.Placement) error {
 		return nil
 	}
 	if o.printer != nil {
+		objs := make([]runtime.Object, len(items))
 		for i := range items {
 			items[i].ManagedFields = nil
 			items[i].APIVersion, items[i].Kind = v1alpha1.SchemeGroupVersion.String(), "Placement"
+			objs[i] = &items[i]
 		}
-		if len(items) == 1 && len(o.Names) == 1 {
-			return o.printer.PrintObj(&items[0], o.out)
-		}
-		list := &metav1.List{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "List"}}
-		for i := range items {
-			if *o.PrintFlags.OutputFormat == "name" {
-				if err := o.printer.PrintObj(&items[i], o.out); err != nil {
-					return err
-				}
-				continue
-			}
-			list.Items = append(list.Items, runtime.RawExtension{Object: &items[i]})
-		}
-		if *o.PrintFlags.OutputFormat == "name" {
-			return nil
-		}
-		return o.printer.PrintObj(list, o.out)
+		return printObjects(o.out, o.printer, *o.PrintFlags.OutputFormat, objs, len(o.Names) == 1)
 	}
 	t := &metav1.Table{ColumnDefinitions: []metav1.TableColumnDefinition{
 		{Name: "Name", Type: "string", Format: "name"},
@@ -217,23 +203,4 @@ func (o *GetPlacementsOptions) print(items []v1alpha1.Placement) error {
 		})
 	}
 	return printers.NewTablePrinter(printers.PrintOptions{NoHeaders: o.NoHeaders, Wide: o.wide, WithNamespace: o.namespace == metav1.NamespaceAll}).PrintObj(t, o.out)
-}
-
-// completePlacements are the Placements of -n's namespace.
-func (f *factory) completePlacements(_ *cobra.Command, _ string) []string {
-	reg, err := f.Registry()
-	if err != nil {
-		return nil
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), completionTimeout)
-	defer cancel()
-	list, err := reg.Clusters.ClusterregistryV1alpha1().Placements(reg.Namespace).List(ctx, metav1.ListOptions{})
-	if err != nil {
-		return nil
-	}
-	names := make([]string, 0, len(list.Items))
-	for _, p := range list.Items {
-		names = append(names, p.Name)
-	}
-	return names
 }

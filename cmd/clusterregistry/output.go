@@ -85,25 +85,33 @@ func (o *appliedOutput) print(w io.Writer, applied []*v1alpha1.Cluster) error {
 // printClusters prints Clusters as kubectl get does: without managed fields, one as itself
 // (single) and several as a List, or a name a line.
 func printClusters(w io.Writer, printer printers.ResourcePrinter, format string, clusters []v1alpha1.Cluster, single bool) error {
+	objs := make([]runtime.Object, len(clusters))
 	for i := range clusters {
 		clusters[i].ManagedFields = nil
 		// The printers set the kind of the object they print, not of a List's items.
 		clusters[i].APIVersion, clusters[i].Kind = v1alpha1.SchemeGroupVersion.String(), "Cluster"
+		objs[i] = &clusters[i]
 	}
-	if single && len(clusters) == 1 {
-		return printer.PrintObj(&clusters[0], w)
+	return printObjects(w, printer, format, objs, single)
+}
+
+// printObjects prints objs with one of -o's object printers: one object alone when single, a
+// line each for -o name, else one List.
+func printObjects(w io.Writer, printer printers.ResourcePrinter, format string, objs []runtime.Object, single bool) error {
+	if single && len(objs) == 1 {
+		return printer.PrintObj(objs[0], w)
 	}
 	if format == "name" {
-		for i := range clusters {
-			if err := printer.PrintObj(&clusters[i], w); err != nil {
+		for _, obj := range objs {
+			if err := printer.PrintObj(obj, w); err != nil {
 				return err
 			}
 		}
 		return nil
 	}
 	list := &metav1.List{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "List"}}
-	for i := range clusters {
-		list.Items = append(list.Items, runtime.RawExtension{Object: &clusters[i]})
+	for _, obj := range objs {
+		list.Items = append(list.Items, runtime.RawExtension{Object: obj})
 	}
 	return printer.PrintObj(list, w)
 }
