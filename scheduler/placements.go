@@ -209,8 +209,11 @@ func (c *Controller) next(ctx context.Context) bool {
 func (c *Controller) sync(ctx context.Context, key types.NamespacedName) error {
 	p, err := c.lister.Placements(key.Namespace).Get(key.Name)
 	if apierrors.IsNotFound(err) {
-		if c.drop(key) {
-			c.sched.Remove(key) // its decision goes with it
+		c.mu.Lock()
+		_, known := c.outcomes[key]
+		c.mu.Unlock()
+		if c.drop(key) || known {
+			c.sched.Remove(key) // its decision goes with it, decided here or frozen
 		}
 		return nil
 	}

@@ -201,7 +201,13 @@ func TestControllerOfPlacements(t *testing.T) {
 	require.Equal(t, "someone-else", foreign.SchedulerName)
 	require.Empty(t, foreign.Decisions, "another scheduler's decision was overwritten")
 
-	// Deleted: its decision goes (here, with no garbage collector, by the controller).
+	// Deleted while Misconfigured (its decision frozen): its decision goes (here, with no
+	// garbage collector, by the controller).
+	gen = update("web", func(s *v1alpha1.PlacementSpec) { s.CEL = `cluster.labels[` })
+	waitStatus("web", func(p *v1alpha1.Placement) bool {
+		return p.Status.ObservedGeneration == gen && condition(p, v1alpha1.PlacementMisconfigured).Status == metav1.ConditionTrue
+	}, "misconfigured again")
+	require.Equal(t, []string{"prod-2"}, chosen("web"))
 	require.NoError(t, placements.Delete(ctx, "web", metav1.DeleteOptions{}))
 	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
 		_, err := decision.Read(ctx, decisions, ns, "web")

@@ -120,6 +120,9 @@ func (s *Scheduler) Remove(key types.NamespacedName) {
 	s.mu.Lock()
 	if st := s.placements[key]; st != nil {
 		st.removed = true
+	} else {
+		// Not decided here (forgotten, as a misconfigured placement is): its slices go all the same.
+		s.placements[key] = &state{removed: true}
 	}
 	s.mu.Unlock()
 	s.queue.Add(key)
