@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -165,20 +166,31 @@ func (c *Controller) Run(ctx context.Context) error {
 		})
 	}
 	if c.opts.Owns != nil {
-		// Ownership follows the replicas: ask again, now and then, of every Placement.
+		// Ownership follows the replicas: ask again, now and then, of every Placement, and sync
+		// only those whose owner changed.
 		wg.Go(func() {
 			t := time.NewTicker(c.opts.OwnsInterval)
 			defer t.Stop()
+			owned := map[types.NamespacedName]bool{}
 			for {
 				select {
 				case <-ctx.Done():
 					return
 				case <-t.C:
-					for _, key := range c.informer.GetStore().ListKeys() {
-						if ns, name, err := cache.SplitMetaNamespaceKey(key); err == nil {
-							c.queue.Add(types.NamespacedName{Namespace: ns, Name: name})
+					seen := map[types.NamespacedName]bool{}
+					for _, k := range c.informer.GetStore().ListKeys() {
+						ns, name, err := cache.SplitMetaNamespaceKey(k)
+						if err != nil {
+							continue
 						}
+						key := types.NamespacedName{Namespace: ns, Name: name}
+						now := c.opts.Owns(key)
+						if was, ok := owned[key]; !ok || was != now {
+							c.queue.Add(key)
+						}
+						owned[key], seen[key] = now, true
 					}
+					maps.DeleteFunc(owned, func(key types.NamespacedName, _ bool) bool { return !seen[key] })
 				}
 			}
 		})
