@@ -109,6 +109,24 @@ func TestCacheFollowsMembers(t *testing.T) {
 		return fmt.Sprint(events) == "[Added member-1 on-member-1 Added member-2 on-member-2]"
 	}, 10*time.Second, 20*time.Millisecond)
 
+	// A channel asked for once objects are cached is first told of each, as Added, even with a
+	// buffer smaller than what is cached: it is filled as it is read, not before Events returns.
+	lateCtx, stopLate := context.WithCancel(ctx)
+	late, err := cms.Events(lateCtx, 1)
+	require.NoError(t, err)
+	var lateSeen []string
+	for ev := range late {
+		if ev.Object.Labels["test"] == ns {
+			lateSeen = append(lateSeen, fmt.Sprintf("%s %s", ev.Type, ev.Object.Name))
+		}
+		if len(lateSeen) == 2 {
+			break
+		}
+	}
+	stopLate()
+	sort.Strings(lateSeen)
+	require.Equal(t, []string{"Added on-member-1", "Added on-member-2"}, lateSeen)
+
 	// A kind asked for after Start, metadata only, and a channel of its events.
 	namespaces, err := Metadata(c, corev1.SchemeGroupVersion.WithResource("namespaces"), KindOptions{})
 	require.NoError(t, err)
@@ -144,12 +162,15 @@ func TestCacheFollowsMembers(t *testing.T) {
 		require.Empty(t, item.Object.GetManagedFields())
 	}
 
-	// Asking again for a kind gives the same Kind; asking for it as another type is refused.
+	// Asking again for a kind gives the same Kind; asking for it as another type is refused,
+	// whether the type is another resource's or another way of caching it.
 	again, err := Typed[*corev1.ConfigMap](c, configMaps, KindOptions{})
 	require.NoError(t, err)
 	require.Same(t, cms, again)
 	_, err = Typed[*corev1.Secret](c, configMaps, KindOptions{})
-	require.ErrorContains(t, err, "already cached")
+	require.ErrorContains(t, err, "configmaps (v1) does not hold *v1.Secret (kind Secret)")
+	_, err = Typed[*corev1.ConfigMap](c, corev1.SchemeGroupVersion.WithResource("secrets"), KindOptions{})
+	require.ErrorContains(t, err, "secrets (v1) does not hold *v1.ConfigMap")
 	_, err = Typed[*corev1.ConfigMap](c, corev1.SchemeGroupVersion.WithResource("nosuchthings"), KindOptions{})
 	require.Error(t, err)
 

@@ -1,7 +1,7 @@
 // Package fleetcache keeps watch caches of the members of a multicluster.Fleet: a tool asks once
-// for a kind (typed, through a client-go informer factory per member; dynamic, by resource; or
-// metadata only) and gets it on every member, current and future, to list and to be told of
-// changes, each object named with its member.
+// for a kind (typed, in client-go's types; dynamic, by resource; or metadata only) and gets it on
+// every member, current and future, to list and to be told of changes, each object named with
+// its member.
 //
 // A Cache follows the Fleet's membership: a kind's informer starts on a member when the member
 // appears (and only once the kind is asked for, so a member whose caches nobody uses costs no

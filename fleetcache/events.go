@@ -47,8 +47,10 @@ type Event[T runtime.Object] struct {
 // AddEventHandler calls fn for every change to the kind's objects on every member, current and
 // future, starting with an Added event for each object already cached. Calls for one member come
 // one at a time and in order; calls for different members may come at once, so fn must be safe
-// for concurrent use. A slow fn delays only its own member's events. There is no way to remove
-// a handler other than stopping the Cache.
+// for concurrent use. fn is called as each change is stored: a slow fn delays its own member's
+// events and cache, no other member's (hand slow work to a queue). fn must not call
+// AddEventHandler of the same Kind. There is no way to remove a handler other than stopping the
+// Cache.
 func (k *Kind[T]) AddEventHandler(fn func(Event[T])) error {
 	k.mu.Lock()
 	defer k.mu.Unlock()
@@ -59,9 +61,10 @@ func (k *Kind[T]) AddEventHandler(fn func(Event[T])) error {
 			continue
 		}
 		if inf, _ := st.get(); inf != nil {
-			if _, err := inf.AddEventHandler(handlerFor(mc, fn)); err != nil && mc.ctx.Err() == nil {
-				return err
-			}
+			// In a goroutine of the member's: telling fn of what is cached may wait for the
+			// caller (Events' channel is read only once Events returns).
+			h := handlerFor(mc, fn)
+			mc.done.Go(func() { inf.addHandler(h) })
 		}
 	}
 	return nil

@@ -11,9 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/informers"
-	"k8s.io/client-go/metadata/metadatainformer"
 	"k8s.io/client-go/tools/cache"
 )
 
@@ -36,9 +34,10 @@ type Kind[T runtime.Object] struct {
 	c    *Cache
 	id   kindID
 	seq  int
+	name string // id's String, made once rather than per member
 	opts KindOptions
-	// newInformer builds the kind's informer from a member's clients.
-	newInformer func(*memberClients) (cache.SharedIndexInformer, error)
+	// source is how the kind is listed and watched on a member, and the type of its objects.
+	source func(*memberClients) (cache.ListerWatcher, runtime.Object, error)
 
 	mu       sync.Mutex
 	handlers []func(Event[T])
@@ -67,36 +66,39 @@ type kindRunner interface {
 
 var kindSeq atomic.Int64
 
-// Typed caches a built-in kind as client-go's informer factory does, one factory per member:
+// Typed caches a built-in kind, decoded into client-go's types as its informer factory would:
 // Typed[*corev1.Node](c, corev1.SchemeGroupVersion.WithResource("nodes"), opts). T must be the
-// type the factory's informer for gvr holds; the factory knows every built-in resource.
+// type client-go's informer for gvr holds. Each member lists and watches the kind through a REST
+// client of the kind's API group alone (protobuf where the member serves it), not a clientset of
+// every group.
 func Typed[T runtime.Object](c *Cache, gvr schema.GroupVersionResource, opts KindOptions) (*Kind[T], error) {
 	// A factory without a client builds informers without calling it: this checks that the
 	// factory knows the resource before any member is asked.
 	if _, err := informers.NewSharedInformerFactory(nil, 0).ForResource(gvr); err != nil {
 		return nil, fmt.Errorf("fleetcache: %w", err)
 	}
-	return register[T](c, kindID{gvr, "typed"}, opts, func(cl *memberClients) (cache.SharedIndexInformer, error) {
-		factory, err := cl.typed()
+	example, err := typedExample[T](gvr)
+	if err != nil {
+		return nil, err
+	}
+	return register[T](c, kindID{gvr, "typed"}, opts, func(cl *memberClients) (cache.ListerWatcher, runtime.Object, error) {
+		rc, err := cl.typedFor(gvr.GroupVersion())
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		gi, err := factory.ForResource(gvr)
-		if err != nil {
-			return nil, err
-		}
-		return gi.Informer(), nil
+		return typedListWatch(rc, gvr.Resource), example, nil
 	})
 }
 
 // Dynamic caches any resource, custom resources included, as unstructured objects.
 func Dynamic(c *Cache, gvr schema.GroupVersionResource, opts KindOptions) (*Kind[*unstructured.Unstructured], error) {
-	return register[*unstructured.Unstructured](c, kindID{gvr, "dynamic"}, opts, func(cl *memberClients) (cache.SharedIndexInformer, error) {
+	return register[*unstructured.Unstructured](c, kindID{gvr, "dynamic"}, opts, func(cl *memberClients) (cache.ListerWatcher, runtime.Object, error) {
 		dyn, err := cl.Dynamic()
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		return dynamicinformer.NewFilteredDynamicInformer(dyn, gvr, metav1.NamespaceAll, 0, namespaceIndex(), nil).Informer(), nil
+		ri := dyn.Resource(gvr)
+		return listWatch(ri.List, ri.Watch), &unstructured.Unstructured{}, nil
 	})
 }
 
@@ -104,12 +106,13 @@ func Dynamic(c *Cache, gvr schema.GroupVersionResource, opts KindOptions) (*Kind
 // for tools that count or find objects without reading them: a fraction of the memory of the
 // whole objects.
 func Metadata(c *Cache, gvr schema.GroupVersionResource, opts KindOptions) (*Kind[*metav1.PartialObjectMetadata], error) {
-	return register[*metav1.PartialObjectMetadata](c, kindID{gvr, "metadata"}, opts, func(cl *memberClients) (cache.SharedIndexInformer, error) {
+	return register[*metav1.PartialObjectMetadata](c, kindID{gvr, "metadata"}, opts, func(cl *memberClients) (cache.ListerWatcher, runtime.Object, error) {
 		meta, err := cl.Metadata()
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		return metadatainformer.NewFilteredMetadataInformer(meta, gvr, metav1.NamespaceAll, 0, namespaceIndex(), nil).Informer(), nil
+		ri := meta.Resource(gvr)
+		return listWatch(ri.List, ri.Watch), &metav1.PartialObjectMetadata{}, nil
 	})
 }
 
@@ -119,7 +122,7 @@ func namespaceIndex() cache.Indexers {
 
 // register adds the kind to the Cache and starts it on every member there is; asking again for
 // the same kind returns the same Kind.
-func register[T runtime.Object](c *Cache, id kindID, opts KindOptions, newInformer func(*memberClients) (cache.SharedIndexInformer, error)) (*Kind[T], error) {
+func register[T runtime.Object](c *Cache, id kindID, opts KindOptions, source func(*memberClients) (cache.ListerWatcher, runtime.Object, error)) (*Kind[T], error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if existing, ok := c.kinds[id]; ok {
@@ -133,7 +136,7 @@ func register[T runtime.Object](c *Cache, id kindID, opts KindOptions, newInform
 	for name, fn := range opts.Indexers {
 		indexers[name] = fn
 	}
-	k := &Kind[T]{c: c, id: id, seq: int(kindSeq.Add(1)), opts: opts, newInformer: newInformer, indexers: indexers}
+	k := &Kind[T]{c: c, id: id, seq: int(kindSeq.Add(1)), name: id.String(), opts: opts, source: source, indexers: indexers}
 	c.kinds[id] = k
 	for _, mc := range c.caches {
 		k.startOn(mc)
@@ -144,7 +147,7 @@ func register[T runtime.Object](c *Cache, id kindID, opts KindOptions, newInform
 func (k *Kind[T]) order() int { return k.seq }
 
 // String names the kind: its resource, version and how it is cached.
-func (k *Kind[T]) String() string { return k.id.String() }
+func (k *Kind[T]) String() string { return k.name }
 
 // startOn starts the kind's informer on a member, in a goroutine of the member's caches: the
 // member's clients may first have to wait for its credentials.
@@ -159,15 +162,13 @@ func (k *Kind[T]) startOn(mc *memberCaches) {
 		if err != nil {
 			return // stopped
 		}
-		inf, err := k.newInformer(cl)
-		if err == nil {
-			err = k.prepare(mc, st, inf)
-		}
+		lw, example, err := k.source(cl)
 		if err != nil {
 			st.fail(fmt.Errorf("member %s: %s: %w", mc.member, k, err))
 			return
 		}
-		synced := inf.HasSyncedChecker().Done() // a channel: no polling per member
+		ki := k.newInformer(mc, st, lw, example)
+		synced := ki.synced() // a channel: no polling per member
 		mc.done.Go(func() {
 			select {
 			case <-synced:
@@ -175,35 +176,36 @@ func (k *Kind[T]) startOn(mc *memberCaches) {
 			case <-mc.ctx.Done():
 			}
 		})
-		inf.RunWithContext(mc.ctx)
+		ki.run(mc.ctx)
 	})
 }
 
-// prepare sets the informer's transform, indexers, error handler and handlers before it runs.
-func (k *Kind[T]) prepare(mc *memberCaches, st *memberInformer, inf cache.SharedIndexInformer) error {
-	if err := inf.SetTransform(k.transform); err != nil {
-		return err
-	}
-	if err := inf.SetWatchErrorHandlerWithContext(watchErrorHandler(st)); err != nil {
-		return err
-	}
+// newInformer builds the member's informer of the kind, with the kind's indexers and handlers,
+// and makes it the one its status and listers see.
+func (k *Kind[T]) newInformer(mc *memberCaches, st *memberInformer, lw cache.ListerWatcher, example runtime.Object) *kindInformer {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	if err := addIndexers(inf, k.indexers); err != nil {
-		return err
-	}
+	handlers := make([]cache.ResourceEventHandler, 0, len(k.handlers))
 	for _, fn := range k.handlers {
-		if _, err := inf.AddEventHandler(handlerFor(mc, fn)); err != nil {
-			return err
-		}
+		handlers = append(handlers, handlerFor(mc, fn))
 	}
+	ki := newKindInformer(informerOptions{
+		name:         k.name,
+		listWatch:    lw,
+		objectType:   example,
+		indexers:     k.indexers,
+		transform:    k.transform,
+		onWatchError: watchErrorHandler(st),
+		handlers:     handlers,
+	})
 	st.mu.Lock()
-	st.informer = inf
+	st.informer = ki
 	st.mu.Unlock()
-	return nil
+	return ki
 }
 
-// transform drops managed fields, then applies the kind's own transform.
+// transform drops managed fields, applies the kind's own transform, then shares the strings of
+// the object's metadata that repeat (internMeta).
 func (k *Kind[T]) transform(obj any) (any, error) {
 	if !k.opts.KeepManagedFields {
 		if m, err := meta.Accessor(obj); err == nil {
@@ -211,24 +213,13 @@ func (k *Kind[T]) transform(obj any) (any, error) {
 		}
 	}
 	if k.opts.Transform != nil {
-		return k.opts.Transform(obj)
-	}
-	return obj, nil
-}
-
-// addIndexers adds the indexers the informer lacks.
-func addIndexers(inf cache.SharedIndexInformer, indexers cache.Indexers) error {
-	have := inf.GetIndexer().GetIndexers()
-	missing := cache.Indexers{}
-	for name, fn := range indexers {
-		if _, ok := have[name]; !ok {
-			missing[name] = fn
+		var err error
+		if obj, err = k.opts.Transform(obj); err != nil {
+			return nil, err
 		}
 	}
-	if len(missing) == 0 {
-		return nil
-	}
-	return inf.AddIndexers(missing)
+	internMeta(obj)
+	return obj, nil
 }
 
 // AddIndexers adds indexers to the kind's cache on every member, current and future, for
@@ -245,7 +236,7 @@ func (k *Kind[T]) AddIndexers(indexers cache.Indexers) error {
 	for _, mc := range k.c.memberList() {
 		if st := mc.informer(k.id); st != nil {
 			if inf, _ := st.get(); inf != nil {
-				if err := addIndexers(inf, indexers); err != nil && mc.ctx.Err() == nil {
+				if err := inf.addIndexers(indexers); err != nil && mc.ctx.Err() == nil {
 					return fmt.Errorf("fleetcache: %s on member %s: %w", k, mc.member, err)
 				}
 			}

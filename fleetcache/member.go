@@ -8,8 +8,8 @@ import (
 	"sync"
 	"time"
 
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/informers"
 	"k8s.io/client-go/rest"
 
 	"github.com/cluster-registry/sdk/internal/memberclients"
@@ -32,26 +32,33 @@ type memberCaches struct {
 
 // memberClients are built on a config whose HTTP client resolves the member's credentials on
 // every request (see rotatingTransport). Each kind of client is built on first use: a member whose
-// caches are all typed holds no dynamic or metadata client.
+// caches are all typed holds no dynamic or metadata client, and a REST client only of the groups
+// its typed caches are in.
 type memberClients struct {
 	*memberclients.Set
+	config *rest.Config
+	http   *http.Client
 
-	mu      sync.Mutex
-	factory informers.SharedInformerFactory
+	mu    sync.Mutex
+	typed map[schema.GroupVersion]rest.Interface
 }
 
-// typed is the member's informer factory, on the Set's protobuf clientset.
-func (cl *memberClients) typed() (informers.SharedInformerFactory, error) {
+// typedFor is the member's REST client of a built-in group-version, built once.
+func (cl *memberClients) typedFor(gv schema.GroupVersion) (rest.Interface, error) {
 	cl.mu.Lock()
 	defer cl.mu.Unlock()
-	if cl.factory == nil {
-		kube, err := cl.Kubernetes()
-		if err != nil {
-			return nil, fmt.Errorf("building a clientset: %w", err)
-		}
-		cl.factory = informers.NewSharedInformerFactory(kube, 0)
+	if rc, ok := cl.typed[gv]; ok {
+		return rc, nil
 	}
-	return cl.factory, nil
+	rc, err := typedRESTClient(memberclients.Protobuf(cl.config), cl.http, gv)
+	if err != nil {
+		return nil, fmt.Errorf("building a client of %s: %w", gv, err)
+	}
+	if cl.typed == nil {
+		cl.typed = map[schema.GroupVersion]rest.Interface{}
+	}
+	cl.typed[gv] = rc
+	return rc, nil
 }
 
 func newMemberCaches(parent context.Context, m *multicluster.Member) *memberCaches {
@@ -105,7 +112,8 @@ func (mc *memberCaches) buildClients() (*memberClients, error) {
 	// The host, paths and content types are the resolved config's; the credentials, CA and pinning
 	// come with each request from the member's current resolution.
 	httpClient := &http.Client{Transport: &rotatingTransport{mc: mc, next: mc.member.Transport()}}
-	return &memberClients{Set: memberclients.New(rest.CopyConfig(a.Config), httpClient, nil)}, nil
+	config := rest.CopyConfig(a.Config)
+	return &memberClients{Set: memberclients.New(config, httpClient, nil), config: config, http: httpClient}, nil
 }
 
 // informer is the member's informer state of kind k, or nil.

@@ -75,7 +75,7 @@ func (s Status) String() string {
 // memberInformer is one kind's informer on one member, with its status.
 type memberInformer struct {
 	mu       sync.Mutex
-	informer cache.SharedIndexInformer // nil until the member's clients are built
+	informer *kindInformer // nil until the member's clients are built
 	status   Status
 }
 
@@ -83,7 +83,7 @@ func newMemberInformer() *memberInformer {
 	return &memberInformer{status: Status{State: Syncing, Since: time.Now()}}
 }
 
-func (st *memberInformer) get() (cache.SharedIndexInformer, Status) {
+func (st *memberInformer) get() (*kindInformer, Status) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	return st.informer, st.status
