@@ -64,7 +64,7 @@ func (k *Kind[T]) AddEventHandler(fn func(Event[T])) error {
 			// In a goroutine of the member's: telling fn of what is cached may wait for the
 			// caller (Events' channel is read only once Events returns).
 			h := handlerFor(mc, fn)
-			mc.done.Go(func() { inf.addHandler(h) })
+			mc.done.Go(func() { _, _ = inf.AddEventHandler(h) }) // fails only once stopped
 		}
 	}
 	return nil

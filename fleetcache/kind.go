@@ -13,6 +13,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/cluster-registry/sdk/internal/inlineinformer"
+	"github.com/cluster-registry/sdk/internal/intern"
 )
 
 // KindOptions shape the caches of one kind.
@@ -116,10 +119,6 @@ func Metadata(c *Cache, gvr schema.GroupVersionResource, opts KindOptions) (*Kin
 	})
 }
 
-func namespaceIndex() cache.Indexers {
-	return cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}
-}
-
 // register adds the kind to the Cache and starts it on every member there is; asking again for
 // the same kind returns the same Kind.
 func register[T runtime.Object](c *Cache, id kindID, opts KindOptions, source func(*memberClients) (cache.ListerWatcher, runtime.Object, error)) (*Kind[T], error) {
@@ -167,8 +166,12 @@ func (k *Kind[T]) startOn(mc *memberCaches) {
 			st.fail(fmt.Errorf("member %s: %s: %w", mc.member, k, err))
 			return
 		}
-		ki := k.newInformer(mc, st, lw, example)
-		synced := ki.synced() // a channel: no polling per member
+		inf, err := k.newInformer(mc, st, lw, example)
+		if err != nil {
+			st.fail(fmt.Errorf("member %s: %s: %w", mc.member, k, err))
+			return
+		}
+		synced := inf.HasSyncedChecker().Done() // a channel: no polling per member
 		mc.done.Go(func() {
 			select {
 			case <-synced:
@@ -176,36 +179,36 @@ func (k *Kind[T]) startOn(mc *memberCaches) {
 			case <-mc.ctx.Done():
 			}
 		})
-		ki.run(mc.ctx)
+		inf.RunWithContext(mc.ctx)
 	})
 }
 
-// newInformer builds the member's informer of the kind, with the kind's indexers and handlers,
-// and makes it the one its status and listers see.
-func (k *Kind[T]) newInformer(mc *memberCaches, st *memberInformer, lw cache.ListerWatcher, example runtime.Object) *kindInformer {
+// newInformer builds the member's informer of the kind (handlers called in line: package
+// inlineinformer), with the kind's indexers and handlers, and makes it the one its status and
+// listers see.
+func (k *Kind[T]) newInformer(mc *memberCaches, st *memberInformer, lw cache.ListerWatcher, example runtime.Object) (*inlineinformer.Informer, error) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	handlers := make([]cache.ResourceEventHandler, 0, len(k.handlers))
-	for _, fn := range k.handlers {
-		handlers = append(handlers, handlerFor(mc, fn))
+	inf := inlineinformer.New(lw, example, 0, k.indexers, k.name)
+	if err := inf.SetTransform(k.transform); err != nil {
+		return nil, err
 	}
-	ki := newKindInformer(informerOptions{
-		name:         k.name,
-		listWatch:    lw,
-		objectType:   example,
-		indexers:     k.indexers,
-		transform:    k.transform,
-		onWatchError: watchErrorHandler(st),
-		handlers:     handlers,
-	})
+	if err := inf.SetWatchErrorHandlerWithContext(watchErrorHandler(st)); err != nil {
+		return nil, err
+	}
+	for _, fn := range k.handlers {
+		if _, err := inf.AddEventHandler(handlerFor(mc, fn)); err != nil {
+			return nil, err
+		}
+	}
 	st.mu.Lock()
-	st.informer = ki
+	st.informer = inf
 	st.mu.Unlock()
-	return ki
+	return inf, nil
 }
 
 // transform drops managed fields, applies the kind's own transform, then shares the strings of
-// the object's metadata that repeat (internMeta).
+// the object's metadata that repeat (package intern).
 func (k *Kind[T]) transform(obj any) (any, error) {
 	if !k.opts.KeepManagedFields {
 		if m, err := meta.Accessor(obj); err == nil {
@@ -218,8 +221,23 @@ func (k *Kind[T]) transform(obj any) (any, error) {
 			return nil, err
 		}
 	}
-	internMeta(obj)
+	intern.Meta(obj)
 	return obj, nil
+}
+
+// addIndexers adds the indexers the informer lacks.
+func addIndexers(inf cache.SharedIndexInformer, indexers cache.Indexers) error {
+	have := inf.GetIndexer().GetIndexers()
+	missing := cache.Indexers{}
+	for name, fn := range indexers {
+		if _, ok := have[name]; !ok {
+			missing[name] = fn
+		}
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	return inf.AddIndexers(missing)
 }
 
 // AddIndexers adds indexers to the kind's cache on every member, current and future, for
@@ -236,7 +254,7 @@ func (k *Kind[T]) AddIndexers(indexers cache.Indexers) error {
 	for _, mc := range k.c.memberList() {
 		if st := mc.informer(k.id); st != nil {
 			if inf, _ := st.get(); inf != nil {
-				if err := inf.addIndexers(indexers); err != nil && mc.ctx.Err() == nil {
+				if err := addIndexers(inf, indexers); err != nil && mc.ctx.Err() == nil {
 					return fmt.Errorf("fleetcache: %s on member %s: %w", k, mc.member, err)
 				}
 			}

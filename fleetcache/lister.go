@@ -37,7 +37,7 @@ func (k *Kind[T]) indexer(member types.NamespacedName) (*multicluster.Member, ca
 	if inf == nil {
 		return mc.member, nil, status, nil
 	}
-	return mc.member, inf.indexer, status, nil
+	return mc.member, inf.GetIndexer(), status, nil
 }
 
 // Get returns the object of that namespace (empty for a cluster-scoped kind) and name in the
@@ -87,7 +87,7 @@ func (k *Kind[T]) ListAll(selector labels.Selector) []Item[T] {
 		if inf == nil {
 			continue
 		}
-		objs, _ := filter[T](k, inf.indexer.List(), selector)
+		objs, _ := filter[T](k, inf.GetIndexer().List(), selector)
 		for _, o := range objs {
 			out = append(out, Item[T]{Member: mc.member, Object: o})
 		}

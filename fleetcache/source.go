@@ -17,9 +17,9 @@ import (
 	"k8s.io/client-go/tools/cache"
 )
 
-// listWatch lists and watches through a client's List and Watch, starting from a list.
+// listWatch lists and watches through a client's List and Watch.
 func listWatch[L runtime.Object](list func(context.Context, metav1.ListOptions) (L, error), watchFn func(context.Context, metav1.ListOptions) (watch.Interface, error)) cache.ListerWatcher {
-	return watchListUnsupported{&cache.ListWatch{
+	return &cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
 			l, err := list(ctx, opts)
 			if err != nil {
@@ -28,7 +28,7 @@ func listWatch[L runtime.Object](list func(context.Context, metav1.ListOptions) 
 			return l, nil
 		},
 		WatchFuncWithContext: watchFn,
-	}}
+	}
 }
 
 // typedListWatch lists and watches a resource of rc's group-version in every namespace, as

@@ -13,6 +13,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/cluster-registry/sdk/internal/inlineinformer"
 )
 
 // State is how current one member's cache of one kind is.
@@ -75,7 +77,7 @@ func (s Status) String() string {
 // memberInformer is one kind's informer on one member, with its status.
 type memberInformer struct {
 	mu       sync.Mutex
-	informer *kindInformer // nil until the member's clients are built
+	informer *inlineinformer.Informer // nil until the member's clients are built
 	status   Status
 }
 
@@ -83,7 +85,7 @@ func newMemberInformer() *memberInformer {
 	return &memberInformer{status: Status{State: Syncing, Since: time.Now()}}
 }
 
-func (st *memberInformer) get() (*kindInformer, Status) {
+func (st *memberInformer) get() (*inlineinformer.Informer, Status) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	return st.informer, st.status

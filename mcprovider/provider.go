@@ -22,6 +22,8 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	mcmulticluster "sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 
+	"github.com/cluster-registry/sdk/internal/inlineinformer"
+	"github.com/cluster-registry/sdk/internal/intern"
 	"github.com/cluster-registry/sdk/multicluster"
 )
 
@@ -35,9 +37,13 @@ type Members interface {
 // Options configure a Provider. The zero value is ready to use.
 type Options struct {
 	// ClusterOptions adjust each member's cluster.Cluster: its scheme, cache and client options.
-	// They are applied in order, after the Provider's default (caches drop managed fields, as
+	// They are applied in order, after the Provider's defaults (caches drop managed fields, as
 	// cache.TransformStripManagedFields does: a controller reads objects, and the server keeps
-	// field ownership; set Cache.DefaultTransform to keep them), and then the member's own HTTP
+	// field ownership; set Cache.DefaultTransform to keep them. Informers call their handlers in
+	// line, as each change is stored, and start from a list rather than a watch streaming the
+	// initial state: a handler that does more than enqueue delays its cluster's cache; set
+	// Cache.NewInformer to toolscache.NewSharedIndexInformer for client-go's own), and then the
+	// member's own HTTP
 	// client is set, overriding any an option set: that client is what pins every request to the
 	// member and keeps its credentials current.
 	ClusterOptions []cluster.Option
@@ -274,12 +280,26 @@ func (p *Provider) warm(ctx context.Context, cl cluster.Cluster) error {
 	return nil
 }
 
-// stripManagedFields is the Provider's default cluster option: managed fields are most of what a
+// clusterDefaults are the Provider's default cluster options. Managed fields are most of what a
 // cached object holds that no controller reads (two entries of an applied, then updated,
-// ConfigMap are larger than its metadata), so the caches drop them.
-func stripManagedFields(o *cluster.Options) {
+// ConfigMap are larger than its metadata), so the caches drop them, and share the short strings of
+// metadata that repeat across objects and clusters (package intern). Each informer calls its
+// handlers in line and starts from a list (package inlineinformer): a controller's handler only
+// enqueues, so the 16 KiB queue client-go keeps per handler and member buys nothing, and a list
+// costs less to decode than the same objects streamed as watch events.
+func clusterDefaults(o *cluster.Options) {
 	if o.Cache.DefaultTransform == nil {
-		o.Cache.DefaultTransform = crcache.TransformStripManagedFields()
+		strip := crcache.TransformStripManagedFields()
+		o.Cache.DefaultTransform = func(obj any) (any, error) {
+			obj, err := strip(obj)
+			if err == nil {
+				intern.Meta(obj)
+			}
+			return obj, err
+		}
+	}
+	if o.Cache.NewInformer == nil {
+		o.Cache.NewInformer = inlineinformer.NewShared
 	}
 }
 
@@ -291,7 +311,7 @@ func (p *Provider) newCluster(ctx context.Context, m *multicluster.Member) (clus
 		return nil, err
 	}
 	httpClient := &http.Client{Transport: m.Transport()}
-	opts := append([]cluster.Option{stripManagedFields}, p.opts.ClusterOptions...)
+	opts := append([]cluster.Option{clusterDefaults}, p.opts.ClusterOptions...)
 	opts = append(opts, func(o *cluster.Options) { o.HTTPClient = httpClient })
 	cl, err := cluster.New(rest.CopyConfig(cfg), opts...)
 	if err != nil {

@@ -1,4 +1,4 @@
-package fleetcache
+package intern
 
 import (
 	"strconv"
@@ -20,8 +20,8 @@ func decoded(s string) string { return strings.Clone(s) }
 
 // Two objects decoded apart share the strings of their metadata that repeat, keep their values,
 // and keep their own names, UIDs, resourceVersions and long values.
-func TestInternMetaSharesRepeatedStrings(t *testing.T) {
-	long := strings.Repeat("x", internedMax+1)
+func TestMetaSharesRepeatedStrings(t *testing.T) {
+	long := strings.Repeat("x", maxLen+1)
 	object := func(name string) *corev1.ConfigMap {
 		return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{
 			Namespace: decoded("team-a"), Name: decoded(name), UID: "uid-" + "1", ResourceVersion: decoded("42"),
@@ -32,8 +32,8 @@ func TestInternMetaSharesRepeatedStrings(t *testing.T) {
 		}}
 	}
 	a, b := object("a"), object("b")
-	internMeta(a)
-	internMeta(b)
+	Meta(a)
+	Meta(b)
 	require.Equal(t, "team-a", a.Namespace)
 	require.True(t, sameString(a.Namespace, b.Namespace))
 	require.True(t, sameString(a.OwnerReferences[0].Kind, b.OwnerReferences[0].Kind))
@@ -51,25 +51,25 @@ func TestInternMetaSharesRepeatedStrings(t *testing.T) {
 
 	pa := &metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: decoded("meta.k8s.io/v1"), Kind: decoded("PartialObjectMetadata")}}
 	pb := &metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: decoded("meta.k8s.io/v1"), Kind: decoded("PartialObjectMetadata")}}
-	internMeta(pa)
-	internMeta(pb)
+	Meta(pa)
+	Meta(pb)
 	require.True(t, sameString(pa.Kind, pb.Kind) && sameString(pa.APIVersion, pb.APIVersion))
 
 	// Unstructured objects and tombstones are left as they are.
 	u := &unstructured.Unstructured{Object: map[string]any{"metadata": map[string]any{"namespace": "team-a"}}}
-	internMeta(u)
+	Meta(u)
 	require.Equal(t, "team-a", u.GetNamespace())
-	internMeta(nil)
+	Meta(nil)
 }
 
 // The table starts again once full: it cannot grow without end, and what it held before stays
 // correct.
-func TestInternTableIsBounded(t *testing.T) {
-	first := intern(decoded("bounded-first"))
-	for i := range internedEntries + 10 {
-		_ = intern(decoded("v" + strings.Repeat("y", i%50) + strconv.Itoa(i)))
+func TestTableIsBounded(t *testing.T) {
+	first := String(decoded("bounded-first"))
+	for i := range maxEntries + 10 {
+		_ = String(decoded("v" + strings.Repeat("y", i%50) + strconv.Itoa(i)))
 	}
-	require.LessOrEqual(t, interned.entries.Load(), int64(internedEntries))
+	require.LessOrEqual(t, interned.entries.Load(), int64(maxEntries))
 	require.Equal(t, "bounded-first", first)
-	require.Equal(t, "bounded-first", intern(decoded("bounded-first")))
+	require.Equal(t, "bounded-first", String(decoded("bounded-first")))
 }

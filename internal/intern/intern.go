@@ -1,4 +1,7 @@
-package fleetcache
+// Package intern makes equal short strings of cached objects' metadata share one copy: a decoder
+// allocates every string of every object anew, so across a fleet's caches "app.kubernetes.io/name"
+// or a namespace's name is otherwise held once per object per member.
+package intern
 
 import (
 	"strings"
@@ -8,18 +11,17 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// internMeta makes the strings of an object's metadata that repeat across objects and members
+// Meta makes the strings of an object's metadata that repeat across objects and members
 // (namespace, label and annotation keys and values, owners' kinds, finalizers, the type of a
-// metadata-only object; each at most internedMax bytes) share one copy each. A decoder allocates every
-// string of every object anew: across a fleet, "app.kubernetes.io/name" or a namespace's name is
-// held once per object per member. Names, UIDs and resourceVersions are left alone: they rarely
-// repeat, and interning them would cost without saving.
+// metadata-only object; each at most maxLen bytes) share one copy each. Names, UIDs and
+// resourceVersions are left alone: they rarely repeat, and interning them would cost without
+// saving.
 //
 // Only typed and metadata-only objects are interned; an unstructured object's metadata is a map
 // of interfaces that its accessors copy, which would cost more than it saves.
-func internMeta(obj any) {
+func Meta(obj any) {
 	if pm, ok := obj.(*metav1.PartialObjectMetadata); ok {
-		pm.APIVersion, pm.Kind = intern(pm.APIVersion), intern(pm.Kind)
+		pm.APIVersion, pm.Kind = String(pm.APIVersion), String(pm.Kind)
 	}
 	acc, ok := obj.(metav1.ObjectMetaAccessor)
 	if !ok {
@@ -29,37 +31,37 @@ func internMeta(obj any) {
 	if !ok || m == nil {
 		return
 	}
-	m.Namespace = intern(m.Namespace)
-	m.GenerateName = intern(m.GenerateName)
-	m.Labels = internMap(m.Labels)
-	m.Annotations = internMap(m.Annotations)
+	m.Namespace = String(m.Namespace)
+	m.GenerateName = String(m.GenerateName)
+	m.Labels = stringMap(m.Labels)
+	m.Annotations = stringMap(m.Annotations)
 	for i := range m.OwnerReferences {
 		o := &m.OwnerReferences[i]
-		o.APIVersion, o.Kind = intern(o.APIVersion), intern(o.Kind)
+		o.APIVersion, o.Kind = String(o.APIVersion), String(o.Kind)
 	}
 	for i, f := range m.Finalizers {
-		m.Finalizers[i] = intern(f)
+		m.Finalizers[i] = String(f)
 	}
 }
 
-// internedMax is the longest string interned: short ones (an app's name, "true") repeat; long
+// maxLen is the longest string interned: short ones (an app's name, "true") repeat; long
 // ones (a last-applied configuration) are each their own.
-const internedMax = 64
+const maxLen = 64
 
-// internMap is m with interned keys and short values, in a map of the same size.
-func internMap(m map[string]string) map[string]string {
+// stringMap is m with interned keys and short values, in a map of the same size.
+func stringMap(m map[string]string) map[string]string {
 	if len(m) == 0 {
 		return m
 	}
 	out := make(map[string]string, len(m))
 	for k, v := range m {
-		out[intern(k)] = intern(v)
+		out[String(k)] = String(v)
 	}
 	return out
 }
 
 // interned is the table of canonical strings, shared by every cache of the process so that its
-// size is paid once, not per member. It is bounded: past internedEntries it starts again empty
+// size is paid once, not per member. It is bounded: past maxEntries it starts again empty
 // (strings already shared stay shared), so churning values (a pod-template-hash) cannot grow it
 // without end.
 var interned struct {
@@ -67,12 +69,12 @@ var interned struct {
 	entries atomic.Int64
 }
 
-const internedEntries = 1 << 16
+const maxEntries = 1 << 16
 
-// intern is s's canonical copy: the first equal string the table was given, cloned so that it
+// String is s's canonical copy: the first equal string the table was given, cloned so that it
 // does not keep the decoder's buffer alive.
-func intern(s string) string {
-	if s == "" || len(s) > internedMax {
+func String(s string) string {
+	if s == "" || len(s) > maxLen {
 		return s
 	}
 	table := interned.table.Load()
@@ -83,7 +85,7 @@ func intern(s string) string {
 	if v, ok := table.Load(s); ok {
 		return v.(string)
 	}
-	if interned.entries.Add(1) > internedEntries {
+	if interned.entries.Add(1) > maxEntries {
 		interned.entries.Store(0)
 		interned.table.Store(&sync.Map{})
 	}
