@@ -2,12 +2,14 @@ package health_test
 
 import (
 	"context"
+	"net/http"
 	"runtime"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -35,6 +37,8 @@ import (
 //     what is left per probe once the steady state's writes are taken out at that cost, so that
 //     a reader sees where the time goes;
 //   - heap-KiB/member and goroutines/member: what the controller holds per member, warm;
+//   - probe-ms and write-ms: the mean time of a probe and of a status write at steady state, each
+//     of which holds one of the controller's workers;
 //   - steady-writes/s: registry writes at steady state (heartbeats only; target at most one per
 //     Cluster per 30 s, 333/s here);
 //   - outage-writes/s: writes over the 40 s after 10% of the members fail at once.
@@ -91,10 +95,10 @@ func BenchmarkHealth(b *testing.B) {
 // since a new controller writes what it has seen once.
 func benchmarkHealth(b *testing.B, ctx context.Context, bulk *rest.Config, resolver *access.Resolver, items []v1alpha1.Cluster, keep bool) {
 	n := len(items)
-	var writes atomic.Int64
+	var writes, writeNanos atomic.Int64
 	reg := prometheus.NewRegistry()
 	c, err := health.New(health.Options{
-		Registry:        versioned.NewForConfigOrDie(countingConfig(bulk, &writes)),
+		Registry:        versioned.NewForConfigOrDie(timedWrites(countingConfig(bulk, &writes), &writeNanos)),
 		Kube:            kubernetes.NewForConfigOrDie(bulk),
 		Resolver:        resolver,
 		Namespaces:      []string{"sim"},
@@ -125,8 +129,11 @@ func benchmarkHealth(b *testing.B, ctx context.Context, bulk *rest.Config, resol
 	// Steady state.
 	const window = 30 * time.Second
 	probes0, cpu0, writes0 := probes(b, reg), simmembers.ProcessCPU(), writes.Load()
+	probeSeconds0, writeNanos0 := probeSeconds(b, reg), writeNanos.Load()
 	time.Sleep(window)
 	probed, cpu, wrote := probes(b, reg)-probes0, simmembers.ProcessCPU()-cpu0, writes.Load()-writes0
+	b.ReportMetric((probeSeconds(b, reg)-probeSeconds0)*1000/probed, "probe-ms")
+	b.ReportMetric(float64(writeNanos.Load()-writeNanos0)/1e6/float64(wrote), "write-ms")
 	heap1, g1 := settled()
 	b.ReportMetric(float64(cpu.Microseconds())/probed, "CPU-µs/probe-all-in")
 	b.ReportMetric(probed/cpu.Seconds(), "probes/s/core")
@@ -181,8 +188,38 @@ func cpuPerWrite(b *testing.B, ctx context.Context, bulk *rest.Config, items []v
 	return (simmembers.ProcessCPU() - cpu0) / time.Duration(len(items))
 }
 
+// timedWrites adds the time of each status write to nanos.
+func timedWrites(cfg *rest.Config, nanos *atomic.Int64) *rest.Config {
+	cfg = rest.CopyConfig(cfg)
+	inner := cfg.WrapTransport
+	cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper {
+		if inner != nil {
+			rt = inner(rt)
+		}
+		return roundTripperFunc(func(r *http.Request) (*http.Response, error) {
+			start := time.Now()
+			resp, err := rt.RoundTrip(r)
+			if r.Method == http.MethodPatch {
+				nanos.Add(int64(time.Since(start)))
+			}
+			return resp, err
+		})
+	}
+	return cfg
+}
+
+// probeSeconds is the time the controller's probes have taken, from its histogram.
+func probeSeconds(b *testing.B, reg *prometheus.Registry) float64 {
+	return probeHistogram(b, reg, func(h *dto.Histogram) float64 { return h.GetSampleSum() })
+}
+
 // probes is how many probes the controller has made, from its histogram.
 func probes(b *testing.B, reg *prometheus.Registry) float64 {
+	return probeHistogram(b, reg, func(h *dto.Histogram) float64 { return float64(h.GetSampleCount()) })
+}
+
+// probeHistogram sums what of the probe duration histogram of every reason.
+func probeHistogram(b *testing.B, reg *prometheus.Registry, what func(*dto.Histogram) float64) float64 {
 	families, err := reg.Gather()
 	if err != nil {
 		b.Fatal(err)
@@ -193,7 +230,7 @@ func probes(b *testing.B, reg *prometheus.Registry) float64 {
 			continue
 		}
 		for _, m := range f.GetMetric() {
-			total += float64(m.GetHistogram().GetSampleCount())
+			total += what(m.GetHistogram())
 		}
 	}
 	return total

@@ -52,7 +52,7 @@ func (c *Controller) ProbeOnce(ctx context.Context) ([]Probed, error) {
 			sem <- struct{}{}
 			defer func() { <-sem }()
 			t := &tracked{member: m, added: time.Now()}
-			_, v, wrote, werr, ok := c.probeWrite(ctx, t, time.Now())
+			_, v, wrote, werr, ok := c.probeWrite(ctx, t, time.Now(), false)
 			results[i] = Probed{Member: m.Name(), Condition: v.condition, Wrote: wrote, Err: werr}
 			if !ok {
 				results[i].Err = fmt.Errorf("not probed: %w", context.Cause(ctx))

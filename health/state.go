@@ -12,14 +12,19 @@ import (
 // memberState is what the controller knows of one member between probes: the Ready condition
 // it last wrote, the state that may replace it and how many probes in a row have seen it.
 type memberState struct {
-	written    *metav1.Condition // nil until the controller writes or adopts one
-	version    string
-	clusterID  string
-	expires    time.Time // status.credentialsExpireAt as written
-	lastWrite  time.Time
+	writtenStatus
 	lastProbe  time.Time
 	candidate  metav1.Condition
 	candidates int
+}
+
+// writtenStatus is the status the controller wrote (or adopted): what a write records.
+type writtenStatus struct {
+	written   *metav1.Condition // nil until the controller writes or adopts one
+	version   string
+	clusterID string
+	expires   time.Time // status.credentialsExpireAt as written
+	lastWrite time.Time
 }
 
 // verdict is what a probe decides for a member's status.
@@ -122,8 +127,8 @@ func (s *memberState) needsWrite(v verdict, heartbeat time.Duration, now time.Ti
 		!v.expires.Equal(s.expires) || now.Sub(s.lastWrite) >= heartbeat
 }
 
-// wrote records a successful write.
+// wrote records a write: made, or queued to be made (see Controller.queueWrite).
 func (s *memberState) wrote(v verdict, now time.Time) {
 	c := v.condition
-	s.written, s.version, s.clusterID, s.expires, s.lastWrite = &c, v.version, v.clusterID, v.expires, now
+	s.writtenStatus = writtenStatus{written: &c, version: v.version, clusterID: v.clusterID, expires: v.expires, lastWrite: now}
 }

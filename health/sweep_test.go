@@ -48,7 +48,7 @@ func TestSweepDoesNotHoldUpProbes(t *testing.T) {
 	}).withDefaults()
 	require.NoError(t, err)
 	c := &Controller{opts: opts, members: map[types.NamespacedName]*tracked{},
-		queue: workqueue.NewTypedDelayingQueue[types.NamespacedName]()}
+		queue: workqueue.NewTypedDelayingQueue[types.NamespacedName](), writes: workqueue.NewTyped[types.NamespacedName]()}
 	c.metrics, err = newMetrics(nil)
 	require.NoError(t, err)
 	c.writer, err = newWriter(ctx, &c.opts)

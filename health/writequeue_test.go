@@ -1,0 +1,129 @@
+package health
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	kubefake "k8s.io/client-go/kubernetes/fake"
+	clienttesting "k8s.io/client-go/testing"
+	"k8s.io/client-go/util/workqueue"
+
+	"github.com/cluster-registry/sdk/access"
+	"github.com/cluster-registry/sdk/clientset/versioned/fake"
+	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
+	"github.com/cluster-registry/sdk/multicluster"
+)
+
+// queueTestController is a Controller over fakes whose registry answers status writes with
+// patch, probing every 50 ms with one worker (and so one writer).
+func queueTestController(t *testing.T, patch clienttesting.ReactionFunc) *Controller {
+	t.Helper()
+	registry := fake.NewClientset()
+	registry.PrependReactor("patch", "clusters", patch)
+	resolver, err := access.NewResolver(access.ResolverOptions{})
+	require.NoError(t, err)
+	opts, err := (&Options{
+		Registry: registry, Kube: kubefake.NewClientset(), Resolver: resolver,
+		Interval: 50 * time.Millisecond, UnknownAfter: time.Hour, Concurrency: 1,
+	}).withDefaults()
+	require.NoError(t, err)
+	c := &Controller{opts: opts, members: map[types.NamespacedName]*tracked{},
+		queue: workqueue.NewTypedDelayingQueue[types.NamespacedName](), writes: workqueue.NewTyped[types.NamespacedName]()}
+	c.metrics, err = newMetrics(nil)
+	require.NoError(t, err)
+	c.writer, err = newWriter(t.Context(), &c.opts)
+	require.NoError(t, err)
+	t.Cleanup(c.writer.shutdown)
+	return c
+}
+
+// track adds a member with no credentials (each probe of it fails the same way), due now.
+func (c *Controller) trackForTest(name string) *tracked {
+	m := multicluster.NewMember(&v1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: "fleet", Name: name}}, multicluster.Clients{})
+	t := &tracked{member: m, added: time.Now()}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.members[m.Name()] = t
+	c.schedule(t, time.Now())
+	return t
+}
+
+// probedSince says whether t was probed after when.
+func (c *Controller) probedSince(t *tracked, when time.Time) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return t.state.lastProbe.After(when)
+}
+
+// A status write that waits on the registry holds up no probe: the probes' workers queue their
+// writes for writers of their own. With one worker, a write the registry held used to stop all
+// probing until it was answered; when the registry was slow, members were probed late, each
+// late probe was due a heartbeat write, and the registry slowed further.
+func TestSlowStatusWriteHoldsUpNoProbe(t *testing.T) {
+	ctx, cancel := context.WithCancel(t.Context())
+	release := make(chan struct{})
+	var releaseOnce sync.Once
+	defer releaseOnce.Do(func() { close(release) })
+	writing := make(chan struct{}, 1)
+	c := queueTestController(t, func(clienttesting.Action) (bool, runtime.Object, error) {
+		select {
+		case writing <- struct{}{}:
+		default:
+		}
+		<-release
+		return true, &v1alpha1.Cluster{}, nil
+	})
+	a := c.trackForTest("a")
+	b := c.trackForTest("b")
+	worked := make(chan struct{})
+	go func() { defer close(worked); c.work(ctx) }()
+
+	select {
+	case <-writing:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no status was written")
+	}
+	held := time.Now()
+	require.Eventually(t, func() bool { return c.probedSince(a, held) && c.probedSince(b, held) }, 10*time.Second, 10*time.Millisecond,
+		"members were not probed while a status write was held")
+	cancel()
+	releaseOnce.Do(func() { close(release) })
+	<-worked
+}
+
+// A status write the registry refuses is made again after the next probe: the member's state goes
+// back to what the registry holds, not what was queued.
+func TestRefusedStatusWriteIsMadeAgain(t *testing.T) {
+	ctx, cancel := context.WithCancel(t.Context())
+	var patches atomic.Int32
+	c := queueTestController(t, func(clienttesting.Action) (bool, runtime.Object, error) {
+		if patches.Add(1) == 1 {
+			return true, nil, errors.New("the registry is busy")
+		}
+		return true, &v1alpha1.Cluster{}, nil
+	})
+	a := c.trackForTest("a")
+	worked := make(chan struct{})
+	go func() { defer close(worked); c.work(ctx) }()
+	written := func() bool {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		return a.confirmed.written != nil
+	}
+	require.Eventually(t, written, 10*time.Second, 10*time.Millisecond, "the refused write was not made again")
+	require.GreaterOrEqual(t, patches.Load(), int32(2))
+	c.mu.Lock()
+	require.Equal(t, v1alpha1.ReasonCredentialsUnavailable, a.confirmed.written.Reason)
+	require.Equal(t, a.confirmed, a.state.writtenStatus, "the state is what was written")
+	c.mu.Unlock()
+	cancel()
+	<-worked
+}
