@@ -10,6 +10,7 @@ import (
 
 	"golang.org/x/sync/semaphore"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/client-go/rest"
 )
 
 // ForEach runs fn for every member, as Map does, for work that returns no value.
@@ -167,7 +168,10 @@ func (r *run[T]) runMember(ctx context.Context, res *Result[T]) {
 	attempts := max(backoff.Steps, 1)
 	for attempt := 1; ; attempt++ {
 		res.Attempts = attempt
-		before := m.credentials(ctx)
+		var before *rest.Config
+		if attempt < attempts { // only a retry asks whether the credentials changed meanwhile
+			before = m.credentials(ctx)
+		}
 		res.Value, res.Err = call(ctx, m, r.fn, r.f.TrackCallbacks)
 		switch {
 		case res.Err == nil:
