@@ -10,12 +10,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	kubefake "k8s.io/client-go/kubernetes/fake"
 	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/util/workqueue"
 
-	"github.com/cluster-registry/sdk/access"
-	"github.com/cluster-registry/sdk/clientset/versioned/fake"
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
 	"github.com/cluster-registry/sdk/multicluster"
 )
@@ -31,29 +28,14 @@ func TestSweepDoesNotHoldUpProbes(t *testing.T) {
 	var releaseOnce sync.Once
 	defer releaseOnce.Do(func() { close(release) })
 	writing := make(chan struct{}, 1)
-	registry := fake.NewClientset()
-	registry.PrependReactor("patch", "clusters", func(clienttesting.Action) (bool, runtime.Object, error) {
+	c := fakeController(t, func(clienttesting.Action) (bool, runtime.Object, error) {
 		select {
 		case writing <- struct{}{}:
 		default:
 		}
 		<-release
 		return true, &v1alpha1.Cluster{}, nil
-	})
-	resolver, err := access.NewResolver(access.ResolverOptions{})
-	require.NoError(t, err)
-	opts, err := (&Options{
-		Registry: registry, Kube: kubefake.NewClientset(), Resolver: resolver,
-		Interval: 50 * time.Millisecond, UnknownAfter: 100 * time.Millisecond,
-	}).withDefaults()
-	require.NoError(t, err)
-	c := &Controller{opts: opts, members: map[types.NamespacedName]*tracked{},
-		queue: workqueue.NewTypedDelayingQueue[types.NamespacedName](), writes: workqueue.NewTyped[types.NamespacedName]()}
-	c.metrics, err = newMetrics(nil)
-	require.NoError(t, err)
-	c.writer, err = newWriter(ctx, &c.opts)
-	require.NoError(t, err)
-	defer c.writer.shutdown()
+	}, Options{Interval: 50 * time.Millisecond, UnknownAfter: 100 * time.Millisecond})
 
 	member := func(name string) *multicluster.Member {
 		return multicluster.NewMember(&v1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: "fleet", Name: name}}, multicluster.Clients{})

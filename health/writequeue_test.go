@@ -25,15 +25,19 @@ import (
 // queueTestController is a Controller over fakes whose registry answers status writes with
 // patch, probing every 50 ms with one worker (and so one writer).
 func queueTestController(t *testing.T, patch clienttesting.ReactionFunc) *Controller {
+	return fakeController(t, patch, Options{Interval: 50 * time.Millisecond, UnknownAfter: time.Hour, Concurrency: 1})
+}
+
+// fakeController is a Controller of opts, with its defaults, over a fake registry whose status
+// writes patch answers, ready for work: its queues, metrics and writer made as Run makes them.
+func fakeController(t *testing.T, patch clienttesting.ReactionFunc, opts Options) *Controller {
 	t.Helper()
 	registry := fake.NewClientset()
 	registry.PrependReactor("patch", "clusters", patch)
 	resolver, err := access.NewResolver(access.ResolverOptions{})
 	require.NoError(t, err)
-	opts, err := (&Options{
-		Registry: registry, Kube: kubefake.NewClientset(), Resolver: resolver,
-		Interval: 50 * time.Millisecond, UnknownAfter: time.Hour, Concurrency: 1,
-	}).withDefaults()
+	opts.Registry, opts.Kube, opts.Resolver = registry, kubefake.NewClientset(), resolver
+	opts, err = opts.withDefaults()
 	require.NoError(t, err)
 	c := &Controller{opts: opts, members: map[types.NamespacedName]*tracked{},
 		queue: workqueue.NewTypedDelayingQueue[types.NamespacedName](), writes: workqueue.NewTyped[types.NamespacedName]()}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/netip"
 	"os"
@@ -327,10 +328,13 @@ func (p *probeLog) reset() {
 	p.mu.Unlock()
 }
 
+// snapshot is a copy of the counts: the controller goes on probing while the result is encoded
+// (the map itself, encoded as probes went on, lost members to the encoding, or crashed it on a
+// concurrent map write).
 func (p *probeLog) snapshot() map[string]int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.counts
+	return maps.Clone(p.counts)
 }
 
 func (p *probeLog) Init(logr.RuntimeInfo)  {}
