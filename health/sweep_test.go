@@ -2,15 +2,12 @@ package health
 
 import (
 	"context"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/util/workqueue"
 
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
@@ -24,18 +21,8 @@ import (
 func TestSweepDoesNotHoldUpProbes(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	release := make(chan struct{})
-	var releaseOnce sync.Once
-	defer releaseOnce.Do(func() { close(release) })
-	writing := make(chan struct{}, 1)
-	c := fakeController(t, func(clienttesting.Action) (bool, runtime.Object, error) {
-		select {
-		case writing <- struct{}{}:
-		default:
-		}
-		<-release
-		return true, &v1alpha1.Cluster{}, nil
-	}, Options{Interval: 50 * time.Millisecond, UnknownAfter: 100 * time.Millisecond})
+	held := holdWrites(t)
+	c := fakeController(t, held.patch, Options{Interval: 50 * time.Millisecond, UnknownAfter: 100 * time.Millisecond})
 
 	member := func(name string) *multicluster.Member {
 		return multicluster.NewMember(&v1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: "fleet", Name: name}}, multicluster.Clients{})
@@ -54,7 +41,7 @@ func TestSweepDoesNotHoldUpProbes(t *testing.T) {
 		c.work(ctx)
 	}()
 	select {
-	case <-writing:
+	case <-held.writing:
 	case <-time.After(10 * time.Second):
 		t.Fatal("the sweep wrote nothing for the member unprobed for an hour")
 	}
@@ -65,7 +52,7 @@ func TestSweepDoesNotHoldUpProbes(t *testing.T) {
 	}
 	require.Eventually(t, probed, 10*time.Second, 10*time.Millisecond, "no member was probed while the sweep's write was outstanding")
 	cancel()
-	releaseOnce.Do(func() { close(release) })
+	held.release()
 	<-worked
 	c.sweeps.Wait()
 }

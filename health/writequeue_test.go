@@ -60,6 +60,31 @@ func (c *Controller) trackForTest(name string) *tracked {
 	return t
 }
 
+// heldWrites is a registry's answer to status writes that holds each until release, and says on
+// writing when one has come.
+type heldWrites struct {
+	writing chan struct{}
+	release func()
+	patch   clienttesting.ReactionFunc
+}
+
+// holdWrites holds the test's status writes until release, or the test's end.
+func holdWrites(t *testing.T) *heldWrites {
+	released := make(chan struct{})
+	var once sync.Once
+	h := &heldWrites{writing: make(chan struct{}, 1), release: func() { once.Do(func() { close(released) }) }}
+	h.patch = func(clienttesting.Action) (bool, runtime.Object, error) {
+		select {
+		case h.writing <- struct{}{}:
+		default:
+		}
+		<-released
+		return true, &v1alpha1.Cluster{}, nil
+	}
+	t.Cleanup(h.release)
+	return h
+}
+
 // probedSince says whether t was probed after when.
 func (c *Controller) probedSince(t *tracked, when time.Time) bool {
 	c.mu.Lock()
@@ -73,33 +98,23 @@ func (c *Controller) probedSince(t *tracked, when time.Time) bool {
 // late probe was due a heartbeat write, and the registry slowed further.
 func TestSlowStatusWriteHoldsUpNoProbe(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
-	release := make(chan struct{})
-	var releaseOnce sync.Once
-	defer releaseOnce.Do(func() { close(release) })
-	writing := make(chan struct{}, 1)
-	c := queueTestController(t, func(clienttesting.Action) (bool, runtime.Object, error) {
-		select {
-		case writing <- struct{}{}:
-		default:
-		}
-		<-release
-		return true, &v1alpha1.Cluster{}, nil
-	})
+	held := holdWrites(t)
+	c := queueTestController(t, held.patch)
 	a := c.trackForTest("a")
 	b := c.trackForTest("b")
 	worked := make(chan struct{})
 	go func() { defer close(worked); c.work(ctx) }()
 
 	select {
-	case <-writing:
+	case <-held.writing:
 	case <-time.After(10 * time.Second):
 		t.Fatal("no status was written")
 	}
-	held := time.Now()
-	require.Eventually(t, func() bool { return c.probedSince(a, held) && c.probedSince(b, held) }, 10*time.Second, 10*time.Millisecond,
+	since := time.Now()
+	require.Eventually(t, func() bool { return c.probedSince(a, since) && c.probedSince(b, since) }, 10*time.Second, 10*time.Millisecond,
 		"members were not probed while a status write was held")
 	cancel()
-	releaseOnce.Do(func() { close(release) })
+	held.release()
 	<-worked
 }
 
