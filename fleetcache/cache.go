@@ -118,6 +118,11 @@ func (c *Cache) onMember(run *running, ev multicluster.MemberEvent) {
 		c.mu.Unlock()
 		return // started by Start
 	}
+	if old != nil {
+		// Cancelled before the lock is let go, so no reader sees the new caches beside old ones
+		// still running; waiting for them to finish is done outside the lock.
+		old.cancel()
+	}
 	var mc *memberCaches
 	if ev.Type == multicluster.MemberRemoved {
 		delete(c.caches, key)
