@@ -1,7 +1,9 @@
 package health_test
 
 import (
+	"bytes"
 	"context"
+	"io"
 	"net/http"
 	"runtime"
 	"sync/atomic"
@@ -41,7 +43,10 @@ import (
 //     of which holds one of the controller's workers;
 //   - steady-writes/s: registry writes at steady state (heartbeats only; target at most one per
 //     Cluster per 30 s, 333/s here);
-//   - outage-writes/s: writes over the 40 s after 10% of the members fail at once.
+//   - outage-writes/s: writes over the 40 s after 10% of the members fail at once (mostly the
+//     heartbeats of the others), and outage-s: the time until a Ready False (or Unknown, not
+//     probed) is written for every one of them (at least FailureThreshold probes, 20-30 s, before
+//     the first is due), at most 3 minutes; outage-told is the share of them written by then.
 func BenchmarkHealth(b *testing.B) {
 	integration(b)
 	const n = 10000
@@ -95,10 +100,10 @@ func BenchmarkHealth(b *testing.B) {
 // since a new controller writes what it has seen once.
 func benchmarkHealth(b *testing.B, ctx context.Context, bulk *rest.Config, resolver *access.Resolver, items []v1alpha1.Cluster, keep bool) {
 	n := len(items)
-	var writes, writeNanos atomic.Int64
+	var writes, writeNanos, notReady atomic.Int64
 	reg := prometheus.NewRegistry()
 	c, err := health.New(health.Options{
-		Registry:        versioned.NewForConfigOrDie(timedWrites(countingConfig(bulk, &writes), &writeNanos)),
+		Registry:        versioned.NewForConfigOrDie(timedWrites(countingConfig(bulk, &writes), &writeNanos, &notReady)),
 		Kube:            kubernetes.NewForConfigOrDie(bulk),
 		Resolver:        resolver,
 		Namespaces:      []string{"sim"},
@@ -160,10 +165,15 @@ func benchmarkHealth(b *testing.B, ctx context.Context, bulk *rest.Config, resol
 	if err := simPath("/debug/fail"); err != nil {
 		b.Fatal(err)
 	}
-	writes0 = writes.Load()
+	writes0, notReady0, failed := writes.Load(), notReady.Load(), time.Now()
 	const outage = 40 * time.Second
-	time.Sleep(outage)
-	b.ReportMetric(float64(writes.Load()-writes0)/outage.Seconds(), "outage-writes/s")
+	for notReady.Load()-notReady0 < int64(len(failing)) && time.Since(failed) < 3*time.Minute {
+		time.Sleep(100 * time.Millisecond)
+	}
+	b.ReportMetric(time.Since(failed).Seconds(), "outage-s")
+	b.ReportMetric(min(1, float64(notReady.Load()-notReady0)/float64(len(failing))), "outage-told")
+	time.Sleep(time.Until(failed.Add(outage)))
+	b.ReportMetric(float64(writes.Load()-writes0)/time.Since(failed).Seconds(), "outage-writes/s")
 	if err := simPath("/debug/recover"); err != nil {
 		b.Fatal(err)
 	}
@@ -188,8 +198,9 @@ func cpuPerWrite(b *testing.B, ctx context.Context, bulk *rest.Config, items []v
 	return (simmembers.ProcessCPU() - cpu0) / time.Duration(len(items))
 }
 
-// timedWrites adds the time of each status write to nanos.
-func timedWrites(cfg *rest.Config, nanos *atomic.Int64) *rest.Config {
+// timedWrites adds the time of each status write to nanos, and counts in notReady the writes of
+// Ready False or Unknown the registry took.
+func timedWrites(cfg *rest.Config, nanos, notReady *atomic.Int64) *rest.Config {
 	cfg = rest.CopyConfig(cfg)
 	inner := cfg.WrapTransport
 	cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper {
@@ -197,10 +208,22 @@ func timedWrites(cfg *rest.Config, nanos *atomic.Int64) *rest.Config {
 			rt = inner(rt)
 		}
 		return roundTripperFunc(func(r *http.Request) (*http.Response, error) {
+			if r.Method != http.MethodPatch {
+				return rt.RoundTrip(r)
+			}
+			var body []byte
+			if r.Body != nil {
+				var err error
+				if body, err = io.ReadAll(r.Body); err != nil {
+					return nil, err
+				}
+				r.Body = io.NopCloser(bytes.NewReader(body))
+			}
 			start := time.Now()
 			resp, err := rt.RoundTrip(r)
-			if r.Method == http.MethodPatch {
-				nanos.Add(int64(time.Since(start)))
+			nanos.Add(int64(time.Since(start)))
+			if err == nil && resp.StatusCode < 300 && (bytes.Contains(body, []byte(`"status":"False"`)) || bytes.Contains(body, []byte(`"status":"Unknown"`))) {
+				notReady.Add(1)
 			}
 			return resp, err
 		})

@@ -64,6 +64,9 @@ type tracked struct {
 	// write fails, so that the next probe writes again.
 	pending   *statusWrite
 	confirmed writtenStatus
+	// writing is true while a writer makes the member's queued write: a probe meanwhile queues
+	// its own, so that the member's writes are made one at a time, in the order of its probes.
+	writing bool
 }
 
 // statusWrite is a member's newest verdict waiting to be written, and the probe it came from.
@@ -305,7 +308,9 @@ func (c *Controller) probeAndWrite(ctx context.Context, t *tracked) {
 }
 
 // probeWrite probes one member and writes its status if that changes it (or the heartbeat is due),
-// or with queue, queues the write for a writer (nextWrite): what the probe observed, the verdict,
+// or with queue, queues the write for a writer (nextWrite) unless it is urgent, the writes are
+// backlogged (writesBacklogged), and none of the member's is queued or being made: what the
+// probe observed, the verdict,
 // whether it wrote and why writing failed; ok is false when ctx ended or the member left
 // meanwhile.
 func (c *Controller) probeWrite(ctx context.Context, t *tracked, start time.Time, queue bool) (o observation, v verdict, wrote bool, werr error, ok bool) {
@@ -339,7 +344,7 @@ func (c *Controller) probeWrite(ctx context.Context, t *tracked, start time.Time
 	}
 	write := t.state.needsWrite(v, c.opts.Heartbeat, start)
 	previous := t.state.written
-	if write && queue {
+	if write && queue && (t.pending != nil || t.writing || !c.urgent(v, t.state.lastWrite, start) || !c.writesBacklogged()) {
 		if t.pending == nil {
 			c.writes.Add(t.member.Name())
 		}
@@ -368,6 +373,23 @@ func (c *Controller) probeWrite(ctx context.Context, t *tracked, start time.Time
 	return o, v, wrote, werr, true
 }
 
+// urgent reports whether a status write changes what the registry's readers see: Ready changes
+// (or is written for the first time), or the status was last written more than two heartbeats
+// ago (a restarted controller adopting statuses that went stale meanwhile). A heartbeat due on
+// time is not urgent.
+func (c *Controller) urgent(v verdict, lastWrite, now time.Time) bool {
+	return v.transition || now.Sub(lastWrite) >= 2*c.opts.Heartbeat
+}
+
+// writesBacklogged reports whether more status writes wait than there are probe workers. An
+// urgent write then is made by the probe's worker, in line, beside the writers: when a fleet's
+// status changes at once (the first pass, an outage) the burst is written as fast as the
+// registry takes it, where writers alone (a quarter of the workers) took twice as long
+// (BenchmarkHealth's first pass: 110-125 s against 51-72). Heartbeats always wait for the
+// writers, so that a registry too slow for them delays no probe: when workers wrote them too,
+// the members they left unprobed were each due a heartbeat, and probes fell to a quarter.
+func (c *Controller) writesBacklogged() bool { return c.writes.Len() > c.opts.Concurrency }
+
 // nextWrite takes the next member whose status write is queued and writes its newest verdict;
 // false once the queue is shut down. A member's writes are made one at a time (the queue hands
 // out a key once until it is done), in the order of its probes. A failed write puts the
@@ -393,12 +415,15 @@ func (c *Controller) nextWrite(ctx context.Context) bool {
 	if prev := t.confirmed.written; p != nil && prev != nil && prev.Status == p.v.condition.Status && prev.Reason == p.v.condition.Reason {
 		p.v.condition.LastTransitionTime = prev.LastTransitionTime
 	}
-	c.mu.Unlock()
 	if p == nil || ctx.Err() != nil {
+		c.mu.Unlock()
 		return true
 	}
+	t.writing = true
+	c.mu.Unlock()
 	err := c.writer.apply(ctx, t.member.Cluster(), p.v, p.probed)
 	c.mu.Lock()
+	t.writing = false
 	previous := t.confirmed.written
 	if err != nil {
 		if t.pending == nil {

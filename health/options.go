@@ -42,7 +42,9 @@ type Options struct {
 	Interval time.Duration
 	// Timeout bounds one probe of one member, all its requests included. Default 5s.
 	Timeout time.Duration
-	// Concurrency is the most probes in flight at once. Default 64.
+	// Concurrency is the most probes in flight at once. Default 64. Status writes are made by a
+	// quarter as many writers, and, while more writes wait than this, urgent ones (Ready changes)
+	// by the probes' workers too.
 	Concurrency int
 	// FailureThreshold is how many probes in a row must see a member failing, the same way,
 	// before Ready turns False (or changes reason). Default 3. IdentityChanged needs one.
