@@ -85,6 +85,31 @@ func holdWrites(t *testing.T) *heldWrites {
 	return h
 }
 
+// working runs c's work until the returned stop, which ends it, lets held writes go, and waits
+// for its workers.
+func working(c *Controller, held *heldWrites) (stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	worked := make(chan struct{})
+	go func() { defer close(worked); c.work(ctx) }()
+	return func() {
+		cancel()
+		if held != nil {
+			held.release()
+		}
+		<-worked
+	}
+}
+
+// firstWrite waits for the first status write to reach the registry.
+func (h *heldWrites) firstWrite(t *testing.T) {
+	t.Helper()
+	select {
+	case <-h.writing:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no status was written")
+	}
+}
+
 // probedSince says whether t was probed after when.
 func (c *Controller) probedSince(t *tracked, when time.Time) bool {
 	c.mu.Lock()
@@ -97,31 +122,21 @@ func (c *Controller) probedSince(t *tracked, when time.Time) bool {
 // probing until it was answered; when the registry was slow, members were probed late, each
 // late probe was due a heartbeat write, and the registry slowed further.
 func TestSlowStatusWriteHoldsUpNoProbe(t *testing.T) {
-	ctx, cancel := context.WithCancel(t.Context())
 	held := holdWrites(t)
 	c := queueTestController(t, held.patch)
 	a := c.trackForTest("a")
 	b := c.trackForTest("b")
-	worked := make(chan struct{})
-	go func() { defer close(worked); c.work(ctx) }()
-
-	select {
-	case <-held.writing:
-	case <-time.After(10 * time.Second):
-		t.Fatal("no status was written")
-	}
+	stop := working(c, held)
+	defer stop()
+	held.firstWrite(t)
 	since := time.Now()
 	require.Eventually(t, func() bool { return c.probedSince(a, since) && c.probedSince(b, since) }, 10*time.Second, 10*time.Millisecond,
 		"members were not probed while a status write was held")
-	cancel()
-	held.release()
-	<-worked
 }
 
 // A status write the registry refuses is made again after the next probe: the member's state goes
 // back to what the registry holds, not what was queued.
 func TestRefusedStatusWriteIsMadeAgain(t *testing.T) {
-	ctx, cancel := context.WithCancel(t.Context())
 	var patches atomic.Int32
 	c := queueTestController(t, func(clienttesting.Action) (bool, runtime.Object, error) {
 		if patches.Add(1) == 1 {
@@ -130,8 +145,8 @@ func TestRefusedStatusWriteIsMadeAgain(t *testing.T) {
 		return true, &v1alpha1.Cluster{}, nil
 	})
 	a := c.trackForTest("a")
-	worked := make(chan struct{})
-	go func() { defer close(worked); c.work(ctx) }()
+	stop := working(c, nil)
+	defer stop()
 	written := func() bool {
 		c.mu.Lock()
 		defer c.mu.Unlock()
@@ -143,23 +158,20 @@ func TestRefusedStatusWriteIsMadeAgain(t *testing.T) {
 	require.Equal(t, v1alpha1.ReasonCredentialsUnavailable, a.confirmed.written.Reason)
 	require.Equal(t, a.confirmed, a.state.writtenStatus, "the state is what was written")
 	c.mu.Unlock()
-	cancel()
-	<-worked
 }
 
 // When more status writes wait than there are probe workers (a whole fleet changed at once), the
 // workers write in line beside the writers, so that the burst is written as fast as the
 // registry takes it. With writers alone, the first pass of 10,000 members took twice as long.
 func TestBackloggedWritesAreMadeByWorkersToo(t *testing.T) {
-	ctx, cancel := context.WithCancel(t.Context())
 	held := holdWrites(t)
 	c := queueTestController(t, held.patch)
 	var members []*tracked
 	for _, name := range []string{"a", "b", "c", "d", "e"} {
 		members = append(members, c.trackForTest(name))
 	}
-	worked := make(chan struct{})
-	go func() { defer close(worked); c.work(ctx) }()
+	stop := working(c, held)
+	defer stop()
 	// A probe of a member without credentials ends at once: one in flight this long is the
 	// worker writing in line, held by the registry (the fake registry answers one call at a
 	// time, so that the writes themselves cannot be counted in flight).
@@ -175,15 +187,11 @@ func TestBackloggedWritesAreMadeByWorkersToo(t *testing.T) {
 	}
 	require.Eventually(t, writingInLine, 10*time.Second, 10*time.Millisecond,
 		"the one worker did not write in line while writes waited for the one writer")
-	cancel()
-	held.release()
-	<-worked
 }
 
 // Heartbeats wait for the writers however many are backlogged: a worker that wrote them too left
 // members unprobed, each of which was then due a heartbeat of its own.
 func TestBackloggedHeartbeatsHoldUpNoProbe(t *testing.T) {
-	ctx, cancel := context.WithCancel(t.Context())
 	held := holdWrites(t)
 	c := queueTestController(t, held.patch)
 	var members []*tracked
@@ -195,13 +203,9 @@ func TestBackloggedHeartbeatsHoldUpNoProbe(t *testing.T) {
 		m.confirmed = m.state.writtenStatus
 		members = append(members, m)
 	}
-	worked := make(chan struct{})
-	go func() { defer close(worked); c.work(ctx) }()
-	select {
-	case <-held.writing:
-	case <-time.After(10 * time.Second):
-		t.Fatal("no heartbeat was written")
-	}
+	stop := working(c, held)
+	defer stop()
+	held.firstWrite(t)
 	since := time.Now()
 	require.Eventually(t, func() bool {
 		for _, m := range members {
@@ -211,7 +215,4 @@ func TestBackloggedHeartbeatsHoldUpNoProbe(t *testing.T) {
 		}
 		return true
 	}, 10*time.Second, 10*time.Millisecond, "members were not probed while heartbeats waited")
-	cancel()
-	held.release()
-	<-worked
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"runtime"
+	"runtime/pprof"
 	"syscall"
 	"testing"
 	"time"
@@ -35,6 +36,11 @@ const simLatency = 50 * time.Millisecond
 // built once, and an errgroup with no limit. Compare its latency-ratio with ours at the same N
 // (target: ours at least as good at every N).
 //
+// paired/members=N runs ours and the peer's fan-outs in turn over the same simulated members, in
+// one process, and reports client-CPU-ratio-to-peer: our client CPU over the whole run divided by
+// the peer's. The machine's noise (the simulated members, other processes) falls on both alike,
+// where two processes run minutes apart differed by a fifth or more in CPU per call.
+//
 // naive/members=N is the same fan-out done as tools often do it: sequentially, with a new
 // rest.Config and clientset per call. Compare its latency-ratio with ours at the same N.
 func BenchmarkFanOut(b *testing.B) {
@@ -45,6 +51,7 @@ func BenchmarkFanOut(b *testing.B) {
 	for _, n := range []int{10, 100, 1000, 3000} {
 		b.Run(fmt.Sprintf("members=%d", n), func(b *testing.B) { benchproc.Run(b, func(b *testing.B) { benchFanOut(b, n) }) })
 		b.Run(fmt.Sprintf("peer-members=%d", n), func(b *testing.B) { benchproc.Run(b, func(b *testing.B) { benchPeer(b, n) }) })
+		b.Run(fmt.Sprintf("paired/members=%d", n), func(b *testing.B) { benchproc.Run(b, func(b *testing.B) { benchPaired(b, n) }) })
 	}
 	for _, n := range []int{10, 100} {
 		b.Run(fmt.Sprintf("naive/members=%d", n), func(b *testing.B) { benchNaive(b, n) })
@@ -90,28 +97,7 @@ func benchFanOut(b *testing.B, n int) {
 // one goroutine per member per fan-out with errgroup.
 func benchPeer(b *testing.B, n int) {
 	sim := simmembers.Start(b, n, simLatency)
-	clusters := sim.Clusters("sim")
-	ctx := context.Background()
-	clients := make([]kubernetes.Interface, n)
-	for i := range clusters {
-		cfg, err := simmembers.Resolver(b).Config(ctx, &clusters[i])
-		if err != nil {
-			b.Fatal(err)
-		}
-		if clients[i], err = kubernetes.NewForConfig(cfg); err != nil {
-			b.Fatal(err)
-		}
-	}
-	fanOut := func() error {
-		var g errgroup.Group
-		for _, kube := range clients {
-			g.Go(func() error {
-				_, err := kube.CoreV1().ConfigMaps("default").Get(ctx, "fleet-demo", metav1.GetOptions{})
-				return err
-			})
-		}
-		return g.Wait()
-	}
+	fanOut := peerFanOut(b, sim)
 	if err := fanOut(); err != nil { // warm every member, as the SDK's run is
 		b.Fatal(err)
 	}
@@ -126,6 +112,77 @@ func benchPeer(b *testing.B, n int) {
 	b.StopTimer()
 	b.ReportMetric(float64(processCPU()-cpu0)/float64(time.Microsecond)/float64(b.N*n), "client-CPU-µs/call")
 	b.ReportMetric(float64(perFanOut)/float64(simLatency), "latency-ratio")
+}
+
+// peerFanOut is the hand-rolled peer's fan-out over sim's members: a clientset per member, built
+// here, and one goroutine per member per fan-out with errgroup.
+func peerFanOut(b *testing.B, sim *simmembers.Members) func() error {
+	clusters := sim.Clusters("sim")
+	ctx := context.Background()
+	clients := make([]kubernetes.Interface, len(clusters))
+	for i := range clusters {
+		cfg, err := simmembers.Resolver(b).Config(ctx, &clusters[i])
+		if err != nil {
+			b.Fatal(err)
+		}
+		if clients[i], err = kubernetes.NewForConfig(cfg); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return func() error {
+		var g errgroup.Group
+		for _, kube := range clients {
+			g.Go(func() error {
+				_, err := kube.CoreV1().ConfigMaps("default").Get(ctx, "fleet-demo", metav1.GetOptions{})
+				return err
+			})
+		}
+		return g.Wait()
+	}
+}
+
+// benchPaired runs ours and the peer's fan-outs in turn, each first on every other iteration (so
+// that neither always pays the garbage the other left), and reports each side's client CPU per
+// call and their ratio.
+func benchPaired(b *testing.B, n int) {
+	sim := simmembers.Start(b, n, simLatency)
+	ctx := context.Background()
+	members := MembersOf(simmembers.Resolver(b), sim.Clusters("sim"), FleetOptions{})
+	ours := func() error { return ForEach(ctx, members, getConfigMap, NoRetry()).Err() }
+	peer := peerFanOut(b, sim)
+	for _, warm := range []func() error{ours, peer} {
+		if err := warm(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	var ourCPU, peerCPU time.Duration
+	// Each side's goroutines carry a profiler label (side=sdk, side=peer), so that a CPU profile
+	// of this run (-cpuprofile, with -tagfocus) shows each side's own samples.
+	timed := func(side string, fanOut func() error, into *time.Duration) {
+		cpu0 := processCPU()
+		pprof.Do(ctx, pprof.Labels("side", side), func(context.Context) {
+			if err := fanOut(); err != nil {
+				b.Fatal(err)
+			}
+		})
+		*into += processCPU() - cpu0
+	}
+	odd := false
+	for b.Loop() {
+		if odd {
+			timed("peer", peer, &peerCPU)
+			timed("sdk", ours, &ourCPU)
+		} else {
+			timed("sdk", ours, &ourCPU)
+			timed("peer", peer, &peerCPU)
+		}
+		odd = !odd
+	}
+	calls := float64(b.N * n)
+	b.ReportMetric(float64(ourCPU)/float64(time.Microsecond)/calls, "client-CPU-µs/call")
+	b.ReportMetric(float64(peerCPU)/float64(time.Microsecond)/calls, "peer-client-CPU-µs/call")
+	b.ReportMetric(float64(ourCPU)/float64(peerCPU), "client-CPU-ratio-to-peer")
+	runtime.KeepAlive(members)
 }
 
 // benchNaive builds a new rest.Config and clientset for every call, one member after another.
