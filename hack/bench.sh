@@ -4,7 +4,8 @@
 #   BenchmarkResolveCached    cached Resolve of an unchanged Cluster (target < 1µs, 0 allocs)
 #   BenchmarkFanOut           one GET on N simulated members of 50ms latency, beside the hand-rolled
 #                             peer (a clientset per member, errgroup); each N of each in a process
-#                             of its own (testkit/benchproc)
+#                             of its own (testkit/benchproc), and paired/: both in turn in one
+#                             process, their CPU ratio
 #   BenchmarkHealth           the health controller over 10,000 simulated members in a real
 #                             registry: CPU per probe and per status write apart, heap per member,
 #                             writes at steady state
@@ -41,8 +42,8 @@ export KUBEBUILDER_ASSETS
 out="$(mktemp)"
 trap 'rm -f "$out"' EXIT
 go test ./access/ -run '^$' -bench 'ResolveCached' -benchtime 200000x | tee -a "$out" >&2
-go test ./multicluster/ -run '^$' -bench 'FanOut/(members|peer-members)=(10|100|1000)$' -benchtime 100x | tee -a "$out" >&2
-go test ./multicluster/ -run '^$' -bench 'FanOut/(members|peer-members)=3000$' -benchtime 20x | tee -a "$out" >&2
+go test ./multicluster/ -run '^$' -bench 'FanOut/(members|peer-members|paired/members)=(10|100|1000)$' -benchtime 100x | tee -a "$out" >&2
+go test ./multicluster/ -run '^$' -bench 'FanOut/(members|peer-members|paired/members)=3000$' -benchtime 20x | tee -a "$out" >&2
 go test ./multicluster/ -run '^$' -bench 'Fleet/(sync|idle-heap)$' -benchtime 3x | tee -a "$out" >&2
 go test ./multicluster/ -run '^$' -bench 'Fleet/Members$' -benchtime 100000x | tee -a "$out" >&2
 go test ./multicluster/ -run '^$' -bench 'Fleet/Select$' -benchtime 200x | tee -a "$out" >&2
