@@ -49,8 +49,7 @@ func jwtClaims(claims string) string {
 // cannot freeze the status either: not with an expiry no time field can hold, nor with a pinning
 // annotation longer than a condition's message may be.
 func TestCredentialsExpiringAndExpired(t *testing.T) {
-	integration(t)
-	lf := localfleet.StartForTest(t, localfleet.Options{Members: 1})
+	lf := sharedSet(t, "member-1")
 	m := lf.Members[0]
 	require.Equal(t, "secret", m.ProviderType)
 	ctx := context.Background()

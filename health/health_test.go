@@ -42,7 +42,9 @@ func TestMain(m *testing.M) {
 	}
 	flag.Parse()
 	logf.SetLogger(logr.Discard()) // envtest logs through controller-runtime's logger
-	os.Exit(m.Run())
+	code := m.Run()
+	stopShared()
+	os.Exit(code)
 }
 
 // integration skips a test that needs kube-apiserver and etcd under -short, which runs the unit
@@ -312,8 +314,7 @@ func (f roundTripperFunc) RoundTrip(r *http.Request) (*http.Response, error) { r
 
 // Two replicas: only the leader writes; when it stops, the other takes over within the lease.
 func TestLeaderElectionFailover(t *testing.T) {
-	integration(t)
-	lf := localfleet.StartForTest(t, localfleet.Options{Members: 1})
+	lf := sharedSet(t, "member-1")
 	ctx := t.Context()
 	leases := kubernetes.NewForConfigOrDie(lf.Registry.Config).CoordinationV1().Leases(lf.Namespace)
 
@@ -377,8 +378,7 @@ func (b *lockedBuffer) String() string {
 // answer, member-1 goes unprobed for longer than UnknownAfter, and its Ready turns Unknown,
 // reason NotProbed, rather than standing stale.
 func TestUnprobedMembersBecomeUnknown(t *testing.T) {
-	integration(t)
-	lf := localfleet.StartForTest(t, localfleet.Options{Members: 1})
+	lf := sharedSet(t, "member-1")
 	ctx := t.Context()
 
 	blackHole, err := net.Listen("tcp", "127.0.0.1:0")
@@ -456,8 +456,7 @@ func TestKeepConnectionsSeesAReinstalledCluster(t *testing.T) {
 // thousand failing checks, still leave a status the real registry accepts. Nor can it redirect
 // the probe, and its credentials, to a server of its own.
 func TestHostileMemberCannotFreezeItsStatusNorRedirectItsProbes(t *testing.T) {
-	integration(t)
-	lf := localfleet.StartForTest(t, localfleet.Options{})
+	lf := sharedSet(t)
 	ctx := t.Context()
 	var failing atomic.Bool
 	var redirectTo atomic.Value // a URL, once the member starts redirecting its readyz
