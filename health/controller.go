@@ -309,10 +309,9 @@ func (c *Controller) probeAndWrite(ctx context.Context, t *tracked) {
 
 // probeWrite probes one member and writes its status if that changes it (or the heartbeat is due),
 // or with queue, queues the write for a writer (nextWrite) unless it is urgent, the writes are
-// backlogged (writesBacklogged), and none of the member's is queued or being made: what the
-// probe observed, the verdict,
-// whether it wrote and why writing failed; ok is false when ctx ended or the member left
-// meanwhile.
+// backlogged (writesBacklogged), and none of the member's is queued or being made. It returns
+// what the probe observed, the verdict, whether it wrote and why writing failed; ok is false
+// when ctx ended or the member left meanwhile.
 func (c *Controller) probeWrite(ctx context.Context, t *tracked, start time.Time, queue bool) (o observation, v verdict, wrote bool, werr error, ok bool) {
 	c.mu.Lock()
 	identify := t.identify(start, c.opts.Heartbeat)

@@ -43,7 +43,7 @@ func TestMain(m *testing.M) {
 	flag.Parse()
 	logf.SetLogger(logr.Discard()) // envtest logs through controller-runtime's logger
 	code := m.Run()
-	stopShared()
+	shared.Stop()
 	os.Exit(code)
 }
 

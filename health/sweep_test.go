@@ -1,7 +1,6 @@
 package health
 
 import (
-	"context"
 	"testing"
 	"time"
 
@@ -19,8 +18,6 @@ import (
 // whose first pass outlasted UnknownAfter, probing stopped for good while the sweeps wrote. Here
 // the registry holds the sweep's write, and a due member must still be probed meanwhile.
 func TestSweepDoesNotHoldUpProbes(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
 	held := holdWrites(t)
 	c := fakeController(t, held.patch, Options{Interval: 50 * time.Millisecond, UnknownAfter: 100 * time.Millisecond})
 
@@ -35,26 +32,15 @@ func TestSweepDoesNotHoldUpProbes(t *testing.T) {
 	c.schedule(due, time.Now().Add(300*time.Millisecond)) // after the first sweeps
 	c.mu.Unlock()
 
-	worked := make(chan struct{})
-	go func() {
-		defer close(worked)
-		c.work(ctx)
-	}()
-	select {
-	case <-held.writing:
-	case <-time.After(10 * time.Second):
-		t.Fatal("the sweep wrote nothing for the member unprobed for an hour")
-	}
+	stop := working(c, held)
+	defer func() { stop(); c.sweeps.Wait() }()
+	held.firstWrite(t) // the sweep's, for the member unprobed for an hour
 	probed := func() bool {
 		c.mu.Lock()
 		defer c.mu.Unlock()
 		return !due.probing.IsZero() || !due.state.lastProbe.IsZero()
 	}
 	require.Eventually(t, probed, 10*time.Second, 10*time.Millisecond, "no member was probed while the sweep's write was outstanding")
-	cancel()
-	held.release()
-	<-worked
-	c.sweeps.Wait()
 }
 
 // A member rescheduled earlier (its reach changed) is probed at the new time, once: the key

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"flag"
-	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -37,34 +36,21 @@ func TestMain(m *testing.M) {
 	if builtDir != "" {
 		_ = os.RemoveAll(builtDir)
 	}
-	if shared.fleet != nil {
-		if err := shared.fleet.Stop(); err != nil {
-			fmt.Fprintln(os.Stderr, "stopping the package's local fleet:", err)
-		}
-	}
+	shared.Stop()
 	os.Exit(code)
 }
 
 // shared is the package's local fleet of two members, started by the first test that asks for it
-// (sharedFleet) and stopped after the last, so that unit tests run without one and the tests
-// that need one share its servers. A test that changes it works in a cluster set of its own
-// (fleettest.CopySet); one that needs a registry of a particular shape starts its own.
-var shared struct {
-	once  sync.Once
-	fleet *localfleet.Fleet
-	err   error
-}
+// (sharedFleet) and stopped after the last. A test that changes it works in a cluster set of its
+// own (fleettest.CopySet); one that needs a registry of a particular shape starts its own.
+var shared = fleettest.Shared{Options: localfleet.Options{Members: 2}}
 
 func sharedFleet(t *testing.T) *localfleet.Fleet {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("needs kube-apiserver and etcd; run without -short")
 	}
-	shared.once.Do(func() {
-		shared.fleet, shared.err = localfleet.Start(context.Background(), localfleet.Options{Members: 2})
-	})
-	require.NoError(t, shared.err, "starting the package's local fleet")
-	return shared.fleet
+	return shared.Fleet(t)
 }
 
 func TestBadFlags(t *testing.T) {
