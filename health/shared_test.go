@@ -12,16 +12,10 @@ import (
 var shared = fleettest.Shared{Options: localfleet.Options{Members: 1}}
 
 // sharedSet is the shared fleet seen through a new cluster set of the test's own, holding copies
-// of the named members' Clusters and of every credential Secret (no member when none is named):
-// the helpers that take a fleet (fastOptions, ready, waitFor, setToken) work in that set. It
-// must not be stopped: its servers are the shared fleet's.
+// of the named members' Clusters (fleettest.Shared.Set): the helpers that take a fleet
+// (fastOptions, ready, waitFor, setToken) work in that set. It must not be stopped.
 func sharedSet(t *testing.T, members ...string) *localfleet.Fleet {
 	t.Helper()
 	integration(t)
-	lf := shared.Fleet(t)
-	ns := fleettest.NewSet(t, lf)
-	if len(members) > 0 {
-		ns = fleettest.CopySet(t, lf, members...)
-	}
-	return &localfleet.Fleet{Registry: lf.Registry, Namespace: ns, Members: lf.Members, Kubectl: lf.Kubectl}
+	return shared.Set(t, members...)
 }

@@ -65,11 +65,12 @@ func TestKubeconfigThroughRegistry(t *testing.T) {
 	if testing.Short() {
 		t.Skip("needs kube-apiserver and etcd; run without -short")
 	}
-	lf := localfleet.StartForTest(t, localfleet.Options{Members: 2})
+	lf := sharedSet(t) // an empty cluster set of the test's own, into which the user joins
 	ctx := t.Context()
 	bin := commandBinary(t)
 	kubeconfig := userKubeconfig(t, lf, map[string]*localfleet.Member{"alpha": lf.Members[0], "beta": lf.Members[1]})
-	cli := commandLine(ctx, kubeconfig, "joined")
+	joined := lf.Namespace
+	cli := commandLine(ctx, kubeconfig, joined)
 	code, _, stderr := cli("install", "--create-namespace")
 	require.Equal(t, 0, code, stderr)
 	for _, name := range []string{"alpha", "beta"} {
@@ -79,7 +80,7 @@ func TestKubeconfigThroughRegistry(t *testing.T) {
 	registryKube := kubernetes.NewForConfigOrDie(lf.Registry.Config)
 	var tokens []string
 	for _, name := range []string{"alpha", "beta"} {
-		s, err := registryKube.CoreV1().Secrets("joined").Get(ctx, name+"-token", metav1.GetOptions{})
+		s, err := registryKube.CoreV1().Secrets(joined).Get(ctx, name+"-token", metav1.GetOptions{})
 		require.NoError(t, err)
 		tokens = append(tokens, string(s.Data["token"]))
 	}
@@ -157,7 +158,7 @@ func TestKubeconfigThroughRegistry(t *testing.T) {
 					args[i] = "--kubeconfig=" + bobPath
 				}
 			}
-		}, "cluster joined/alpha: the registry (" + lf.Registry.URL() + ") does not let you read it; ask for the clusterregistry-view role (or view) in namespace joined"},
+		}, "cluster " + joined + "/alpha: the registry (" + lf.Registry.URL() + ") does not let you read it; ask for the clusterregistry-view role (or view) in namespace " + joined},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, stderr, err := kubectl(ctx, lf, variant(tc.edit), "--context", "alpha", "get", "ns")
@@ -172,7 +173,7 @@ func TestKubeconfigThroughRegistry(t *testing.T) {
 
 	// The Cluster's editor points alpha at the attacker: the Secret is pinned to alpha's server,
 	// so the credential is not resolved, and the old kubeconfig gets nothing either.
-	clusters := versioned.NewForConfigOrDie(lf.Registry.Config).ClusterregistryV1alpha1().Clusters("joined")
+	clusters := versioned.NewForConfigOrDie(lf.Registry.Config).ClusterregistryV1alpha1().Clusters(joined)
 	c, err := clusters.Get(ctx, "alpha", metav1.GetOptions{})
 	require.NoError(t, err)
 	c.Spec.KubernetesAPIEndpoints.ServerEndpoints[0].ServerAddress = evil.URL
@@ -181,11 +182,11 @@ func TestKubeconfigThroughRegistry(t *testing.T) {
 	require.NoError(t, err)
 	_, stderr, err = kubectl(ctx, lf, exported, "--context", "alpha", "get", "ns")
 	require.Error(t, err)
-	require.Contains(t, stderr, "Secret joined/alpha-token pins its credentials to "+alphaServer+", not to "+evil.URL)
+	require.Contains(t, stderr, "Secret "+joined+"/alpha-token pins its credentials to "+alphaServer+", not to "+evil.URL)
 	noToken("kubectl's error", stderr)
 	code, _, stderr = cli("export", "--format", "kubeconfig", "--credential-command", bin)
 	require.Equal(t, 1, code, "export of a Cluster whose Secret is pinned elsewhere")
-	require.Contains(t, stderr, `not exported: cluster joined/alpha`)
+	require.Contains(t, stderr, "not exported: cluster "+joined+"/alpha")
 	require.Contains(t, stderr, "1 of 2 Clusters not exported, named above")
 	mu.Lock()
 	require.Empty(t, received, "a member's credentials reached the attacker's server")
@@ -196,7 +197,7 @@ func TestKubeconfigThroughRegistry(t *testing.T) {
 	require.Equal(t, 0, code, stderr)
 	_, stderr, err = kubectl(ctx, lf, exported, "--context", "beta", "get", "ns")
 	require.Error(t, err)
-	require.Contains(t, stderr, "cluster joined/beta is not in the registry")
+	require.Contains(t, stderr, "cluster "+joined+"/beta is not in the registry")
 
 	// Not run by kubectl.
 	t.Setenv(execInfoEnv, "")

@@ -4,13 +4,13 @@ import (
 	"bytes"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
@@ -21,6 +21,7 @@ import (
 	"github.com/cluster-registry/sdk/clientset/versioned"
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
 	"github.com/cluster-registry/sdk/localfleet"
+	"github.com/cluster-registry/sdk/testkit/fleettest"
 )
 
 // export, delete, import: the Clusters come back as they were; importing again changes nothing;
@@ -29,7 +30,7 @@ func TestExportImportRoundTrip(t *testing.T) {
 	if testing.Short() {
 		t.Skip("needs kube-apiserver and etcd; run without -short")
 	}
-	lf := localfleet.StartForTest(t, localfleet.Options{Members: 2})
+	lf := sharedSet(t, "member-1", "member-2")
 	ctx := t.Context()
 	cli := commandLine(ctx, lf.Registry.Kubeconfig, lf.Namespace)
 	clusters := versioned.NewForConfigOrDie(lf.Registry.Config).ClusterregistryV1alpha1().Clusters(lf.Namespace)
@@ -69,21 +70,19 @@ func TestExportImportRoundTrip(t *testing.T) {
 	// -n that contradicts the file's namespace is refused, and nothing is imported; with the
 	// file's namespaces removed, the Clusters go to -n's, and the report names the Secrets they
 	// point at that are not there (import carries Clusters, not Secrets).
-	kube := kubernetes.NewForConfigOrDie(lf.Registry.Config)
-	_, err = kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "other"}}, metav1.CreateOptions{})
-	require.NoError(t, err)
-	others := versioned.NewForConfigOrDie(lf.Registry.Config).ClusterregistryV1alpha1().Clusters("other")
-	otherCLI := commandLine(ctx, lf.Registry.Kubeconfig, "other")
+	other := fleettest.NewSet(t, lf)
+	others := versioned.NewForConfigOrDie(lf.Registry.Config).ClusterregistryV1alpha1().Clusters(other)
+	otherCLI := commandLine(ctx, lf.Registry.Kubeconfig, other)
 	code, out, stderr = otherCLI("import", file)
 	require.Equal(t, 1, code, out)
-	require.Contains(t, stderr, "2 Clusters are of other namespaces than -n other (fleet/member-1, fleet/member-2); nothing was imported")
+	require.Contains(t, stderr, fmt.Sprintf("2 Clusters are of other namespaces than -n %[1]s (%[2]s/member-1, %[2]s/member-2); nothing was imported", other, lf.Namespace))
 	none, err := others.List(ctx, metav1.ListOptions{})
 	require.NoError(t, err)
 	require.Empty(t, none.Items)
 	code, out, stderr = otherCLI("export")
 	require.Equal(t, 0, code, stderr)
 	require.Contains(t, out, "items: []")
-	require.Equal(t, "No Clusters found in namespace other.\n", stderr)
+	require.Equal(t, "No Clusters found in namespace "+other+".\n", stderr)
 	anywhere := filepath.Join(t.TempDir(), "anywhere.yaml")
 	var unplaced v1alpha1.ClusterList
 	require.NoError(t, yaml.Unmarshal([]byte(exported), &unplaced))
@@ -95,10 +94,10 @@ func TestExportImportRoundTrip(t *testing.T) {
 	require.NoError(t, os.WriteFile(anywhere, data, 0o600))
 	code, out, stderr = otherCLI("import", anywhere)
 	require.Equal(t, 0, code, "%s%s", out, stderr)
-	require.Contains(t, out, "cluster other/member-1: created")
-	require.Contains(t, out, "cluster other/member-1: warning: provider")
-	require.Regexp(t, `cluster other/member-1: warning: provider "\S+" points at Secret other/\S+, which is not there`, out)
-	require.Regexp(t, `cluster other/member-2: warning: provider "\S+" points at Secret other/member-2-kubeconfig, which is not there`, out)
+	require.Contains(t, out, "cluster "+other+"/member-1: created")
+	require.Contains(t, out, "cluster "+other+"/member-1: warning: provider")
+	require.Regexp(t, `cluster `+other+`/member-1: warning: provider "\S+" points at Secret `+other+`/\S+, which is not there`, out)
+	require.Regexp(t, `cluster `+other+`/member-2: warning: provider "\S+" points at Secret `+other+`/member-2-kubeconfig, which is not there`, out)
 	code, out, _ = cli("import", file)
 	require.Equal(t, 0, code)
 	require.NotContains(t, out, "warning", "the Secrets are there in the Clusters' own namespace")
@@ -135,9 +134,9 @@ func TestExportImportRoundTrip(t *testing.T) {
 	code, out, stderr = cli("import", badFile, "-o", "name")
 	require.Equal(t, 1, code, "%s%s", out, stderr)
 	require.Equal(t, "cluster.clusterregistry.k8s.io/member-10\n", out, "-o name lists only what was applied")
-	require.Contains(t, stderr, "cluster fleet/member-1: invalid, not imported: spec.kubernetesApiEndpoints.serverEndpoints[0].serverAddress")
-	require.Contains(t, stderr, "cluster fleet/member-9: invalid, not imported: spec.authInfo.providers[0].config")
-	require.Contains(t, stderr, "cluster fleet/member-10: created")
+	require.Contains(t, stderr, "cluster "+lf.Namespace+"/member-1: invalid, not imported: spec.kubernetesApiEndpoints.serverEndpoints[0].serverAddress")
+	require.Contains(t, stderr, "cluster "+lf.Namespace+"/member-9: invalid, not imported: spec.authInfo.providers[0].config")
+	require.Contains(t, stderr, "cluster "+lf.Namespace+"/member-10: created")
 	require.Contains(t, stderr, "some Clusters were not imported: 2 of 3")
 	require.NotContains(t, out+stderr, "c2VjcmV0dG9rZW4tdmFsdWU=")
 	code, out, stderr = cli("import", file, "-o", "jsonpath={.items[*].metadata.name}")
@@ -158,7 +157,7 @@ func TestImportFromKubeconfig(t *testing.T) {
 	if testing.Short() {
 		t.Skip("needs kube-apiserver and etcd; run without -short")
 	}
-	lf := localfleet.StartForTest(t, localfleet.Options{Members: 1})
+	lf := sharedSet(t)
 	ctx := t.Context()
 	kubeconfig := userKubeconfig(t, lf, map[string]*localfleet.Member{"alpha": lf.Members[0]})
 	cfg, err := clientcmd.LoadFromFile(kubeconfig)
@@ -176,8 +175,8 @@ func TestImportFromKubeconfig(t *testing.T) {
 	require.Contains(t, out, `context "serverless": its cluster "serverless" has no server; not imported`)
 	require.Contains(t, out, `context "Not_A_Name": not a valid Cluster name (`)
 	require.Contains(t, out, `context "nowhere": names cluster "missing", which the file does not define; not imported`)
-	require.Contains(t, out, "cluster fleet/alpha: created")
-	require.Contains(t, out, "cluster fleet/registry: created")
+	require.Contains(t, out, "cluster "+lf.Namespace+"/alpha: created")
+	require.Contains(t, out, "cluster "+lf.Namespace+"/registry: created")
 	require.Contains(t, stderr.String(), "some Clusters were not imported: 3 of 5")
 
 	clusters := versioned.NewForConfigOrDie(lf.Registry.Config).ClusterregistryV1alpha1().Clusters(lf.Namespace)

@@ -56,7 +56,8 @@ func TestJoinExec(t *testing.T) {
 	if testing.Short() {
 		t.Skip("needs kube-apiserver and etcd; run without -short")
 	}
-	lf := localfleet.StartForTest(t, localfleet.Options{Members: 1})
+	lf := sharedSet(t) // an empty cluster set of the test's own, into which the user joins
+	clouds := lf.Namespace
 	ctx := t.Context()
 	bin := commandBinary(t)
 	plugin := cloudPlugin(t, lf.Members[0])
@@ -68,7 +69,7 @@ func TestJoinExec(t *testing.T) {
 		Env: []clientcmdapi.ExecEnvVar{{Name: "CLOUD_SECRET", Value: "s3cr3t-value"}}, InteractiveMode: clientcmdapi.NeverExecInteractiveMode,
 	}}
 	require.NoError(t, clientcmd.WriteToFile(*cfg, kubeconfig))
-	cli := commandLine(ctx, kubeconfig, "clouds")
+	cli := commandLine(ctx, kubeconfig, clouds)
 	code, _, stderr := cli("install", "--create-namespace")
 	require.Equal(t, 0, code, stderr)
 
@@ -81,27 +82,27 @@ func TestJoinExec(t *testing.T) {
 
 	code, out, stderr := cli("join", "cloud", "--exec", "--labels", "provider=cloud")
 	require.Equal(t, 0, code, "%s%s", out, stderr)
-	require.Contains(t, out, "registry: Cluster clouds/cloud created, with exec provider "+plugin)
+	require.Contains(t, out, "registry: Cluster "+clouds+"/cloud created, with exec provider "+plugin)
 	require.Contains(t, out, "note: the plugin's environment (CLOUD_SECRET) was not copied")
 	allow := "--allow-exec-args='" + plugin + ` get-token --cluster "prod eu"'`
 	require.Contains(t, out, "note: readers run the plugin only if they allow it with these arguments and this server: "+allow+" --send-to="+lf.Members[0].URL())
-	c, err := versioned.NewForConfigOrDie(lf.Registry.Config).ClusterregistryV1alpha1().Clusters("clouds").Get(ctx, "cloud", metav1.GetOptions{})
+	c, err := versioned.NewForConfigOrDie(lf.Registry.Config).ClusterregistryV1alpha1().Clusters(clouds).Get(ctx, "cloud", metav1.GetOptions{})
 	require.NoError(t, err)
 	require.Equal(t, []v1alpha1.AuthProviderConfig{{Name: "exec", Type: v1alpha1.AuthProviderType{Name: v1alpha1.ProviderTypeExec},
 		Config: map[string]string{"command": plugin, "apiVersion": "client.authentication.k8s.io/v1", "args": `["get-token","--cluster","prod eu"]`}}},
 		c.Spec.AuthInfo.Providers)
-	_, err = kubernetes.NewForConfigOrDie(lf.Registry.Config).CoreV1().Secrets("clouds").Get(ctx, "cloud-token", metav1.GetOptions{})
+	_, err = kubernetes.NewForConfigOrDie(lf.Registry.Config).CoreV1().Secrets(clouds).Get(ctx, "cloud-token", metav1.GetOptions{})
 	require.True(t, apierrors.IsNotFound(err), "join --exec stored a Secret: %v", err)
-	require.Empty(t, joinAccounts(t, kubernetes.NewForConfigOrDie(lf.Members[0].Config)), "join --exec made a service account")
+	require.Empty(t, joinAccounts(t, kubernetes.NewForConfigOrDie(lf.Members[0].Config), clouds), "join --exec made a service account")
 
 	// A reader who has not allowed the plugin gets no kubeconfig entry for it.
 	code, _, stderr = cli("export", "--format", "kubeconfig", "--credential-command", bin)
 	require.Equal(t, 1, code)
-	require.Contains(t, stderr, "not exported: cluster clouds/cloud")
+	require.Contains(t, stderr, "not exported: cluster "+clouds+"/cloud")
 	// Nor does one who allowed the command alone: the Cluster gives it arguments.
 	code, _, stderr = cli("export", "--format", "kubeconfig", "--credential-command", bin, "--allow-exec", plugin, "--send-to", lf.Members[0].URL())
 	require.Equal(t, 1, code)
-	require.Contains(t, stderr, "not exported: cluster clouds/cloud")
+	require.Contains(t, stderr, "not exported: cluster "+clouds+"/cloud")
 	require.Contains(t, stderr, "the exec args neither equal the arguments that --allow-exec-args gives nor fit --allow-exec-args's pattern")
 	joinRun := "get-token --cluster prod eu\n" // join itself checks that the plugin reaches the member
 	require.Equal(t, joinRun, pluginRuns(t, plugin), "the plugin ran for a reader who did not allow its arguments")
@@ -119,7 +120,7 @@ func TestJoinExec(t *testing.T) {
 
 	// An editor of the Cluster now chooses the plugin's arguments: the reader's kubectl gets no
 	// credential, and the plugin does not run with them.
-	clusters := versioned.NewForConfigOrDie(lf.Registry.Config).ClusterregistryV1alpha1().Clusters("clouds")
+	clusters := versioned.NewForConfigOrDie(lf.Registry.Config).ClusterregistryV1alpha1().Clusters(clouds)
 	c, err = clusters.Get(ctx, "cloud", metav1.GetOptions{})
 	require.NoError(t, err)
 	c.Spec.AuthInfo.Providers[0].Config["args"] = `["delete-everything","--yes"]`

@@ -69,17 +69,18 @@ func TestJoin(t *testing.T) {
 	if testing.Short() {
 		t.Skip("needs kube-apiserver and etcd; run without -short")
 	}
-	lf := localfleet.StartForTest(t, localfleet.Options{Members: 2})
+	lf := sharedSet(t) // an empty cluster set of the test's own, into which the user joins
+	joined := lf.Namespace
 	ctx := t.Context()
 	kubeconfig := userKubeconfig(t, lf, map[string]*localfleet.Member{"alpha": lf.Members[0], "beta": lf.Members[1]})
-	cli := commandLine(ctx, kubeconfig, "joined")
+	cli := commandLine(ctx, kubeconfig, joined)
 	code, _, stderr := cli("install", "--create-namespace")
 	require.Equal(t, 0, code, stderr)
 
 	// A dry run checks and says what it would do, and does nothing; so does a role the member lacks.
 	code, out, stderr := cli("join", "alpha", "--dry-run", "--labels", "env=test")
 	require.Equal(t, 0, code, "%s%s", out, stderr)
-	require.Contains(t, out, "registry: Cluster joined/alpha would be created (server dry run)")
+	require.Contains(t, out, "registry: Cluster "+joined+"/alpha would be created (server dry run)")
 	// A dry run says everything the run would do: the Role and RoleBinding and the token too.
 	require.Contains(t, out, "member: would apply Role and RoleBinding ")
 	require.Contains(t, out, "member: would ask for a token of ")
@@ -87,28 +88,28 @@ func TestJoin(t *testing.T) {
 	require.Equal(t, 1, code, "a ClusterRole the member lacks is found by asking it: not a usage error")
 	require.Contains(t, stderr, `member: ClusterRole "no-such-role" does not exist on `+lf.Members[0].URL()+" (nothing was done)")
 	memberKube := kubernetes.NewForConfigOrDie(lf.Members[0].Config)
-	require.Empty(t, joinAccounts(t, memberKube), "a dry run or refused join made a service account")
+	require.Empty(t, joinAccounts(t, memberKube, joined), "a dry run or refused join made a service account")
 	// So does a cluster set the registry does not have: nothing is made on the member.
 	code, _, stderr = commandLine(ctx, kubeconfig, "nosuchns")("join", "alpha")
 	require.Equal(t, 1, code)
 	require.Contains(t, stderr, `namespaces "nosuchns" not found; make the cluster set with: clusterregistry install --create-namespace -n nosuchns`)
 	require.Contains(t, stderr, "(nothing was done)")
-	require.Empty(t, joinAccounts(t, memberKube), "a join into a missing cluster set made a service account")
+	require.Empty(t, joinAccounts(t, memberKube, joined), "a join into a missing cluster set made a service account")
 
 	for _, name := range []string{"alpha", "beta"} {
 		code, out, stderr = cli("join", name, "--labels", "env=test,joined=yes", "--cluster-role", "cluster-admin")
 		require.Equal(t, 0, code, "%s%s", out, stderr)
-		require.Contains(t, out, "registry: Cluster joined/"+name+" created")
-		require.Contains(t, out, "next: clusterregistry health -n joined probes the members")
-		require.Contains(t, out, "next: clusterregistry health -n joined --rotate-credentials renews the token")
+		require.Contains(t, out, "registry: Cluster "+joined+"/"+name+" created")
+		require.Contains(t, out, "next: clusterregistry health -n "+joined+" probes the members")
+		require.Contains(t, out, "next: clusterregistry health -n "+joined+" --rotate-credentials renews the token")
 	}
 	code, out, stderr = cli("join", "alpha", "--labels", "env=test,joined=yes", "--cluster-role", "cluster-admin")
 	require.Equal(t, 0, code, "%s%s", out, stderr)
-	require.Contains(t, out, "registry: Cluster joined/alpha unchanged", "a second join duplicated or changed the Cluster")
+	require.Contains(t, out, "registry: Cluster "+joined+"/alpha unchanged", "a second join duplicated or changed the Cluster")
 	// -o: the Cluster on stdout, as the registry has it, and the report on stderr.
 	code, out, stderr = cli("join", "alpha", "--labels", "env=test,joined=yes", "--cluster-role", "cluster-admin", "-o", "json")
 	require.Equal(t, 0, code, stderr)
-	require.Contains(t, stderr, "registry: Cluster joined/alpha unchanged")
+	require.Contains(t, stderr, "registry: Cluster "+joined+"/alpha unchanged")
 	var printed v1alpha1.Cluster
 	require.NoError(t, json.Unmarshal([]byte(out), &printed), out)
 	require.Equal(t, "Cluster", printed.Kind)
@@ -124,9 +125,9 @@ func TestJoin(t *testing.T) {
 	regID := registryID(ctx, lf)
 	betaKube := kubernetes.NewForConfigOrDie(lf.Members[1].Config)
 	for _, owner := range []string{"beta", "someone-else"} {
-		meta := metav1.ObjectMeta{Name: join.AccountFor(regID, "joined", owner).Name, Annotations: ownerAnnotations(regID, "joined", "beta")}
+		meta := metav1.ObjectMeta{Name: join.AccountFor(regID, joined, owner).Name, Annotations: ownerAnnotations(regID, joined, "beta")}
 		if owner != "beta" {
-			meta.Annotations = ownerAnnotations(regID, "joined", owner)
+			meta.Annotations = ownerAnnotations(regID, joined, owner)
 		}
 		_, err := betaKube.CoreV1().ServiceAccounts("kube-system").Create(ctx, &corev1.ServiceAccount{ObjectMeta: meta}, metav1.CreateOptions{})
 		require.NoError(t, err)
@@ -135,13 +136,13 @@ func TestJoin(t *testing.T) {
 	}
 	code, out, stderr = cli("join", "beta", "--labels", "env=test,joined=yes", "--cluster-role", "cluster-admin")
 	require.Equal(t, 0, code, "%s%s", out, stderr)
-	require.Contains(t, out, "member: ServiceAccount kube-system/"+join.AccountFor(regID, "joined", "beta").Name+", made by an earlier join, deleted\n")
-	require.Contains(t, out, "member: Role kube-system/"+join.AccountFor(regID, "joined", "beta").Name+", made by an earlier join, deleted\n")
-	_, err := betaKube.CoreV1().ServiceAccounts("kube-system").Get(ctx, join.AccountFor(regID, "joined", "beta").Name, metav1.GetOptions{})
+	require.Contains(t, out, "member: ServiceAccount kube-system/"+join.AccountFor(regID, joined, "beta").Name+", made by an earlier join, deleted\n")
+	require.Contains(t, out, "member: Role kube-system/"+join.AccountFor(regID, joined, "beta").Name+", made by an earlier join, deleted\n")
+	_, err := betaKube.CoreV1().ServiceAccounts("kube-system").Get(ctx, join.AccountFor(regID, joined, "beta").Name, metav1.GetOptions{})
 	require.True(t, apierrors.IsNotFound(err), "%v", err)
-	require.NoError(t, betaKube.CoreV1().ServiceAccounts("kube-system").Delete(ctx, join.AccountFor(regID, "joined", "someone-else").Name, metav1.DeleteOptions{}),
+	require.NoError(t, betaKube.CoreV1().ServiceAccounts("kube-system").Delete(ctx, join.AccountFor(regID, joined, "someone-else").Name, metav1.DeleteOptions{}),
 		"another Cluster's account was removed")
-	require.NoError(t, betaKube.RbacV1().Roles("kube-system").Delete(ctx, join.AccountFor(regID, "joined", "someone-else").Name, metav1.DeleteOptions{}))
+	require.NoError(t, betaKube.RbacV1().Roles("kube-system").Delete(ctx, join.AccountFor(regID, joined, "someone-else").Name, metav1.DeleteOptions{}))
 
 	// get: the overview, with the expiry of the token join stored (and never the token), and the
 	// Clusters themselves in kubectl's formats.
@@ -151,13 +152,13 @@ func TestJoin(t *testing.T) {
 	require.Len(t, lines, 3, out)
 	require.Regexp(t, `^NAME\s+READY\s+REASON\s+VERSION\s+LAST REPORT\s+CREDENTIAL\s+EXPIRES$`, lines[0])
 	require.Regexp(t, `^alpha\s+Unknown\s+-\s+-\s+never\s+secret\s+in (7h5\dm|8h)$`, lines[1]) // 8 hours by default
-	token, err := kubernetes.NewForConfigOrDie(lf.Registry.Config).CoreV1().Secrets("joined").Get(ctx, "alpha-token", metav1.GetOptions{})
+	token, err := kubernetes.NewForConfigOrDie(lf.Registry.Config).CoreV1().Secrets(joined).Get(ctx, "alpha-token", metav1.GetOptions{})
 	require.NoError(t, err)
 	require.NotContains(t, out, string(token.Data["token"]))
 	code, out, _ = cli("get", "-A", "-o", "wide")
 	require.Equal(t, 0, code)
 	require.Regexp(t, `(?m)^NAMESPACE\s+NAME\s+.*\s+SERVER\s+MESSAGE$`, out)
-	require.Regexp(t, `(?m)^joined\s+beta\s+.*`+regexp.QuoteMeta(lf.Members[1].URL()), out)
+	require.Regexp(t, `(?m)^`+joined+`\s+beta\s+.*`+regexp.QuoteMeta(lf.Members[1].URL()), out)
 	code, out, _ = cli("get", "-o", "name")
 	require.Equal(t, 0, code)
 	require.Equal(t, "cluster.clusterregistry.k8s.io/alpha\ncluster.clusterregistry.k8s.io/beta\n", out)
@@ -175,17 +176,17 @@ func TestJoin(t *testing.T) {
 	require.Len(t, got.Items, 2)
 	code, _, stderr = cli("get", "alpha", "nosuch")
 	require.Equal(t, 1, code)
-	require.Contains(t, stderr, "no Cluster nosuch in namespace joined")
+	require.Contains(t, stderr, "no Cluster nosuch in namespace "+joined)
 	code, _, stderr = cli("get", "-o", "table")
 	require.Equal(t, 2, code)
 	require.Contains(t, stderr, "-o table: want wide, custom-columns=..., or one of")
-	t.Run("completion", func(t *testing.T) { testCompletion(t, kubeconfig) })
+	t.Run("completion", func(t *testing.T) { testCompletion(t, kubeconfig, joined) })
 
 	// A tool reaches each member through the registry alone.
 	registry := versioned.NewForConfigOrDie(lf.Registry.Config)
 	resolver, err := access.NewResolver(access.ResolverOptions{Secrets: access.SecretsFromClient(kubernetes.NewForConfigOrDie(lf.Registry.Config))})
 	require.NoError(t, err)
-	list, err := registry.ClusterregistryV1alpha1().Clusters("joined").List(ctx, metav1.ListOptions{LabelSelector: "joined=yes"})
+	list, err := registry.ClusterregistryV1alpha1().Clusters(joined).List(ctx, metav1.ListOptions{LabelSelector: "joined=yes"})
 	require.NoError(t, err)
 	require.Len(t, list.Items, 2)
 	results := multicluster.Map(ctx, multicluster.MembersOf(resolver, list.Items, multicluster.FleetOptions{}),
@@ -201,12 +202,12 @@ func TestJoin(t *testing.T) {
 			return string(ns.UID), nil
 		})
 	require.NoError(t, results.Err())
-	secret, err := kubernetes.NewForConfigOrDie(lf.Registry.Config).CoreV1().Secrets("joined").Get(ctx, "alpha-token", metav1.GetOptions{})
+	secret, err := kubernetes.NewForConfigOrDie(lf.Registry.Config).CoreV1().Secrets(joined).Get(ctx, "alpha-token", metav1.GetOptions{})
 	require.NoError(t, err)
 	require.Equal(t, lf.Members[0].URL(), secret.Annotations[v1alpha1.ServersAnnotation])
 	// The account may renew its own token and nothing else: a rotator does, with the token join
 	// stored, and the new token replaces it with its expiry.
-	regAccount := join.AccountFor(registryID(ctx, lf), "joined", "alpha")
+	regAccount := join.AccountFor(registryID(ctx, lf), joined, "alpha")
 	require.Equal(t, regAccount.String(), secret.Annotations[v1alpha1.ServiceAccountAnnotation])
 	require.NotEmpty(t, secret.Annotations[v1alpha1.TokenExpiresAnnotation])
 	var alpha []v1alpha1.Cluster
@@ -221,7 +222,7 @@ func TestJoin(t *testing.T) {
 	renewed, errs := rotator.RenewDue(ctx)
 	require.Empty(t, errs)
 	require.Len(t, renewed, 1)
-	rotated, err := kubernetes.NewForConfigOrDie(lf.Registry.Config).CoreV1().Secrets("joined").Get(ctx, "alpha-token", metav1.GetOptions{})
+	rotated, err := kubernetes.NewForConfigOrDie(lf.Registry.Config).CoreV1().Secrets(joined).Get(ctx, "alpha-token", metav1.GetOptions{})
 	require.NoError(t, err)
 	require.NotEqual(t, string(secret.Data["token"]), string(rotated.Data["token"]))
 	require.Equal(t, 1, renewed[0].Revoked)
@@ -236,43 +237,44 @@ func TestJoin(t *testing.T) {
 	require.Equal(t, 0, code, "%s%s", out, stderr)
 	require.Contains(t, out, "member: 1 replaced token(s) revoked\n")
 	replaced = append(replaced, secret)
-	secret, err = kubernetes.NewForConfigOrDie(lf.Registry.Config).CoreV1().Secrets("joined").Get(ctx, "alpha-token", metav1.GetOptions{})
+	secret, err = kubernetes.NewForConfigOrDie(lf.Registry.Config).CoreV1().Secrets(joined).Get(ctx, "alpha-token", metav1.GetOptions{})
 	require.NoError(t, err)
 	requireWorks(t, secret)
 	// The command does the same: one pass, forced, says what it renewed and revoked.
 	code, out, stderr = cli("rotate", "--once", "--renew-at", "0.000001")
 	require.Equal(t, 0, code, "%s%s", out, stderr)
-	require.Contains(t, out, "joined/alpha: Secret alpha-token renewed, valid until ")
-	require.Contains(t, out, "joined/beta: Secret beta-token renewed, valid until ")
+	require.Contains(t, out, joined+"/alpha: Secret alpha-token renewed, valid until ")
+	require.Contains(t, out, joined+"/beta: Secret beta-token renewed, valid until ")
 	require.Equal(t, 2, strings.Count(out, "; 1 replaced token(s) revoked\n"), out)
-	require.Regexp(t, `(?m)^next: joined/(alpha|beta), Secret (alpha|beta)-token, due \S+Z \((in \d+s|now)\)$`, out, "when the next renewal is due")
+	require.Regexp(t, `(?m)^next: `+joined+`/(alpha|beta), Secret (alpha|beta)-token, due \S+Z \((in \d+s|now)\)$`, out, "when the next renewal is due")
 	replaced = append(replaced, secret)
 	code, out, stderr = cli("rotate", "--once")
 	require.Equal(t, 0, code, "%s%s", out, stderr)
-	require.Regexp(t, `^no token is due; next: joined/(alpha|beta), Secret (alpha|beta)-token, due \S+Z \(in 5h\d+m\)\n$`, out)
+	require.Regexp(t, `^no token is due; next: `+joined+`/(alpha|beta), Secret (alpha|beta)-token, due \S+Z \(in 5h\d+m\)\n$`, out)
 	code, _, stderr = cli("rotate", "--renew-at", "2")
 	require.Equal(t, 2, code)
 	require.Contains(t, stderr, "--renew-at 2: want a fraction of a token's life between 0 and 1")
-	secret, err = kubernetes.NewForConfigOrDie(lf.Registry.Config).CoreV1().Secrets("joined").Get(ctx, "alpha-token", metav1.GetOptions{})
+	secret, err = kubernetes.NewForConfigOrDie(lf.Registry.Config).CoreV1().Secrets(joined).Get(ctx, "alpha-token", metav1.GetOptions{})
 	require.NoError(t, err)
 	requireWorks(t, secret)
 
 	// What join made on the member records its owner, and is this Cluster's alone: the same
 	// member joined in another set, and under another name in this one (with a warning), gets
-	// objects of its own, and unjoin of those leaves joined/alpha's token working.
+	// objects of its own, and unjoin of those leaves "+joined+"/alpha's token working.
 	sa, err := memberKube.CoreV1().ServiceAccounts(regAccount.Namespace).Get(ctx, regAccount.Name, metav1.GetOptions{})
 	require.NoError(t, err)
-	require.Equal(t, "joined/alpha", sa.Annotations["clusterregistry.k8s.io/cluster"])
+	require.Equal(t, joined+"/alpha", sa.Annotations["clusterregistry.k8s.io/cluster"])
 	require.Equal(t, regID, sa.Annotations["clusterregistry.k8s.io/registry"])
-	other := commandLine(ctx, kubeconfig, "other")
+	otherSet := fleettest.NewSet(t, lf)
+	other := commandLine(ctx, kubeconfig, otherSet)
 	code, _, stderr = other("install", "--create-namespace")
 	require.Equal(t, 0, code, stderr)
 	code, out, stderr = other("join", "alpha")
 	require.Equal(t, 0, code, "%s%s", out, stderr)
 	code, out, stderr = cli("join", "alpha", "--name", "alpha-again")
 	require.Equal(t, 0, code, "%s%s", out, stderr)
-	require.Contains(t, out, "warning: "+lf.Members[0].URL()+" is already in joined as alpha: a fan-out over the set reaches it once for each")
-	require.Len(t, joinAccounts(t, memberKube), 3)
+	require.Contains(t, out, "warning: "+lf.Members[0].URL()+" is already in "+joined+" as alpha: a fan-out over the set reaches it once for each")
+	require.Len(t, joinAccounts(t, memberKube, joined, otherSet), 3)
 	code, out, stderr = other("unjoin", "alpha")
 	require.Equal(t, 0, code, "%s%s", out, stderr)
 	require.Contains(t, out, "member: "+lf.Members[0].URL()+`, through context "alpha"`)
@@ -280,7 +282,7 @@ func TestJoin(t *testing.T) {
 	code, out, stderr = cli("unjoin", "alpha-again")
 	require.Equal(t, 0, code, "%s%s", out, stderr)
 	require.Equal(t, 5, strings.Count(out, " deleted\n"), out)
-	require.Len(t, joinAccounts(t, memberKube), 1)
+	require.Len(t, joinAccounts(t, memberKube, joined), 1)
 	require.NoError(t, multicluster.Map(ctx, multicluster.MembersOf(resolver, list.Items, multicluster.FleetOptions{}),
 		func(ctx context.Context, m *multicluster.Member) (string, error) {
 			kube, err := m.Kubernetes(ctx)
@@ -289,12 +291,12 @@ func TestJoin(t *testing.T) {
 			}
 			_, err = kube.CoreV1().Namespaces().Get(ctx, "kube-system", metav1.GetOptions{})
 			return "", err
-		}).Err(), "unjoin of another set's or name's join revoked joined/alpha's token")
+		}).Err(), "unjoin of another set's or name's join revoked "+joined+"/alpha's token")
 
 	// Refused, with what to do.
 	code, _, stderr = cli("join", "beta", "--name", "alpha")
 	require.Equal(t, 1, code)
-	require.Contains(t, stderr, "cluster joined/alpha already exists for another server; choose another --name, or unjoin it first")
+	require.Contains(t, stderr, "cluster "+joined+"/alpha already exists for another server; choose another --name, or unjoin it first")
 	code, _, stderr = cli("join", "gamma")
 	require.Equal(t, 1, code, "a context the kubeconfig lacks is 1, as kubectl --context's")
 	require.Contains(t, stderr, `context "gamma" is not in the kubeconfig (it has: alpha, beta, registry)`)
@@ -318,7 +320,7 @@ func TestJoin(t *testing.T) {
 	require.Contains(t, stderr, `context "serverless": `)
 	require.Contains(t, stderr, "server")
 	for _, name := range []string{"down", "serverless"} {
-		_, err = registry.ClusterregistryV1alpha1().Clusters("joined").Get(ctx, name, metav1.GetOptions{})
+		_, err = registry.ClusterregistryV1alpha1().Clusters(joined).Get(ctx, name, metav1.GetOptions{})
 		require.True(t, apierrors.IsNotFound(err), "a failed join registered %s: %v", name, err)
 	}
 
@@ -327,38 +329,38 @@ func TestJoin(t *testing.T) {
 	code, out, stderr = cli("unjoin", "alpha", "--dry-run")
 	require.Equal(t, 0, code, "%s%s", out, stderr)
 	require.Equal(t, 5, strings.Count(out, ": would be deleted (dry run)\n"), out)
-	require.Len(t, joinAccounts(t, memberKube), 1)
-	current, err := kubernetes.NewForConfigOrDie(lf.Registry.Config).CoreV1().Secrets("joined").Get(ctx, "alpha-token", metav1.GetOptions{})
+	require.Len(t, joinAccounts(t, memberKube, joined), 1)
+	current, err := kubernetes.NewForConfigOrDie(lf.Registry.Config).CoreV1().Secrets(joined).Get(ctx, "alpha-token", metav1.GetOptions{})
 	require.NoError(t, err)
 	code, out, stderr = cli("unjoin", "alpha")
 	require.Equal(t, 0, code, "%s%s", out, stderr)
 	require.Equal(t, 5, strings.Count(out, " deleted\n"), out)
-	require.Empty(t, joinAccounts(t, memberKube), "service account left on the member")
+	require.Empty(t, joinAccounts(t, memberKube, joined), "service account left on the member")
 	// The token that was current (a rotator's, here) no longer works: its account is gone; nor
 	// do those that the rotator, join again and rotate replaced.
 	requireRefused(t, append(replaced, current)...)
 	bindings, err := memberKube.RbacV1().ClusterRoleBindings().List(ctx, metav1.ListOptions{})
 	require.NoError(t, err)
 	for _, b := range bindings.Items {
-		require.False(t, strings.HasPrefix(b.Name, "clusterregistry-"), "binding %s left on the member", b.Name)
+		require.False(t, strings.HasPrefix(b.Name, "clusterregistry-"+joined+"-"), "binding %s left on the member", b.Name)
 	}
 	namespaces, err := memberKube.CoreV1().Namespaces().List(ctx, metav1.ListOptions{})
 	require.NoError(t, err)
 	for _, ns := range namespaces.Items {
-		if strings.HasPrefix(ns.Name, "clusterregistry-") {
+		if strings.HasPrefix(ns.Name, "clusterregistry-"+joined+"-") {
 			require.NotNil(t, ns.DeletionTimestamp, "namespace %s left on the member", ns.Name)
 		}
 	}
-	_, err = registry.ClusterregistryV1alpha1().Clusters("joined").Get(ctx, "alpha", metav1.GetOptions{})
+	_, err = registry.ClusterregistryV1alpha1().Clusters(joined).Get(ctx, "alpha", metav1.GetOptions{})
 	require.True(t, apierrors.IsNotFound(err), "Cluster left in the registry: %v", err)
-	_, err = kubernetes.NewForConfigOrDie(lf.Registry.Config).CoreV1().Secrets("joined").Get(ctx, "alpha-token", metav1.GetOptions{})
+	_, err = kubernetes.NewForConfigOrDie(lf.Registry.Config).CoreV1().Secrets(joined).Get(ctx, "alpha-token", metav1.GetOptions{})
 	require.True(t, apierrors.IsNotFound(err), "Secret left in the registry: %v", err)
 	// Unjoined already: nothing is found, and, as kubectl delete of a missing object, exit 1.
 	code, out, stderr = cli("unjoin", "alpha")
 	require.Equal(t, 1, code)
-	require.Contains(t, stderr, "cluster joined/alpha not found: nothing was unjoined")
+	require.Contains(t, stderr, "cluster "+joined+"/alpha not found: nothing was unjoined")
 	require.Equal(t, 2, strings.Count(out, ": not found\n"), out)
-	require.Contains(t, out, "member: not looked at: cluster joined/alpha, which names the member's server, is not in the registry")
+	require.Contains(t, out, "member: not looked at: cluster "+joined+"/alpha, which names the member's server, is not in the registry")
 	require.NotContains(t, out, "deleted")
 
 	// --registry-only, for a member that is gone: the registry's side only.
@@ -366,7 +368,7 @@ func TestJoin(t *testing.T) {
 	require.Equal(t, 0, code, "%s%s", out, stderr)
 	require.Contains(t, out, "member: left alone (--registry-only)")
 	require.Equal(t, 2, strings.Count(out, " deleted\n"), out)
-	require.Len(t, joinAccounts(t, kubernetes.NewForConfigOrDie(lf.Members[1].Config)), 1, "--registry-only touched the member")
+	require.Len(t, joinAccounts(t, kubernetes.NewForConfigOrDie(lf.Members[1].Config), joined), 1, "--registry-only touched the member")
 }
 
 // requireRefused fails unless the member refuses each Secret's token, within the time its API
@@ -394,15 +396,18 @@ func tokenConfig(s *corev1.Secret) *rest.Config {
 		TLSClientConfig: rest.TLSClientConfig{CAData: s.Data["ca.crt"]}}
 }
 
-// joinAccounts are the service accounts join made on a member, in their namespaces.
-func joinAccounts(t *testing.T, member kubernetes.Interface) []string {
+// joinAccounts are the service accounts join made on a member for Clusters of the named cluster
+// sets (by their names, which begin with the set's), in their namespaces.
+func joinAccounts(t *testing.T, member kubernetes.Interface, sets ...string) []string {
 	t.Helper()
 	list, err := member.CoreV1().ServiceAccounts("").List(t.Context(), metav1.ListOptions{})
 	require.NoError(t, err)
 	var names []string
 	for _, sa := range list.Items {
-		if strings.HasPrefix(sa.Name, "clusterregistry-") {
-			names = append(names, sa.Name)
+		for _, set := range sets {
+			if strings.HasPrefix(sa.Name, "clusterregistry-"+set+"-") {
+				names = append(names, sa.Name)
+			}
 		}
 	}
 	return names
@@ -411,10 +416,10 @@ func joinAccounts(t *testing.T, member kubernetes.Interface) []string {
 // testCompletion completes contexts, cluster sets and Clusters from the kubeconfig and the
 // registry, as the command and as kubectl's plugin completion (kubectl_complete-clusterregistry);
 // the plugin form's help says kubectl clusterregistry. TestJoin runs it on its registry.
-func testCompletion(t *testing.T, kubeconfig string) {
+func testCompletion(t *testing.T, kubeconfig, set string) {
 	complete := func(name string, args ...string) []string {
 		var stdout, stderr bytes.Buffer
-		code := runAs(t.Context(), name, append([]string{"--kubeconfig", kubeconfig, "-n", "joined"}, args...), &stdout, &stderr)
+		code := runAs(t.Context(), name, append([]string{"--kubeconfig", kubeconfig, "-n", set}, args...), &stdout, &stderr)
 		require.Equal(t, 0, code, stderr.String())
 		lines := strings.Split(strings.TrimSpace(stdout.String()), "\n")
 		require.Regexp(t, `^:\d+$`, lines[len(lines)-1], "cobra's directive ends the answer")
@@ -424,7 +429,7 @@ func testCompletion(t *testing.T, kubeconfig string) {
 	require.Equal(t, []string{"beta"}, complete("clusterregistry", "__complete", "get", "alpha", ""))
 	require.Equal(t, []string{"alpha", "beta", "registry"}, complete("kubectl_complete-clusterregistry", "join", ""))
 	require.Subset(t, complete("kubectl_complete-clusterregistry", "get", "--context", ""), []string{"alpha", "registry"})
-	require.Subset(t, complete("clusterregistry", "__complete", "get", "--namespace", ""), []string{"joined", "kube-system"})
+	require.Subset(t, complete("clusterregistry", "__complete", "get", "--namespace", ""), []string{set, "kube-system"})
 
 	var stdout, stderr bytes.Buffer
 	require.Equal(t, 0, runAs(t.Context(), "kubectl-clusterregistry", []string{"join", "--help"}, &stdout, &stderr), stderr.String())

@@ -53,6 +53,14 @@ func sharedFleet(t *testing.T) *localfleet.Fleet {
 	return shared.Fleet(t)
 }
 
+// sharedSet is the shared fleet seen through a new cluster set of the test's own, holding copies
+// of the named members' Clusters (none when none is named); it must not be stopped.
+func sharedSet(t *testing.T, members ...string) *localfleet.Fleet {
+	t.Helper()
+	sharedFleet(t)
+	return shared.Set(t, members...)
+}
+
 func TestBadFlags(t *testing.T) {
 	for _, tc := range []struct {
 		args []string

@@ -41,3 +41,19 @@ func (s *Shared) Stop() {
 		fmt.Fprintln(os.Stderr, "stopping the package's local fleet:", err)
 	}
 }
+
+// Set is the shared fleet seen through a new cluster set of tb's own, holding copies of the
+// named members' Clusters and of every credential Secret (no member when none is named), so that
+// helpers that take a fleet work in that set. It must not be stopped: its servers are the shared
+// fleet's.
+func (s *Shared) Set(tb testing.TB, members ...string) *localfleet.Fleet {
+	tb.Helper()
+	lf := s.Fleet(tb)
+	var ns string
+	if len(members) > 0 {
+		ns = CopySet(tb, lf, members...)
+	} else {
+		ns = NewSet(tb, lf)
+	}
+	return &localfleet.Fleet{Registry: lf.Registry, Namespace: ns, Members: lf.Members, Kubectl: lf.Kubectl}
+}
