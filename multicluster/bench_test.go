@@ -150,38 +150,57 @@ func benchPaired(b *testing.B, n int) {
 	members := MembersOf(simmembers.Resolver(b), sim.Clusters("sim"), FleetOptions{})
 	ours := func() error { return ForEach(ctx, members, getConfigMap, NoRetry()).Err() }
 	peer := peerFanOut(b, sim)
-	for _, warm := range []func() error{ours, peer} {
-		if err := warm(); err != nil {
-			b.Fatal(err)
-		}
-	}
-	var ourCPU, peerCPU time.Duration
 	// Each side's goroutines carry a profiler label (side=sdk, side=peer), so that a CPU profile
-	// of this run (-cpuprofile, with -tagfocus) shows each side's own samples.
-	timed := func(side string, fanOut func() error, into *time.Duration) {
-		cpu0 := processCPU()
+	// of this run (-cpuprofile, with -tagfocus) shows each side's own samples. The warm-up runs
+	// under the label too: a connection's HTTP/2 read loop is started by the call that dials it
+	// and inherits that call's labels, so the read loops are counted to the side that owns them.
+	labelled := func(side string, fanOut func() error) {
 		pprof.Do(ctx, pprof.Labels("side", side), func(context.Context) {
 			if err := fanOut(); err != nil {
 				b.Fatal(err)
 			}
 		})
-		*into += processCPU() - cpu0
+	}
+	labelled("sdk", ours)
+	labelled("peer", peer)
+
+	// The two sides never run at once, so what the process spends and allocates during a side's
+	// turn is that side's (but for a collection the other side's garbage set off; hence each
+	// side goes first on every other iteration).
+	type spent struct {
+		cpu           time.Duration
+		allocs, bytes uint64
+	}
+	var ourSpent, peerSpent spent
+	var m0, m1 runtime.MemStats
+	timed := func(side string, fanOut func() error, into *spent) {
+		runtime.ReadMemStats(&m0)
+		cpu0 := processCPU()
+		labelled(side, fanOut)
+		into.cpu += processCPU() - cpu0
+		runtime.ReadMemStats(&m1)
+		into.allocs += m1.Mallocs - m0.Mallocs
+		into.bytes += m1.TotalAlloc - m0.TotalAlloc
 	}
 	odd := false
 	for b.Loop() {
 		if odd {
-			timed("peer", peer, &peerCPU)
-			timed("sdk", ours, &ourCPU)
+			timed("peer", peer, &peerSpent)
+			timed("sdk", ours, &ourSpent)
 		} else {
-			timed("sdk", ours, &ourCPU)
-			timed("peer", peer, &peerCPU)
+			timed("sdk", ours, &ourSpent)
+			timed("peer", peer, &peerSpent)
 		}
 		odd = !odd
 	}
 	calls := float64(b.N * n)
-	b.ReportMetric(float64(ourCPU)/float64(time.Microsecond)/calls, "client-CPU-µs/call")
-	b.ReportMetric(float64(peerCPU)/float64(time.Microsecond)/calls, "peer-client-CPU-µs/call")
-	b.ReportMetric(float64(ourCPU)/float64(peerCPU), "client-CPU-ratio-to-peer")
+	b.ReportMetric(float64(ourSpent.cpu)/float64(time.Microsecond)/calls, "client-CPU-µs/call")
+	b.ReportMetric(float64(peerSpent.cpu)/float64(time.Microsecond)/calls, "peer-client-CPU-µs/call")
+	b.ReportMetric(float64(ourSpent.cpu)/float64(peerSpent.cpu), "client-CPU-ratio-to-peer")
+	b.ReportMetric(float64(ourSpent.allocs)/calls, "allocs/call")
+	b.ReportMetric(float64(peerSpent.allocs)/calls, "peer-allocs/call")
+	b.ReportMetric(float64(ourSpent.bytes)/calls, "B/call")
+	b.ReportMetric(float64(peerSpent.bytes)/calls, "peer-B/call")
 	runtime.KeepAlive(members)
 }
 

@@ -152,20 +152,36 @@ func (r *run[T]) report(i int) {
 	r.f.OnResult(r.results[i].Outcome)
 }
 
+// runMember runs the member's callback, and retries it as the fan-out's options allow. The
+// callback runs below as few and as small frames as can be: client-go's request path is deep, and
+// every byte of stack above it brings the goroutine's first stack growth (a copy of the whole
+// stack) sooner; the retry's own state lives in retried's frame, not here.
 func (r *run[T]) runMember(ctx context.Context, res *Result[T]) {
-	m := res.Member
 	start := time.Now()
-	defer func() {
-		res.Duration = time.Since(start)
-		res.Endpoint = m.endpoint()
-	}()
 	if r.f.Timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeoutCause(ctx, r.f.Timeout, r.memberCause)
 		defer cancel()
 	}
+	if attempts := max(r.f.retry.Steps, 1); attempts > 1 {
+		r.retried(ctx, res, attempts)
+	} else {
+		res.Attempts = 1
+		if ctx.Done() == nil && r.f.TrackCallbacks == nil { // nothing to abandon it for, nobody to tell
+			res.Value, res.Err = callInline(ctx, res.Member, r.fn)
+		} else if res.Value, res.Err = call(ctx, res.Member, r.fn, r.f.TrackCallbacks); res.Err != nil && ctx.Err() != nil {
+			res.Err = r.timedOut(ctx, res.Err, 1, 1)
+		}
+	}
+	res.Duration = time.Since(start)
+	res.Endpoint = res.Member.endpoint()
+}
+
+// retried runs the member's callback up to attempts times, while what it returns is safe to
+// retry (or RetryIf says so) and the wait would not pass the context's deadline.
+func (r *run[T]) retried(ctx context.Context, res *Result[T], attempts int) {
+	m := res.Member
 	backoff := r.f.retry
-	attempts := max(backoff.Steps, 1)
 	for attempt := 1; ; attempt++ {
 		res.Attempts = attempt
 		var before *rest.Config
@@ -217,16 +233,24 @@ func (r *run[T]) timedOut(ctx context.Context, err error, attempt, attempts int)
 
 // call runs fn in a goroutine of its own, so that a callback that ignores its context still
 // cannot hold up its member past its timeout, and turns a panic into an error. A context that can
-// never end has nothing to abandon the callback for, so fn then runs in the caller's goroutine.
+// never end has nothing to abandon the callback for, so fn then runs in the caller's goroutine
+// (and the goroutine's path is a function of its own, so that its frame is not on the stack
+// above fn when fn runs here).
 func call[T any](ctx context.Context, m *Member, fn func(context.Context, *Member) (T, error), track *sync.WaitGroup) (T, error) {
+	if ctx.Done() != nil {
+		return callAbandonable(ctx, m, fn, track)
+	}
 	if track != nil {
 		track.Add(1)
+		defer track.Done()
 	}
-	if ctx.Done() == nil {
-		if track != nil {
-			defer track.Done()
-		}
-		return callInline(ctx, m, fn)
+	return callInline(ctx, m, fn)
+}
+
+// callAbandonable runs fn in a goroutine of its own, and returns when fn does or when ctx ends.
+func callAbandonable[T any](ctx context.Context, m *Member, fn func(context.Context, *Member) (T, error), track *sync.WaitGroup) (T, error) {
+	if track != nil {
+		track.Add(1)
 	}
 	type outcome struct {
 		v   T
