@@ -152,8 +152,11 @@ func benchPaired(b *testing.B, n int) {
 	peer := peerFanOut(b, sim)
 	// Each side's goroutines carry a profiler label (side=sdk, side=peer), so that a CPU profile
 	// of this run (-cpuprofile, with -tagfocus) shows each side's own samples. The warm-up runs
-	// under the label too: a connection's HTTP/2 read loop is started by the call that dials it
-	// and inherits that call's labels, so the read loops are counted to the side that owns them.
+	// under the label too, and so the connections' HTTP/2 read loops, started by the call that
+	// dials, are labelled side=sdk: the peer's clientsets are built from the same resolved
+	// Configs, and client-go's process-wide transport cache gives both sides the same
+	// connections, so the read loops serve whichever side is running (in a profile, count them
+	// apart from both sides).
 	labelled := func(side string, fanOut func() error) {
 		pprof.Do(ctx, pprof.Labels("side", side), func(context.Context) {
 			if err := fanOut(); err != nil {
