@@ -40,7 +40,8 @@ func secretFixture(t *testing.T, name, token string) (*fakeMember, *memSecrets, 
 
 // An unchanged Cluster with unchanged inputs resolves to the same Resolved, and so the same
 // transport: one TLS handshake, however often it is resolved and used, revalidations included.
-// Changed inputs give a new Resolved; a removed Cluster is forgotten.
+// Changed inputs give a new Resolved; a removed Cluster is forgotten. Resolved.Current says, at
+// each step, whether Resolve would answer with it again without reading anything.
 func TestCacheKeepsTransportUntilInputsChange(t *testing.T) {
 	integration(t)
 	fake, secrets, c, r := secretFixture(t, "cached", "tok-1")
@@ -50,6 +51,12 @@ func TestCacheKeepsTransportUntilInputsChange(t *testing.T) {
 	first, err := r.Resolve(testContext(t), c)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if !first.Current() {
+		t.Fatal("a Resolved just made is not current")
+	}
+	if (&Resolved{Config: first.Config}).Current() {
+		t.Fatal("a Resolved made by hand is current")
 	}
 	for i := range 50 {
 		a, err := r.Resolve(testContext(t), c)
@@ -62,6 +69,9 @@ func TestCacheKeepsTransportUntilInputsChange(t *testing.T) {
 		serverVersion(t, a)
 		if i%10 == 9 {
 			clk.Advance(DefaultRevalidateAfter + time.Second) // the next call rereads the Secret
+			if a.Current() {
+				t.Fatal("a Resolved past its revalidation is current")
+			}
 		}
 	}
 	if reads := secrets.reads; reads < 5 {
@@ -101,6 +111,9 @@ func TestCacheKeepsTransportUntilInputsChange(t *testing.T) {
 	if _, err := kube.Discovery().ServerVersion(); err == nil {
 		t.Fatal("the member accepted a stale token")
 	}
+	if current.Current() {
+		t.Fatal("a Resolved whose member answered 401 is current")
+	}
 	after401, err := r.Resolve(testContext(t), c)
 	if err != nil || after401 == current {
 		t.Fatalf("after a 401: %v, same Resolved: %v", err, after401 == current)
@@ -118,7 +131,14 @@ func TestCacheKeepsTransportUntilInputsChange(t *testing.T) {
 	if r.Len() != 1 {
 		t.Errorf("Len() = %d, want 1", r.Len())
 	}
+	kept, _ := r.Resolve(testContext(t), moved)
+	if !kept.Current() {
+		t.Fatal("the Cluster's resolution is not current")
+	}
 	r.Forget("fleet", "cached")
+	if kept.Current() {
+		t.Error("a forgotten Cluster's resolution is current")
+	}
 	if r.Len() != 0 {
 		t.Errorf("Len() = %d after Forget, want 0", r.Len())
 	}

@@ -127,6 +127,10 @@ type Resolved struct {
 	server string
 	// unauthorized is set when the member answers 401, so that the next Resolve rereads the inputs.
 	unauthorized *atomic.Bool
+	// validUntil is when the inputs must be read again, in Unix nanoseconds of the clock of
+	// owner, the Resolver that made it; Forget sets it to 0.
+	validUntil atomic.Int64
+	owner      *Resolver
 	// expiry is Expiry's answer, read from the credentials once.
 	expiry struct {
 		once            sync.Once
@@ -140,6 +144,17 @@ type Resolved struct {
 func (a *Resolved) Expiry() (issued, expires time.Time, ok bool) {
 	a.expiry.once.Do(func() { a.expiry.issued, a.expiry.expires, a.expiry.ok = Expiry(a.Config) })
 	return a.expiry.issued, a.expiry.expires, a.expiry.ok
+}
+
+// Current reports whether Resolve, asked again for the same Cluster object, would answer with a
+// without reading anything: the member has not answered 401 since, the credentials are not yet
+// due to be read again (ResolverOptions.RevalidateAfter), and the Resolver has not forgotten the
+// Cluster. A caller that keeps a Resolved beside the Cluster object it came from, an object that
+// nobody changes (as an informer's), may use it while Current holds and call Resolve when it does
+// not; multicluster's Members do, so that a call on a member reads two atomics, not the spec. A
+// Resolved made by hand is never current.
+func (a *Resolved) Current() bool {
+	return a.unauthorized != nil && !a.unauthorized.Load() && a.owner.now().UnixNano() < a.validUntil.Load()
 }
 
 // Endpoint is Server as a string, made once (every fan-out result reports it), or the Config's
@@ -172,13 +187,12 @@ type Resolver struct {
 	flights singleflight.Group
 }
 
+// entry is a Cluster's resolution: its access is valid until access.validUntil.
 type entry struct {
 	uid      types.UID
 	specHash uint64
 	inputs   [sha256.Size]byte
 	access   *Resolved
-	// revalidateAt is when the inputs must be read again, in Unix nanoseconds.
-	revalidateAt atomic.Int64
 }
 
 // NewResolver returns a Resolver with the built-in provider types and any in opts.Providers.
@@ -272,8 +286,7 @@ func (r *Resolver) Resolve(ctx context.Context, c *v1alpha1.Cluster) (*Resolved,
 	r.mu.RLock()
 	e := r.entries[key]
 	r.mu.RUnlock()
-	if e != nil && e.uid == c.UID && e.specHash == specHash && !e.access.unauthorized.Load() &&
-		r.now().UnixNano() < e.revalidateAt.Load() {
+	if e != nil && e.uid == c.UID && e.specHash == specHash && e.access.Current() {
 		return e.access, nil
 	}
 	return r.resolveShared(ctx, key, c, specHash)
@@ -290,8 +303,12 @@ func (r *Resolver) Config(ctx context.Context, c *v1alpha1.Cluster) (*rest.Confi
 
 // Forget drops the cached resolution of a Cluster, as when it is removed from the registry.
 func (r *Resolver) Forget(namespace, name string) {
+	key := types.NamespacedName{Namespace: namespace, Name: name}
 	r.mu.Lock()
-	delete(r.entries, types.NamespacedName{Namespace: namespace, Name: name})
+	if e := r.entries[key]; e != nil {
+		e.access.validUntil.Store(0) // whoever keeps it resolves again
+	}
+	delete(r.entries, key)
 	r.mu.Unlock()
 }
 
@@ -356,7 +373,7 @@ func (r *Resolver) resolve(ctx context.Context, key types.NamespacedName, c *v1a
 			"provider", provider.Name, "type", provider.Type.Name)
 	}
 	e := &entry{uid: c.UID, specHash: specHash, inputs: inputs, access: access}
-	e.revalidateAt.Store(r.now().Add(r.opts.RevalidateAfter).UnixNano())
+	access.validUntil.Store(r.now().Add(r.opts.RevalidateAfter).UnixNano())
 	r.mu.Lock()
 	r.entries[key] = e
 	r.mu.Unlock()
@@ -478,6 +495,7 @@ func (r *Resolver) build(key types.NamespacedName, server *url.URL, caData []byt
 		ProviderType: provider.Type.Name,
 		server:       server.String(),
 		unauthorized: unauthorized,
+		owner:        r,
 	}, nil
 }
 

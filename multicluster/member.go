@@ -29,16 +29,19 @@ type Member struct {
 	resolver *access.Resolver
 	scheme   *runtime.Scheme
 
+	// current are the clients of the member's latest resolution; mu serializes replacing them.
+	current atomic.Pointer[memberClients]
 	mu      sync.Mutex
-	clients memberClients
 	// given are the clients NewMember was given; such a member resolves nothing.
 	given *Clients
 }
 
-// memberClients are built on one Resolved; a new one replaces them all.
+// memberClients are built on one Resolved, of one Cluster object; a new Resolved replaces them
+// all.
 type memberClients struct {
-	access *access.Resolved
-	set    *memberclients.Set
+	cluster *v1alpha1.Cluster
+	access  *access.Resolved
+	set     *memberclients.Set
 }
 
 func newMember(c *v1alpha1.Cluster, resolver *access.Resolver, scheme *runtime.Scheme) *Member {
@@ -67,7 +70,42 @@ func (m *Member) Access(ctx context.Context) (*access.Resolved, error) {
 		}
 		return &access.Resolved{Config: m.given.Config}, nil
 	}
-	return m.resolver.Resolve(ctx, m.Cluster())
+	cur, err := m.resolved(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return cur.access, nil
+}
+
+// resolved is the member's clients. While the member's Cluster object is the one they were
+// resolved from and their resolution is current (access.Resolved.Current), they are returned as
+// they are: a call on a member in a fan-out reads a few atomics rather than digesting the
+// Cluster's spec and looking it up in the Resolver, which cost it more than any other of the
+// SDK's own work (BenchmarkFanOut/paired's profile). Else the Resolver answers, and the clients
+// are built again only when its answer is a new Resolved. A Cluster object is not changed once
+// stored (a Fleet stores a new one for each change; MembersOf says so of its Clusters).
+func (m *Member) resolved(ctx context.Context) (*memberClients, error) {
+	c := m.Cluster()
+	if cur := m.current.Load(); cur != nil && cur.cluster == c && cur.access.Current() {
+		return cur, nil
+	}
+	a, err := m.resolver.Resolve(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	cur := m.current.Load()
+	switch {
+	case cur == nil || cur.access != a:
+		cur = &memberClients{cluster: c, access: a, set: memberclients.New(a.Config, a.HTTPClient, m.scheme)}
+	case cur.cluster != c:
+		cur = &memberClients{cluster: c, access: a, set: cur.set}
+	default:
+		return cur, nil
+	}
+	m.current.Store(cur)
+	return cur, nil
 }
 
 // credentials identifies the member's resolution now (nil if it has none): it changes when its
@@ -130,17 +168,11 @@ func memberClient[C comparable](m *Member, ctx context.Context, given C, get fun
 		// the heap, an allocation on every call of every member (BenchmarkFanOut's profile).
 		return zero, fmt.Errorf("member %s: no %s client was given to NewMember", m.key, reflect.TypeFor[C]())
 	}
-	a, err := m.Access(ctx)
+	cur, err := m.resolved(ctx)
 	if err != nil {
 		return zero, err
 	}
-	m.mu.Lock()
-	if m.clients.access != a {
-		m.clients = memberClients{access: a, set: memberclients.New(a.Config, a.HTTPClient, m.scheme)}
-	}
-	set := m.clients.set
-	m.mu.Unlock()
-	c, err := get(set)
+	c, err := get(cur.set)
 	if err != nil {
 		return zero, fmt.Errorf("member %s: building a client: %w", m.key, err)
 	}
@@ -150,11 +182,8 @@ func memberClient[C comparable](m *Member, ctx context.Context, given C, get fun
 // endpoint is the member's server as its clients last resolved it, or else the first address its
 // Cluster lists, for reports.
 func (m *Member) endpoint() string {
-	m.mu.Lock()
-	a := m.clients.access
-	m.mu.Unlock()
-	if a != nil {
-		return a.Endpoint()
+	if cur := m.current.Load(); cur != nil {
+		return cur.access.Endpoint()
 	}
 	if eps := m.Cluster().Spec.KubernetesAPIEndpoints.ServerEndpoints; len(eps) > 0 {
 		return eps[0].ServerAddress

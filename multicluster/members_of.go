@@ -13,7 +13,10 @@ import (
 
 // MembersOf returns Members of the given Clusters that match opts, ordered by namespace and
 // name: a fixed set, such as Clusters read from a file or built by hand, where a Fleet would
-// follow the registry. Clusters with the same namespace and name replace earlier ones.
+// follow the registry. Clusters with the same namespace and name replace earlier ones. The
+// Members keep pointers to the given Clusters, as a Fleet's keep its informer's objects: do not
+// change them afterwards (a Member reads its Cluster's spec again only when its resolution is due
+// for revalidation); make new Members of changed Clusters instead.
 func MembersOf(resolver *access.Resolver, clusters []v1alpha1.Cluster, opts FleetOptions) []*Member {
 	if opts.Scheme == nil {
 		opts.Scheme = defaultScheme
