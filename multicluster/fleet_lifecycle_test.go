@@ -57,7 +57,8 @@ func TestFleetStartStopRaceAndRestart(t *testing.T) {
 }
 
 // While the registry's API server is down the Fleet says its view is stale, and since when; once
-// the API server has restarted, the Fleet follows it again within about a second.
+// the API server has restarted, the Fleet follows it again within a few seconds, not after the
+// informer's backoff of up to 30 seconds.
 func TestFleetFreshnessAcrossARegistryRestart(t *testing.T) {
 	integration(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute) // two API server starts
@@ -92,7 +93,10 @@ func TestFleetFreshnessAcrossARegistryRestart(t *testing.T) {
 	require.Eventually(t, func() bool { return fleet.Member(lf.Namespace, "after-restart") != nil }, testTimeout, 10*time.Millisecond)
 	seen := time.Since(back)
 	t.Logf("a Cluster created once the registry was back appeared in the Fleet %v after the restart", seen)
-	require.Less(t, seen, 5*time.Second, "reconnection is not prompt")
+	// Usually well under a second; on a loaded 2-core CI machine, against the oldest API server,
+	// up to about 5 s has been seen (a run of 2026-11-26: 5.2 s, the restart itself 10.9 s). The
+	// bound is what tells the Fleet's own retries from the informer's backoff of up to 30 s.
+	require.Less(t, seen, 12*time.Second, "reconnection is not prompt")
 	require.True(t, fleet.Status().Fresh(), "%v", fleet.Status())
 }
 
