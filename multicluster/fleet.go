@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -202,22 +203,47 @@ func (listOnly) IsWatchListSemanticsUnSupported() bool { return true }
 // reconnectBackoff paces untilConnected: quick at first, then once a second.
 var reconnectBackoff = wait.Backoff{Duration: 100 * time.Millisecond, Factor: 2, Jitter: 0.2, Steps: math.MaxInt32, Cap: time.Second}
 
-// untilConnected calls fn until it returns anything but a lost connection to the registry, or ctx
-// ends, recording each outcome in the Fleet's status.
+// untilConnected calls fn until it returns anything but a lost connection to the registry or an
+// answer that asks to come back later (503, 429), or ctx ends, recording each outcome in the
+// Fleet's status.
+//
+// A registry that is starting again answers 503 with Retry-After: 5 for a second or two before
+// it serves; waiting the full 5 s would keep the Fleet stale that long after the registry is
+// back. So while the registry is coming back (a lost connection since the Fleet last reached
+// it), such answers are retried at the reconnection pace; otherwise after the delay the server
+// asks for, as client-go would.
 func untilConnected[T any](ctx context.Context, f *Fleet, fn func() (T, error)) (T, error) {
 	backoff := reconnectBackoff
+	comingBack := connectionLost(f.Status().Err)
 	for {
 		v, err := fn()
 		f.observe(err)
-		if err == nil || !connectionLost(err) || ctx.Err() != nil {
+		if err == nil || ctx.Err() != nil {
+			return v, err
+		}
+		delay := backoff.Step()
+		switch {
+		case connectionLost(err):
+			comingBack = true
+		case askedToWait(err):
+			if s, ok := apierrors.SuggestsClientDelay(err); ok && !comingBack {
+				delay = max(delay, time.Duration(s)*time.Second)
+			}
+		default:
 			return v, err
 		}
 		select {
-		case <-time.After(backoff.Step()):
+		case <-time.After(delay):
 		case <-ctx.Done():
 			return v, err
 		}
 	}
+}
+
+// askedToWait reports whether err is the registry's answer that it cannot serve now: 503 (a
+// server starting, or a storage not ready) or 429 (throttled).
+func askedToWait(err error) bool {
+	return apierrors.IsServiceUnavailable(err) || apierrors.IsTooManyRequests(err)
 }
 
 // connectionLost reports whether err means the registry could not be reached or went away.

@@ -93,10 +93,11 @@ func TestFleetFreshnessAcrossARegistryRestart(t *testing.T) {
 	require.Eventually(t, func() bool { return fleet.Member(lf.Namespace, "after-restart") != nil }, testTimeout, 10*time.Millisecond)
 	seen := time.Since(back)
 	t.Logf("a Cluster created once the registry was back appeared in the Fleet %v after the restart", seen)
-	// Usually well under a second; on a loaded 2-core CI machine, against the oldest API server,
-	// up to about 5 s has been seen (a run of 2026-11-26: 5.2 s, the restart itself 10.9 s). The
-	// bound is what tells the Fleet's own retries from the informer's backoff of up to 30 s.
-	require.Less(t, seen, 12*time.Second, "reconnection is not prompt")
+	// A starting API server answers 503 with Retry-After: 5 for a second or two; the Fleet retries
+	// it at its own pace (at most a second apart) rather than client-go's 5 s, which kept the
+	// Fleet stale 3.6-5.2 s after the registry was back (runs of 2026-11-26, loaded machine);
+	// with its own pace, about a second at most.
+	require.Less(t, seen, 3*time.Second, "reconnection is not prompt: was a starting registry's Retry-After waited out?")
 	require.True(t, fleet.Status().Fresh(), "%v", fleet.Status())
 }
 
