@@ -146,7 +146,7 @@ func (a *Resolved) Expiry() (issued, expires time.Time, ok bool) {
 	return a.expiry.issued, a.expiry.expires, a.expiry.ok
 }
 
-// Current reports whether Resolve, asked again for the same Cluster object, would answer with a
+// Current reports whether Resolve, asked again for the same Cluster object, would answer with it
 // without reading anything: the member has not answered 401 since, the credentials are not yet
 // due to be read again (ResolverOptions.RevalidateAfter), and the Resolver has not forgotten the
 // Cluster. A caller that keeps a Resolved beside the Cluster object it came from, an object that
