@@ -146,8 +146,15 @@ func (f *Fleet) Start(ctx context.Context) error {
 	}
 	f.prune(stores)
 	f.mu.Lock()
-	if f.running == run && f.status.Err == nil {
-		f.status = FleetStatus{Synced: true, Since: time.Now()}
+	if f.running == run {
+		// Synced whether or not the registry answers now: the view holds every matching
+		// Cluster as listed. A watch refused meanwhile (a new Cluster resource's watch cache
+		// answers 429 "storage is (re)initializing" while lists are served from etcd) keeps the
+		// view stale, not unsynced: it is Fresh once the watch is established.
+		f.status.Synced = true
+		if f.status.Err == nil {
+			f.status.Since = time.Now()
+		}
 	}
 	f.mu.Unlock()
 	return nil

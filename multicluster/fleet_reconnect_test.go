@@ -5,14 +5,19 @@ import (
 	"errors"
 	"net"
 	"net/url"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes/fake"
 
+	"github.com/cluster-registry/sdk/access"
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
 )
 
@@ -94,4 +99,34 @@ func TestUntilConnectedReturnsOtherErrorsAtOnce(t *testing.T) {
 		require.Equal(t, 2, calls)
 		require.Equal(t, answer, f.Status().Err)
 	}
+}
+
+// watchRefusedOnce lists no Cluster and refuses the first watch with the 429 an API server's
+// watch cache answers while it initializes (lists meanwhile are served from etcd).
+type watchRefusedOnce struct{ watches atomic.Int32 }
+
+func (*watchRefusedOnce) List(context.Context, string, metav1.ListOptions) (*v1alpha1.ClusterList, error) {
+	return &v1alpha1.ClusterList{ListMeta: metav1.ListMeta{ResourceVersion: "1"}}, nil
+}
+
+func (s *watchRefusedOnce) Watch(context.Context, string, metav1.ListOptions) (watch.Interface, error) {
+	if s.watches.Add(1) == 1 {
+		return nil, apierrors.NewTooManyRequests("storage is (re)initializing", 1)
+	}
+	return watch.NewFake(), nil
+}
+
+// A Fleet whose first watch is refused after its list succeeded is synced, stale while the
+// watch is refused, and Fresh once it is established. Before, Start left it unsynced for good
+// (seen in CI against a registry started a moment before: its new Cluster resource's watch
+// cache was still initializing).
+func TestFleetIsFreshOnceAWatchRefusedAtStartIsEstablished(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	source := &watchRefusedOnce{}
+	fleet := NewFleetFrom(source, newResolver(t, access.ResolverOptions{Secrets: access.SecretsFromClient(fake.NewClientset())}), FleetOptions{})
+	require.NoError(t, fleet.Start(context.Background()))
+	defer fleet.Stop()
+	require.True(t, fleet.Status().Synced, "%v", fleet.Status())
+	require.Eventually(t, func() bool { return fleet.Status().Fresh() }, 5*time.Second, 10*time.Millisecond, "%v", fleet.Status())
+	require.Equal(t, int32(2), source.watches.Load())
 }
