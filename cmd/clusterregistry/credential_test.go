@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/pem"
-	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -23,28 +22,15 @@ import (
 
 	"github.com/cluster-registry/sdk/clientset/versioned"
 	"github.com/cluster-registry/sdk/localfleet"
+	"github.com/cluster-registry/sdk/testkit/gobuild"
 )
 
-var (
-	buildOnce sync.Once
-	builtDir  string // removed by TestMain
-	buildErr  error
-)
-
-// commandBinary builds the command once per test run, for tests that need it as a program:
-// kubectl runs it as a credential plugin, and health runs as a process of its own.
+// commandBinary builds the command, for tests that need it as a program: kubectl runs it as a
+// credential plugin, and health runs as a process of its own. The binary is shared with every
+// test binary of this checkout (gobuild), and linked only when the sources changed.
 func commandBinary(t *testing.T) string {
 	t.Helper()
-	buildOnce.Do(func() {
-		if builtDir, buildErr = os.MkdirTemp("", "clusterregistry-bin-"); buildErr != nil {
-			return
-		}
-		if out, err := exec.Command("go", "build", "-o", builtDir+"/", ".").CombinedOutput(); err != nil {
-			buildErr = fmt.Errorf("building the command: %w\n%s", err, out)
-		}
-	})
-	require.NoError(t, buildErr)
-	return filepath.Join(builtDir, "clusterregistry")
+	return filepath.Join(gobuild.Commands(t, ".", "."), "clusterregistry")
 }
 
 // kubectl runs the fleet's kubectl with a kubeconfig and nothing of the environment's.

@@ -33,9 +33,6 @@ func TestMain(m *testing.M) {
 	discard := io.Writer(io.Discard) // what envtest and the servers log, until a command's run
 	logOutput.Store(&discard)
 	code := m.Run()
-	if builtDir != "" {
-		_ = os.RemoveAll(builtDir)
-	}
 	shared.Stop()
 	os.Exit(code)
 }

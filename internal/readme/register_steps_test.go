@@ -16,6 +16,7 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/cluster-registry/sdk/localfleet"
+	"github.com/cluster-registry/sdk/testkit/gobuild"
 )
 
 // TestRegisterStepsWork runs README.md's "Register your clusters" walk-through as written, with
@@ -55,13 +56,7 @@ func TestRegisterStepsWork(t *testing.T) {
 	require.NoError(t, clientcmd.WriteToFile(*kubeconfig, kubeconfigPath))
 
 	// go install, from this checkout.
-	bin := filepath.Join(dir, "bin")
-	root, err := filepath.Abs("../..")
-	require.NoError(t, err)
-	build := exec.CommandContext(ctx, "go", "build", "-o", bin+"/", "./cmd/clusterregistry", "./examples/fanout-deploy")
-	build.Dir = root
-	out, err := build.CombinedOutput()
-	require.NoError(t, err, "%s", out)
+	bin := gobuild.Commands(t, "../..", "./cmd/clusterregistry", "./examples/fanout-deploy")
 
 	for line := range strings.Lines(steps) {
 		command, _, _ := strings.Cut(line, "#")
