@@ -3,6 +3,7 @@ package gobuild
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -43,6 +44,13 @@ func Commands(t testing.TB, dir string, pkgs ...string) string {
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		t.Fatalf("gobuild: %v", err)
 	}
+	// TMPDIR may be shared with other users: a directory someone else made, or may write in,
+	// could hand the tests a program of theirs to run.
+	for _, d := range []string{filepath.Dir(out), out} {
+		if err := ownDir(d); err != nil {
+			t.Fatalf("gobuild: %v; remove it, or set TMPDIR to a directory of your own", err)
+		}
+	}
 	unlock := lock(t, filepath.Join(out, ".lock"))
 	defer unlock()
 	build := exec.CommandContext(t.Context(), "go", append([]string{"build", "-o", out + "/"}, pkgs...)...)
@@ -66,4 +74,23 @@ func lock(t testing.TB, path string) (unlock func()) {
 		t.Fatalf("gobuild: locking %s: %v", path, err)
 	}
 	return func() { f.Close() }
+}
+
+// ownDir reports an error unless path is a directory, not a symbolic link, that this user owns
+// and nobody else may write in.
+func ownDir(path string) error {
+	fi, err := os.Lstat(path)
+	if err != nil {
+		return err
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	switch {
+	case !fi.IsDir():
+		return fmt.Errorf("%s is not a directory", path)
+	case !ok || int(st.Uid) != os.Getuid():
+		return fmt.Errorf("%s is not owned by this user", path)
+	case fi.Mode().Perm()&0o022 != 0:
+		return fmt.Errorf("%s may be written by others (mode %v)", path, fi.Mode().Perm())
+	}
+	return nil
 }

@@ -1,0 +1,4 @@
+package gobuild
+
+// OwnDir is ownDir, for the tests.
+var OwnDir = ownDir
