@@ -32,12 +32,33 @@ type change struct {
 	rev     uint64
 	kind    string // eventAdded, eventModified or eventDeleted
 	summary clusterSummary
+	// prev is the summary before a MODIFIED: a watcher with a selector tells from it whether
+	// the member entered or left its selection.
+	prev clusterSummary
+}
+
+// seenBy is how a watcher whose selection is sel sees c: the event type it is sent, or "" for
+// none. A member that enters the selection is ADDED, one that leaves it DELETED, as a
+// Kubernetes watch with a selector sends them.
+func (c change) seenBy(sel selection) string {
+	was := c.kind == eventModified && sel.matches(c.prev) || c.kind == eventDeleted && sel.matches(c.summary)
+	is := c.kind != eventDeleted && sel.matches(c.summary)
+	switch {
+	case is && was:
+		return eventModified
+	case is:
+		return eventAdded
+	case was:
+		return eventDeleted
+	}
+	return ""
 }
 
 // feed turns the members' summaries, as the caches see them, into numbered changes that
 // watchers replay from any revision still kept. It is fed by polling (poll): a member's summary
 // changes with its Cluster, its caches' objects and its caches' state (a member turns stale
-// without any event), so comparing summaries catches every kind of change alike.
+// without any event), so comparing summaries catches every kind of change alike. Summaries are
+// compared by what they say (clusterSummary.same), so a poll that finds nothing new sends nothing.
 type feed struct {
 	mu      sync.Mutex
 	rev     uint64
@@ -62,8 +83,8 @@ func (f *feed) update(summaries map[types.NamespacedName]clusterSummary) {
 		switch {
 		case !ok:
 			added = append(added, change{kind: eventAdded, summary: s})
-		case old != s:
-			added = append(added, change{kind: eventModified, summary: s})
+		case !old.same(s):
+			added = append(added, change{kind: eventModified, summary: s, prev: old})
 		}
 	}
 	for key, s := range f.current {
@@ -154,9 +175,11 @@ const (
 
 // watchClusters streams changes to what GET /clusters answers, one JSON event a line: first an
 // ADDED for every member the caller may see (unless ?resourceVersion= resumes after a revision
-// GET /clusters or an event gave), then each change. Members of sets where the caller may no
-// longer list Clusters drop out as the registry's answer changes (kept 10 s). A revision no longer
-// kept ends the stream with an ERROR event whose status is 410 Expired: list again.
+// GET /clusters or an event gave), then each change. ?labelSelector= and ?fieldSelector= choose
+// members as for GET /clusters: one that enters the selection is ADDED, one that leaves it
+// DELETED. Members of sets where the caller may no longer list Clusters drop out as the
+// registry's answer changes (kept 10 s). A revision no longer kept ends the stream with an ERROR
+// event whose status is 410 Expired: list again.
 func (s *server) watchClusters(w http.ResponseWriter, r *http.Request) {
 	flusher, ok := w.(http.Flusher)
 	if !ok {
@@ -174,6 +197,11 @@ func (s *server) watchClusters(w http.ResponseWriter, r *http.Request) {
 		rev     uint64
 		next    <-chan struct{}
 	)
+	selected, err := parseSelection(r.URL.Query())
+	if err != nil {
+		writeStatus(w, apierrors.NewBadRequest(err.Error()))
+		return
+	}
 	if from := r.URL.Query().Get("resourceVersion"); from != "" {
 		n, err := strconv.ParseUint(from, 10, 64)
 		if err != nil {
@@ -202,11 +230,12 @@ func (s *server) watchClusters(w http.ResponseWriter, r *http.Request) {
 	defer bookmark.Stop()
 	for {
 		for _, c := range pending {
-			if !mayList(c.summary.Namespace) {
+			kind := c.seenBy(selected)
+			if kind == "" || !mayList(c.summary.Namespace) {
 				continue
 			}
 			summary := c.summary
-			if !send(watchEvent{Type: c.kind, ResourceVersion: formatRev(c.rev), Cluster: &summary}) {
+			if !send(watchEvent{Type: kind, ResourceVersion: formatRev(c.rev), Cluster: &summary}) {
 				return
 			}
 		}
