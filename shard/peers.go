@@ -15,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/go-logr/logr"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -47,6 +48,13 @@ type PeerOptions struct {
 	LeaseDuration time.Duration
 	// RenewPeriod is how often each replica renews its Lease and looks at the others'. Default 2s.
 	RenewPeriod time.Duration
+	// CollectAfter is how long a peer's Lease must have gone unrenewed before a live replica
+	// deletes it: a replica that crashed (OOM-killed, SIGKILL) cannot delete its own, and its
+	// Lease would stay in the registry for good. Default 6 × LeaseDuration (a minute with the
+	// defaults). See Peers for why a Lease that is still being renewed is never deleted.
+	CollectAfter time.Duration
+	// Logger says which Leases this replica collected; default none.
+	Logger logr.Logger
 }
 
 func (o PeerOptions) defaulted() (PeerOptions, error) {
@@ -62,12 +70,26 @@ func (o PeerOptions) defaulted() (PeerOptions, error) {
 	if o.RenewPeriod >= o.LeaseDuration {
 		return o, fmt.Errorf("shard: PeerOptions.RenewPeriod (%s) must be shorter than LeaseDuration (%s)", o.RenewPeriod, o.LeaseDuration)
 	}
+	o.CollectAfter = cmp.Or(o.CollectAfter, 6*o.LeaseDuration)
+	if o.CollectAfter < o.LeaseDuration {
+		return o, fmt.Errorf("shard: PeerOptions.CollectAfter (%s) must not be shorter than LeaseDuration (%s)", o.CollectAfter, o.LeaseDuration)
+	}
+	if o.Logger.GetSink() == nil {
+		o.Logger = logr.Discard()
+	}
 	return o, nil
 }
 
 // Peers keeps this replica's Lease in the group and follows the others': which replicas are live.
 // One Lease per replica, renewed every RenewPeriod: a group's writes to the registry are its
 // replicas over RenewPeriod, whatever the size of the fleet.
+//
+// A replica that stops deletes its own Lease; one that crashed cannot, so every live replica
+// collects the Leases of the group that have stayed unchanged, and expired, for CollectAfter.
+// "Unchanged" is judged by the Lease's resourceVersion as this replica saw it, on its own clock:
+// a replica whose clock lags renews a Lease whose renewTime looks old, but each renewal changes
+// its resourceVersion, so such a Lease is never collected. The delete is conditional on that
+// resourceVersion, so a renewal between the look and the delete wins.
 type Peers struct {
 	opts   PeerOptions
 	leases coordinationclient.LeaseInterface
@@ -75,6 +97,15 @@ type Peers struct {
 	mu       sync.Mutex
 	live     []Peer
 	watchers []chan struct{}
+	// unchanged is, for each Lease of the group not renewed within its duration, the
+	// resourceVersion this replica saw and since when (its own clock). Only Run's loop uses it.
+	unchanged map[string]seenVersion
+}
+
+// seenVersion is a Lease's resourceVersion as first seen, and when.
+type seenVersion struct {
+	resourceVersion string
+	since           time.Time
 }
 
 // NewPeers returns this replica's membership of its group; Run joins it.
@@ -195,17 +226,20 @@ func (p *Peers) look(ctx context.Context) error {
 	}
 	now := time.Now()
 	var live []Peer
+	var expired []coordinationv1.Lease
 	for _, l := range list.Items {
 		if l.Spec.HolderIdentity == nil || l.Spec.RenewTime == nil || l.Spec.LeaseDurationSeconds == nil || l.DeletionTimestamp != nil {
 			continue
 		}
 		if now.Sub(l.Spec.RenewTime.Time) > time.Duration(*l.Spec.LeaseDurationSeconds)*time.Second {
+			expired = append(expired, l)
 			continue // a replica that stopped renewing: crashed, or cut off
 		}
 		weight, _ := strconv.ParseFloat(l.Annotations[weightAnnotation], 64)
 		live = append(live, Peer{ID: *l.Spec.HolderIdentity, Weight: weight})
 	}
 	slices.SortFunc(live, func(a, b Peer) int { return cmp.Compare(a.ID, b.ID) })
+	p.collect(ctx, expired, now)
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if slices.Equal(live, p.live) {
@@ -219,4 +253,36 @@ func (p *Peers) look(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// collect deletes the expired Leases that this replica has seen unchanged for CollectAfter, each
+// only at the resourceVersion it saw. Leases that are live again, or gone, are forgotten. A
+// failed delete is tried again at the next look; it never fails the replica.
+func (p *Peers) collect(ctx context.Context, expired []coordinationv1.Lease, now time.Time) {
+	seen := make(map[string]seenVersion, len(expired))
+	for _, l := range expired {
+		if l.Name == leaseName(p.opts.Group, p.opts.Identity) {
+			continue // this replica's own, not renewed in time: Run renews it
+		}
+		v, ok := p.unchanged[l.Name]
+		if !ok || v.resourceVersion != l.ResourceVersion {
+			v = seenVersion{resourceVersion: l.ResourceVersion, since: now}
+		}
+		if now.Sub(v.since) < p.opts.CollectAfter {
+			seen[l.Name] = v
+			continue
+		}
+		err := p.leases.Delete(ctx, l.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &l.UID, ResourceVersion: &l.ResourceVersion}})
+		switch {
+		case err == nil:
+			p.opts.Logger.Info("collected the Lease of a replica that stopped renewing it", "lease", l.Name,
+				"replica", ptr.Deref(l.Spec.HolderIdentity, ""), "renewTime", l.Spec.RenewTime.Time, "unchangedFor", now.Sub(v.since).Round(time.Second))
+		case apierrors.IsNotFound(err), apierrors.IsConflict(err):
+			// Deleted by another replica, or renewed since this replica looked.
+		default:
+			seen[l.Name] = v
+			p.opts.Logger.Error(err, "collecting an expired Lease; trying again at the next look", "lease", l.Name)
+		}
+	}
+	p.unchanged = seen
 }
