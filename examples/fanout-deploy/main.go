@@ -340,7 +340,11 @@ file; a directory's .yaml, .yml and .json files), each object with server-side a
 on every member. Each member maps each kind with its own API, so a kind one member does not serve
 is that member's error, not everyone's. A namespaced object without a namespace goes to
 --member-namespace. --dry-run=server, --wait (for Deployments, StatefulSets and DaemonSets) and
---delete (in the reverse order) work as they do for the one Deployment.
+--delete (in the reverse order) work as they do for the one Deployment. --delete goes on past a
+kind a member does not serve (there is nothing of it to delete), so it undoes an apply that
+stopped at such a kind. A server dry run asks each member about each object on its own, as
+kubectl apply --dry-run=server does: an object in a Namespace that the same files create fails
+there, since a dry run makes no Namespace; dry-run the Namespace first, or apply it.
 
 Without --replicas, a Deployment that exists keeps its replica count.
 
@@ -378,13 +382,15 @@ Cluster points to, read with your own permissions.`,
 	fs.StringArrayVarP(&opts.files, "filename", "f", nil, "apply the objects of this file or directory (YAML or JSON, several documents each) instead of one Deployment; repeatable")
 	fs.StringVar(&opts.name, "name", "", "the Deployment's name (required without -f)")
 	fs.StringVar(&opts.image, "image", "", "the container image (required without -f, unless --delete)")
-	fs.IntVar(&opts.replicas, "replicas", 1, "replicas on each member (default: 1 for a new Deployment; an existing one keeps its count)")
+	// No default in the flag: pflag would print "(default 1)" beside the usage's own words, and
+	// an existing Deployment keeps its count without the flag (replicasGiven).
+	fs.IntVar(&opts.replicas, "replicas", 0, "replicas on each member; without it, a new Deployment gets 1 and an existing one keeps its count")
 	fs.StringVar(&opts.memberNamespace, "member-namespace", "default", "namespace of the Deployment on each member")
 	fs.IntVar(&opts.concurrency, "concurrency", 0, "members at once (0: all)")
 	fs.DurationVar(&opts.timeout, "timeout", 30*time.Second, "time allowed per member, retries included")
 	fs.StringVar(&dryRun, "dry-run", "none", `"server" asks each member to validate the change without making it; "none" makes it`)
 	fs.Lookup("dry-run").NoOptDefVal = "server"
-	fs.BoolVar(&opts.delete, "delete", false, "delete the Deployment instead of applying it")
+	fs.BoolVar(&opts.delete, "delete", false, "delete what would be applied instead: the Deployment, or every -f object in the reverse order (a kind a member does not serve is nothing to delete there)")
 	fs.IntVar(&opts.canaries, "canary", 0, "run on this many members first, and on the rest only if all of those succeed (0: all at once)")
 	fs.BoolVar(&opts.wait, "wait", false, "after applying, wait for each member's rollout to complete, within --timeout (as kubectl rollout status)")
 	fs.BoolVar(&opts.skipNotReady, "skip-not-ready", false, "skip members whose Ready condition is False (they are listed, and do not fail the run)")
@@ -402,6 +408,9 @@ Cluster points to, read with your own permissions.`,
 	}
 	fsArgs := fs.Args()
 	opts.replicasGiven = fs.Changed("replicas")
+	if !opts.replicasGiven {
+		opts.replicas = 1
+	}
 
 	var errs []error
 	if len(fsArgs) > 0 {

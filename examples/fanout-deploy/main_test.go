@@ -21,6 +21,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -242,9 +243,21 @@ spec:
 		if err != nil || cm.Data["greeting"] != "hello" {
 			t.Errorf("a dry run changed the ConfigMap: %v %v", cm.Data, err)
 		}
-		code, out, _ = fanoutDeploy(t, "-l", "env=demo", "-f", filepath.Join(dir, "1-app.yaml"), "--delete")
-		if code != 0 || !strings.Contains(tableRow(out, "fleet/member-1"), "deployment.apps/fromfile deleted, configmap/app-config deleted") {
-			t.Errorf("delete: exit %d", code)
+		// --delete of the whole directory undoes the partial apply: a kind a member does not
+		// serve is nothing to delete there, not an error that stops before the ConfigMap.
+		code, out, errOut = fanoutDeploy(t, "-l", "env=demo", "-f", dir, "--delete")
+		if code != 0 || !strings.Contains(tableRow(out, "fleet/member-1"), "widget.example.com/w deleted, deployment.apps/fromfile deleted, configmap/app-config deleted") {
+			t.Errorf("delete: exit %d\n%s\n%s", code, out, errOut)
+		}
+		for _, m := range []string{"fleet/member-2", "fleet/member-3"} {
+			if row := tableRow(out, m); !strings.Contains(row, "widget.example.com/w not served here (nothing to delete), deployment.apps/fromfile deleted, configmap/app-config deleted") {
+				t.Errorf("%s: %q", m, row)
+			}
+		}
+		for _, m := range lf.Members {
+			if _, err := kubernetes.NewForConfigOrDie(m.Config).CoreV1().ConfigMaps("default").Get(ctx, "app-config", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+				t.Errorf("%s: the ConfigMap is left after --delete: %v", m.Name, err)
+			}
 		}
 	})
 

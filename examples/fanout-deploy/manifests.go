@@ -208,6 +208,11 @@ func applyManifests(opts *options, manifests []manifest) func(context.Context, *
 func applyOne(ctx context.Context, cl client.Client, opts *options, obj *unstructured.Unstructured) (string, error) {
 	namespaced, err := cl.IsObjectNamespaced(obj)
 	if meta.IsNoMatchError(err) {
+		if opts.delete {
+			// A member that does not serve the kind has no such object: undoing an apply that
+			// stopped at this kind must go on to the objects applied before it.
+			return "not served here (nothing to delete)", nil
+		}
 		return "", &notServedError{kind: obj.GetKind(), apiVersion: obj.GetAPIVersion(), err: err}
 	}
 	if err != nil {
@@ -227,6 +232,8 @@ func applyOne(ctx context.Context, cl client.Client, opts *options, obj *unstruc
 		switch err := cl.Delete(ctx, obj, dryRun...); {
 		case apierrors.IsNotFound(err):
 			return "not found", nil
+		case meta.IsNoMatchError(err):
+			return "not served here (nothing to delete)", nil
 		case err != nil:
 			return "", err
 		case opts.dryRun:
