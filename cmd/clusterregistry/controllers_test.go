@@ -18,6 +18,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
 	cpversioned "sigs.k8s.io/cluster-inventory-api/client/clientset/versioned"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -26,6 +27,7 @@ import (
 	"github.com/cluster-registry/sdk/localfleet"
 	"github.com/cluster-registry/sdk/shard"
 	"github.com/cluster-registry/sdk/testkit/fleettest"
+	"github.com/cluster-registry/sdk/testkit/testcerts"
 )
 
 // freePort is a loopback port nothing listens on, for a server the command starts.
@@ -76,13 +78,13 @@ func TestControllersTogether(t *testing.T) {
 			"--metrics-bind-address", "127.0.0.1:" + metricsPort, "--health-probe-bind-address", "127.0.0.1:" + probePort}, &logs, &logs)
 	}()
 
-	get := func(url, token string) (int, string) {
+	getAs := func(url, token string, certs ...tls.Certificate) (int, string) {
 		req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, url, nil)
 		require.NoError(t, err)
 		if token != "" {
 			req.Header.Set("Authorization", "Bearer "+token)
 		}
-		client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} //nolint:gosec // the test's own self-signed server
+		client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true, Certificates: certs}}} //nolint:gosec // the test's own self-signed server
 		resp, err := client.Do(req)
 		if err != nil {
 			return 0, err.Error()
@@ -91,6 +93,7 @@ func TestControllersTogether(t *testing.T) {
 		body, _ := io.ReadAll(resp.Body)
 		return resp.StatusCode, string(body)
 	}
+	get := func(url, token string) (int, string) { return getAs(url, token) }
 	require.Eventually(t, func() bool { code, _ := get("http://127.0.0.1:"+probePort+"/readyz", ""); return code == http.StatusOK },
 		60*time.Second, 100*time.Millisecond, "never ready; logs:\n%s", logs.String())
 	code, _ := get("http://127.0.0.1:"+probePort+"/healthz", "")
@@ -112,6 +115,28 @@ func TestControllersTogether(t *testing.T) {
 	code, body = get(metrics, registryToken(t, lf, ns, "scraper", true))
 	require.Equal(t, http.StatusOK, code, body)
 	require.Contains(t, body, `clusterregistry_health_members{reason="Reachable"} 1`)
+
+	// Client certificates, as the registry's own x509 authentication takes them (an admin's got
+	// 401): one of the registry's CAs for a user allowed /metrics, and one it does not allow; a
+	// certificate of another CA is nobody, whatever name it carries.
+	certOf := func(user string, groups ...string) tls.Certificate {
+		kubeconfig, err := lf.Registry.AddUser(user, groups...)
+		require.NoError(t, err)
+		cfg, err := clientcmd.RESTConfigFromKubeConfig(kubeconfig)
+		require.NoError(t, err)
+		pair, err := tls.X509KeyPair(cfg.CertData, cfg.KeyData)
+		require.NoError(t, err)
+		return pair
+	}
+	code, body = getAs(metrics, "", certOf("metrics-admin-"+ns, "system:masters"))
+	require.Equal(t, http.StatusOK, code, "an admin's client certificate: %s", body)
+	code, body = getAs(metrics, "", certOf("metrics-nosy-"+ns))
+	require.Equal(t, http.StatusForbidden, code, "a client certificate of a user the registry does not allow: %s", body)
+	strangerPEM, strangerKey := testcerts.ClientCertPEM("metrics-admin-" + ns)
+	stranger, err := tls.X509KeyPair(strangerPEM, strangerKey)
+	require.NoError(t, err)
+	code, body = getAs(metrics, "", stranger)
+	require.Equal(t, http.StatusUnauthorized, code, "a certificate no CA of the registry signed: %s", body)
 
 	cancel()
 	select {

@@ -34,6 +34,7 @@ type HealthOptions struct {
 	ClusterProfiles           bool   // publish a ClusterProfile per Cluster beside probing
 	ClusterManager            string // the profiles' cluster manager name
 	ProbeAddr                 string // serve /healthz and /readyz here
+	MetricsClientCAFile       string // callers' client certificates; default the registry's own CAs
 	ShardGroup                string // divide the members among the replicas of this group
 	ShardWeight               float64
 	RotateCredentials         bool // renew join's tokens beside probing
@@ -104,6 +105,9 @@ func (o *HealthOptions) Validate() error {
 	if o.RotateInterval <= 0 {
 		return usageError{fmt.Errorf("--rotate-interval %s: want a positive duration", o.RotateInterval)}
 	}
+	if o.MetricsClientCAFile != "" && o.MetricsAddr == "" {
+		return usageError{errors.New("--metrics-client-ca-file goes with --metrics-bind-address")}
+	}
 	if o.Once {
 		for flag, set := range map[string]bool{"leader-elect": o.LeaderElect, "cluster-profiles": o.ClusterProfiles, "metrics-bind-address": o.MetricsAddr != "", "shard-group": o.ShardGroup != ""} {
 			if set {
@@ -135,6 +139,9 @@ func (o *HealthOptions) Run(ctx context.Context) error {
 	}
 	opts.Kube, opts.Registry = reg.Kube, reg.Clusters
 	opts.Logger = commandLogger(o.stderr, o.Verbose)
+	if o.MetricsClientCAFile != "" && o.MetricsAddr == "" {
+		return usageError{errors.New("--metrics-client-ca-file goes with --metrics-bind-address")}
+	}
 	if o.Once {
 		// One pass has no history to damp: what each probe finds is what is written.
 		opts.FailureThreshold, opts.SuccessThreshold = 1, 1
@@ -158,6 +165,21 @@ func (o *HealthOptions) controllers() map[string]bool {
 		return chosen
 	}
 	return map[string]bool{controllerHealth: true, controllerRotation: o.RotateCredentials, controllerClusterProfiles: o.ClusterProfiles}
+}
+
+// chose names the flag that chose controller, as the user gave it, for an error about it:
+// "--controllers ...,clusterprofiles" of the controllers command, or health's own flag.
+func (o *HealthOptions) chose(controller string) string {
+	if o.Controllers != nil {
+		return "--controllers " + controller
+	}
+	switch controller {
+	case controllerRotation:
+		return "--rotate-credentials"
+	case controllerClusterProfiles:
+		return "--cluster-profiles"
+	}
+	return controller
 }
 
 var (
@@ -231,6 +253,7 @@ func (o *HealthOptions) addFlags(f *pflag.FlagSet) {
 	f.BoolVar(&o.Controller.KeepConnections, "keep-connections", false, "keep each member's connection open between probes: a fifth of the CPU per probe, a connection and a goroutine per member")
 	addLeaderElectFlags(f, &o.LeaderElect, &o.LeaseNamespace, &o.LeaseName, "clusterregistry-health")
 	f.StringVar(&o.MetricsAddr, "metrics-bind-address", "", "serve Prometheus metrics at https://ADDRESS/metrics, e.g. :8443, to callers the registry authenticates and allows to get /metrics (default: off)")
+	f.StringVar(&o.MetricsClientCAFile, "metrics-client-ca-file", "", "the CAs (PEM) whose client certificates identify metrics callers (default: those the registry's API server accepts, read from its ConfigMap kube-system/extension-apiserver-authentication)")
 	f.StringVar(&o.ShardGroup, "shard-group", "", "divide the members among the replicas of this group: each probes and renews only the members it owns (Leases in --leader-elect-namespace, or -n's)")
 	f.Float64Var(&o.ShardWeight, "shard-weight", 1, "with --shard-group, this replica's share of the members relative to the others'")
 	f.StringVar(&o.ProbeAddr, "health-probe-bind-address", "", "serve /healthz and /readyz (ready once the registry's Clusters are listed) at this address, e.g. :8081 (default: off)")

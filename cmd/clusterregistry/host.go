@@ -2,26 +2,30 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net/http"
+	"os"
 	"time"
 
+	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/sync/errgroup"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	cpversioned "sigs.k8s.io/cluster-inventory-api/client/clientset/versioned"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
-	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/cluster-registry/sdk/clientset/versioned"
 	"github.com/cluster-registry/sdk/clusterprofile"
 	"github.com/cluster-registry/sdk/health"
+	"github.com/cluster-registry/sdk/internal/callerauth"
 	"github.com/cluster-registry/sdk/internal/metricsreg"
 	"github.com/cluster-registry/sdk/multicluster"
 	"github.com/cluster-registry/sdk/rotation"
@@ -64,7 +68,7 @@ func (o *HealthOptions) runHosted(ctx context.Context, reg *registry, opts healt
 	var members multicluster.ChangeSource = fleet
 	var sharding *shardRun
 	if o.ShardGroup != "" {
-		peers, err := shard.NewPeers(reg.Kube.CoordinationV1(), shard.PeerOptions{Namespace: leaseNamespace, Group: o.ShardGroup, Weight: o.ShardWeight})
+		peers, err := shard.NewPeers(reg.Kube.CoordinationV1(), shard.PeerOptions{Namespace: leaseNamespace, Group: o.ShardGroup, Weight: o.ShardWeight, Logger: opts.Logger.WithName("shard")})
 		if err != nil {
 			return usageError{err}
 		}
@@ -84,7 +88,7 @@ func (o *HealthOptions) runHosted(ctx context.Context, reg *registry, opts healt
 		// Refused before anything starts: without the CRD, the publisher could only log a
 		// failed watch every second or two.
 		if err := clusterprofile.Served(profiles.Discovery()); err != nil {
-			return fmt.Errorf("--cluster-profiles: %w", err)
+			return fmt.Errorf("%s: %w", o.chose(controllerClusterProfiles), err)
 		}
 		namespaces := []string(nil)
 		if !o.AllNamespaces {
@@ -146,9 +150,10 @@ func (o *HealthOptions) runHosted(ctx context.Context, reg *registry, opts healt
 
 	metrics := metricsserver.Options{BindAddress: "0"}
 	if o.MetricsAddr != "" {
-		// Served over TLS to callers the registry authenticates and allows to get /metrics
-		// (nonResourceURLs), as a kube-apiserver's own metrics are.
-		metrics = metricsserver.Options{BindAddress: o.MetricsAddr, SecureServing: true, FilterProvider: filters.WithAuthenticationAndAuthorization}
+		var err error
+		if metrics, err = o.metricsServer(ctx, reg, opts.Logger); err != nil {
+			return err
+		}
 	}
 	probes := "0"
 	if o.ProbeAddr != "" {
@@ -309,4 +314,32 @@ func (s *shardRun) register() error {
 		}
 	})
 	return nil
+}
+
+// metricsServer serves /metrics over TLS to callers the registry authenticates (a bearer token
+// its TokenReview accepts, or a client certificate of the CAs it trusts) and allows to get
+// /metrics (nonResourceURLs), as a kube-apiserver's own metrics are. Without
+// --metrics-client-ca-file the CAs are the registry's own, as it publishes them; a registry that
+// does not let this process read them leaves bearer tokens only, and the log says so.
+func (o *HealthOptions) metricsServer(ctx context.Context, reg *registry, log logr.Logger) (metricsserver.Options, error) {
+	var clientCA []byte
+	var err error
+	if o.MetricsClientCAFile != "" {
+		if clientCA, err = os.ReadFile(o.MetricsClientCAFile); err != nil {
+			return metricsserver.Options{}, fmt.Errorf("--metrics-client-ca-file: %w", err)
+		}
+	} else if clientCA, err = callerauth.RegistryClientCA(ctx, reg.Kube); err != nil {
+		log.Info("metrics: callers may authenticate with bearer tokens only, not client certificates; give --metrics-client-ca-file, or grant the reading", "reason", err.Error())
+	}
+	checker, err := callerauth.New(reg.Kube, callerauth.Options{ClientCA: clientCA})
+	if err != nil {
+		return metricsserver.Options{}, fmt.Errorf("--metrics-client-ca-file: %w", err)
+	}
+	return metricsserver.Options{
+		BindAddress: o.MetricsAddr, SecureServing: true,
+		FilterProvider: func(*rest.Config, *http.Client) (metricsserver.Filter, error) { return checker.Filter, nil },
+		// Ask for a client certificate without requiring one (tokens work too); the
+		// authenticator verifies it against the CAs above, so Go's handshake need not.
+		TLSOpts: []func(*tls.Config){func(c *tls.Config) { c.ClientAuth = tls.RequestClientCert }},
+	}, nil
 }

@@ -11,19 +11,17 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/util/wait"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apiserver/pkg/authentication/authenticator"
-	"k8s.io/apiserver/pkg/authentication/authenticatorfactory"
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
-	"k8s.io/apiserver/pkg/authorization/authorizerfactory"
 	genericrequest "k8s.io/apiserver/pkg/endpoints/request"
-	"k8s.io/apiserver/pkg/server/dynamiccertificates"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
 	"github.com/cluster-registry/sdk/clientset/versioned"
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
+	"github.com/cluster-registry/sdk/internal/callerauth"
 )
 
 // decisionTTL is how long the registry's answers about a caller are kept: who a token is
@@ -55,31 +53,11 @@ func newGuard(registry *rest.Config, clientCA []byte, hosts []string) (*guard, e
 	if err != nil {
 		return nil, err
 	}
-	backoff := wait.Backoff{Duration: 500 * time.Millisecond, Factor: 1.5, Jitter: 0.2, Steps: 5}
-	authnConfig := authenticatorfactory.DelegatingAuthenticatorConfig{
-		TokenAccessReviewClient:  kube.AuthenticationV1(),
-		TokenAccessReviewTimeout: 10 * time.Second,
-		WebhookRetryBackoff:      &backoff,
-		CacheTTL:                 decisionTTL,
-	}
-	if len(clientCA) > 0 {
-		if authnConfig.ClientCertificateCAContentProvider, err = dynamiccertificates.NewStaticCAContent("client-ca", clientCA); err != nil {
-			return nil, fmt.Errorf("--client-ca-file: %w", err)
-		}
-	}
-	authn, _, err := authnConfig.New()
+	checker, err := callerauth.New(kube, callerauth.Options{ClientCA: clientCA, CacheTTL: decisionTTL})
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("--client-ca-file: %w", err)
 	}
-	authz, err := authorizerfactory.DelegatingAuthorizerConfig{
-		SubjectAccessReviewClient: kube.AuthorizationV1(),
-		AllowCacheTTL:             decisionTTL,
-		DenyCacheTTL:              decisionTTL,
-		WebhookRetryBackoff:       &backoff,
-	}.New()
-	if err != nil {
-		return nil, err
-	}
+	authn, authz := checker.Authenticator, checker.Authorizer
 	g := &guard{authn: authn, authz: authz, hosts: map[string]bool{}, registry: registry}
 	for _, h := range hosts {
 		g.hosts[strings.ToLower(h)] = true
@@ -144,13 +122,17 @@ func (g *guard) authenticated(next http.Handler) http.Handler {
 			writeStatus(w, apierrors.NewForbidden(clusterResource, "", fmt.Errorf("%s", why)))
 			return
 		}
+		if why := unsupportedMediaType(r); why != "" {
+			writeStatus(w, statusError(http.StatusUnsupportedMediaType, metav1.StatusReasonUnsupportedMediaType, why))
+			return
+		}
 		next.ServeHTTP(w, r.WithContext(genericrequest.WithUser(r.Context(), resp.User)))
 	})
 }
 
 // crossSite says why r could have been sent by a page of another site, or "": a browser marks
-// its requests (Sec-Fetch-Site, Origin), and a state-changing request must carry JSON, which a
-// cross-site form cannot send without the preflight that this server never answers.
+// its requests (Sec-Fetch-Site, Origin). A state-changing request must also carry JSON
+// (unsupportedMediaType), which a cross-site form cannot send without a preflight.
 func crossSite(r *http.Request, hosts map[string]bool) string {
 	if site := r.Header.Get("Sec-Fetch-Site"); site == "cross-site" || site == "same-site" {
 		return "a request from another site's page is refused"
@@ -161,8 +143,14 @@ func crossSite(r *http.Request, hosts map[string]bool) string {
 			return fmt.Sprintf("a request from origin %q is refused: it is not a page of this server", origin)
 		}
 	}
-	// A cross-site form may POST a simple body; PUT, PATCH and DELETE always need a preflight,
-	// which this server never answers. A body of JSON needs one too.
+	return ""
+}
+
+// unsupportedMediaType says why r's body is of a type this server does not take (415), or "".
+// It is a defence against cross-site pages too: a cross-site form may POST a simple body (a
+// form, plain text), while PUT, PATCH and DELETE, and a body of JSON, always need a preflight,
+// which this server never answers.
+func unsupportedMediaType(r *http.Request) string {
 	if r.Method != http.MethodPost && r.Method != http.MethodPut && r.Method != http.MethodPatch {
 		return ""
 	}
