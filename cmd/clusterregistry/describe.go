@@ -101,6 +101,11 @@ func (o *DescribeOptions) Run(ctx context.Context) error {
 			return fmt.Errorf("listing the Clusters of %s: %w", describeNamespace(namespace), err)
 		}
 		if len(list.Items) == 0 {
+			if namespace != metav1.NamespaceAll {
+				if err := reg.ClusterSetExists(ctx, namespace); err != nil {
+					return err
+				}
+			}
 			fmt.Fprintf(o.out, "No Clusters found in %s.\n", describeNamespace(namespace))
 			return nil
 		}

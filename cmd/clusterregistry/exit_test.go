@@ -52,6 +52,7 @@ current-context: a
 		{[]string{"rotate", "--renew-at", "2"}, 2, "--renew-at 2"},
 		{[]string{"get", "--context", "nosuch"}, 1, `context "nosuch" does not exist`},
 		{[]string{"join", "nosuchctx", "--name", "x"}, 1, `context "nosuchctx" is not in the kubeconfig (it has: a)`},
+		{[]string{"join", "a", "--name", "BadName"}, 2, `--name "BadName": a lowercase RFC 1123 subdomain`},
 		{[]string{"version"}, 0, "clusterregistry"},
 		{[]string{"completion", "bash"}, 0, "bash completion"},
 	})
@@ -68,7 +69,11 @@ func TestExitStatusAgainstARegistry(t *testing.T) {
 		{[]string{"-n", "nosuchns", "health"}, 1, `cluster set "nosuchns" does not exist`},
 		{[]string{"-n", lf.Namespace, "get", "nope"}, 1, "no Cluster nope in namespace " + lf.Namespace},
 		{[]string{"-n", lf.Namespace, "describe", "nope"}, 1, "nope"},
-		{[]string{"-n", "nosuchns", "get"}, 0, "No Clusters found in namespace nosuchns."},
+		{[]string{"-n", "nosuchns", "get"}, 1, `cluster set "nosuchns" does not exist`},
+		{[]string{"-n", "nosuchns", "get", "placements"}, 1, `cluster set "nosuchns" does not exist`},
+		{[]string{"-n", "nosuchns", "describe"}, 1, `cluster set "nosuchns" does not exist`},
+		{[]string{"-n", "nosuchns", "export"}, 1, `cluster set "nosuchns" does not exist`},
+		{[]string{"-n", "default", "get"}, 0, "No Clusters found in namespace default."},
 		{[]string{"-n", lf.Namespace, "get"}, 0, "member-1"},
 	})
 }

@@ -15,6 +15,7 @@ import (
 	cpversioned "sigs.k8s.io/cluster-inventory-api/client/clientset/versioned"
 	"sigs.k8s.io/yaml"
 
+	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
 	"github.com/cluster-registry/sdk/decision"
 	"github.com/cluster-registry/sdk/placement"
 )
@@ -60,15 +61,41 @@ func (o *ExplainPlacementOptions) Complete(f *factory, cmd *cobra.Command, args 
 	if err != nil {
 		return fmt.Errorf("-f %s: %w", o.File, err)
 	}
-	var p placement.Policy
-	if err := yaml.UnmarshalStrict(data, &p); err != nil {
+	p, what, err := readPolicy(data)
+	if err != nil {
 		return fmt.Errorf("-f %s: %w", o.File, err)
 	}
+	fmt.Fprintf(cmd.ErrOrStderr(), "Explaining %s of %s.\n", what, o.File)
 	if o.policy, err = placement.Compile(p); err != nil {
 		return fmt.Errorf("-f %s: %w", o.File, err)
 	}
 	o.rollout = p.RolloutGroupSize != nil
 	return nil
+}
+
+// readPolicy reads a policy file: a whole Placement (the README's example, as kubectl would
+// apply it), whose spec is the policy, or the spec alone. Unknown fields are refused in both. what
+// says which it was.
+func readPolicy(data []byte) (policy placement.Policy, what string, err error) {
+	var typed metav1.TypeMeta
+	if err := yaml.Unmarshal(data, &typed); err != nil {
+		return policy, "", err
+	}
+	if typed.Kind == "" && typed.APIVersion == "" {
+		if err := yaml.UnmarshalStrict(data, &policy); err != nil {
+			return policy, "", fmt.Errorf("%w (a policy file holds a Placement, or its spec alone)", err)
+		}
+		return policy, "the policy (a Placement's spec)", nil
+	}
+	if typed.Kind != "Placement" || typed.APIVersion != v1alpha1.SchemeGroupVersion.String() {
+		return policy, "", fmt.Errorf("apiVersion %q, kind %q: want a Placement (apiVersion %s), or a Placement's spec alone",
+			typed.APIVersion, typed.Kind, v1alpha1.SchemeGroupVersion)
+	}
+	var whole v1alpha1.Placement
+	if err := yaml.UnmarshalStrict(data, &whole); err != nil {
+		return policy, "", err
+	}
+	return whole.Spec, fmt.Sprintf("the spec of Placement %q", whole.Name), nil
 }
 
 // Validate has nothing to check that Complete did not.
@@ -203,7 +230,7 @@ func newExplainPlacement(fac *factory) *cobra.Command {
 		},
 	}
 	f := cmd.Flags()
-	f.StringVarP(&o.File, "filename", "f", "", "the policy file (YAML or JSON)")
+	f.StringVarP(&o.File, "filename", "f", "", "the policy file (YAML or JSON): a whole Placement, or its spec alone")
 	f.BoolVarP(&o.AllNamespaces, "all-namespaces", "A", false, "with -f: candidates from every namespace (cluster set)")
 	f.StringVar(&o.Decision, "decision", "", "take the PlacementDecisions of this decision key (in -n's namespace) as the previous decision")
 	_ = cmd.MarkFlagFilename("filename", "yaml", "yml", "json")

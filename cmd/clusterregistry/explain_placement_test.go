@@ -76,6 +76,31 @@ func TestExplainPlacement(t *testing.T) {
 	code, _, errOut = explain("-f", unknown)
 	require.Equal(t, 1, code)
 	require.Contains(t, errOut, `unknown field "cuont"`)
+	// The Placement file the README shows is taken whole (its spec is the policy), and the
+	// command says which of the two it read; another kind is refused, naming what it wants.
+	whole := filepath.Join(dir, "placement.yaml")
+	require.NoError(t, os.WriteFile(whole, []byte(`apiVersion: clusterregistry.k8s.io/v1alpha1
+kind: Placement
+metadata: {name: web, namespace: fleet}
+spec:
+  count: 1
+  tolerations: [{reason: Unreachable, seconds: 300}]
+`), 0o600))
+	code, out, errOut = explain("-f", whole)
+	require.Equal(t, 0, code, errOut)
+	require.Contains(t, errOut, `Explaining the spec of Placement "web" of `+whole)
+	require.Contains(t, out, "1 of 2 candidates chosen")
+	_, _, errOut = explain("-f", policy)
+	require.Contains(t, errOut, "Explaining the policy (a Placement's spec) of "+policy)
+	require.NoError(t, os.WriteFile(unknown, []byte("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: web}\n"), 0o600))
+	code, _, errOut = explain("-f", unknown)
+	require.Equal(t, 1, code)
+	require.Contains(t, errOut, `apiVersion "v1", kind "ConfigMap": want a Placement (apiVersion clusterregistry.k8s.io/v1alpha1), or a Placement's spec alone`)
+	require.NoError(t, os.WriteFile(unknown, []byte("apiVersion: clusterregistry.k8s.io/v1alpha1\nkind: Placement\nspec: {cuont: 1}\n"), 0o600))
+	code, _, errOut = explain("-f", unknown)
+	require.Equal(t, 1, code)
+	require.Contains(t, errOut, `unknown field "cuont"`)
+
 	code, _, errOut = explain()
 	require.Equal(t, 2, code)
 	require.Contains(t, errOut, "name a Placement, or give a policy file with -f/--filename")

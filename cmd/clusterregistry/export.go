@@ -73,6 +73,11 @@ func (o *ExportOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("listing the Clusters of namespace %q: %w", namespace, err)
 	}
+	if len(list.Items) == 0 && !o.AllNamespaces {
+		if err := reg.ClusterSetExists(ctx, namespace); err != nil {
+			return err
+		}
+	}
 	if len(list.Items) == 0 {
 		// As kubectl get says it; the file is still a valid, empty list.
 		where := fmt.Sprintf("in namespace %s", namespace)

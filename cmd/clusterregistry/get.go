@@ -82,6 +82,7 @@ type GetOptions struct {
 	sortBy    *jsonpath.JSONPath
 	registry  versioned.Interface
 	expiries  *tokenExpiries // credential expiry, from join's Secrets
+	reg       *registry      // for ClusterSetExists
 	out       io.Writer
 }
 
@@ -145,7 +146,7 @@ func (o *GetOptions) Complete(f *factory, cmd *cobra.Command, args []string) err
 	if err != nil {
 		return err
 	}
-	o.namespace, o.registry, o.expiries = reg.Namespace, reg.Clusters, newTokenExpiries(reg.Kube)
+	o.namespace, o.registry, o.expiries, o.reg = reg.Namespace, reg.Clusters, newTokenExpiries(reg.Kube), reg
 	if o.AllNamespaces {
 		o.namespace = metav1.NamespaceAll
 	}
@@ -176,6 +177,13 @@ func (o *GetOptions) Run(ctx context.Context) error {
 		var err error
 		if list, err = clusters.List(ctx, metav1.ListOptions{LabelSelector: o.selector.String()}); err != nil {
 			return fmt.Errorf("listing the Clusters of %s: %w", describeNamespace(o.namespace), err)
+		}
+		if len(list.Items) == 0 && o.namespace != metav1.NamespaceAll {
+			// A mistyped -n finds nothing too: say that the set does not exist (exit 1), as
+			// health and rotate do, rather than "No Clusters found" (exit 0).
+			if err := o.reg.ClusterSetExists(ctx, o.namespace); err != nil {
+				return err
+			}
 		}
 	}
 	var missing []string

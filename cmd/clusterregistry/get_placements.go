@@ -54,6 +54,7 @@ type GetPlacementsOptions struct {
 	wide      bool
 	printer   printers.ResourcePrinter // nil for the table
 	registry  versioned.Interface
+	reg       *registry // for ClusterSetExists
 	out       io.Writer
 }
 
@@ -99,7 +100,7 @@ func (o *GetPlacementsOptions) Complete(f *factory, cmd *cobra.Command, args []s
 	if err != nil {
 		return err
 	}
-	o.namespace, o.registry = reg.Namespace, reg.Clusters
+	o.namespace, o.registry, o.reg = reg.Namespace, reg.Clusters, reg
 	if o.AllNamespaces {
 		o.namespace = metav1.NamespaceAll
 	}
@@ -125,6 +126,11 @@ func (o *GetPlacementsOptions) Run(ctx context.Context) error {
 		list, err := placements.List(ctx, metav1.ListOptions{LabelSelector: o.selector.String()})
 		if err != nil {
 			return fmt.Errorf("listing the Placements of %s: %w", describeNamespace(o.namespace), err)
+		}
+		if len(list.Items) == 0 && o.namespace != metav1.NamespaceAll {
+			if err := o.reg.ClusterSetExists(ctx, o.namespace); err != nil {
+				return err
+			}
 		}
 		items = list.Items
 	}

@@ -121,4 +121,12 @@ func TestInstall(t *testing.T) {
 	require.Less(t, time.Since(start), 20*time.Second)
 	require.Contains(t, stderr.String(), "--cluster-profiles: ClusterProfiles (multicluster.x-k8s.io/v1alpha1) are not served: the ClusterProfile CRD is not installed; install it: kubectl apply -f https://")
 	require.NotContains(t, stderr.String(), "watch", "a watch started, and failed")
+
+	// The controllers command names the flag its user gave, not health's.
+	stdout.Reset()
+	stderr.Reset()
+	code = run(ctx, []string{"controllers", "--kubeconfig", lf.Registry.Kubeconfig, "-n", "team-a", "--controllers", "health,clusterprofiles"}, &stdout, &stderr)
+	require.Equal(t, 1, code, "stdout: %s\nstderr: %s", stdout.String(), stderr.String())
+	require.Contains(t, stderr.String(), "--controllers clusterprofiles: ClusterProfiles (multicluster.x-k8s.io/v1alpha1) are not served")
+	require.NotContains(t, stderr.String(), "--cluster-profiles")
 }

@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
 	"github.com/cluster-registry/sdk/join"
@@ -49,6 +51,12 @@ func (o *JoinOptions) Complete(f *factory, cmd *cobra.Command, args []string) er
 func (o *JoinOptions) Validate() error {
 	if err := o.Output.validate(); err != nil {
 		return err
+	}
+	if errs := validation.IsDNS1123Subdomain(o.Name); len(errs) > 0 {
+		if o.cmd.Flags().Changed("name") {
+			return usageError{fmt.Errorf("--name %q: %s", o.Name, strings.Join(errs, "; "))}
+		}
+		return usageError{fmt.Errorf("the context's name %q is not a Cluster name (%s): give one with --name", o.Name, strings.Join(errs, "; "))}
 	}
 	if o.Exec {
 		for _, name := range []string{"cluster-role", "token-ttl"} {

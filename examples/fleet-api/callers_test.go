@@ -104,18 +104,36 @@ func TestCallersGetWhatTheRegistryGivesThem(t *testing.T) {
 
 	// A page of another site: a form's text/plain post (no preflight), even one that a browser
 	// sends with a client certificate or a token it holds; an Origin or Sec-Fetch-Site elsewhere.
-	for _, header := range []http.Header{
-		{"Content-Type": {"text/plain"}},
-		{"Content-Type": {"application/x-www-form-urlencoded"}},
-		{"Origin": {"https://evil.example.com"}},
-		{"Sec-Fetch-Site": {"cross-site"}},
+	// A body that is not JSON is 415 Unsupported Media Type, as the registry answers it (it was
+	// 403); a request marked as another site's is 403.
+	for _, tc := range []struct {
+		header http.Header
+		code   int
+	}{
+		{http.Header{"Content-Type": {"text/plain"}}, http.StatusUnsupportedMediaType},
+		{http.Header{"Content-Type": {"application/x-www-form-urlencoded"}}, http.StatusUnsupportedMediaType},
+		{http.Header{"Origin": {"https://evil.example.com"}}, http.StatusForbidden},
+		{http.Header{"Sec-Fetch-Site": {"cross-site"}}, http.StatusForbidden},
 	} {
-		code, out := callAs(t, editor, http.MethodPost, web.URL+"/clusters", newCluster(lf.Namespace, "cross-site"), header)
-		require.Equal(t, http.StatusForbidden, code, "%v: %s", header, out)
+		code, out := callAs(t, editor, http.MethodPost, web.URL+"/clusters", newCluster(lf.Namespace, "cross-site"), tc.header)
+		require.Equal(t, tc.code, code, "%v: %s", tc.header, out)
+		require.Equal(t, int32(tc.code), status(t, out).Code, "%v: not a Status: %s", tc.header, out)
 		requireNoFleet(out)
 	}
 	code, out := callAs(t, "", http.MethodPost, web.URL+"/clusters", newCluster(lf.Namespace, "cross-site"), http.Header{"Content-Type": {"text/plain"}})
-	require.Contains(t, []int{http.StatusUnauthorized, http.StatusForbidden}, code, string(out))
+	require.Equal(t, http.StatusUnauthorized, code, string(out))
+
+	// A route that is not served, or a method a route does not take, is answered with a Status,
+	// as --help promises (it was Go's plain text), and never before the caller is known.
+	code, out = callAs(t, viewer, http.MethodGet, web.URL+"/nodes", nil, nil)
+	require.Equal(t, http.StatusNotFound, code, string(out))
+	require.Equal(t, metav1.StatusReasonNotFound, status(t, out).Reason)
+	code, out = callAs(t, viewer, http.MethodPost, web.URL+"/watch/clusters", map[string]any{}, nil)
+	require.Equal(t, http.StatusMethodNotAllowed, code, string(out))
+	require.Equal(t, metav1.StatusReasonMethodNotAllowed, status(t, out).Reason)
+	require.Contains(t, status(t, out).Message, "GET")
+	code, out = callAs(t, "", http.MethodGet, web.URL+"/nodes", nil, nil)
+	require.Equal(t, http.StatusUnauthorized, code, "nobody learns which routes exist: %s", out)
 
 	// A page behind a rebinding host name reaches this server's address with another Host.
 	_, port, _ := strings.Cut(strings.TrimPrefix(web.URL, "http://"), ":")

@@ -261,6 +261,32 @@ func TestClusters(t *testing.T) {
 	code, body = call(t, http.MethodGet, web.URL+"/clusters/"+lf.Namespace+"/nobody", nil)
 	require.Equal(t, http.StatusNotFound, code)
 	require.Equal(t, metav1.StatusReasonNotFound, status(t, body).Reason)
+
+	// ?labelSelector= and ?fieldSelector= choose as the registry would (they were ignored); a
+	// field it does not serve, or a selector that does not parse, is 400 naming it.
+	for query, want := range map[string][]string{
+		"labelSelector=fleet%3Dlocal":                        {"member-1", "member-2"},
+		"labelSelector=fleet%3Delsewhere":                    nil,
+		"fieldSelector=metadata.name%3Dmember-1":             {"member-1"},
+		"fieldSelector=metadata.name!%3Dmember-1":            {"member-2"},
+		"fieldSelector=metadata.namespace%3D" + lf.Namespace: {"member-1", "member-2"},
+	} {
+		code, body := call(t, http.MethodGet, web.URL+"/clusters?"+query, nil)
+		require.Equal(t, http.StatusOK, code, "%s: %s", query, body)
+		var list clusterList
+		require.NoError(t, json.Unmarshal(body, &list))
+		var got []string
+		for _, c := range list.Clusters {
+			got = append(got, c.Name)
+		}
+		require.ElementsMatch(t, want, got, query)
+	}
+	code, body = call(t, http.MethodGet, web.URL+"/clusters?fieldSelector=spec.displayName%3Dx", nil)
+	require.Equal(t, http.StatusBadRequest, code, string(body))
+	require.Contains(t, status(t, body).Message, "field label not supported: spec.displayName")
+	code, body = call(t, http.MethodGet, web.URL+"/watch/clusters?labelSelector=a%3D%3D%3Db", nil)
+	require.Equal(t, http.StatusBadRequest, code, string(body))
+	require.Contains(t, status(t, body).Message, "labelSelector")
 }
 
 func TestRegisterAndRemove(t *testing.T) {

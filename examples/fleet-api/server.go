@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strings"
 	"time"
@@ -130,8 +132,33 @@ func (s *server) routes(g *guard) http.Handler {
 	dashboard := page()
 	mux.Handle("GET /{$}", dashboard)
 	mux.Handle("GET /ui/", dashboard)
-	mux.Handle("/", g.authenticated(api))
+	mux.Handle("/", g.authenticated(withStatusErrors(api)))
 	return g.servedOnly(mux)
+}
+
+// withStatusErrors answers a request that no route of api takes as the registry would, with a
+// Status: 404 for a path it does not serve, 405 (with Allow) for a method a route does not take.
+// Go's mux answers them in plain text.
+func withStatusErrors(api *http.ServeMux) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h, pattern := api.Handler(r)
+		if pattern != "" {
+			api.ServeHTTP(w, r) // the mux, not h: it sets the route's path values
+			return
+		}
+		// The mux's own answer says which of the two it is, and which methods the path takes.
+		probe := httptest.NewRecorder()
+		h.ServeHTTP(probe, r)
+		if probe.Code == http.StatusMethodNotAllowed {
+			allow := probe.Header().Get("Allow")
+			w.Header().Set("Allow", allow)
+			writeStatus(w, statusError(http.StatusMethodNotAllowed, metav1.StatusReasonMethodNotAllowed,
+				fmt.Sprintf("%s %s: this route takes %s", r.Method, r.URL.Path, allow)))
+			return
+		}
+		writeStatus(w, statusError(http.StatusNotFound, metav1.StatusReasonNotFound,
+			fmt.Sprintf("%s is not a route of this server (GET /clusters, /watch/clusters, /clusters/NAMESPACE/NAME; fleet-api --help lists them)", r.URL.Path)))
+	})
 }
 
 // clusterSummary is one member in GET /clusters.
@@ -139,6 +166,8 @@ type clusterSummary struct {
 	Namespace   string `json:"namespace"`
 	Name        string `json:"name"`
 	DisplayName string `json:"displayName,omitempty"`
+	// Labels are the Cluster's, which ?labelSelector= selects by.
+	Labels map[string]string `json:"labels,omitempty"`
 	// Ready, Reason and Version are the Cluster's status, as the health controller wrote it.
 	Ready     string     `json:"ready"`
 	Reason    string     `json:"reason,omitempty"`
@@ -153,6 +182,19 @@ type clusterSummary struct {
 	// Cache says how current the counts are: a member that is down is "Stale" since when, and
 	// its counts are those of then.
 	Cache cacheState `json:"cache"`
+}
+
+// same reports whether two summaries say the same thing. Counts are pointers (an unknown count is
+// left out, never shown as zero), so == would compare where they point, and every poll's fresh
+// summary would differ from the last: a watcher would be sent every member again each poll.
+func (s clusterSummary) same(o clusterSummary) bool {
+	return s.Namespace == o.Namespace && s.Name == o.Name && s.DisplayName == o.DisplayName && maps.Equal(s.Labels, o.Labels) &&
+		s.Ready == o.Ready && s.Reason == o.Reason && s.Version == o.Version && s.Message == o.Message &&
+		s.CredentialsExpireAt == o.CredentialsExpireAt &&
+		ptr.Equal(s.Nodes.Total, o.Nodes.Total) && ptr.Equal(s.Nodes.Ready, o.Nodes.Ready) && s.Nodes.Unknown == o.Nodes.Unknown &&
+		ptr.Equal(s.Workloads.Deployments, o.Workloads.Deployments) &&
+		ptr.Equal(s.Workloads.DeploymentsReady, o.Workloads.DeploymentsReady) && s.Workloads.Unknown == o.Workloads.Unknown &&
+		s.Cache.State == o.Cache.State && s.Cache.Since.Equal(o.Cache.Since) && s.Cache.Error == o.Cache.Error
 }
 
 // nodeCounts are a member's Nodes; when its cache holds no list of them (it has not listed them
@@ -201,6 +243,11 @@ type deploymentInfo struct {
 // listClusters answers the members of the cluster sets where the caller may list Clusters, as
 // listing them in the registry would.
 func (s *server) listClusters(w http.ResponseWriter, r *http.Request) {
+	selected, err := parseSelection(r.URL.Query())
+	if err != nil {
+		writeStatus(w, apierrors.NewBadRequest(err.Error()))
+		return
+	}
 	members := s.fleet.Members()
 	out := make([]clusterSummary, 0, len(members))
 	mayList := map[string]bool{}
@@ -219,7 +266,9 @@ func (s *server) listClusters(w http.ResponseWriter, r *http.Request) {
 			continue
 		}
 		summary, _, _ := s.summarize(m)
-		out = append(out, summary)
+		if selected.matches(summary) {
+			out = append(out, summary)
+		}
 	}
 	_, rev, _ := s.feed.snapshot()
 	writeJSON(w, http.StatusOK, map[string]any{"clusters": out, "registry": s.fleet.Status().String(), "resourceVersion": formatRev(rev)})
@@ -274,7 +323,7 @@ func (s *server) getCluster(w http.ResponseWriter, r *http.Request) {
 // summarize is a member's summary from its Cluster and its caches, and the cached objects.
 func (s *server) summarize(m *multicluster.Member) (clusterSummary, []*corev1.Node, []*appsv1.Deployment) {
 	c := m.Cluster()
-	out := clusterSummary{Namespace: c.Namespace, Name: c.Name, DisplayName: c.Spec.DisplayName, Ready: "Unknown", Version: c.Status.Version}
+	out := clusterSummary{Namespace: c.Namespace, Name: c.Name, DisplayName: c.Spec.DisplayName, Labels: c.Labels, Ready: "Unknown", Version: c.Status.Version}
 	if cond := meta.FindStatusCondition(c.Status.Conditions, v1alpha1.ConditionReady); cond != nil {
 		out.Ready, out.Reason, out.Message = string(cond.Status), cond.Reason, cond.Message
 	}
@@ -505,6 +554,11 @@ func (s *server) deleteCluster(w http.ResponseWriter, r *http.Request) {
 
 // writeStatus writes err as a Kubernetes Status, as an API server would: the registry's own
 // errors pass through with their code and reason.
+// statusError is an error that writeStatus answers with code, reason and message as they are.
+func statusError(code int, reason metav1.StatusReason, message string) *apierrors.StatusError {
+	return &apierrors.StatusError{ErrStatus: metav1.Status{Status: metav1.StatusFailure, Code: int32(code), Reason: reason, Message: message}}
+}
+
 func writeStatus(w http.ResponseWriter, err error) {
 	var status apierrors.APIStatus
 	if !errors.As(err, &status) {

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"encoding/json"
 	"net/http"
+	"reflect"
 	"strconv"
 	"testing"
 	"time"
@@ -115,6 +116,46 @@ func TestWatchClusters(t *testing.T) {
 		}
 	}
 	untilRenamed(events)
+
+	// Nothing changes now: whatever comes (a cache's state may still turn), no event repeats
+	// what the stream last said of its member. Every member was sent again every 500 ms.
+	last := map[string]clusterSummary{}
+	for quiet := time.After(3 * time.Second); ; {
+		select {
+		case e := <-events:
+			if e.Type != eventModified {
+				continue
+			}
+			if prev, ok := last[e.Cluster.Name]; ok {
+				require.False(t, reflect.DeepEqual(prev, *e.Cluster), "a MODIFIED that changes nothing: %+v", e.Cluster)
+			}
+			last[e.Cluster.Name] = *e.Cluster
+			continue
+		case <-quiet:
+		}
+		break
+	}
+
+	// A selector's watch: a member that gains the label is ADDED, one that loses it DELETED.
+	gold, code := watch(t, viewer, web.URL+"/watch/clusters?labelSelector=tier%3Dgold")
+	require.Equal(t, http.StatusOK, code)
+	relabel := func(patch string) {
+		_, err := registry.Clusters(lf.Namespace).Patch(ctx, "member-2", types.MergePatchType, []byte(patch), metav1.PatchOptions{})
+		require.NoError(t, err)
+	}
+	relabel(`{"metadata":{"labels":{"tier":"gold"}}}`)
+	e := next(t, gold, 10*time.Second)
+	require.Equal(t, eventAdded, e.Type, "%+v", e)
+	require.Equal(t, "member-2", e.Cluster.Name)
+	relabel(`{"metadata":{"labels":{"tier":null}}}`)
+	for {
+		e = next(t, gold, 10*time.Second)
+		require.Equal(t, "member-2", e.Cluster.Name, "a member outside the selection: %+v", e)
+		if e.Type != eventModified {
+			break
+		}
+	}
+	require.Equal(t, eventDeleted, e.Type, "%+v", e)
 
 	// Resumed from the list's revision: the change is replayed.
 	resumed, code := watch(t, viewer, web.URL+"/watch/clusters?resourceVersion="+strconv.FormatUint(listedAt, 10))
