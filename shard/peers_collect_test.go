@@ -40,7 +40,7 @@ func TestPeersCollectCrashedReplicasLeases(t *testing.T) {
 	longAgo := time.Now().Add(-time.Hour)
 	for _, l := range []*coordinationv1.Lease{
 		lease("health-crashed", "health", longAgo),
-		lease("health-skewed", "health", longAgo),    // renewed below, by a clock an hour behind
+		lease("health-skewed", "health", longAgo),      // renewed below, by a clock an hour behind
 		lease("rotation-crashed", "rotation", longAgo), // another group's
 	} {
 		_, err := leases.Create(ctx, l, metav1.CreateOptions{})
