@@ -72,7 +72,7 @@ func (o *HealthOptions) runHosted(ctx context.Context, reg *registry, opts healt
 		if err != nil {
 			return usageError{err}
 		}
-		sharding = &shardRun{peers: peers, view: shard.NewView(fleet, peers)}
+		sharding = &shardRun{peers: peers, view: shard.NewView(fleet, peers), handoffs: &handoffLog{log: opts.Logger.WithName("shard")}}
 		members = sharding.view
 	}
 	opts.Members, opts.Namespaces, opts.Selector = members, nil, nil
@@ -203,6 +203,7 @@ func (o *HealthOptions) runHosted(ctx context.Context, reg *registry, opts healt
 			}
 			g.Go(func() error { return sharding.peers.Run(gctx) })
 			g.Go(func() error { return sharding.view.Run(gctx) })
+			g.Go(func() error { return sharding.handoffs.run(gctx) })
 		}
 		if prober != nil {
 			g.Go(func() error { return prober.Run(gctx) })
@@ -283,8 +284,9 @@ func (everyReplica) NeedLeaderElection() bool { return false }
 // shardRun is a sharded replica's part: its membership of the group, its view of the Fleet, and
 // the metrics that say how the members are divided.
 type shardRun struct {
-	peers *shard.Peers
-	view  *shard.View
+	peers    *shard.Peers
+	view     *shard.View
+	handoffs *handoffLog
 }
 
 // register adds the sharding metrics to controller-runtime's registry, replacing those of an
@@ -306,6 +308,7 @@ func (s *shardRun) register() error {
 		return err
 	}
 	s.view.Subscribe(func(ev multicluster.MemberEvent) {
+		s.handoffs.observe(ev)
 		switch ev.Type {
 		case multicluster.MemberAdded:
 			moves.WithLabelValues("in").Inc()

@@ -8,7 +8,9 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -110,6 +112,7 @@ func readManifestFile(path string) ([]manifest, error) {
 		return nil, fmt.Errorf("-f %s: larger than %d MiB", path, maxManifestFile>>20)
 	}
 	decoder := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
+	starts := yamlDocumentStarts(data)
 	var out []manifest
 	var errs []error
 	for doc := 1; ; doc++ {
@@ -121,6 +124,9 @@ func readManifestFile(path string) ([]manifest, error) {
 		source := fmt.Sprintf("%s, document %d", path, doc)
 		if err != nil {
 			// The rest of the stream cannot be read past a document that does not parse.
+			if doc <= len(starts) {
+				err = atFileLine(err, starts[doc-1])
+			}
 			return out, errors.Join(append(errs, fmt.Errorf("%s: %w", source, err))...)
 		}
 		if len(fields) == 0 {
@@ -332,3 +338,47 @@ func (e *notServedError) Error() string {
 }
 
 func (e *notServedError) Unwrap() error { return e.err }
+
+// yamlDocumentStarts is the line of the file (from 1) on which each document of a YAML stream
+// starts, split as utilyaml's YAMLReader splits it (the decoder's): at a line of "---" alone, an
+// empty document not counted.
+func yamlDocumentStarts(data []byte) []int {
+	var starts []int
+	start, lines := 0, 0 // the current document's first line, and how many it has
+	for i, line := range bytes.SplitAfter(data, []byte("\n")) {
+		if len(line) == 0 {
+			continue
+		}
+		if rest, ok := bytes.CutPrefix(line, []byte("---")); ok && len(bytes.TrimSpace(rest)) == 0 {
+			if lines > 0 {
+				starts = append(starts, start)
+			}
+			lines = 0
+			continue
+		}
+		if lines == 0 {
+			start = i + 1
+		}
+		lines++
+	}
+	if lines > 0 {
+		starts = append(starts, start)
+	}
+	return starts
+}
+
+// yamlErrorLine is where a YAML parser's error says the problem is, counted from the document's
+// first line.
+var yamlErrorLine = regexp.MustCompile(`yaml: line (\d+):`)
+
+// atFileLine makes the line a YAML error names count from the file's first line, not the
+// document's, for a document that starts on line first.
+func atFileLine(err error, first int) error {
+	m := yamlErrorLine.FindStringSubmatchIndex(err.Error())
+	if m == nil {
+		return err
+	}
+	msg := err.Error()
+	n, _ := strconv.Atoi(msg[m[2]:m[3]])
+	return errors.New(msg[:m[2]] + strconv.Itoa(n+first-1) + msg[m[3]:])
+}

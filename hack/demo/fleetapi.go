@@ -31,6 +31,9 @@ type fleetAPI struct {
 	token string
 }
 
+// viewerAccount is the demo's caller of fleet-api, a service account of the fleet's cluster set.
+const viewerAccount = "fleet-viewer"
+
 // viewerToken makes a service account fleet-viewer in the fleet's cluster set that may read its
 // Clusters and nothing else, and returns a token of it: fleet-api acts for its callers, and this
 // is the demo's caller (kubectl create token fleet-viewer -n NS gives one too).
@@ -39,7 +42,7 @@ func viewerToken(ctx context.Context, lf *localfleet.Fleet) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	ns, name := lf.Namespace, "fleet-viewer"
+	ns, name := lf.Namespace, viewerAccount
 	if _, err := kube.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{}); err != nil {
 		return "", err
 	}

@@ -91,11 +91,20 @@ func run(ctx context.Context, fanoutDeploy, fleetAPI, clusterregistry string, ke
 	if err != nil {
 		return fmt.Errorf("finding the cluster-inventory-api module: %w", err)
 	}
-	step("SIG Multicluster's PlacementDecision CRD, where placement decisions go")
-	if err := kubectl("apply", "--server-side", "-f", filepath.Join(strings.TrimSpace(string(inventory)), "config", "crd", "bases", "multicluster.x-k8s.io_placementdecisions.yaml")); err != nil {
+	step("The registry's ClusterRoles (clusterregistry-view and -edit, aggregated into view, edit and admin),\n" +
+		"   as an operator installs them; the CRD localfleet installed is already current")
+	if err := sh("clusterregistry", clusterregistry, "install"); err != nil {
 		return err
 	}
-	if err := kubectl("wait", "--for", "condition=Established", "crd/placementdecisions.multicluster.x-k8s.io", "--timeout", "60s"); err != nil {
+	step("SIG Multicluster's CRDs: PlacementDecisions, where placement decisions go, and ClusterProfiles,\n" +
+		"   which the clusterprofiles controller publishes (docs/library.md)")
+	crds := filepath.Join(strings.TrimSpace(string(inventory)), "config", "crd", "bases")
+	if err := kubectl("apply", "--server-side", "-f", filepath.Join(crds, "multicluster.x-k8s.io_placementdecisions.yaml"),
+		"-f", filepath.Join(crds, "multicluster.x-k8s.io_clusterprofiles.yaml")); err != nil {
+		return err
+	}
+	if err := kubectl("wait", "--for", "condition=Established", "crd/placementdecisions.multicluster.x-k8s.io",
+		"crd/clusterprofiles.multicluster.x-k8s.io", "--timeout", "60s"); err != nil {
 		return err
 	}
 	step("The controllers: health probes every member and writes what it sees into each Cluster's status;\n" +
@@ -245,7 +254,8 @@ func run(ctx context.Context, fanoutDeploy, fleetAPI, clusterregistry string, ke
 		fmt.Printf("  %s get -n %s\n", abs(clusterregistry), lf.Namespace)
 		fmt.Printf("  %s get placements -n %s\n", abs(clusterregistry), lf.Namespace)
 		fmt.Printf("  %s -n %s --placement hello --name hello --image nginx\n", abs(fanoutDeploy), lf.Namespace)
-		fmt.Printf("  curl %s/clusters\n", api.url)
+		fmt.Printf("  curl -H \"Authorization: Bearer $(%s create token %s -n %s)\" %s/clusters   # fleet-api acts for its caller\n",
+			lf.Kubectl, viewerAccount, lf.Namespace, api.url)
 		fmt.Println("Press Ctrl-C to stop.")
 		<-ctx.Done()
 	}
