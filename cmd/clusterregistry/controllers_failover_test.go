@@ -1,10 +1,10 @@
 package main
 
 import (
-	"strings"
 	"fmt"
 	"os/exec"
 	"regexp"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
