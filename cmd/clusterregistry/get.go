@@ -23,7 +23,6 @@ import (
 	watchtools "k8s.io/client-go/tools/watch"
 	"k8s.io/client-go/util/jsonpath"
 
-	"github.com/cluster-registry/sdk/clientset/versioned"
 	"github.com/cluster-registry/sdk/clientset/versioned/scheme"
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
 )
@@ -61,8 +60,10 @@ get placements shows the Placements instead (see get placements --help).`
   clusterregistry get prod-eu-1 -n fleet -o yaml`
 )
 
-// GetOptions are get's flags and what Complete makes of them, in the manner of kubectl's get.
-type GetOptions struct {
+// GetOptions are get's flags and what Complete makes of them, in the manner of kubectl's get,
+// for one kind of the registry: get (Clusters) and get placements are this command over two
+// kinds, with the same flags.
+type GetOptions[T any, P object[T]] struct {
 	PrintFlags    *genericclioptions.PrintFlags
 	AllNamespaces bool
 	Selector      string
@@ -74,20 +75,40 @@ type GetOptions struct {
 	LabelColumns  []string
 	SortBy        string
 
+	// kindOf makes the kind from the registry, in Complete.
+	kindOf    func(*registry) getKind[T, P]
+	kind      getKind[T, P]
 	namespace string
 	selector  labels.Selector
 	wide      bool
 	columns   []customColumn           // -o custom-columns; nil otherwise
 	printer   printers.ResourcePrinter // nil for a table (the overview, or custom columns)
 	sortBy    *jsonpath.JSONPath
-	registry  versioned.Interface
-	expiries  *tokenExpiries // credential expiry, from join's Secrets
-	reg       *registry      // for ClusterSetExists
+	reg       *registry
 	out       io.Writer
 }
 
+// addGetFlags adds get's flags, those of kubectl get, to cmd.
+func (o *GetOptions[T, P]) addFlags(cmd *cobra.Command) {
+	o.PrintFlags.AddFlags(cmd)
+	cmd.Flags().Lookup("output").Usage = "wide, custom-columns=HEADER:JSONPATH,..., or as kubectl get: " + strings.Join(o.PrintFlags.AllowedFormats(), ", ")
+	_ = cmd.RegisterFlagCompletionFunc("output", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
+		return append([]string{"wide", "custom-columns="}, o.PrintFlags.AllowedFormats()...), cobra.ShellCompDirectiveNoFileComp | cobra.ShellCompDirectiveNoSpace
+	})
+	plural := strings.ToLower(o.kind.plural)
+	cmd.Flags().BoolVarP(&o.AllNamespaces, "all-namespaces", "A", false, "every namespace (cluster set)")
+	cmd.Flags().StringVarP(&o.Selector, "selector", "l", "", "label selector over the "+o.kind.plural+", e.g. env=prod")
+	cmd.Flags().BoolVarP(&o.Watch, "watch", "w", false, "after listing, print each change as it happens, until interrupted")
+	cmd.Flags().BoolVar(&o.WatchOnly, "watch-only", false, "print each change as it happens, without listing first")
+	cmd.Flags().BoolVar(&o.NoHeaders, "no-headers", false, "leave out the header row (tables and custom columns)")
+	cmd.Flags().BoolVar(&o.ShowLabels, "show-labels", false, "add a column of each "+strings.ToLower(o.kind.kind)+"'s labels")
+	cmd.Flags().StringSliceVarP(&o.LabelColumns, "label-columns", "L", nil, "add a column per label key, e.g. -L env,topology.kubernetes.io/region")
+	cmd.Flags().StringVar(&o.SortBy, "sort-by", "", "sort the "+plural+" by a JSONPath, e.g. .metadata.name or '{.metadata.creationTimestamp}'")
+}
+
 func newGet(f *factory) *cobra.Command {
-	o := &GetOptions{PrintFlags: genericclioptions.NewPrintFlags("").WithTypeSetter(scheme.Scheme)}
+	o := &GetOptions[v1alpha1.Cluster, *v1alpha1.Cluster]{PrintFlags: genericclioptions.NewPrintFlags("").WithTypeSetter(scheme.Scheme),
+		kindOf: clusterKind, kind: getKind[v1alpha1.Cluster, *v1alpha1.Cluster]{kind: "Cluster", plural: "Clusters"}}
 	cmd := &cobra.Command{
 		Use:     "get [NAME ...] [-n NAMESPACE | -A] [-l SELECTOR] [-w] [-o wide|yaml|json|name|jsonpath=...|custom-columns=...]",
 		Aliases: []string{"list"},
@@ -98,24 +119,36 @@ func newGet(f *factory) *cobra.Command {
 		RunE:    runOptions(f, o),
 	}
 	cmd.AddCommand(newGetPlacements(f))
-	o.PrintFlags.AddFlags(cmd)
-	cmd.Flags().Lookup("output").Usage = "wide, custom-columns=HEADER:JSONPATH,..., or as kubectl get: " + strings.Join(o.PrintFlags.AllowedFormats(), ", ")
-	_ = cmd.RegisterFlagCompletionFunc("output", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
-		return append([]string{"wide", "custom-columns="}, o.PrintFlags.AllowedFormats()...), cobra.ShellCompDirectiveNoFileComp | cobra.ShellCompDirectiveNoSpace
-	})
-	cmd.Flags().BoolVarP(&o.AllNamespaces, "all-namespaces", "A", false, "every namespace (cluster set)")
-	cmd.Flags().StringVarP(&o.Selector, "selector", "l", "", "label selector over the Clusters, e.g. env=prod")
-	cmd.Flags().BoolVarP(&o.Watch, "watch", "w", false, "after listing, print each change as it happens, until interrupted")
-	cmd.Flags().BoolVar(&o.WatchOnly, "watch-only", false, "print each change as it happens, without listing first")
-	cmd.Flags().BoolVar(&o.NoHeaders, "no-headers", false, "leave out the header row (tables and custom columns)")
-	cmd.Flags().BoolVar(&o.ShowLabels, "show-labels", false, "add a column of each Cluster's labels")
-	cmd.Flags().StringSliceVarP(&o.LabelColumns, "label-columns", "L", nil, "add a column per label key, e.g. -L env,topology.kubernetes.io/region")
-	cmd.Flags().StringVar(&o.SortBy, "sort-by", "", "sort by a JSONPath of the Cluster, e.g. .metadata.name or '{.status.version}'")
+	o.addFlags(cmd)
 	return cmd
 }
 
+// clusterKind is get's kind: the registry's Clusters, members that need attention first.
+func clusterKind(reg *registry) getKind[v1alpha1.Cluster, *v1alpha1.Cluster] {
+	clusters := reg.Clusters.ClusterregistryV1alpha1()
+	expiries := newTokenExpiries(reg.Kube)
+	return getKind[v1alpha1.Cluster, *v1alpha1.Cluster]{
+		kind: "Cluster", plural: "Clusters",
+		list: func(ctx context.Context, ns string, opts metav1.ListOptions) ([]v1alpha1.Cluster, string, error) {
+			list, err := clusters.Clusters(ns).List(ctx, opts)
+			if err != nil {
+				return nil, "", err
+			}
+			return list.Items, list.ResourceVersion, nil
+		},
+		get: func(ctx context.Context, ns, name string) (*v1alpha1.Cluster, error) {
+			return clusters.Clusters(ns).Get(ctx, name, metav1.GetOptions{})
+		},
+		watch: func(ctx context.Context, ns string, opts metav1.ListOptions) (watch.Interface, error) {
+			return clusters.Clusters(ns).Watch(ctx, opts)
+		},
+		table: func(ctx context.Context, items []v1alpha1.Cluster) *metav1.Table { return overview(ctx, expiries, items) },
+		order: notReadyFirst,
+	}
+}
+
 // Complete fills in what the flags and arguments leave to the environment.
-func (o *GetOptions) Complete(f *factory, cmd *cobra.Command, args []string) error {
+func (o *GetOptions[T, P]) Complete(f *factory, cmd *cobra.Command, args []string) error {
 	o.Names, o.out = args, cmd.OutOrStdout()
 	var err error
 	if o.selector, err = labels.Parse(o.Selector); err != nil {
@@ -142,11 +175,10 @@ func (o *GetOptions) Complete(f *factory, cmd *cobra.Command, args []string) err
 	if len(o.Names) > 0 && o.AllNamespaces {
 		return usageError{errors.New("names and -A conflict: a name is looked up in one namespace, -n's")}
 	}
-	reg, err := f.Registry()
-	if err != nil {
+	if o.reg, err = f.Registry(); err != nil {
 		return err
 	}
-	o.namespace, o.registry, o.expiries, o.reg = reg.Namespace, reg.Clusters, newTokenExpiries(reg.Kube), reg
+	o.kind, o.namespace = o.kindOf(o.reg), o.reg.Namespace
 	if o.AllNamespaces {
 		o.namespace = metav1.NamespaceAll
 	}
@@ -154,12 +186,12 @@ func (o *GetOptions) Complete(f *factory, cmd *cobra.Command, args []string) err
 }
 
 // Validate checks what Complete could not.
-func (o *GetOptions) Validate() error {
+func (o *GetOptions[T, P]) Validate() error {
 	switch {
 	case len(o.Names) > 0 && !o.selector.Empty():
 		return usageError{errors.New("names and -l conflict: give one or the other")}
 	case (o.Watch || o.WatchOnly) && len(o.Names) > 1:
-		return usageError{fmt.Errorf("-w follows one Cluster or a selection, not %d names: give one name, or -l", len(o.Names))}
+		return usageError{fmt.Errorf("-w follows one %s or a selection, not %d names: give one name, or -l", o.kind.kind, len(o.Names))}
 	case o.printer != nil && (o.NoHeaders || o.ShowLabels || len(o.LabelColumns) > 0):
 		// As kubectl: these shape tables; -o yaml and the like print whole objects.
 		if *o.PrintFlags.OutputFormat != "name" || o.ShowLabels || len(o.LabelColumns) > 0 {
@@ -169,18 +201,18 @@ func (o *GetOptions) Validate() error {
 	return nil
 }
 
-// Run lists the Clusters and prints them, then with -w each change.
-func (o *GetOptions) Run(ctx context.Context) error {
-	clusters := o.registry.ClusterregistryV1alpha1().Clusters(o.namespace)
-	list := &v1alpha1.ClusterList{}
+// Run lists the objects and prints them, then with -w each change.
+func (o *GetOptions[T, P]) Run(ctx context.Context) error {
+	var items []T
+	var resourceVersion string
 	if len(o.Names) == 0 {
 		var err error
-		if list, err = clusters.List(ctx, metav1.ListOptions{LabelSelector: o.selector.String()}); err != nil {
-			return fmt.Errorf("listing the Clusters of %s: %w", describeNamespace(o.namespace), err)
+		if items, resourceVersion, err = o.kind.list(ctx, o.namespace, metav1.ListOptions{LabelSelector: o.selector.String()}); err != nil {
+			return fmt.Errorf("listing the %s of %s: %w", o.kind.plural, describeNamespace(o.namespace), err)
 		}
-		if len(list.Items) == 0 && o.namespace != metav1.NamespaceAll {
+		if len(items) == 0 && o.namespace != metav1.NamespaceAll {
 			// A mistyped -n finds nothing too: say that the set does not exist (exit 1), as
-			// health and rotate do, rather than "No Clusters found" (exit 0).
+			// health and rotate do, rather than "No ... found" (exit 0).
 			if err := o.reg.ClusterSetExists(ctx, o.namespace); err != nil {
 				return err
 			}
@@ -188,7 +220,7 @@ func (o *GetOptions) Run(ctx context.Context) error {
 	}
 	var missing []string
 	for _, name := range o.Names {
-		c, err := clusters.Get(ctx, name, metav1.GetOptions{})
+		obj, err := o.kind.get(ctx, o.namespace, name)
 		if apierrors.IsNotFound(err) && !o.Watch && !o.WatchOnly {
 			missing = append(missing, name)
 			continue
@@ -199,30 +231,35 @@ func (o *GetOptions) Run(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		list.Items = append(list.Items, *c)
-		list.ResourceVersion = c.ResourceVersion
+		items = append(items, *obj)
+		resourceVersion = P(obj).GetResourceVersion()
+	}
+	out := o.out
+	if (o.Watch || o.WatchOnly) && o.printer == nil {
+		// Rows printed one change at a time keep the columns of the first table.
+		out = &alignedRows{out: o.out}
 	}
 	table := o.tablePrinter()
 	if !o.WatchOnly {
-		if err := o.print(ctx, table, list.Items, len(o.Names) == 1); err != nil {
+		if err := o.print(ctx, out, table, items, len(o.Names) == 1); err != nil {
 			return err
 		}
-		if o.printer == nil && len(list.Items) == 0 && len(missing) == 0 && !o.Watch {
-			fmt.Fprintf(o.out, "No Clusters found in %s.\n", describeNamespace(o.namespace))
+		if o.printer == nil && len(items) == 0 && len(missing) == 0 && !o.Watch {
+			fmt.Fprintf(o.out, "No %s found in %s.\n", o.kind.plural, describeNamespace(o.namespace))
 		}
 	}
 	if len(missing) > 0 {
-		return fmt.Errorf("no Cluster %s in namespace %s", strings.Join(missing, ", "), o.namespace)
+		return fmt.Errorf("no %s %s in namespace %s", o.kind.kind, strings.Join(missing, ", "), o.namespace)
 	}
 	if o.Watch || o.WatchOnly {
-		return o.watch(ctx, table, list.ResourceVersion)
+		return o.watch(ctx, out, table, resourceVersion)
 	}
 	return nil
 }
 
 // tablePrinter is cli-runtime's table printer with get's table flags; nil for -o yaml and the
 // other object printers. One printer serves a whole run, so that -w prints the header once.
-func (o *GetOptions) tablePrinter() printers.ResourcePrinter {
+func (o *GetOptions[T, P]) tablePrinter() printers.ResourcePrinter {
 	if o.printer != nil {
 		return nil
 	}
@@ -235,37 +272,33 @@ func (o *GetOptions) tablePrinter() printers.ResourcePrinter {
 	})
 }
 
-// print writes clusters: as a table (the overview or custom columns), or with -o's printer.
-func (o *GetOptions) print(ctx context.Context, table printers.ResourcePrinter, clusters []v1alpha1.Cluster, single bool) error {
+// print writes items to out: as a table (the overview or custom columns), or with -o's printer.
+func (o *GetOptions[T, P]) print(ctx context.Context, out io.Writer, table printers.ResourcePrinter, items []T, single bool) error {
 	if o.sortBy != nil {
-		if err := sortByJSONPath(clusters, o.sortBy); err != nil {
+		if err := sortByJSONPath[T, P](o.kind.kind, items, o.sortBy); err != nil {
 			return fmt.Errorf("--sort-by %s: %w", o.SortBy, err)
 		}
 	} else {
-		notReadyFirst(clusters)
+		o.kind.order(items)
+	}
+	if len(items) == 0 {
+		return nil
 	}
 	if o.printer != nil {
-		if len(clusters) == 0 {
-			return nil
-		}
-		return printClusters(o.out, o.printer, *o.PrintFlags.OutputFormat, clusters, single)
-	}
-	if len(clusters) == 0 {
-		return nil
+		return printItems[T, P](out, o.printer, *o.PrintFlags.OutputFormat, o.kind.kind, items, single)
 	}
 	var t *metav1.Table
 	if o.columns != nil {
-		t = customColumnsTable(o.columns, clusters)
+		t = customColumnsTable[T, P](o.kind.kind, o.columns, items)
 	} else {
-		t = o.overview(ctx, clusters)
+		t = o.kind.table(ctx, items)
 	}
-	return table.PrintObj(t, o.out)
+	return table.PrintObj(t, out)
 }
 
-// watch prints each change of the selected Clusters from resourceVersion on, until ctx ends; a
+// watch prints each change of the selected objects from resourceVersion on, until ctx ends; a
 // watch the registry closes is taken up again where it ended.
-func (o *GetOptions) watch(ctx context.Context, table printers.ResourcePrinter, resourceVersion string) error {
-	clusters := o.registry.ClusterregistryV1alpha1().Clusters(o.namespace)
+func (o *GetOptions[T, P]) watch(ctx context.Context, out io.Writer, table printers.ResourcePrinter, resourceVersion string) error {
 	options := func(opts metav1.ListOptions) metav1.ListOptions {
 		opts.LabelSelector = o.selector.String()
 		if len(o.Names) == 1 {
@@ -274,15 +307,15 @@ func (o *GetOptions) watch(ctx context.Context, table printers.ResourcePrinter, 
 		return opts
 	}
 	if resourceVersion == "" {
-		list, err := clusters.List(ctx, options(metav1.ListOptions{}))
+		_, rv, err := o.kind.list(ctx, o.namespace, options(metav1.ListOptions{}))
 		if err != nil {
-			return fmt.Errorf("listing the Clusters of %s: %w", describeNamespace(o.namespace), err)
+			return fmt.Errorf("listing the %s of %s: %w", o.kind.plural, describeNamespace(o.namespace), err)
 		}
-		resourceVersion = list.ResourceVersion
+		resourceVersion = rv
 	}
 	w, err := watchtools.NewRetryWatcherWithContext(ctx, resourceVersion, &cache.ListWatch{
 		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
-			return clusters.Watch(ctx, options(opts))
+			return o.kind.watch(ctx, o.namespace, options(opts))
 		},
 	})
 	if err != nil {
@@ -301,13 +334,13 @@ func (o *GetOptions) watch(ctx context.Context, table printers.ResourcePrinter, 
 			}
 			switch ev.Type {
 			case watch.Error:
-				return fmt.Errorf("watching the Clusters of %s: %w", describeNamespace(o.namespace), apierrors.FromObject(ev.Object))
+				return fmt.Errorf("watching the %s of %s: %w", o.kind.plural, describeNamespace(o.namespace), apierrors.FromObject(ev.Object))
 			case watch.Added, watch.Modified, watch.Deleted:
-				c, ok := ev.Object.(*v1alpha1.Cluster)
+				obj, ok := ev.Object.(P)
 				if !ok {
 					continue
 				}
-				if err := o.print(ctx, table, []v1alpha1.Cluster{*c}, true); err != nil {
+				if err := o.print(ctx, out, table, []T{*obj}, true); err != nil {
 					return err
 				}
 			}
@@ -338,7 +371,7 @@ var overviewColumns = []metav1.TableColumnDefinition{
 
 // overview is the table of clusters, in their order: a row each, with the Cluster as the row's
 // object, from which the printer reads its namespace and labels.
-func (o *GetOptions) overview(ctx context.Context, clusters []v1alpha1.Cluster) *metav1.Table {
+func overview(ctx context.Context, expiries *tokenExpiries, clusters []v1alpha1.Cluster) *metav1.Table {
 	t := &metav1.Table{ColumnDefinitions: overviewColumns}
 	now := time.Now()
 	for i := range clusters {
@@ -351,7 +384,7 @@ func (o *GetOptions) overview(ctx context.Context, clusters []v1alpha1.Cluster) 
 		if t := c.Status.LastProbeTime; t != nil {
 			report = duration.HumanDuration(now.Sub(t.Time)) + " ago"
 		}
-		credential, expires := o.expiries.credential(ctx, c, now)
+		credential, expires := expiries.credential(ctx, c, now)
 		server := ""
 		if eps := c.Spec.KubernetesAPIEndpoints.ServerEndpoints; len(eps) > 0 {
 			server = eps[0].ServerAddress

@@ -19,7 +19,7 @@ import (
 
 // get's -o custom-columns and --sort-by, as kubectl's (k8s.io/kubectl/pkg/cmd/get), whose
 // module this command does not import for two printers: JSONPaths are read as kubectl reads them
-// ("{.status.version}", ".status.version" or "status.version"), over the Cluster as JSON.
+// ("{.status.version}", ".status.version" or "status.version"), over the object as JSON.
 
 // customColumn is one HEADER:JSONPATH of -o custom-columns.
 type customColumn struct {
@@ -80,10 +80,10 @@ func parseJSONPath(name, expr string) (*jsonpath.JSONPath, error) {
 	return path, nil
 }
 
-// asJSON is the Cluster as its JSON reads, which is what JSONPaths name.
-func asJSON(c *v1alpha1.Cluster) (map[string]any, error) {
-	c = c.DeepCopy()
-	c.APIVersion, c.Kind = v1alpha1.SchemeGroupVersion.String(), "Cluster"
+// asJSON is obj, of kind, as its JSON reads, which is what JSONPaths name.
+func asJSON[T any, P object[T]](kind string, obj *T) (map[string]any, error) {
+	c := P(obj).DeepCopyObject()
+	c.GetObjectKind().SetGroupVersionKind(v1alpha1.SchemeGroupVersion.WithKind(kind))
 	return runtime.DefaultUnstructuredConverter.ToUnstructured(c)
 }
 
@@ -109,16 +109,16 @@ func values(path *jsonpath.JSONPath, obj map[string]any) ([]string, error) {
 	return out, nil
 }
 
-// customColumnsTable is clusters as a table of the columns, in their order; a path that finds
-// nothing in a Cluster is <none>, as kubectl shows it.
-func customColumnsTable(columns []customColumn, clusters []v1alpha1.Cluster) *metav1.Table {
+// customColumnsTable is items as a table of the columns, in their order; a path that finds
+// nothing in an object is <none>, as kubectl shows it.
+func customColumnsTable[T any, P object[T]](kind string, columns []customColumn, items []T) *metav1.Table {
 	t := &metav1.Table{}
 	for _, col := range columns {
 		t.ColumnDefinitions = append(t.ColumnDefinitions, metav1.TableColumnDefinition{Name: col.header, Type: "string"})
 	}
-	for i := range clusters {
-		row := metav1.TableRow{Object: runtime.RawExtension{Object: &clusters[i]}}
-		obj, err := asJSON(&clusters[i])
+	for i := range items {
+		row := metav1.TableRow{Object: runtime.RawExtension{Object: P(&items[i])}}
+		obj, err := asJSON[T, P](kind, &items[i])
 		for _, col := range columns {
 			cell := "<none>"
 			if err == nil {
@@ -133,13 +133,13 @@ func customColumnsTable(columns []customColumn, clusters []v1alpha1.Cluster) *me
 	return t
 }
 
-// sortByJSONPath sorts clusters by the first value path finds in each, as kubectl's --sort-by:
-// numbers by value, everything else (names, times in RFC 3339) as text; a Cluster where the path
+// sortByJSONPath sorts items by the first value path finds in each, as kubectl's --sort-by:
+// numbers by value, everything else (names, times in RFC 3339) as text; an object where the path
 // finds nothing comes first. Ties keep the overview's order.
-func sortByJSONPath(clusters []v1alpha1.Cluster, path *jsonpath.JSONPath) error {
-	keys := make(map[*v1alpha1.Cluster]string, len(clusters))
-	for i := range clusters {
-		obj, err := asJSON(&clusters[i])
+func sortByJSONPath[T any, P object[T]](kind string, items []T, path *jsonpath.JSONPath) error {
+	keys := make([]string, len(items))
+	for i := range items {
+		obj, err := asJSON[T, P](kind, &items[i])
 		if err != nil {
 			return err
 		}
@@ -148,16 +148,16 @@ func sortByJSONPath(clusters []v1alpha1.Cluster, path *jsonpath.JSONPath) error 
 			return err
 		}
 		if len(vs) > 0 {
-			keys[&clusters[i]] = vs[0]
+			keys[i] = vs[0]
 		}
 	}
 	type keyed struct {
-		key string
-		c   v1alpha1.Cluster
+		key  string
+		item T
 	}
-	sorted := make([]keyed, len(clusters))
-	for i := range clusters {
-		sorted[i] = keyed{keys[&clusters[i]], clusters[i]}
+	sorted := make([]keyed, len(items))
+	for i := range items {
+		sorted[i] = keyed{keys[i], items[i]}
 	}
 	byKey := func(a, b keyed) int {
 		an, aerr := strconv.ParseFloat(a.key, 64)
@@ -169,7 +169,7 @@ func sortByJSONPath(clusters []v1alpha1.Cluster, path *jsonpath.JSONPath) error 
 	}
 	slices.SortStableFunc(sorted, byKey)
 	for i := range sorted {
-		clusters[i] = sorted[i].c
+		items[i] = sorted[i].item
 	}
 	return nil
 }

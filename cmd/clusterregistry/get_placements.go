@@ -2,22 +2,19 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/duration"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/printers"
 
-	"github.com/cluster-registry/sdk/clientset/versioned"
 	"github.com/cluster-registry/sdk/clientset/versioned/scheme"
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
 )
@@ -28,8 +25,10 @@ its decision chose, whether it is Satisfied and, with -o wide, its candidates co
 reason each is in or out, and the condition's message. explain-placement NAME lists those
 candidates one by one.
 
--o yaml, json, name, jsonpath=... and go-template=... print the Placements as kubectl's printers
-do.`
+As kubectl get: -w follows changes (a row per change, until interrupted; --watch-only skips the
+list first), --no-headers, --show-labels, -L adds a column per label key, --sort-by sorts by a
+JSONPath of the Placement, and -o yaml, json, name, jsonpath=..., go-template=... and
+custom-columns=HEADER:JSONPATH,... print what kubectl's printers print.`
 
 	getPlacementsExample = `  # The fleet cluster set's Placements
   clusterregistry get placements -n fleet
@@ -37,31 +36,22 @@ do.`
   # Every cluster set's, with their candidates by reason
   clusterregistry get placements -A -o wide
 
+  # Follow the web placement's decision as the scheduler writes it
+  clusterregistry get placements web -n fleet -w
+
+  # Columns of your choosing, newest first
+  clusterregistry get placements -n fleet --sort-by .metadata.creationTimestamp \
+    -o custom-columns=NAME:.metadata.name,CHOSEN:.status.chosen
+
   # One as YAML, status included
   clusterregistry get placements web -n fleet -o yaml`
 )
 
-// GetPlacementsOptions are get placements' flags, in the manner of kubectl's get.
-type GetPlacementsOptions struct {
-	PrintFlags    *genericclioptions.PrintFlags
-	AllNamespaces bool
-	Selector      string
-	Names         []string
-	NoHeaders     bool
-
-	namespace string
-	selector  labels.Selector
-	wide      bool
-	printer   printers.ResourcePrinter // nil for the table
-	registry  versioned.Interface
-	reg       *registry // for ClusterSetExists
-	out       io.Writer
-}
-
 func newGetPlacements(f *factory) *cobra.Command {
-	o := &GetPlacementsOptions{PrintFlags: genericclioptions.NewPrintFlags("").WithTypeSetter(scheme.Scheme)}
+	o := &GetOptions[v1alpha1.Placement, *v1alpha1.Placement]{PrintFlags: genericclioptions.NewPrintFlags("").WithTypeSetter(scheme.Scheme),
+		kindOf: placementKind, kind: getKind[v1alpha1.Placement, *v1alpha1.Placement]{kind: "Placement", plural: "Placements"}}
 	cmd := &cobra.Command{
-		Use:     "placements [NAME ...] [-n NAMESPACE | -A] [-l SELECTOR] [-o wide|yaml|json|name|jsonpath=...]",
+		Use:     "placements [NAME ...] [-n NAMESPACE | -A] [-l SELECTOR] [-w] [-o wide|yaml|json|name|jsonpath=...|custom-columns=...]",
 		Aliases: []string{"placement", "rpl"},
 		Short:   "Show the Placements: count, chosen, Satisfied, candidates by reason",
 		Long:    getPlacementsLong,
@@ -72,105 +62,40 @@ func newGetPlacements(f *factory) *cobra.Command {
 			return placementNames(f), cobra.ShellCompDirectiveNoFileComp
 		},
 	}
-	o.PrintFlags.AddFlags(cmd)
-	cmd.Flags().Lookup("output").Usage = "wide, or as kubectl get: " + strings.Join(o.PrintFlags.AllowedFormats(), ", ")
-	cmd.Flags().BoolVarP(&o.AllNamespaces, "all-namespaces", "A", false, "every namespace (cluster set)")
-	cmd.Flags().StringVarP(&o.Selector, "selector", "l", "", "label selector over the Placements")
-	cmd.Flags().BoolVar(&o.NoHeaders, "no-headers", false, "leave out the header row")
+	o.addFlags(cmd)
 	return cmd
 }
 
-// Complete parses the selector and the output format.
-func (o *GetPlacementsOptions) Complete(f *factory, cmd *cobra.Command, args []string) error {
-	o.Names, o.out = args, cmd.OutOrStdout()
-	var err error
-	if o.selector, err = labels.Parse(o.Selector); err != nil {
-		return usageError{fmt.Errorf("-l/--selector: %w", err)}
-	}
-	switch format := *o.PrintFlags.OutputFormat; format {
-	case "":
-	case "wide":
-		o.wide = true
-	default:
-		if o.printer, err = o.PrintFlags.ToPrinter(); err != nil {
-			return usageError{fmt.Errorf("-o %s: want wide, or one of %s", format, strings.Join(o.PrintFlags.AllowedFormats(), ", "))}
-		}
-	}
-	reg, err := f.Registry()
-	if err != nil {
-		return err
-	}
-	o.namespace, o.registry, o.reg = reg.Namespace, reg.Clusters, reg
-	if o.AllNamespaces {
-		o.namespace = metav1.NamespaceAll
-	}
-	return nil
-}
-
-// Validate refuses flags that contradict each other.
-func (o *GetPlacementsOptions) Validate() error {
-	switch {
-	case len(o.Names) > 0 && o.AllNamespaces:
-		return usageError{errors.New("names and -A conflict: a name is looked up in one namespace, -n's")}
-	case len(o.Names) > 0 && !o.selector.Empty():
-		return usageError{errors.New("names and -l conflict: give one or the other")}
-	}
-	return nil
-}
-
-// Run lists the Placements (or gets those named) and prints them.
-func (o *GetPlacementsOptions) Run(ctx context.Context) error {
-	placements := o.registry.ClusterregistryV1alpha1().Placements(o.namespace)
-	var items []v1alpha1.Placement
-	if len(o.Names) == 0 {
-		list, err := placements.List(ctx, metav1.ListOptions{LabelSelector: o.selector.String()})
-		if err != nil {
-			return fmt.Errorf("listing the Placements of %s: %w", describeNamespace(o.namespace), err)
-		}
-		if len(list.Items) == 0 && o.namespace != metav1.NamespaceAll {
-			if err := o.reg.ClusterSetExists(ctx, o.namespace); err != nil {
-				return err
+// placementKind is get placements' kind: the registry's Placements, by namespace and name.
+func placementKind(reg *registry) getKind[v1alpha1.Placement, *v1alpha1.Placement] {
+	placements := reg.Clusters.ClusterregistryV1alpha1()
+	return getKind[v1alpha1.Placement, *v1alpha1.Placement]{
+		kind: "Placement", plural: "Placements",
+		list: func(ctx context.Context, ns string, opts metav1.ListOptions) ([]v1alpha1.Placement, string, error) {
+			list, err := placements.Placements(ns).List(ctx, opts)
+			if err != nil {
+				return nil, "", err
 			}
-		}
-		items = list.Items
+			return list.Items, list.ResourceVersion, nil
+		},
+		get: func(ctx context.Context, ns, name string) (*v1alpha1.Placement, error) {
+			return placements.Placements(ns).Get(ctx, name, metav1.GetOptions{})
+		},
+		watch: func(ctx context.Context, ns string, opts metav1.ListOptions) (watch.Interface, error) {
+			return placements.Placements(ns).Watch(ctx, opts)
+		},
+		table: func(_ context.Context, items []v1alpha1.Placement) *metav1.Table { return placementTable(items) },
+		order: func(items []v1alpha1.Placement) {
+			slices.SortFunc(items, func(a, b v1alpha1.Placement) int {
+				return strings.Compare(a.Namespace+"/"+a.Name, b.Namespace+"/"+b.Name)
+			})
+		},
 	}
-	var missing []string
-	for _, name := range o.Names {
-		p, err := placements.Get(ctx, name, metav1.GetOptions{})
-		switch {
-		case apierrors.IsNotFound(err):
-			missing = append(missing, name)
-			continue
-		case err != nil:
-			return err
-		}
-		items = append(items, *p)
-	}
-	if err := o.print(items); err != nil {
-		return err
-	}
-	if len(missing) > 0 {
-		return fmt.Errorf("no Placement %s in namespace %s", strings.Join(missing, ", "), o.namespace)
-	}
-	if o.printer == nil && len(items) == 0 && len(o.Names) == 0 {
-		fmt.Fprintf(o.out, "No Placements found in %s.\n", describeNamespace(o.namespace))
-	}
-	return nil
 }
 
-func (o *GetPlacementsOptions) print(items []v1alpha1.Placement) error {
-	if len(items) == 0 {
-		return nil
-	}
-	if o.printer != nil {
-		objs := make([]runtime.Object, len(items))
-		for i := range items {
-			items[i].ManagedFields = nil
-			items[i].APIVersion, items[i].Kind = v1alpha1.SchemeGroupVersion.String(), "Placement"
-			objs[i] = &items[i]
-		}
-		return printObjects(o.out, o.printer, *o.PrintFlags.OutputFormat, objs, len(o.Names) == 1)
-	}
+// placementTable is the overview of Placements: what each asks for, what its decision chose,
+// and, with -o wide, its candidates by reason and its condition's message.
+func placementTable(items []v1alpha1.Placement) *metav1.Table {
 	t := &metav1.Table{ColumnDefinitions: []metav1.TableColumnDefinition{
 		{Name: "Name", Type: "string", Format: "name"},
 		{Name: "Count", Type: "string"},
@@ -208,5 +133,5 @@ func (o *GetPlacementsOptions) print(items []v1alpha1.Placement) error {
 			Object: runtime.RawExtension{Object: p},
 		})
 	}
-	return printers.NewTablePrinter(printers.PrintOptions{NoHeaders: o.NoHeaders, Wide: o.wide, WithNamespace: o.namespace == metav1.NamespaceAll}).PrintObj(t, o.out)
+	return t
 }

@@ -70,7 +70,7 @@ func (o *appliedOutput) report(cmd *cobra.Command) io.Writer {
 	return cmd.OutOrStdout()
 }
 
-// print writes the applied Clusters to w, as printClusters does.
+// print writes the applied Clusters to w, as printItems does.
 func (o *appliedOutput) print(w io.Writer, applied []*v1alpha1.Cluster) error {
 	if o.printer == nil {
 		return nil
@@ -79,18 +79,19 @@ func (o *appliedOutput) print(w io.Writer, applied []*v1alpha1.Cluster) error {
 	for i, c := range applied {
 		clusters[i] = *c.DeepCopy()
 	}
-	return printClusters(w, o.printer, o.format(), clusters, len(clusters) == 1)
+	return printItems(w, o.printer, o.format(), "Cluster", clusters, len(clusters) == 1)
 }
 
-// printClusters prints Clusters as kubectl get does: without managed fields, one as itself
+// printItems prints objects of kind as kubectl get does: without managed fields, one as itself
 // (single) and several as a List, or a name a line.
-func printClusters(w io.Writer, printer printers.ResourcePrinter, format string, clusters []v1alpha1.Cluster, single bool) error {
-	objs := make([]runtime.Object, len(clusters))
-	for i := range clusters {
-		clusters[i].ManagedFields = nil
+func printItems[T any, P object[T]](w io.Writer, printer printers.ResourcePrinter, format, kind string, items []T, single bool) error {
+	objs := make([]runtime.Object, len(items))
+	for i := range items {
+		obj := P(&items[i])
+		obj.SetManagedFields(nil)
 		// The printers set the kind of the object they print, not of a List's items.
-		clusters[i].APIVersion, clusters[i].Kind = v1alpha1.SchemeGroupVersion.String(), "Cluster"
-		objs[i] = &clusters[i]
+		obj.GetObjectKind().SetGroupVersionKind(v1alpha1.SchemeGroupVersion.WithKind(kind))
+		objs[i] = obj
 	}
 	return printObjects(w, printer, format, objs, single)
 }

@@ -2,8 +2,10 @@ package main
 
 import (
 	"context"
+	"k8s.io/apimachinery/pkg/types"
 	"regexp"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -78,6 +80,38 @@ func TestPlacementsCommand(t *testing.T) {
 	code, _, errOut = cmd("get", "placements", "nothere")
 	require.Equal(t, 1, code)
 	require.Contains(t, errOut, "no Placement nothere in namespace "+ns)
+
+	// What get has, get placements has: labels as columns, --sort-by, custom columns, -w.
+	_, err = registry.Placements(ns).Create(t.Context(), &v1alpha1.Placement{ObjectMeta: metav1.ObjectMeta{Name: "api", Labels: map[string]string{"tier": "gold"}},
+		Spec: v1alpha1.PlacementSpec{Count: ptr.To[int32](2)}}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	code, out, errOut = cmd("get", "placements", "--show-labels", "-L", "tier")
+	require.Equal(t, 0, code, errOut)
+	require.Regexp(t, `(?m)^NAME\s+COUNT\s+CHOSEN\s+SATISFIED\s+REASON\s+AGE\s+TIER\s+LABELS$`, out)
+	require.Regexp(t, `(?m)^api\s+2\s+\d\s+\S+\s+\S+\s+\S+\s+gold\s+tier=gold$`, out)
+	code, out, errOut = cmd("get", "placements", "--sort-by", "{.spec.count}", "-o", "custom-columns=NAME:.metadata.name,COUNT:.spec.count", "--no-headers")
+	require.Equal(t, 0, code, errOut)
+	require.Regexp(t, `^web\s+1\napi\s+2\n$`, out)
+	code, out, errOut = cmd("get", "placements", "--sort-by", "{.spec.count}", "-o", "name", "-l", "tier=gold")
+	require.Equal(t, 0, code, errOut)
+	require.Equal(t, "placement.clusterregistry.k8s.io/api\n", out)
+
+	watchCtx, stopWatch := context.WithCancel(t.Context())
+	var watched syncBuffer
+	watchDone := make(chan int, 1)
+	go func() {
+		watchDone <- run(watchCtx, []string{"--kubeconfig", lf.Registry.Kubeconfig, "-n", ns, "get", "placements", "-w", "api"}, &watched, &watched)
+	}()
+	require.Eventually(t, func() bool { return strings.Count(watched.String(), "api ") == 1 }, 30*time.Second, 20*time.Millisecond, watched.String())
+	_, err = registry.Placements(ns).Patch(t.Context(), "api", types.MergePatchType, []byte(`{"spec":{"count":3}}`), metav1.PatchOptions{})
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { return regexp.MustCompile(`(?m)^api\s+3\s`).MatchString(watched.String()) }, 30*time.Second, 20*time.Millisecond, watched.String())
+	stopWatch()
+	require.Equal(t, 0, <-watchDone, watched.String())
+	header := strings.SplitN(watched.String(), "\n", 2)[0]
+	for _, line := range strings.Split(strings.TrimSpace(watched.String()), "\n")[1:] {
+		require.Equal(t, strings.Index(header, "CHOSEN"), strings.Index(line, strings.Fields(line)[2]), "a -w row not under the header:\n%s", watched.String())
+	}
 
 	// explain-placement NAME: against its own decision, the chosen member is Kept.
 	code, out, errOut = cmd("explain-placement", "web")

@@ -6,7 +6,6 @@ import (
 
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/types"
 )
 
 // selection is what ?labelSelector= and ?fieldSelector= of GET /clusters and GET
@@ -46,9 +45,4 @@ func parseSelection(q url.Values) (selection, error) {
 func (s selection) matches(c clusterSummary) bool {
 	return s.labels.Matches(labels.Set(c.Labels)) &&
 		s.fields.Matches(fields.Set{"metadata.name": c.Name, "metadata.namespace": c.Namespace})
-}
-
-// key is the member a summary is of.
-func (c clusterSummary) key() types.NamespacedName {
-	return types.NamespacedName{Namespace: c.Namespace, Name: c.Name}
 }
