@@ -142,7 +142,9 @@ func clusterKind(reg *registry) getKind[v1alpha1.Cluster, *v1alpha1.Cluster] {
 		watch: func(ctx context.Context, ns string, opts metav1.ListOptions) (watch.Interface, error) {
 			return clusters.Clusters(ns).Watch(ctx, opts)
 		},
-		table: func(ctx context.Context, items []v1alpha1.Cluster) *metav1.Table { return overview(ctx, expiries, items) },
+		table: func(ctx context.Context, items []v1alpha1.Cluster) *metav1.Table {
+			return overview(ctx, expiries, items)
+		},
 		order: notReadyFirst,
 	}
 }
