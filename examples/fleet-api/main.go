@@ -7,11 +7,14 @@
 //	GET    /clusters                    every member the caller may list: Ready, reason, version,
 //	                                    nodes (ready of total), Deployments (ready of total), and
 //	                                    how current the member's caches are (Synced, or Stale
-//	                                    since when and why)
+//	                                    since when and why); ?labelSelector= and ?fieldSelector=
+//	                                    (metadata.name, metadata.namespace) choose
 //	GET    /watch/clusters              a stream of what GET /clusters answers and its changes, one
 //	                                    JSON event a line (ADDED, MODIFIED, DELETED, BOOKMARK);
 //	                                    ?resourceVersion=N resumes after the revision a list or an
-//	                                    event gave (410 Expired when no longer kept)
+//	                                    event gave (410 Expired when no longer kept); a member
+//	                                    is sent again only when what GET /clusters says of it
+//	                                    changed
 //	GET    /clusters/{namespace}/{name} one member, with its nodes and Deployments
 //	POST   /clusters                    register a Cluster (a JSON Cluster, metadata.namespace set)
 //	PUT    /clusters/{namespace}/{name} replace a Cluster (a JSON Cluster)
@@ -109,8 +112,12 @@ only what the registry's RBAC lets the caller do there.
   GET    /clusters                     every member the caller may list, with Ready, version,
                                        node and Deployment counts (unknown, with why, when the
                                        caches could not get them) and how current the caches are
+                                       (?labelSelector= and ?fieldSelector= of metadata.name
+                                       and metadata.namespace choose, as the registry's would)
   GET    /watch/clusters               the same, then each change, one JSON event a line
-                                       (?resourceVersion=N resumes; 410 when no longer kept)
+                                       (?resourceVersion=N resumes; 410 when no longer kept;
+                                       a member entering or leaving a selection is ADDED or
+                                       DELETED; nothing is sent while nothing changes)
   GET    /clusters/{namespace}/{name}  one member, with its Nodes and Deployments
   POST   /clusters                     body: a Cluster as JSON, metadata.namespace set (201)
   PUT    /clusters/{namespace}/{name}  body: the whole Cluster as JSON, replacing it (200)
@@ -119,8 +126,8 @@ only what the registry's RBAC lets the caller do there.
   DELETE /clusters/{namespace}/{name}  no body (200, a Status)
 
 Writes are checked (RBAC, then the Cluster's validation, naming each bad field) and sent to the
-registry as the caller. Errors are Kubernetes Status objects. Without TLS it serves only on a
-loopback address.`,
+registry as the caller. Errors are Kubernetes Status objects, 404 and 405 included; a body that
+is not JSON is 415. Without TLS it serves only on a loopback address.`,
 		Example: `  # The members of the "fleet" cluster set, on localhost:8080; callers send a token of theirs
   fleet-api -n fleet
   curl -H "Authorization: Bearer $(kubectl create token my-account -n fleet)" localhost:8080/clusters
