@@ -15,6 +15,7 @@ import (
 	"k8s.io/cli-runtime/pkg/printers"
 
 	"github.com/cluster-registry/sdk/clusterprofile"
+	"github.com/cluster-registry/sdk/controllers"
 	"github.com/cluster-registry/sdk/health"
 	"github.com/cluster-registry/sdk/multicluster"
 	"github.com/cluster-registry/sdk/rotation"
@@ -139,9 +140,6 @@ func (o *HealthOptions) Run(ctx context.Context) error {
 	}
 	opts.Kube, opts.Registry = reg.Kube, reg.Clusters
 	opts.Logger = commandLogger(o.stderr, o.Verbose)
-	if o.MetricsClientCAFile != "" && o.MetricsAddr == "" {
-		return usageError{errors.New("--metrics-client-ca-file goes with --metrics-bind-address")}
-	}
 	if o.Once {
 		// One pass has no history to damp: what each probe finds is what is written.
 		opts.FailureThreshold, opts.SuccessThreshold = 1, 1
@@ -151,7 +149,7 @@ func (o *HealthOptions) Run(ctx context.Context) error {
 		}
 		return o.runOnce(ctx, c, reg, opts)
 	}
-	return o.runHosted(ctx, reg, opts, o.controllers())
+	return o.runControllers(ctx, reg, opts, o.controllers())
 }
 
 // controllers are the controllers the flags choose: --controllers', or the health controller with
@@ -164,7 +162,7 @@ func (o *HealthOptions) controllers() map[string]bool {
 		}
 		return chosen
 	}
-	return map[string]bool{controllerHealth: true, controllerRotation: o.RotateCredentials, controllerClusterProfiles: o.ClusterProfiles}
+	return map[string]bool{controllers.Health: true, controllers.Rotation: o.RotateCredentials, controllers.ClusterProfiles: o.ClusterProfiles}
 }
 
 // chose names the flag that chose controller, as the user gave it, for an error about it:
@@ -174,9 +172,9 @@ func (o *HealthOptions) chose(controller string) string {
 		return "--controllers " + controller
 	}
 	switch controller {
-	case controllerRotation:
+	case controllers.Rotation:
 		return "--rotate-credentials"
-	case controllerClusterProfiles:
+	case controllers.ClusterProfiles:
 		return "--cluster-profiles"
 	}
 	return controller
@@ -300,7 +298,7 @@ func newControllers(fac *factory) *cobra.Command {
 		RunE:    runOptions(fac, o),
 	}
 	o.addFlags(cmd.Flags())
-	cmd.Flags().StringSliceVar(&o.Controllers, "controllers", []string{controllerHealth, controllerRotation}, "the controllers to run: health, rotation, clusterprofiles, placements")
+	cmd.Flags().StringSliceVar(&o.Controllers, "controllers", []string{controllers.Health, controllers.Rotation}, "the controllers to run: health, rotation, clusterprofiles, placements")
 	_ = cmd.RegisterFlagCompletionFunc("controllers", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
 		return allControllers, cobra.ShellCompDirectiveNoFileComp
 	})

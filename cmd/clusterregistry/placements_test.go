@@ -110,7 +110,7 @@ func TestPlacementsCommand(t *testing.T) {
 	require.Equal(t, 0, <-watchDone, watched.String())
 	header := strings.SplitN(watched.String(), "\n", 2)[0]
 	for _, line := range strings.Split(strings.TrimSpace(watched.String()), "\n")[1:] {
-		require.Equal(t, strings.Index(header, "CHOSEN"), strings.Index(line, strings.Fields(line)[2]), "a -w row not under the header:\n%s", watched.String())
+		require.Equal(t, strings.Index(header, "REASON"), strings.Index(line, strings.Fields(line)[4]), "a -w row not under the header:\n%s", watched.String())
 	}
 
 	// explain-placement NAME: against its own decision, the chosen member is Kept.
