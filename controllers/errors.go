@@ -13,6 +13,8 @@ type ControllerError struct {
 	Err     error
 }
 
-func (e *ControllerError) Error() string { return fmt.Sprintf("controller %s: %v", e.Controller, e.Err) }
+func (e *ControllerError) Error() string {
+	return fmt.Sprintf("controller %s: %v", e.Controller, e.Err)
+}
 
 func (e *ControllerError) Unwrap() error { return e.Err }
