@@ -30,7 +30,8 @@ func builtinProviders() map[string]Provider {
 // "tls.key"), from a Secret: the shapes of service account token and TLS Secrets. "ca.crt", when
 // present, verifies the member if the Cluster has no caBundle.
 func secretCredentials(ctx context.Context, req *Request) (*Credentials, error) {
-	s, err := req.Secret(ctx, req.Config("namespace", ""), req.Config("name", ""))
+	ref, _ := SecretOf(req.Cluster, *req.Provider) // a zero ref is refused by Secret, naming config.name
+	s, err := req.Secret(ctx, ref.Namespace, ref.Name)
 	if err != nil {
 		return nil, err
 	}

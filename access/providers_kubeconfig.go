@@ -26,7 +26,8 @@ const execExtension = "client.authentication.k8s.io/exec"
 // side: refused unless ResolverOptions.AllowKubeconfigSecretRefs, and then tied to servers by the
 // caller's FileRoots and ExecPlugins, not by the Secret.
 func kubeconfigSecretCredentials(ctx context.Context, req *Request) (*Credentials, error) {
-	s, err := req.Secret(ctx, req.Config("namespace", ""), req.Config("name", v1alpha1.KubeconfigSecretName(req.Cluster.Name)))
+	ref, _ := SecretOf(req.Cluster, *req.Provider)
+	s, err := req.Secret(ctx, ref.Namespace, ref.Name)
 	if err != nil {
 		return nil, err
 	}

@@ -263,14 +263,33 @@ func (r *Rotator) dueAt(now, expires time.Time, life time.Duration) time.Time {
 	return due
 }
 
-// tokenSecret is the Secret of the Cluster's first secret provider.
+// tokenSecret is the Secret of the Cluster's first secret provider, as access.SecretOf says: in
+// the namespace its config names, not always the Cluster's (a Secret of the same name in the
+// Cluster's namespace is another credential, pinned to other servers).
 func tokenSecret(c *v1alpha1.Cluster) (types.NamespacedName, bool) {
 	for _, p := range c.Spec.AuthInfo.Providers {
-		if p.Type.Name == v1alpha1.ProviderTypeSecret && p.Config["name"] != "" {
-			return types.NamespacedName{Namespace: c.Namespace, Name: p.Config["name"]}, true
+		if p.Type.Name == v1alpha1.ProviderTypeSecret {
+			return access.SecretOf(c, p)
 		}
 	}
 	return types.NamespacedName{}, false
+}
+
+// resolvedWith checks that the member's resolution, a, read the Secret key: the token read from
+// key goes to a's server, so it must be the credential a's pinning was checked for, read within
+// the Resolver's policy (another namespace only where it is allowed).
+func resolvedWith(m *multicluster.Member, a *access.Resolved, key types.NamespacedName) error {
+	c := m.Cluster()
+	for _, p := range c.Spec.AuthInfo.Providers {
+		if p.Name != a.Provider {
+			continue
+		}
+		if ref, ok := access.SecretOf(c, p); ok && p.Type.Name == v1alpha1.ProviderTypeSecret && ref == key {
+			return nil
+		}
+		break
+	}
+	return fmt.Errorf("the member is reached with provider %q, not with Secret %s: its token is not renewed on that account", a.Provider, key)
 }
 
 // renewIfDue asks the member for a new token when the Secret's is due, with the current one, and
@@ -280,6 +299,15 @@ func (r *Rotator) renewIfDue(ctx context.Context, m *multicluster.Member, key ty
 	secrets := r.opts.Kube.CoreV1().Secrets(key.Namespace)
 	if due, ok := r.due.Load(key); ok && now.Before(due.(time.Time)) {
 		return nil, nil
+	}
+	// The member's resolution first: it reads the Secret within the Resolver's policy and checks
+	// its pinning, and the token read below goes to its server, so it must be the same Secret.
+	a, err := m.Access(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := resolvedWith(m, a, key); err != nil {
+		return nil, err
 	}
 	s, err := secrets.Get(ctx, key.Name, metav1.GetOptions{})
 	if err != nil {
@@ -312,10 +340,6 @@ func (r *Rotator) renewIfDue(ctx context.Context, m *multicluster.Member, key ty
 	}
 	// The requests go through the member's resolution (its pinning to the member's server, and
 	// its CA) with the Secret's current token: the resolution may be older than the Secret.
-	a, err := m.Access(ctx)
-	if err != nil {
-		return nil, err
-	}
 	current := string(s.Data[v1alpha1.SecretTokenKey])
 	kube, done, err := withToken(a, current)
 	if err != nil {

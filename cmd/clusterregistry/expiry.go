@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/duration"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/cluster-registry/sdk/access"
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
 )
 
@@ -44,13 +45,11 @@ func (e *tokenExpiries) credential(ctx context.Context, c *v1alpha1.Cluster, now
 // of is when the token of provider p of Cluster c expires, if p is a secret provider whose Secret
 // the caller may read and whose token says.
 func (e *tokenExpiries) of(ctx context.Context, c *v1alpha1.Cluster, p v1alpha1.AuthProviderConfig) (time.Time, bool) {
-	if p.Type.Name != v1alpha1.ProviderTypeSecret || p.Config["name"] == "" {
+	ref, ok := access.SecretOf(c, p)
+	if !ok || p.Type.Name != v1alpha1.ProviderTypeSecret {
 		return time.Time{}, false
 	}
-	namespace := p.Config["namespace"]
-	if namespace == "" {
-		namespace = c.Namespace
-	}
+	namespace := ref.Namespace
 	byName, listed := e.byNamespace[namespace]
 	if !listed {
 		if list, err := e.kube.CoreV1().Secrets(namespace).List(ctx, metav1.ListOptions{}); err == nil {
@@ -63,7 +62,7 @@ func (e *tokenExpiries) of(ctx context.Context, c *v1alpha1.Cluster, p v1alpha1.
 		}
 		e.byNamespace[namespace] = byName
 	}
-	exp, ok := byName[p.Config["name"]]
+	exp, ok := byName[ref.Name]
 	return exp, ok
 }
 

@@ -21,7 +21,7 @@ import (
 	"github.com/cluster-registry/sdk/clusterprofile"
 	"github.com/cluster-registry/sdk/controllers"
 	"github.com/cluster-registry/sdk/health"
-	"github.com/cluster-registry/sdk/internal/callerauth"
+	"github.com/cluster-registry/sdk/callerauth"
 	"github.com/cluster-registry/sdk/rotation"
 	"github.com/cluster-registry/sdk/scheduler"
 	"github.com/cluster-registry/sdk/shard"

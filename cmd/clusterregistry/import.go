@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/cluster-registry/sdk/clientset/versioned"
+	"github.com/cluster-registry/sdk/access"
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
 	"github.com/cluster-registry/sdk/internal/clusterapply"
 )
@@ -227,22 +228,11 @@ func (r *importRun) run(ctx context.Context, clusters []v1alpha1.Cluster, proble
 func missingSecrets(ctx context.Context, secrets corev1client.SecretsGetter, c *v1alpha1.Cluster) []string {
 	var warnings []string
 	for _, p := range c.Spec.AuthInfo.Providers {
-		var name string
-		switch p.Type.Name {
-		case v1alpha1.ProviderTypeSecret:
-			name = p.Config["name"]
-		case v1alpha1.ProviderTypeKubeconfigSecret:
-			name = p.Config["name"]
-			if name == "" {
-				name = v1alpha1.KubeconfigSecretName(c.Name)
-			}
-		default:
+		ref, ok := access.SecretOf(c, p)
+		if !ok {
 			continue
 		}
-		namespace := p.Config["namespace"]
-		if namespace == "" {
-			namespace = c.Namespace
-		}
+		namespace, name := ref.Namespace, ref.Name
 		if name == "" || len(validation.IsDNS1123Subdomain(name)) > 0 || len(validation.IsDNS1123Label(namespace)) > 0 {
 			continue // the Resolver says what is wrong with such a pointer
 		}

@@ -21,7 +21,7 @@ import (
 
 	"github.com/cluster-registry/sdk/clientset/versioned"
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
-	"github.com/cluster-registry/sdk/internal/callerauth"
+	"github.com/cluster-registry/sdk/callerauth"
 )
 
 // decisionTTL is how long the registry's answers about a caller are kept: who a token is
