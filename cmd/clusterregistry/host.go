@@ -18,10 +18,10 @@ import (
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	"github.com/cluster-registry/sdk/callerauth"
 	"github.com/cluster-registry/sdk/clusterprofile"
 	"github.com/cluster-registry/sdk/controllers"
 	"github.com/cluster-registry/sdk/health"
-	"github.com/cluster-registry/sdk/callerauth"
 	"github.com/cluster-registry/sdk/rotation"
 	"github.com/cluster-registry/sdk/scheduler"
 	"github.com/cluster-registry/sdk/shard"
