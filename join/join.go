@@ -19,7 +19,7 @@ import (
 
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
 	"github.com/cluster-registry/sdk/internal/clusterapply"
-	"github.com/cluster-registry/sdk/rotation"
+	"github.com/cluster-registry/sdk/boundtoken"
 )
 
 // DefaultTokenTTL is the life of the tokens Join asks for unless Options.TokenTTL says otherwise:
@@ -212,7 +212,7 @@ func joinToken(ctx context.Context, member *rest.Config, server string, reg Regi
 	if err != nil {
 		return nil, undo(err)
 	}
-	token, err := rotation.Issue(ctx, memberKube.CoreV1(), account.Namespace, account.Name, o.TokenTTL)
+	token, err := boundtoken.Issue(ctx, memberKube.CoreV1(), account.Namespace, account.Name, o.TokenTTL)
 	if err != nil && isNew {
 		return nil, undo(fmt.Errorf("member: %w", err))
 	}
@@ -234,7 +234,7 @@ func joinToken(ctx context.Context, member *rest.Config, server string, reg Regi
 	fmt.Fprintf(out, "registry: Secret %s/%s applied, pinned to %s, token valid until %s\n", namespace, secretName, server, token.ExpirationTimestamp.Format(time.RFC3339))
 	// Joining again replaces the token: the ones it replaces stop working, and what an earlier
 	// release made in kube-system goes.
-	if result.Revoked, err = rotation.Revoke(ctx, memberKube.CoreV1(), account.Namespace, account.Name, token.Token); err != nil {
+	if result.Revoked, err = boundtoken.Revoke(ctx, memberKube.CoreV1(), account.Namespace, account.Name, token.Token); err != nil {
 		return nil, fmt.Errorf("member: %w (the new token is stored; join again to retry)", err)
 	}
 	if result.Revoked > 0 {

@@ -13,11 +13,11 @@ import (
 	rbacv1ac "k8s.io/client-go/applyconfigurations/rbac/v1"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/cluster-registry/sdk/rotation"
+	"github.com/cluster-registry/sdk/boundtoken"
 )
 
 // applyAccount makes, on the member, the account's namespace, the account, its binding to the
-// ClusterRole, and its right to renew its own tokens (rotation.Rules), all owner-annotated.
+// ClusterRole, and its right to renew its own tokens (boundtoken.Rules), all owner-annotated.
 //
 // It reports whether the account is new: made by this call, so that a later step's failure may
 // take it away again (undoAccount) rather than leave a half-made join behind. An account that was
@@ -57,7 +57,7 @@ func makeAccount(ctx context.Context, out io.Writer, memberKube kubernetes.Inter
 	// The account may renew its own token, bound to a Secret of its namespace, and nothing else:
 	// a rotator renews the token with the token (package rotation).
 	var rules []*rbacv1ac.PolicyRuleApplyConfiguration
-	for _, r := range rotation.Rules(account.Name) {
+	for _, r := range boundtoken.Rules(account.Name) {
 		rules = append(rules, rbacv1ac.PolicyRule().WithAPIGroups(r.APIGroups...).WithResources(r.Resources...).WithVerbs(r.Verbs...).WithResourceNames(r.ResourceNames...))
 	}
 	if _, err := memberKube.RbacV1().Roles(account.Namespace).Apply(ctx, rbacv1ac.Role(account.Name, account.Namespace).WithAnnotations(owner).WithRules(rules...), apply); err != nil {

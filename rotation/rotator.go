@@ -21,6 +21,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/cluster-registry/sdk/access"
+	"github.com/cluster-registry/sdk/boundtoken"
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
 	"github.com/cluster-registry/sdk/election"
 	"github.com/cluster-registry/sdk/internal/answercap"
@@ -346,11 +347,11 @@ func (r *Rotator) renewIfDue(ctx context.Context, m *multicluster.Member, key ty
 		return nil, err
 	}
 	defer done()
-	bound := BoundSecret(current) != ""
+	bound := boundtoken.BoundSecret(current) != ""
 	var fresh *authenticationv1.TokenRequestStatus
 	if bound {
 		err = r.atMember(ctx, func(ctx context.Context) (err error) {
-			fresh, err = Issue(ctx, kube, saNamespace, saName, ttl)
+			fresh, err = boundtoken.Issue(ctx, kube, saNamespace, saName, ttl)
 			return err
 		})
 	} else {
@@ -379,7 +380,7 @@ func (r *Rotator) renewIfDue(ctx context.Context, m *multicluster.Member, key ty
 		if bound { // nobody will use the new token: revoke it, and only it (another replica's may have won)
 			cleanup, cancel := detached(ctx, r.opts.Timeout)
 			defer cancel()
-			_ = kube.Secrets(saNamespace).Delete(cleanup, BoundSecret(fresh.Token), metav1.DeleteOptions{})
+			_ = kube.Secrets(saNamespace).Delete(cleanup, boundtoken.BoundSecret(fresh.Token), metav1.DeleteOptions{})
 		}
 		return nil, fmt.Errorf("writing the new token into the Secret: %w", err)
 	}
@@ -396,7 +397,7 @@ func (r *Rotator) renewIfDue(ctx context.Context, m *multicluster.Member, key ty
 	if err == nil {
 		defer doneRenewed()
 		err = r.atMember(ctx, func(ctx context.Context) (err error) {
-			renewal.Revoked, err = Revoke(ctx, renewed, saNamespace, saName, fresh.Token)
+			renewal.Revoked, err = boundtoken.Revoke(ctx, renewed, saNamespace, saName, fresh.Token)
 			return err
 		})
 	}

@@ -24,6 +24,7 @@ import (
 	"github.com/cluster-registry/sdk/clientset/versioned"
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
 	crinformers "github.com/cluster-registry/sdk/informers/externalversions/clusterregistry/v1alpha1"
+	"github.com/cluster-registry/sdk/internal/safetext"
 	"github.com/cluster-registry/sdk/internal/served"
 	crlisters "github.com/cluster-registry/sdk/listers/clusterregistry/v1alpha1"
 	"github.com/cluster-registry/sdk/multicluster"
@@ -310,7 +311,7 @@ func statusOf(p *v1alpha1.Placement, o outcome, now time.Time) v1alpha1.Placemen
 	}
 	if o.invalid != nil {
 		set(v1alpha1.PlacementMisconfigured, metav1.ConditionTrue, v1alpha1.ReasonInvalidPolicy,
-			oneLine(o.invalid.Error(), 1000)+"; the decision last written is kept")
+			safetext.OneLine(o.invalid.Error(), 1000)+"; the decision last written is kept")
 		if meta.FindStatusCondition(st.Conditions, v1alpha1.PlacementSatisfied) == nil {
 			set(v1alpha1.PlacementSatisfied, metav1.ConditionUnknown, v1alpha1.ReasonNotDecided, "the policy cannot be used")
 		}
@@ -319,7 +320,7 @@ func statusOf(p *v1alpha1.Placement, o outcome, now time.Time) v1alpha1.Placemen
 	set(v1alpha1.PlacementMisconfigured, metav1.ConditionFalse, v1alpha1.ReasonValidPolicy, "the policy compiles")
 	if o.failed != nil {
 		set(v1alpha1.PlacementSatisfied, metav1.ConditionFalse, v1alpha1.ReasonDecisionNotWritten,
-			oneLine(o.failed.Error(), 1000)+"; retrying")
+			safetext.OneLine(o.failed.Error(), 1000)+"; retrying")
 		return st
 	}
 	d := o.decided
@@ -364,15 +365,6 @@ func ptrValue(p *int32) int32 {
 		return 0
 	}
 	return *p
-}
-
-// oneLine fits an error's words into a condition's message.
-func oneLine(msg string, limit int) string {
-	msg = strings.Join(strings.Fields(msg), " ")
-	if len(msg) > limit {
-		msg = msg[:limit-3] + "..."
-	}
-	return msg
 }
 
 // PlacementDecisionCRDManifest is where SIG Multicluster's PlacementDecision CRD comes from, at

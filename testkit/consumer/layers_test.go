@@ -80,3 +80,31 @@ func TestPackagesImportOnlyDownwards(t *testing.T) {
 		}
 	}
 }
+
+// controllerPackages are the SDK's controllers (and join, which makes what they keep): each is
+// its own concern, and none imports another; what two share lives in a package below them
+// (boundtoken, access, multicluster), and package controllers, which hosts them all, is above.
+var controllerPackages = []string{"health", "rotation", "clusterprofile", "scheduler", "join"}
+
+// No controller imports another: join took the bound-token protocol from rotation, and a change
+// to the rotator was a change to join.
+func TestControllersDoNotImportEachOther(t *testing.T) {
+	for _, p := range modulePackages(t) {
+		var from string
+		for _, c := range controllerPackages {
+			if under(p.ImportPath, c) {
+				from = c
+			}
+		}
+		if from == "" {
+			continue
+		}
+		for _, imp := range p.Imports {
+			for _, c := range controllerPackages {
+				if c != from && under(imp, c) {
+					t.Errorf("%s imports %s: the controllers do not import each other; move what they share below them", p.ImportPath, imp)
+				}
+			}
+		}
+	}
+}
