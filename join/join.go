@@ -17,9 +17,9 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"github.com/cluster-registry/sdk/boundtoken"
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
 	"github.com/cluster-registry/sdk/internal/clusterapply"
-	"github.com/cluster-registry/sdk/boundtoken"
 )
 
 // DefaultTokenTTL is the life of the tokens Join asks for unless Options.TokenTTL says otherwise:
