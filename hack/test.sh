@@ -21,4 +21,6 @@ export GOFLAGS="${GOFLAGS:+$GOFLAGS }-ldflags=-s"
 if [ "$#" -eq 0 ]; then
   set -- ./...
 fi
-go test -race -count=1 "$@"
+# A package's tests may take longer than go test's default 10 minutes on a loaded 2-core machine:
+# clusterregistry's upgrade test builds the last release's command from its tree first.
+go test -race -count=1 -timeout=30m "$@"

@@ -34,7 +34,7 @@ ln -sf "$(readlink -f "$older_kubectl/kubectl")" "$mixed/kubectl"
 export GOFLAGS="${GOFLAGS:+$GOFLAGS }-ldflags=-s"
 
 echo "== registry, members and kubectl at Kubernetes $OLDEST"
-KUBEBUILDER_ASSETS="$oldest" go test -count=1 ./clusterregistry/ ./access/ ./multicluster/ ./health/ ./cmd/clusterregistry/
+KUBEBUILDER_ASSETS="$oldest" go test -count=1 -timeout=30m ./clusterregistry/ ./access/ ./multicluster/ ./health/ ./cmd/clusterregistry/
 
 # Only the tests that run kubectl: the others would repeat hack/test.sh's run on the same server.
 # A new test that runs kubectl joins this list (TestKubectl* and *Steps* join by their names).
@@ -50,4 +50,4 @@ if [ -n "$missing" ]; then
   exit 1
 fi
 echo "== kubectl $OLDEST_KUBECTL against the newest API server"
-KUBEBUILDER_ASSETS="$mixed" go test -count=1 -run "$kubectl_tests" ./clusterregistry/ ./cmd/clusterregistry/ ./internal/readme/
+KUBEBUILDER_ASSETS="$mixed" go test -count=1 -timeout=30m -run "$kubectl_tests" ./clusterregistry/ ./cmd/clusterregistry/ ./internal/readme/

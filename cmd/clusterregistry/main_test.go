@@ -79,7 +79,7 @@ func TestBadFlags(t *testing.T) {
 		{[]string{"describe", "x", "-A"}, "names and -A conflict"},
 		{[]string{"get", "placements", "web", "-A"}, "names and -A conflict"},
 		{[]string{"get", "placements", "-l", "!!!"}, "-l/--selector:"},
-		{[]string{"get", "placements", "-o", "table"}, "-o table: want wide, or one of"},
+		{[]string{"get", "placements", "-o", "table"}, "-o table: want wide, custom-columns=..., or one of"},
 		{[]string{"explain-placement"}, "name a Placement, or give a policy file with -f/--filename"},
 		{[]string{"explain-placement", "web", "-f", "web.yaml"}, "a Placement NAME and -f/--filename conflict"},
 		{[]string{"explain-placement", "web", "-A"}, "a Placement NAME and -A conflict"},
