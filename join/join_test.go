@@ -17,10 +17,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/cluster-registry/sdk/access"
+	"github.com/cluster-registry/sdk/boundtoken"
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
 	"github.com/cluster-registry/sdk/join"
 	"github.com/cluster-registry/sdk/multicluster"
-	"github.com/cluster-registry/sdk/rotation"
 )
 
 // resolve reaches the member as a tool of the set would: through the registry's Cluster and the
@@ -343,7 +343,7 @@ func TestUnjoinLeavesOtherSetsAlone(t *testing.T) {
 	require.NoError(t, err, "unjoining one set removed another's account")
 	secret, err := second.Kube.CoreV1().Secrets(second.Namespace).Get(ctx, b.Secret.Name, metav1.GetOptions{})
 	require.NoError(t, err)
-	binding := rotation.BoundSecret(string(secret.Data[v1alpha1.SecretTokenKey]))
+	binding := boundtoken.BoundSecret(string(secret.Data[v1alpha1.SecretTokenKey]))
 	require.NotEmpty(t, binding)
 	_, err = member.CoreV1().Secrets(b.Account.Namespace).Get(ctx, binding, metav1.GetOptions{})
 	require.NoError(t, err, "unjoining one set revoked another's token")

@@ -24,6 +24,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/cluster-registry/sdk/access"
+	"github.com/cluster-registry/sdk/boundtoken"
 	"github.com/cluster-registry/sdk/clientset/versioned"
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
 	"github.com/cluster-registry/sdk/localfleet"
@@ -64,7 +65,7 @@ func renewer(t *testing.T, member *localfleet.Member, name string) string {
 }
 
 // boundRenewer makes, on the member, what join makes: a namespace of the account's own, the
-// account, and the rights of rotation.Rules; it returns a 10-minute token of it bound to a Secret.
+// account, and the rights of boundtoken.Rules; it returns a 10-minute token of it bound to a Secret.
 func boundRenewer(t *testing.T, member *localfleet.Member, name string) string {
 	t.Helper()
 	ctx := context.Background()
@@ -73,15 +74,15 @@ func boundRenewer(t *testing.T, member *localfleet.Member, name string) string {
 	require.NoError(t, err)
 	_, err = kube.CoreV1().ServiceAccounts(name).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
 	require.NoError(t, err)
-	_, err = kube.RbacV1().Roles(name).Create(ctx, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: name}, Rules: rotation.Rules(name)}, metav1.CreateOptions{})
+	_, err = kube.RbacV1().Roles(name).Create(ctx, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: name}, Rules: boundtoken.Rules(name)}, metav1.CreateOptions{})
 	require.NoError(t, err)
 	_, err = kube.RbacV1().RoleBindings(name).Create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: name},
 		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: name},
 		Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: name, Name: name}}}, metav1.CreateOptions{})
 	require.NoError(t, err)
-	tr, err := rotation.Issue(ctx, kube.CoreV1(), name, name, 10*time.Minute)
+	tr, err := boundtoken.Issue(ctx, kube.CoreV1(), name, name, 10*time.Minute)
 	require.NoError(t, err)
-	require.NotEmpty(t, rotation.BoundSecret(tr.Token))
+	require.NotEmpty(t, boundtoken.BoundSecret(tr.Token))
 	return tr.Token
 }
 
@@ -213,7 +214,7 @@ func TestRenewalRevokesTheReplacedToken(t *testing.T) {
 	require.Len(t, renewed, 1)
 	require.Equal(t, 1, renewed[0].Revoked)
 	fresh := string(secretOf(t, ns).Data["token"])
-	require.NotEqual(t, rotation.BoundSecret(old), rotation.BoundSecret(fresh))
+	require.NotEqual(t, boundtoken.BoundSecret(old), boundtoken.BoundSecret(fresh))
 
 	member := func(token string) kubernetes.Interface {
 		return kubernetes.NewForConfigOrDie(&rest.Config{Host: lf.Members[0].URL(), BearerToken: token,
@@ -223,10 +224,10 @@ func TestRenewalRevokesTheReplacedToken(t *testing.T) {
 		_, err := member(old).CoreV1().Secrets("bound-renewer").List(ctx, metav1.ListOptions{})
 		return apierrors.IsUnauthorized(err)
 	}, 30*time.Second, 100*time.Millisecond, "the replaced token still works")
-	bindings, err := member(fresh).CoreV1().Secrets("bound-renewer").List(ctx, metav1.ListOptions{LabelSelector: rotation.BindingLabel})
+	bindings, err := member(fresh).CoreV1().Secrets("bound-renewer").List(ctx, metav1.ListOptions{LabelSelector: boundtoken.BindingLabel})
 	require.NoError(t, err, "the new token does not work")
 	require.Len(t, bindings.Items, 1)
-	require.Equal(t, rotation.BoundSecret(fresh), bindings.Items[0].Name)
+	require.Equal(t, boundtoken.BoundSecret(fresh), bindings.Items[0].Name)
 
 	// Whoever edits the Secret to name an account of another namespace, where the account may
 	// make no Secret, gets nothing there, and the Secret keeps its token.
@@ -240,7 +241,7 @@ func TestRenewalRevokesTheReplacedToken(t *testing.T) {
 	require.ErrorContains(t, errs[0], "forbidden")
 	require.NotContains(t, errs[0].Error(), fresh)
 	require.Equal(t, fresh, string(secretOf(t, ns).Data["token"]))
-	inSystem, err := kubernetes.NewForConfigOrDie(lf.Members[0].Config).CoreV1().Secrets("kube-system").List(ctx, metav1.ListOptions{LabelSelector: rotation.BindingLabel})
+	inSystem, err := kubernetes.NewForConfigOrDie(lf.Members[0].Config).CoreV1().Secrets("kube-system").List(ctx, metav1.ListOptions{LabelSelector: boundtoken.BindingLabel})
 	require.NoError(t, err)
 	require.Empty(t, inSystem.Items)
 }

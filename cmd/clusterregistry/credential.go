@@ -1,36 +1,24 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"net/url"
 	"os"
 	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	clientauthv1 "k8s.io/client-go/pkg/apis/clientauthentication/v1"
 
-	"github.com/cluster-registry/sdk/access"
+	"github.com/cluster-registry/sdk/execcredential"
 	"github.com/cluster-registry/sdk/trustflags"
 )
 
-// execInfoEnv is where kubectl (client-go) gives an exec plugin its request.
-const execInfoEnv = "KUBERNETES_EXEC_INFO"
-
-// credentialLifetime bounds how long kubectl may keep a credential before asking again, so that
-// a long-running client rereads the registry: an unjoined member, a rotated Secret or a moved
-// endpoint takes effect within it.
-const credentialLifetime = 5 * time.Minute
-
 // errNotPlugin says the command was not run by kubectl as an exec plugin.
-var errNotPlugin = errors.New(execInfoEnv + " is not set: credential is run by kubectl, as the exec plugin of a kubeconfig that `clusterregistry export --format kubeconfig` writes")
+var errNotPlugin = errors.New(execcredential.InfoEnv + " is not set: credential is run by kubectl, as the exec plugin of a kubeconfig that `clusterregistry export --format kubeconfig` writes")
 
 // CredentialOptions are credential's flags and what Complete makes of them: Complete fills in
 // (the trust flags, and the ExecCredential kubectl passes in $KUBERNETES_EXEC_INFO), Run answers.
@@ -50,7 +38,7 @@ func (o *CredentialOptions) Complete(f *factory, cmd *cobra.Command, args []stri
 	if _, err = o.Trust.ResolverOptions(); err != nil {
 		return usageError{err}
 	}
-	o.info = []byte(os.Getenv(execInfoEnv))
+	o.info = []byte(os.Getenv(execcredential.InfoEnv))
 	return nil
 }
 
@@ -123,21 +111,17 @@ func newCredential(f *factory) *cobra.Command {
 	return cmd
 }
 
-// credential answers kubectl's request for the credentials of Cluster namespace/name.
+// credential answers kubectl's request for the credentials of Cluster namespace/name, with
+// package execcredential: the errors here say what to do in the command's terms.
 func credential(ctx context.Context, out io.Writer, reg *registry, name string, info []byte, trust *trustflags.Flags) error {
 	namespace := reg.Namespace
-	var req clientauthv1.ExecCredential
-	if err := json.Unmarshal(info, &req); err != nil {
-		return fmt.Errorf("%s is not an ExecCredential: %w", execInfoEnv, err)
-	}
-	switch req.APIVersion {
-	case "client.authentication.k8s.io/v1", "client.authentication.k8s.io/v1beta1":
-	default:
-		return fmt.Errorf("%s: apiVersion %q is not one credential answers (client.authentication.k8s.io/v1 or v1beta1)", execInfoEnv, req.APIVersion)
-	}
 	key := namespace + "/" + name
-	if req.Spec.Cluster == nil {
+	req, err := execcredential.ParseRequest(info)
+	if errors.Is(err, execcredential.ErrNoClusterInfo) {
 		return fmt.Errorf("cluster %s: kubectl did not say which server it will call; set provideClusterInfo: true in the kubeconfig's exec entry (export writes it so)", key)
+	}
+	if err != nil {
+		return err
 	}
 
 	at := strings.TrimSuffix(reg.Config.Host, "/")
@@ -161,46 +145,9 @@ func credential(ctx context.Context, out io.Writer, reg *registry, name string, 
 		// the terms of the flags that would allow it.
 		return trustflags.InFlagTerms(err)
 	}
-	if err := checkTarget(key, resolved, req.Spec.Cluster); err != nil {
-		return err
-	}
-	status, err := material(ctx, resolved)
+	answer, err := execcredential.Answer(ctx, req, resolved)
 	if err != nil {
-		return fmt.Errorf("cluster %s, provider %s: %w", key, resolved.Provider, err)
+		return fmt.Errorf("cluster %s: %w", key, err)
 	}
-	answer := clientauthv1.ExecCredential{TypeMeta: metav1.TypeMeta{APIVersion: req.APIVersion, Kind: "ExecCredential"}, Status: status}
 	return json.NewEncoder(out).Encode(answer)
-}
-
-// checkTarget refuses unless kubectl will call the server the credentials were resolved for, and
-// verify it as the Resolver would: by the same CA and server name, never without verifying.
-func checkTarget(key string, a *access.Resolved, to *clientauthv1.Cluster) error {
-	server, err := access.ServerURL(to.Server)
-	if err != nil {
-		return fmt.Errorf("cluster %s: kubectl's server for this context: %w", key, err)
-	}
-	if server.String() != a.Server.String() {
-		return fmt.Errorf("cluster %s: refused: its credentials are for %s, but kubectl is about to call %s; "+
-			"the kubeconfig is out of date or was not written for this registry: export it again", key, a.Server, redacted(to.Server))
-	}
-	if to.InsecureSkipTLSVerify {
-		return fmt.Errorf("cluster %s: refused: the kubeconfig skips verifying %s (insecure-skip-tls-verify); remove it, or export the kubeconfig again", key, a.Server)
-	}
-	if !bytes.Equal(bytes.TrimSpace(to.CertificateAuthorityData), bytes.TrimSpace(a.Config.CAData)) {
-		return fmt.Errorf("cluster %s: refused: kubectl would verify %s with another certificate authority than the registry gives for it; export the kubeconfig again", key, a.Server)
-	}
-	if to.TLSServerName != a.Config.ServerName {
-		return fmt.Errorf("cluster %s: refused: kubectl would check %s's certificate for the name %q, the registry for %q; export the kubeconfig again", key, a.Server, to.TLSServerName, a.Config.ServerName)
-	}
-	return nil
-}
-
-// redacted is a server address without any user info it may carry.
-func redacted(address string) string {
-	u, err := url.Parse(address)
-	if err != nil {
-		return "(an address that does not parse)"
-	}
-	u.User = nil
-	return u.String()
 }

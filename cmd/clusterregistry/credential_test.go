@@ -21,6 +21,7 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/cluster-registry/sdk/clientset/versioned"
+	"github.com/cluster-registry/sdk/execcredential"
 	"github.com/cluster-registry/sdk/localfleet"
 	"github.com/cluster-registry/sdk/testkit/gobuild"
 )
@@ -127,10 +128,10 @@ func TestKubeconfigThroughRegistry(t *testing.T) {
 	}{
 		{"a kubeconfig that sends alpha's credentials to another server", func(c *clientcmdapi.Config) {
 			c.Clusters["alpha"].Server, c.Clusters["alpha"].CertificateAuthorityData = evil.URL, evilCA
-		}, "refused: its credentials are for " + alphaServer + ", but kubectl is about to call " + evil.URL},
+		}, "refused: the credentials are for " + alphaServer + ", but the client is about to call " + evil.URL},
 		{"a kubeconfig that trusts another CA for alpha's server", func(c *clientcmdapi.Config) {
 			c.Clusters["alpha"].CertificateAuthorityData = evilCA
-		}, "refused: kubectl would verify " + alphaServer + " with another certificate authority"},
+		}, "refused: the client would verify " + alphaServer + " with another certificate authority"},
 		{"a kubeconfig that does not verify alpha's server", func(c *clientcmdapi.Config) {
 			c.Clusters["alpha"].CertificateAuthorityData, c.Clusters["alpha"].InsecureSkipTLSVerify = nil, true
 		}, "refused: the kubeconfig skips verifying " + alphaServer},
@@ -186,7 +187,7 @@ func TestKubeconfigThroughRegistry(t *testing.T) {
 	require.Contains(t, stderr, "cluster "+joined+"/beta is not in the registry")
 
 	// Not run by kubectl.
-	t.Setenv(execInfoEnv, "")
+	t.Setenv(execcredential.InfoEnv, "")
 	code, _, stderr = cli("credential", "alpha")
 	require.Equal(t, 1, code)
 	require.Contains(t, stderr, "KUBERNETES_EXEC_INFO is not set")

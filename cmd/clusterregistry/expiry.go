@@ -55,7 +55,7 @@ func (e *tokenExpiries) of(ctx context.Context, c *v1alpha1.Cluster, p v1alpha1.
 		if list, err := e.kube.CoreV1().Secrets(namespace).List(ctx, metav1.ListOptions{}); err == nil {
 			byName = map[string]time.Time{}
 			for _, s := range list.Items {
-				if exp := tokenExpiry(string(s.Data[v1alpha1.SecretTokenKey])); !exp.IsZero() { // only its exp claim is read
+				if _, exp := access.TokenExpiry(string(s.Data[v1alpha1.SecretTokenKey])); !exp.IsZero() { // only its exp claim is read
 					byName[s.Name] = exp
 				}
 			}

@@ -1,4 +1,4 @@
-package main
+package execcredential
 
 import (
 	"context"
@@ -46,7 +46,7 @@ func material(ctx context.Context, a *access.Resolved) (*clientauthv1.ExecCreden
 	}
 	_ = resp.Body.Close()
 
-	limit := time.Now().Add(credentialLifetime)
+	limit := time.Now().Add(MaxLifetime)
 	if token, ok := strings.CutPrefix(authorization, "Bearer "); ok && token != "" {
 		return &clientauthv1.ExecCredentialStatus{Token: token, ExpirationTimestamp: expiry(limit, tokenExpiry(token))}, nil
 	}
