@@ -3,9 +3,6 @@ package decision
 import (
 	"context"
 	"fmt"
-	"slices"
-	"strings"
-	"sync"
 
 	"github.com/go-logr/logr"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -16,7 +13,6 @@ import (
 	cpversioned "sigs.k8s.io/cluster-inventory-api/client/clientset/versioned"
 	cpinformers "sigs.k8s.io/cluster-inventory-api/client/informers/externalversions"
 
-	"github.com/cluster-registry/sdk/internal/subscribe"
 	"github.com/cluster-registry/sdk/multicluster"
 )
 
@@ -32,12 +28,7 @@ type View struct {
 	namespace string
 	key       string
 	log       logr.Logger
-
-	mu      sync.Mutex
-	all     map[types.NamespacedName]*multicluster.Member // the Fleet's
-	decided map[types.NamespacedName]bool                 // the decision's
-	chosen  map[types.NamespacedName]*multicluster.Member // both
-	subs    subscribe.List[multicluster.MemberEvent]
+	subset    *multicluster.Subset
 }
 
 // ViewOptions configure a View.
@@ -49,9 +40,7 @@ type ViewOptions struct {
 // NewView is the members of fleet that the decision of key in namespace chooses. Run it (it
 // follows both) after starting the Fleet.
 func NewView(fleet multicluster.MemberSource, client cpversioned.Interface, namespace, key string, opts ViewOptions) *View {
-	v := &View{fleet: fleet, client: client, namespace: namespace, key: key, log: opts.Logger,
-		all: map[types.NamespacedName]*multicluster.Member{}, decided: map[types.NamespacedName]bool{},
-		chosen: map[types.NamespacedName]*multicluster.Member{}}
+	v := &View{fleet: fleet, client: client, namespace: namespace, key: key, log: opts.Logger, subset: multicluster.NewSubset()}
 	if v.log.GetSink() == nil {
 		v.log = logr.Discard()
 	}
@@ -59,29 +48,20 @@ func NewView(fleet multicluster.MemberSource, client cpversioned.Interface, name
 }
 
 // Members is the chosen members now, ordered by cluster set and name.
-func (v *View) Members() []*multicluster.Member {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	return sortedMembers(v.chosen)
-}
+func (v *View) Members() []*multicluster.Member { return v.subset.Members() }
 
 // Subscribe calls fn with MemberAdded for each member chosen now, then with each change (a
 // MemberReachChanged of a chosen member included), in order, one call at a time, until
 // unsubscribe.
 func (v *View) Subscribe(fn func(multicluster.MemberEvent)) (unsubscribe func()) {
-	v.mu.Lock()
-	var initial []multicluster.MemberEvent
-	for _, m := range sortedMembers(v.chosen) {
-		initial = append(initial, multicluster.MemberEvent{Type: multicluster.MemberAdded, Member: m})
-	}
-	q := v.subs.Add(fn, initial...)
-	v.mu.Unlock()
-	return func() {
-		v.mu.Lock()
-		v.subs.Remove(q)
-		v.mu.Unlock()
-		q.Stop()
-	}
+	return v.subset.Subscribe(fn)
+}
+
+// SubscribeChanges calls fn with a chosen member each time its Cluster changes (see
+// multicluster.ChangeSource), in order, one call at a time, until unsubscribe; never when the
+// View's Fleet does not tell of changes.
+func (v *View) SubscribeChanges(fn func(*multicluster.Member)) (unsubscribe func()) {
+	return v.subset.SubscribeChanges(fn)
 }
 
 // Run follows the decision and the Fleet until ctx ends; then the view chooses nothing, and says
@@ -113,16 +93,12 @@ func (v *View) Run(ctx context.Context) error {
 	if !cache.WaitForCacheSync(ctx.Done(), informer.Informer().HasSynced) {
 		return nil // ctx ended
 	}
-	unsubscribe := v.fleet.Subscribe(v.onFleet)
-	defer unsubscribe()
+	stop := v.subset.Follow(v.fleet) // chooses nothing until the decision is read
+	defer stop()
 	poke(nil)
 	for {
 		select {
 		case <-ctx.Done():
-			v.mu.Lock()
-			v.decided = map[types.NamespacedName]bool{}
-			v.reconcileLocked()
-			v.mu.Unlock()
 			return nil
 		case <-changed:
 			items, err := lister.PlacementDecisions(v.namespace).List(labels.Everything())
@@ -138,61 +114,13 @@ func (v *View) Run(ctx context.Context) error {
 				v.log.Info("a placement decision names ClusterProfiles of another namespace; they are not followed",
 					"namespace", v.namespace, "decisionKey", v.key, "refused", len(d.Refused))
 			}
-			v.mu.Lock()
-			v.decided = map[types.NamespacedName]bool{}
+			decided := make(map[types.NamespacedName]bool, len(d.Clusters))
 			for _, c := range d.Clusters {
-				v.decided[c] = true
+				decided[c] = true
 			}
-			v.reconcileLocked()
-			v.mu.Unlock()
+			v.subset.Keep(func(key types.NamespacedName) bool { return decided[key] })
 		}
 	}
 }
 
-// onFleet follows the Fleet's membership.
-func (v *View) onFleet(ev multicluster.MemberEvent) {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	key := ev.Member.Name()
-	switch ev.Type {
-	case multicluster.MemberAdded:
-		v.all[key] = ev.Member
-	case multicluster.MemberRemoved:
-		delete(v.all, key)
-	case multicluster.MemberReachChanged:
-		if v.chosen[key] == ev.Member {
-			v.subs.Send(ev)
-		}
-		return
-	}
-	v.reconcileLocked()
-}
-
-// reconcileLocked chooses the Fleet's members that the decision names, and publishes the
-// difference. v.mu is held.
-func (v *View) reconcileLocked() {
-	for key, m := range v.chosen {
-		if !v.decided[key] || v.all[key] != m {
-			delete(v.chosen, key)
-			v.subs.Send(multicluster.MemberEvent{Type: multicluster.MemberRemoved, Member: m})
-		}
-	}
-	for _, m := range sortedMembers(v.all) {
-		key := m.Name()
-		if _, ok := v.chosen[key]; !ok && v.decided[key] {
-			v.chosen[key] = m
-			v.subs.Send(multicluster.MemberEvent{Type: multicluster.MemberAdded, Member: m})
-		}
-	}
-}
-
-func sortedMembers(ms map[types.NamespacedName]*multicluster.Member) []*multicluster.Member {
-	out := make([]*multicluster.Member, 0, len(ms))
-	for _, m := range ms {
-		out = append(out, m)
-	}
-	slices.SortFunc(out, func(a, b *multicluster.Member) int { return strings.Compare(a.String(), b.String()) })
-	return out
-}
-
-var _ multicluster.MemberSource = (*View)(nil)
+var _ multicluster.ChangeSource = (*View)(nil)

@@ -3,6 +3,8 @@ package shard
 import (
 	"fmt"
 	"math/rand/v2"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -26,6 +28,16 @@ func (l *memberList) Members() []*multicluster.Member {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return sorted(l.members)
+}
+
+// sorted is ms ordered by cluster set and name.
+func sorted(ms map[types.NamespacedName]*multicluster.Member) []*multicluster.Member {
+	out := make([]*multicluster.Member, 0, len(ms))
+	for _, m := range ms {
+		out = append(out, m)
+	}
+	slices.SortFunc(out, func(a, b *multicluster.Member) int { return strings.Compare(a.String(), b.String()) })
+	return out
 }
 
 func (l *memberList) Subscribe(fn func(multicluster.MemberEvent)) func() {
@@ -79,7 +91,8 @@ func TestCoverageThroughChanges(t *testing.T) {
 		next++
 		p := &Peers{opts: PeerOptions{Identity: id}}
 		v := NewView(fleet, p)
-		fleet.Subscribe(func(ev multicluster.MemberEvent) { v.onFleet(ev) })
+		v.subset.Keep(v.owner())
+		v.subset.Follow(fleet)
 		replicas[id] = &replica{peers: p, view: v}
 	}
 	// settle gives every replica the same group, as each would read it from the Leases, and
@@ -94,9 +107,7 @@ func TestCoverageThroughChanges(t *testing.T) {
 			rep.peers.mu.Lock()
 			rep.peers.live = live
 			rep.peers.mu.Unlock()
-			rep.view.mu.Lock()
-			rep.view.reassignLocked()
-			rep.view.mu.Unlock()
+			rep.view.subset.Keep(rep.view.owner()) // what Run does when the group changes
 			for _, m := range rep.view.Members() {
 				other, twice := owner[m.Name()]
 				require.False(t, twice, "step %d: %s owned by %s and %s", step, m.Name(), other, id)
