@@ -57,6 +57,18 @@ func (r *Request) Secret(ctx context.Context, namespace, name string) (*corev1.S
 // endpoint; pinning keeps such an edit from redirecting the credentials to a server of theirs.
 // ResolverOptions.AllowUnpinnedSecrets turns the check off for Secrets that name no servers at all.
 func (r *Request) CheckPinned(secret *corev1.Secret, alsoAllowed ...string) error {
+	return checkPinned(secret, r.Server.String(), r.resolver.opts.AllowUnpinnedSecrets, alsoAllowed...)
+}
+
+// CheckPinned reports whether secret's credentials may be sent to the resolved member's Server,
+// by the rule the Resolver applied when it resolved: for whoever reads a Secret again after
+// resolving (a rotator renewing its token), since the Secret may have changed since.
+func (a *Resolved) CheckPinned(secret *corev1.Secret) error {
+	allowUnpinned := a.owner != nil && a.owner.opts.AllowUnpinnedSecrets
+	return checkPinned(secret, a.Server.String(), allowUnpinned)
+}
+
+func checkPinned(secret *corev1.Secret, want string, allowUnpinned bool, alsoAllowed ...string) error {
 	var allowed []string
 	for _, s := range strings.Split(secret.Annotations[annotationServers], ",") {
 		if s = strings.TrimSpace(s); s != "" {
@@ -64,10 +76,9 @@ func (r *Request) CheckPinned(secret *corev1.Secret, alsoAllowed ...string) erro
 		}
 	}
 	allowed = append(allowed, alsoAllowed...)
-	if len(allowed) == 0 && r.resolver.opts.AllowUnpinnedSecrets {
+	if len(allowed) == 0 && allowUnpinned {
 		return nil
 	}
-	want := r.Server.String()
 	for _, a := range allowed {
 		if u, err := ServerURL(a); err == nil && u.String() == want {
 			return nil

@@ -314,6 +314,10 @@ func (r *Rotator) renewIfDue(ctx context.Context, m *multicluster.Member, key ty
 	if err != nil {
 		return nil, fmt.Errorf("reading the Secret: %w", err)
 	}
+	// Read again since the resolution: it must still pin its token to the resolution's server.
+	if err := a.CheckPinned(s); err != nil {
+		return nil, err
+	}
 	account := s.Annotations[v1alpha1.ServiceAccountAnnotation]
 	if account == "" {
 		return nil, nil // not a token join made: nothing this Rotator can renew

@@ -100,3 +100,47 @@ func TestRenewalFollowsTheProvidersSecretNamespace(t *testing.T) {
 		require.NotContains(t, err.Error(), theirs)
 	}
 }
+
+// The rotator reads the token's Secret again after resolving the member (the Resolver keeps a
+// resolution up to 30 s): a Secret pinned elsewhere since is refused, and its token is not sent
+// to the server the old pinning allowed.
+func TestRenewalRefusesASecretPinnedElsewhereSinceResolving(t *testing.T) {
+	if testing.Short() {
+		t.Skip("needs kube-apiserver and etcd")
+	}
+	ctx := context.Background()
+	var mu sync.Mutex
+	var sent []string
+	member := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		sent = append(sent, strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer "))
+		mu.Unlock()
+		http.Error(w, `{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"Forbidden","code":403}`, http.StatusForbidden)
+	}))
+	defer member.Close()
+	set := fleettest.NewSet(t, lf)
+	kube := kubernetes.NewForConfigOrDie(lf.Registry.Config)
+	m := registerHostile(t, set, "moved", member, dueToken(t, "moved"))
+	_, err := m.Access(ctx) // resolved now, while the Secret is pinned to the member
+	require.NoError(t, err)
+
+	// The Secret now holds another credential, pinned to another server.
+	elsewhere := dueToken(t, "elsewhere")
+	s, err := kube.CoreV1().Secrets(set).Get(ctx, "moved-token", metav1.GetOptions{})
+	require.NoError(t, err)
+	s.Annotations[v1alpha1.ServersAnnotation] = "https://elsewhere.example:6443"
+	s.Data["token"] = []byte(elsewhere)
+	_, err = kube.CoreV1().Secrets(set).Update(ctx, s, metav1.UpdateOptions{})
+	require.NoError(t, err)
+
+	r, err := rotation.New(fleettest.Fixed([]*multicluster.Member{m}), rotation.Options{Kube: kube, Timeout: 5 * time.Second})
+	require.NoError(t, err)
+	_, errs := rotation.RenewDueAt(r, ctx, time.Now().Add(7*time.Minute))
+	require.Len(t, errs, 1)
+	var pinning *access.PinningError
+	require.ErrorAs(t, errs[0], &pinning)
+	require.NotContains(t, errs[0].Error(), elsewhere)
+	mu.Lock()
+	defer mu.Unlock()
+	require.NotContains(t, sent, elsewhere, "a token pinned elsewhere went to the member's server")
+}
