@@ -58,6 +58,32 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &clusterregistryv1alpha1.PlacementStatusApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("PlacementToleration"):
 		return &clusterregistryv1alpha1.PlacementTolerationApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("Release"):
+		return &clusterregistryv1alpha1.ReleaseApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("ReleaseConfigMapSource"):
+		return &clusterregistryv1alpha1.ReleaseConfigMapSourceApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("ReleaseDrift"):
+		return &clusterregistryv1alpha1.ReleaseDriftApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("ReleaseIgnoredFields"):
+		return &clusterregistryv1alpha1.ReleaseIgnoredFieldsApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("ReleaseMemberStatus"):
+		return &clusterregistryv1alpha1.ReleaseMemberStatusApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("ReleaseObjectStatus"):
+		return &clusterregistryv1alpha1.ReleaseObjectStatusApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("ReleasePhaseCount"):
+		return &clusterregistryv1alpha1.ReleasePhaseCountApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("ReleasePlacement"):
+		return &clusterregistryv1alpha1.ReleasePlacementApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("ReleaseRollout"):
+		return &clusterregistryv1alpha1.ReleaseRolloutApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("ReleaseSource"):
+		return &clusterregistryv1alpha1.ReleaseSourceApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("ReleaseSpec"):
+		return &clusterregistryv1alpha1.ReleaseSpecApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("ReleaseStatus"):
+		return &clusterregistryv1alpha1.ReleaseStatusApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("ReleaseStatusSlice"):
+		return &clusterregistryv1alpha1.ReleaseStatusSliceApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("ServerAddressByClientCIDR"):
 		return &clusterregistryv1alpha1.ServerAddressByClientCIDRApplyConfiguration{}
 

@@ -13,6 +13,10 @@ var (
 	clusterCRDYAML []byte
 	//go:embed crd/clusterregistry.k8s.io_placements.yaml
 	placementCRDYAML []byte
+	//go:embed crd/clusterregistry.k8s.io_releases.yaml
+	releaseCRDYAML []byte
+	//go:embed crd/clusterregistry.k8s.io_releasestatusslices.yaml
+	releaseStatusSliceCRDYAML []byte
 )
 
 // CRDName is the name of the Cluster CustomResourceDefinition.
@@ -21,10 +25,20 @@ const CRDName = "clusters.clusterregistry.k8s.io"
 // PlacementCRDName is the name of the Placement CustomResourceDefinition.
 const PlacementCRDName = "placements.clusterregistry.k8s.io"
 
-// CRDYAML returns the manifests of the registry's CRDs (Clusters, then Placements) as one YAML
-// stream, as `kubectl apply -f` takes it.
+// ReleaseCRDName is the name of the Release CustomResourceDefinition.
+const ReleaseCRDName = "releases.clusterregistry.k8s.io"
+
+// ReleaseStatusSliceCRDName is the name of the ReleaseStatusSlice CustomResourceDefinition.
+const ReleaseStatusSliceCRDName = "releasestatusslices.clusterregistry.k8s.io"
+
+// CRDYAML returns the manifests of the registry's CRDs (Clusters, Placements, Releases and
+// ReleaseStatusSlices) as one YAML stream, as `kubectl apply -f` takes it.
 func CRDYAML() []byte {
-	return append(append([]byte(nil), clusterCRDYAML...), placementCRDYAML...)
+	var out []byte
+	for _, m := range [][]byte{clusterCRDYAML, placementCRDYAML, releaseCRDYAML, releaseStatusSliceCRDYAML} {
+		out = append(out, m...)
+	}
+	return out
 }
 
 // CRD returns the Cluster CRD. Each call returns a new object that the caller may change.
@@ -34,9 +48,18 @@ func CRD() *apiextensionsv1.CustomResourceDefinition { return decodeCRD(clusterC
 // change.
 func PlacementCRD() *apiextensionsv1.CustomResourceDefinition { return decodeCRD(placementCRDYAML) }
 
+// ReleaseCRD returns the Release CRD. Each call returns a new object that the caller may change.
+func ReleaseCRD() *apiextensionsv1.CustomResourceDefinition { return decodeCRD(releaseCRDYAML) }
+
+// ReleaseStatusSliceCRD returns the ReleaseStatusSlice CRD. Each call returns a new object that
+// the caller may change.
+func ReleaseStatusSliceCRD() *apiextensionsv1.CustomResourceDefinition {
+	return decodeCRD(releaseStatusSliceCRDYAML)
+}
+
 // CRDs returns every CRD of the registry's API, the Cluster CRD first: what Install installs.
 func CRDs() []*apiextensionsv1.CustomResourceDefinition {
-	return []*apiextensionsv1.CustomResourceDefinition{CRD(), PlacementCRD()}
+	return []*apiextensionsv1.CustomResourceDefinition{CRD(), PlacementCRD(), ReleaseCRD(), ReleaseStatusSliceCRD()}
 }
 
 func decodeCRD(manifest []byte) *apiextensionsv1.CustomResourceDefinition {

@@ -28,6 +28,10 @@ type KindOptions struct {
 	KeepManagedFields bool
 	// Indexers are added to every member's cache of the kind; see also Kind.AddIndexers.
 	Indexers cache.Indexers
+	// LabelSelector, if set, caches only the objects whose labels match it (the members filter
+	// them, so that what they do not send costs nothing here). A kind cached with two selectors
+	// is two Kinds.
+	LabelSelector string
 }
 
 // Kind is one kind's caches on every member of a Cache. T is the type its objects have in the
@@ -49,14 +53,18 @@ type Kind[T runtime.Object] struct {
 
 // kindID names a kind in a Cache: its resource and how it is cached.
 type kindID struct {
-	gvr  schema.GroupVersionResource
-	mode string
+	gvr      schema.GroupVersionResource
+	mode     string
+	selector string
 }
 
 func (id kindID) String() string {
 	s := id.gvr.Resource
 	if id.gvr.Group != "" {
 		s += "." + id.gvr.Group
+	}
+	if id.selector != "" {
+		return fmt.Sprintf("%s (%s, %s, %s)", s, id.gvr.Version, id.mode, id.selector)
 	}
 	return fmt.Sprintf("%s (%s, %s)", s, id.gvr.Version, id.mode)
 }
@@ -84,7 +92,7 @@ func Typed[T runtime.Object](c *Cache, gvr schema.GroupVersionResource, opts Kin
 	if err != nil {
 		return nil, err
 	}
-	return register[T](c, kindID{gvr, "typed"}, opts, func(cl *memberClients) (cache.ListerWatcher, runtime.Object, error) {
+	return register[T](c, kindID{gvr, "typed", opts.LabelSelector}, opts, func(cl *memberClients) (cache.ListerWatcher, runtime.Object, error) {
 		rc, err := cl.typedFor(gvr.GroupVersion())
 		if err != nil {
 			return nil, nil, err
@@ -95,7 +103,7 @@ func Typed[T runtime.Object](c *Cache, gvr schema.GroupVersionResource, opts Kin
 
 // Dynamic caches any resource, custom resources included, as unstructured objects.
 func Dynamic(c *Cache, gvr schema.GroupVersionResource, opts KindOptions) (*Kind[*unstructured.Unstructured], error) {
-	return register[*unstructured.Unstructured](c, kindID{gvr, "dynamic"}, opts, func(cl *memberClients) (cache.ListerWatcher, runtime.Object, error) {
+	return register[*unstructured.Unstructured](c, kindID{gvr, "dynamic", opts.LabelSelector}, opts, func(cl *memberClients) (cache.ListerWatcher, runtime.Object, error) {
 		dyn, err := cl.Dynamic()
 		if err != nil {
 			return nil, nil, err
@@ -109,7 +117,7 @@ func Dynamic(c *Cache, gvr schema.GroupVersionResource, opts KindOptions) (*Kind
 // for tools that count or find objects without reading them: a fraction of the memory of the
 // whole objects.
 func Metadata(c *Cache, gvr schema.GroupVersionResource, opts KindOptions) (*Kind[*metav1.PartialObjectMetadata], error) {
-	return register[*metav1.PartialObjectMetadata](c, kindID{gvr, "metadata"}, opts, func(cl *memberClients) (cache.ListerWatcher, runtime.Object, error) {
+	return register[*metav1.PartialObjectMetadata](c, kindID{gvr, "metadata", opts.LabelSelector}, opts, func(cl *memberClients) (cache.ListerWatcher, runtime.Object, error) {
 		meta, err := cl.Metadata()
 		if err != nil {
 			return nil, nil, err
@@ -165,6 +173,9 @@ func (k *Kind[T]) startOn(mc *memberCaches) {
 		if err != nil {
 			st.fail(fmt.Errorf("member %s: %s: %w", mc.member, k, err))
 			return
+		}
+		if k.opts.LabelSelector != "" {
+			lw = selected(lw, k.opts.LabelSelector)
 		}
 		inf, err := k.newInformer(mc, st, lw, example)
 		if err != nil {

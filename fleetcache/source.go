@@ -31,6 +31,21 @@ func listWatch[L runtime.Object](list func(context.Context, metav1.ListOptions) 
 	}
 }
 
+// selected lists and watches through lw only the objects that selector matches.
+func selected(plain cache.ListerWatcher, selector string) cache.ListerWatcher {
+	lw := cache.ToListerWatcherWithContext(plain)
+	return &cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+			opts.LabelSelector = selector
+			return lw.ListWithContext(ctx, opts)
+		},
+		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+			opts.LabelSelector = selector
+			return lw.WatchWithContext(ctx, opts)
+		},
+	}
+}
+
 // typedListWatch lists and watches a resource of rc's group-version in every namespace, as
 // client-go's generated clientset does, decoding into client-go's types.
 func typedListWatch(rc rest.Interface, resource string) cache.ListerWatcher {

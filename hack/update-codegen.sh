@@ -27,6 +27,7 @@ kube::codegen::gen_openapi \
   --report-filename "$ROOT/hack/api-rules-violations.list" \
   --output-dir "$OUT/internal/openapi" \
   --output-pkg "$MODULE/internal/openapi" \
+  --extra-pkgs k8s.io/apimachinery/pkg/util/intstr \
   --boilerplate "$BOILERPLATE" \
   clusterregistry
 SCHEMA="$(mktemp)"

@@ -260,6 +260,263 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: seconds
       type:
         scalar: numeric
+- name: com.github.cluster-registry.sdk.clusterregistry.v1alpha1.Release
+  map:
+    fields:
+    - name: apiVersion
+      type:
+        scalar: string
+    - name: kind
+      type:
+        scalar: string
+    - name: metadata
+      type:
+        namedType: io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta
+      default: {}
+    - name: spec
+      type:
+        namedType: com.github.cluster-registry.sdk.clusterregistry.v1alpha1.ReleaseSpec
+      default: {}
+    - name: status
+      type:
+        namedType: com.github.cluster-registry.sdk.clusterregistry.v1alpha1.ReleaseStatus
+      default: {}
+- name: com.github.cluster-registry.sdk.clusterregistry.v1alpha1.ReleaseConfigMapSource
+  map:
+    fields:
+    - name: key
+      type:
+        scalar: string
+    - name: name
+      type:
+        scalar: string
+      default: ""
+- name: com.github.cluster-registry.sdk.clusterregistry.v1alpha1.ReleaseDrift
+  map:
+    fields:
+    - name: ignore
+      type:
+        list:
+          elementType:
+            namedType: com.github.cluster-registry.sdk.clusterregistry.v1alpha1.ReleaseIgnoredFields
+          elementRelationship: atomic
+    - name: policy
+      type:
+        scalar: string
+- name: com.github.cluster-registry.sdk.clusterregistry.v1alpha1.ReleaseIgnoredFields
+  map:
+    fields:
+    - name: group
+      type:
+        scalar: string
+    - name: kind
+      type:
+        scalar: string
+      default: ""
+    - name: paths
+      type:
+        list:
+          elementType:
+            scalar: string
+          elementRelationship: atomic
+- name: com.github.cluster-registry.sdk.clusterregistry.v1alpha1.ReleaseMemberStatus
+  map:
+    fields:
+    - name: cluster
+      type:
+        scalar: string
+      default: ""
+    - name: lastApplied
+      type:
+        namedType: io.k8s.apimachinery.pkg.apis.meta.v1.Time
+    - name: message
+      type:
+        scalar: string
+    - name: objects
+      type:
+        list:
+          elementType:
+            namedType: com.github.cluster-registry.sdk.clusterregistry.v1alpha1.ReleaseObjectStatus
+          elementRelationship: atomic
+    - name: phase
+      type:
+        scalar: string
+      default: ""
+    - name: reason
+      type:
+        scalar: string
+    - name: revision
+      type:
+        scalar: string
+- name: com.github.cluster-registry.sdk.clusterregistry.v1alpha1.ReleaseObjectStatus
+  map:
+    fields:
+    - name: group
+      type:
+        scalar: string
+    - name: kind
+      type:
+        scalar: string
+      default: ""
+    - name: message
+      type:
+        scalar: string
+    - name: name
+      type:
+        scalar: string
+      default: ""
+    - name: namespace
+      type:
+        scalar: string
+    - name: resource
+      type:
+        scalar: string
+      default: ""
+    - name: status
+      type:
+        scalar: string
+    - name: version
+      type:
+        scalar: string
+      default: ""
+- name: com.github.cluster-registry.sdk.clusterregistry.v1alpha1.ReleasePhaseCount
+  map:
+    fields:
+    - name: count
+      type:
+        scalar: numeric
+      default: 0
+    - name: phase
+      type:
+        scalar: string
+      default: ""
+- name: com.github.cluster-registry.sdk.clusterregistry.v1alpha1.ReleasePlacement
+  map:
+    fields:
+    - name: decisionKey
+      type:
+        scalar: string
+    - name: name
+      type:
+        scalar: string
+- name: com.github.cluster-registry.sdk.clusterregistry.v1alpha1.ReleaseRollout
+  map:
+    fields:
+    - name: maxConcurrency
+      type:
+        namedType: io.k8s.apimachinery.pkg.util.intstr.IntOrString
+    - name: maxFailures
+      type:
+        namedType: io.k8s.apimachinery.pkg.util.intstr.IntOrString
+    - name: progressDeadlineSeconds
+      type:
+        scalar: numeric
+    - name: soakSeconds
+      type:
+        scalar: numeric
+    - name: strategy
+      type:
+        scalar: string
+- name: com.github.cluster-registry.sdk.clusterregistry.v1alpha1.ReleaseSource
+  map:
+    fields:
+    - name: configMap
+      type:
+        namedType: com.github.cluster-registry.sdk.clusterregistry.v1alpha1.ReleaseConfigMapSource
+    - name: manifests
+      type:
+        list:
+          elementType:
+            namedType: __untyped_atomic_
+          elementRelationship: atomic
+- name: com.github.cluster-registry.sdk.clusterregistry.v1alpha1.ReleaseSpec
+  map:
+    fields:
+    - name: deletionPolicy
+      type:
+        scalar: string
+    - name: drift
+      type:
+        namedType: com.github.cluster-registry.sdk.clusterregistry.v1alpha1.ReleaseDrift
+    - name: placement
+      type:
+        namedType: com.github.cluster-registry.sdk.clusterregistry.v1alpha1.ReleasePlacement
+      default: {}
+    - name: rollout
+      type:
+        namedType: com.github.cluster-registry.sdk.clusterregistry.v1alpha1.ReleaseRollout
+    - name: source
+      type:
+        namedType: com.github.cluster-registry.sdk.clusterregistry.v1alpha1.ReleaseSource
+      default: {}
+    - name: suspend
+      type:
+        scalar: boolean
+    - name: targetNamespace
+      type:
+        scalar: string
+- name: com.github.cluster-registry.sdk.clusterregistry.v1alpha1.ReleaseStatus
+  map:
+    fields:
+    - name: conditions
+      type:
+        list:
+          elementType:
+            namedType: io.k8s.apimachinery.pkg.apis.meta.v1.Condition
+          elementRelationship: associative
+          keys:
+          - type
+    - name: members
+      type:
+        scalar: numeric
+    - name: observedGeneration
+      type:
+        scalar: numeric
+    - name: phases
+      type:
+        list:
+          elementType:
+            namedType: com.github.cluster-registry.sdk.clusterregistry.v1alpha1.ReleasePhaseCount
+          elementRelationship: associative
+          keys:
+          - phase
+    - name: ready
+      type:
+        scalar: numeric
+    - name: revision
+      type:
+        scalar: string
+    - name: wave
+      type:
+        scalar: numeric
+    - name: waves
+      type:
+        scalar: numeric
+    - name: worst
+      type:
+        list:
+          elementType:
+            namedType: com.github.cluster-registry.sdk.clusterregistry.v1alpha1.ReleaseMemberStatus
+          elementRelationship: atomic
+- name: com.github.cluster-registry.sdk.clusterregistry.v1alpha1.ReleaseStatusSlice
+  map:
+    fields:
+    - name: apiVersion
+      type:
+        scalar: string
+    - name: kind
+      type:
+        scalar: string
+    - name: members
+      type:
+        list:
+          elementType:
+            namedType: com.github.cluster-registry.sdk.clusterregistry.v1alpha1.ReleaseMemberStatus
+          elementRelationship: atomic
+    - name: metadata
+      type:
+        namedType: io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta
+      default: {}
 - name: com.github.cluster-registry.sdk.clusterregistry.v1alpha1.ServerAddressByClientCIDR
   map:
     fields:
@@ -454,6 +711,20 @@ var schemaYAML = typed.YAMLObject(`types:
       default: ""
     elementRelationship: atomic
 - name: io.k8s.apimachinery.pkg.apis.meta.v1.Time
+  scalar: untyped
+- name: io.k8s.apimachinery.pkg.runtime.RawExtension
+  map:
+    elementType:
+      scalar: untyped
+      list:
+        elementType:
+          namedType: __untyped_atomic_
+        elementRelationship: atomic
+      map:
+        elementType:
+          namedType: __untyped_deduced_
+        elementRelationship: separable
+- name: io.k8s.apimachinery.pkg.util.intstr.IntOrString
   scalar: untyped
 - name: __untyped_atomic_
   scalar: untyped

@@ -30,7 +30,7 @@ var (
 )
 
 func addKnownTypes(scheme *runtime.Scheme) error {
-	scheme.AddKnownTypes(SchemeGroupVersion, &Cluster{}, &ClusterList{}, &Placement{}, &PlacementList{})
+	scheme.AddKnownTypes(SchemeGroupVersion, &Cluster{}, &ClusterList{}, &Placement{}, &PlacementList{}, &Release{}, &ReleaseList{}, &ReleaseStatusSlice{}, &ReleaseStatusSliceList{})
 	metav1.AddToGroupVersion(scheme, SchemeGroupVersion)
 	return nil
 }

@@ -57,6 +57,10 @@ func (f *sharedInformerFactory) ForResource(resource schema.GroupVersionResource
 		return &genericInformer{resource: resource.GroupResource(), informer: f.Clusterregistry().V1alpha1().Clusters().Informer()}, nil
 	case v1alpha1.SchemeGroupVersion.WithResource("placements"):
 		return &genericInformer{resource: resource.GroupResource(), informer: f.Clusterregistry().V1alpha1().Placements().Informer()}, nil
+	case v1alpha1.SchemeGroupVersion.WithResource("releases"):
+		return &genericInformer{resource: resource.GroupResource(), informer: f.Clusterregistry().V1alpha1().Releases().Informer()}, nil
+	case v1alpha1.SchemeGroupVersion.WithResource("releasestatusslices"):
+		return &genericInformer{resource: resource.GroupResource(), informer: f.Clusterregistry().V1alpha1().ReleaseStatusSlices().Informer()}, nil
 
 	}
 

@@ -25,6 +25,7 @@ import (
 	resource "k8s.io/apimachinery/pkg/api/resource"
 	v1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	runtime "k8s.io/apimachinery/pkg/runtime"
+	intstr "k8s.io/apimachinery/pkg/util/intstr"
 	version "k8s.io/apimachinery/pkg/version"
 	common "k8s.io/kube-openapi/pkg/common"
 	spec "k8s.io/kube-openapi/pkg/validation/spec"
@@ -47,6 +48,21 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		"github.com/cluster-registry/sdk/clusterregistry/v1alpha1.PlacementSpread":           schema_cluster_registry_sdk_clusterregistry_v1alpha1_PlacementSpread(ref),
 		"github.com/cluster-registry/sdk/clusterregistry/v1alpha1.PlacementStatus":           schema_cluster_registry_sdk_clusterregistry_v1alpha1_PlacementStatus(ref),
 		"github.com/cluster-registry/sdk/clusterregistry/v1alpha1.PlacementToleration":       schema_cluster_registry_sdk_clusterregistry_v1alpha1_PlacementToleration(ref),
+		"github.com/cluster-registry/sdk/clusterregistry/v1alpha1.Release":                   schema_cluster_registry_sdk_clusterregistry_v1alpha1_Release(ref),
+		"github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ReleaseConfigMapSource":    schema_cluster_registry_sdk_clusterregistry_v1alpha1_ReleaseConfigMapSource(ref),
+		"github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ReleaseDrift":              schema_cluster_registry_sdk_clusterregistry_v1alpha1_ReleaseDrift(ref),
+		"github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ReleaseIgnoredFields":      schema_cluster_registry_sdk_clusterregistry_v1alpha1_ReleaseIgnoredFields(ref),
+		"github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ReleaseList":               schema_cluster_registry_sdk_clusterregistry_v1alpha1_ReleaseList(ref),
+		"github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ReleaseMemberStatus":       schema_cluster_registry_sdk_clusterregistry_v1alpha1_ReleaseMemberStatus(ref),
+		"github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ReleaseObjectStatus":       schema_cluster_registry_sdk_clusterregistry_v1alpha1_ReleaseObjectStatus(ref),
+		"github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ReleasePhaseCount":         schema_cluster_registry_sdk_clusterregistry_v1alpha1_ReleasePhaseCount(ref),
+		"github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ReleasePlacement":          schema_cluster_registry_sdk_clusterregistry_v1alpha1_ReleasePlacement(ref),
+		"github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ReleaseRollout":            schema_cluster_registry_sdk_clusterregistry_v1alpha1_ReleaseRollout(ref),
+		"github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ReleaseSource":             schema_cluster_registry_sdk_clusterregistry_v1alpha1_ReleaseSource(ref),
+		"github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ReleaseSpec":               schema_cluster_registry_sdk_clusterregistry_v1alpha1_ReleaseSpec(ref),
+		"github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ReleaseStatus":             schema_cluster_registry_sdk_clusterregistry_v1alpha1_ReleaseStatus(ref),
+		"github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ReleaseStatusSlice":        schema_cluster_registry_sdk_clusterregistry_v1alpha1_ReleaseStatusSlice(ref),
+		"github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ReleaseStatusSliceList":    schema_cluster_registry_sdk_clusterregistry_v1alpha1_ReleaseStatusSliceList(ref),
 		"github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ServerAddressByClientCIDR": schema_cluster_registry_sdk_clusterregistry_v1alpha1_ServerAddressByClientCIDR(ref),
 		resource.Quantity{}.OpenAPIModelName():                                               schema_apimachinery_pkg_api_resource_Quantity(ref),
 		v1.APIGroup{}.OpenAPIModelName():                                                     schema_pkg_apis_meta_v1_APIGroup(ref),
@@ -102,6 +118,7 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		runtime.RawExtension{}.OpenAPIModelName():                                            schema_k8sio_apimachinery_pkg_runtime_RawExtension(ref),
 		runtime.TypeMeta{}.OpenAPIModelName():                                                schema_k8sio_apimachinery_pkg_runtime_TypeMeta(ref),
 		runtime.Unknown{}.OpenAPIModelName():                                                 schema_k8sio_apimachinery_pkg_runtime_Unknown(ref),
+		intstr.IntOrString{}.OpenAPIModelName():                                              schema_apimachinery_pkg_util_intstr_IntOrString(ref),
 		version.Info{}.OpenAPIModelName():                                                    schema_k8sio_apimachinery_pkg_version_Info(ref),
 	}
 }
@@ -812,6 +829,797 @@ func schema_cluster_registry_sdk_clusterregistry_v1alpha1_PlacementToleration(re
 				},
 			},
 		},
+	}
+}
+
+func schema_cluster_registry_sdk_clusterregistry_v1alpha1_Release(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "Release delivers a set of Kubernetes objects to the members that a placement decision of its cluster set (its namespace) chose, and keeps them there: the releases controller (`clusterregistry controllers --controllers releases`, package delivery) applies them to each member with server-side apply, watches what it applied there for health and drift, rolls a new revision out in waves, and removes the objects from a member that leaves the decision or when the Release is deleted. No agent runs on the members.\n\nA Release reaches only its own namespace's members, through the credentials that the controller's Resolver follows from their Clusters: whoever may create Releases in a cluster set acts on its members with the power of those members' accounts.\n\nPer-member detail is in ReleaseStatusSlices of the same namespace, labelled clusterregistry.k8s.io/release=NAME, at most 100 members each.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"apiVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"metadata": {
+						SchemaProps: spec.SchemaProps{
+							Default: map[string]interface{}{},
+							Ref:     ref(v1.ObjectMeta{}.OpenAPIModelName()),
+						},
+					},
+					"spec": {
+						SchemaProps: spec.SchemaProps{
+							Description: "spec is what to deliver, where, and how.",
+							Default:     map[string]interface{}{},
+							Ref:         ref("github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ReleaseSpec"),
+						},
+					},
+					"status": {
+						SchemaProps: spec.SchemaProps{
+							Description: "status is how the delivery stands. Clients other than the releases controller should treat it as read-only.",
+							Default:     map[string]interface{}{},
+							Ref:         ref("github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ReleaseStatus"),
+						},
+					},
+				},
+				Required: []string{"spec"},
+			},
+		},
+		Dependencies: []string{
+			"github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ReleaseSpec", "github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ReleaseStatus", v1.ObjectMeta{}.OpenAPIModelName()},
+	}
+}
+
+func schema_cluster_registry_sdk_clusterregistry_v1alpha1_ReleaseConfigMapSource(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "ReleaseConfigMapSource names the ConfigMap whose data holds a Release's objects.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"name": {
+						SchemaProps: spec.SchemaProps{
+							Description: "name is the ConfigMap's name, in the Release's namespace.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"key": {
+						SchemaProps: spec.SchemaProps{
+							Description: "key is the data key whose value is a YAML stream of objects; every key, in their sorted order, when empty.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+				},
+				Required: []string{"name"},
+			},
+		},
+	}
+}
+
+func schema_cluster_registry_sdk_clusterregistry_v1alpha1_ReleaseDrift(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "ReleaseDrift is what to do about objects changed on members by someone else.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"policy": {
+						SchemaProps: spec.SchemaProps{
+							Description: "policy is Correct (the default), Warn or Ignore.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"ignore": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "ignore lists fields, per kind, that others may own on the members: the controller does not apply them (so it neither sets nor corrects them), for example a Deployment's /spec/replicas under an autoscaler.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref("github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ReleaseIgnoredFields"),
+									},
+								},
+							},
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			"github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ReleaseIgnoredFields"},
+	}
+}
+
+func schema_cluster_registry_sdk_clusterregistry_v1alpha1_ReleaseIgnoredFields(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "ReleaseIgnoredFields are fields of one kind that a Release does not apply.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"group": {
+						SchemaProps: spec.SchemaProps{
+							Description: "group is the kind's API group; empty for the core group.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "kind is the kind, for example Deployment.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"paths": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "paths are JSON pointers (RFC 6901) to the fields, for example /spec/replicas.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Type:   []string{"string"},
+										Format: "",
+									},
+								},
+							},
+						},
+					},
+				},
+				Required: []string{"kind", "paths"},
+			},
+		},
+	}
+}
+
+func schema_cluster_registry_sdk_clusterregistry_v1alpha1_ReleaseList(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "ReleaseList is a list of Releases.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"apiVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"metadata": {
+						SchemaProps: spec.SchemaProps{
+							Default: map[string]interface{}{},
+							Ref:     ref(v1.ListMeta{}.OpenAPIModelName()),
+						},
+					},
+					"items": {
+						SchemaProps: spec.SchemaProps{
+							Type: []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref("github.com/cluster-registry/sdk/clusterregistry/v1alpha1.Release"),
+									},
+								},
+							},
+						},
+					},
+				},
+				Required: []string{"items"},
+			},
+		},
+		Dependencies: []string{
+			"github.com/cluster-registry/sdk/clusterregistry/v1alpha1.Release", v1.ListMeta{}.OpenAPIModelName()},
+	}
+}
+
+func schema_cluster_registry_sdk_clusterregistry_v1alpha1_ReleaseMemberStatus(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "ReleaseMemberStatus is how a Release stands on one member.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"cluster": {
+						SchemaProps: spec.SchemaProps{
+							Description: "cluster is the member's Cluster, in the Release's namespace.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"phase": {
+						SchemaProps: spec.SchemaProps{
+							Description: "phase is where the Release stands there.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"revision": {
+						SchemaProps: spec.SchemaProps{
+							Description: "revision is the revision last applied there; empty before the first.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"reason": {
+						SchemaProps: spec.SchemaProps{
+							Description: "reason is a CamelCase word: a failure class (Unreachable, Forbidden, Conflict, Invalid, Timeout) or why the member is in its phase.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"message": {
+						SchemaProps: spec.SchemaProps{
+							Description: "message says more, in the member's own words where it answered (escaped, cut).",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"lastApplied": {
+						SchemaProps: spec.SchemaProps{
+							Description: "lastApplied is when the revision was last applied there.",
+							Ref:         ref(v1.Time{}.OpenAPIModelName()),
+						},
+					},
+					"objects": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "objects are the objects applied there, with their health; in ReleaseStatusSlices only.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref("github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ReleaseObjectStatus"),
+									},
+								},
+							},
+						},
+					},
+				},
+				Required: []string{"cluster", "phase"},
+			},
+		},
+		Dependencies: []string{
+			"github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ReleaseObjectStatus", v1.Time{}.OpenAPIModelName()},
+	}
+}
+
+func schema_cluster_registry_sdk_clusterregistry_v1alpha1_ReleaseObjectStatus(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "ReleaseObjectStatus is one applied object on one member.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"group": {
+						SchemaProps: spec.SchemaProps{
+							Description: "group is the object's API group; empty for the core group.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"version": {
+						SchemaProps: spec.SchemaProps{
+							Description: "version is the object's API version within its group.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"resource": {
+						SchemaProps: spec.SchemaProps{
+							Description: "resource is the object's resource on the member, for example deployments.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "kind is the object's kind.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"namespace": {
+						SchemaProps: spec.SchemaProps{
+							Description: "namespace is the object's namespace; empty for a cluster-scoped object.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"name": {
+						SchemaProps: spec.SchemaProps{
+							Description: "name is the object's name.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"status": {
+						SchemaProps: spec.SchemaProps{
+							Description: "status is its health as kstatus computes it (Current, InProgress, Failed, Terminating, NotFound, Unknown), or Error when it could not be applied.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"message": {
+						SchemaProps: spec.SchemaProps{
+							Description: "message says why, when it is not Current.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+				},
+				Required: []string{"version", "resource", "kind", "name"},
+			},
+		},
+	}
+}
+
+func schema_cluster_registry_sdk_clusterregistry_v1alpha1_ReleasePhaseCount(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "ReleasePhaseCount is how many of a Release's members are in one phase.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"phase": {
+						SchemaProps: spec.SchemaProps{
+							Description: "phase is the members' phase.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"count": {
+						SchemaProps: spec.SchemaProps{
+							Description: "count is how many.",
+							Default:     0,
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+				},
+				Required: []string{"phase", "count"},
+			},
+		},
+	}
+}
+
+func schema_cluster_registry_sdk_clusterregistry_v1alpha1_ReleasePlacement(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "ReleasePlacement names a placement decision of the Release's namespace: exactly one field.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"name": {
+						SchemaProps: spec.SchemaProps{
+							Description: "name is a Placement of the Release's namespace; its decision (the PlacementDecisions labelled multicluster.x-k8s.io/decision-key=NAME) says where.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"decisionKey": {
+						SchemaProps: spec.SchemaProps{
+							Description: "decisionKey names the PlacementDecisions that another scheduler writes in the Release's namespace, by their multicluster.x-k8s.io/decision-key label.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+				},
+			},
+		},
+	}
+}
+
+func schema_cluster_registry_sdk_clusterregistry_v1alpha1_ReleaseRollout(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "ReleaseRollout is how a new revision reaches the members: in waves, each of which must be applied and healthy, for soakSeconds, before the next starts.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"strategy": {
+						SchemaProps: spec.SchemaProps{
+							Description: "strategy is All (the default), Groups or Concurrency.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"maxConcurrency": {
+						SchemaProps: spec.SchemaProps{
+							Description: "maxConcurrency is, with Concurrency, how many members (or what percentage of them, rounded up) a wave has; 25% when unset.",
+							Ref:         ref(intstr.IntOrString{}.OpenAPIModelName()),
+						},
+					},
+					"maxFailures": {
+						SchemaProps: spec.SchemaProps{
+							Description: "maxFailures is how many members of the rollout (or what percentage, rounded down) may fail before it stops before the next wave; 0 when unset.",
+							Ref:         ref(intstr.IntOrString{}.OpenAPIModelName()),
+						},
+					},
+					"soakSeconds": {
+						SchemaProps: spec.SchemaProps{
+							Description: "soakSeconds is how long a wave must stay healthy before the next starts.",
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"progressDeadlineSeconds": {
+						SchemaProps: spec.SchemaProps{
+							Description: "progressDeadlineSeconds is how long a member may take to become healthy once applied before it counts as failed (Timeout); 600 when unset.",
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			intstr.IntOrString{}.OpenAPIModelName()},
+	}
+}
+
+func schema_cluster_registry_sdk_clusterregistry_v1alpha1_ReleaseSource(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "ReleaseSource is what a Release delivers: exactly one of its fields.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"manifests": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "manifests are the objects to deliver, inline. Each must have apiVersion, kind and metadata.name.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(runtime.RawExtension{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+					"configMap": {
+						SchemaProps: spec.SchemaProps{
+							Description: "configMap holds the objects as YAML streams in a ConfigMap of the Release's namespace.",
+							Ref:         ref("github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ReleaseConfigMapSource"),
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			"github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ReleaseConfigMapSource", runtime.RawExtension{}.OpenAPIModelName()},
+	}
+}
+
+func schema_cluster_registry_sdk_clusterregistry_v1alpha1_ReleaseSpec(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "ReleaseSpec is what a Release delivers, where, and how.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"source": {
+						SchemaProps: spec.SchemaProps{
+							Description: "source is what to deliver.",
+							Default:     map[string]interface{}{},
+							Ref:         ref("github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ReleaseSource"),
+						},
+					},
+					"placement": {
+						SchemaProps: spec.SchemaProps{
+							Description: "placement is where: the members of a placement decision of the Release's namespace.",
+							Default:     map[string]interface{}{},
+							Ref:         ref("github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ReleasePlacement"),
+						},
+					},
+					"targetNamespace": {
+						SchemaProps: spec.SchemaProps{
+							Description: "targetNamespace is the namespace of the namespaced objects that name none; \"default\" when empty, as kubectl apply would.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"rollout": {
+						SchemaProps: spec.SchemaProps{
+							Description: "rollout says how a new revision reaches the members; all at once when unset.",
+							Ref:         ref("github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ReleaseRollout"),
+						},
+					},
+					"drift": {
+						SchemaProps: spec.SchemaProps{
+							Description: "drift says what to do when an object applied to a member is changed there by someone else; Correct when unset.",
+							Ref:         ref("github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ReleaseDrift"),
+						},
+					},
+					"deletionPolicy": {
+						SchemaProps: spec.SchemaProps{
+							Description: "deletionPolicy says what happens to the objects on the members when the Release is deleted or a member leaves the decision: Delete (the default) removes them, Orphan leaves them.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"suspend": {
+						SchemaProps: spec.SchemaProps{
+							Description: "suspend, when true, stops applying and removing: the members keep what they have.",
+							Type:        []string{"boolean"},
+							Format:      "",
+						},
+					},
+				},
+				Required: []string{"source", "placement"},
+			},
+		},
+		Dependencies: []string{
+			"github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ReleaseDrift", "github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ReleasePlacement", "github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ReleaseRollout", "github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ReleaseSource"},
+	}
+}
+
+func schema_cluster_registry_sdk_clusterregistry_v1alpha1_ReleaseStatus(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "ReleaseStatus is how a Release's delivery stands.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"observedGeneration": {
+						SchemaProps: spec.SchemaProps{
+							Description: "observedGeneration is the generation of the spec that status reports on.",
+							Type:        []string{"integer"},
+							Format:      "int64",
+						},
+					},
+					"revision": {
+						SchemaProps: spec.SchemaProps{
+							Description: "revision identifies what the spec delivers: a hash of the rendered objects. Each applied object carries it in its clusterregistry.k8s.io/revision label.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"conditions": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-map-keys": []interface{}{
+									"type",
+								},
+								"x-kubernetes-list-type": "map",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "conditions are Progressing (a rollout is under way), Available (every member runs the revision, healthy), Degraded (some member failed, drifted or is unreachable) and Stalled (the rollout stopped: too many failures, an invalid source, a decision that cannot be read).",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(v1.Condition{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+					"members": {
+						SchemaProps: spec.SchemaProps{
+							Description: "members is how many members the decision names.",
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"ready": {
+						SchemaProps: spec.SchemaProps{
+							Description: "ready is how many of them run the revision, healthy.",
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"phases": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-map-keys": []interface{}{
+									"phase",
+								},
+								"x-kubernetes-list-type": "map",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "phases counts the members by phase.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref("github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ReleasePhaseCount"),
+									},
+								},
+							},
+						},
+					},
+					"wave": {
+						SchemaProps: spec.SchemaProps{
+							Description: "wave is the rollout's current wave, counted from 1, of waves.",
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"waves": {
+						SchemaProps: spec.SchemaProps{
+							Description: "waves is how many waves the rollout of the revision has.",
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"worst": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "worst are up to ten members that are not Ready, the worst first, with why.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref("github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ReleaseMemberStatus"),
+									},
+								},
+							},
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			"github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ReleaseMemberStatus", "github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ReleasePhaseCount", v1.Condition{}.OpenAPIModelName()},
+	}
+}
+
+func schema_cluster_registry_sdk_clusterregistry_v1alpha1_ReleaseStatusSlice(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "ReleaseStatusSlice holds the per-member status of one Release, at most 100 members: a Release's slices are the ReleaseStatusSlices of its namespace labelled clusterregistry.k8s.io/release=NAME, ordered by their clusterregistry.k8s.io/slice-index label, and owned by the Release. The releases controller writes them; others read them.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"apiVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"metadata": {
+						SchemaProps: spec.SchemaProps{
+							Default: map[string]interface{}{},
+							Ref:     ref(v1.ObjectMeta{}.OpenAPIModelName()),
+						},
+					},
+					"members": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "members are the members' status, sorted by cluster.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref("github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ReleaseMemberStatus"),
+									},
+								},
+							},
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			"github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ReleaseMemberStatus", v1.ObjectMeta{}.OpenAPIModelName()},
+	}
+}
+
+func schema_cluster_registry_sdk_clusterregistry_v1alpha1_ReleaseStatusSliceList(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "ReleaseStatusSliceList is a list of ReleaseStatusSlices.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"apiVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"metadata": {
+						SchemaProps: spec.SchemaProps{
+							Default: map[string]interface{}{},
+							Ref:     ref(v1.ListMeta{}.OpenAPIModelName()),
+						},
+					},
+					"items": {
+						SchemaProps: spec.SchemaProps{
+							Type: []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref("github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ReleaseStatusSlice"),
+									},
+								},
+							},
+						},
+					},
+				},
+				Required: []string{"items"},
+			},
+		},
+		Dependencies: []string{
+			"github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ReleaseStatusSlice", v1.ListMeta{}.OpenAPIModelName()},
 	}
 }
 
@@ -3410,6 +4218,26 @@ func schema_k8sio_apimachinery_pkg_runtime_Unknown(ref common.ReferenceCallback)
 			},
 		},
 	}
+}
+
+func schema_apimachinery_pkg_util_intstr_IntOrString(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.EmbedOpenAPIDefinitionIntoV2Extension(common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "IntOrString is a type that can hold an int32 or a string.  When used in JSON or YAML marshalling and unmarshalling, it produces or consumes the inner type.  This allows you to have, for example, a JSON field that can accept a name or number.",
+				OneOf:       common.GenerateOpenAPIV3OneOfSchema(intstr.IntOrString{}.OpenAPIV3OneOfTypes()),
+				Format:      intstr.IntOrString{}.OpenAPISchemaFormat(),
+			},
+		},
+	}, common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "IntOrString is a type that can hold an int32 or a string.  When used in JSON or YAML marshalling and unmarshalling, it produces or consumes the inner type.  This allows you to have, for example, a JSON field that can accept a name or number.",
+				Type:        intstr.IntOrString{}.OpenAPISchemaType(),
+				Format:      intstr.IntOrString{}.OpenAPISchemaFormat(),
+			},
+		},
+	})
 }
 
 func schema_k8sio_apimachinery_pkg_version_Info(ref common.ReferenceCallback) common.OpenAPIDefinition {

@@ -33,3 +33,19 @@ type PlacementListerExpansion interface{}
 // PlacementNamespaceListerExpansion allows custom methods to be added to
 // PlacementNamespaceLister.
 type PlacementNamespaceListerExpansion interface{}
+
+// ReleaseListerExpansion allows custom methods to be added to
+// ReleaseLister.
+type ReleaseListerExpansion interface{}
+
+// ReleaseNamespaceListerExpansion allows custom methods to be added to
+// ReleaseNamespaceLister.
+type ReleaseNamespaceListerExpansion interface{}
+
+// ReleaseStatusSliceListerExpansion allows custom methods to be added to
+// ReleaseStatusSliceLister.
+type ReleaseStatusSliceListerExpansion interface{}
+
+// ReleaseStatusSliceNamespaceListerExpansion allows custom methods to be added to
+// ReleaseStatusSliceNamespaceLister.
+type ReleaseStatusSliceNamespaceListerExpansion interface{}

@@ -28,6 +28,10 @@ type Interface interface {
 	Clusters() TypedClusterInformer
 	// Placements returns a PlacementInformer.
 	Placements() TypedPlacementInformer
+	// Releases returns a ReleaseInformer.
+	Releases() TypedReleaseInformer
+	// ReleaseStatusSlices returns a ReleaseStatusSliceInformer.
+	ReleaseStatusSlices() TypedReleaseStatusSliceInformer
 }
 
 type version struct {
@@ -49,4 +53,14 @@ func (v *version) Clusters() TypedClusterInformer {
 // Placements returns a TypedPlacementInformer.
 func (v *version) Placements() TypedPlacementInformer {
 	return &placementInformer{factory: v.factory, namespace: v.namespace, tweakListOptions: v.tweakListOptions}
+}
+
+// Releases returns a TypedReleaseInformer.
+func (v *version) Releases() TypedReleaseInformer {
+	return &releaseInformer{factory: v.factory, namespace: v.namespace, tweakListOptions: v.tweakListOptions}
+}
+
+// ReleaseStatusSlices returns a TypedReleaseStatusSliceInformer.
+func (v *version) ReleaseStatusSlices() TypedReleaseStatusSliceInformer {
+	return &releaseStatusSliceInformer{factory: v.factory, namespace: v.namespace, tweakListOptions: v.tweakListOptions}
 }

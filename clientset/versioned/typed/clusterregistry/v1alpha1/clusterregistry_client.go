@@ -30,6 +30,8 @@ type ClusterregistryV1alpha1Interface interface {
 	RESTClient() rest.Interface
 	ClustersGetter
 	PlacementsGetter
+	ReleasesGetter
+	ReleaseStatusSlicesGetter
 }
 
 // ClusterregistryV1alpha1Client is used to interact with features provided by the clusterregistry.k8s.io group.
@@ -43,6 +45,14 @@ func (c *ClusterregistryV1alpha1Client) Clusters(namespace string) ClusterInterf
 
 func (c *ClusterregistryV1alpha1Client) Placements(namespace string) PlacementInterface {
 	return newPlacements(c, namespace)
+}
+
+func (c *ClusterregistryV1alpha1Client) Releases(namespace string) ReleaseInterface {
+	return newReleases(c, namespace)
+}
+
+func (c *ClusterregistryV1alpha1Client) ReleaseStatusSlices(namespace string) ReleaseStatusSliceInterface {
+	return newReleaseStatusSlices(c, namespace)
 }
 
 // NewForConfig creates a new ClusterregistryV1alpha1Client for the given config.

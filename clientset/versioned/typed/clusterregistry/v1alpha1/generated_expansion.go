@@ -21,3 +21,7 @@ package v1alpha1
 type ClusterExpansion interface{}
 
 type PlacementExpansion interface{}
+
+type ReleaseExpansion interface{}
+
+type ReleaseStatusSliceExpansion interface{}

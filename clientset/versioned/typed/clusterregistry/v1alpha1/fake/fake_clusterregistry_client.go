@@ -36,6 +36,14 @@ func (c *FakeClusterregistryV1alpha1) Placements(namespace string) v1alpha1.Plac
 	return newFakePlacements(c, namespace)
 }
 
+func (c *FakeClusterregistryV1alpha1) Releases(namespace string) v1alpha1.ReleaseInterface {
+	return newFakeReleases(c, namespace)
+}
+
+func (c *FakeClusterregistryV1alpha1) ReleaseStatusSlices(namespace string) v1alpha1.ReleaseStatusSliceInterface {
+	return newFakeReleaseStatusSlices(c, namespace)
+}
+
 // RESTClient returns a RESTClient that is used to communicate
 // with API server by this client implementation.
 func (c *FakeClusterregistryV1alpha1) RESTClient() rest.Interface {

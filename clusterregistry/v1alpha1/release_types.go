@@ -1,0 +1,455 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/intstr"
+)
+
+// Release delivers a set of Kubernetes objects to the members that a placement decision of its
+// cluster set (its namespace) chose, and keeps them there: the releases controller
+// (`clusterregistry controllers --controllers releases`, package delivery) applies them to each
+// member with server-side apply, watches what it applied there for health and drift, rolls a new
+// revision out in waves, and removes the objects from a member that leaves the decision or when
+// the Release is deleted. No agent runs on the members.
+//
+// A Release reaches only its own namespace's members, through the credentials that the
+// controller's Resolver follows from their Clusters: whoever may create Releases in a cluster set
+// acts on its members with the power of those members' accounts.
+//
+// Per-member detail is in ReleaseStatusSlices of the same namespace, labelled
+// clusterregistry.k8s.io/release=NAME, at most 100 members each.
+//
+// +genclient
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:scope=Namespaced,shortName=rrel,categories=clusterregistry
+// +kubebuilder:metadata:annotations="api-approved.kubernetes.io=unapproved, not an official Kubernetes API; see https://github.com/cluster-registry/sdk"
+// +kubebuilder:metadata:annotations="clusterregistry.k8s.io/schema-version=6"
+// +kubebuilder:printcolumn:name="Placement",type=string,JSONPath=`.spec.placement.name`
+// +kubebuilder:printcolumn:name="Revision",type=string,JSONPath=`.status.revision`
+// +kubebuilder:printcolumn:name="Members",type=integer,JSONPath=`.status.members`
+// +kubebuilder:printcolumn:name="Ready",type=integer,JSONPath=`.status.ready`
+// +kubebuilder:printcolumn:name="Available",type=string,JSONPath=`.status.conditions[?(@.type=="Available")].status`
+// +kubebuilder:printcolumn:name="Reason",type=string,priority=1,JSONPath=`.status.conditions[?(@.type=="Progressing")].reason`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:validation:XValidation:rule=`self.metadata.name.size() <= 63`,message="a Release's name is at most 63 characters: it labels every object the Release applies"
+type Release struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// spec is what to deliver, where, and how.
+	Spec ReleaseSpec `json:"spec"`
+
+	// status is how the delivery stands. Clients other than the releases controller should treat
+	// it as read-only.
+	// +optional
+	Status ReleaseStatus `json:"status,omitempty"`
+}
+
+// ReleaseSpec is what a Release delivers, where, and how.
+type ReleaseSpec struct {
+	// source is what to deliver.
+	Source ReleaseSource `json:"source"`
+
+	// placement is where: the members of a placement decision of the Release's namespace.
+	Placement ReleasePlacement `json:"placement"`
+
+	// targetNamespace is the namespace of the namespaced objects that name none; "default" when
+	// empty, as kubectl apply would.
+	// +optional
+	// +kubebuilder:validation:MaxLength=63
+	TargetNamespace string `json:"targetNamespace,omitempty"`
+
+	// rollout says how a new revision reaches the members; all at once when unset.
+	// +optional
+	Rollout *ReleaseRollout `json:"rollout,omitempty"`
+
+	// drift says what to do when an object applied to a member is changed there by someone else;
+	// Correct when unset.
+	// +optional
+	Drift *ReleaseDrift `json:"drift,omitempty"`
+
+	// deletionPolicy says what happens to the objects on the members when the Release is deleted
+	// or a member leaves the decision: Delete (the default) removes them, Orphan leaves them.
+	// +optional
+	// +kubebuilder:validation:Enum=Delete;Orphan
+	DeletionPolicy ReleaseDeletionPolicy `json:"deletionPolicy,omitempty"`
+
+	// suspend, when true, stops applying and removing: the members keep what they have.
+	// +optional
+	Suspend bool `json:"suspend,omitempty"`
+}
+
+// ReleaseSource is what a Release delivers: exactly one of its fields.
+//
+// +kubebuilder:validation:XValidation:rule=`has(self.manifests) != has(self.configMap)`,message="set exactly one of manifests and configMap"
+type ReleaseSource struct {
+	// manifests are the objects to deliver, inline. Each must have apiVersion, kind and
+	// metadata.name.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=1000
+	Manifests []runtime.RawExtension `json:"manifests,omitempty"`
+
+	// configMap holds the objects as YAML streams in a ConfigMap of the Release's namespace.
+	// +optional
+	ConfigMap *ReleaseConfigMapSource `json:"configMap,omitempty"`
+}
+
+// ReleaseConfigMapSource names the ConfigMap whose data holds a Release's objects.
+type ReleaseConfigMapSource struct {
+	// name is the ConfigMap's name, in the Release's namespace.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+	// key is the data key whose value is a YAML stream of objects; every key, in their sorted
+	// order, when empty.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	Key string `json:"key,omitempty"`
+}
+
+// ReleasePlacement names a placement decision of the Release's namespace: exactly one field.
+//
+// +kubebuilder:validation:XValidation:rule=`has(self.name) != has(self.decisionKey)`,message="set exactly one of name and decisionKey"
+type ReleasePlacement struct {
+	// name is a Placement of the Release's namespace; its decision (the PlacementDecisions
+	// labelled multicluster.x-k8s.io/decision-key=NAME) says where.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name,omitempty"`
+	// decisionKey names the PlacementDecisions that another scheduler writes in the Release's
+	// namespace, by their multicluster.x-k8s.io/decision-key label.
+	// +optional
+	// +kubebuilder:validation:MaxLength=63
+	DecisionKey string `json:"decisionKey,omitempty"`
+}
+
+// ReleaseRolloutStrategy is how a new revision reaches the members.
+type ReleaseRolloutStrategy string
+
+// Rollout strategies.
+const (
+	// RolloutAll applies a revision to every member at once.
+	RolloutAll ReleaseRolloutStrategy = "All"
+	// RolloutGroups applies it one of the decision's rollout groups (the Placement's
+	// rolloutGroupSize) after the other, in order.
+	RolloutGroups ReleaseRolloutStrategy = "Groups"
+	// RolloutConcurrency applies it to maxConcurrency members at a time, in the decision's order.
+	RolloutConcurrency ReleaseRolloutStrategy = "Concurrency"
+)
+
+// ReleaseRollout is how a new revision reaches the members: in waves, each of which must be
+// applied and healthy, for soakSeconds, before the next starts.
+type ReleaseRollout struct {
+	// strategy is All (the default), Groups or Concurrency.
+	// +optional
+	// +kubebuilder:validation:Enum=All;Groups;Concurrency
+	Strategy ReleaseRolloutStrategy `json:"strategy,omitempty"`
+
+	// maxConcurrency is, with Concurrency, how many members (or what percentage of them,
+	// rounded up) a wave has; 25% when unset.
+	// +optional
+	// +kubebuilder:validation:XIntOrString
+	MaxConcurrency *intstr.IntOrString `json:"maxConcurrency,omitempty"`
+
+	// maxFailures is how many members of the rollout (or what percentage, rounded down) may fail
+	// before it stops before the next wave; 0 when unset.
+	// +optional
+	// +kubebuilder:validation:XIntOrString
+	MaxFailures *intstr.IntOrString `json:"maxFailures,omitempty"`
+
+	// soakSeconds is how long a wave must stay healthy before the next starts.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=86400
+	SoakSeconds int32 `json:"soakSeconds,omitempty"`
+
+	// progressDeadlineSeconds is how long a member may take to become healthy once applied
+	// before it counts as failed (Timeout); 600 when unset.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=86400
+	ProgressDeadlineSeconds *int32 `json:"progressDeadlineSeconds,omitempty"`
+}
+
+// ReleaseDriftPolicy is what to do about an object changed on a member by someone else.
+type ReleaseDriftPolicy string
+
+// Drift policies.
+const (
+	// DriftCorrect applies the object again, at once.
+	DriftCorrect ReleaseDriftPolicy = "Correct"
+	// DriftWarn reports the member Drifted and leaves the object as it is.
+	DriftWarn ReleaseDriftPolicy = "Warn"
+	// DriftIgnore neither reports nor corrects it.
+	DriftIgnore ReleaseDriftPolicy = "Ignore"
+)
+
+// ReleaseDrift is what to do about objects changed on members by someone else.
+type ReleaseDrift struct {
+	// policy is Correct (the default), Warn or Ignore.
+	// +optional
+	// +kubebuilder:validation:Enum=Correct;Warn;Ignore
+	Policy ReleaseDriftPolicy `json:"policy,omitempty"`
+
+	// ignore lists fields, per kind, that others may own on the members: the controller does not
+	// apply them (so it neither sets nor corrects them), for example a Deployment's
+	// /spec/replicas under an autoscaler.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=64
+	Ignore []ReleaseIgnoredFields `json:"ignore,omitempty"`
+}
+
+// ReleaseIgnoredFields are fields of one kind that a Release does not apply.
+type ReleaseIgnoredFields struct {
+	// group is the kind's API group; empty for the core group.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	Group string `json:"group,omitempty"`
+	// kind is the kind, for example Deployment.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	Kind string `json:"kind"`
+	// paths are JSON pointers (RFC 6901) to the fields, for example /spec/replicas.
+	// +listType=atomic
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=32
+	// +kubebuilder:validation:items:MaxLength=1024
+	// +kubebuilder:validation:items:Pattern=`^/`
+	Paths []string `json:"paths"`
+}
+
+// ReleaseDeletionPolicy is what happens to a Release's objects on a member it no longer reaches.
+type ReleaseDeletionPolicy string
+
+// Deletion policies.
+const (
+	// DeletionDelete removes them, in the reverse of the order they were applied in.
+	DeletionDelete ReleaseDeletionPolicy = "Delete"
+	// DeletionOrphan leaves them, without the Release's labels' meaning: nothing watches them.
+	DeletionOrphan ReleaseDeletionPolicy = "Orphan"
+)
+
+// ReleaseStatus is how a Release's delivery stands.
+type ReleaseStatus struct {
+	// observedGeneration is the generation of the spec that status reports on.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// revision identifies what the spec delivers: a hash of the rendered objects. Each applied
+	// object carries it in its clusterregistry.k8s.io/revision label.
+	// +optional
+	// +kubebuilder:validation:MaxLength=63
+	Revision string `json:"revision,omitempty"`
+
+	// conditions are Progressing (a rollout is under way), Available (every member runs the
+	// revision, healthy), Degraded (some member failed, drifted or is unreachable) and Stalled
+	// (the rollout stopped: too many failures, an invalid source, a decision that cannot be read).
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	// +kubebuilder:validation:MaxItems=8
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+
+	// members is how many members the decision names.
+	// +optional
+	Members int32 `json:"members,omitempty"`
+
+	// ready is how many of them run the revision, healthy.
+	// +optional
+	Ready int32 `json:"ready,omitempty"`
+
+	// phases counts the members by phase.
+	// +optional
+	// +listType=map
+	// +listMapKey=phase
+	// +kubebuilder:validation:MaxItems=16
+	Phases []ReleasePhaseCount `json:"phases,omitempty"`
+
+	// wave is the rollout's current wave, counted from 1, of waves.
+	// +optional
+	Wave int32 `json:"wave,omitempty"`
+	// waves is how many waves the rollout of the revision has.
+	// +optional
+	Waves int32 `json:"waves,omitempty"`
+
+	// worst are up to ten members that are not Ready, the worst first, with why.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=10
+	Worst []ReleaseMemberStatus `json:"worst,omitempty"`
+}
+
+// ReleasePhaseCount is how many of a Release's members are in one phase.
+type ReleasePhaseCount struct {
+	// phase is the members' phase.
+	Phase ReleaseMemberPhase `json:"phase"`
+	// count is how many.
+	Count int32 `json:"count"`
+}
+
+// ReleaseMemberPhase is where a Release stands on one member.
+type ReleaseMemberPhase string
+
+// Member phases.
+const (
+	// PhasePending: the member waits for its wave.
+	PhasePending ReleaseMemberPhase = "Pending"
+	// PhaseApplying: the revision is being applied.
+	PhaseApplying ReleaseMemberPhase = "Applying"
+	// PhaseProgressing: applied, not yet healthy.
+	PhaseProgressing ReleaseMemberPhase = "Progressing"
+	// PhaseReady: applied and healthy.
+	PhaseReady ReleaseMemberPhase = "Ready"
+	// PhaseDrifted: an object was changed on the member by someone else (drift policy Warn, or
+	// being corrected).
+	PhaseDrifted ReleaseMemberPhase = "Drifted"
+	// PhaseFailed: the apply failed, an object failed, or it did not become healthy in time.
+	PhaseFailed ReleaseMemberPhase = "Failed"
+	// PhaseUnreachable: the member could not be reached; revision is what it last had.
+	PhaseUnreachable ReleaseMemberPhase = "Unreachable"
+	// PhaseRemoving: the member left the decision, or the Release is being deleted, and its
+	// objects are being removed.
+	PhaseRemoving ReleaseMemberPhase = "Removing"
+)
+
+// Failure classes, the reason of a Failed or Unreachable member.
+const (
+	FailureUnreachable = "Unreachable"
+	FailureForbidden   = "Forbidden"
+	FailureConflict    = "Conflict"
+	FailureInvalid     = "Invalid"
+	FailureTimeout     = "Timeout"
+)
+
+// ReleaseMemberStatus is how a Release stands on one member.
+type ReleaseMemberStatus struct {
+	// cluster is the member's Cluster, in the Release's namespace.
+	// +kubebuilder:validation:MaxLength=253
+	Cluster string `json:"cluster"`
+	// phase is where the Release stands there.
+	Phase ReleaseMemberPhase `json:"phase"`
+	// revision is the revision last applied there; empty before the first.
+	// +optional
+	// +kubebuilder:validation:MaxLength=63
+	Revision string `json:"revision,omitempty"`
+	// reason is a CamelCase word: a failure class (Unreachable, Forbidden, Conflict, Invalid,
+	// Timeout) or why the member is in its phase.
+	// +optional
+	// +kubebuilder:validation:MaxLength=64
+	Reason string `json:"reason,omitempty"`
+	// message says more, in the member's own words where it answered (escaped, cut).
+	// +optional
+	// +kubebuilder:validation:MaxLength=1024
+	Message string `json:"message,omitempty"`
+	// lastApplied is when the revision was last applied there.
+	// +optional
+	LastApplied *metav1.Time `json:"lastApplied,omitempty"`
+	// objects are the objects applied there, with their health; in ReleaseStatusSlices only.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=1000
+	Objects []ReleaseObjectStatus `json:"objects,omitempty"`
+}
+
+// ReleaseObjectStatus is one applied object on one member.
+type ReleaseObjectStatus struct {
+	// group is the object's API group; empty for the core group.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	Group string `json:"group,omitempty"`
+	// version is the object's API version within its group.
+	// +kubebuilder:validation:MaxLength=63
+	Version string `json:"version"`
+	// resource is the object's resource on the member, for example deployments.
+	// +kubebuilder:validation:MaxLength=253
+	Resource string `json:"resource"`
+	// kind is the object's kind.
+	// +kubebuilder:validation:MaxLength=63
+	Kind string `json:"kind"`
+	// namespace is the object's namespace; empty for a cluster-scoped object.
+	// +optional
+	// +kubebuilder:validation:MaxLength=63
+	Namespace string `json:"namespace,omitempty"`
+	// name is the object's name.
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+	// status is its health as kstatus computes it (Current, InProgress, Failed, Terminating,
+	// NotFound, Unknown), or Error when it could not be applied.
+	// +optional
+	// +kubebuilder:validation:MaxLength=32
+	Status string `json:"status,omitempty"`
+	// message says why, when it is not Current.
+	// +optional
+	// +kubebuilder:validation:MaxLength=1024
+	Message string `json:"message,omitempty"`
+}
+
+// Release conditions.
+const (
+	ReleaseProgressing = "Progressing"
+	ReleaseAvailable   = "Available"
+	ReleaseDegraded    = "Degraded"
+	ReleaseStalled     = "Stalled"
+)
+
+// ReleaseList is a list of Releases.
+//
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+type ReleaseList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []Release `json:"items"`
+}
+
+// ReleaseStatusSlice holds the per-member status of one Release, at most 100 members: a
+// Release's slices are the ReleaseStatusSlices of its namespace labelled
+// clusterregistry.k8s.io/release=NAME, ordered by their clusterregistry.k8s.io/slice-index
+// label, and owned by the Release. The releases controller writes them; others read them.
+//
+// +genclient
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+// +kubebuilder:object:root=true
+// +kubebuilder:resource:scope=Namespaced,categories=clusterregistry
+// +kubebuilder:metadata:annotations="api-approved.kubernetes.io=unapproved, not an official Kubernetes API; see https://github.com/cluster-registry/sdk"
+// +kubebuilder:metadata:annotations="clusterregistry.k8s.io/schema-version=6"
+// +kubebuilder:printcolumn:name="Release",type=string,JSONPath=`.metadata.labels.clusterregistry\.k8s\.io/release`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type ReleaseStatusSlice struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// members are the members' status, sorted by cluster.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=100
+	Members []ReleaseMemberStatus `json:"members,omitempty"`
+}
+
+// ReleaseStatusSliceList is a list of ReleaseStatusSlices.
+//
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+type ReleaseStatusSliceList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []ReleaseStatusSlice `json:"items"`
+}
+
+// Labels of what a Release applies and of its status slices.
+const (
+	// ReleaseLabel is the Release's name, on its ReleaseStatusSlices and on every object it
+	// applies to a member.
+	ReleaseLabel = "clusterregistry.k8s.io/release"
+	// ReleaseNamespaceLabel is the Release's namespace (its cluster set), on every object it
+	// applies to a member.
+	ReleaseNamespaceLabel = "clusterregistry.k8s.io/release-namespace"
+	// RevisionLabel is the revision that last applied an object to a member.
+	RevisionLabel = "clusterregistry.k8s.io/revision"
+	// SliceIndexLabel orders a Release's status slices.
+	SliceIndexLabel = "clusterregistry.k8s.io/slice-index"
+)

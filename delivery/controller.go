@@ -1,0 +1,847 @@
+package delivery
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-logr/logr"
+	"golang.org/x/sync/errgroup"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	kubeinformers "k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/workqueue"
+	cpv1alpha1 "sigs.k8s.io/cluster-inventory-api/apis/v1alpha1"
+	cpversioned "sigs.k8s.io/cluster-inventory-api/client/clientset/versioned"
+	cpinformers "sigs.k8s.io/cluster-inventory-api/client/informers/externalversions"
+
+	"github.com/cluster-registry/sdk/clientset/versioned"
+	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
+	"github.com/cluster-registry/sdk/decision"
+	"github.com/cluster-registry/sdk/fleetcache"
+	informers "github.com/cluster-registry/sdk/informers/externalversions"
+	"github.com/cluster-registry/sdk/multicluster"
+)
+
+// Finalizer is on every Release the Controller has delivered, so that deleting it removes its
+// objects from the members first (DeletionPolicy Delete).
+const Finalizer = "clusterregistry.k8s.io/release"
+
+// ControllerOptions configure a Controller.
+type ControllerOptions struct {
+	// Namespace is the cluster set whose Releases are delivered; every one when empty.
+	Namespace string
+	// FieldManager prefixes each Release's field manager on members: PREFIX/NAMESPACE/NAME.
+	// Default "clusterregistry-release".
+	FieldManager string
+	// Workers is how many Releases are worked on at once; 4 when zero.
+	Workers int
+	// MemberConcurrency is how many members one Release applies to at once; 32 when zero.
+	MemberConcurrency int
+	// MemberTimeout bounds the work on one member in one turn (an unreachable member costs only
+	// this); 30 s when zero.
+	MemberTimeout time.Duration
+	// RetryAfter is how long a failed member waits before it is tried again; 30 s when zero.
+	RetryAfter time.Duration
+	// Fresh, if set, says whether the members are the registry's as they are now (for a Fleet,
+	// func() bool { return fleet.Status().Fresh() }): while it is false, nothing is removed from
+	// any member.
+	Fresh func() bool
+	// Logger hears what the Controller does; discarded when unset.
+	Logger logr.Logger
+}
+
+// Controller delivers the Releases of a registry to the members of their decisions. Make one with
+// NewController and Run it.
+type Controller struct {
+	members   multicluster.MemberSource
+	registry  versioned.Interface
+	kube      kubernetes.Interface
+	decisions cpversioned.Interface
+	opts      ControllerOptions
+	log       logr.Logger
+	queue     workqueue.TypedRateLimitingInterface[types.NamespacedName]
+	clients   clientsCache
+
+	// watched are the members any Release has objects on: the watch caches' members.
+	watched *multicluster.Subset
+	keep    atomic.Pointer[map[types.NamespacedName]bool]
+	cache   *fleetcache.Cache
+
+	releaseLister  cache.GenericLister
+	sliceLister    cache.GenericLister
+	decisionLister cache.GenericLister
+	configMaps     cache.GenericLister
+	informersRun   []func(<-chan struct{})
+	synced         []cache.InformerSynced
+
+	mu       sync.Mutex
+	releases map[types.NamespacedName]*releaseState
+	kinds    map[schema.GroupVersionResource]bool
+	writes   atomic.Int64
+}
+
+// releaseState is what the Controller knows of one Release's delivery.
+type releaseState struct {
+	loaded  bool // the inventory was read from the status slices
+	members map[types.NamespacedName]*memberState
+}
+
+// memberState is one Release on one member.
+type memberState struct {
+	revision  string // applied
+	applied   time.Time
+	objects   map[ref]*applied
+	failedRev string // the revision whose apply failed, and why
+	err       *memberError
+	failedAt  time.Time
+	drifted   bool
+	applying  bool
+	readyAt   time.Time // when every object was first seen Current at revision
+	removing  bool
+}
+
+// NewController makes a Controller of the Releases of the registry, delivered to members of
+// members (a Fleet). kube reads the ConfigMaps sources name; decisions reads PlacementDecisions.
+func NewController(members multicluster.MemberSource, registry versioned.Interface, kube kubernetes.Interface, decisions cpversioned.Interface, opts ControllerOptions) (*Controller, error) {
+	if members == nil || registry == nil || kube == nil || decisions == nil {
+		return nil, errors.New("delivery: members and the registry's clients are required")
+	}
+	if opts.FieldManager == "" {
+		opts.FieldManager = "clusterregistry-release"
+	}
+	opts.Workers = max(opts.Workers, 0)
+	if opts.Workers == 0 {
+		opts.Workers = 4
+	}
+	if opts.MemberConcurrency <= 0 {
+		opts.MemberConcurrency = 32
+	}
+	if opts.MemberTimeout <= 0 {
+		opts.MemberTimeout = 30 * time.Second
+	}
+	if opts.RetryAfter <= 0 {
+		opts.RetryAfter = 30 * time.Second
+	}
+	log := opts.Logger
+	if log.GetSink() == nil {
+		log = logr.Discard()
+	}
+	c := &Controller{
+		members: members, registry: registry, kube: kube, decisions: decisions, opts: opts, log: log,
+		queue:    workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[types.NamespacedName](), workqueue.TypedRateLimitingQueueConfig[types.NamespacedName]{Name: "releases"}),
+		watched:  multicluster.NewSubset(),
+		releases: map[types.NamespacedName]*releaseState{},
+		kinds:    map[schema.GroupVersionResource]bool{},
+	}
+	c.keep.Store(&map[types.NamespacedName]bool{})
+	c.cache = fleetcache.New(c.watched)
+
+	reg := informers.NewSharedInformerFactoryWithOptions(registry, 0, informers.WithNamespace(opts.Namespace))
+	rel := reg.Clusterregistry().V1alpha1().Releases()
+	sl := reg.Clusterregistry().V1alpha1().ReleaseStatusSlices()
+	dec := cpinformers.NewSharedInformerFactoryWithOptions(decisions, 0, cpinformers.WithNamespace(opts.Namespace)).Apis().V1alpha1().PlacementDecisions()
+	cms := kubeinformers.NewSharedInformerFactoryWithOptions(kube, 0, kubeinformers.WithNamespace(opts.Namespace)).Core().V1().ConfigMaps()
+	enqueue := func(obj any) {
+		if m, err := metaOf(obj); err == nil {
+			c.queue.Add(types.NamespacedName{Namespace: m.GetNamespace(), Name: m.GetName()})
+		}
+	}
+	handlers := []struct {
+		inf cache.SharedIndexInformer
+		fn  func(obj any)
+	}{
+		{rel.Informer(), enqueue},
+		{dec.Informer(), func(obj any) { c.enqueueFor(obj, c.releasesOfDecision) }},
+		{cms.Informer(), func(obj any) { c.enqueueFor(obj, c.releasesOfConfigMap) }},
+	}
+	for _, h := range handlers {
+		fn := h.fn
+		if _, err := h.inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+			AddFunc: fn, UpdateFunc: func(_, obj any) { fn(obj) },
+			DeleteFunc: func(obj any) {
+				if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+					obj = tomb.Obj
+				}
+				fn(obj)
+			},
+		}); err != nil {
+			return nil, err
+		}
+	}
+	for _, inf := range []cache.SharedIndexInformer{rel.Informer(), sl.Informer(), dec.Informer(), cms.Informer()} {
+		c.informersRun = append(c.informersRun, inf.Run)
+		c.synced = append(c.synced, inf.HasSynced)
+	}
+	c.releaseLister = cache.NewGenericLister(rel.Informer().GetIndexer(), v1alpha1.Resource("releases"))
+	c.sliceLister = cache.NewGenericLister(sl.Informer().GetIndexer(), v1alpha1.Resource("releasestatusslices"))
+	c.decisionLister = cache.NewGenericLister(dec.Informer().GetIndexer(), cpv1alpha1.SchemeGroupVersion.WithResource("placementdecisions").GroupResource())
+	c.configMaps = cache.NewGenericLister(cms.Informer().GetIndexer(), corev1.Resource("configmaps"))
+	return c, nil
+}
+
+// Writes is how many writes the Controller made to the registry and to members since it started:
+// applies, deletes, status and slice writes. At steady state it does not grow.
+func (c *Controller) Writes() int64 { return c.writes.Load() }
+
+// Run delivers until ctx ends.
+func (c *Controller) Run(ctx context.Context) error {
+	defer c.queue.ShutDown()
+	stopWatched := c.watched.Follow(c.members)
+	defer stopWatched()
+	c.watched.Keep(func(k types.NamespacedName) bool { return (*c.keep.Load())[k] })
+	if err := c.cache.Start(ctx); err != nil {
+		return err
+	}
+	defer c.cache.Stop()
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	for _, run := range c.informersRun {
+		wg.Go(func() { run(ctx.Done()) })
+	}
+	if !cache.WaitForCacheSync(ctx.Done(), c.synced...) {
+		return ctx.Err()
+	}
+	go func() {
+		<-ctx.Done()
+		c.queue.ShutDown()
+	}()
+	for range c.opts.Workers {
+		wg.Go(func() {
+			for c.work(ctx) {
+			}
+		})
+	}
+	<-ctx.Done()
+	return nil
+}
+
+func (c *Controller) work(ctx context.Context) bool {
+	key, shutdown := c.queue.Get()
+	if shutdown {
+		return false
+	}
+	defer c.queue.Done(key)
+	after, err := c.reconcile(ctx, key)
+	switch {
+	case err != nil:
+		if ctx.Err() == nil {
+			c.log.Error(err, "release not reconciled; retrying", "release", key)
+		}
+		c.queue.AddRateLimited(key)
+	default:
+		c.queue.Forget(key)
+		if after > 0 {
+			c.queue.AddAfter(key, after)
+		}
+	}
+	return true
+}
+
+// enqueueFor enqueues the Releases that of finds for a changed object.
+func (c *Controller) enqueueFor(obj any, of func(namespace, name string, labels map[string]string) []types.NamespacedName) {
+	m, err := metaOf(obj)
+	if err != nil {
+		return
+	}
+	for _, k := range of(m.GetNamespace(), m.GetName(), m.GetLabels()) {
+		c.queue.Add(k)
+	}
+}
+
+func (c *Controller) releasesOfDecision(namespace, _ string, l map[string]string) []types.NamespacedName {
+	key := l[cpv1alpha1.DecisionKeyLabel]
+	return c.releasesWhere(namespace, func(r *v1alpha1.Release) bool { return decisionKey(r) == key })
+}
+
+func (c *Controller) releasesOfConfigMap(namespace, name string, _ map[string]string) []types.NamespacedName {
+	return c.releasesWhere(namespace, func(r *v1alpha1.Release) bool {
+		return r.Spec.Source.ConfigMap != nil && r.Spec.Source.ConfigMap.Name == name
+	})
+}
+
+func (c *Controller) releasesWhere(namespace string, match func(*v1alpha1.Release) bool) []types.NamespacedName {
+	objs, err := c.releaseLister.ByNamespace(namespace).List(labels.Everything())
+	if err != nil {
+		return nil
+	}
+	var out []types.NamespacedName
+	for _, o := range objs {
+		if r, ok := o.(*v1alpha1.Release); ok && match(r) {
+			out = append(out, types.NamespacedName{Namespace: r.Namespace, Name: r.Name})
+		}
+	}
+	return out
+}
+
+// decisionKey is the decision key a Release follows.
+func decisionKey(r *v1alpha1.Release) string {
+	if r.Spec.Placement.Name != "" {
+		return r.Spec.Placement.Name
+	}
+	return r.Spec.Placement.DecisionKey
+}
+
+// fieldManager is a Release's field manager on members: its own, so that two Releases that
+// write one object conflict instead of taking turns.
+func (c *Controller) fieldManager(key types.NamespacedName) string {
+	m := c.opts.FieldManager + "/" + key.Namespace + "/" + key.Name
+	if len(m) > 128 {
+		m = m[:128]
+	}
+	return m
+}
+
+// state is a Release's state, made on first use.
+func (c *Controller) state(key types.NamespacedName) *releaseState {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	st := c.releases[key]
+	if st == nil {
+		st = &releaseState{members: map[types.NamespacedName]*memberState{}}
+		c.releases[key] = st
+	}
+	return st
+}
+
+// rewatch makes the watch caches' members those that any Release has objects on.
+func (c *Controller) rewatch() {
+	c.mu.Lock()
+	keep := map[types.NamespacedName]bool{}
+	for _, st := range c.releases {
+		for m := range st.members {
+			keep[m] = true
+		}
+	}
+	c.mu.Unlock()
+	old := *c.keep.Load()
+	if mapsEqual(old, keep) {
+		return
+	}
+	c.keep.Store(&keep)
+	c.watched.Keep(func(k types.NamespacedName) bool { return (*c.keep.Load())[k] })
+}
+
+func mapsEqual(a, b map[types.NamespacedName]bool) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k := range a {
+		if !b[k] {
+			return false
+		}
+	}
+	return true
+}
+
+// watchKind starts the watch of a resource's Release objects on the watched members, once.
+func (c *Controller) watchKind(gvr schema.GroupVersionResource) {
+	c.mu.Lock()
+	if c.kinds[gvr] {
+		c.mu.Unlock()
+		return
+	}
+	c.kinds[gvr] = true
+	c.mu.Unlock()
+	kind, err := fleetcache.Dynamic(c.cache, gvr, fleetcache.KindOptions{LabelSelector: v1alpha1.ReleaseNamespaceLabel, KeepManagedFields: true})
+	if err == nil {
+		err = kind.AddEventHandler(func(ev fleetcache.Event[*unstructured.Unstructured]) { c.onObject(gvr, ev) })
+	}
+	if err != nil {
+		c.log.Error(err, "watching what releases applied", "resource", gvr.String())
+	}
+}
+
+// onObject learns an applied object's health, and any drift, from a member's watch.
+func (c *Controller) onObject(gvr schema.GroupVersionResource, ev fleetcache.Event[*unstructured.Unstructured]) {
+	obj := ev.Object
+	l := obj.GetLabels()
+	member := ev.Member.Name()
+	// A Release reaches only its own cluster set's members: an object there labelled with
+	// another set's Release is not this one's.
+	if l[v1alpha1.ReleaseNamespaceLabel] != member.Namespace {
+		return
+	}
+	key := types.NamespacedName{Namespace: member.Namespace, Name: l[v1alpha1.ReleaseLabel]}
+	r := ref{GVR: gvr, Kind: obj.GetKind(), Namespace: obj.GetNamespace(), Name: obj.GetName()}
+	c.mu.Lock()
+	st := c.releases[key]
+	var changed bool
+	if st != nil {
+		if ms := st.members[member]; ms != nil && !ms.applying {
+			if a := ms.objects[r]; a != nil {
+				changed = c.observe(key, ms, a, ev.Type == fleetcache.Deleted, obj)
+			}
+		}
+	}
+	c.mu.Unlock()
+	if changed {
+		c.queue.Add(key)
+	}
+}
+
+// observe updates an applied object from the member's watch, with c.mu held; it reports whether
+// anything the Release's status or delivery depends on changed.
+func (c *Controller) observe(key types.NamespacedName, ms *memberState, a *applied, deleted bool, obj *unstructured.Unstructured) bool {
+	if deleted {
+		if a.gone {
+			return false
+		}
+		a.gone, ms.drifted = true, true
+		return true
+	}
+	if obj.GetLabels()[v1alpha1.RevisionLabel] != ms.revision {
+		return false // an older apply's event, or another revision's
+	}
+	status, msg := health(obj)
+	changed := status != a.status || msg != a.message || a.gone
+	a.status, a.message, a.gone = status, msg, false
+	if f := managerFields(obj, c.fieldManager(key)); a.fields != "" && f != a.fields && !ms.drifted {
+		ms.drifted, changed = true, true
+	}
+	return changed
+}
+
+// reconcile brings one Release's members one step closer to its spec, and says when to look
+// again if nothing else calls.
+func (c *Controller) reconcile(ctx context.Context, key types.NamespacedName) (time.Duration, error) {
+	obj, err := c.releaseLister.ByNamespace(key.Namespace).Get(key.Name)
+	if apierrors.IsNotFound(err) {
+		c.mu.Lock()
+		delete(c.releases, key)
+		c.mu.Unlock()
+		c.rewatch()
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	rel := obj.(*v1alpha1.Release)
+	st := c.state(key)
+	if !st.loaded {
+		c.loadInventory(rel, st)
+	}
+	if rel.DeletionTimestamp != nil {
+		return c.finalize(ctx, rel, st)
+	}
+	if !slices.Contains(rel.Finalizers, Finalizer) {
+		rel = rel.DeepCopy()
+		rel.Finalizers = append(rel.Finalizers, Finalizer)
+		c.writes.Add(1)
+		_, err := c.registry.ClusterregistryV1alpha1().Releases(rel.Namespace).Update(ctx, rel, metav1.UpdateOptions{})
+		return 0, err // the update brings the Release back to the queue
+	}
+	if rel.Spec.Suspend {
+		return 0, c.writeStatus(ctx, rel, st, nil, nil, progress{stalledReason: "Suspended", stalledMessage: "spec.suspend is true: nothing is applied or removed"})
+	}
+
+	var cm *corev1.ConfigMap
+	if src := rel.Spec.Source.ConfigMap; src != nil {
+		if o, err := c.configMaps.ByNamespace(rel.Namespace).Get(src.Name); err == nil {
+			cm = o.(*corev1.ConfigMap)
+		}
+	}
+	bundle, err := Render(rel, cm)
+	if err != nil {
+		return 0, c.writeStatus(ctx, rel, st, nil, nil, progress{stalledReason: "InvalidSource", stalledMessage: err.Error()})
+	}
+	dec, err := c.decision(rel)
+	if err != nil {
+		return 0, c.writeStatus(ctx, rel, st, bundle, nil, progress{stalledReason: "DecisionNotFound", stalledMessage: err.Error()})
+	}
+	byName := map[types.NamespacedName]*multicluster.Member{}
+	for _, m := range c.members.Members() {
+		byName[m.Name()] = m
+	}
+	now := time.Now()
+	waves := Waves(dec.Clusters, dec.Groups, rel.Spec.Rollout)
+	soak := time.Duration(0)
+	deadline := 600 * time.Second
+	if r := rel.Spec.Rollout; r != nil {
+		soak = time.Duration(r.SoakSeconds) * time.Second
+		if r.ProgressDeadlineSeconds != nil {
+			deadline = time.Duration(*r.ProgressDeadlineSeconds) * time.Second
+		}
+	}
+
+	// Which wave stands, and whether the rollout stopped.
+	c.mu.Lock()
+	failures := 0
+	for _, k := range dec.Clusters {
+		if ms := st.members[k]; ms != nil && c.failedAt(ms, bundle.Revision, now, deadline) {
+			failures++
+		}
+	}
+	stopped := failures > MaxFailures(rel.Spec.Rollout, len(dec.Clusters))
+	current, wait := len(waves), time.Duration(0)
+	for i, w := range waves {
+		done := true
+		for _, k := range w {
+			ms := st.members[k]
+			if ms == nil || ms.revision != bundle.Revision || !c.ready(ms) {
+				if ms == nil || !c.failedAt(ms, bundle.Revision, now, deadline) {
+					done = false
+				}
+				continue
+			}
+			if left := ms.readyAt.Add(soak).Sub(now); left > 0 {
+				done = false
+				wait = max(wait, left)
+			}
+		}
+		if !done {
+			current = i
+			break
+		}
+	}
+	var todo []types.NamespacedName
+	for i, w := range waves {
+		if i > current || (stopped && i == current) {
+			break
+		}
+		for _, k := range w {
+			ms := st.members[k]
+			switch {
+			case ms == nil || ms.revision != bundle.Revision:
+				if ms != nil && ms.failedRev == bundle.Revision && now.Sub(ms.failedAt) < c.opts.RetryAfter {
+					wait = pick(wait, c.opts.RetryAfter-now.Sub(ms.failedAt))
+					continue
+				}
+				todo = append(todo, k)
+			case ms.drifted && driftPolicy(rel) == v1alpha1.DriftCorrect:
+				todo = append(todo, k)
+			}
+		}
+	}
+	// Members to remove: those the Release has objects on that the decision no longer names,
+	// only while the Fleet is fresh (a failed or partial list never uninstalls anything).
+	var gone []types.NamespacedName
+	if c.opts.Fresh == nil || c.opts.Fresh() {
+		named := map[types.NamespacedName]bool{}
+		for _, k := range dec.Clusters {
+			named[k] = true
+		}
+		for k := range st.members {
+			if !named[k] {
+				gone = append(gone, k)
+			}
+		}
+	}
+	c.mu.Unlock()
+
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(c.opts.MemberConcurrency)
+	for _, k := range todo {
+		g.Go(func() error { c.applyMember(gctx, rel, bundle, k, byName[k]); return nil })
+	}
+	for _, k := range gone {
+		g.Go(func() error { c.removeMember(gctx, rel, st, k, byName[k]); return nil })
+	}
+	_ = g.Wait()
+	c.rewatch()
+	if len(todo) > 0 || len(gone) > 0 {
+		// What the applies changed is judged at the next turn, with their answers and the
+		// watch's first events in.
+		return time.Second, c.writeStatus(ctx, rel, st, bundle, dec, progress{wave: current, waves: len(waves), stopped: stopped, failures: failures})
+	}
+	// A member applied but not yet healthy is looked at again at its deadline.
+	c.mu.Lock()
+	for _, k := range dec.Clusters {
+		if ms := st.members[k]; ms != nil && ms.revision == bundle.Revision && !c.ready(ms) && ms.err == nil {
+			if left := ms.applied.Add(deadline).Sub(now); left > 0 {
+				wait = pick(wait, left)
+			}
+		}
+	}
+	c.mu.Unlock()
+	return wait, c.writeStatus(ctx, rel, st, bundle, dec, progress{wave: current, waves: len(waves), stopped: stopped, failures: failures, deadline: deadline})
+}
+
+// pick is the sooner of two waits, ignoring zero.
+func pick(a, b time.Duration) time.Duration {
+	if a <= 0 {
+		return b
+	}
+	if b <= 0 {
+		return a
+	}
+	return min(a, b)
+}
+
+func driftPolicy(rel *v1alpha1.Release) v1alpha1.ReleaseDriftPolicy {
+	if rel.Spec.Drift != nil && rel.Spec.Drift.Policy != "" {
+		return rel.Spec.Drift.Policy
+	}
+	return v1alpha1.DriftCorrect
+}
+
+// ready: every object of the member's revision is Current, with c.mu held.
+func (c *Controller) ready(ms *memberState) bool {
+	if ms.err != nil || len(ms.objects) == 0 {
+		ms.readyAt = time.Time{}
+		return false
+	}
+	for _, a := range ms.objects {
+		if a.gone || a.status != "Current" {
+			ms.readyAt = time.Time{}
+			return false
+		}
+	}
+	if ms.readyAt.IsZero() {
+		ms.readyAt = time.Now()
+	}
+	return true
+}
+
+// failedAt: the member failed at revision (its apply, an object's health, or its deadline).
+func (c *Controller) failedAt(ms *memberState, revision string, now time.Time, deadline time.Duration) bool {
+	if ms.failedRev == revision && ms.err != nil && ms.err.class != v1alpha1.FailureUnreachable {
+		return true
+	}
+	if ms.revision != revision || ms.err != nil {
+		return false
+	}
+	for _, a := range ms.objects {
+		if a.status == "Failed" {
+			return true
+		}
+	}
+	return !c.ready(ms) && now.Sub(ms.applied) > deadline
+}
+
+// decision reads the Release's decision from the PlacementDecisions cache.
+func (c *Controller) decision(rel *v1alpha1.Release) (*decision.Decision, error) {
+	key := decisionKey(rel)
+	objs, err := c.decisionLister.ByNamespace(rel.Namespace).List(labels.SelectorFromSet(labels.Set{cpv1alpha1.DecisionKeyLabel: key}))
+	if err != nil {
+		return nil, err
+	}
+	if len(objs) == 0 {
+		return nil, fmt.Errorf("no PlacementDecision of namespace %s has decision key %s (is the Placement there, and its scheduler running?)", rel.Namespace, key)
+	}
+	items := make([]cpv1alpha1.PlacementDecision, 0, len(objs))
+	for _, o := range objs {
+		items = append(items, *o.(*cpv1alpha1.PlacementDecision))
+	}
+	return decision.FromSlices(rel.Namespace, key, items), nil
+}
+
+// applyMember applies a bundle to one member, prunes what the revision no longer has, and records
+// how it went.
+func (c *Controller) applyMember(ctx context.Context, rel *v1alpha1.Release, b *Bundle, key types.NamespacedName, m *multicluster.Member) {
+	relKey := types.NamespacedName{Namespace: rel.Namespace, Name: rel.Name}
+	st := c.state(relKey)
+	c.mu.Lock()
+	ms := st.members[key]
+	if ms == nil {
+		ms = &memberState{objects: map[ref]*applied{}}
+		st.members[key] = ms
+	}
+	ms.applying = true
+	previous := ms.objects
+	c.mu.Unlock()
+
+	fail := func(err *memberError) {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		ms.applying = false
+		ms.failedRev, ms.err, ms.failedAt = b.Revision, err, time.Now()
+	}
+	if m == nil {
+		fail(&memberError{class: v1alpha1.FailureUnreachable, err: fmt.Errorf("no Cluster %s in the registry (or not among this controller's members)", key)})
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, c.opts.MemberTimeout)
+	defer cancel()
+	mc, err := c.clients.get(ctx, m)
+	if err != nil {
+		fail(&memberError{class: classify(ctx, err), err: err})
+		return
+	}
+	owned := func(r ref) bool { _, ok := previous[r]; return ok }
+	defaultNS := rel.Spec.TargetNamespace
+	if defaultNS == "" {
+		defaultNS = metav1.NamespaceDefault
+	}
+	objects := map[ref]*applied{}
+	for _, u := range b.Objects {
+		c.writes.Add(1)
+		a, err := mc.applyOne(ctx, u, defaultNS, c.fieldManager(relKey), owned)
+		if err != nil {
+			if isNoMatchOrDiscovery(err) {
+				c.clients.forget(m)
+			}
+			fail(&memberError{class: classify(ctx, err), object: describe(u, a.ref), err: err})
+			return
+		}
+		c.watchKind(a.ref.GVR)
+		objects[a.ref] = &a
+	}
+	// Prune what the previous revision had and this one has not, in reverse apply order.
+	var stale []ref
+	for r := range previous {
+		if objects[r] == nil {
+			stale = append(stale, r)
+		}
+	}
+	for _, r := range removalOrder(stale) {
+		c.writes.Add(1)
+		if err := mc.deleteOne(ctx, r, rel.Name, rel.Namespace); err != nil {
+			// Kept in the inventory, so that the next turn tries again.
+			objects[r] = &applied{ref: r, status: "Error", message: message(err)}
+			fail(&memberError{class: classify(ctx, err), object: r.String(), err: fmt.Errorf("pruning: %w", err)})
+			c.mu.Lock()
+			ms.objects = objects
+			c.mu.Unlock()
+			return
+		}
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	ms.applying = false
+	ms.revision, ms.applied, ms.objects = b.Revision, time.Now(), objects
+	ms.err, ms.failedRev, ms.drifted, ms.readyAt = nil, "", false, time.Time{}
+}
+
+// removeMember removes a Release's objects from a member it no longer reaches (DeletionPolicy
+// Delete), in reverse apply order; a member no longer in the registry is forgotten.
+func (c *Controller) removeMember(ctx context.Context, rel *v1alpha1.Release, st *releaseState, key types.NamespacedName, m *multicluster.Member) {
+	c.mu.Lock()
+	ms := st.members[key]
+	if ms == nil {
+		c.mu.Unlock()
+		return
+	}
+	ms.removing = true
+	refs := make([]ref, 0, len(ms.objects))
+	for r := range ms.objects {
+		refs = append(refs, r)
+	}
+	c.mu.Unlock()
+	done := func() {
+		c.mu.Lock()
+		delete(st.members, key)
+		c.mu.Unlock()
+	}
+	if m == nil || rel.Spec.DeletionPolicy == v1alpha1.DeletionOrphan {
+		done()
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, c.opts.MemberTimeout)
+	defer cancel()
+	mc, err := c.clients.get(ctx, m)
+	if err == nil {
+		for _, r := range removalOrder(refs) {
+			c.writes.Add(1)
+			if err = mc.deleteOne(ctx, r, rel.Name, rel.Namespace); err != nil {
+				break
+			}
+		}
+	}
+	if err != nil {
+		c.mu.Lock()
+		ms.err, ms.failedAt = &memberError{class: classify(ctx, err), err: fmt.Errorf("removing: %w", err)}, time.Now()
+		c.mu.Unlock()
+		return
+	}
+	done()
+}
+
+// finalize removes a deleted Release's objects from every member, then lets it go.
+func (c *Controller) finalize(ctx context.Context, rel *v1alpha1.Release, st *releaseState) (time.Duration, error) {
+	if !slices.Contains(rel.Finalizers, Finalizer) {
+		return 0, nil
+	}
+	byName := map[types.NamespacedName]*multicluster.Member{}
+	for _, m := range c.members.Members() {
+		byName[m.Name()] = m
+	}
+	c.mu.Lock()
+	var keys []types.NamespacedName
+	for k := range st.members {
+		keys = append(keys, k)
+	}
+	c.mu.Unlock()
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(c.opts.MemberConcurrency)
+	for _, k := range keys {
+		g.Go(func() error { c.removeMember(gctx, rel, st, k, byName[k]); return nil })
+	}
+	_ = g.Wait()
+	c.mu.Lock()
+	left := len(st.members)
+	c.mu.Unlock()
+	c.rewatch()
+	if left > 0 {
+		return c.opts.RetryAfter, c.writeStatus(ctx, rel, st, nil, nil, progress{stalledReason: "Removing", stalledMessage: fmt.Sprintf("%d members still have the Release's objects", left)})
+	}
+	rel = rel.DeepCopy()
+	rel.Finalizers = slices.DeleteFunc(rel.Finalizers, func(f string) bool { return f == Finalizer })
+	c.writes.Add(1)
+	_, err := c.registry.ClusterregistryV1alpha1().Releases(rel.Namespace).Update(ctx, rel, metav1.UpdateOptions{})
+	if apierrors.IsNotFound(err) {
+		err = nil
+	}
+	return 0, err
+}
+
+// loadInventory reads, once per Release, what its status slices say it applied where: after a
+// restart, a member that leaves the decision still has its objects removed.
+func (c *Controller) loadInventory(rel *v1alpha1.Release, st *releaseState) {
+	objs, _ := c.sliceLister.ByNamespace(rel.Namespace).List(labels.SelectorFromSet(labels.Set{v1alpha1.ReleaseLabel: rel.Name}))
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	st.loaded = true
+	for _, o := range objs {
+		s := o.(*v1alpha1.ReleaseStatusSlice)
+		if !metav1.IsControlledBy(s, rel) {
+			continue
+		}
+		for _, m := range s.Members {
+			key := types.NamespacedName{Namespace: rel.Namespace, Name: m.Cluster}
+			if st.members[key] != nil || len(m.Objects) == 0 {
+				continue
+			}
+			ms := &memberState{objects: map[ref]*applied{}}
+			for _, o := range m.Objects {
+				r := ref{GVR: schema.GroupVersionResource{Group: o.Group, Version: o.Version, Resource: o.Resource}, Kind: o.Kind, Namespace: o.Namespace, Name: o.Name}
+				ms.objects[r] = &applied{ref: r}
+			}
+			st.members[key] = ms
+		}
+	}
+}
+
+func describe(u *unstructured.Unstructured, r ref) string {
+	if r.Name != "" {
+		return r.String()
+	}
+	ns := u.GetNamespace()
+	if ns != "" {
+		ns += "/"
+	}
+	return fmt.Sprintf("%s %s%s", u.GroupVersionKind().GroupKind(), ns, u.GetName())
+}
+
+func isNoMatchOrDiscovery(err error) bool {
+	return err != nil && (apierrors.IsNotFound(err) || errors.Is(err, context.DeadlineExceeded))
+}
+
+func metaOf(obj any) (metav1.Object, error) {
+	m, ok := obj.(metav1.Object)
+	if !ok {
+		return nil, fmt.Errorf("%T is not an object", obj)
+	}
+	return m, nil
+}

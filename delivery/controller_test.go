@@ -1,0 +1,356 @@
+package delivery_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	cpversioned "sigs.k8s.io/cluster-inventory-api/client/clientset/versioned"
+
+	"github.com/cluster-registry/sdk/access"
+	"github.com/cluster-registry/sdk/clientset/versioned"
+	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
+	"github.com/cluster-registry/sdk/decision"
+	"github.com/cluster-registry/sdk/delivery"
+	"github.com/cluster-registry/sdk/multicluster"
+	"github.com/cluster-registry/sdk/testkit/fleettest"
+)
+
+// deliveryEnv is a cluster set of the local fleet's members with a releases Controller running on
+// a Fleet of it.
+type deliveryEnv struct {
+	ns        string
+	registry  versioned.Interface
+	decisions cpversioned.Interface
+	ctrl      *delivery.Controller
+	members   map[string]kubernetes.Interface
+}
+
+func startDelivery(t *testing.T) *deliveryEnv {
+	t.Helper()
+	ignore := goleak.IgnoreCurrent()
+	ns := fleettest.CopySet(t, lf)
+	env := &deliveryEnv{ns: ns, registry: versioned.NewForConfigOrDie(lf.Registry.Config),
+		decisions: cpversioned.NewForConfigOrDie(lf.Registry.Config), members: map[string]kubernetes.Interface{}}
+	for _, m := range lf.Members {
+		env.members[m.Name] = kubernetes.NewForConfigOrDie(m.Config)
+	}
+	kube := kubernetes.NewForConfigOrDie(lf.Registry.Config)
+	resolver, err := access.NewResolver(access.ResolverOptions{Secrets: access.SecretsFromClient(kube)})
+	require.NoError(t, err)
+	fleet := multicluster.NewFleet(env.registry, resolver, multicluster.FleetOptions{Namespaces: []string{ns}})
+	ctrl, err := delivery.NewController(fleet, env.registry, kube, env.decisions, delivery.ControllerOptions{
+		Namespace: ns, MemberTimeout: 10 * time.Second, RetryAfter: 2 * time.Second,
+		Fresh: func() bool { return fleet.Status().Fresh() }})
+	require.NoError(t, err)
+	env.ctrl = ctrl
+	ctx, cancel := context.WithCancel(context.Background())
+	require.NoError(t, fleet.Start(ctx))
+	done := make(chan error, 1)
+	go func() { done <- ctrl.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		require.NoError(t, <-done)
+		fleet.Stop()
+		goleak.VerifyNone(t, append(fleettest.IgnoreIdleConnections, ignore)...)
+	})
+	return env
+}
+
+func (e *deliveryEnv) decide(t *testing.T, members ...string) {
+	t.Helper()
+	var chosen []decision.Chosen
+	for i, m := range members {
+		chosen = append(chosen, decision.Chosen{Cluster: types.NamespacedName{Namespace: e.ns, Name: m}, Group: i + 1})
+	}
+	_, err := decision.Write(t.Context(), e.decisions, e.ns, "web", chosen, decision.WriteOptions{SchedulerName: "test"})
+	require.NoError(t, err)
+}
+
+func manifests(t *testing.T, objs ...runtime.Object) []runtime.RawExtension {
+	var out []runtime.RawExtension
+	for _, o := range objs {
+		raw, err := json.Marshal(o)
+		require.NoError(t, err)
+		out = append(out, runtime.RawExtension{Raw: raw})
+	}
+	return out
+}
+
+func configMap(name string, data map[string]string) *corev1.ConfigMap {
+	return &corev1.ConfigMap{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"}, ObjectMeta: metav1.ObjectMeta{Name: name}, Data: data}
+}
+
+func deployment(name string) *appsv1.Deployment {
+	labels := map[string]string{"app": name}
+	return &appsv1.Deployment{TypeMeta: metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"}, ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: appsv1.DeploymentSpec{Selector: &metav1.LabelSelector{MatchLabels: labels}, Template: corev1.PodTemplateSpec{
+			ObjectMeta: metav1.ObjectMeta{Labels: labels},
+			Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "web", Image: "registry.invalid/web:1"}}}}}}
+}
+
+// waitRelease waits until the Release's status satisfies ok, and returns it.
+func (e *deliveryEnv) waitRelease(t *testing.T, name string, what string, ok func(*v1alpha1.Release) bool) *v1alpha1.Release {
+	t.Helper()
+	var rel *v1alpha1.Release
+	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		var err error
+		rel, err = e.registry.ClusterregistryV1alpha1().Releases(e.ns).Get(t.Context(), name, metav1.GetOptions{})
+		require.NoError(t, err)
+		if ok(rel) {
+			return rel
+		}
+		if time.Now().After(deadline) {
+			st, _ := json.MarshalIndent(rel.Status, "", "  ")
+			t.Fatalf("release %s: %s: not within 60 s; status:\n%s", name, what, st)
+		}
+	}
+}
+
+// finishRollout plays the members' deployment controller: the Deployment's status says its
+// newest spec is rolled out.
+func finishRollout(t *testing.T, kube kubernetes.Interface, ns, name string) {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		d, err := kube.AppsV1().Deployments(ns).Get(t.Context(), name, metav1.GetOptions{})
+		if err == nil {
+			d.Status = appsv1.DeploymentStatus{ObservedGeneration: d.Generation, Replicas: 1, UpdatedReplicas: 1, ReadyReplicas: 1, AvailableReplicas: 1,
+				Conditions: []appsv1.DeploymentCondition{
+					{Type: appsv1.DeploymentAvailable, Status: corev1.ConditionTrue, Reason: "MinimumReplicasAvailable"},
+					{Type: appsv1.DeploymentProgressing, Status: corev1.ConditionTrue, Reason: "NewReplicaSetAvailable"}}}
+			if _, err = kube.AppsV1().Deployments(ns).UpdateStatus(t.Context(), d, metav1.UpdateOptions{}); err == nil {
+				return
+			}
+		}
+		require.True(t, time.Now().Before(deadline), "deployment %s/%s: %v", ns, name, err)
+	}
+}
+
+func phase(rel *v1alpha1.Release, p v1alpha1.ReleaseMemberPhase) int32 {
+	for _, c := range rel.Status.Phases {
+		if c.Phase == p {
+			return c.Count
+		}
+	}
+	return 0
+}
+
+func condition(rel *v1alpha1.Release, t string) metav1.ConditionStatus {
+	for _, c := range rel.Status.Conditions {
+		if c.Type == t && c.ObservedGeneration == rel.Generation {
+			return c.Status
+		}
+	}
+	return ""
+}
+
+// A Release is delivered to the members of its decision, judged healthy from the members'
+// watches (a Deployment is Ready only once its controller says so), kept there against edits by
+// hand, quiet at steady state, pruned, removed from a member that leaves, and removed everywhere
+// when deleted.
+func TestReleaseLifecycle(t *testing.T) {
+	env := startDelivery(t)
+	appNS := "app-" + strings.ToLower(strings.ReplaceAll(t.Name(), "/", "-"))
+	for _, kube := range env.members {
+		_, err := kube.CoreV1().Namespaces().Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: appNS}}, metav1.CreateOptions{})
+		require.NoError(t, err)
+	}
+	env.decide(t, "member-1", "member-2")
+	rel := &v1alpha1.Release{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: env.ns}, Spec: v1alpha1.ReleaseSpec{
+		Source:          v1alpha1.ReleaseSource{Manifests: manifests(t, deployment("web"), configMap("web-config", map[string]string{"color": "blue"}))},
+		Placement:       v1alpha1.ReleasePlacement{Name: "web"},
+		TargetNamespace: appNS,
+	}}
+	_, err := env.registry.ClusterregistryV1alpha1().Releases(env.ns).Create(t.Context(), rel, metav1.CreateOptions{})
+	require.NoError(t, err)
+
+	// Applied everywhere, but not Ready while the Deployment's controller has not reported.
+	got := env.waitRelease(t, "web", "applied to both, progressing", func(r *v1alpha1.Release) bool {
+		return r.Status.Members == 2 && phase(r, v1alpha1.PhaseProgressing) == 2
+	})
+	require.Equal(t, metav1.ConditionFalse, condition(got, v1alpha1.ReleaseAvailable))
+	revision := got.Status.Revision
+	for name, kube := range env.members {
+		cm, err := kube.CoreV1().ConfigMaps(appNS).Get(t.Context(), "web-config", metav1.GetOptions{})
+		require.NoError(t, err, name)
+		require.Equal(t, "web", cm.Labels[v1alpha1.ReleaseLabel])
+		require.Equal(t, env.ns, cm.Labels[v1alpha1.ReleaseNamespaceLabel])
+		require.Equal(t, revision, cm.Labels[v1alpha1.RevisionLabel])
+		finishRollout(t, kube, appNS, "web")
+	}
+	got = env.waitRelease(t, "web", "available", func(r *v1alpha1.Release) bool {
+		return condition(r, v1alpha1.ReleaseAvailable) == metav1.ConditionTrue && r.Status.Ready == 2
+	})
+	require.Empty(t, got.Status.Worst)
+	slices, err := env.registry.ClusterregistryV1alpha1().ReleaseStatusSlices(env.ns).List(t.Context(), metav1.ListOptions{LabelSelector: v1alpha1.ReleaseLabel + "=web"})
+	require.NoError(t, err)
+	require.Len(t, slices.Items, 1)
+	require.Len(t, slices.Items[0].Members, 2)
+	require.Len(t, slices.Items[0].Members[0].Objects, 2)
+
+	t.Run("steady state writes nothing", func(t *testing.T) {
+		before := env.ctrl.Writes()
+		time.Sleep(3 * time.Second)
+		require.Equal(t, before, env.ctrl.Writes(), "writes at steady state")
+	})
+
+	t.Run("a member edited by hand is corrected from the watch", func(t *testing.T) {
+		kube := env.members["member-1"]
+		cm, err := kube.CoreV1().ConfigMaps(appNS).Get(t.Context(), "web-config", metav1.GetOptions{})
+		require.NoError(t, err)
+		cm.Data["color"] = "red"
+		_, err = kube.CoreV1().ConfigMaps(appNS).Update(t.Context(), cm, metav1.UpdateOptions{FieldManager: "kubectl-edit"})
+		require.NoError(t, err)
+		edited := time.Now()
+		require.Eventually(t, func() bool {
+			cm, err := kube.CoreV1().ConfigMaps(appNS).Get(t.Context(), "web-config", metav1.GetOptions{})
+			return err == nil && cm.Data["color"] == "blue"
+		}, 10*time.Second, 50*time.Millisecond, "the edit was not corrected")
+		t.Logf("drift corrected %s after the edit", time.Since(edited).Round(10*time.Millisecond))
+		// And a deleted object is put back.
+		require.NoError(t, kube.CoreV1().ConfigMaps(appNS).Delete(t.Context(), "web-config", metav1.DeleteOptions{}))
+		require.Eventually(t, func() bool {
+			_, err := kube.CoreV1().ConfigMaps(appNS).Get(t.Context(), "web-config", metav1.GetOptions{})
+			return err == nil
+		}, 10*time.Second, 50*time.Millisecond, "the deleted object was not put back")
+	})
+
+	t.Run("a new revision prunes what it no longer has", func(t *testing.T) {
+		cur, err := env.registry.ClusterregistryV1alpha1().Releases(env.ns).Get(t.Context(), "web", metav1.GetOptions{})
+		require.NoError(t, err)
+		cur.Spec.Source.Manifests = manifests(t, configMap("web-config", map[string]string{"color": "green"}))
+		_, err = env.registry.ClusterregistryV1alpha1().Releases(env.ns).Update(t.Context(), cur, metav1.UpdateOptions{})
+		require.NoError(t, err)
+		got := env.waitRelease(t, "web", "new revision ready", func(r *v1alpha1.Release) bool {
+			return r.Status.Revision != revision && r.Status.Ready == 2
+		})
+		for name, kube := range env.members {
+			cm, err := kube.CoreV1().ConfigMaps(appNS).Get(t.Context(), "web-config", metav1.GetOptions{})
+			require.NoError(t, err, name)
+			require.Equal(t, "green", cm.Data["color"])
+			require.Equal(t, got.Status.Revision, cm.Labels[v1alpha1.RevisionLabel])
+			_, err = kube.AppsV1().Deployments(appNS).Get(t.Context(), "web", metav1.GetOptions{})
+			require.True(t, apierrors.IsNotFound(err), "%s: the Deployment the revision dropped is still there: %v", name, err)
+		}
+	})
+
+	t.Run("a member that leaves the decision has its objects removed", func(t *testing.T) {
+		env.decide(t, "member-1")
+		require.Eventually(t, func() bool {
+			_, err := env.members["member-2"].CoreV1().ConfigMaps(appNS).Get(t.Context(), "web-config", metav1.GetOptions{})
+			return apierrors.IsNotFound(err)
+		}, 20*time.Second, 100*time.Millisecond, "member-2 kept the Release's objects")
+		env.waitRelease(t, "web", "one member", func(r *v1alpha1.Release) bool { return r.Status.Members == 1 && r.Status.Ready == 1 })
+	})
+
+	t.Run("deleting the Release removes its objects", func(t *testing.T) {
+		require.NoError(t, env.registry.ClusterregistryV1alpha1().Releases(env.ns).Delete(t.Context(), "web", metav1.DeleteOptions{}))
+		require.Eventually(t, func() bool {
+			_, err := env.registry.ClusterregistryV1alpha1().Releases(env.ns).Get(t.Context(), "web", metav1.GetOptions{})
+			return apierrors.IsNotFound(err)
+		}, 20*time.Second, 100*time.Millisecond, "the Release was not finalized")
+		_, err := env.members["member-1"].CoreV1().ConfigMaps(appNS).Get(t.Context(), "web-config", metav1.GetOptions{})
+		require.True(t, apierrors.IsNotFound(err), "member-1 kept the Release's objects: %v", err)
+	})
+}
+
+// An object already on a member that the Release was not given, with other values, is not taken
+// over: the member is Failed with a Conflict naming the object, and the other member is Ready.
+// A manifest the member refuses is named in status with the member's words.
+func TestReleaseConflictsAndInvalidObjects(t *testing.T) {
+	env := startDelivery(t)
+	appNS := "app-conflicts"
+	for _, kube := range env.members {
+		_, err := kube.CoreV1().Namespaces().Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: appNS}}, metav1.CreateOptions{})
+		if !apierrors.IsAlreadyExists(err) {
+			require.NoError(t, err)
+		}
+	}
+	theirs := configMap("shared", map[string]string{"owner": "someone else"})
+	theirs.Namespace = appNS
+	_, err := env.members["member-2"].CoreV1().ConfigMaps(appNS).Create(t.Context(), theirs, metav1.CreateOptions{FieldManager: "someone"})
+	require.NoError(t, err)
+	env.decide(t, "member-1", "member-2")
+	rel := &v1alpha1.Release{ObjectMeta: metav1.ObjectMeta{Name: "shared", Namespace: env.ns}, Spec: v1alpha1.ReleaseSpec{
+		Source:          v1alpha1.ReleaseSource{Manifests: manifests(t, configMap("shared", map[string]string{"owner": "the release"}))},
+		Placement:       v1alpha1.ReleasePlacement{Name: "web"},
+		TargetNamespace: appNS,
+	}}
+	_, err = env.registry.ClusterregistryV1alpha1().Releases(env.ns).Create(t.Context(), rel, metav1.CreateOptions{})
+	require.NoError(t, err)
+	got := env.waitRelease(t, "shared", "one ready, one conflict", func(r *v1alpha1.Release) bool {
+		return r.Status.Ready == 1 && phase(r, v1alpha1.PhaseFailed) == 1
+	})
+	require.Len(t, got.Status.Worst, 1)
+	require.Equal(t, "member-2", got.Status.Worst[0].Cluster)
+	require.Equal(t, v1alpha1.FailureConflict, got.Status.Worst[0].Reason)
+	require.Contains(t, got.Status.Worst[0].Message, "ConfigMap "+appNS+"/shared")
+	require.Equal(t, metav1.ConditionTrue, condition(got, v1alpha1.ReleaseDegraded))
+	cm, err := env.members["member-2"].CoreV1().ConfigMaps(appNS).Get(t.Context(), "shared", metav1.GetOptions{})
+	require.NoError(t, err)
+	require.Equal(t, "someone else", cm.Data["owner"], "the other writer's object was taken over")
+
+	// A kind the members do not serve, and a field of the wrong type.
+	cur, err := env.registry.ClusterregistryV1alpha1().Releases(env.ns).Get(t.Context(), "shared", metav1.GetOptions{})
+	require.NoError(t, err)
+	cur.Spec.Source.Manifests = []runtime.RawExtension{{Raw: []byte(`{"apiVersion":"example.com/v1","kind":"Widget","metadata":{"name":"w"}}`)}}
+	_, err = env.registry.ClusterregistryV1alpha1().Releases(env.ns).Update(t.Context(), cur, metav1.UpdateOptions{})
+	require.NoError(t, err)
+	got = env.waitRelease(t, "shared", "both failed, Invalid", func(r *v1alpha1.Release) bool { return phase(r, v1alpha1.PhaseFailed) == 2 })
+	for _, w := range got.Status.Worst {
+		require.Equal(t, v1alpha1.FailureInvalid, w.Reason, fmt.Sprint(w))
+		require.Contains(t, w.Message, "does not serve example.com/v1, Kind=Widget")
+	}
+	require.NoError(t, env.registry.ClusterregistryV1alpha1().Releases(env.ns).Delete(t.Context(), "shared", metav1.DeleteOptions{}))
+}
+
+// A new revision goes out in waves: the second member gets nothing while the first one's
+// Deployment is not healthy (its status, as its controller reports it, is what counts: not the
+// status it had before the apply), then gets it once the first has stayed healthy for the soak.
+func TestReleaseRollsOutInWaves(t *testing.T) {
+	env := startDelivery(t)
+	appNS := "app-waves"
+	for _, kube := range env.members {
+		_, err := kube.CoreV1().Namespaces().Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: appNS}}, metav1.CreateOptions{})
+		require.NoError(t, err)
+	}
+	env.decide(t, "member-1", "member-2") // groups 1 and 2
+	rel := &v1alpha1.Release{ObjectMeta: metav1.ObjectMeta{Name: "waves", Namespace: env.ns}, Spec: v1alpha1.ReleaseSpec{
+		Source:          v1alpha1.ReleaseSource{Manifests: manifests(t, deployment("web"))},
+		Placement:       v1alpha1.ReleasePlacement{Name: "web"},
+		TargetNamespace: appNS,
+		Rollout:         &v1alpha1.ReleaseRollout{Strategy: v1alpha1.RolloutGroups, SoakSeconds: 1},
+	}}
+	_, err := env.registry.ClusterregistryV1alpha1().Releases(env.ns).Create(t.Context(), rel, metav1.CreateOptions{})
+	require.NoError(t, err)
+	got := env.waitRelease(t, "waves", "first wave applied", func(r *v1alpha1.Release) bool {
+		return phase(r, v1alpha1.PhaseProgressing) == 1 && phase(r, v1alpha1.PhasePending) == 1
+	})
+	require.Equal(t, int32(1), got.Status.Wave)
+	require.Equal(t, int32(2), got.Status.Waves)
+	time.Sleep(2 * time.Second)
+	_, err = env.members["member-2"].AppsV1().Deployments(appNS).Get(t.Context(), "web", metav1.GetOptions{})
+	require.True(t, apierrors.IsNotFound(err), "the second wave started before the first was healthy: %v", err)
+
+	finishRollout(t, env.members["member-1"], appNS, "web")
+	finished := time.Now()
+	env.waitRelease(t, "waves", "second wave applied", func(r *v1alpha1.Release) bool {
+		return r.Status.Wave == 2 && phase(r, v1alpha1.PhasePending) == 0
+	})
+	require.GreaterOrEqual(t, time.Since(finished), time.Second, "the second wave did not wait for the soak")
+	finishRollout(t, env.members["member-2"], appNS, "web")
+	env.waitRelease(t, "waves", "available", func(r *v1alpha1.Release) bool { return condition(r, v1alpha1.ReleaseAvailable) == metav1.ConditionTrue })
+	require.NoError(t, env.registry.ClusterregistryV1alpha1().Releases(env.ns).Delete(t.Context(), "waves", metav1.DeleteOptions{}))
+}

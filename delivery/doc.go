@@ -1,0 +1,18 @@
+// Package delivery is the engine of the Release resource (clusterregistry/v1alpha1): it renders
+// a Release's objects (Render), applies them to each member of its placement decision with
+// server-side apply under its own field manager, learns their health (kstatus) and any drift from
+// watch caches of what it applied on each member (package fleetcache), rolls a new revision out in
+// waves gated on health observed after the apply, prunes what a revision no longer has, removes
+// everything from a member that leaves the decision, and reports it all in Release.status and in
+// ReleaseStatusSlices of at most 100 members. No agent runs on members.
+//
+// The Controller runs it for every Release of a registry's cluster sets; package controllers
+// hosts it (`clusterregistry controllers --controllers releases`).
+//
+// What a Release's writer may do: a Release reaches only the members of its own namespace (its
+// cluster set), through the credentials that the Controller's Resolver follows from their
+// Clusters. Whoever may create Releases in a cluster set therefore acts on its members with the
+// power of those members' accounts; the shipped roles give that right to the set's editors, not to
+// its viewers. An object already on a member that another Release applied, or that carries no
+// Release's labels, is not taken over: it is reported as a Conflict.
+package delivery

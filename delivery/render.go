@@ -1,0 +1,232 @@
+package delivery
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+
+	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
+)
+
+// Bundle is what a Release delivers: its objects, in the order they are applied, and the
+// revision that names them.
+type Bundle struct {
+	// Objects are the rendered objects, labelled, sorted in apply order (ApplyOrder).
+	Objects []*unstructured.Unstructured
+	// Revision is a hash of the objects as rendered (before labelling): the same objects give
+	// the same revision.
+	Revision string
+}
+
+// SourceError is a Release's source that cannot be rendered: Where names the manifest (its index,
+// or the ConfigMap's key and document), Err says why.
+type SourceError struct {
+	Where string
+	Err   error
+}
+
+func (e *SourceError) Error() string { return fmt.Sprintf("%s: %v", e.Where, e.Err) }
+func (e *SourceError) Unwrap() error { return e.Err }
+
+// Render renders rel's objects: its inline manifests, or the YAML streams of configMap (the
+// ConfigMap rel.Spec.Source.ConfigMap names, which the caller reads from rel's namespace; nil when
+// the source is inline). Namespaced objects without a namespace get rel.Spec.TargetNamespace
+// ("default" when empty) once namespaced is known, in Place; here every object is only checked
+// and labelled. Errors are *SourceError.
+func Render(rel *v1alpha1.Release, configMap *corev1.ConfigMap) (*Bundle, error) {
+	var objs []*unstructured.Unstructured
+	sum := sha256.New()
+	src := rel.Spec.Source
+	switch {
+	case len(src.Manifests) > 0:
+		for i, raw := range src.Manifests {
+			where := fmt.Sprintf("spec.source.manifests[%d]", i)
+			u := &unstructured.Unstructured{}
+			if err := u.UnmarshalJSON(raw.Raw); err != nil {
+				return nil, &SourceError{Where: where, Err: err}
+			}
+			if err := check(u); err != nil {
+				return nil, &SourceError{Where: where, Err: err}
+			}
+			objs = append(objs, u)
+			sum.Write(raw.Raw)
+			sum.Write([]byte{0})
+		}
+	case src.ConfigMap != nil:
+		if configMap == nil {
+			return nil, &SourceError{Where: "spec.source.configMap", Err: fmt.Errorf("ConfigMap %s not found in namespace %s", src.ConfigMap.Name, rel.Namespace)}
+		}
+		keys := []string{src.ConfigMap.Key}
+		if src.ConfigMap.Key == "" {
+			keys = make([]string, 0, len(configMap.Data))
+			for k := range configMap.Data {
+				keys = append(keys, k)
+			}
+			slices.Sort(keys)
+		}
+		for _, key := range keys {
+			data, ok := configMap.Data[key]
+			if !ok {
+				return nil, &SourceError{Where: fmt.Sprintf("ConfigMap %s", configMap.Name), Err: fmt.Errorf("no key %q", key)}
+			}
+			docs, err := decodeStream(data)
+			if err != nil {
+				return nil, &SourceError{Where: fmt.Sprintf("ConfigMap %s key %s", configMap.Name, key), Err: err}
+			}
+			for i, u := range docs {
+				if err := check(u); err != nil {
+					return nil, &SourceError{Where: fmt.Sprintf("ConfigMap %s key %s document %d", configMap.Name, key, i+1), Err: err}
+				}
+				objs = append(objs, u)
+			}
+			sum.Write([]byte(key))
+			sum.Write([]byte{0})
+			sum.Write([]byte(data))
+			sum.Write([]byte{0})
+		}
+		if len(objs) == 0 {
+			return nil, &SourceError{Where: fmt.Sprintf("ConfigMap %s", configMap.Name), Err: errors.New("holds no objects")}
+		}
+	default:
+		return nil, &SourceError{Where: "spec.source", Err: errors.New("set manifests or configMap")}
+	}
+	// What else shapes the objects on members is part of the revision too.
+	fmt.Fprintf(sum, "ns=%s;", rel.Spec.TargetNamespace)
+	if rel.Spec.Drift != nil {
+		for _, ig := range rel.Spec.Drift.Ignore {
+			fmt.Fprintf(sum, "ignore=%s/%s:%s;", ig.Group, ig.Kind, strings.Join(ig.Paths, ","))
+		}
+	}
+	seen := map[string]int{}
+	for i, u := range objs {
+		key := objectKey(u)
+		if j, dup := seen[key]; dup {
+			return nil, &SourceError{Where: "spec.source", Err: fmt.Errorf("objects %d and %d are both %s", j+1, i+1, key)}
+		}
+		seen[key] = i
+	}
+	revision := hex.EncodeToString(sum.Sum(nil))[:16]
+	for _, u := range objs {
+		labels := u.GetLabels()
+		if labels == nil {
+			labels = map[string]string{}
+		}
+		labels[v1alpha1.ReleaseLabel] = rel.Name
+		labels[v1alpha1.ReleaseNamespaceLabel] = rel.Namespace
+		labels[v1alpha1.RevisionLabel] = revision
+		u.SetLabels(labels)
+		if rel.Spec.Drift != nil {
+			gvk := u.GroupVersionKind()
+			for _, ig := range rel.Spec.Drift.Ignore {
+				if ig.Group == gvk.Group && ig.Kind == gvk.Kind {
+					for _, p := range ig.Paths {
+						removePointer(u.Object, p)
+					}
+				}
+			}
+		}
+	}
+	slices.SortStableFunc(objs, func(a, b *unstructured.Unstructured) int {
+		return ApplyOrder(a.GroupVersionKind().GroupKind()) - ApplyOrder(b.GroupVersionKind().GroupKind())
+	})
+	return &Bundle{Objects: objs, Revision: revision}, nil
+}
+
+// decodeStream splits a YAML (or JSON) stream into objects, skipping empty documents.
+func decodeStream(data string) ([]*unstructured.Unstructured, error) {
+	dec := utilyaml.NewYAMLOrJSONDecoder(strings.NewReader(data), 4096)
+	var out []*unstructured.Unstructured
+	for n := 1; ; n++ {
+		var obj map[string]any
+		if err := dec.Decode(&obj); err != nil {
+			if errors.Is(err, io.EOF) {
+				return out, nil
+			}
+			return nil, fmt.Errorf("document %d: %w", n, err)
+		}
+		if len(obj) == 0 {
+			continue
+		}
+		out = append(out, &unstructured.Unstructured{Object: obj})
+	}
+}
+
+// check refuses an object a member could not take or that a Release must not carry.
+func check(u *unstructured.Unstructured) error {
+	gvk := u.GroupVersionKind()
+	switch {
+	case gvk.Kind == "" || gvk.Version == "":
+		return errors.New("apiVersion and kind are required")
+	case strings.HasSuffix(gvk.Kind, "List"):
+		return fmt.Errorf("a %s: give its items one by one", gvk.Kind)
+	case u.GetName() == "":
+		return fmt.Errorf("%s: metadata.name is required (generateName cannot be kept on a member)", gvk.Kind)
+	}
+	for _, msg := range validation.IsDNS1123Subdomain(strings.ToLower(u.GetName())) {
+		return fmt.Errorf("%s %q: metadata.name: %s", gvk.Kind, u.GetName(), msg)
+	}
+	if u.GetNamespace() != "" {
+		for _, msg := range validation.IsDNS1123Label(u.GetNamespace()) {
+			return fmt.Errorf("%s %q: metadata.namespace: %s", gvk.Kind, u.GetName(), msg)
+		}
+	}
+	for _, l := range []string{v1alpha1.ReleaseLabel, v1alpha1.ReleaseNamespaceLabel, v1alpha1.RevisionLabel} {
+		if _, ok := u.GetLabels()[l]; ok {
+			return fmt.Errorf("%s %q: the label %s is the Release's own", gvk.Kind, u.GetName(), l)
+		}
+	}
+	// Fields the member sets: sent back, they would be refused or fight the member.
+	unstructured.RemoveNestedField(u.Object, "metadata", "resourceVersion")
+	unstructured.RemoveNestedField(u.Object, "metadata", "uid")
+	unstructured.RemoveNestedField(u.Object, "metadata", "creationTimestamp")
+	unstructured.RemoveNestedField(u.Object, "metadata", "managedFields")
+	unstructured.RemoveNestedField(u.Object, "metadata", "generation")
+	unstructured.RemoveNestedField(u.Object, "status")
+	return nil
+}
+
+// objectKey names an object within a Bundle: group, kind, namespace and name (the namespace as
+// written; defaulted ones are compared on the member).
+func objectKey(u *unstructured.Unstructured) string {
+	gk := u.GroupVersionKind().GroupKind()
+	return fmt.Sprintf("%s %s/%s", gk, u.GetNamespace(), u.GetName())
+}
+
+// removePointer removes the field at an RFC 6901 pointer; a pointer through a list or to a field
+// that is not there removes nothing.
+func removePointer(obj map[string]any, pointer string) {
+	parts := strings.Split(strings.TrimPrefix(pointer, "/"), "/")
+	for i := range parts {
+		parts[i] = strings.NewReplacer("~1", "/", "~0", "~").Replace(parts[i])
+	}
+	unstructured.RemoveNestedField(obj, parts...)
+}
+
+// ApplyOrder is where objects of a kind go in apply order (lowest first); removal goes the other
+// way. Namespaces and definitions come before what lives in them, workloads after what they use,
+// as Helm's install order does.
+func ApplyOrder(gk schema.GroupKind) int {
+	if i := slices.Index(applyOrder, gk.Kind); i >= 0 {
+		return i
+	}
+	return len(applyOrder) // every other kind, custom resources included, after
+}
+
+var applyOrder = []string{
+	"Namespace", "NetworkPolicy", "ResourceQuota", "LimitRange", "PodSecurityPolicy", "PodDisruptionBudget",
+	"ServiceAccount", "Secret", "ConfigMap", "StorageClass", "PersistentVolume", "PersistentVolumeClaim",
+	"CustomResourceDefinition", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding", "Service",
+	"DaemonSet", "Pod", "ReplicationController", "ReplicaSet", "Deployment", "HorizontalPodAutoscaler",
+	"StatefulSet", "Job", "CronJob", "IngressClass", "Ingress", "APIService",
+	"MutatingWebhookConfiguration", "ValidatingWebhookConfiguration",
+}

@@ -1,0 +1,281 @@
+package delivery
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/equality"
+	kerrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
+	"github.com/cluster-registry/sdk/decision"
+	"github.com/cluster-registry/sdk/internal/safetext"
+)
+
+// SliceSize is how many members a ReleaseStatusSlice holds at most.
+const SliceSize = 100
+
+// progress is what a turn learnt of the rollout, for status.
+type progress struct {
+	wave, waves    int
+	stopped        bool
+	failures       int
+	deadline       time.Duration
+	stalledReason  string
+	stalledMessage string
+}
+
+// badness orders phases from worst to best, for Release.status.worst.
+var badness = []v1alpha1.ReleaseMemberPhase{
+	v1alpha1.PhaseFailed, v1alpha1.PhaseUnreachable, v1alpha1.PhaseDrifted, v1alpha1.PhaseRemoving,
+	v1alpha1.PhaseProgressing, v1alpha1.PhaseApplying, v1alpha1.PhasePending, v1alpha1.PhaseReady,
+}
+
+// memberStatus is how the Release stands on a member, with c.mu held.
+func (c *Controller) memberStatus(rel *v1alpha1.Release, key types.NamespacedName, ms *memberState, revision string, p progress, named bool) v1alpha1.ReleaseMemberStatus {
+	out := v1alpha1.ReleaseMemberStatus{Cluster: key.Name}
+	if ms == nil {
+		out.Phase, out.Reason = v1alpha1.PhasePending, "WaitingForWave"
+		if p.stopped {
+			out.Reason, out.Message = "RolloutStopped", "the rollout stopped before this member's wave"
+		}
+		return out
+	}
+	out.Revision = ms.revision
+	if !ms.applied.IsZero() {
+		t := metav1.NewTime(ms.applied.Truncate(time.Second))
+		out.LastApplied = &t
+	}
+	refs := make([]ref, 0, len(ms.objects))
+	for r := range ms.objects {
+		refs = append(refs, r)
+	}
+	slices.SortFunc(refs, func(a, b ref) int { return cmp.Compare(a.String(), b.String()) })
+	var notCurrent *applied
+	for _, r := range refs {
+		a := ms.objects[r]
+		st, msg := a.status, a.message
+		if a.gone {
+			st, msg = "NotFound", "deleted on the member"
+		}
+		out.Objects = append(out.Objects, v1alpha1.ReleaseObjectStatus{Group: r.GVR.Group, Version: r.GVR.Version, Resource: r.GVR.Resource,
+			Kind: r.Kind, Namespace: r.Namespace, Name: r.Name, Status: st, Message: msg})
+		if notCurrent == nil && (a.gone || a.status != "Current") {
+			notCurrent = a
+		}
+	}
+	switch {
+	case ms.removing || !named:
+		out.Phase, out.Reason = v1alpha1.PhaseRemoving, "LeftDecision"
+		if rel.DeletionTimestamp != nil {
+			out.Reason = "ReleaseDeleted"
+		}
+		if ms.err != nil {
+			out.Message = safetext.OneLine(ms.err.Error(), 1024)
+		}
+	case ms.applying:
+		out.Phase = v1alpha1.PhaseApplying
+	case ms.err != nil && ms.err.class == v1alpha1.FailureUnreachable:
+		out.Phase, out.Reason, out.Message = v1alpha1.PhaseUnreachable, v1alpha1.FailureUnreachable, safetext.OneLine(ms.err.Error(), 1024)
+	case ms.err != nil && ms.failedRev == revision:
+		out.Phase, out.Reason, out.Message = v1alpha1.PhaseFailed, ms.err.class, safetext.OneLine(ms.err.Error(), 1024)
+	case ms.revision != revision:
+		out.Phase, out.Reason = v1alpha1.PhasePending, "WaitingForWave"
+		if p.stopped {
+			out.Reason, out.Message = "RolloutStopped", "the rollout stopped before this member's wave"
+		}
+	case ms.drifted:
+		out.Phase, out.Reason, out.Message = v1alpha1.PhaseDrifted, "Drifted", "an object was changed on the member by someone else"
+		if driftPolicy(rel) == v1alpha1.DriftCorrect {
+			out.Message += "; correcting"
+		}
+	case c.ready(ms):
+		out.Phase = v1alpha1.PhaseReady
+	case notCurrent != nil && notCurrent.status == "Failed":
+		out.Phase, out.Reason, out.Message = v1alpha1.PhaseFailed, "ObjectFailed", safetext.OneLine(notCurrent.ref.String()+": "+notCurrent.message, 1024)
+	case p.deadline > 0 && time.Since(ms.applied) > p.deadline:
+		out.Phase, out.Reason = v1alpha1.PhaseFailed, v1alpha1.FailureTimeout
+		out.Message = fmt.Sprintf("not healthy within %s of its apply", p.deadline)
+		if notCurrent != nil {
+			out.Message = safetext.OneLine(out.Message+": "+notCurrent.ref.String()+": "+notCurrent.message, 1024)
+		}
+	default:
+		out.Phase, out.Reason = v1alpha1.PhaseProgressing, "WaitingForHealth"
+		if notCurrent != nil {
+			out.Message = safetext.OneLine(notCurrent.ref.String()+" is "+notCurrent.status+": "+notCurrent.message, 1024)
+		}
+	}
+	return out
+}
+
+// writeStatus writes the Release's status and slices, each only when it changed.
+func (c *Controller) writeStatus(ctx context.Context, rel *v1alpha1.Release, st *releaseState, b *Bundle, dec *decision.Decision, p progress) error {
+	status := v1alpha1.ReleaseStatus{ObservedGeneration: rel.Generation, Conditions: slices.Clone(rel.Status.Conditions)}
+	var members []v1alpha1.ReleaseMemberStatus
+	revision := rel.Status.Revision
+	if b != nil {
+		revision = b.Revision
+	}
+	status.Revision = revision
+	c.mu.Lock()
+	named := map[types.NamespacedName]bool{}
+	if dec != nil {
+		for _, k := range dec.Clusters {
+			named[k] = true
+			members = append(members, c.memberStatus(rel, k, st.members[k], revision, p, true))
+		}
+	}
+	for k, ms := range st.members {
+		if !named[k] && (dec != nil || rel.DeletionTimestamp != nil) {
+			members = append(members, c.memberStatus(rel, k, ms, revision, p, false))
+		}
+	}
+	c.mu.Unlock()
+	if dec == nil && rel.DeletionTimestamp == nil {
+		// Without a decision, the members' status stands as last written.
+		members = nil
+	}
+
+	counts := map[v1alpha1.ReleaseMemberPhase]int32{}
+	for _, m := range members {
+		counts[m.Phase]++
+	}
+	if dec != nil {
+		status.Members = int32(len(dec.Clusters))
+	}
+	status.Ready = counts[v1alpha1.PhaseReady]
+	for _, ph := range badness {
+		if counts[ph] > 0 {
+			status.Phases = append(status.Phases, v1alpha1.ReleasePhaseCount{Phase: ph, Count: counts[ph]})
+		}
+	}
+	if p.waves > 0 {
+		status.Waves = int32(p.waves)
+		status.Wave = int32(min(p.wave+1, p.waves))
+	}
+	worst := slices.Clone(members)
+	worst = slices.DeleteFunc(worst, func(m v1alpha1.ReleaseMemberStatus) bool { return m.Phase == v1alpha1.PhaseReady })
+	slices.SortStableFunc(worst, func(a, b v1alpha1.ReleaseMemberStatus) int {
+		return cmp.Or(cmp.Compare(slices.Index(badness, a.Phase), slices.Index(badness, b.Phase)), cmp.Compare(a.Cluster, b.Cluster))
+	})
+	for _, m := range worst[:min(len(worst), 10)] {
+		m.Objects = nil
+		status.Worst = append(status.Worst, m)
+	}
+
+	gen := rel.Generation
+	set := func(t string, s metav1.ConditionStatus, reason, msg string) {
+		meta.SetStatusCondition(&status.Conditions, metav1.Condition{Type: t, Status: s, Reason: reason, Message: safetext.OneLine(msg, 1024), ObservedGeneration: gen})
+	}
+	switch {
+	case p.stalledReason != "":
+		set(v1alpha1.ReleaseStalled, metav1.ConditionTrue, p.stalledReason, p.stalledMessage)
+	case p.stopped:
+		set(v1alpha1.ReleaseStalled, metav1.ConditionTrue, "TooManyFailures",
+			fmt.Sprintf("%d members failed, more than maxFailures allows: the rollout stopped before wave %d of %d", p.failures, p.wave+1, p.waves))
+	default:
+		set(v1alpha1.ReleaseStalled, metav1.ConditionFalse, "NotStalled", "")
+	}
+	busy := counts[v1alpha1.PhasePending] + counts[v1alpha1.PhaseApplying] + counts[v1alpha1.PhaseProgressing] + counts[v1alpha1.PhaseRemoving]
+	switch {
+	case p.stalledReason != "" || p.stopped:
+		set(v1alpha1.ReleaseProgressing, metav1.ConditionFalse, "Stopped", "see Stalled")
+	case busy > 0:
+		set(v1alpha1.ReleaseProgressing, metav1.ConditionTrue, "RollingOut", fmt.Sprintf("wave %d of %d; %d of %d members ready", status.Wave, status.Waves, status.Ready, status.Members))
+	default:
+		set(v1alpha1.ReleaseProgressing, metav1.ConditionFalse, "Complete", fmt.Sprintf("%d of %d members ready", status.Ready, status.Members))
+	}
+	switch {
+	case dec == nil:
+		set(v1alpha1.ReleaseAvailable, metav1.ConditionUnknown, "NoDecision", "the decision cannot be read")
+	case status.Members == 0:
+		set(v1alpha1.ReleaseAvailable, metav1.ConditionFalse, "NoMembers", "the decision names no member")
+	case status.Ready == status.Members:
+		set(v1alpha1.ReleaseAvailable, metav1.ConditionTrue, "AllReady", fmt.Sprintf("every member (%d) runs revision %s, healthy", status.Members, revision))
+	default:
+		set(v1alpha1.ReleaseAvailable, metav1.ConditionFalse, "NotAllReady", fmt.Sprintf("%d of %d members ready", status.Ready, status.Members))
+	}
+	if bad := counts[v1alpha1.PhaseFailed] + counts[v1alpha1.PhaseUnreachable] + counts[v1alpha1.PhaseDrifted]; bad > 0 {
+		set(v1alpha1.ReleaseDegraded, metav1.ConditionTrue, string(worst[0].Phase), fmt.Sprintf("%d failed, %d unreachable, %d drifted", counts[v1alpha1.PhaseFailed], counts[v1alpha1.PhaseUnreachable], counts[v1alpha1.PhaseDrifted]))
+	} else {
+		set(v1alpha1.ReleaseDegraded, metav1.ConditionFalse, "NotDegraded", "")
+	}
+
+	if dec != nil || rel.DeletionTimestamp != nil {
+		if err := c.writeSlices(ctx, rel, members); err != nil {
+			return err
+		}
+	}
+	if dec == nil && rel.DeletionTimestamp == nil {
+		// Keep the counts last written: a missing decision says nothing about the members.
+		status.Members, status.Ready, status.Phases, status.Worst, status.Wave, status.Waves =
+			rel.Status.Members, rel.Status.Ready, rel.Status.Phases, rel.Status.Worst, rel.Status.Wave, rel.Status.Waves
+	}
+	if apierrors.Semantic.DeepEqual(status, rel.Status) {
+		return nil
+	}
+	out := rel.DeepCopy()
+	out.Status = status
+	c.writes.Add(1)
+	_, err := c.registry.ClusterregistryV1alpha1().Releases(rel.Namespace).UpdateStatus(ctx, out, metav1.UpdateOptions{})
+	if kerrors.IsConflict(err) || kerrors.IsNotFound(err) {
+		return nil // the newer Release is queued already
+	}
+	return err
+}
+
+// writeSlices keeps the Release's ReleaseStatusSlices: members sorted by cluster, SliceSize each.
+func (c *Controller) writeSlices(ctx context.Context, rel *v1alpha1.Release, members []v1alpha1.ReleaseMemberStatus) error {
+	members = slices.Clone(members)
+	slices.SortFunc(members, func(a, b v1alpha1.ReleaseMemberStatus) int { return cmp.Compare(a.Cluster, b.Cluster) })
+	existing := map[string]*v1alpha1.ReleaseStatusSlice{}
+	objs, _ := c.sliceLister.ByNamespace(rel.Namespace).List(labels.SelectorFromSet(labels.Set{v1alpha1.ReleaseLabel: rel.Name}))
+	for _, o := range objs {
+		s := o.(*v1alpha1.ReleaseStatusSlice)
+		if metav1.IsControlledBy(s, rel) {
+			existing[s.Name] = s
+		}
+	}
+	client := c.registry.ClusterregistryV1alpha1().ReleaseStatusSlices(rel.Namespace)
+	owner := metav1.NewControllerRef(rel, v1alpha1.SchemeGroupVersion.WithKind("Release"))
+	for i := 0; i*SliceSize < len(members); i++ {
+		part := members[i*SliceSize : min((i+1)*SliceSize, len(members))]
+		name := fmt.Sprintf("%s-%d", rel.Name, i)
+		want := &v1alpha1.ReleaseStatusSlice{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: rel.Namespace, OwnerReferences: []metav1.OwnerReference{*owner},
+				Labels: map[string]string{v1alpha1.ReleaseLabel: rel.Name, v1alpha1.SliceIndexLabel: strconv.Itoa(i)}},
+			Members: part,
+		}
+		have := existing[name]
+		delete(existing, name)
+		switch {
+		case have == nil:
+			c.writes.Add(1)
+			if _, err := client.Create(ctx, want, metav1.CreateOptions{}); err != nil && !kerrors.IsAlreadyExists(err) {
+				return fmt.Errorf("writing ReleaseStatusSlice %s: %w", name, err)
+			}
+		case !apierrors.Semantic.DeepEqual(have.Members, want.Members) || !apierrors.Semantic.DeepEqual(have.Labels, want.Labels):
+			upd := have.DeepCopy()
+			upd.Members, upd.Labels = want.Members, want.Labels
+			c.writes.Add(1)
+			if _, err := client.Update(ctx, upd, metav1.UpdateOptions{}); err != nil && !kerrors.IsConflict(err) {
+				return fmt.Errorf("writing ReleaseStatusSlice %s: %w", name, err)
+			}
+		}
+	}
+	for name := range existing {
+		c.writes.Add(1)
+		if err := client.Delete(ctx, name, metav1.DeleteOptions{}); err != nil && !kerrors.IsNotFound(err) {
+			return fmt.Errorf("deleting ReleaseStatusSlice %s: %w", name, err)
+		}
+	}
+	return nil
+}
