@@ -16,6 +16,7 @@ import (
 
 	"github.com/cluster-registry/sdk/clientset/versioned"
 	"github.com/cluster-registry/sdk/clusterprofile"
+	"github.com/cluster-registry/sdk/delivery"
 	"github.com/cluster-registry/sdk/health"
 	"github.com/cluster-registry/sdk/multicluster"
 	"github.com/cluster-registry/sdk/rotation"
@@ -147,6 +148,32 @@ func New(opts Options) (*Host, error) {
 			return nil, &ControllerError{Controller: Placements, Invalid: true, Err: err}
 		}
 		h.add(Placements, c.Run)
+	}
+	if opts.Releases != nil {
+		if h.sharding != nil {
+			return nil, &ControllerError{Controller: Releases, Invalid: true,
+				Err: errors.New("releases are not divided between sharded replicas yet: run them in a process without a shard group (with leader election)")}
+		}
+		decisions, err := cpversioned.NewForConfig(opts.Config)
+		if err != nil {
+			return nil, &ControllerError{Controller: Releases, Err: err}
+		}
+		if err := delivery.Served(decisions.Discovery()); err != nil {
+			return nil, &ControllerError{Controller: Releases, Err: err}
+		}
+		o := *opts.Releases
+		o.Fresh = func() bool { return h.fleet.Status().Fresh() }
+		if o.Namespace == "" && len(opts.Namespaces) == 1 {
+			o.Namespace = opts.Namespaces[0]
+		}
+		if o.Logger.GetSink() == nil {
+			o.Logger = log.WithName(Releases)
+		}
+		c, err := delivery.NewController(h.fleet, registry, kube, decisions, o)
+		if err != nil {
+			return nil, &ControllerError{Controller: Releases, Invalid: true, Err: err}
+		}
+		h.add(Releases, c.Run)
 	}
 	return h, nil
 }

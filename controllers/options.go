@@ -8,6 +8,7 @@ import (
 
 	"github.com/cluster-registry/sdk/access"
 	"github.com/cluster-registry/sdk/clusterprofile"
+	"github.com/cluster-registry/sdk/delivery"
 	"github.com/cluster-registry/sdk/health"
 	"github.com/cluster-registry/sdk/rotation"
 	"github.com/cluster-registry/sdk/scheduler"
@@ -21,6 +22,7 @@ const (
 	Rotation        = "rotation"
 	ClusterProfiles = "clusterprofiles"
 	Placements      = "placements"
+	Releases        = "releases"
 )
 
 // Options say which controllers a Host runs, over which members of which registry. Each
@@ -48,6 +50,11 @@ type Options struct {
 	// empty) and writes their PlacementDecisions; the registry must serve both (New refuses
 	// otherwise). Its Fresh and, with Shard, Owns are the Host's.
 	Placements *scheduler.ControllerOptions
+	// Releases, if set, delivers the Releases of Namespaces (the first, or every one when empty)
+	// to the members of their decisions (package delivery); the registry must serve
+	// PlacementDecisions (New refuses otherwise). Its Fresh is the Host's. Releases are not
+	// divided between sharded replicas yet: with Shard, New refuses them.
+	Releases *delivery.ControllerOptions
 
 	// Shard, if set, makes this replica one of a group that divides the members among itself
 	// (package shard): the controllers then run on every replica, each on the members it owns,

@@ -18,6 +18,10 @@ import (
 	"github.com/cluster-registry/sdk/multicluster"
 )
 
+// CRDManifest is where SIG Multicluster's PlacementDecision CRD comes from, at the version of
+// sigs.k8s.io/cluster-inventory-api this module is built with.
+const CRDManifest = "https://raw.githubusercontent.com/kubernetes-sigs/cluster-inventory-api/v0.1.2/config/crd/bases/multicluster.x-k8s.io_placementdecisions.yaml"
+
 // Decision is one placement decision, read from its slices.
 type Decision struct {
 	// Namespace and Key name it: its slices' namespace and decision-key label.

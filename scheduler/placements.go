@@ -23,6 +23,7 @@ import (
 
 	"github.com/cluster-registry/sdk/clientset/versioned"
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
+	"github.com/cluster-registry/sdk/decision"
 	crinformers "github.com/cluster-registry/sdk/informers/externalversions/clusterregistry/v1alpha1"
 	"github.com/cluster-registry/sdk/internal/safetext"
 	"github.com/cluster-registry/sdk/internal/served"
@@ -367,9 +368,9 @@ func ptrValue(p *int32) int32 {
 	return *p
 }
 
-// PlacementDecisionCRDManifest is where SIG Multicluster's PlacementDecision CRD comes from, at
-// the version of sigs.k8s.io/cluster-inventory-api this module is built with.
-const PlacementDecisionCRDManifest = "https://raw.githubusercontent.com/kubernetes-sigs/cluster-inventory-api/v0.1.2/config/crd/bases/multicluster.x-k8s.io_placementdecisions.yaml"
+// PlacementDecisionCRDManifest is where SIG Multicluster's PlacementDecision CRD comes from:
+// decision.CRDManifest, kept here for callers of earlier versions.
+const PlacementDecisionCRDManifest = decision.CRDManifest
 
 // Served returns nil when the registry that d asks serves both Placements and
 // PlacementDecisions; otherwise an error that says which is missing and what to install. A

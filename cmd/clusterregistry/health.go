@@ -94,11 +94,11 @@ func (o *HealthOptions) Validate() error {
 	}
 	for _, c := range o.Controllers {
 		if !slices.Contains(allControllers, c) {
-			return usageError{fmt.Errorf("--controllers: %q: want health, rotation, clusterprofiles or placements", c)}
+			return usageError{fmt.Errorf("--controllers: %q: want health, rotation, clusterprofiles, placements or releases", c)}
 		}
 	}
 	if o.Controllers != nil && len(o.Controllers) == 0 {
-		return usageError{errors.New("--controllers: name one or more of health, rotation, clusterprofiles, placements")}
+		return usageError{errors.New("--controllers: name one or more of health, rotation, clusterprofiles, placements, releases")}
 	}
 	if o.RenewAt <= 0 || o.RenewAt >= 1 {
 		return usageError{fmt.Errorf("--renew-at %v: want a fraction of a token's life between 0 and 1", o.RenewAt)}
@@ -266,9 +266,11 @@ var (
 	controllersLong = `controllers runs the SDK's controllers together in one process, on one watch of the registry's
 Clusters: health (probes each member and keeps its status true; see health --help), rotation
 (renews the tokens join stored; see rotate --help), clusterprofiles (publishes each Cluster as
-a SIG Multicluster ClusterProfile) and placements (decides each Placement of the cluster sets and
+a SIG Multicluster ClusterProfile), placements (decides each Placement of the cluster sets and
 writes its decision as SIG Multicluster PlacementDecisions, and its status; see
-explain-placement --help). They share one Lease (--leader-elect: replicas take turns,
+explain-placement --help) and releases (delivers each Release's objects to the members of its
+decision and keeps them there: server-side apply, health and drift from watches of what it
+applied, waves, prune; see describe release --help). They share one Lease (--leader-elect: replicas take turns,
 each ready as soon as it has listed the registry), one metrics endpoint (over TLS, for callers the
 registry authenticates and allows to get /metrics) and one /healthz and /readyz, and stop
 together, finishing what is under way within 30 seconds.
@@ -277,10 +279,11 @@ health is this command with --controllers=health, and --rotate-credentials and -
 adding the others. deploy/controllers has a Deployment of it.
 
 With --shard-group, health, rotation and clusterprofiles divide the members among the replicas,
-and placements divides the Placements (each decided over every member).`
+and placements divides the Placements (each decided over every member). releases are not divided
+yet: run them with --leader-elect in a process of their own.`
 
 	controllersExample = `  # Everything, for the "fleet" cluster set, with two replicas taking turns
-  clusterregistry controllers -n fleet --controllers health,rotation,clusterprofiles,placements --leader-elect \
+  clusterregistry controllers -n fleet --controllers health,rotation,clusterprofiles,placements,releases --leader-elect \
     --metrics-bind-address :8443 --health-probe-bind-address :8081
 
   # Every cluster set; the Lease in a namespace of its own
@@ -290,7 +293,7 @@ and placements divides the Placements (each decided over every member).`
 func newControllers(fac *factory) *cobra.Command {
 	o := &HealthOptions{}
 	cmd := &cobra.Command{
-		Use:     "controllers [-n NAMESPACE | -A] [--controllers health,rotation,clusterprofiles,placements]",
+		Use:     "controllers [-n NAMESPACE | -A] [--controllers health,rotation,clusterprofiles,placements,releases]",
 		Short:   "Run the SDK's controllers together: one watch of the registry, one Lease, one metrics endpoint",
 		Long:    controllersLong,
 		Example: controllersExample,
@@ -298,7 +301,7 @@ func newControllers(fac *factory) *cobra.Command {
 		RunE:    runOptions(fac, o),
 	}
 	o.addFlags(cmd.Flags())
-	cmd.Flags().StringSliceVar(&o.Controllers, "controllers", []string{controllers.Health, controllers.Rotation}, "the controllers to run: health, rotation, clusterprofiles, placements")
+	cmd.Flags().StringSliceVar(&o.Controllers, "controllers", []string{controllers.Health, controllers.Rotation}, "the controllers to run: health, rotation, clusterprofiles, placements, releases")
 	_ = cmd.RegisterFlagCompletionFunc("controllers", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
 		return allControllers, cobra.ShellCompDirectiveNoFileComp
 	})

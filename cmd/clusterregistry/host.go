@@ -21,6 +21,7 @@ import (
 	"github.com/cluster-registry/sdk/callerauth"
 	"github.com/cluster-registry/sdk/clusterprofile"
 	"github.com/cluster-registry/sdk/controllers"
+	"github.com/cluster-registry/sdk/delivery"
 	"github.com/cluster-registry/sdk/health"
 	"github.com/cluster-registry/sdk/rotation"
 	"github.com/cluster-registry/sdk/scheduler"
@@ -34,7 +35,7 @@ import (
 // the flags to package controllers' Options and serves what a process adds: metrics and probes.
 
 // allControllers are the names --controllers takes, in the order they start.
-var allControllers = []string{controllers.Health, controllers.Rotation, controllers.ClusterProfiles, controllers.Placements}
+var allControllers = []string{controllers.Health, controllers.Rotation, controllers.ClusterProfiles, controllers.Placements, controllers.Releases}
 
 // schedulerName is the name the placements controller writes in its PlacementDecisions.
 const schedulerName = "clusterregistry"
@@ -63,6 +64,9 @@ func (o *HealthOptions) runControllers(ctx context.Context, reg *registry, opts 
 	}
 	if chosen[controllers.Placements] {
 		hostOpts.Placements = &scheduler.ControllerOptions{Options: scheduler.Options{SchedulerName: schedulerName}}
+	}
+	if chosen[controllers.Releases] {
+		hostOpts.Releases = &delivery.ControllerOptions{}
 	}
 	// With --shard-group the replicas divide the members among themselves, each working on its
 	// own; without, each works on them all, and --leader-elect makes them take turns.

@@ -182,21 +182,30 @@ func clusterRoles() []installRole {
 	var roles []installRole
 	read := []string{"get", "list", "watch"}[:3:3] // appended to below, never in place
 	for _, r := range []struct {
-		name       string
-		verbs      []string
-		aggregates []string
+		name        string
+		verbs       []string
+		aggregates  []string
+		description string
 	}{
-		{viewRole, read, []string{"view", "edit", "admin"}},
+		{viewRole, read, []string{"view", "edit", "admin"}, "Reads a cluster set's Clusters, Placements, Releases and their status slices."},
 		// An editor reads what it edits, even where no aggregation controller runs.
-		{editRole, append(read, "create", "update", "patch", "delete", "deletecollection"), []string{"edit", "admin"}},
+		{editRole, append(read, "create", "update", "patch", "delete", "deletecollection"), []string{"edit", "admin"},
+			"Writes a cluster set's Clusters, Placements and Releases. Writing a Release acts on the set's members " +
+				"with the power of their accounts: the releases controller applies what it names to every member its Placement chooses."},
 	} {
 		labels := map[string]string{}
 		for _, to := range r.aggregates {
 			labels["rbac.authorization.k8s.io/aggregate-to-"+to] = "true"
 		}
+		rules := []*rbacv1ac.PolicyRuleApplyConfiguration{
+			rbacv1ac.PolicyRule().WithAPIGroups(v1alpha1.GroupName).WithResources("clusters", "placements", "releases").WithVerbs(r.verbs...),
+			// Status slices are the releases controller's to write; everyone who may see a
+			// Release may read them.
+			rbacv1ac.PolicyRule().WithAPIGroups(v1alpha1.GroupName).WithResources("releasestatusslices").WithVerbs(read...),
+		}
 		roles = append(roles, installRole{
-			role: rbacv1ac.ClusterRole(r.name).WithLabels(labels).WithRules(
-				rbacv1ac.PolicyRule().WithAPIGroups(v1alpha1.GroupName).WithResources("clusters", "placements").WithVerbs(r.verbs...)),
+			role: rbacv1ac.ClusterRole(r.name).WithLabels(labels).
+				WithAnnotations(map[string]string{"kubernetes.io/description": r.description}).WithRules(rules...),
 			aggregates: r.aggregates,
 		})
 	}

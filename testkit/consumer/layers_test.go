@@ -84,7 +84,7 @@ func TestPackagesImportOnlyDownwards(t *testing.T) {
 // controllerPackages are the SDK's controllers (and join, which makes what they keep): each is
 // its own concern, and none imports another; what two share lives in a package below them
 // (boundtoken, access, multicluster), and package controllers, which hosts them all, is above.
-var controllerPackages = []string{"health", "rotation", "clusterprofile", "scheduler", "join"}
+var controllerPackages = []string{"health", "rotation", "clusterprofile", "scheduler", "join", "delivery"}
 
 // No controller imports another: join took the bound-token protocol from rotation, and a change
 // to the rotator was a change to join.
