@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -11,13 +12,18 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 	appsv1 "k8s.io/api/apps/v1"
+	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	cpv1alpha1 "sigs.k8s.io/cluster-inventory-api/apis/v1alpha1"
 	cpversioned "sigs.k8s.io/cluster-inventory-api/client/clientset/versioned"
+	"sigs.k8s.io/yaml"
 
 	"github.com/cluster-registry/sdk/access"
 	"github.com/cluster-registry/sdk/clientset/versioned"
@@ -40,18 +46,28 @@ type deliveryEnv struct {
 
 func startDelivery(t *testing.T) *deliveryEnv {
 	t.Helper()
+	return startDeliveryIn(t, fleettest.CopySet(t, lf), nil)
+}
+
+// startDeliveryIn runs the Controller on cluster set ns as whoever config says (the registry's
+// admin when nil), on a Fleet of ns and of the other cluster sets named.
+func startDeliveryIn(t *testing.T, ns string, config *rest.Config, otherSets ...string) *deliveryEnv {
+	t.Helper()
 	ignore := goleak.IgnoreCurrent()
-	ns := fleettest.CopySet(t, lf)
 	env := &deliveryEnv{ns: ns, registry: versioned.NewForConfigOrDie(lf.Registry.Config),
 		decisions: cpversioned.NewForConfigOrDie(lf.Registry.Config), members: map[string]kubernetes.Interface{}}
 	for _, m := range lf.Members {
 		env.members[m.Name] = kubernetes.NewForConfigOrDie(m.Config)
 	}
-	kube := kubernetes.NewForConfigOrDie(lf.Registry.Config)
+	if config == nil {
+		config = lf.Registry.Config
+	}
+	kube := kubernetes.NewForConfigOrDie(config)
+	registry := versioned.NewForConfigOrDie(config)
 	resolver, err := access.NewResolver(access.ResolverOptions{Secrets: access.SecretsFromClient(kube)})
 	require.NoError(t, err)
-	fleet := multicluster.NewFleet(env.registry, resolver, multicluster.FleetOptions{Namespaces: []string{ns}})
-	ctrl, err := delivery.NewController(fleet, env.registry, kube, env.decisions, delivery.ControllerOptions{
+	fleet := multicluster.NewFleet(registry, resolver, multicluster.FleetOptions{Namespaces: append([]string{ns}, otherSets...)})
+	ctrl, err := delivery.NewController(fleet, registry, kube, cpversioned.NewForConfigOrDie(config), delivery.ControllerOptions{
 		Namespace: ns, MemberTimeout: 10 * time.Second, RetryAfter: 2 * time.Second,
 		Fresh: func() bool { return fleet.Status().Fresh() }})
 	require.NoError(t, err)
@@ -313,6 +329,23 @@ func TestReleaseConflictsAndInvalidObjects(t *testing.T) {
 		require.Equal(t, v1alpha1.FailureInvalid, w.Reason, fmt.Sprint(w))
 		require.Contains(t, w.Message, "does not serve example.com/v1, Kind=Widget")
 	}
+	// A field of the wrong type, and a namespace that does not exist: the member's own words.
+	for _, c := range []struct{ manifest, want string }{
+		{`{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"d"},"spec":{"replicas":"three"}}`, "Deployment.apps " + appNS + "/d: "},
+		{`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"c","namespace":"no-such-namespace"}}`, `namespaces "no-such-namespace" not found`},
+	} {
+		cur, err := env.registry.ClusterregistryV1alpha1().Releases(env.ns).Get(t.Context(), "shared", metav1.GetOptions{})
+		require.NoError(t, err)
+		cur.Spec.Source.Manifests = []runtime.RawExtension{{Raw: []byte(c.manifest)}}
+		_, err = env.registry.ClusterregistryV1alpha1().Releases(env.ns).Update(t.Context(), cur, metav1.UpdateOptions{})
+		require.NoError(t, err)
+		got = env.waitRelease(t, "shared", c.want, func(r *v1alpha1.Release) bool {
+			return phase(r, v1alpha1.PhaseFailed) == 2 && r.Status.ObservedGeneration == r.Generation && strings.Contains(r.Status.Worst[0].Message, c.want)
+		})
+		for _, w := range got.Status.Worst {
+			require.Equal(t, v1alpha1.FailureInvalid, w.Reason, fmt.Sprint(w))
+		}
+	}
 	require.NoError(t, env.registry.ClusterregistryV1alpha1().Releases(env.ns).Delete(t.Context(), "shared", metav1.DeleteOptions{}))
 }
 
@@ -353,4 +386,83 @@ func TestReleaseRollsOutInWaves(t *testing.T) {
 	finishRollout(t, env.members["member-2"], appNS, "web")
 	env.waitRelease(t, "waves", "available", func(r *v1alpha1.Release) bool { return condition(r, v1alpha1.ReleaseAvailable) == metav1.ConditionTrue })
 	require.NoError(t, env.registry.ClusterregistryV1alpha1().Releases(env.ns).Delete(t.Context(), "waves", metav1.DeleteOptions{}))
+}
+
+// deploy/controllers/releases-clusterrole.yaml and deploy/health/clusterrole.yaml are all the
+// Controller needs in the registry: run as a service account bound to exactly them in one cluster
+// set, it delivers a Release there, writes its status and slices, and finalizes it.
+func TestReleasesRunWithTheShippedClusterRoles(t *testing.T) {
+	ns := fleettest.CopySet(t, lf)
+	admin := kubernetes.NewForConfigOrDie(lf.Registry.Config)
+	_, err := admin.CoreV1().ServiceAccounts(ns).Create(t.Context(), &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "releases"}}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	for _, file := range []string{"../deploy/controllers/releases-clusterrole.yaml", "../deploy/health/clusterrole.yaml"} {
+		data, err := os.ReadFile(file)
+		require.NoError(t, err)
+		var role rbacv1.ClusterRole
+		require.NoError(t, yaml.UnmarshalStrict(data, &role))
+		role.Name = ns + "-" + role.Name // one per test namespace, so that -count=N does not collide
+		_, err = admin.RbacV1().ClusterRoles().Create(t.Context(), &role, metav1.CreateOptions{})
+		require.NoError(t, err)
+		t.Cleanup(func() {
+			_ = admin.RbacV1().ClusterRoles().Delete(context.Background(), role.Name, metav1.DeleteOptions{})
+		})
+		_, err = admin.RbacV1().RoleBindings(ns).Create(t.Context(), &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: role.Name},
+			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
+			Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: "releases"}}}, metav1.CreateOptions{})
+		require.NoError(t, err)
+	}
+	tr, err := admin.CoreV1().ServiceAccounts(ns).CreateToken(t.Context(), "releases", &authenticationv1.TokenRequest{}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	sa := rest.AnonymousClientConfig(lf.Registry.Config)
+	sa.BearerToken = tr.Status.Token
+	env := startDeliveryIn(t, ns, sa)
+
+	env.decide(t, "member-1")
+	rel := &v1alpha1.Release{ObjectMeta: metav1.ObjectMeta{Name: "rbac", Namespace: ns}, Spec: v1alpha1.ReleaseSpec{
+		Source:    v1alpha1.ReleaseSource{Manifests: manifests(t, configMap("rbac-"+ns, map[string]string{"k": "v"}))},
+		Placement: v1alpha1.ReleasePlacement{Name: "web"},
+	}}
+	_, err = env.registry.ClusterregistryV1alpha1().Releases(ns).Create(t.Context(), rel, metav1.CreateOptions{})
+	require.NoError(t, err)
+	env.waitRelease(t, "rbac", "available as the service account", func(r *v1alpha1.Release) bool {
+		return condition(r, v1alpha1.ReleaseAvailable) == metav1.ConditionTrue
+	})
+	require.NoError(t, env.registry.ClusterregistryV1alpha1().Releases(ns).Delete(t.Context(), "rbac", metav1.DeleteOptions{}))
+	require.Eventually(t, func() bool {
+		_, err := env.registry.ClusterregistryV1alpha1().Releases(ns).Get(t.Context(), "rbac", metav1.GetOptions{})
+		return apierrors.IsNotFound(err)
+	}, 20*time.Second, 100*time.Millisecond, "the Release was not finalized as the service account")
+	_, err = env.members["member-1"].CoreV1().ConfigMaps("default").Get(t.Context(), "rbac-"+ns, metav1.GetOptions{})
+	require.True(t, apierrors.IsNotFound(err), "the Release's object stayed: %v", err)
+}
+
+// A Release reaches only its own cluster set's members, even on a Fleet of several sets: a
+// decision that names another set's member (a PlacementDecision written by hand) delivers
+// nothing there.
+func TestReleaseReachesOnlyItsOwnClusterSet(t *testing.T) {
+	own := fleettest.CopySet(t, lf, "member-1")
+	other := fleettest.CopySet(t, lf, "member-2")
+	env := startDeliveryIn(t, own, nil, other)
+	_, err := env.decisions.ApisV1alpha1().PlacementDecisions(own).Create(t.Context(), &cpv1alpha1.PlacementDecision{
+		ObjectMeta: metav1.ObjectMeta{Name: "web-0", Labels: map[string]string{cpv1alpha1.DecisionKeyLabel: "web"}},
+		Decisions: []cpv1alpha1.ClusterDecision{
+			{ClusterProfileRef: cpv1alpha1.ClusterProfileReference{Namespace: other, Name: "member-2"}},
+			{ClusterProfileRef: cpv1alpha1.ClusterProfileReference{Name: "member-1"}},
+		}}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	name := "cross-" + own
+	rel := &v1alpha1.Release{ObjectMeta: metav1.ObjectMeta{Name: "cross", Namespace: own}, Spec: v1alpha1.ReleaseSpec{
+		Source:    v1alpha1.ReleaseSource{Manifests: manifests(t, configMap(name, map[string]string{"k": "v"}))},
+		Placement: v1alpha1.ReleasePlacement{Name: "web"},
+	}}
+	_, err = env.registry.ClusterregistryV1alpha1().Releases(own).Create(t.Context(), rel, metav1.CreateOptions{})
+	require.NoError(t, err)
+	got := env.waitRelease(t, "cross", "its own member ready", func(r *v1alpha1.Release) bool { return r.Status.Ready == 1 })
+	require.Equal(t, int32(1), got.Status.Members, "the other set's member was counted")
+	_, err = env.members["member-1"].CoreV1().ConfigMaps("default").Get(t.Context(), name, metav1.GetOptions{})
+	require.NoError(t, err)
+	_, err = env.members["member-2"].CoreV1().ConfigMaps("default").Get(t.Context(), name, metav1.GetOptions{})
+	require.True(t, apierrors.IsNotFound(err), "the Release reached another cluster set's member: %v", err)
+	require.NoError(t, env.registry.ClusterregistryV1alpha1().Releases(own).Delete(t.Context(), "cross", metav1.DeleteOptions{}))
 }

@@ -144,11 +144,17 @@ func classify(ctx context.Context, err error) string {
 	case apierrors.IsInvalid(err) || apierrors.IsBadRequest(err) || apierrors.IsNotFound(err) || meta.IsNoMatchError(err) ||
 		apierrors.IsMethodNotSupported(err) || apierrors.IsNotAcceptable(err) || apierrors.IsUnsupportedMediaType(err) || apierrors.IsRequestEntityTooLargeError(err):
 		return v1alpha1.FailureInvalid
-	case errors.As(err, &netErr) || apierrors.IsServiceUnavailable(err) || apierrors.IsInternalError(err) || apierrors.IsTooManyRequests(err):
+	case errors.As(err, &netErr) || apierrors.IsServiceUnavailable(err) || apierrors.IsTooManyRequests(err):
 		return v1alpha1.FailureUnreachable
 	}
+	// Any other answer is the member's refusal (a 500 among them: a server-side apply of a field
+	// of the wrong type fails with one), not a member out of reach.
 	var status apierrors.APIStatus
 	if errors.As(err, &status) {
+		switch status.Status().Code {
+		case 502, 503, 504:
+			return v1alpha1.FailureUnreachable
+		}
 		return v1alpha1.FailureInvalid
 	}
 	return v1alpha1.FailureUnreachable

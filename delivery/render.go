@@ -3,6 +3,7 @@ package delivery
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -51,10 +52,13 @@ func Render(rel *v1alpha1.Release, configMap *corev1.ConfigMap) (*Bundle, error)
 	case len(src.Manifests) > 0:
 		for i, raw := range src.Manifests {
 			where := fmt.Sprintf("spec.source.manifests[%d]", i)
-			u := &unstructured.Unstructured{}
-			if err := u.UnmarshalJSON(raw.Raw); err != nil {
-				return nil, &SourceError{Where: where, Err: err}
+			// Decoded as a plain map: unstructured's own decoder quotes the whole object in its
+			// errors, and a manifest may hold a Secret's data.
+			var obj map[string]any
+			if err := json.Unmarshal(raw.Raw, &obj); err != nil || obj == nil {
+				return nil, &SourceError{Where: where, Err: errors.New("not a JSON object")}
 			}
+			u := &unstructured.Unstructured{Object: obj}
 			if err := check(u); err != nil {
 				return nil, &SourceError{Where: where, Err: err}
 			}
