@@ -150,3 +150,22 @@ func placementNames(f *factory) []string {
 	}
 	return names
 }
+
+// releaseNames are the Releases of -n's namespace.
+func releaseNames(f *factory) []string {
+	reg, err := f.Registry()
+	if err != nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), completionTimeout)
+	defer cancel()
+	list, err := reg.Clusters.ClusterregistryV1alpha1().Releases(reg.Namespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil
+	}
+	names := make([]string, 0, len(list.Items))
+	for _, r := range list.Items {
+		names = append(names, r.Name)
+	}
+	return names
+}

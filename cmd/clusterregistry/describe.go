@@ -38,7 +38,8 @@ controller last reported, each condition with its reason and message, and the Ev
 about the Cluster, newest last.
 
 As kubectl describe: the named Clusters of the -n namespace, or with no name every Cluster there
-(-l selects by label, -A in every namespace).`
+(-l selects by label, -A in every namespace). describe release NAME shows a Release instead
+(see describe release --help).`
 
 	describeExample = `  # One member
   clusterregistry describe prod-eu-1 -n fleet
@@ -59,6 +60,7 @@ func newDescribe(f *factory) *cobra.Command {
 	}
 	cmd.Flags().BoolVarP(&o.AllNamespaces, "all-namespaces", "A", false, "every namespace (cluster set)")
 	cmd.Flags().StringVarP(&o.Selector, "selector", "l", "", "label selector over the Clusters, e.g. env=prod")
+	cmd.AddCommand(newDescribeRelease(f))
 	return cmd
 }
 

@@ -118,7 +118,7 @@ func newGet(f *factory) *cobra.Command {
 		Args:    cobra.ArbitraryArgs,
 		RunE:    runOptions(f, o),
 	}
-	cmd.AddCommand(newGetPlacements(f))
+	cmd.AddCommand(newGetPlacements(f), newGetReleases(f))
 	o.addFlags(cmd)
 	return cmd
 }
