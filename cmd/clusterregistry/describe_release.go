@@ -183,4 +183,3 @@ func describeRelease(out io.Writer, rel *v1alpha1.Release, members []v1alpha1.Re
 	}
 	return w.Flush()
 }
-
