@@ -120,6 +120,7 @@ func TestGoSnippetsCompile(t *testing.T) {
 			for _, line := range strings.Split(block, "\n") {
 				if line = strings.TrimSpace(line); line != "" && !imports[line] {
 					extraImports = append(extraImports, line)
+					imports[line] = true // two snippets may import one package
 				}
 			}
 			s = body
