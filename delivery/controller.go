@@ -483,7 +483,7 @@ func (c *Controller) reconcile(ctx context.Context, key types.NamespacedName) (t
 			failures++
 		}
 	}
-	stopped := failures > MaxFailures(rel.Spec.Rollout, len(dec.Clusters))
+	tooMany := failures > MaxFailures(rel.Spec.Rollout, len(dec.Clusters))
 	current, wait := len(waves), time.Duration(0)
 	for i, w := range waves {
 		done := true
@@ -505,6 +505,9 @@ func (c *Controller) reconcile(ctx context.Context, key types.NamespacedName) (t
 			break
 		}
 	}
+	// Past maxFailures the rollout stops before the next wave; the members of the waves begun
+	// are still retried.
+	stopped := tooMany && current < len(waves)
 	var todo []types.NamespacedName
 	for i, w := range waves {
 		if i > current || (stopped && i == current) {
@@ -604,9 +607,11 @@ func (c *Controller) ready(ms *memberState) bool {
 	return true
 }
 
-// failedAt: the member failed at revision (its apply, an object's health, or its deadline).
+// failedAt: the member failed at revision (its apply, an object's health, or its deadline). An
+// unreachable member counts too: it costs the rollout one failure of maxFailures, never a wave
+// that waits for it for good.
 func (c *Controller) failedAt(ms *memberState, revision string, now time.Time, deadline time.Duration) bool {
-	if ms.failedRev == revision && ms.err != nil && ms.err.class != v1alpha1.FailureUnreachable {
+	if ms.failedRev == revision && ms.err != nil {
 		return true
 	}
 	if ms.revision != revision || ms.err != nil {

@@ -16,11 +16,14 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
 	cpv1alpha1 "sigs.k8s.io/cluster-inventory-api/apis/v1alpha1"
 	cpversioned "sigs.k8s.io/cluster-inventory-api/client/clientset/versioned"
 	"sigs.k8s.io/yaml"
@@ -465,4 +468,41 @@ func TestReleaseReachesOnlyItsOwnClusterSet(t *testing.T) {
 	_, err = env.members["member-2"].CoreV1().ConfigMaps("default").Get(t.Context(), name, metav1.GetOptions{})
 	require.True(t, apierrors.IsNotFound(err), "the Release reached another cluster set's member: %v", err)
 	require.NoError(t, env.registry.ClusterregistryV1alpha1().Releases(own).Delete(t.Context(), "cross", metav1.DeleteOptions{}))
+}
+
+// Past maxFailures a rollout stops before the next wave and says so; allowed one more failure, it
+// goes on. The first wave's member fails (a namespace it lacks), the second's has it.
+func TestRolloutStopsPastMaxFailures(t *testing.T) {
+	env := startDelivery(t)
+	appNS := "only-on-member-2"
+	_, err := env.members["member-2"].CoreV1().Namespaces().Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: appNS}}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	env.decide(t, "member-1", "member-2") // groups 1 and 2
+	rel := &v1alpha1.Release{ObjectMeta: metav1.ObjectMeta{Name: "stops", Namespace: env.ns}, Spec: v1alpha1.ReleaseSpec{
+		Source:          v1alpha1.ReleaseSource{Manifests: manifests(t, configMap("stops", map[string]string{"k": "v"}))},
+		Placement:       v1alpha1.ReleasePlacement{Name: "web"},
+		TargetNamespace: appNS,
+		Rollout:         &v1alpha1.ReleaseRollout{Strategy: v1alpha1.RolloutGroups},
+	}}
+	_, err = env.registry.ClusterregistryV1alpha1().Releases(env.ns).Create(t.Context(), rel, metav1.CreateOptions{})
+	require.NoError(t, err)
+	got := env.waitRelease(t, "stops", "stalled after the first wave", func(r *v1alpha1.Release) bool {
+		c := meta.FindStatusCondition(r.Status.Conditions, v1alpha1.ReleaseStalled)
+		return c != nil && c.Status == metav1.ConditionTrue && c.Reason == "TooManyFailures"
+	})
+	require.Contains(t, meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ReleaseStalled).Message, "the rollout stopped before wave 2 of 2")
+	require.Equal(t, int32(1), phase(got, v1alpha1.PhaseFailed))
+	require.Equal(t, int32(1), phase(got, v1alpha1.PhasePending))
+	_, err = env.members["member-2"].CoreV1().ConfigMaps(appNS).Get(t.Context(), "stops", metav1.GetOptions{})
+	require.True(t, apierrors.IsNotFound(err), "the next wave started past maxFailures: %v", err)
+
+	cur, err := env.registry.ClusterregistryV1alpha1().Releases(env.ns).Get(t.Context(), "stops", metav1.GetOptions{})
+	require.NoError(t, err)
+	cur.Spec.Rollout.MaxFailures = ptr.To(intstr.FromInt32(1))
+	_, err = env.registry.ClusterregistryV1alpha1().Releases(env.ns).Update(t.Context(), cur, metav1.UpdateOptions{})
+	require.NoError(t, err)
+	got = env.waitRelease(t, "stops", "the second wave ready", func(r *v1alpha1.Release) bool { return r.Status.Ready == 1 && r.Status.Wave == 2 })
+	require.Equal(t, metav1.ConditionFalse, condition(got, v1alpha1.ReleaseStalled))
+	require.Equal(t, metav1.ConditionTrue, condition(got, v1alpha1.ReleaseDegraded))
+	require.NoError(t, env.registry.ClusterregistryV1alpha1().Releases(env.ns).Delete(t.Context(), "stops", metav1.DeleteOptions{}))
 }
