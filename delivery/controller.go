@@ -477,34 +477,8 @@ func (c *Controller) reconcile(ctx context.Context, key types.NamespacedName) (t
 
 	// Which wave stands, and whether the rollout stopped.
 	c.mu.Lock()
-	failures := 0
-	for _, k := range dec.Clusters {
-		if ms := st.members[k]; ms != nil && c.failedAt(ms, bundle.Revision, now, deadline) {
-			failures++
-		}
-	}
-	tooMany := failures > MaxFailures(rel.Spec.Rollout, len(dec.Clusters))
-	current, wait := len(waves), time.Duration(0)
-	for i, w := range waves {
-		done := true
-		for _, k := range w {
-			ms := st.members[k]
-			if ms == nil || ms.revision != bundle.Revision || !c.ready(ms) {
-				if ms == nil || !c.failedAt(ms, bundle.Revision, now, deadline) {
-					done = false
-				}
-				continue
-			}
-			if left := ms.readyAt.Add(soak).Sub(now); left > 0 {
-				done = false
-				wait = max(wait, left)
-			}
-		}
-		if !done {
-			current = i
-			break
-		}
-	}
+	maxFailures := MaxFailures(rel.Spec.Rollout, len(dec.Clusters))
+	current, failures, tooMany, wait := c.standing(st, dec, waves, bundle.Revision, now, soak, deadline, maxFailures)
 	// Past maxFailures the rollout stops before the next wave; the members of the waves begun
 	// are still retried.
 	stopped := tooMany && current < len(waves)
@@ -554,9 +528,13 @@ func (c *Controller) reconcile(ctx context.Context, key types.NamespacedName) (t
 	_ = g.Wait()
 	c.rewatch()
 	if len(todo) > 0 || len(gone) > 0 {
-		// What the applies changed is judged at the next turn, with their answers and the
-		// watch's first events in.
-		return time.Second, c.writeStatus(ctx, rel, st, bundle, dec, progress{wave: current, waves: len(waves), stopped: stopped, failures: failures})
+		// Status says where the applies left the rollout; what they changed is judged again at
+		// the next turn, with the watch's first events in.
+		c.mu.Lock()
+		current, failures, tooMany, _ = c.standing(st, dec, waves, bundle.Revision, time.Now(), soak, deadline, maxFailures)
+		c.mu.Unlock()
+		stopped = tooMany && current < len(waves)
+		return time.Second, c.writeStatus(ctx, rel, st, bundle, dec, progress{wave: current, waves: len(waves), stopped: stopped, failures: failures, deadline: deadline})
 	}
 	// A member applied but not yet healthy is looked at again at its deadline.
 	c.mu.Lock()
@@ -569,6 +547,40 @@ func (c *Controller) reconcile(ctx context.Context, key types.NamespacedName) (t
 	}
 	c.mu.Unlock()
 	return wait, c.writeStatus(ctx, rel, st, bundle, dec, progress{wave: current, waves: len(waves), stopped: stopped, failures: failures, deadline: deadline})
+}
+
+// standing is, with c.mu held, the wave a rollout stands at (len(waves) when every wave is
+// done), how many members failed at the revision, whether that is more than maxFailures allows,
+// and how long the current wave has left to soak. A wave is done when each of its members runs
+// the revision, healthy as observed after the apply, for soak, or failed.
+func (c *Controller) standing(st *releaseState, dec *decision.Decision, waves [][]types.NamespacedName, revision string, now time.Time, soak, deadline time.Duration, maxFailures int) (current, failures int, tooMany bool, wait time.Duration) {
+	for _, k := range dec.Clusters {
+		if ms := st.members[k]; ms != nil && c.failedAt(ms, revision, now, deadline) {
+			failures++
+		}
+	}
+	current = len(waves)
+	for i, w := range waves {
+		done := true
+		for _, k := range w {
+			ms := st.members[k]
+			if ms == nil || ms.revision != revision || !c.ready(ms) {
+				if ms == nil || !c.failedAt(ms, revision, now, deadline) {
+					done = false
+				}
+				continue
+			}
+			if left := ms.readyAt.Add(soak).Sub(now); left > 0 {
+				done = false
+				wait = max(wait, left) // the wave soaks until its last member has
+			}
+		}
+		if !done {
+			current = i
+			break
+		}
+	}
+	return current, failures, failures > maxFailures, wait
 }
 
 // pick is the sooner of two waits, ignoring zero.

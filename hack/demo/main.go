@@ -1,10 +1,13 @@
 // Command demo is the README's one-command tour. It starts a local fleet (a registry and three
 // member clusters, real kube-apiservers with etcd), shows the registry with kubectl, runs the
-// health controller and the placement scheduler (clusterregistry controllers) beside it, places a
-// Deployment with a Placement (examples/fanout-deploy --placement), runs examples/fleet-api on
-// watch caches, stops one member to show the controller see it, the placement keep it within its
-// toleration, fanout-deploy report it and fleet-api mark it stale, brings it back,
-// then stops everything and removes its files, also on Ctrl-C.
+// health controller, the placement scheduler and the releases controller (clusterregistry
+// controllers) beside it, places a Deployment with a Placement (examples/fanout-deploy
+// --placement), delivers an app with a Release and keeps it there (an edit by hand corrected),
+// runs examples/fleet-api on watch caches, stops one member to show the controller see it, the
+// placement keep it within its toleration, fanout-deploy report it, fleet-api mark it stale and a
+// new revision roll out in waves past it (Unreachable, its last revision kept), brings it back,
+// takes a member out of the placement (the release's objects removed there), then stops
+// everything and removes its files, also on Ctrl-C.
 // hack/demo.sh builds the binaries it needs and runs it; with -keep the fleet stays up until
 // Ctrl-C.
 package main
@@ -108,8 +111,9 @@ func run(ctx context.Context, fanoutDeploy, fleetAPI, clusterregistry string, ke
 		return err
 	}
 	step("The controllers: health probes every member and writes what it sees into each Cluster's status;\n" +
-		"   placements decides each Placement and writes its decision as PlacementDecisions")
-	health := exec.CommandContext(ctx, clusterregistry, "controllers", "-n", lf.Namespace, "--controllers", "health,placements",
+		"   placements decides each Placement and writes its decision as PlacementDecisions;\n" +
+		"   releases delivers each Release to the members of its decision, and keeps it there")
+	health := exec.CommandContext(ctx, clusterregistry, "controllers", "-n", lf.Namespace, "--controllers", "health,placements,releases",
 		"--interval", "1s", "--failure-threshold", "2", "--success-threshold", "1")
 	health.Env = append(os.Environ(), "KUBECONFIG="+lf.Registry.Kubeconfig)
 	health.Stdout, health.Stderr = os.Stdout, os.Stdout
@@ -177,6 +181,42 @@ func run(ctx context.Context, fanoutDeploy, fleetAPI, clusterregistry string, ke
 		return err
 	}
 
+	step("A Release delivers an app to the members the placement chose, and keeps it there: server-side\n" +
+		"   apply, health from a watch of what it applied, waves by the placement's rollout groups.\n" +
+		"   (The members run no controller-manager, so the demo's app is objects whose health needs none.)")
+	releaseFile, err := writeTemp("web-release-*.yaml", releaseYAML("blue"))
+	if err != nil {
+		return err
+	}
+	defer os.Remove(releaseFile)
+	fmt.Print(releaseYAML("blue"))
+	if err := kubectl("apply", "-n", lf.Namespace, "-f", releaseFile); err != nil {
+		return err
+	}
+	if err := waitRelease(ctx, lf, "web", func(r *v1alpha1.Release) bool { return r.Status.Ready == int32(len(lf.Members)) }); err != nil {
+		return err
+	}
+	if err := cr("get", "releases", "-n", lf.Namespace, "-o", "wide"); err != nil {
+		return err
+	}
+	if err := cr("describe", "release", "web", "-n", lf.Namespace); err != nil {
+		return err
+	}
+	memberKubectl := func(m *localfleet.Member, args ...string) error {
+		fmt.Printf("\n$ kubectl --kubeconfig <%s's admin kubeconfig> %s\n", m.Name, strings.Join(args, " "))
+		cmd := exec.CommandContext(ctx, lf.Kubectl, append([]string{"--kubeconfig", m.Kubeconfig}, args...)...)
+		cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+		return cmd.Run()
+	}
+	step("Someone edits the app on member-1 by hand; the releases controller sees it from its watch and puts it back")
+	if err := memberKubectl(lf.Members[0], "patch", "configmap", "web-config", "-n", "default", "--type", "merge", "-p", `{"data":{"color":"red"}}`); err != nil {
+		return err
+	}
+	time.Sleep(time.Second)
+	if err := memberKubectl(lf.Members[0], "get", "configmap", "web-config", "-n", "default", "-o", "jsonpath={.data.color}{\"\\n\"}"); err != nil {
+		return err
+	}
+
 	step("fleet-api answers what runs where from watch caches on every member (package fleetcache)")
 	api, err := startFleetAPI(ctx, fleetAPI, lf)
 	if err != nil {
@@ -217,6 +257,23 @@ func run(ctx context.Context, fanoutDeploy, fleetAPI, clusterregistry string, ke
 	}
 	fmt.Println("(exit status 1, as expected)")
 
+	step("A new revision of the Release rolls out in waves, one rollout group after the other; member-2,\n" +
+		"   unreachable, costs the rollout one failure (maxFailures: 1) and keeps the revision it had")
+	if err := os.WriteFile(releaseFile, []byte(releaseYAML("green")), 0o600); err != nil {
+		return err
+	}
+	if err := kubectl("apply", "-n", lf.Namespace, "-f", releaseFile); err != nil {
+		return err
+	}
+	if err := waitRelease(ctx, lf, "web", func(r *v1alpha1.Release) bool {
+		return r.Status.ObservedGeneration == r.Generation && r.Status.Ready == int32(len(lf.Members)-1) && r.Status.Wave == r.Status.Waves
+	}); err != nil {
+		return err
+	}
+	if err := cr("describe", "release", "web", "-n", lf.Namespace); err != nil {
+		return err
+	}
+
 	step("member-2 comes back; the health controller marks it Ready again")
 	if err := lf.Member("member-2").StartAPIServer(); err != nil {
 		return err
@@ -232,6 +289,24 @@ func run(ctx context.Context, fanoutDeploy, fleetAPI, clusterregistry string, ke
 	}
 	fmt.Println("\nfleet-api follows member-2 again, with the same caches:")
 	if err := api.show(ctx, "member-2", "Synced"); err != nil {
+		return err
+	}
+	fmt.Println("\nThe Release reaches member-2 again: every member runs the new revision.")
+	if err := waitRelease(ctx, lf, "web", func(r *v1alpha1.Release) bool { return r.Status.Ready == int32(len(lf.Members)) }); err != nil {
+		return err
+	}
+	if err := cr("get", "releases", "-n", lf.Namespace, "-o", "wide"); err != nil {
+		return err
+	}
+
+	step("member-3 leaves the placement (excluded); the Release's objects are removed from it")
+	if err := kubectl("patch", "placement", "hello", "-n", lf.Namespace, "--type", "merge", "-p", `{"spec":{"exclude":["member-3"]}}`); err != nil {
+		return err
+	}
+	if err := waitRelease(ctx, lf, "web", func(r *v1alpha1.Release) bool { return r.Status.Members == int32(len(lf.Members)-1) && len(r.Status.Worst) == 0 }); err != nil {
+		return err
+	}
+	if err := memberKubectl(lf.Members[2], "get", "configmaps,services", "-n", "default", "-l", v1alpha1.ReleaseLabel+"=web"); err != nil {
 		return err
 	}
 
@@ -253,6 +328,7 @@ func run(ctx context.Context, fanoutDeploy, fleetAPI, clusterregistry string, ke
 		fmt.Printf("  %s --context member-1 get deployments\n", lf.Kubectl)
 		fmt.Printf("  %s get -n %s\n", abs(clusterregistry), lf.Namespace)
 		fmt.Printf("  %s get placements -n %s\n", abs(clusterregistry), lf.Namespace)
+		fmt.Printf("  %s describe release web -n %s\n", abs(clusterregistry), lf.Namespace)
 		fmt.Printf("  %s -n %s --placement hello --name hello --image nginx\n", abs(fanoutDeploy), lf.Namespace)
 		fmt.Printf("  curl -H \"Authorization: Bearer $(%s create token %s -n %s)\" %s/clusters   # fleet-api acts for its caller\n",
 			lf.Kubectl, viewerAccount, lf.Namespace, api.url)
@@ -274,7 +350,44 @@ metadata:
 spec:
   selector: {matchLabels: {env: demo}}
   tolerations: [{reason: Unreachable, seconds: 300}]
+  rolloutGroupSize: 1
 `
+
+// releaseYAML is the demo's Release, its ConfigMap's color as given: delivered to the hello
+// placement's members, one rollout group after the other, a member that fails allowed.
+func releaseYAML(color string) string {
+	return `apiVersion: clusterregistry.k8s.io/v1alpha1
+kind: Release
+metadata:
+  name: web
+spec:
+  placement: {name: hello}
+  rollout: {strategy: Groups, soakSeconds: 2, maxFailures: 1}
+  source:
+    manifests:
+    - {apiVersion: v1, kind: ConfigMap, metadata: {name: web-config}, data: {color: ` + color + `}}
+    - apiVersion: v1
+      kind: Service
+      metadata: {name: web}
+      spec: {ports: [{port: 80}], selector: {app: web}}
+`
+}
+
+// waitRelease waits until the Release name's status satisfies ok.
+func waitRelease(ctx context.Context, lf *localfleet.Fleet, name string, ok func(*v1alpha1.Release) bool) error {
+	releases := versioned.NewForConfigOrDie(lf.Registry.Config).ClusterregistryV1alpha1().Releases(lf.Namespace)
+	var r *v1alpha1.Release
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+		var err error
+		if r, err = releases.Get(ctx, name, metav1.GetOptions{}); err != nil {
+			return err
+		}
+		if ok(r) {
+			return nil
+		}
+	}
+	return fmt.Errorf("release %s: not as expected within a minute; status: %+v", name, r.Status)
+}
 
 func writeTemp(pattern, content string) (string, error) {
 	f, err := os.CreateTemp("", pattern)
