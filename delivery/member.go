@@ -227,7 +227,7 @@ func (mc *memberClients) deleteOne(ctx context.Context, r ref, release string, n
 func managerFields(u *unstructured.Unstructured, manager string) string {
 	for _, e := range u.GetManagedFields() {
 		if e.Manager == manager && e.Operation == metav1.ManagedFieldsOperationApply && e.Subresource == "" && e.FieldsV1 != nil {
-			return string(e.FieldsV1.Raw)
+			return e.FieldsV1.GetRawString()
 		}
 	}
 	return ""
