@@ -2,10 +2,12 @@ package delivery_test
 
 import (
 	"context"
+	"os"
 	"testing"
 
 	"github.com/cluster-registry/sdk/localfleet"
 	"github.com/cluster-registry/sdk/testkit/fleettest"
+	"github.com/cluster-registry/sdk/testkit/simmembers"
 )
 
 // lf is the package's local fleet: a registry with SIG Multicluster's PlacementDecision CRD, and
@@ -13,6 +15,10 @@ import (
 var lf *localfleet.Fleet
 
 func TestMain(m *testing.M) {
+	// The benchmarks' simulated members run in a child process of this binary.
+	if code, child := simmembers.Main(); child {
+		os.Exit(code)
+	}
 	fleettest.Main(m, &lf, localfleet.Options{Members: 2}, func(lf *localfleet.Fleet) error {
 		return fleettest.InstallPlacementDecisionCRD(context.Background(), lf.Registry.Config)
 	})

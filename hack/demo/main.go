@@ -303,7 +303,9 @@ func run(ctx context.Context, fanoutDeploy, fleetAPI, clusterregistry string, ke
 	if err := kubectl("patch", "placement", "hello", "-n", lf.Namespace, "--type", "merge", "-p", `{"spec":{"exclude":["member-3"]}}`); err != nil {
 		return err
 	}
-	if err := waitRelease(ctx, lf, "web", func(r *v1alpha1.Release) bool { return r.Status.Members == int32(len(lf.Members)-1) && len(r.Status.Worst) == 0 }); err != nil {
+	if err := waitRelease(ctx, lf, "web", func(r *v1alpha1.Release) bool {
+		return r.Status.Members == int32(len(lf.Members)-1) && len(r.Status.Worst) == 0
+	}); err != nil {
 		return err
 	}
 	if err := memberKubectl(lf.Members[2], "get", "configmaps,services", "-n", "default", "-l", v1alpha1.ReleaseLabel+"=web"); err != nil {

@@ -36,7 +36,6 @@ func serveH2(ln net.Listener, config *tls.Config, m *member, latency time.Durati
 
 func serveH2Conn(conn net.Conn, m *member, latency time.Duration) {
 	defer conn.Close()
-	answer := m.answer
 	br := bufio.NewReader(conn)
 	preface := make([]byte, len(http2.ClientPreface))
 	if _, err := io.ReadFull(br, preface); err != nil || string(preface) != http2.ClientPreface {
@@ -95,6 +94,21 @@ func serveH2Conn(conn net.Conn, m *member, latency time.Duration) {
 		m.watch(w)
 	}
 
+	// Requests with a body (a server-side apply) are answered once it has all come.
+	type pending struct {
+		method, path, auth, accept string
+		body                       bytes.Buffer
+	}
+	bodies := map[uint32]*pending{}
+	reply := func(stream uint32, method, path, auth, accept string, body []byte) {
+		status, contentType, answerBody := m.answerBody(method, path, auth, accept, body)
+		if latency > 0 && !strings.HasPrefix(path, "/debug/") {
+			time.AfterFunc(latency, func() { respond(stream, status, contentType, answerBody) })
+		} else {
+			respond(stream, status, contentType, answerBody)
+		}
+	}
+
 	write(func() error { return fr.WriteSettings() })
 	for {
 		frame, err := fr.ReadFrame()
@@ -121,21 +135,46 @@ func serveH2Conn(conn net.Conn, m *member, latency time.Duration) {
 				}
 			}
 			stream := f.StreamID
+			if authorized(auth) && isSelectedWatch(path) {
+				w := &watcher{stream: stream}
+				w.send = func(event []byte) {
+					write(func() error { return writeData(fr, stream, event, false) })
+				}
+				initial := m.applied.initialEvents(path)
+				write(func() error {
+					headers.Reset()
+					_ = enc.WriteField(hpack.HeaderField{Name: ":status", Value: "200"})
+					_ = enc.WriteField(hpack.HeaderField{Name: "content-type", Value: "application/json"})
+					if err := fr.WriteHeaders(http2.HeadersFrameParam{StreamID: stream, BlockFragment: headers.Bytes(), EndHeaders: true}); err != nil || len(initial) == 0 {
+						return err
+					}
+					return writeData(fr, stream, initial, false)
+				})
+				watches = append(watches, w)
+				m.applied.watch(w)
+				continue
+			}
+			if !f.StreamEnded() {
+				bodies[stream] = &pending{method: method, path: path, auth: auth, accept: accept}
+				continue
+			}
 			if m.isWatch(path, auth) {
 				metadata := asMetadata(accept)
 				startWatch(stream, metadata, m.initialEvents(path, metadata)) // at once: a watch's latency is its events'
 				continue
 			}
-			status, contentType, body := answer(method, path, auth, accept)
-			if latency > 0 && !strings.HasPrefix(path, "/debug/") {
-				time.AfterFunc(latency, func() { respond(stream, status, contentType, body) })
-			} else {
-				respond(stream, status, contentType, body)
-			}
+			reply(stream, method, path, auth, accept, nil)
 		case *http2.DataFrame:
-			// Request bodies are not read, but their bytes are given back to the connection's
-			// flow-control window, or it would stall after 64 KiB of them (a stream's own window
-			// is far larger than the small bodies sent here).
+			// A request's body is kept until it ends; its bytes are given back to the
+			// connection's flow-control window, or it would stall after 64 KiB of them (a
+			// stream's own window is far larger than the small bodies sent here).
+			if p := bodies[f.StreamID]; p != nil {
+				p.body.Write(f.Data())
+				if f.StreamEnded() {
+					delete(bodies, f.StreamID)
+					reply(f.StreamID, p.method, p.path, p.auth, p.accept, p.body.Bytes())
+				}
+			}
 			if n := uint32(len(f.Data())); n > 0 {
 				write(func() error { return fr.WriteWindowUpdate(0, n) })
 			}

@@ -86,7 +86,8 @@ func serve() int {
 			fmt.Fprintln(os.Stderr, "sim members:", err)
 			return 1
 		}
-		m := &member{uid: types.UID(fmt.Sprintf("00000000-0000-0000-0000-%012d", i)), bound: map[string][]string{}}
+		m := &member{uid: types.UID(fmt.Sprintf("00000000-0000-0000-0000-%012d", i)), bound: map[string][]string{},
+			applied: appliedStore{objects: map[string]map[string]any{}}}
 		config := &tls.Config{
 			Certificates: []tls.Certificate{{Certificate: [][]byte{der}, PrivateKey: k.leafKey}},
 			GetConfigForClient: func(*tls.ClientHelloInfo) (*tls.Config, error) {
@@ -164,6 +165,8 @@ type member struct {
 	version  int64               // the resourceVersion of the latest write
 	bindings int64               // how many binding Secrets were made
 	bound    map[string][]string // binding Secrets by namespace
+
+	applied appliedStore // what server-side apply clients wrote (applied.go)
 }
 
 // ObjectsPerMember is how many ConfigMaps each member serves at /api/v1/configmaps, all in
@@ -198,6 +201,7 @@ func (m *member) watch(w *watcher) {
 }
 
 func (m *member) unwatch(w *watcher) {
+	m.applied.unwatch(w)
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for i, other := range m.watchers {
@@ -308,6 +312,11 @@ var lists = sync.OnceValue(func() [3]string {
 // CPU time in microseconds, /debug/fail and /debug/recover. The server sends answers other than
 // debug ones after the latency.
 func (m *member) answer(method, path, auth, accept string) (status int, contentType, body string) {
+	return m.answerBody(method, path, auth, accept, nil)
+}
+
+// answerBody is answer with the request's body, for server-side applies (applied.go).
+func (m *member) answerBody(method, path, auth, accept string, reqBody []byte) (status int, contentType, body string) {
 	const json = "application/json"
 	if !authorized(auth) {
 		return http.StatusUnauthorized, json, `{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"Unauthorized","code":401}`
@@ -329,6 +338,10 @@ func (m *member) answer(method, path, auth, accept string) (status int, contentT
 		}
 		m.write(sent)
 		return http.StatusOK, "text/plain", "0"
+	case path == "/debug/applies":
+		return http.StatusOK, "text/plain", strconv.FormatInt(m.applied.count(), 10)
+	case path == "/api/v1/configmaps" && strings.Contains(query, "labelSelector="):
+		return m.applied.list()
 	case path == "/api/v1/configmaps":
 		if asMetadata(accept) {
 			return http.StatusOK, json, lists()[2]
@@ -359,6 +372,12 @@ func (m *member) answer(method, path, auth, accept string) (status int, contentT
 		return encode(accept, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "kube-system", UID: m.uid}})
 	case strings.HasPrefix(path, "/api/v1/namespaces/") && strings.Contains(path, "/configmaps/"):
 		parts := strings.Split(path, "/")
+		if method == http.MethodPatch && reqBody != nil {
+			return m.applied.apply(parts[4], parts[6], query, reqBody)
+		}
+		if status, contentType, body, ok := m.applied.get(parts[4], parts[6]); ok && method == http.MethodGet {
+			return status, contentType, body
+		}
 		return encode(accept, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: parts[4], Name: parts[6]}, Data: map[string]string{"k": "v"}})
 	}
 	return http.StatusNotFound, json, `{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"NotFound","code":404}`

@@ -1,0 +1,163 @@
+package delivery_test
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"strconv"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	cpversioned "sigs.k8s.io/cluster-inventory-api/client/clientset/versioned"
+
+	"github.com/cluster-registry/sdk/clientset/versioned"
+	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
+	"github.com/cluster-registry/sdk/decision"
+	"github.com/cluster-registry/sdk/delivery"
+	"github.com/cluster-registry/sdk/multicluster"
+	"github.com/cluster-registry/sdk/testkit/fleettest"
+	"github.com/cluster-registry/sdk/testkit/simmembers"
+)
+
+var benchMembers = flag.Int("members", 1000, "how many simulated members BenchmarkDelivery delivers to")
+
+// BenchmarkDelivery: Releases of 5 ConfigMaps each, all at once, delivered by the releases
+// controller to simulated members (testkit/simmembers: they serve discovery, server-side apply
+// and a label-selected list and watch) that one real registry's PlacementDecision names, the
+// registry holding the Releases, their status and slices. Reported, per run:
+//   - s-to-ready: from the Releases' creation until every one's status says every member Ready
+//     (targets: 1,000 members × 1 Release within 60 s; × 3 Releases, 3,000 deliveries, within
+//     50 s, beside Rancher Fleet's 2,550 BundleDeployments Ready in about 50 s, fleet#4599);
+//   - deliveries/s;
+//   - steady-writes: writes to members and to the registry over the 10 s after (target 0);
+//   - member-applies: the applies members counted as changes, per delivery (5: one per object);
+//   - KiB/delivery: heap per (member, Release), the members' clients and watch caches included,
+//     beside KiB/member-floor, the heap of the same members' connections alone (one GET each).
+func BenchmarkDelivery(b *testing.B) {
+	if lf == nil {
+		b.Skip("needs the registry: run without -short")
+	}
+	for _, releases := range []int{1, 3} {
+		b.Run(fmt.Sprintf("members=%d/releases=%d", *benchMembers, releases), func(b *testing.B) {
+			for b.Loop() {
+				benchDelivery(b, *benchMembers, releases)
+			}
+		})
+	}
+}
+
+func benchDelivery(b *testing.B, n, releases int) {
+	sim := simmembers.Start(b, n, 0)
+	ns := fleettest.NewSet(b, lf)
+	resolver := simmembers.Resolver(b)
+
+	// The floor: the same members' connections alone, one GET each.
+	heap0, _ := simmembers.SettledHeapAndGoroutines()
+	floorMembers := multicluster.MembersOf(resolver, sim.Clusters(ns), multicluster.FleetOptions{})
+	multicluster.ForEach(context.Background(), floorMembers, func(ctx context.Context, m *multicluster.Member) error {
+		kube, err := m.Kubernetes(ctx)
+		if err != nil {
+			return err
+		}
+		_, err = kube.Discovery().ServerVersion()
+		return err
+	}, multicluster.Options{})
+	heapFloor, _ := simmembers.SettledHeapAndGoroutines()
+	floorPer := float64(heapFloor-heap0) / float64(n)
+	floorMembers = nil
+
+	bulk := rest.CopyConfig(lf.Registry.Config)
+	bulk.QPS, bulk.Burst = -1, 0 // the benchmark's own writes and the controller's, unthrottled
+	registry := versioned.NewForConfigOrDie(bulk)
+	decisions := cpversioned.NewForConfigOrDie(bulk)
+	members := multicluster.MembersOf(resolver, sim.Clusters(ns), multicluster.FleetOptions{})
+	var chosen []decision.Chosen
+	for _, m := range members {
+		chosen = append(chosen, decision.Chosen{Cluster: m.Name()})
+	}
+	if _, err := decision.Write(context.Background(), decisions, ns, "web", chosen, decision.WriteOptions{SchedulerName: "bench"}); err != nil {
+		b.Fatal(err)
+	}
+	heap1, _ := simmembers.SettledHeapAndGoroutines()
+	ctrl, err := delivery.NewController(fleettest.Fixed(members), registry, kubernetes.NewForConfigOrDie(bulk), decisions,
+		delivery.ControllerOptions{Namespace: ns, MemberConcurrency: 128})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- ctrl.Run(ctx) }()
+	defer func() {
+		cancel()
+		<-done
+	}()
+
+	start := time.Now()
+	for r := range releases {
+		var objs []runtime.RawExtension
+		for i := range 5 {
+			objs = append(objs, runtime.RawExtension{Raw: fmt.Appendf(nil, `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"app-%d-%d"},"data":{"k":"v"}}`, r, i)})
+		}
+		rel := &v1alpha1.Release{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("app-%d", r)}, Spec: v1alpha1.ReleaseSpec{
+			Source: v1alpha1.ReleaseSource{Manifests: objs}, Placement: v1alpha1.ReleasePlacement{Name: "web"}}}
+		if _, err := registry.ClusterregistryV1alpha1().Releases(ns).Create(ctx, rel, metav1.CreateOptions{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for deadline := time.Now().Add(5 * time.Minute); ; time.Sleep(100 * time.Millisecond) {
+		list, err := registry.ClusterregistryV1alpha1().Releases(ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		ready := 0
+		for _, r := range list.Items {
+			if r.Status.ObservedGeneration == r.Generation && int(r.Status.Ready) == n {
+				ready++
+			}
+		}
+		if ready == releases {
+			break
+		}
+		if time.Now().After(deadline) {
+			b.Fatalf("%d of %d Releases ready on every member after 5 minutes", ready, releases)
+		}
+	}
+	elapsed := time.Since(start)
+	heap2, _ := simmembers.SettledHeapAndGoroutines()
+	before := ctrl.Writes()
+	time.Sleep(10 * time.Second)
+	steady := ctrl.Writes() - before
+
+	applies := 0
+	for _, m := range members[:min(20, len(members))] {
+		applies += debugCount(b, m, "/debug/applies")
+	}
+	deliveries := float64(n * releases)
+	b.ReportMetric(elapsed.Seconds(), "s-to-ready")
+	b.ReportMetric(deliveries/elapsed.Seconds(), "deliveries/s")
+	b.ReportMetric(float64(steady), "steady-writes")
+	b.ReportMetric(float64(applies)/float64(min(20, len(sim.Servers))*releases), "member-applies/delivery")
+	b.ReportMetric(float64(heap2-heap1)/deliveries/1024, "KiB/delivery")
+	b.ReportMetric(floorPer/1024, "KiB/member-floor")
+}
+
+// debugCount reads a simulated member's counter over its existing connection.
+func debugCount(b *testing.B, m *multicluster.Member, path string) int {
+	kube, err := m.Kubernetes(context.Background())
+	if err != nil {
+		b.Fatal(err)
+	}
+	raw, err := kube.CoreV1().RESTClient().Get().AbsPath(path).DoRaw(context.Background())
+	if err != nil {
+		b.Fatal(err)
+	}
+	n, err := strconv.Atoi(string(raw))
+	if err != nil {
+		b.Fatalf("%s answered %q", path, raw)
+	}
+	return n
+}
