@@ -57,6 +57,7 @@ go test ./rotation/ -run '^$' -bench 'Rotate' -benchtime 1x -timeout 30m | tee -
 go test ./health/ -run '^$' -bench 'Health' -benchtime 1x -timeout 30m | tee -a "$out" >&2
 go test ./shard/ -run '^$' -bench 'ShardedHealth' -benchtime 1x -timeout 30m | tee -a "$out" >&2
 go test ./scheduler/ -run '^$' -bench 'Scheduler' -benchtime 1x -timeout 30m | tee -a "$out" >&2
+go test ./delivery/ -run '^$' -bench 'Delivery' -benchtime 1x -members 1000 -timeout 30m | tee -a "$out" >&2
 
 # Each result line is: name iterations value unit value unit ...; print one row per benchmark.
 awk '
