@@ -9,9 +9,7 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	cpversioned "sigs.k8s.io/cluster-inventory-api/client/clientset/versioned"
 
@@ -19,7 +17,7 @@ import (
 	"github.com/cluster-registry/sdk/clientset/versioned"
 	"github.com/cluster-registry/sdk/clusterprofile"
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
-	"github.com/cluster-registry/sdk/multicluster"
+	"github.com/cluster-registry/sdk/testkit/fleettest"
 )
 
 var benchClusters = flag.Int("clusters", 10000, "Clusters in BenchmarkPublish")
@@ -38,9 +36,6 @@ func BenchmarkPublish(b *testing.B) {
 	bulk.QPS, bulk.Burst = -1, 0
 	for i := range b.N {
 		ns := fmt.Sprintf("bench-publish-%d-%d", time.Now().UnixNano(), i)
-		if _, err := kubernetes.NewForConfigOrDie(bulk).CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
-			b.Fatal(err)
-		}
 		registerClusters(b, bulk, ns, n)
 
 		var writes, conflicts atomic.Int64
@@ -100,10 +95,10 @@ func BenchmarkPublish(b *testing.B) {
 // registerClusters creates n Ready Clusters in ns, each with its own server.
 func registerClusters(b *testing.B, bulk *rest.Config, ns string, n int) {
 	clusters := versioned.NewForConfigOrDie(bulk).ClusterregistryV1alpha1().Clusters(ns)
-	toCreate := make([]*multicluster.Member, n)
-	for i := range n {
-		c := &v1alpha1.Cluster{
-			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("member-%05d", i)},
+	items := make([]v1alpha1.Cluster, n)
+	for i := range items {
+		items[i] = v1alpha1.Cluster{
+			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("member-%05d", i)},
 			Spec: v1alpha1.ClusterSpec{
 				DisplayName: fmt.Sprintf("Member %d", i),
 				KubernetesAPIEndpoints: v1alpha1.KubernetesAPIEndpoints{ServerEndpoints: []v1alpha1.ServerAddressByClientCIDR{
@@ -111,22 +106,14 @@ func registerClusters(b *testing.B, bulk *rest.Config, ns string, n int) {
 				AuthInfo: v1alpha1.AuthInfo{Providers: []v1alpha1.AuthProviderConfig{{Name: "bench", Type: v1alpha1.AuthProviderType{Name: "bench"}}}},
 			},
 		}
-		toCreate[i] = multicluster.NewMember(c, multicluster.Clients{})
 	}
-	err := multicluster.ForEach(context.Background(), toCreate, func(ctx context.Context, m *multicluster.Member) error {
-		created, err := clusters.Create(ctx, m.Cluster(), metav1.CreateOptions{})
-		if err != nil {
-			return err
-		}
+	fleettest.CreateClusters(b, bulk, ns, items, func(ctx context.Context, created *v1alpha1.Cluster) error {
 		created.Status.Version = "v1.36.3"
 		created.Status.ClusterID = fmt.Sprintf("uid-%s", created.Name)
 		created.Status.SetCondition(metav1.Condition{Type: v1alpha1.ConditionReady, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonReachable})
-		_, err = clusters.UpdateStatus(ctx, created, metav1.UpdateOptions{})
+		_, err := clusters.UpdateStatus(ctx, created, metav1.UpdateOptions{})
 		return err
-	}, multicluster.Concurrency(64), multicluster.RetryIf(multicluster.IsTransient)).Err()
-	if err != nil {
-		b.Fatal(err)
-	}
+	})
 }
 
 type roundTripperFunc func(*http.Request) (*http.Response, error)

@@ -11,7 +11,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
 	cpversioned "sigs.k8s.io/cluster-inventory-api/client/clientset/versioned"
 
 	"github.com/cluster-registry/sdk/clientset/versioned"
@@ -70,8 +69,7 @@ func benchDelivery(b *testing.B, n, releases int) {
 	floorPer := float64(heapFloor-heap0) / float64(n)
 	floorMembers = nil
 
-	bulk := rest.CopyConfig(lf.Registry.Config)
-	bulk.QPS, bulk.Burst = -1, 0 // the benchmark's own writes and the controller's, unthrottled
+	bulk := fleettest.Unthrottled(lf.Registry.Config) // the benchmark's own writes and the controller's
 	registry := versioned.NewForConfigOrDie(bulk)
 	decisions := cpversioned.NewForConfigOrDie(bulk)
 	members := multicluster.MembersOf(resolver, sim.Clusters(ns), multicluster.FleetOptions{})

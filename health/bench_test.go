@@ -12,7 +12,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -23,6 +22,7 @@ import (
 	"github.com/cluster-registry/sdk/health"
 	"github.com/cluster-registry/sdk/localfleet"
 	"github.com/cluster-registry/sdk/multicluster"
+	"github.com/cluster-registry/sdk/testkit/fleettest"
 	"github.com/cluster-registry/sdk/testkit/simmembers"
 )
 
@@ -58,24 +58,9 @@ func BenchmarkHealth(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer lf.Stop()
-	admin := kubernetes.NewForConfigOrDie(lf.Registry.Config)
-	if _, err := admin.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "sim"}}, metav1.CreateOptions{}); err != nil {
-		b.Fatal(err)
-	}
-	bulk := rest.CopyConfig(lf.Registry.Config)
-	bulk.QPS, bulk.Burst = -1, 0
-	clusters := versioned.NewForConfigOrDie(bulk).ClusterregistryV1alpha1().Clusters("sim")
 	items := sims.Clusters("sim")
-	toCreate := make([]*multicluster.Member, n)
-	for i := range items {
-		toCreate[i] = multicluster.NewMember(&items[i], multicluster.Clients{})
-	}
-	if err := multicluster.ForEach(ctx, toCreate, func(ctx context.Context, m *multicluster.Member) error {
-		_, err := clusters.Create(ctx, m.Cluster(), metav1.CreateOptions{})
-		return err
-	}, multicluster.Concurrency(64), multicluster.RetryIf(multicluster.IsTransient)).Err(); err != nil {
-		b.Fatal(err)
-	}
+	fleettest.CreateClusters(b, lf.Registry.Config, "sim", items, nil)
+	bulk := fleettest.Unthrottled(lf.Registry.Config)
 
 	resolver, err := access.NewResolver(access.ResolverOptions{Providers: map[string]access.Provider{
 		simmembers.ProviderType: access.ProviderFunc(func(context.Context, *access.Request) (*access.Credentials, error) {

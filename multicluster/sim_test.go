@@ -31,7 +31,7 @@ func TestSimulatedMembers(t *testing.T) {
 		if err != nil {
 			return "", err
 		}
-		cm, err := kube.CoreV1().ConfigMaps("default").Apply(ctx, corev1ac.ConfigMap("fleet-demo", "default"), metav1.ApplyOptions{FieldManager: "sim-test"})
+		cm, err := kube.CoreV1().ConfigMaps("default").Apply(ctx, corev1ac.ConfigMap("fleet-demo", "default").WithData(map[string]string{"k": "v"}), metav1.ApplyOptions{FieldManager: "sim-test"})
 		if err != nil {
 			return "", err
 		}

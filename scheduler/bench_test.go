@@ -9,11 +9,8 @@ import (
 	"time"
 
 	"golang.org/x/sync/errgroup"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	cpversioned "sigs.k8s.io/cluster-inventory-api/client/clientset/versioned"
 
@@ -22,6 +19,7 @@ import (
 	"github.com/cluster-registry/sdk/decision"
 	"github.com/cluster-registry/sdk/multicluster"
 	"github.com/cluster-registry/sdk/scheduler"
+	"github.com/cluster-registry/sdk/testkit/fleettest"
 )
 
 // BenchmarkScheduler: 10,000 Ready Clusters (100 label groups, 5 regions) and 1,000 Placements
@@ -44,30 +42,18 @@ func BenchmarkScheduler(b *testing.B) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	const ns = "scheduler-bench"
-	if _, err := kubernetes.NewForConfigOrDie(lf.Registry.Config).CoreV1().Namespaces().Create(ctx,
-		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
-		b.Fatal(err)
-	}
-	bulk := rest.CopyConfig(lf.Registry.Config)
-	bulk.QPS, bulk.Burst = -1, 0
+	bulk := fleettest.Unthrottled(lf.Registry.Config)
 	clusters := versioned.NewForConfigOrDie(bulk).ClusterregistryV1alpha1().Clusters(ns)
-	toCreate := make([]*multicluster.Member, n)
-	for i := range toCreate {
-		c := &v1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("member-%05d", i),
+	items := make([]v1alpha1.Cluster, n)
+	for i := range items {
+		items[i] = v1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("member-%05d", i),
 			Labels: map[string]string{"group": fmt.Sprintf("g%03d", i%100), "region": fmt.Sprintf("r%d", i/100%5)}},
 			Spec: v1alpha1.ClusterSpec{KubernetesAPIEndpoints: v1alpha1.KubernetesAPIEndpoints{ServerEndpoints: []v1alpha1.ServerAddressByClientCIDR{
 				{ClientCIDR: "0.0.0.0/0", ServerAddress: fmt.Sprintf("https://member-%05d.example:6443", i)}}}}}
-		toCreate[i] = multicluster.NewMember(c, multicluster.Clients{})
 	}
-	if err := multicluster.ForEach(ctx, toCreate, func(ctx context.Context, m *multicluster.Member) error {
-		created, err := clusters.Create(ctx, m.Cluster(), metav1.CreateOptions{})
-		if err != nil {
-			return err
-		}
+	fleettest.CreateClusters(b, bulk, ns, items, func(ctx context.Context, created *v1alpha1.Cluster) error {
 		return setStatus(ctx, clusters, created, metav1.ConditionTrue, v1alpha1.ReasonReachable)
-	}, multicluster.Concurrency(64), multicluster.RetryIf(multicluster.IsTransient)).Err(); err != nil {
-		b.Fatal(err)
-	}
+	})
 	fleet := multicluster.NewFleet(versioned.NewForConfigOrDie(bulk), nil, multicluster.FleetOptions{Namespaces: []string{ns}})
 	if err := fleet.Start(ctx); err != nil {
 		b.Fatal(err)

@@ -19,8 +19,6 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -30,6 +28,7 @@ import (
 	"github.com/cluster-registry/sdk/health"
 	"github.com/cluster-registry/sdk/multicluster"
 	"github.com/cluster-registry/sdk/shard"
+	"github.com/cluster-registry/sdk/testkit/fleettest"
 	"github.com/cluster-registry/sdk/testkit/simmembers"
 )
 
@@ -51,28 +50,9 @@ func BenchmarkShardedHealth(b *testing.B) {
 		b.Skip("needs kube-apiserver and etcd")
 	}
 	const n = 10000
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
 	sims := simmembers.Start(b, n, 20*time.Millisecond)
 	const ns = "sharded-bench"
-	admin := kubernetes.NewForConfigOrDie(lf.Registry.Config)
-	if _, err := admin.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
-		b.Fatal(err)
-	}
-	bulk := rest.CopyConfig(lf.Registry.Config)
-	bulk.QPS, bulk.Burst = -1, 0
-	clusters := versioned.NewForConfigOrDie(bulk).ClusterregistryV1alpha1().Clusters(ns)
-	items := sims.Clusters(ns)
-	toCreate := make([]*multicluster.Member, n)
-	for i := range items {
-		toCreate[i] = multicluster.NewMember(&items[i], multicluster.Clients{})
-	}
-	if err := multicluster.ForEach(ctx, toCreate, func(ctx context.Context, m *multicluster.Member) error {
-		_, err := clusters.Create(ctx, m.Cluster(), metav1.CreateOptions{})
-		return err
-	}, multicluster.Concurrency(64), multicluster.RetryIf(multicluster.IsTransient)).Err(); err != nil {
-		b.Fatal(err)
-	}
+	fleettest.CreateClusters(b, lf.Registry.Config, ns, sims.Clusters(ns), nil)
 
 	for range b.N {
 		single := runReplicas(b, ns, 1, n, 30*time.Second)

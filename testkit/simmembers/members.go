@@ -305,17 +305,12 @@ var lists = sync.OnceValue(func() [3]string {
 	return [3]string{js, pb, string(metaJSON)}
 })
 
-// answer answers a Rotator's requests (tokens.go), GET /readyz and /healthz (failing, once /debug/fail was asked, as an API server
+// answerBody answers a Rotator's requests (tokens.go), GET /readyz and /healthz (failing, once /debug/fail was asked, as an API server
 // whose etcd is gone), /version, the kube-system namespace, a GET or server-side apply of a
 // namespaced ConfigMap (in protobuf when the client accepts it, as API servers do), and the debug
 // paths: /debug/handshakes with the member's TLS handshake count, /debug/cpu with this process's
 // CPU time in microseconds, /debug/fail and /debug/recover. The server sends answers other than
-// debug ones after the latency.
-func (m *member) answer(method, path, auth, accept string) (status int, contentType, body string) {
-	return m.answerBody(method, path, auth, accept, nil)
-}
-
-// answerBody is answer with the request's body, for server-side applies (applied.go).
+// debug ones after the latency. reqBody is the request's body, for server-side applies (applied.go).
 func (m *member) answerBody(method, path, auth, accept string, reqBody []byte) (status int, contentType, body string) {
 	const json = "application/json"
 	if !authorized(auth) {
