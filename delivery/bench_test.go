@@ -8,9 +8,12 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
 	cpversioned "sigs.k8s.io/cluster-inventory-api/client/clientset/versioned"
 
 	"github.com/cluster-registry/sdk/clientset/versioned"
@@ -34,6 +37,8 @@ var benchMembers = flag.Int("members", 1000, "how many simulated members Benchma
 //   - deliveries/s;
 //   - steady-writes: writes to members and to the registry over the 10 s after (target 0);
 //   - member-applies: the applies members counted as changes, per delivery (5: one per object);
+//   - s-4-waves-soak-5s: with one Release, a new revision in 4 waves of 25%, each soaking 5 s, until
+//     every member is Ready at it (target: 4 × soak + 30 s = 50 s), and its ratio to the target;
 //   - KiB/delivery: heap per (member, Release), the members' clients and watch caches included,
 //     beside KiB/member-floor, the heap of the same members' connections alone (one GET each).
 func BenchmarkDelivery(b *testing.B) {
@@ -134,6 +139,38 @@ func benchDelivery(b *testing.B, n, releases int) {
 	for _, m := range members[:min(20, len(members))] {
 		applies += debugCount(b, m, "/debug/applies")
 	}
+	// A new revision in 4 waves of a quarter each, each soaking 5 s (target: 4 × soak + 30 s).
+	if releases == 1 {
+		const soak = 5
+		cur, err := registry.ClusterregistryV1alpha1().Releases(ns).Get(ctx, "app-0", metav1.GetOptions{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		first := cur.Status.Revision
+		cur.Spec.Source.Manifests[0] = runtime.RawExtension{Raw: []byte(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"app-0-0"},"data":{"k":"v2"}}`)}
+		cur.Spec.Rollout = &v1alpha1.ReleaseRollout{Strategy: v1alpha1.RolloutConcurrency, MaxConcurrency: ptr.To(intstr.FromString("25%")), SoakSeconds: soak}
+		if _, err := registry.ClusterregistryV1alpha1().Releases(ns).Update(ctx, cur, metav1.UpdateOptions{}); err != nil {
+			b.Fatal(err)
+		}
+		start := time.Now()
+		for deadline := start.Add(5 * time.Minute); ; time.Sleep(100 * time.Millisecond) {
+			r, err := registry.ClusterregistryV1alpha1().Releases(ns).Get(ctx, "app-0", metav1.GetOptions{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			if r.Status.ObservedGeneration == r.Generation && r.Status.Revision != first && int(r.Status.Ready) == n && r.Status.Waves == 4 &&
+				!meta.IsStatusConditionTrue(r.Status.Conditions, v1alpha1.ReleaseProgressing) {
+				break
+			}
+			if time.Now().After(deadline) {
+				b.Fatalf("the new revision not rolled out in 5 minutes: %+v", r.Status)
+			}
+		}
+		took := time.Since(start)
+		b.ReportMetric(took.Seconds(), "s-4-waves-soak-5s")
+		b.ReportMetric(took.Seconds()/(4*soak+30), "4-waves-ratio-to-target")
+	}
+
 	deliveries := float64(n * releases)
 	b.ReportMetric(elapsed.Seconds(), "s-to-ready")
 	b.ReportMetric(deliveries/elapsed.Seconds(), "deliveries/s")
