@@ -22,8 +22,12 @@ type Option interface {
 	ApplyToFanOut(o *Options)
 }
 
-// Options are a fan-out's settings, each field as the Option of the same name sets it. The zero
-// value runs every member at once, with no timeout and DefaultRetry.
+// FanOutOptions is Options by the name that says what they configure, beside FleetOptions (a
+// Fleet's): the same type, so either name serves.
+type FanOutOptions = Options
+
+// Options are a fan-out's settings (also named FanOutOptions), each field as the Option of the
+// same name sets it. The zero value runs every member at once, with no timeout and DefaultRetry.
 type Options struct {
 	Concurrency    int
 	Timeout        time.Duration
