@@ -460,10 +460,7 @@ func (c *Controller) reconcile(ctx context.Context, key types.NamespacedName) (t
 	if err != nil {
 		return 0, c.writeStatus(ctx, rel, st, bundle, nil, progress{stalledReason: "DecisionNotFound", stalledMessage: err.Error()})
 	}
-	byName := map[types.NamespacedName]*multicluster.Member{}
-	for _, m := range c.members.Members() {
-		byName[m.Name()] = m
-	}
+	byName := c.memberIndex()
 	now := time.Now()
 	waves := Waves(dec.Clusters, dec.Groups, rel.Spec.Rollout)
 	soak := time.Duration(0)
@@ -581,6 +578,16 @@ func (c *Controller) standing(st *releaseState, dec *decision.Decision, waves []
 		}
 	}
 	return current, failures, failures > maxFailures, wait
+}
+
+// memberIndex is the members now, by name.
+func (c *Controller) memberIndex() map[types.NamespacedName]*multicluster.Member {
+	members := c.members.Members()
+	byName := make(map[types.NamespacedName]*multicluster.Member, len(members))
+	for _, m := range members {
+		byName[m.Name()] = m
+	}
+	return byName
 }
 
 // pick is the sooner of two waits, ignoring zero.
@@ -780,10 +787,7 @@ func (c *Controller) finalize(ctx context.Context, rel *v1alpha1.Release, st *re
 	if !slices.Contains(rel.Finalizers, Finalizer) {
 		return 0, nil
 	}
-	byName := map[types.NamespacedName]*multicluster.Member{}
-	for _, m := range c.members.Members() {
-		byName[m.Name()] = m
-	}
+	byName := c.memberIndex()
 	c.mu.Lock()
 	var keys []types.NamespacedName
 	for k := range st.members {

@@ -376,19 +376,8 @@ const PlacementDecisionCRDManifest = decision.CRDManifest
 // PlacementDecisions; otherwise an error that says which is missing and what to install. A
 // Controller without them could only log a failed watch or write, again and again.
 func Served(d discovery.DiscoveryInterface) error {
-	for _, api := range []struct {
-		gv, resource, install string
-	}{
-		{v1alpha1.SchemeGroupVersion.String(), "placements", "install the registry's CRDs with `clusterregistry install` (schema version 5 or later)"},
-		{cpv1alpha1.GroupVersion.String(), "placementdecisions", "kubectl apply -f " + PlacementDecisionCRDManifest},
-	} {
-		ok, err := served.Resource(d, api.gv, api.resource)
-		if err != nil {
-			return fmt.Errorf("asking the registry whether it serves %s (%s): %w", api.resource, api.gv, err)
-		}
-		if !ok {
-			return fmt.Errorf("%s (%s) are not served; %s", api.resource, api.gv, api.install)
-		}
-	}
-	return nil
+	return served.Require(d,
+		served.API{GroupVersion: v1alpha1.SchemeGroupVersion.String(), Resource: "placements",
+			Install: "install the registry's CRDs with `clusterregistry install` (schema version 5 or later)"},
+		served.API{GroupVersion: cpv1alpha1.GroupVersion.String(), Resource: "placementdecisions", Install: "kubectl apply -f " + PlacementDecisionCRDManifest})
 }

@@ -34,11 +34,10 @@ func isSelectedWatch(path string) bool {
 	return p == "/api/v1/configmaps" && strings.Contains(query, "watch=true") && strings.Contains(query, "labelSelector=")
 }
 
-func (s *appliedStore) watch(w *watcher) []byte {
+func (s *appliedStore) watch(w *watcher) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.watchers = append(s.watchers, w)
-	return nil
 }
 
 func (s *appliedStore) unwatch(w *watcher) {

@@ -76,7 +76,9 @@ func serveH2Conn(conn net.Conn, m *member, latency time.Duration) {
 			m.unwatch(w)
 		}
 	}()
-	startWatch := func(stream uint32, metadata bool, initial []byte) {
+	// startWatch opens a watch on stream, sends initial, and registers it with register (the
+	// fixed ConfigMaps' watchers, or the applied store's).
+	startWatch := func(stream uint32, metadata bool, initial []byte, register func(*watcher)) {
 		w := &watcher{stream: stream, metadata: metadata}
 		w.send = func(event []byte) {
 			write(func() error { return writeData(fr, stream, event, false) })
@@ -91,7 +93,7 @@ func serveH2Conn(conn net.Conn, m *member, latency time.Duration) {
 			return writeData(fr, stream, initial, false)
 		})
 		watches = append(watches, w)
-		m.watch(w)
+		register(w)
 	}
 
 	// Requests with a body (a server-side apply) are answered once it has all come.
@@ -136,22 +138,7 @@ func serveH2Conn(conn net.Conn, m *member, latency time.Duration) {
 			}
 			stream := f.StreamID
 			if authorized(auth) && isSelectedWatch(path) {
-				w := &watcher{stream: stream}
-				w.send = func(event []byte) {
-					write(func() error { return writeData(fr, stream, event, false) })
-				}
-				initial := m.applied.initialEvents(path)
-				write(func() error {
-					headers.Reset()
-					_ = enc.WriteField(hpack.HeaderField{Name: ":status", Value: "200"})
-					_ = enc.WriteField(hpack.HeaderField{Name: "content-type", Value: "application/json"})
-					if err := fr.WriteHeaders(http2.HeadersFrameParam{StreamID: stream, BlockFragment: headers.Bytes(), EndHeaders: true}); err != nil || len(initial) == 0 {
-						return err
-					}
-					return writeData(fr, stream, initial, false)
-				})
-				watches = append(watches, w)
-				m.applied.watch(w)
+				startWatch(stream, false, m.applied.initialEvents(path), m.applied.watch)
 				continue
 			}
 			if !f.StreamEnded() {
@@ -160,7 +147,7 @@ func serveH2Conn(conn net.Conn, m *member, latency time.Duration) {
 			}
 			if m.isWatch(path, auth) {
 				metadata := asMetadata(accept)
-				startWatch(stream, metadata, m.initialEvents(path, metadata)) // at once: a watch's latency is its events'
+				startWatch(stream, metadata, m.initialEvents(path, metadata), m.watch) // at once: a watch's latency is its events'
 				continue
 			}
 			reply(stream, method, path, auth, accept, nil)
