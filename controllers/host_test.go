@@ -27,9 +27,11 @@ import (
 	"github.com/cluster-registry/sdk/clusterprofile"
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
 	"github.com/cluster-registry/sdk/controllers"
+	"github.com/cluster-registry/sdk/delivery"
 	"github.com/cluster-registry/sdk/health"
 	"github.com/cluster-registry/sdk/rotation"
 	"github.com/cluster-registry/sdk/scheduler"
+	"github.com/cluster-registry/sdk/shard"
 	"github.com/cluster-registry/sdk/testkit/fleettest"
 )
 
@@ -130,6 +132,19 @@ func TestNewRefusesWhatCannotRun(t *testing.T) {
 	require.True(t, errors.As(err, &cerr), "%v", err)
 	require.Equal(t, controllers.Placements, cerr.Controller)
 	require.Contains(t, cerr.Error(), "placementdecisions")
+
+	withReleases := base
+	withReleases.Releases = &delivery.ControllerOptions{}
+	_, err = controllers.New(withReleases)
+	require.True(t, errors.As(err, &cerr), "%v", err)
+	require.Equal(t, controllers.Releases, cerr.Controller)
+	require.False(t, cerr.Invalid)
+	require.Contains(t, cerr.Error(), "placementdecisions")
+	withReleases.Shard = &shard.PeerOptions{Namespace: ns, Group: "g"}
+	_, err = controllers.New(withReleases)
+	require.True(t, errors.As(err, &cerr), "%v", err)
+	require.Equal(t, controllers.Releases, cerr.Controller)
+	require.True(t, cerr.Invalid, "releases with a shard group: %v", err)
 
 	bad := base
 	bad.Health = &health.Options{FailureThreshold: -1}
