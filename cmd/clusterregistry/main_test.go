@@ -84,7 +84,7 @@ func TestBadFlags(t *testing.T) {
 		{[]string{"explain-placement", "web", "-f", "web.yaml"}, "a Placement NAME and -f/--filename conflict"},
 		{[]string{"explain-placement", "web", "-A"}, "a Placement NAME and -A conflict"},
 		{[]string{"explain-placement", "web", "other"}, "accepts at most 1 arg(s)"},
-		{[]string{"controllers", "--controllers", "scheduler"}, `--controllers: "scheduler": want health, rotation, clusterprofiles or placements`},
+		{[]string{"controllers", "--controllers", "scheduler"}, `--controllers: "scheduler": want health, rotation, clusterprofiles, placements or releases`},
 		{[]string{"health", "-l", "a in ("}, "-l/--selector: unable to parse"},
 		{[]string{"health", "-A", "--leader-elect"}, "--leader-elect with -A needs --leader-elect-namespace"},
 		{[]string{"health", "--prefer", "magic"}, `--prefer: unknown provider type "magic"`},
@@ -231,6 +231,7 @@ func TestInstallDryRun(t *testing.T) {
 		got = append(got, item.Kind+"/"+item.Metadata.Name)
 	}
 	require.Equal(t, []string{"CustomResourceDefinition/clusters.clusterregistry.k8s.io", "CustomResourceDefinition/placements.clusterregistry.k8s.io",
+		"CustomResourceDefinition/releases.clusterregistry.k8s.io", "CustomResourceDefinition/releasestatusslices.clusterregistry.k8s.io",
 		"ClusterRole/clusterregistry-view", "ClusterRole/clusterregistry-edit", "Namespace/fleet"}, got)
 }
 
