@@ -29,10 +29,24 @@ func Context(tb testing.TB, timeout time.Duration) context.Context {
 // setSeq numbers the tests' cluster sets, so that -count=N runs each test anew.
 var setSeq atomic.Int64
 
+// NeedFleet skips a test that needs the package's local fleet under -short, where Main starts
+// none, and fails it when the fleet is missing otherwise.
+func NeedFleet(tb testing.TB, lf *localfleet.Fleet) {
+	tb.Helper()
+	if lf != nil {
+		return
+	}
+	if testing.Short() {
+		tb.Skip("needs kube-apiserver and etcd: run without -short")
+	}
+	tb.Fatal("no local fleet: the package's TestMain did not start one")
+}
+
 // NewSet makes an empty cluster set in the local fleet's registry, named after the test, and
 // returns its namespace.
 func NewSet(tb testing.TB, lf *localfleet.Fleet) string {
 	tb.Helper()
+	NeedFleet(tb, lf)
 	kube := kubernetes.NewForConfigOrDie(lf.Registry.Config)
 	ns := setName(tb.Name(), setSeq.Add(1))
 	_, err := kube.CoreV1().Namespaces().Create(Context(tb, time.Minute), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
@@ -61,6 +75,7 @@ func setName(test string, seq int64) string {
 // may change; it returns the set's namespace.
 func CopySet(tb testing.TB, lf *localfleet.Fleet, members ...string) string {
 	tb.Helper()
+	NeedFleet(tb, lf)
 	ctx := Context(tb, time.Minute)
 	kube := kubernetes.NewForConfigOrDie(lf.Registry.Config)
 	ns := NewSet(tb, lf)
