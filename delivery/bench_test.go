@@ -4,7 +4,9 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -37,6 +39,9 @@ var benchMembers = flag.Int("members", 1000, "how many simulated members Benchma
 //   - deliveries/s;
 //   - steady-writes: writes to members and to the registry over the 10 s after (target 0);
 //   - member-applies: the applies members counted as changes, per delivery (5: one per object);
+//   - drift-p50-ms, drift-p99-ms: with one Release, an object edited by hand on 100 members at once
+//     (its data, and the field taken from the Release's manager), until each is applied back
+//     (target: p99 within 5 s);
 //   - s-4-waves-soak-5s: with one Release, a new revision in 4 waves of 25%, each soaking 5 s, until
 //     every member is Ready at it (target: 4 × soak + 30 s = 50 s), and its ratio to the target;
 //   - KiB/delivery: heap per (member, Release), the members' clients and watch caches included,
@@ -139,6 +144,30 @@ func benchDelivery(b *testing.B, n, releases int) {
 	for _, m := range members[:min(20, len(members))] {
 		applies += debugCount(b, m, "/debug/applies")
 	}
+	// Drift: one object edited by hand on each of 100 members at once; how long until each is
+	// applied back, from the edit (target: p99 within 5 s).
+	if releases == 1 {
+		drifted := members[:min(100, len(members))]
+		for _, m := range drifted {
+			if debugCount(b, m, "/debug/drift") != 1 {
+				b.Fatalf("%s: nothing to drift", m)
+			}
+		}
+		var took []time.Duration
+		for deadline := time.Now().Add(time.Minute); len(took) < len(drifted); time.Sleep(50 * time.Millisecond) {
+			took = took[:0]
+			for _, m := range drifted {
+				took = append(took, debugTimes(b, m, "/debug/corrections")...)
+			}
+			if time.Now().After(deadline) {
+				b.Fatalf("%d of %d drifted objects applied back within a minute", len(took), len(drifted))
+			}
+		}
+		slices.Sort(took)
+		b.ReportMetric(float64(took[len(took)/2].Milliseconds()), "drift-p50-ms")
+		b.ReportMetric(float64(took[len(took)*99/100].Milliseconds()), "drift-p99-ms")
+	}
+
 	// A new revision in 4 waves of a quarter each, each soaking 5 s (target: 4 × soak + 30 s).
 	if releases == 1 {
 		const soak = 5
@@ -195,4 +224,28 @@ func debugCount(b *testing.B, m *multicluster.Member, path string) int {
 		b.Fatalf("%s answered %q", path, raw)
 	}
 	return n
+}
+
+// debugTimes reads a simulated member's list of durations (microseconds, comma-separated).
+func debugTimes(b *testing.B, m *multicluster.Member, path string) []time.Duration {
+	kube, err := m.Kubernetes(context.Background())
+	if err != nil {
+		b.Fatal(err)
+	}
+	raw, err := kube.CoreV1().RESTClient().Get().AbsPath(path).DoRaw(context.Background())
+	if err != nil {
+		b.Fatal(err)
+	}
+	var out []time.Duration
+	for _, f := range strings.Split(string(raw), ",") {
+		if f == "" {
+			continue
+		}
+		us, err := strconv.ParseInt(f, 10, 64)
+		if err != nil {
+			b.Fatalf("%s answered %q", path, raw)
+		}
+		out = append(out, time.Duration(us)*time.Microsecond)
+	}
+	return out
 }

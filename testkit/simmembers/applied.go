@@ -23,6 +23,10 @@ type appliedStore struct {
 	version  int64
 	watchers []*watcher
 	applies  int64
+	// drifted are the objects /debug/drift changed, by key, with when; corrections are how long
+	// each took to be applied back, in the order they were.
+	drifted     map[string]time.Time
+	corrections []time.Duration
 }
 
 // appliedVersion starts the store's resourceVersions above the fixed list's.
@@ -101,6 +105,10 @@ func (s *appliedStore) apply(namespace, name, query string, body []byte) (int, s
 	}
 	s.version++
 	s.applies++
+	if at, ok := s.drifted[key]; ok {
+		delete(s.drifted, key)
+		s.corrections = append(s.corrections, time.Since(at))
+	}
 	meta["uid"] = "00000000-0000-0000-0002-" + strconv.FormatInt(100000000000+int64(len(s.objects)), 10)
 	meta["resourceVersion"] = strconv.FormatInt(appliedVersion+s.version, 10)
 	meta["creationTimestamp"] = "2026-01-01T00:00:00Z"
@@ -145,4 +153,69 @@ func (s *appliedStore) count() int64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.applies
+}
+
+// drift changes one applied object as someone editing it by hand would (its data, and the field
+// manager's entry losing the fields taken from it), remembers when, and tells the watches: what
+// /debug/drift does, for measuring how soon a controller puts it back.
+func (s *appliedStore) drift() int {
+	s.mu.Lock()
+	var key string
+	for k := range s.objects {
+		if _, ok := s.drifted[k]; !ok {
+			key = k
+			break
+		}
+	}
+	if key == "" {
+		s.mu.Unlock()
+		return 0
+	}
+	old := s.objects[key]
+	obj := map[string]any{}
+	for k, v := range old {
+		obj[k] = v
+	}
+	meta := map[string]any{}
+	for k, v := range old["metadata"].(map[string]any) {
+		meta[k] = v
+	}
+	obj["metadata"] = meta
+	obj["data"] = map[string]any{"k": "edited by hand"}
+	s.version++
+	meta["resourceVersion"] = strconv.FormatInt(appliedVersion+s.version, 10)
+	if mf, ok := meta["managedFields"].([]any); ok && len(mf) > 0 {
+		entry := map[string]any{}
+		for k, v := range mf[0].(map[string]any) {
+			entry[k] = v
+		}
+		entry["fieldsV1"] = map[string]any{}
+		meta["managedFields"] = []any{entry, map[string]any{"manager": "kubectl-edit", "operation": "Update", "apiVersion": "v1",
+			"time": time.Now().UTC().Format(time.RFC3339), "fieldsType": "FieldsV1", "fieldsV1": map[string]any{"f:data": map[string]any{"f:k": map[string]any{}}}}}
+	}
+	s.objects[key] = obj
+	if s.drifted == nil {
+		s.drifted = map[string]time.Time{}
+	}
+	s.drifted[key] = time.Now()
+	data, _ := json.Marshal(obj)
+	watchers := slices.Clone(s.watchers)
+	s.mu.Unlock()
+	event := []byte(`{"type":"MODIFIED","object":` + string(data) + "}\n")
+	for _, w := range watchers {
+		w.send(event)
+	}
+	return 1
+}
+
+// correctionTimes are how long each drifted object took to be applied back, in microseconds,
+// comma-separated: what /debug/corrections answers.
+func (s *appliedStore) correctionTimes() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	parts := make([]string, len(s.corrections))
+	for i, d := range s.corrections {
+		parts[i] = strconv.FormatInt(d.Microseconds(), 10)
+	}
+	return strings.Join(parts, ",")
 }

@@ -335,6 +335,10 @@ func (m *member) answerBody(method, path, auth, accept string, reqBody []byte) (
 		return http.StatusOK, "text/plain", "0"
 	case path == "/debug/applies":
 		return http.StatusOK, "text/plain", strconv.FormatInt(m.applied.count(), 10)
+	case path == "/debug/drift":
+		return http.StatusOK, "text/plain", strconv.Itoa(m.applied.drift())
+	case path == "/debug/corrections":
+		return http.StatusOK, "text/plain", m.applied.correctionTimes()
 	case path == "/api/v1/configmaps" && strings.Contains(query, "labelSelector="):
 		return m.applied.list()
 	case path == "/api/v1/configmaps":
