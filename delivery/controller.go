@@ -236,7 +236,7 @@ func (c *Controller) work(ctx context.Context) bool {
 	after, err := c.reconcile(ctx, key)
 	switch {
 	case err != nil:
-		if ctx.Err() == nil {
+		if ctx.Err() == nil && !apierrors.IsConflict(err) {
 			c.log.Error(err, "release not reconciled; retrying", "release", key)
 		}
 		c.queue.AddRateLimited(key)

@@ -226,9 +226,11 @@ func (c *Controller) writeStatus(ctx context.Context, rel *v1alpha1.Release, st 
 	out.Status = status
 	c.writes.Add(1)
 	_, err := c.registry.ClusterregistryV1alpha1().Releases(rel.Namespace).UpdateStatus(ctx, out, metav1.UpdateOptions{})
-	if kerrors.IsConflict(err) || kerrors.IsNotFound(err) {
-		return nil // the newer Release is queued already
+	if kerrors.IsNotFound(err) {
+		return nil // deleted meanwhile
 	}
+	// A conflict (the Release read was older than the registry's) goes back to the queue with the
+	// error, to be written again from the newer Release at once, not at its next event.
 	return err
 }
 

@@ -27,6 +27,7 @@ type appliedStore struct {
 	// each took to be applied back, in the order they were.
 	drifted     map[string]time.Time
 	corrections []time.Duration
+	lastApply   time.Time // when an apply last changed something
 }
 
 // appliedVersion starts the store's resourceVersions above the fixed list's.
@@ -105,6 +106,7 @@ func (s *appliedStore) apply(namespace, name, query string, body []byte) (int, s
 	}
 	s.version++
 	s.applies++
+	s.lastApply = time.Now()
 	if at, ok := s.drifted[key]; ok {
 		delete(s.drifted, key)
 		s.corrections = append(s.corrections, time.Since(at))
@@ -148,7 +150,18 @@ func (s *appliedStore) get(namespace, name string) (int, string, string, bool) {
 	return http.StatusOK, "application/json", string(data), true
 }
 
-// Applies is how many applies changed something on the member, for /debug/applies.
+// lastApplied is when an apply last changed something, in Unix microseconds (0 for never): what
+// /debug/lastapply answers.
+func (s *appliedStore) lastApplied() int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.lastApply.IsZero() {
+		return 0
+	}
+	return s.lastApply.UnixMicro()
+}
+
+// count is how many applies changed something on the member, for /debug/applies.
 func (s *appliedStore) count() int64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()

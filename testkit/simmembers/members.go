@@ -335,6 +335,8 @@ func (m *member) answerBody(method, path, auth, accept string, reqBody []byte) (
 		return http.StatusOK, "text/plain", "0"
 	case path == "/debug/applies":
 		return http.StatusOK, "text/plain", strconv.FormatInt(m.applied.count(), 10)
+	case path == "/debug/lastapply":
+		return http.StatusOK, "text/plain", strconv.FormatInt(m.applied.lastApplied(), 10)
 	case path == "/debug/drift":
 		return http.StatusOK, "text/plain", strconv.Itoa(m.applied.drift())
 	case path == "/debug/corrections":
