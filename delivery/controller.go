@@ -499,9 +499,13 @@ func (c *Controller) reconcile(ctx context.Context, key types.NamespacedName) (t
 		}
 	}
 	// Members to remove: those the Release has objects on that the decision no longer names,
-	// only while the Fleet is fresh (a failed or partial list never uninstalls anything).
+	// only while the Fleet is fresh (a failed or partial list never uninstalls anything), and
+	// never all of them at once because the decision became empty: a placement that lost every
+	// member (an outage the scheduler saw, a selector edited by mistake) would uninstall the app
+	// everywhere. Deleting the Release is how to remove it everywhere.
 	var gone []types.NamespacedName
-	if c.opts.Fresh == nil || c.opts.Fresh() {
+	held := len(dec.Clusters) == 0 && len(st.members) > 0
+	if !held && (c.opts.Fresh == nil || c.opts.Fresh()) {
 		named := map[types.NamespacedName]bool{}
 		for _, k := range dec.Clusters {
 			named[k] = true
@@ -532,6 +536,13 @@ func (c *Controller) reconcile(ctx context.Context, key types.NamespacedName) (t
 		c.mu.Unlock()
 		stopped = tooMany && current < len(waves)
 		return time.Second, c.writeStatus(ctx, rel, st, bundle, dec, progress{wave: current, waves: len(waves), stopped: stopped, failures: failures, deadline: deadline})
+	}
+	if held {
+		c.mu.Lock()
+		have := len(st.members)
+		c.mu.Unlock()
+		return 0, c.writeStatus(ctx, rel, st, bundle, dec, progress{waves: len(waves), held: true, stalledReason: "EmptyDecision",
+			stalledMessage: fmt.Sprintf("the decision names no member: nothing is removed from the %d members that have the Release's objects; delete the Release to remove them", have)})
 	}
 	// A member applied but not yet healthy is looked at again at its deadline.
 	c.mu.Lock()

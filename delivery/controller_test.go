@@ -274,6 +274,22 @@ func TestReleaseLifecycle(t *testing.T) {
 		env.waitRelease(t, "web", "one member", func(r *v1alpha1.Release) bool { return r.Status.Members == 1 && r.Status.Ready == 1 })
 	})
 
+	t.Run("an empty decision removes nothing", func(t *testing.T) {
+		env.decide(t) // the placement lost every member
+		got := env.waitRelease(t, "web", "stalled on the empty decision", func(r *v1alpha1.Release) bool {
+			c := meta.FindStatusCondition(r.Status.Conditions, v1alpha1.ReleaseStalled)
+			return c != nil && c.Status == metav1.ConditionTrue && c.Reason == "EmptyDecision"
+		})
+		require.Contains(t, meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ReleaseStalled).Message, "nothing is removed from the 1 members")
+		time.Sleep(time.Second)
+		_, err := env.members["member-1"].CoreV1().ConfigMaps(appNS).Get(t.Context(), "web-config", metav1.GetOptions{})
+		require.NoError(t, err, "an empty decision uninstalled the Release")
+		env.decide(t, "member-1")
+		env.waitRelease(t, "web", "back on member-1", func(r *v1alpha1.Release) bool {
+			return r.Status.Ready == 1 && condition(r, v1alpha1.ReleaseStalled) == metav1.ConditionFalse
+		})
+	})
+
 	t.Run("deleting the Release removes its objects", func(t *testing.T) {
 		require.NoError(t, env.registry.ClusterregistryV1alpha1().Releases(env.ns).Delete(t.Context(), "web", metav1.DeleteOptions{}))
 		require.Eventually(t, func() bool {

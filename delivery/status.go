@@ -31,6 +31,8 @@ type progress struct {
 	deadline       time.Duration
 	stalledReason  string
 	stalledMessage string
+	// held: the decision is empty and nothing is removed; the members keep their phases.
+	held bool
 }
 
 // badness orders phases from worst to best, for Release.status.worst.
@@ -135,7 +137,7 @@ func (c *Controller) writeStatus(ctx context.Context, rel *v1alpha1.Release, st 
 	}
 	for k, ms := range st.members {
 		if !named[k] && (dec != nil || rel.DeletionTimestamp != nil) {
-			members = append(members, c.memberStatus(rel, k, ms, revision, p, false))
+			members = append(members, c.memberStatus(rel, k, ms, revision, p, p.held))
 		}
 	}
 	c.mu.Unlock()
