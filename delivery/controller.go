@@ -108,8 +108,11 @@ type memberState struct {
 	failedAt  time.Time
 	drifted   bool
 	applying  bool
-	readyAt   time.Time // when every object was first seen Current at revision
-	removing  bool
+	// during are the watch's events that came while applying: replayed over the apply's answers
+	// once it is done, so that an edit or a delete made meanwhile is not lost.
+	during   []watched
+	readyAt  time.Time // when every object was first seen Current at revision
+	removing bool
 }
 
 // NewController makes a Controller of the Releases of the registry, delivered to members of
@@ -379,8 +382,10 @@ func (c *Controller) onObject(gvr schema.GroupVersionResource, ev fleetcache.Eve
 	st := c.releases[key]
 	var changed bool
 	if st != nil {
-		if ms := st.members[member]; ms != nil && !ms.applying {
-			if a := ms.objects[r]; a != nil {
+		if ms := st.members[member]; ms != nil {
+			if ms.applying {
+				ms.during = append(ms.during, watched{r: r, deleted: ev.Type == fleetcache.Deleted, obj: obj})
+			} else if a := ms.objects[r]; a != nil {
 				changed = c.observe(key, ms, a, ev.Type == fleetcache.Deleted, obj)
 			}
 		}
@@ -391,9 +396,20 @@ func (c *Controller) onObject(gvr schema.GroupVersionResource, ev fleetcache.Eve
 	}
 }
 
+// watched is one event of a member's watch, kept while the member is being applied to.
+type watched struct {
+	r       ref
+	deleted bool
+	obj     *unstructured.Unstructured
+}
+
 // observe updates an applied object from the member's watch, with c.mu held; it reports whether
-// anything the Release's status or delivery depends on changed.
+// anything the Release's status or delivery depends on changed. An event of another incarnation
+// of the object (deleted before the apply made it again) says nothing of it.
 func (c *Controller) observe(key types.NamespacedName, ms *memberState, a *applied, deleted bool, obj *unstructured.Unstructured) bool {
+	if a.uid != "" && obj.GetUID() != a.uid {
+		return false
+	}
 	if deleted {
 		if a.gone {
 			return false
@@ -690,7 +706,7 @@ func (c *Controller) applyMember(ctx context.Context, rel *v1alpha1.Release, b *
 	fail := func(err *memberError) {
 		c.mu.Lock()
 		defer c.mu.Unlock()
-		ms.applying = false
+		ms.applying, ms.during = false, nil
 		ms.failedRev, ms.err, ms.failedAt = b.Revision, err, time.Now()
 	}
 	if m == nil {
@@ -743,10 +759,20 @@ func (c *Controller) applyMember(ctx context.Context, rel *v1alpha1.Release, b *
 		}
 	}
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	ms.applying = false
 	ms.revision, ms.applied, ms.objects = b.Revision, time.Now(), objects
 	ms.err, ms.failedRev, ms.drifted, ms.readyAt = nil, "", false, time.Time{}
+	changed := false
+	for _, ev := range ms.during {
+		if a := ms.objects[ev.r]; a != nil && c.observe(relKey, ms, a, ev.deleted, ev.obj) {
+			changed = true
+		}
+	}
+	ms.during = nil
+	c.mu.Unlock()
+	if changed {
+		c.queue.Add(relKey)
+	}
 }
 
 // removeMember removes a Release's objects from a member it no longer reaches (DeletionPolicy

@@ -23,6 +23,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	cpv1alpha1 "sigs.k8s.io/cluster-inventory-api/apis/v1alpha1"
 	cpversioned "sigs.k8s.io/cluster-inventory-api/client/clientset/versioned"
@@ -118,6 +119,22 @@ func deployment(name string) *appsv1.Deployment {
 		Spec: appsv1.DeploymentSpec{Selector: &metav1.LabelSelector{MatchLabels: labels}, Template: corev1.PodTemplateSpec{
 			ObjectMeta: metav1.ObjectMeta{Labels: labels},
 			Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "web", Image: "registry.invalid/web:1"}}}}}}
+}
+
+// updateRelease changes the Release name of cluster set ns as change says, again on a conflict
+// with the controller's status writes.
+func (e *deliveryEnv) updateRelease(t *testing.T, ns, name string, change func(*v1alpha1.Release)) {
+	t.Helper()
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		cur, err := e.registry.ClusterregistryV1alpha1().Releases(ns).Get(t.Context(), name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		change(cur)
+		_, err = e.registry.ClusterregistryV1alpha1().Releases(ns).Update(t.Context(), cur, metav1.UpdateOptions{})
+		return err
+	})
+	require.NoError(t, err)
 }
 
 // waitRelease waits until the Release's status satisfies ok, and returns it.
@@ -247,11 +264,9 @@ func TestReleaseLifecycle(t *testing.T) {
 	})
 
 	t.Run("a new revision prunes what it no longer has", func(t *testing.T) {
-		cur, err := env.registry.ClusterregistryV1alpha1().Releases(env.ns).Get(t.Context(), "web", metav1.GetOptions{})
-		require.NoError(t, err)
-		cur.Spec.Source.Manifests = manifests(t, configMap("web-config", map[string]string{"color": "green"}))
-		_, err = env.registry.ClusterregistryV1alpha1().Releases(env.ns).Update(t.Context(), cur, metav1.UpdateOptions{})
-		require.NoError(t, err)
+		env.updateRelease(t, env.ns, "web", func(cur *v1alpha1.Release) {
+			cur.Spec.Source.Manifests = manifests(t, configMap("web-config", map[string]string{"color": "green"}))
+		})
 		got := env.waitRelease(t, "web", "new revision ready", func(r *v1alpha1.Release) bool {
 			return r.Status.Revision != revision && r.Status.Ready == 2
 		})
@@ -338,11 +353,9 @@ func TestReleaseConflictsAndInvalidObjects(t *testing.T) {
 	require.Equal(t, "someone else", cm.Data["owner"], "the other writer's object was taken over")
 
 	// A kind the members do not serve, and a field of the wrong type.
-	cur, err := env.registry.ClusterregistryV1alpha1().Releases(env.ns).Get(t.Context(), "shared", metav1.GetOptions{})
-	require.NoError(t, err)
-	cur.Spec.Source.Manifests = []runtime.RawExtension{{Raw: []byte(`{"apiVersion":"example.com/v1","kind":"Widget","metadata":{"name":"w"}}`)}}
-	_, err = env.registry.ClusterregistryV1alpha1().Releases(env.ns).Update(t.Context(), cur, metav1.UpdateOptions{})
-	require.NoError(t, err)
+	env.updateRelease(t, env.ns, "shared", func(cur *v1alpha1.Release) {
+		cur.Spec.Source.Manifests = []runtime.RawExtension{{Raw: []byte(`{"apiVersion":"example.com/v1","kind":"Widget","metadata":{"name":"w"}}`)}}
+	})
 	got = env.waitRelease(t, "shared", "both failed, Invalid", func(r *v1alpha1.Release) bool { return phase(r, v1alpha1.PhaseFailed) == 2 })
 	for _, w := range got.Status.Worst {
 		require.Equal(t, v1alpha1.FailureInvalid, w.Reason, fmt.Sprint(w))
@@ -353,11 +366,9 @@ func TestReleaseConflictsAndInvalidObjects(t *testing.T) {
 		{`{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"d"},"spec":{"replicas":"three"}}`, "Deployment.apps " + appNS + "/d: "},
 		{`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"c","namespace":"no-such-namespace"}}`, `namespaces "no-such-namespace" not found`},
 	} {
-		cur, err := env.registry.ClusterregistryV1alpha1().Releases(env.ns).Get(t.Context(), "shared", metav1.GetOptions{})
-		require.NoError(t, err)
-		cur.Spec.Source.Manifests = []runtime.RawExtension{{Raw: []byte(c.manifest)}}
-		_, err = env.registry.ClusterregistryV1alpha1().Releases(env.ns).Update(t.Context(), cur, metav1.UpdateOptions{})
-		require.NoError(t, err)
+		env.updateRelease(t, env.ns, "shared", func(cur *v1alpha1.Release) {
+			cur.Spec.Source.Manifests = []runtime.RawExtension{{Raw: []byte(c.manifest)}}
+		})
 		got = env.waitRelease(t, "shared", c.want, func(r *v1alpha1.Release) bool {
 			return phase(r, v1alpha1.PhaseFailed) == 2 && r.Status.ObservedGeneration == r.Generation && strings.Contains(r.Status.Worst[0].Message, c.want)
 		})
@@ -512,11 +523,9 @@ func TestRolloutStopsPastMaxFailures(t *testing.T) {
 	_, err = env.members["member-2"].CoreV1().ConfigMaps(appNS).Get(t.Context(), "stops", metav1.GetOptions{})
 	require.True(t, apierrors.IsNotFound(err), "the next wave started past maxFailures: %v", err)
 
-	cur, err := env.registry.ClusterregistryV1alpha1().Releases(env.ns).Get(t.Context(), "stops", metav1.GetOptions{})
-	require.NoError(t, err)
-	cur.Spec.Rollout.MaxFailures = ptr.To(intstr.FromInt32(1))
-	_, err = env.registry.ClusterregistryV1alpha1().Releases(env.ns).Update(t.Context(), cur, metav1.UpdateOptions{})
-	require.NoError(t, err)
+	env.updateRelease(t, env.ns, "stops", func(cur *v1alpha1.Release) {
+		cur.Spec.Rollout.MaxFailures = ptr.To(intstr.FromInt32(1))
+	})
 	got = env.waitRelease(t, "stops", "the second wave ready", func(r *v1alpha1.Release) bool { return r.Status.Ready == 1 && r.Status.Wave == 2 })
 	require.Equal(t, metav1.ConditionFalse, condition(got, v1alpha1.ReleaseStalled))
 	require.Equal(t, metav1.ConditionTrue, condition(got, v1alpha1.ReleaseDegraded))

@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
@@ -50,6 +51,8 @@ type applied struct {
 	message string
 	// gone: the watch saw it deleted.
 	gone bool
+	// uid is the object's UID in the apply's answer: events of another incarnation are not its.
+	uid types.UID
 }
 
 // memberClients are what the Controller keeps per member: a dynamic client and a REST mapper
@@ -192,7 +195,7 @@ func (mc *memberClients) applyOne(ctx context.Context, u *unstructured.Unstructu
 	if err != nil {
 		return applied{ref: r}, err
 	}
-	a := applied{ref: r, fields: managerFields(out, manager)}
+	a := applied{ref: r, fields: managerFields(out, manager), uid: out.GetUID()}
 	a.status, a.message = health(out)
 	return a, nil
 }

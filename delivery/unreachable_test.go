@@ -117,11 +117,9 @@ func TestUnreachableMemberKeepsItsLastRevision(t *testing.T) {
 	first := env.waitRelease(t, "flaky", "both ready", func(r *v1alpha1.Release) bool { return r.Status.Ready == 2 }).Status.Revision
 
 	p.pull()
-	cur, err := env.registry.ClusterregistryV1alpha1().Releases(ns).Get(t.Context(), "flaky", metav1.GetOptions{})
-	require.NoError(t, err)
-	cur.Spec.Source.Manifests = manifests(t, configMap("flaky-"+ns, map[string]string{"v": "2"}))
-	_, err = env.registry.ClusterregistryV1alpha1().Releases(ns).Update(t.Context(), cur, metav1.UpdateOptions{})
-	require.NoError(t, err)
+	env.updateRelease(t, ns, "flaky", func(cur *v1alpha1.Release) {
+		cur.Spec.Source.Manifests = manifests(t, configMap("flaky-"+ns, map[string]string{"v": "2"}))
+	})
 	pulled := time.Now()
 	got := env.waitRelease(t, "flaky", "member-2 ready at the new revision, flaky unreachable", func(r *v1alpha1.Release) bool {
 		return r.Status.Revision != first && r.Status.Ready == 1 && len(r.Status.Worst) == 1 && r.Status.Worst[0].Phase == v1alpha1.PhaseUnreachable
