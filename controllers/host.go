@@ -150,10 +150,6 @@ func New(opts Options) (*Host, error) {
 		h.add(Placements, c.Run)
 	}
 	if opts.Releases != nil {
-		if h.sharding != nil {
-			return nil, &ControllerError{Controller: Releases, Invalid: true,
-				Err: errors.New("releases are not divided between sharded replicas yet: run them in a process without a shard group (with leader election)")}
-		}
 		decisions, err := cpversioned.NewForConfig(opts.Config)
 		if err != nil {
 			return nil, &ControllerError{Controller: Releases, Err: err}
@@ -166,10 +162,25 @@ func New(opts Options) (*Host, error) {
 		if o.Namespace == "" && len(opts.Namespaces) == 1 {
 			o.Namespace = opts.Namespaces[0]
 		}
+		if h.sharding != nil {
+			// Each replica applies to the members it owns; the Release's owner writes its status.
+			peers := h.sharding.peers
+			o.Sharding = &delivery.Sharding{
+				Replica: peers.Self().ID,
+				Owner:   func(key string) string { return shard.Owner(key, peers.Live()) },
+				Live: func() []string {
+					var ids []string
+					for _, p := range peers.Live() {
+						ids = append(ids, p.ID)
+					}
+					return ids
+				},
+			}
+		}
 		if o.Logger.GetSink() == nil {
 			o.Logger = log.WithName(Releases)
 		}
-		c, err := delivery.NewController(h.fleet, registry, kube, decisions, o)
+		c, err := delivery.NewController(h.members, registry, kube, decisions, o)
 		if err != nil {
 			return nil, &ControllerError{Controller: Releases, Invalid: true, Err: err}
 		}

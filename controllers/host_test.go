@@ -31,7 +31,6 @@ import (
 	"github.com/cluster-registry/sdk/health"
 	"github.com/cluster-registry/sdk/rotation"
 	"github.com/cluster-registry/sdk/scheduler"
-	"github.com/cluster-registry/sdk/shard"
 	"github.com/cluster-registry/sdk/testkit/fleettest"
 )
 
@@ -140,11 +139,6 @@ func TestNewRefusesWhatCannotRun(t *testing.T) {
 	require.Equal(t, controllers.Releases, cerr.Controller)
 	require.False(t, cerr.Invalid)
 	require.Contains(t, cerr.Error(), "placementdecisions")
-	withReleases.Shard = &shard.PeerOptions{Namespace: ns, Group: "g"}
-	_, err = controllers.New(withReleases)
-	require.True(t, errors.As(err, &cerr), "%v", err)
-	require.Equal(t, controllers.Releases, cerr.Controller)
-	require.True(t, cerr.Invalid, "releases with a shard group: %v", err)
 
 	bad := base
 	bad.Health = &health.Options{FailureThreshold: -1}

@@ -52,8 +52,8 @@ type Options struct {
 	Placements *scheduler.ControllerOptions
 	// Releases, if set, delivers the Releases of Namespaces (the first, or every one when empty)
 	// to the members of their decisions (package delivery); the registry must serve
-	// PlacementDecisions (New refuses otherwise). Its Fresh is the Host's. Releases are not
-	// divided between sharded replicas yet: with Shard, New refuses them.
+	// PlacementDecisions (New refuses otherwise). Its Fresh is the Host's; with Shard, its
+	// Sharding is the Host's too: each replica applies to the members it owns.
 	Releases *delivery.ControllerOptions
 
 	// Shard, if set, makes this replica one of a group that divides the members among itself

@@ -58,6 +58,9 @@ type ControllerOptions struct {
 	// func() bool { return fleet.Status().Fresh() }): while it is false, nothing is removed from
 	// any member.
 	Fresh func() bool
+	// Sharding, if set, divides the members between the replicas of a group: this one applies
+	// to the members it owns only (members should be its shard's view). See Sharding.
+	Sharding *Sharding
 	// Logger hears what the Controller does; discarded when unset.
 	Logger logr.Logger
 }
@@ -73,6 +76,8 @@ type Controller struct {
 	log       logr.Logger
 	queue     workqueue.TypedRateLimitingInterface[types.NamespacedName]
 	clients   clientsCache
+	// replica labels this replica's status slices (replicaHash); "" when not sharded.
+	replica string
 
 	// watched are the members any Release has objects on: the watch caches' members.
 	watched *multicluster.Subset
@@ -94,8 +99,12 @@ type Controller struct {
 
 // releaseState is what the Controller knows of one Release's delivery.
 type releaseState struct {
-	loaded  bool // the inventory was read from the status slices
+	loaded  bool // the inventory was read from this replica's status slices
 	members map[types.NamespacedName]*memberState
+	// foreign are the members other replicas report (sharded), for the waves; taken are the
+	// slice versions members were taken from (see share).
+	foreign map[types.NamespacedName]*memberState
+	taken   map[types.NamespacedName]string
 }
 
 // memberState is one Release on one member.
@@ -137,6 +146,9 @@ func NewController(members multicluster.MemberSource, registry versioned.Interfa
 	if opts.RetryAfter <= 0 {
 		opts.RetryAfter = 30 * time.Second
 	}
+	if s := opts.Sharding; s != nil && (s.Replica == "" || s.Owner == nil || s.Live == nil) {
+		return nil, errors.New("delivery: ControllerOptions.Sharding needs Replica, Owner and Live")
+	}
 	log := opts.Logger
 	if log.GetSink() == nil {
 		log = logr.Discard()
@@ -147,6 +159,9 @@ func NewController(members multicluster.MemberSource, registry versioned.Interfa
 		watched:  multicluster.NewSubset(),
 		releases: map[types.NamespacedName]*releaseState{},
 		kinds:    map[schema.GroupVersionResource]bool{},
+	}
+	if opts.Sharding != nil {
+		c.replica = replicaHash(opts.Sharding.Replica)
 	}
 	c.keep.Store(&map[types.NamespacedName]bool{})
 	c.cache = fleetcache.New(c.watched)
@@ -168,6 +183,13 @@ func NewController(members multicluster.MemberSource, registry versioned.Interfa
 		{rel.Informer(), enqueue},
 		{dec.Informer(), func(obj any) { c.enqueueFor(obj, c.releasesOfDecision) }},
 		{cms.Informer(), func(obj any) { c.enqueueFor(obj, c.releasesOfConfigMap) }},
+		// Another replica's report (sharded) moves the waves, the Release's status and the
+		// handing over of members; this replica's own writes call for nothing.
+		{sl.Informer(), func(obj any) {
+			if m, err := metaOf(obj); err == nil && m.GetLabels()[v1alpha1.ReplicaLabel] != c.replica && m.GetLabels()[v1alpha1.ReleaseLabel] != "" {
+				c.queue.Add(types.NamespacedName{Namespace: m.GetNamespace(), Name: m.GetLabels()[v1alpha1.ReleaseLabel]})
+			}
+		}},
 	}
 	for _, h := range handlers {
 		fn := h.fn
@@ -220,6 +242,17 @@ func (c *Controller) Run(ctx context.Context) error {
 		<-ctx.Done()
 		c.queue.ShutDown()
 	}()
+	if c.opts.Sharding != nil {
+		// Members that move to or from this replica move every Release's work.
+		unsubscribe := c.members.Subscribe(func(ev multicluster.MemberEvent) {
+			if ev.Type == multicluster.MemberAdded || ev.Type == multicluster.MemberRemoved {
+				for _, k := range c.releasesWhere(ev.Member.Name().Namespace, func(*v1alpha1.Release) bool { return true }) {
+					c.queue.Add(k)
+				}
+			}
+		})
+		defer unsubscribe()
+	}
 	for range c.opts.Workers {
 		wg.Go(func() {
 			for c.work(ctx) {
@@ -448,10 +481,16 @@ func (c *Controller) reconcile(ctx context.Context, key types.NamespacedName) (t
 	if !st.loaded {
 		c.loadInventory(rel, st)
 	}
+	// Sharded, the replica that owns the Release writes its status and finalizer; each replica
+	// applies to the members it owns.
+	ownsRelease := c.owns(key)
 	if rel.DeletionTimestamp != nil {
-		return c.finalize(ctx, rel, st)
+		return c.finalize(ctx, rel, st, ownsRelease)
 	}
 	if !slices.Contains(rel.Finalizers, Finalizer) {
+		if !ownsRelease {
+			return 0, nil // the Release's owner adds it, and the update brings it back here
+		}
 		rel = rel.DeepCopy()
 		rel.Finalizers = append(rel.Finalizers, Finalizer)
 		c.writes.Add(1)
@@ -478,6 +517,7 @@ func (c *Controller) reconcile(ctx context.Context, key types.NamespacedName) (t
 	}
 	byName := c.memberIndex()
 	now := time.Now()
+	c.shareWith(rel, st, bundle.Revision, ownsRelease)
 	waves := Waves(dec.Clusters, dec.Groups, rel.Spec.Rollout)
 	soak := time.Duration(0)
 	deadline := 600 * time.Second
@@ -501,6 +541,9 @@ func (c *Controller) reconcile(ctx context.Context, key types.NamespacedName) (t
 			break
 		}
 		for _, k := range w {
+			if !c.owns(k) || (c.opts.Sharding != nil && byName[k] == nil) {
+				continue // another replica's, or not yet in this one's view
+			}
 			ms := st.members[k]
 			switch {
 			case ms == nil || ms.revision != bundle.Revision:
@@ -527,7 +570,7 @@ func (c *Controller) reconcile(ctx context.Context, key types.NamespacedName) (t
 			named[k] = true
 		}
 		for k := range st.members {
-			if !named[k] {
+			if !named[k] && c.owns(k) {
 				gone = append(gone, k)
 			}
 		}
@@ -579,7 +622,7 @@ func (c *Controller) reconcile(ctx context.Context, key types.NamespacedName) (t
 // the revision, healthy as observed after the apply, for soak, or failed.
 func (c *Controller) standing(st *releaseState, dec *decision.Decision, waves [][]types.NamespacedName, revision string, now time.Time, soak, deadline time.Duration, maxFailures int) (current, failures int, tooMany bool, wait time.Duration) {
 	for _, k := range dec.Clusters {
-		if ms := st.members[k]; ms != nil && c.failedAt(ms, revision, now, deadline) {
+		if ms := st.at(c, k); ms != nil && c.failedAt(ms, revision, now, deadline) {
 			failures++
 		}
 	}
@@ -587,7 +630,7 @@ func (c *Controller) standing(st *releaseState, dec *decision.Decision, waves []
 	for i, w := range waves {
 		done := true
 		for _, k := range w {
-			ms := st.members[k]
+			ms := st.at(c, k)
 			if ms == nil || ms.revision != revision || !c.ready(ms) {
 				if ms == nil || !c.failedAt(ms, revision, now, deadline) {
 					done = false
@@ -820,15 +863,18 @@ func (c *Controller) removeMember(ctx context.Context, rel *v1alpha1.Release, st
 }
 
 // finalize removes a deleted Release's objects from every member, then lets it go.
-func (c *Controller) finalize(ctx context.Context, rel *v1alpha1.Release, st *releaseState) (time.Duration, error) {
+func (c *Controller) finalize(ctx context.Context, rel *v1alpha1.Release, st *releaseState, ownsRelease bool) (time.Duration, error) {
 	if !slices.Contains(rel.Finalizers, Finalizer) {
 		return 0, nil
 	}
 	byName := c.memberIndex()
+	reported := c.shareWith(rel, st, "", ownsRelease)
 	c.mu.Lock()
 	var keys []types.NamespacedName
 	for k := range st.members {
-		keys = append(keys, k)
+		if c.owns(k) { // the others wait for their owner to take them
+			keys = append(keys, k)
+		}
 	}
 	c.mu.Unlock()
 	g, gctx := errgroup.WithContext(ctx)
@@ -841,8 +887,17 @@ func (c *Controller) finalize(ctx context.Context, rel *v1alpha1.Release, st *re
 	left := len(st.members)
 	c.mu.Unlock()
 	c.rewatch()
-	if left > 0 {
-		return c.opts.RetryAfter, c.writeStatus(ctx, rel, st, nil, nil, progress{stalledReason: "Removing", stalledMessage: fmt.Sprintf("%d members still have the Release's objects", left)})
+	if ownsRelease {
+		// Sharded, the other replicas' members too: their slices name the members they have
+		// not yet removed.
+		left += reported
+	}
+	if left > 0 || !ownsRelease {
+		err := c.writeStatus(ctx, rel, st, nil, nil, progress{stalledReason: "Removing", stalledMessage: fmt.Sprintf("%d members still have the Release's objects", left)})
+		if left == 0 {
+			return 0, err // this replica's part is done; the Release's owner lets it go
+		}
+		return c.opts.RetryAfter, err
 	}
 	rel = rel.DeepCopy()
 	rel.Finalizers = slices.DeleteFunc(rel.Finalizers, func(f string) bool { return f == Finalizer })
@@ -857,28 +912,36 @@ func (c *Controller) finalize(ctx context.Context, rel *v1alpha1.Release, st *re
 // loadInventory reads, once per Release, what its status slices say it applied where: after a
 // restart, a member that leaves the decision still has its objects removed.
 func (c *Controller) loadInventory(rel *v1alpha1.Release, st *releaseState) {
-	objs, _ := c.sliceLister.ByNamespace(rel.Namespace).List(labels.SelectorFromSet(labels.Set{v1alpha1.ReleaseLabel: rel.Name}))
+	mine, _ := c.slicesOf(rel)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	st.loaded = true
-	for _, o := range objs {
-		s := o.(*v1alpha1.ReleaseStatusSlice)
-		if !metav1.IsControlledBy(s, rel) {
-			continue
-		}
+	for _, s := range mine {
 		for _, m := range s.Members {
 			key := types.NamespacedName{Namespace: rel.Namespace, Name: m.Cluster}
 			if st.members[key] != nil || len(m.Objects) == 0 {
 				continue
 			}
-			ms := &memberState{objects: map[ref]*applied{}}
-			for _, o := range m.Objects {
-				r := ref{GVR: schema.GroupVersionResource{Group: o.Group, Version: o.Version, Resource: o.Resource}, Kind: o.Kind, Namespace: o.Namespace, Name: o.Name}
-				ms.objects[r] = &applied{ref: r}
-			}
-			st.members[key] = ms
+			st.members[key] = inventory(m)
 		}
 	}
+}
+
+// shareWith reads the other replicas' slices of a Release and shares its members with them (see
+// share); it says how many members they report objects on.
+func (c *Controller) shareWith(rel *v1alpha1.Release, st *releaseState, revision string, ownsRelease bool) int {
+	_, others := c.slicesOf(rel)
+	reps := c.reports(others, c.live())
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.share(st, reps, revision, ownsRelease)
+	n := 0
+	for _, r := range reps {
+		if len(r.status.Objects) > 0 {
+			n++
+		}
+	}
+	return n
 }
 
 func describe(u *unstructured.Unstructured, r ref) string {

@@ -12,7 +12,6 @@ import (
 	kerrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
@@ -127,23 +126,49 @@ func (c *Controller) writeStatus(ctx context.Context, rel *v1alpha1.Release, st 
 		revision = b.Revision
 	}
 	status.Revision = revision
+	relKey := types.NamespacedName{Namespace: rel.Namespace, Name: rel.Name}
+	ownsRelease := c.owns(relKey)
+	_, others := c.slicesOf(rel)
+	reps := c.reports(others, c.live())
+	// mine are the members this replica reports in its slices: those it owns, and those it
+	// holds until their new owner reports them. members are the Release's: mine, and the other
+	// replicas' reports of the rest.
+	var mine []v1alpha1.ReleaseMemberStatus
 	c.mu.Lock()
 	named := map[types.NamespacedName]bool{}
 	if dec != nil {
 		for _, k := range dec.Clusters {
 			named[k] = true
-			members = append(members, c.memberStatus(rel, k, st.members[k], revision, p, true))
+			ms := st.members[k]
+			var m v1alpha1.ReleaseMemberStatus
+			if c.owns(k) || ms != nil {
+				m = c.memberStatus(rel, k, ms, revision, p, true)
+				mine = append(mine, m)
+			}
+			if r, ok := reps[k]; ok && (!c.owns(k) || ms == nil) {
+				m = r.status
+			} else if m.Cluster == "" {
+				m = c.memberStatus(rel, k, nil, revision, p, true) // nobody reports it yet
+			}
+			members = append(members, m)
 		}
 	}
 	for k, ms := range st.members {
 		if !named[k] && (dec != nil || rel.DeletionTimestamp != nil) {
-			members = append(members, c.memberStatus(rel, k, ms, revision, p, p.held))
+			m := c.memberStatus(rel, k, ms, revision, p, p.held)
+			mine = append(mine, m)
+			members = append(members, m)
 		}
 	}
 	c.mu.Unlock()
+	for k, r := range reps {
+		if !named[k] && (dec != nil || rel.DeletionTimestamp != nil) && len(r.status.Objects) > 0 && !slices.ContainsFunc(mine, func(m v1alpha1.ReleaseMemberStatus) bool { return m.Cluster == k.Name }) {
+			members = append(members, r.status)
+		}
+	}
 	if dec == nil && rel.DeletionTimestamp == nil {
 		// Without a decision, the members' status stands as last written.
-		members = nil
+		members, mine = nil, nil
 	}
 
 	counts := map[v1alpha1.ReleaseMemberPhase]int32{}
@@ -212,9 +237,12 @@ func (c *Controller) writeStatus(ctx context.Context, rel *v1alpha1.Release, st 
 	}
 
 	if dec != nil || rel.DeletionTimestamp != nil {
-		if err := c.writeSlices(ctx, rel, members); err != nil {
+		if err := c.writeSlices(ctx, rel, mine, others, ownsRelease); err != nil {
 			return err
 		}
+	}
+	if !ownsRelease {
+		return nil // the Release's owner writes its status, from every replica's slices
 	}
 	if dec == nil && rel.DeletionTimestamp == nil {
 		// Keep the counts last written: a missing decision says nothing about the members.
@@ -237,26 +265,33 @@ func (c *Controller) writeStatus(ctx context.Context, rel *v1alpha1.Release, st 
 }
 
 // writeSlices keeps the Release's ReleaseStatusSlices: members sorted by cluster, SliceSize each.
-func (c *Controller) writeSlices(ctx context.Context, rel *v1alpha1.Release, members []v1alpha1.ReleaseMemberStatus) error {
+// Sharded, each replica writes slices of its own (named and labelled with its replicaHash), and the
+// Release's owner deletes those of replicas no longer live once every member they name is
+// reported by a live one (or by none: a member removed meanwhile).
+func (c *Controller) writeSlices(ctx context.Context, rel *v1alpha1.Release, members []v1alpha1.ReleaseMemberStatus, others []*v1alpha1.ReleaseStatusSlice, ownsRelease bool) error {
 	members = slices.Clone(members)
 	slices.SortFunc(members, func(a, b v1alpha1.ReleaseMemberStatus) int { return cmp.Compare(a.Cluster, b.Cluster) })
 	existing := map[string]*v1alpha1.ReleaseStatusSlice{}
-	objs, _ := c.sliceLister.ByNamespace(rel.Namespace).List(labels.SelectorFromSet(labels.Set{v1alpha1.ReleaseLabel: rel.Name}))
-	for _, o := range objs {
-		s := o.(*v1alpha1.ReleaseStatusSlice)
-		if metav1.IsControlledBy(s, rel) {
-			existing[s.Name] = s
-		}
+	mine, _ := c.slicesOf(rel)
+	for _, s := range mine {
+		existing[s.Name] = s
 	}
 	client := c.registry.ClusterregistryV1alpha1().ReleaseStatusSlices(rel.Namespace)
 	owner := metav1.NewControllerRef(rel, v1alpha1.SchemeGroupVersion.WithKind("Release"))
+	prefix := rel.Name
+	if c.replica != "" {
+		prefix += "-" + c.replica
+	}
 	for i := 0; i*SliceSize < len(members); i++ {
 		part := members[i*SliceSize : min((i+1)*SliceSize, len(members))]
-		name := fmt.Sprintf("%s-%d", rel.Name, i)
+		name := fmt.Sprintf("%s-%d", prefix, i)
+		l := map[string]string{v1alpha1.ReleaseLabel: rel.Name, v1alpha1.SliceIndexLabel: strconv.Itoa(i)}
+		if c.replica != "" {
+			l[v1alpha1.ReplicaLabel] = c.replica
+		}
 		want := &v1alpha1.ReleaseStatusSlice{
-			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: rel.Namespace, OwnerReferences: []metav1.OwnerReference{*owner},
-				Labels: map[string]string{v1alpha1.ReleaseLabel: rel.Name, v1alpha1.SliceIndexLabel: strconv.Itoa(i)}},
-			Members: part,
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: rel.Namespace, OwnerReferences: []metav1.OwnerReference{*owner}, Labels: l},
+			Members:    part,
 		}
 		have := existing[name]
 		delete(existing, name)
@@ -272,6 +307,30 @@ func (c *Controller) writeSlices(ctx context.Context, rel *v1alpha1.Release, mem
 			c.writes.Add(1)
 			if _, err := client.Update(ctx, upd, metav1.UpdateOptions{}); err != nil && !kerrors.IsConflict(err) {
 				return fmt.Errorf("writing ReleaseStatusSlice %s: %w", name, err)
+			}
+		}
+	}
+	if ownsRelease {
+		// A slice of a replica no longer live goes once every member it names (with objects) is
+		// in a live replica's slice: the member's new owner took it from there.
+		live := c.live()
+		reported := map[string]bool{}
+		for _, m := range members {
+			reported[m.Cluster] = true
+		}
+		for _, s := range others {
+			if live[s.Labels[v1alpha1.ReplicaLabel]] {
+				for _, m := range s.Members {
+					reported[m.Cluster] = true
+				}
+			}
+		}
+		for _, s := range others {
+			if live[s.Labels[v1alpha1.ReplicaLabel]] {
+				continue
+			}
+			if !slices.ContainsFunc(s.Members, func(m v1alpha1.ReleaseMemberStatus) bool { return len(m.Objects) > 0 && !reported[m.Cluster] }) {
+				existing[s.Name] = s
 			}
 		}
 	}

@@ -452,4 +452,8 @@ const (
 	RevisionLabel = "clusterregistry.k8s.io/revision"
 	// SliceIndexLabel orders a Release's status slices.
 	SliceIndexLabel = "clusterregistry.k8s.io/slice-index"
+	// ReplicaLabel names, on a ReleaseStatusSlice, the replica of a sharded releases controller
+	// that wrote it (a hash of the replica's identity): each replica reports the members it owns
+	// in slices of its own. Slices without it are an unsharded controller's.
+	ReplicaLabel = "clusterregistry.k8s.io/replica"
 )

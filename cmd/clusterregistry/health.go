@@ -279,8 +279,8 @@ health is this command with --controllers=health, and --rotate-credentials and -
 adding the others. deploy/controllers has a Deployment of it.
 
 With --shard-group, health, rotation and clusterprofiles divide the members among the replicas,
-and placements divides the Placements (each decided over every member). releases are not divided
-yet: run them with --leader-elect in a process of their own.`
+placements divides the Placements (each decided over every member), and releases divides each
+Release's members (each replica applies to its own; the Release's owner writes its status).`
 
 	controllersExample = `  # Everything, for the "fleet" cluster set, with two replicas taking turns
   clusterregistry controllers -n fleet --controllers health,rotation,clusterprofiles,placements,releases --leader-elect \
