@@ -7,12 +7,14 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apiserver/pkg/authentication/user"
 	genericrequest "k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/client-go/kubernetes"
@@ -224,4 +226,91 @@ func TestCallersGetWhatTheRegistryGivesThem(t *testing.T) {
 	review, err := kubernetes.NewForConfigOrDie(cfg).AuthenticationV1().SelfSubjectReviews().Create(ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
 	require.NoError(t, err, "the registry did not say who the server's writes act as")
 	require.Equal(t, "system:serviceaccount:"+callers+":editor", review.Status.UserInfo.Username)
+}
+
+// The seed's last two routes, as each kind of caller: GET /watch/clusters/{ns}/{name} streams one
+// member to whoever may watch that Cluster (a Role naming the Cluster alone is enough, and gives
+// no other), and DELETE /clusters?namespace= deletes the chosen Clusters of one set for whoever
+// may deletecollection there, as the caller, answering what was deleted.
+func TestWatchOneClusterAndDeleteACollection(t *testing.T) {
+	needsFleet(t)
+	ctx := testContext(t)
+	sweep := fleettest.CopySet(t, lf, "member-1")
+	admin := kubernetes.NewForConfigOrDie(lf.Registry.Config)
+	_, err := admin.RbacV1().Roles(lf.Namespace).Create(ctx, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "watch-member-1"},
+		Rules: []rbacv1.PolicyRule{{APIGroups: []string{v1alpha1.GroupName}, Resources: []string{"clusters"}, ResourceNames: []string{"member-1"}, Verbs: []string{"get", "watch"}}}},
+		metav1.CreateOptions{})
+	require.NoError(t, err)
+	oneWatcher, err := caller(ctx, "one-watcher", rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "watch-member-1"}, lf.Namespace)
+	require.NoError(t, err)
+	viewer, err := caller(ctx, "sweep-viewer", clusterRole(t, sweep, "sweep-viewer", "get", "list", "watch"), sweep)
+	require.NoError(t, err)
+	sweeper, err := caller(ctx, "sweeper", clusterRole(t, sweep, "sweeper", "get", "list", "deletecollection"), sweep)
+	require.NoError(t, err)
+	_, web := startAPI(t, lf.Namespace, sweep)
+	registry := versioned.NewForConfigOrDie(lf.Registry.Config).ClusterregistryV1alpha1()
+
+	t.Run("one Cluster's stream", func(t *testing.T) {
+		_, code := watch(t, "", web.URL+"/watch/clusters/"+lf.Namespace+"/member-1")
+		require.Equal(t, http.StatusUnauthorized, code)
+		_, code = watch(t, oneWatcher, web.URL+"/watch/clusters/"+lf.Namespace+"/member-2")
+		require.Equal(t, http.StatusForbidden, code, "a Role naming member-1 watched member-2")
+		_, code = watch(t, viewer, web.URL+"/watch/clusters/"+lf.Namespace+"/member-1")
+		require.Equal(t, http.StatusForbidden, code, "a viewer of another set watched this one's member")
+		events, code := watch(t, oneWatcher, web.URL+"/watch/clusters/"+lf.Namespace+"/member-1")
+		require.Equal(t, http.StatusOK, code)
+		e := next(t, events, 10*time.Second)
+		require.Equal(t, eventAdded, e.Type)
+		require.Equal(t, "member-1", e.Cluster.Name)
+		// A change to the other member sends nothing; one to this member is MODIFIED.
+		for _, name := range []string{"member-2", "member-1"} {
+			_, err := registry.Clusters(lf.Namespace).Patch(ctx, name, types.MergePatchType, []byte(`{"metadata":{"labels":{"watched-one":"`+name+`"}}}`), metav1.PatchOptions{})
+			require.NoError(t, err)
+		}
+		e = next(t, events, 10*time.Second)
+		require.Equal(t, eventModified, e.Type)
+		require.Equal(t, "member-1", e.Cluster.Name, "the stream of member-1 sent another member")
+		require.Equal(t, "member-1", e.Cluster.Labels["watched-one"])
+	})
+
+	t.Run("deleting a set's chosen Clusters", func(t *testing.T) {
+		for _, name := range []string{"tmp-1", "tmp-2"} {
+			c := &v1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: sweep, Labels: map[string]string{"tmp": "yes"}},
+				Spec: v1alpha1.ClusterSpec{KubernetesAPIEndpoints: v1alpha1.KubernetesAPIEndpoints{ServerEndpoints: []v1alpha1.ServerAddressByClientCIDR{{ClientCIDR: "0.0.0.0/0", ServerAddress: "https://127.0.0.1:1"}}}}}
+			_, err := registry.Clusters(sweep).Create(ctx, c, metav1.CreateOptions{})
+			require.NoError(t, err)
+		}
+		remaining := func(ns string) []string {
+			list, err := registry.Clusters(ns).List(ctx, metav1.ListOptions{})
+			require.NoError(t, err)
+			var out []string
+			for _, c := range list.Items {
+				out = append(out, c.Name)
+			}
+			return out
+		}
+		code, out := callAs(t, "", http.MethodDelete, web.URL+"/clusters?namespace="+sweep, nil, nil)
+		require.Equal(t, http.StatusUnauthorized, code, string(out))
+		code, out = callAs(t, sweeper, http.MethodDelete, web.URL+"/clusters?labelSelector=tmp%3Dyes", nil, nil)
+		require.Equal(t, http.StatusBadRequest, code, string(out))
+		require.Contains(t, status(t, out).Message, "namespace")
+		code, out = callAs(t, viewer, http.MethodDelete, web.URL+"/clusters?namespace="+sweep, nil, nil)
+		require.Equal(t, http.StatusForbidden, code, "a viewer deleted a collection: %s", out)
+		code, out = callAs(t, sweeper, http.MethodDelete, web.URL+"/clusters?namespace="+lf.Namespace, nil, nil)
+		require.Equal(t, http.StatusForbidden, code, "a sweeper of one set deleted another's: %s", out)
+		require.ElementsMatch(t, []string{"member-1", "member-2"}, remaining(lf.Namespace))
+		require.ElementsMatch(t, []string{"member-1", "tmp-1", "tmp-2"}, remaining(sweep))
+
+		code, out = callAs(t, sweeper, http.MethodDelete, web.URL+"/clusters?namespace="+sweep+"&labelSelector=tmp%3Dyes", nil, nil)
+		require.Equal(t, http.StatusOK, code, string(out))
+		var deleted v1alpha1.ClusterList
+		require.NoError(t, json.Unmarshal(out, &deleted), string(out))
+		var names []string
+		for _, c := range deleted.Items {
+			names = append(names, c.Name)
+			require.Empty(t, c.ManagedFields)
+		}
+		require.ElementsMatch(t, []string{"tmp-1", "tmp-2"}, names, "the answer names what was deleted")
+		require.Equal(t, []string{"member-1"}, remaining(sweep))
+	})
 }

@@ -14,6 +14,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
 )
 
@@ -181,6 +182,40 @@ const (
 // registry's answer changes (kept 10 s). A revision no longer kept ends the stream with an ERROR
 // event whose status is 410 Expired: list again.
 func (s *server) watchClusters(w http.ResponseWriter, r *http.Request) {
+	selected, err := parseSelection(r.URL.Query())
+	if err != nil {
+		writeStatus(w, apierrors.NewBadRequest(err.Error()))
+		return
+	}
+	s.stream(w, r, selected, func(ctx context.Context, ns, _ string) bool {
+		ok, _, err := s.guard.allowed(ctx, "list", ns, "")
+		return err == nil && ok
+	})
+}
+
+// watchCluster streams one member's changes as watchClusters does, for a caller the registry lets
+// watch that Cluster (as kubectl get cluster NAME --watch asks): an ADDED when it is there (at
+// once, or when it is registered), then each change, a DELETED when it goes.
+func (s *server) watchCluster(w http.ResponseWriter, r *http.Request) {
+	ns, name := r.PathValue("namespace"), r.PathValue("name")
+	selected, err := parseSelection(r.URL.Query())
+	if err != nil {
+		writeStatus(w, apierrors.NewBadRequest(err.Error()))
+		return
+	}
+	selected.fields = fields.AndSelectors(selected.fields, fields.OneTermEqualSelector("metadata.namespace", ns), fields.OneTermEqualSelector("metadata.name", name))
+	if !s.authorize(w, r, "watch", ns, name) {
+		return
+	}
+	s.stream(w, r, selected, func(ctx context.Context, ns, name string) bool {
+		ok, _, err := s.guard.allowed(ctx, "watch", ns, name)
+		return err == nil && ok
+	})
+}
+
+// stream sends the feed's changes that selected chooses and may allows (asked again as the
+// stream goes, from the guard's short-lived answers), as GET /watch/clusters describes.
+func (s *server) stream(w http.ResponseWriter, r *http.Request, selected selection, may func(ctx context.Context, namespace, name string) bool) {
 	flusher, ok := w.(http.Flusher)
 	if !ok {
 		writeStatus(w, apierrors.NewInternalError(errors.New("the connection cannot stream")))
@@ -188,20 +223,11 @@ func (s *server) watchClusters(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), maxWatchLength)
 	defer cancel()
-	mayList := func(ns string) bool {
-		ok, _, err := s.guard.allowed(ctx, "list", ns, "")
-		return err == nil && ok
-	}
 	var (
 		pending []change
 		rev     uint64
 		next    <-chan struct{}
 	)
-	selected, err := parseSelection(r.URL.Query())
-	if err != nil {
-		writeStatus(w, apierrors.NewBadRequest(err.Error()))
-		return
-	}
 	if from := r.URL.Query().Get("resourceVersion"); from != "" {
 		n, err := strconv.ParseUint(from, 10, 64)
 		if err != nil {
@@ -231,7 +257,7 @@ func (s *server) watchClusters(w http.ResponseWriter, r *http.Request) {
 	for {
 		for _, c := range pending {
 			kind := c.seenBy(selected)
-			if kind == "" || !mayList(c.summary.Namespace) {
+			if kind == "" || !may(ctx, c.summary.Namespace, c.summary.Name) {
 				continue
 			}
 			summary := c.summary

@@ -15,16 +15,22 @@
 //	                                    event gave (410 Expired when no longer kept); a member
 //	                                    is sent again only when what GET /clusters says of it
 //	                                    changed
+//	GET    /watch/clusters/{namespace}/{name}
+//	                                    one member's stream (RBAC: watch on that Cluster)
 //	GET    /clusters/{namespace}/{name} one member, with its nodes and Deployments
 //	POST   /clusters                    register a Cluster (a JSON Cluster, metadata.namespace set)
 //	PUT    /clusters/{namespace}/{name} replace a Cluster (a JSON Cluster)
 //	PATCH  /clusters/{namespace}/{name} change a Cluster (a JSON merge patch)
 //	DELETE /clusters/{namespace}/{name} remove a Cluster from the registry
+//	DELETE /clusters?namespace=NS       remove the set's Clusters that ?labelSelector= and
+//	                                    ?fieldSelector= choose (every one without them), as the
+//	                                    registry's deletecollection; answers what it deleted
 //
 // Every request acts for its caller: it must carry credentials the registry accepts (a bearer
 // token, checked with a TokenReview; with TLS and --client-ca-file, a client certificate), and
 // sees and changes only what the registry's RBAC lets that caller see and change in the registry
-// itself (list, get, create, update, patch, delete on clusters in a cluster set). Writes are sent
+// itself (list, watch, get, create, update, patch, delete, deletecollection on clusters in a
+// cluster set). Writes are sent
 // as the caller (impersonation), so the registry decides and its audit log names them. Answers
 // about a caller are kept for 10 seconds. Without TLS it serves only on a loopback address.
 //
@@ -118,12 +124,17 @@ only what the registry's RBAC lets the caller do there.
                                        (?resourceVersion=N resumes; 410 when no longer kept;
                                        a member entering or leaving a selection is ADDED or
                                        DELETED; nothing is sent while nothing changes)
+  GET    /watch/clusters/{namespace}/{name}
+                                       one member's stream (RBAC: watch on that Cluster)
   GET    /clusters/{namespace}/{name}  one member, with its Nodes and Deployments
   POST   /clusters                     body: a Cluster as JSON, metadata.namespace set (201)
   PUT    /clusters/{namespace}/{name}  body: the whole Cluster as JSON, replacing it (200)
   PATCH  /clusters/{namespace}/{name}  body: a JSON merge patch, sent as
                                        application/merge-patch+json or application/json (200)
   DELETE /clusters/{namespace}/{name}  no body (200, a Status)
+  DELETE /clusters?namespace=NS        the set's Clusters that ?labelSelector= and ?fieldSelector=
+                                       choose, every one without them (RBAC: deletecollection);
+                                       answers the ClusterList of what was deleted
 
 Writes are checked (RBAC, then the Cluster's validation, naming each bad field) and sent to the
 registry as the caller. Errors are Kubernetes Status objects, 404 and 405 included; a body that

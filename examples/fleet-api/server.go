@@ -123,8 +123,10 @@ func (s *server) routes(g *guard) http.Handler {
 	api := http.NewServeMux()
 	api.HandleFunc("GET /clusters", s.listClusters)
 	api.HandleFunc("GET /watch/clusters", s.watchClusters)
+	api.HandleFunc("GET /watch/clusters/{namespace}/{name}", s.watchCluster)
 	api.HandleFunc("GET /clusters/{namespace}/{name}", s.getCluster)
 	api.HandleFunc("POST /clusters", s.createCluster)
+	api.HandleFunc("DELETE /clusters", s.deleteClusters)
 	api.HandleFunc("PUT /clusters/{namespace}/{name}", s.updateCluster)
 	api.HandleFunc("PATCH /clusters/{namespace}/{name}", s.patchCluster)
 	api.HandleFunc("DELETE /clusters/{namespace}/{name}", s.deleteCluster)
@@ -157,7 +159,7 @@ func withStatusErrors(api *http.ServeMux) http.Handler {
 			return
 		}
 		writeStatus(w, statusError(http.StatusNotFound, metav1.StatusReasonNotFound,
-			fmt.Sprintf("%s is not a route of this server (GET /clusters, /watch/clusters, /clusters/NAMESPACE/NAME; fleet-api --help lists them)", r.URL.Path)))
+			fmt.Sprintf("%s is not a route of this server (GET /clusters, /watch/clusters, /clusters/NAMESPACE/NAME, /watch/clusters/NAMESPACE/NAME; fleet-api --help lists them)", r.URL.Path)))
 	})
 }
 
@@ -550,6 +552,46 @@ func (s *server) deleteCluster(w http.ResponseWriter, r *http.Request) {
 	}
 	writeJSON(w, http.StatusOK, &metav1.Status{TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"}, Status: metav1.StatusSuccess,
 		Details: &metav1.StatusDetails{Group: v1alpha1.GroupName, Kind: "clusters", Name: name}})
+}
+
+// deleteClusters deletes the Clusters of one cluster set (?namespace=, required: a collection
+// never spans sets) that ?labelSelector= and ?fieldSelector= choose, as the registry's
+// deletecollection does, and as the caller: it answers the registry's list of what it deleted.
+// Without a selector it deletes every Cluster of the set, as the registry does.
+func (s *server) deleteClusters(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	ns := q.Get("namespace")
+	if ns == "" {
+		writeStatus(w, apierrors.NewBadRequest("?namespace= is required: it names the cluster set whose Clusters are deleted (a collection never spans sets)"))
+		return
+	}
+	if _, err := parseSelection(q); err != nil {
+		writeStatus(w, apierrors.NewBadRequest(err.Error()))
+		return
+	}
+	if !s.authorize(w, r, "deletecollection", ns, "") {
+		return
+	}
+	registry, err := s.guard.asCaller(r.Context())
+	if err != nil {
+		writeStatus(w, err)
+		return
+	}
+	// The typed client's DeleteCollection drops the registry's answer: the REST call keeps it.
+	var deleted v1alpha1.ClusterList
+	err = registry.ClusterregistryV1alpha1().RESTClient().Delete().Namespace(ns).Resource("clusters").
+		Param("labelSelector", q.Get("labelSelector")).Param("fieldSelector", q.Get("fieldSelector")).
+		Body(&metav1.DeleteOptions{TypeMeta: metav1.TypeMeta{Kind: "DeleteOptions", APIVersion: "v1"}}).
+		Do(r.Context()).Into(&deleted)
+	if err != nil {
+		writeStatus(w, err)
+		return
+	}
+	for i := range deleted.Items {
+		deleted.Items[i].ManagedFields = nil
+	}
+	deleted.TypeMeta = metav1.TypeMeta{Kind: "ClusterList", APIVersion: v1alpha1.SchemeGroupVersion.String()}
+	writeJSON(w, http.StatusOK, &deleted)
 }
 
 // writeStatus writes err as a Kubernetes Status, as an API server would: the registry's own
