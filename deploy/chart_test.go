@@ -1,0 +1,233 @@
+// Package deploy_test checks what deploy/ ships: the chart renders, with Helm's own loader and
+// engine, to objects a real registry takes (server-side dry run), with the RBAC of deploy/'s
+// manifests (one home: a rule that differs fails here).
+package deploy_test
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/discovery/cached/memory"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/restmapper"
+	"sigs.k8s.io/yaml"
+
+	"helm.sh/helm/v4/pkg/chart/common"
+	chartutil "helm.sh/helm/v4/pkg/chart/common/util"
+	"helm.sh/helm/v4/pkg/chart/v2/loader"
+	"helm.sh/helm/v4/pkg/engine"
+
+	"github.com/cluster-registry/sdk/localfleet"
+)
+
+const releaseNamespace = "clusterregistry-system"
+
+// render renders deploy/chart as release "clusterregistry" with vals, as helm template would.
+func render(t *testing.T, vals map[string]any) ([]*unstructured.Unstructured, error) {
+	t.Helper()
+	chrt, err := loader.Load("chart")
+	require.NoError(t, err)
+	values, err := chartutil.ToRenderValues(chrt, vals, common.ReleaseOptions{Name: "clusterregistry", Namespace: releaseNamespace, IsInstall: true}, common.DefaultCapabilities)
+	require.NoError(t, err)
+	files, err := engine.Engine{Strict: true}.Render(chrt, values)
+	if err != nil {
+		return nil, err
+	}
+	names := make([]string, 0, len(files))
+	for name := range files {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	var out []*unstructured.Unstructured
+	for _, name := range names {
+		if !strings.HasSuffix(name, ".yaml") {
+			continue
+		}
+		out = append(out, decode(t, name, files[name])...)
+	}
+	return out, nil
+}
+
+// decode reads the objects of a YAML stream.
+func decode(t *testing.T, name, data string) []*unstructured.Unstructured {
+	t.Helper()
+	var out []*unstructured.Unstructured
+	r := utilyaml.NewYAMLReader(bufio.NewReader(strings.NewReader(data)))
+	for {
+		doc, err := r.Read()
+		if errors.Is(err, io.EOF) {
+			return out
+		}
+		require.NoError(t, err, name)
+		var m map[string]any
+		require.NoError(t, yaml.Unmarshal(doc, &m), "%s:\n%s", name, doc)
+		if len(m) == 0 {
+			continue
+		}
+		out = append(out, &unstructured.Unstructured{Object: m})
+	}
+}
+
+// deployRoles are the ClusterRoles of deploy/'s manifests, by name.
+func deployRoles(t *testing.T) map[string]rbacv1.ClusterRole {
+	t.Helper()
+	files, err := filepath.Glob("health/*.yaml")
+	require.NoError(t, err)
+	more, err := filepath.Glob("controllers/*.yaml")
+	require.NoError(t, err)
+	out := map[string]rbacv1.ClusterRole{}
+	for _, f := range append(files, more...) {
+		data, err := os.ReadFile(f)
+		require.NoError(t, err)
+		for _, u := range decode(t, f, string(data)) {
+			if u.GetKind() != "ClusterRole" {
+				continue
+			}
+			var role rbacv1.ClusterRole
+			require.NoError(t, runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &role))
+			out[role.Name] = role
+		}
+	}
+	return out
+}
+
+func objectsOf(objs []*unstructured.Unstructured, kind string) []*unstructured.Unstructured {
+	var out []*unstructured.Unstructured
+	for _, o := range objs {
+		if o.GetKind() == kind {
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
+func deploymentOf(t *testing.T, objs []*unstructured.Unstructured) appsv1.Deployment {
+	t.Helper()
+	ds := objectsOf(objs, "Deployment")
+	require.Len(t, ds, 1)
+	var d appsv1.Deployment
+	require.NoError(t, runtime.DefaultUnstructuredConverter.FromUnstructured(ds[0].Object, &d))
+	return d
+}
+
+// The chart, rendered by Helm's engine with its defaults and with one cluster set, sharded, and
+// ClusterProfiles: each ClusterRole has the rules of deploy/'s same-named one; the roles are bound
+// cluster-wide, or in the cluster set alone; the Deployment runs the image's numeric non-root
+// user with the controllers' flags; a registry takes every object (server-side dry run). Values
+// that cannot work are refused, naming the value.
+func TestChartRendersWhatTheRegistryTakes(t *testing.T) {
+	if testing.Short() {
+		t.Skip("needs kube-apiserver and etcd; run without -short")
+	}
+	lf := localfleet.StartForTest(t, localfleet.Options{})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	kube := kubernetes.NewForConfigOrDie(lf.Registry.Config)
+	_, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: releaseNamespace}}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	dyn := dynamic.NewForConfigOrDie(lf.Registry.Config)
+	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(discovery.NewDiscoveryClientForConfigOrDie(lf.Registry.Config)))
+	want := deployRoles(t)
+
+	for _, tc := range []struct {
+		name    string
+		values  map[string]any
+		bound   string // the namespace of the roles' bindings; "" for cluster-wide
+		sharded bool
+		roles   []string
+	}{
+		{name: "defaults", roles: []string{"clusterregistry-health", "clusterregistry-health-rotation", "clusterregistry-placements", "clusterregistry-releases"}},
+		{name: "one set, sharded, with ClusterProfiles",
+			values: map[string]any{"clusterSet": lf.Namespace, "sharding": map[string]any{"enabled": true}, "controllers": []any{"health", "clusterprofiles", "releases"}, "image": map[string]any{"tag": "v9.9.9"}},
+			bound:  lf.Namespace, sharded: true,
+			roles: []string{"clusterregistry-health", "clusterregistry-health-clusterprofiles", "clusterregistry-releases"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			objs, err := render(t, tc.values)
+			require.NoError(t, err)
+
+			var roles []string
+			for _, u := range objectsOf(objs, "ClusterRole") {
+				var role rbacv1.ClusterRole
+				require.NoError(t, runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &role))
+				shipped, ok := want[role.Name]
+				require.True(t, ok, "the chart's ClusterRole %s is not in deploy/", role.Name)
+				require.Equal(t, shipped.Rules, role.Rules, "ClusterRole %s: the chart's rules differ from deploy/'s", role.Name)
+				if !strings.Contains(role.Name, "metrics") {
+					roles = append(roles, role.Name)
+				}
+			}
+			require.ElementsMatch(t, tc.roles, roles)
+			for _, kind := range []string{"RoleBinding", "ClusterRoleBinding"} {
+				for _, b := range objectsOf(objs, kind) {
+					ref, _, _ := unstructured.NestedString(b.Object, "roleRef", "name")
+					if !slices.Contains(tc.roles, ref) || strings.HasSuffix(b.GetName(), "-leases") {
+						continue
+					}
+					if tc.bound == "" {
+						require.Equal(t, "ClusterRoleBinding", kind, "%s binds %s", b.GetName(), ref)
+					} else {
+						require.Equal(t, "RoleBinding", kind, "%s binds %s cluster-wide", b.GetName(), ref)
+						require.Equal(t, tc.bound, b.GetNamespace())
+					}
+				}
+			}
+
+			d := deploymentOf(t, objs)
+			pod := d.Spec.Template.Spec
+			require.True(t, *pod.SecurityContext.RunAsNonRoot)
+			require.EqualValues(t, 65532, *pod.SecurityContext.RunAsUser, "the image's user (hack/image)")
+			c := pod.Containers[0]
+			require.Empty(t, c.Command, "the image's entrypoint is the command")
+			require.Equal(t, "controllers", c.Args[0])
+			if tc.sharded {
+				require.Contains(t, c.Args, "--shard-group=controllers")
+				require.NotEmpty(t, objectsOf(objs, "Role"), "a shard group's replicas need to list and collect Leases")
+				require.Contains(t, c.Args, "--namespace="+lf.Namespace)
+				require.True(t, strings.HasSuffix(c.Image, ":v9.9.9"), c.Image)
+			} else {
+				require.Contains(t, c.Args, "--leader-elect")
+				require.Contains(t, c.Args, "--all-namespaces")
+				require.True(t, strings.HasSuffix(c.Image, ":dev"), "the tag defaults to appVersion: %s", c.Image)
+			}
+
+			// What a registry takes: every object, dry run.
+			for _, o := range objs {
+				gvk := o.GroupVersionKind()
+				m, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+				require.NoError(t, err, "%s %s", gvk, o.GetName())
+				var ri dynamic.ResourceInterface = dyn.Resource(m.Resource)
+				if ns := o.GetNamespace(); ns != "" {
+					ri = dyn.Resource(m.Resource).Namespace(ns)
+				}
+				_, err = ri.Apply(ctx, o.GetName(), o, metav1.ApplyOptions{FieldManager: "chart-test", DryRun: []string{metav1.DryRunAll}, Force: true})
+				require.NoError(t, err, "%s %s/%s", gvk.Kind, o.GetNamespace(), o.GetName())
+			}
+		})
+	}
+
+	t.Run("values that cannot work are refused, naming the value", func(t *testing.T) {
+		_, err := render(t, map[string]any{"controllers": []any{"health", "deliveries"}})
+		require.ErrorContains(t, err, `values.controllers: "deliveries" is not a controller`)
+		_, err = render(t, map[string]any{"sharding": map[string]any{"enabled": true, "group": ""}})
+		require.ErrorContains(t, err, "values.sharding.group")
+	})
+}

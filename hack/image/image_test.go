@@ -1,0 +1,124 @@
+package main
+
+import (
+	"archive/tar"
+	"errors"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/layout"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/tarball"
+	"github.com/stretchr/testify/require"
+)
+
+// The image, read back from the layout and the tarball it was written to: the command as its
+// entrypoint, run by a numeric non-root user with a home of its own, nothing setuid, the same
+// image (digest) in both and from a second assembly of the same binary; and the binary in it
+// runs.
+func TestImageReadBack(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("the image's binary is built for Linux and run here")
+	}
+	dir := t.TempDir()
+	binary := filepath.Join(dir, "clusterregistry")
+	require.NoError(t, BuildCommand("../..", binary, runtime.GOARCH))
+	opts := Options{Arch: runtime.GOARCH, Tag: "example.invalid/clusterregistry:test", Created: time.Unix(1700000000, 0).UTC()}
+	img, err := Build(binary, opts)
+	require.NoError(t, err)
+	require.NoError(t, WriteLayout(filepath.Join(dir, "layout"), img, opts.Tag))
+	require.NoError(t, WriteTarball(filepath.Join(dir, "image.tar"), img, opts.Tag))
+
+	p, err := layout.FromPath(filepath.Join(dir, "layout"))
+	require.NoError(t, err)
+	index, err := p.ImageIndex()
+	require.NoError(t, err)
+	manifest, err := index.IndexManifest()
+	require.NoError(t, err)
+	require.Len(t, manifest.Manifests, 1)
+	require.Equal(t, opts.Tag, manifest.Manifests[0].Annotations["org.opencontainers.image.ref.name"])
+	read, err := index.Image(manifest.Manifests[0].Digest)
+	require.NoError(t, err)
+	fromTar, err := tarball.ImageFromPath(filepath.Join(dir, "image.tar"), nil)
+	require.NoError(t, err)
+	again, err := Build(binary, opts)
+	require.NoError(t, err)
+	want, err := img.Digest()
+	require.NoError(t, err)
+	for what, other := range map[string]v1.Image{"the layout": read, "a second build": again, "the tarball": fromTar} {
+		got, err := other.ConfigName()
+		require.NoError(t, err)
+		wantCfg, err := img.ConfigName()
+		require.NoError(t, err)
+		require.Equal(t, wantCfg, got, "%s has another image config", what)
+	}
+	for what, other := range map[string]v1.Image{"the layout": read, "a second build": again} {
+		got, err := other.Digest()
+		require.NoError(t, err)
+		require.Equal(t, want, got, "%s has another image", what)
+	}
+
+	cfg, err := read.ConfigFile()
+	require.NoError(t, err)
+	require.Equal(t, []string{"/usr/local/bin/clusterregistry"}, cfg.Config.Entrypoint)
+	require.Equal(t, "linux", cfg.OS)
+	require.Equal(t, runtime.GOARCH, cfg.Architecture)
+	user, group, ok := strings.Cut(cfg.Config.User, ":")
+	require.True(t, ok, "user %q: want UID:GID", cfg.Config.User)
+	for _, id := range []string{user, group} {
+		n, err := strconv.Atoi(id)
+		require.NoError(t, err, "user %q is not numeric: runAsNonRoot cannot check a name", cfg.Config.User)
+		require.NotZero(t, n, "the image runs as root")
+	}
+
+	// Its files: the binary, and a passwd naming the user.
+	files := map[string]*tar.Header{}
+	var passwd string
+	rc := mutate.Extract(read)
+	defer rc.Close()
+	tr := tar.NewReader(rc)
+	runnable := filepath.Join(dir, "from-image")
+	for {
+		h, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		require.NoError(t, err)
+		files[h.Name] = h
+		require.Zero(t, h.Mode&(04000|02000), "%s is setuid or setgid", h.Name)
+		switch h.Name {
+		case "etc/passwd":
+			b, err := io.ReadAll(tr)
+			require.NoError(t, err)
+			passwd = string(b)
+		case "usr/local/bin/clusterregistry":
+			f, err := os.OpenFile(runnable, os.O_CREATE|os.O_WRONLY, 0o755)
+			require.NoError(t, err)
+			_, err = io.Copy(f, tr)
+			require.NoError(t, err)
+			require.NoError(t, f.Close())
+		}
+	}
+	require.Contains(t, passwd, ":"+user+":"+group+":", "/etc/passwd does not name the image's user")
+	require.Contains(t, files, "tmp")
+	require.EqualValues(t, 0o1777, files["tmp"].Mode&0o7777)
+	home := files["home/nonroot"]
+	require.NotNil(t, home)
+	require.Equal(t, user, strconv.Itoa(home.Uid), "the user's home is not theirs")
+	bin := files["usr/local/bin/clusterregistry"]
+	require.NotNil(t, bin)
+	require.Zero(t, bin.Uid, "the binary must not be writable by the user who runs it")
+	require.EqualValues(t, 0o755, bin.Mode&0o7777)
+
+	out, err := exec.Command(runnable, "version").CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	require.True(t, strings.HasPrefix(string(out), "clusterregistry "), "%s", out)
+}
