@@ -60,6 +60,10 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &clusterregistryv1alpha1.PlacementTolerationApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("Release"):
 		return &clusterregistryv1alpha1.ReleaseApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("ReleaseChartConfigMap"):
+		return &clusterregistryv1alpha1.ReleaseChartConfigMapApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("ReleaseChartSource"):
+		return &clusterregistryv1alpha1.ReleaseChartSourceApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("ReleaseConfigMapSource"):
 		return &clusterregistryv1alpha1.ReleaseConfigMapSourceApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("ReleaseDrift"):
@@ -68,6 +72,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &clusterregistryv1alpha1.ReleaseIgnoredFieldsApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("ReleaseMemberStatus"):
 		return &clusterregistryv1alpha1.ReleaseMemberStatusApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("ReleaseMemberValue"):
+		return &clusterregistryv1alpha1.ReleaseMemberValueApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("ReleaseObjectStatus"):
 		return &clusterregistryv1alpha1.ReleaseObjectStatusApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("ReleasePhaseCount"):

@@ -24,8 +24,9 @@ const establishPollInterval = 100 * time.Millisecond
 // SchemaVersion is the version of the registry's API (its CRDs' schemas) that this SDK installs.
 // Each CRD carries it in the SchemaVersionAnnotation, and every change to a schema, or a new
 // CRD, raises it, so that Install can tell a newer CRD from an older one. Version 5 added the
-// Placement CRD, version 6 the Release and ReleaseStatusSlice CRDs.
-const SchemaVersion = 6
+// Placement CRD, version 6 the Release and ReleaseStatusSlice CRDs, version 7 a Release's chart
+// source.
+const SchemaVersion = 7
 
 // SchemaVersionAnnotation, on each CRD, holds the SchemaVersion of the SDK that installed it.
 const SchemaVersionAnnotation = "clusterregistry.k8s.io/schema-version"

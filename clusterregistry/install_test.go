@@ -208,6 +208,7 @@ func TestSchemaVersionIsRaisedWithTheSchema(t *testing.T) {
 		4: "b26e8961fb8626229810179277fce7ea47c7c01454561411c6f9ef662547c8b5", // status.credentialsExpireAt and its column
 		5: "c253e53e93d489a0f040910dfbc66c116352c7ac64352cb07820c0e73de60dce", // the Placement CRD
 		6: "5d0402eb2f130209b00ffe9ef65044fe36a2e63704d61a70b2323595bf7bfc67", // the Release and ReleaseStatusSlice CRDs
+		7: "24bb79a2a686c548ec825796115a557f716ac8ba2254e7cc33901d20ba81f553", // a Release's chart source
 	}
 	if want := digests[clusterregistry.SchemaVersion]; digest != want {
 		t.Errorf("the CRD's schema changed (digest %s) without a new schema version: raise SchemaVersion and the "+

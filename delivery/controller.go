@@ -302,9 +302,18 @@ func (c *Controller) releasesOfDecision(namespace, _ string, l map[string]string
 }
 
 func (c *Controller) releasesOfConfigMap(namespace, name string, _ map[string]string) []types.NamespacedName {
-	return c.releasesWhere(namespace, func(r *v1alpha1.Release) bool {
-		return r.Spec.Source.ConfigMap != nil && r.Spec.Source.ConfigMap.Name == name
-	})
+	return c.releasesWhere(namespace, func(r *v1alpha1.Release) bool { return sourceConfigMap(r) == name })
+}
+
+// sourceConfigMap is the ConfigMap a Release's source is in, or "".
+func sourceConfigMap(r *v1alpha1.Release) string {
+	switch src := r.Spec.Source; {
+	case src.ConfigMap != nil:
+		return src.ConfigMap.Name
+	case src.Chart != nil:
+		return src.Chart.ConfigMap.Name
+	}
+	return ""
 }
 
 func (c *Controller) releasesWhere(namespace string, match func(*v1alpha1.Release) bool) []types.NamespacedName {
@@ -502,8 +511,8 @@ func (c *Controller) reconcile(ctx context.Context, key types.NamespacedName) (t
 	}
 
 	var cm *corev1.ConfigMap
-	if src := rel.Spec.Source.ConfigMap; src != nil {
-		if o, err := c.configMaps.ByNamespace(rel.Namespace).Get(src.Name); err == nil {
+	if name := sourceConfigMap(rel); name != "" {
+		if o, err := c.configMaps.ByNamespace(rel.Namespace).Get(name); err == nil {
 			cm = o.(*corev1.ConfigMap)
 		}
 	}
@@ -768,8 +777,13 @@ func (c *Controller) applyMember(ctx context.Context, rel *v1alpha1.Release, b *
 	if defaultNS == "" {
 		defaultNS = metav1.NamespaceDefault
 	}
+	objs, err := b.objectsFor(m.Cluster())
+	if err != nil {
+		fail(&memberError{class: v1alpha1.FailureInvalid, err: err})
+		return
+	}
 	objects := map[ref]*applied{}
-	for _, u := range b.Objects {
+	for _, u := range objs {
 		c.writes.Add(1)
 		a, err := mc.applyOne(ctx, u, defaultNS, c.fieldManager(relKey), owned)
 		if err != nil {

@@ -22,11 +22,31 @@ import (
 // Bundle is what a Release delivers: its objects, in the order they are applied, and the
 // revision that names them.
 type Bundle struct {
-	// Objects are the rendered objects, labelled, sorted in apply order (ApplyOrder).
+	// Objects are the rendered objects, labelled, sorted in apply order (ApplyOrder). A chart's
+	// are rendered for each member as it is applied to: Objects are those of a render with the
+	// Release's values alone.
 	Objects []*unstructured.Unstructured
 	// Revision is a hash of the objects as rendered (before labelling): the same objects give
-	// the same revision.
+	// the same revision. A chart's is a hash of the chart (its digest), its values and how
+	// members' values are taken.
 	Revision string
+
+	rel   *v1alpha1.Release
+	chart *chartSource
+}
+
+// objectsFor are the objects to apply to the member of cluster: Objects, or the chart rendered
+// with the member's values, labelled and ordered as Objects are.
+func (b *Bundle) objectsFor(cluster *v1alpha1.Cluster) ([]*unstructured.Unstructured, error) {
+	if b.chart == nil {
+		return b.Objects, nil
+	}
+	objs, err := b.chart.objects(cluster)
+	if err != nil {
+		return nil, err
+	}
+	finish(b.rel, objs, b.Revision)
+	return objs, nil
 }
 
 // SourceError is a Release's source that cannot be rendered: Where names the manifest (its index,
@@ -39,9 +59,11 @@ type SourceError struct {
 func (e *SourceError) Error() string { return fmt.Sprintf("%s: %v", e.Where, e.Err) }
 func (e *SourceError) Unwrap() error { return e.Err }
 
-// Render renders rel's objects: its inline manifests, or the YAML streams of configMap (the
+// Render renders rel's objects: its inline manifests, the YAML streams of configMap (the
 // ConfigMap rel.Spec.Source.ConfigMap names, which the caller reads from rel's namespace; nil when
-// the source is inline). Namespaced objects without a namespace get rel.Spec.TargetNamespace
+// the source is inline), or the packaged chart in configMap (the one rel.Spec.Source.Chart names),
+// rendered with Helm's engine (package chartrender) for each member as it is applied to, and here
+// with the Release's values alone, to check it. Namespaced objects without a namespace get rel.Spec.TargetNamespace
 // ("default" when empty) once namespaced is known, in Place; here every object is only checked
 // and labelled. Errors are *SourceError.
 func Render(rel *v1alpha1.Release, configMap *corev1.ConfigMap) (*Bundle, error) {
@@ -101,8 +123,24 @@ func Render(rel *v1alpha1.Release, configMap *corev1.ConfigMap) (*Bundle, error)
 		if len(objs) == 0 {
 			return nil, &SourceError{Where: fmt.Sprintf("ConfigMap %s", configMap.Name), Err: errors.New("holds no objects")}
 		}
+	case src.Chart != nil:
+		cs, err := renderChart(rel, configMap, sum)
+		if err != nil {
+			return nil, err
+		}
+		fmt.Fprintf(sum, "ns=%s;", rel.Spec.TargetNamespace)
+		if rel.Spec.Drift != nil {
+			for _, ig := range rel.Spec.Drift.Ignore {
+				fmt.Fprintf(sum, "ignore=%s/%s:%s;", ig.Group, ig.Kind, strings.Join(ig.Paths, ","))
+			}
+		}
+		b := &Bundle{Revision: hex.EncodeToString(sum.Sum(nil))[:16], rel: rel, chart: cs}
+		if b.Objects, err = b.objectsFor(nil); err != nil {
+			return nil, err
+		}
+		return b, nil
 	default:
-		return nil, &SourceError{Where: "spec.source", Err: errors.New("set manifests or configMap")}
+		return nil, &SourceError{Where: "spec.source", Err: errors.New("set manifests, configMap or chart")}
 	}
 	// What else shapes the objects on members is part of the revision too.
 	fmt.Fprintf(sum, "ns=%s;", rel.Spec.TargetNamespace)
@@ -120,6 +158,13 @@ func Render(rel *v1alpha1.Release, configMap *corev1.ConfigMap) (*Bundle, error)
 		seen[key] = i
 	}
 	revision := hex.EncodeToString(sum.Sum(nil))[:16]
+	finish(rel, objs, revision)
+	return &Bundle{Objects: objs, Revision: revision, rel: rel}, nil
+}
+
+// finish labels objs as the Release's at revision, leaves out the fields the Release ignores,
+// and sorts them in apply order.
+func finish(rel *v1alpha1.Release, objs []*unstructured.Unstructured, revision string) {
 	for _, u := range objs {
 		labels := u.GetLabels()
 		if labels == nil {
@@ -143,7 +188,6 @@ func Render(rel *v1alpha1.Release, configMap *corev1.ConfigMap) (*Bundle, error)
 	slices.SortStableFunc(objs, func(a, b *unstructured.Unstructured) int {
 		return ApplyOrder(a.GroupVersionKind().GroupKind()) - ApplyOrder(b.GroupVersionKind().GroupKind())
 	})
-	return &Bundle{Objects: objs, Revision: revision}, nil
 }
 
 // decodeStream splits a YAML (or JSON) stream into objects, skipping empty documents.

@@ -281,6 +281,32 @@ var schemaYAML = typed.YAMLObject(`types:
       type:
         namedType: com.github.cluster-registry.sdk.clusterregistry.v1alpha1.ReleaseStatus
       default: {}
+- name: com.github.cluster-registry.sdk.clusterregistry.v1alpha1.ReleaseChartConfigMap
+  map:
+    fields:
+    - name: key
+      type:
+        scalar: string
+    - name: name
+      type:
+        scalar: string
+      default: ""
+- name: com.github.cluster-registry.sdk.clusterregistry.v1alpha1.ReleaseChartSource
+  map:
+    fields:
+    - name: configMap
+      type:
+        namedType: com.github.cluster-registry.sdk.clusterregistry.v1alpha1.ReleaseChartConfigMap
+      default: {}
+    - name: memberValues
+      type:
+        list:
+          elementType:
+            namedType: com.github.cluster-registry.sdk.clusterregistry.v1alpha1.ReleaseMemberValue
+          elementRelationship: atomic
+    - name: values
+      type:
+        namedType: __untyped_atomic_
 - name: com.github.cluster-registry.sdk.clusterregistry.v1alpha1.ReleaseConfigMapSource
   map:
     fields:
@@ -348,6 +374,20 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: revision
       type:
         scalar: string
+- name: com.github.cluster-registry.sdk.clusterregistry.v1alpha1.ReleaseMemberValue
+  map:
+    fields:
+    - name: from
+      type:
+        scalar: string
+      default: ""
+    - name: key
+      type:
+        scalar: string
+    - name: path
+      type:
+        scalar: string
+      default: ""
 - name: com.github.cluster-registry.sdk.clusterregistry.v1alpha1.ReleaseObjectStatus
   map:
     fields:
@@ -420,6 +460,9 @@ var schemaYAML = typed.YAMLObject(`types:
 - name: com.github.cluster-registry.sdk.clusterregistry.v1alpha1.ReleaseSource
   map:
     fields:
+    - name: chart
+      type:
+        namedType: com.github.cluster-registry.sdk.clusterregistry.v1alpha1.ReleaseChartSource
     - name: configMap
       type:
         namedType: com.github.cluster-registry.sdk.clusterregistry.v1alpha1.ReleaseConfigMapSource

@@ -26,7 +26,7 @@ import (
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:scope=Namespaced,shortName=rrel,categories=clusterregistry
 // +kubebuilder:metadata:annotations="api-approved.kubernetes.io=unapproved, not an official Kubernetes API; see https://github.com/cluster-registry/sdk"
-// +kubebuilder:metadata:annotations="clusterregistry.k8s.io/schema-version=6"
+// +kubebuilder:metadata:annotations="clusterregistry.k8s.io/schema-version=7"
 // +kubebuilder:printcolumn:name="Placement",type=string,JSONPath=`.spec.placement.name`
 // +kubebuilder:printcolumn:name="Revision",type=string,JSONPath=`.status.revision`
 // +kubebuilder:printcolumn:name="Members",type=integer,JSONPath=`.status.members`
@@ -84,7 +84,7 @@ type ReleaseSpec struct {
 
 // ReleaseSource is what a Release delivers: exactly one of its fields.
 //
-// +kubebuilder:validation:XValidation:rule=`has(self.manifests) != has(self.configMap)`,message="set exactly one of manifests and configMap"
+// +kubebuilder:validation:XValidation:rule=`[has(self.manifests), has(self.configMap), has(self.chart)].filter(x, x).size() == 1`,message="set exactly one of manifests, configMap and chart"
 type ReleaseSource struct {
 	// manifests are the objects to deliver, inline. Each must have apiVersion, kind and
 	// metadata.name.
@@ -97,6 +97,76 @@ type ReleaseSource struct {
 	// configMap holds the objects as YAML streams in a ConfigMap of the Release's namespace.
 	// +optional
 	ConfigMap *ReleaseConfigMapSource `json:"configMap,omitempty"`
+
+	// chart is a Helm chart, rendered for each member with its values (render mode: the
+	// objects are applied, watched and corrected as manifests are; nothing of Helm's is kept on
+	// the members, and a chart with hooks is refused, naming them).
+	// +optional
+	Chart *ReleaseChartSource `json:"chart,omitempty"`
+}
+
+// ReleaseChartSource is a Helm chart and its values.
+type ReleaseChartSource struct {
+	// configMap holds the packaged chart (what helm package writes) in a ConfigMap of the
+	// Release's namespace, as binary data.
+	ConfigMap ReleaseChartConfigMap `json:"configMap"`
+	// values are the chart's values (an object), over the chart's own values.yaml.
+	// +optional
+	// +kubebuilder:pruning:PreserveUnknownFields
+	// +kubebuilder:validation:Type=object
+	Values *runtime.RawExtension `json:"values,omitempty"`
+	// memberValues set values from each member's Cluster, over values: one Release serves
+	// members that differ (by region, say). Members given the same values share one render.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=32
+	MemberValues []ReleaseMemberValue `json:"memberValues,omitempty"`
+}
+
+// ReleaseChartConfigMap names the ConfigMap and key of a packaged chart.
+type ReleaseChartConfigMap struct {
+	// name is the ConfigMap's name, in the Release's namespace.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+	// key is the binaryData key of the packaged chart; "chart.tgz" when empty.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	Key string `json:"key,omitempty"`
+}
+
+// ReleaseMemberValueFrom is what of a member's Cluster a member value takes.
+// +kubebuilder:validation:Enum=Name;Label;Annotation;Version
+type ReleaseMemberValueFrom string
+
+const (
+	// MemberValueName is the Cluster's name.
+	MemberValueName ReleaseMemberValueFrom = "Name"
+	// MemberValueLabel is one of the Cluster's labels ("" when it has none of that key).
+	MemberValueLabel ReleaseMemberValueFrom = "Label"
+	// MemberValueAnnotation is one of the Cluster's annotations ("" when it has none).
+	MemberValueAnnotation ReleaseMemberValueFrom = "Annotation"
+	// MemberValueVersion is the member's Kubernetes version, as the health controller reported
+	// it in the Cluster's status.
+	MemberValueVersion ReleaseMemberValueFrom = "Version"
+)
+
+// ReleaseMemberValue sets one chart value from each member's Cluster.
+//
+// +kubebuilder:validation:XValidation:rule=`(self.from == 'Label' || self.from == 'Annotation') == has(self.key)`,message="key is the label's or annotation's key: set it for Label and Annotation, and only for them"
+type ReleaseMemberValue struct {
+	// path is the value's dotted path in the chart's values, for example "region" or
+	// "ingress.host".
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$`
+	Path string `json:"path"`
+	// from is what of the Cluster the value is: Name, Label, Annotation or Version.
+	From ReleaseMemberValueFrom `json:"from"`
+	// key is the label's or annotation's key.
+	// +optional
+	// +kubebuilder:validation:MaxLength=317
+	Key string `json:"key,omitempty"`
 }
 
 // ReleaseConfigMapSource names the ConfigMap whose data holds a Release's objects.
@@ -417,7 +487,7 @@ type ReleaseList struct {
 // +kubebuilder:object:root=true
 // +kubebuilder:resource:scope=Namespaced,categories=clusterregistry
 // +kubebuilder:metadata:annotations="api-approved.kubernetes.io=unapproved, not an official Kubernetes API; see https://github.com/cluster-registry/sdk"
-// +kubebuilder:metadata:annotations="clusterregistry.k8s.io/schema-version=6"
+// +kubebuilder:metadata:annotations="clusterregistry.k8s.io/schema-version=7"
 // +kubebuilder:printcolumn:name="Release",type=string,JSONPath=`.metadata.labels.clusterregistry\.k8s\.io/release`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type ReleaseStatusSlice struct {

@@ -49,11 +49,14 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		"github.com/cluster-registry/sdk/clusterregistry/v1alpha1.PlacementStatus":           schema_cluster_registry_sdk_clusterregistry_v1alpha1_PlacementStatus(ref),
 		"github.com/cluster-registry/sdk/clusterregistry/v1alpha1.PlacementToleration":       schema_cluster_registry_sdk_clusterregistry_v1alpha1_PlacementToleration(ref),
 		"github.com/cluster-registry/sdk/clusterregistry/v1alpha1.Release":                   schema_cluster_registry_sdk_clusterregistry_v1alpha1_Release(ref),
+		"github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ReleaseChartConfigMap":     schema_cluster_registry_sdk_clusterregistry_v1alpha1_ReleaseChartConfigMap(ref),
+		"github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ReleaseChartSource":        schema_cluster_registry_sdk_clusterregistry_v1alpha1_ReleaseChartSource(ref),
 		"github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ReleaseConfigMapSource":    schema_cluster_registry_sdk_clusterregistry_v1alpha1_ReleaseConfigMapSource(ref),
 		"github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ReleaseDrift":              schema_cluster_registry_sdk_clusterregistry_v1alpha1_ReleaseDrift(ref),
 		"github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ReleaseIgnoredFields":      schema_cluster_registry_sdk_clusterregistry_v1alpha1_ReleaseIgnoredFields(ref),
 		"github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ReleaseList":               schema_cluster_registry_sdk_clusterregistry_v1alpha1_ReleaseList(ref),
 		"github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ReleaseMemberStatus":       schema_cluster_registry_sdk_clusterregistry_v1alpha1_ReleaseMemberStatus(ref),
+		"github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ReleaseMemberValue":        schema_cluster_registry_sdk_clusterregistry_v1alpha1_ReleaseMemberValue(ref),
 		"github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ReleaseObjectStatus":       schema_cluster_registry_sdk_clusterregistry_v1alpha1_ReleaseObjectStatus(ref),
 		"github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ReleasePhaseCount":         schema_cluster_registry_sdk_clusterregistry_v1alpha1_ReleasePhaseCount(ref),
 		"github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ReleasePlacement":          schema_cluster_registry_sdk_clusterregistry_v1alpha1_ReleasePlacement(ref),
@@ -882,6 +885,82 @@ func schema_cluster_registry_sdk_clusterregistry_v1alpha1_Release(ref common.Ref
 	}
 }
 
+func schema_cluster_registry_sdk_clusterregistry_v1alpha1_ReleaseChartConfigMap(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "ReleaseChartConfigMap names the ConfigMap and key of a packaged chart.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"name": {
+						SchemaProps: spec.SchemaProps{
+							Description: "name is the ConfigMap's name, in the Release's namespace.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"key": {
+						SchemaProps: spec.SchemaProps{
+							Description: "key is the binaryData key of the packaged chart; \"chart.tgz\" when empty.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+				},
+				Required: []string{"name"},
+			},
+		},
+	}
+}
+
+func schema_cluster_registry_sdk_clusterregistry_v1alpha1_ReleaseChartSource(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "ReleaseChartSource is a Helm chart and its values.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"configMap": {
+						SchemaProps: spec.SchemaProps{
+							Description: "configMap holds the packaged chart (what helm package writes) in a ConfigMap of the Release's namespace, as binary data.",
+							Default:     map[string]interface{}{},
+							Ref:         ref("github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ReleaseChartConfigMap"),
+						},
+					},
+					"values": {
+						SchemaProps: spec.SchemaProps{
+							Description: "values are the chart's values (an object), over the chart's own values.yaml.",
+							Ref:         ref(runtime.RawExtension{}.OpenAPIModelName()),
+						},
+					},
+					"memberValues": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "memberValues set values from each member's Cluster, over values: one Release serves members that differ (by region, say). Members given the same values share one render.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref("github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ReleaseMemberValue"),
+									},
+								},
+							},
+						},
+					},
+				},
+				Required: []string{"configMap"},
+			},
+		},
+		Dependencies: []string{
+			"github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ReleaseChartConfigMap", "github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ReleaseMemberValue", runtime.RawExtension{}.OpenAPIModelName()},
+	}
+}
+
 func schema_cluster_registry_sdk_clusterregistry_v1alpha1_ReleaseConfigMapSource(ref common.ReferenceCallback) common.OpenAPIDefinition {
 	return common.OpenAPIDefinition{
 		Schema: spec.Schema{
@@ -1124,6 +1203,43 @@ func schema_cluster_registry_sdk_clusterregistry_v1alpha1_ReleaseMemberStatus(re
 	}
 }
 
+func schema_cluster_registry_sdk_clusterregistry_v1alpha1_ReleaseMemberValue(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "ReleaseMemberValue sets one chart value from each member's Cluster.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"path": {
+						SchemaProps: spec.SchemaProps{
+							Description: "path is the value's dotted path in the chart's values, for example \"region\" or \"ingress.host\".",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"from": {
+						SchemaProps: spec.SchemaProps{
+							Description: "from is what of the Cluster the value is: Name, Label, Annotation or Version.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"key": {
+						SchemaProps: spec.SchemaProps{
+							Description: "key is the label's or annotation's key.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+				},
+				Required: []string{"path", "from"},
+			},
+		},
+	}
+}
+
 func schema_cluster_registry_sdk_clusterregistry_v1alpha1_ReleaseObjectStatus(ref common.ReferenceCallback) common.OpenAPIDefinition {
 	return common.OpenAPIDefinition{
 		Schema: spec.Schema{
@@ -1334,11 +1450,17 @@ func schema_cluster_registry_sdk_clusterregistry_v1alpha1_ReleaseSource(ref comm
 							Ref:         ref("github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ReleaseConfigMapSource"),
 						},
 					},
+					"chart": {
+						SchemaProps: spec.SchemaProps{
+							Description: "chart is a Helm chart, rendered for each member with its values (render mode: the objects are applied, watched and corrected as manifests are; nothing of Helm's is kept on the members, and a chart with hooks is refused, naming them).",
+							Ref:         ref("github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ReleaseChartSource"),
+						},
+					},
 				},
 			},
 		},
 		Dependencies: []string{
-			"github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ReleaseConfigMapSource", runtime.RawExtension{}.OpenAPIModelName()},
+			"github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ReleaseChartSource", "github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ReleaseConfigMapSource", runtime.RawExtension{}.OpenAPIModelName()},
 	}
 }
 

@@ -32,6 +32,10 @@ type ReleaseSourceApplyConfiguration struct {
 	Manifests []runtime.RawExtension `json:"manifests,omitempty"`
 	// configMap holds the objects as YAML streams in a ConfigMap of the Release's namespace.
 	ConfigMap *ReleaseConfigMapSourceApplyConfiguration `json:"configMap,omitempty"`
+	// chart is a Helm chart, rendered for each member with its values (render mode: the
+	// objects are applied, watched and corrected as manifests are; nothing of Helm's is kept on
+	// the members, and a chart with hooks is refused, naming them).
+	Chart *ReleaseChartSourceApplyConfiguration `json:"chart,omitempty"`
 }
 
 // ReleaseSourceApplyConfiguration constructs a declarative configuration of the ReleaseSource type for use with
@@ -55,5 +59,13 @@ func (b *ReleaseSourceApplyConfiguration) WithManifests(values ...runtime.RawExt
 // If called multiple times, the ConfigMap field is set to the value of the last call.
 func (b *ReleaseSourceApplyConfiguration) WithConfigMap(value *ReleaseConfigMapSourceApplyConfiguration) *ReleaseSourceApplyConfiguration {
 	b.ConfigMap = value
+	return b
+}
+
+// WithChart sets the Chart field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Chart field is set to the value of the last call.
+func (b *ReleaseSourceApplyConfiguration) WithChart(value *ReleaseChartSourceApplyConfiguration) *ReleaseSourceApplyConfiguration {
+	b.Chart = value
 	return b
 }

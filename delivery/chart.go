@@ -1,0 +1,161 @@
+package delivery
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/cluster-registry/sdk/chartrender"
+	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
+)
+
+// charts renders every Controller's charts in the process: renders are kept by their input, so
+// Releases and members that give a chart the same input share one.
+var charts = chartrender.NewRenderer(chartrender.Options{})
+
+// defaultChartKey is the binaryData key of a packaged chart when the Release names none.
+const defaultChartKey = "chart.tgz"
+
+// chartSource is a Release's chart, rendered for each member (Bundle.objectsFor).
+type chartSource struct {
+	rel    *v1alpha1.Release
+	chart  *chartrender.Chart
+	values map[string]any
+}
+
+// renderChart checks a Release's chart source: the packaged chart in configMap, its values, and
+// a render with the Release's values alone (a chart with hooks, or that does not render, stops
+// here for every member, named in status). It writes what makes the revision to sum.
+func renderChart(rel *v1alpha1.Release, configMap *corev1.ConfigMap, sum hash.Hash) (*chartSource, error) {
+	src := rel.Spec.Source.Chart
+	key := src.ConfigMap.Key
+	if key == "" {
+		key = defaultChartKey
+	}
+	if configMap == nil {
+		return nil, &SourceError{Where: "spec.source.chart.configMap", Err: fmt.Errorf("ConfigMap %s not found in namespace %s", src.ConfigMap.Name, rel.Namespace)}
+	}
+	archive, ok := configMap.BinaryData[key]
+	if !ok {
+		return nil, &SourceError{Where: fmt.Sprintf("ConfigMap %s", configMap.Name),
+			Err: fmt.Errorf("no binaryData key %q: put the packaged chart there (kubectl create configmap %s --from-file=%s=CHART.tgz)", key, configMap.Name, key)}
+	}
+	chart, err := chartrender.Load(archive)
+	if err != nil {
+		return nil, &SourceError{Where: fmt.Sprintf("ConfigMap %s key %s", configMap.Name, key), Err: err}
+	}
+	values := map[string]any{}
+	if src.Values != nil && len(src.Values.Raw) > 0 {
+		if err := json.Unmarshal(src.Values.Raw, &values); err != nil || values == nil {
+			return nil, &SourceError{Where: "spec.source.chart.values", Err: errors.New("not an object")}
+		}
+	}
+	cs := &chartSource{rel: rel, chart: chart, values: values}
+	fmt.Fprintf(sum, "chart=%s;", chart.Digest)
+	if src.Values != nil {
+		sum.Write(src.Values.Raw)
+	}
+	for _, mv := range src.MemberValues {
+		fmt.Fprintf(sum, ";member=%s:%s:%s", mv.Path, mv.From, mv.Key)
+	}
+	sum.Write([]byte{0})
+	if _, err := cs.objects(nil); err != nil {
+		return nil, err
+	}
+	return cs, nil
+}
+
+// objects renders the chart for a member's Cluster (nil: with the Release's values alone), checked
+// as a Release's manifests are; they are labelled and ordered by the caller.
+func (cs *chartSource) objects(cluster *v1alpha1.Cluster) ([]*unstructured.Unstructured, error) {
+	values := deepCopyMap(cs.values)
+	kubeVersion := ""
+	if cluster != nil {
+		kubeVersion = cluster.Status.Version
+	}
+	for _, mv := range cs.rel.Spec.Source.Chart.MemberValues {
+		setPath(values, mv.Path, memberValue(cluster, mv))
+	}
+	namespace := cs.rel.Spec.TargetNamespace
+	if namespace == "" {
+		namespace = "default"
+	}
+	where := fmt.Sprintf("chart %s %s", cs.chart.Name(), cs.chart.Version())
+	objs, err := charts.Render(chartrender.Input{Chart: cs.chart, Values: values, ReleaseName: cs.rel.Name, Namespace: namespace, KubeVersion: kubeVersion})
+	if err != nil {
+		return nil, &SourceError{Where: where, Err: err}
+	}
+	seen := map[string]bool{}
+	for _, u := range objs {
+		if err := check(u); err != nil {
+			return nil, &SourceError{Where: where, Err: err}
+		}
+		key := objectKey(u)
+		if seen[key] {
+			return nil, &SourceError{Where: where, Err: fmt.Errorf("renders %s twice", key)}
+		}
+		seen[key] = true
+	}
+	return objs, nil
+}
+
+// memberValue is what a member value takes from cluster ("" for the Release's own render).
+func memberValue(cluster *v1alpha1.Cluster, mv v1alpha1.ReleaseMemberValue) string {
+	if cluster == nil {
+		return ""
+	}
+	switch mv.From {
+	case v1alpha1.MemberValueName:
+		return cluster.Name
+	case v1alpha1.MemberValueLabel:
+		return cluster.Labels[mv.Key]
+	case v1alpha1.MemberValueAnnotation:
+		return cluster.Annotations[mv.Key]
+	case v1alpha1.MemberValueVersion:
+		return cluster.Status.Version
+	}
+	return ""
+}
+
+// setPath sets a dotted path in values, making the maps on the way (and replacing what is not
+// a map there).
+func setPath(values map[string]any, path string, v any) {
+	parts := strings.Split(path, ".")
+	m := values
+	for _, p := range parts[:len(parts)-1] {
+		next, ok := m[p].(map[string]any)
+		if !ok {
+			next = map[string]any{}
+			m[p] = next
+		}
+		m = next
+	}
+	m[parts[len(parts)-1]] = v
+}
+
+func deepCopyMap(m map[string]any) map[string]any {
+	out := make(map[string]any, len(m))
+	for k, v := range m {
+		out[k] = deepCopyValue(v)
+	}
+	return out
+}
+
+func deepCopyValue(v any) any {
+	switch v := v.(type) {
+	case map[string]any:
+		return deepCopyMap(v)
+	case []any:
+		out := make([]any, len(v))
+		for i := range v {
+			out[i] = deepCopyValue(v[i])
+		}
+		return out
+	}
+	return v
+}
