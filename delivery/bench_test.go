@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -266,4 +267,88 @@ func debugTimes(b *testing.B, m *multicluster.Member, path string) []time.Durati
 		out = append(out, time.Duration(us)*time.Microsecond)
 	}
 	return out
+}
+
+// BenchmarkChartDelivery (run by hack/bench.sh with BenchmarkDelivery): one Release of a chart (a packaged chart of 5 ConfigMaps in a ConfigMap
+// of the set) whose values take each member's region from its Cluster's label, over three
+// regions, delivered to the simulated members as BenchmarkDelivery's are. Reported: renders (the
+// target: 3, one per region, not one per member; plus the one with the Release's values alone
+// that checks the chart), s-to-ready (target: every member Ready in
+// status within 60 s) and deliveries/s.
+func BenchmarkChartDelivery(b *testing.B) {
+	if lf == nil {
+		b.Skip("needs the registry: run without -short")
+	}
+	b.Run(fmt.Sprintf("members=%d/regions=3", *benchMembers), func(b *testing.B) {
+		for b.Loop() {
+			benchChartDelivery(b, *benchMembers)
+		}
+	})
+}
+
+func benchChartDelivery(b *testing.B, n int) {
+	sim := simmembers.Start(b, n, 0)
+	ns := fleettest.NewSet(b, lf)
+	resolver := simmembers.Resolver(b)
+	clusters := sim.Clusters(ns)
+	regions := []string{"eu-west", "us-east", "ap-south"}
+	for i := range clusters {
+		clusters[i].Labels = map[string]string{"topology.kubernetes.io/region": regions[i%len(regions)]}
+	}
+	bulk := fleettest.Unthrottled(lf.Registry.Config)
+	registry := versioned.NewForConfigOrDie(bulk)
+	kube := kubernetes.NewForConfigOrDie(bulk)
+	decisions := cpversioned.NewForConfigOrDie(bulk)
+	members := multicluster.MembersOf(resolver, clusters, multicluster.FleetOptions{})
+	var chosen []decision.Chosen
+	for _, m := range members {
+		chosen = append(chosen, decision.Chosen{Cluster: m.Name()})
+	}
+	if _, err := decision.Write(context.Background(), decisions, ns, "web", chosen, decision.WriteOptions{SchedulerName: "bench"}); err != nil {
+		b.Fatal(err)
+	}
+	files := map[string]string{"Chart.yaml": "apiVersion: v2\nname: regional\nversion: 0.1.0\n", "values.yaml": "region: none\n"}
+	for i := range 5 {
+		files[fmt.Sprintf("templates/cm-%d.yaml", i)] = fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: app-%d}\ndata: {region: {{ .Values.region | quote }}}\n", i)
+	}
+	if _, err := kube.CoreV1().ConfigMaps(ns).Create(context.Background(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "chart"},
+		BinaryData: map[string][]byte{"chart.tgz": packagedChart(b, "regional", files)}}, metav1.CreateOptions{}); err != nil {
+		b.Fatal(err)
+	}
+	ctrl, err := delivery.NewController(fleettest.Fixed(members), registry, kube, decisions, delivery.ControllerOptions{Namespace: ns, MemberConcurrency: 128})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- ctrl.Run(ctx) }()
+	defer func() {
+		cancel()
+		<-done
+	}()
+	renders := delivery.ChartRenders()
+	start := time.Now()
+	rel := &v1alpha1.Release{ObjectMeta: metav1.ObjectMeta{Name: "regional"}, Spec: v1alpha1.ReleaseSpec{
+		Source: v1alpha1.ReleaseSource{Chart: &v1alpha1.ReleaseChartSource{ConfigMap: v1alpha1.ReleaseChartConfigMap{Name: "chart"},
+			MemberValues: []v1alpha1.ReleaseMemberValue{{Path: "region", From: v1alpha1.MemberValueLabel, Key: "topology.kubernetes.io/region"}}}},
+		Placement: v1alpha1.ReleasePlacement{Name: "web"}}}
+	if _, err := registry.ClusterregistryV1alpha1().Releases(ns).Create(ctx, rel, metav1.CreateOptions{}); err != nil {
+		b.Fatal(err)
+	}
+	for deadline := time.Now().Add(5 * time.Minute); ; time.Sleep(100 * time.Millisecond) {
+		r, err := registry.ClusterregistryV1alpha1().Releases(ns).Get(ctx, "regional", metav1.GetOptions{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if r.Status.ObservedGeneration == r.Generation && int(r.Status.Ready) == n {
+			break
+		}
+		if time.Now().After(deadline) {
+			b.Fatalf("not ready on every member after 5 minutes: %+v", r.Status)
+		}
+	}
+	elapsed := time.Since(start)
+	b.ReportMetric(float64(delivery.ChartRenders()-renders), "renders")
+	b.ReportMetric(elapsed.Seconds(), "s-to-ready")
+	b.ReportMetric(float64(n)/elapsed.Seconds(), "deliveries/s")
 }

@@ -21,7 +21,7 @@ import (
 )
 
 // packagedChart is a chart's files as helm package writes them.
-func packagedChart(t *testing.T, name string, files map[string]string) []byte {
+func packagedChart(t testing.TB, name string, files map[string]string) []byte {
 	t.Helper()
 	var buf bytes.Buffer
 	gz := gzip.NewWriter(&buf)
