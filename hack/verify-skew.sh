@@ -31,7 +31,12 @@ ln -sf "$(readlink -f "$older_kubectl/kubectl")" "$mixed/kubectl"
 # run links some 40 binaries of 60-120 MB, and -s takes a third off each link (the race pass's
 # links: 293 CPU-s, 181 with -s). Panics and goleak still print stacks (they use pclntab,
 # which -s keeps). An -ldflags on the command line replaces this one.
-export GOFLAGS="${GOFLAGS:+$GOFLAGS }-ldflags=-s"
+#
+# And with -trimpath: without it, the build cache keys the module's own packages by the
+# checkout's directory (their paths are compiled in), so a fresh clone, as CI makes, compiled
+# every one of them again (delivery's race test binary: 22 CPU-s in a new clone, 5 with
+# -trimpath once built in any). Stacks then name files by module path.
+export GOFLAGS="${GOFLAGS:+$GOFLAGS }-ldflags=-s -trimpath"
 
 # Tests of the SDK's own clocks and state machines (expiry, failover, reconnecting, retries) ask
 # nothing of the API server that the other tests of their packages do not ask too: they run once,
