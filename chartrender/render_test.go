@@ -1,9 +1,7 @@
 package chartrender_test
 
 import (
-	"archive/tar"
 	"bytes"
-	"compress/gzip"
 	"errors"
 	"fmt"
 	"strings"
@@ -20,21 +18,12 @@ import (
 	"github.com/cluster-registry/sdk/chartrender"
 )
 
-// packaged is a chart's files as `helm package` writes them: a gzipped tar under the chart's
-// directory.
+// packaged is Package, failing the test on an error.
 func packaged(t testing.TB, dir string, files map[string]string) []byte {
 	t.Helper()
-	var buf bytes.Buffer
-	gz := gzip.NewWriter(&buf)
-	tw := tar.NewWriter(gz)
-	for name, content := range files {
-		require.NoError(t, tw.WriteHeader(&tar.Header{Name: dir + "/" + name, Mode: 0o644, Size: int64(len(content)), Typeflag: tar.TypeReg}))
-		_, err := tw.Write([]byte(content))
-		require.NoError(t, err)
-	}
-	require.NoError(t, tw.Close())
-	require.NoError(t, gz.Close())
-	return buf.Bytes()
+	b, err := chartrender.Package(dir, files)
+	require.NoError(t, err)
+	return b
 }
 
 // webChart uses what charts use: values, the release, the member's Kubernetes version and API
@@ -266,4 +255,16 @@ func TestLoadRefusesWhatItCannotHold(t *testing.T) {
 	require.ErrorContains(t, err, "unpacks to more than")
 	_, err = chartrender.Load([]byte("apiVersion: v2\nname: plain-yaml\n"))
 	require.ErrorContains(t, err, "not a packaged chart")
+}
+
+// Package is deterministic: the same files give the same archive, so the same digest.
+func TestPackageIsDeterministic(t *testing.T) {
+	var digests []string
+	for range 3 {
+		c, err := chartrender.Load(webChart(t))
+		require.NoError(t, err)
+		digests = append(digests, c.Digest)
+	}
+	require.Equal(t, digests[0], digests[1])
+	require.Equal(t, digests[0], digests[2])
 }

@@ -1,9 +1,6 @@
 package delivery_test
 
 import (
-	"archive/tar"
-	"bytes"
-	"compress/gzip"
 	"encoding/json"
 	"testing"
 	"time"
@@ -17,23 +14,16 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/cluster-registry/sdk/chartrender"
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
 )
 
-// packagedChart is a chart's files as helm package writes them.
+// packagedChart is chartrender.Package, failing the test on an error.
 func packagedChart(t testing.TB, name string, files map[string]string) []byte {
 	t.Helper()
-	var buf bytes.Buffer
-	gz := gzip.NewWriter(&buf)
-	tw := tar.NewWriter(gz)
-	for path, content := range files {
-		require.NoError(t, tw.WriteHeader(&tar.Header{Name: name + "/" + path, Mode: 0o644, Size: int64(len(content)), Typeflag: tar.TypeReg}))
-		_, err := tw.Write([]byte(content))
-		require.NoError(t, err)
-	}
-	require.NoError(t, tw.Close())
-	require.NoError(t, gz.Close())
-	return buf.Bytes()
+	b, err := chartrender.Package(name, files)
+	require.NoError(t, err)
+	return b
 }
 
 var regionalChart = map[string]string{
