@@ -98,12 +98,12 @@ func deployRoles(t *testing.T) map[string]rbacv1.ClusterRole {
 		data, err := os.ReadFile(f)
 		require.NoError(t, err)
 		for _, u := range decode(t, f, string(data)) {
-			if u.GetKind() != "ClusterRole" {
+			if u.GetKind() != "ClusterRole" && u.GetKind() != "Role" {
 				continue
 			}
-			var role rbacv1.ClusterRole
+			var role rbacv1.ClusterRole // a Role's fields are a ClusterRole's
 			require.NoError(t, runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &role))
-			out[role.Name] = role
+			out[u.GetKind()+"/"+role.Name] = role
 		}
 	}
 	return out
@@ -168,7 +168,7 @@ func TestChartRendersWhatTheRegistryTakes(t *testing.T) {
 			for _, u := range objectsOf(objs, "ClusterRole") {
 				var role rbacv1.ClusterRole
 				require.NoError(t, runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &role))
-				shipped, ok := want[role.Name]
+				shipped, ok := want["ClusterRole/"+role.Name]
 				require.True(t, ok, "the chart's ClusterRole %s is not in deploy/", role.Name)
 				require.Equal(t, shipped.Rules, role.Rules, "ClusterRole %s: the chart's rules differ from deploy/'s", role.Name)
 				if !strings.Contains(role.Name, "metrics") {
@@ -200,7 +200,11 @@ func TestChartRendersWhatTheRegistryTakes(t *testing.T) {
 			require.Equal(t, "controllers", c.Args[0])
 			if tc.sharded {
 				require.Contains(t, c.Args, "--shard-group=controllers")
-				require.NotEmpty(t, objectsOf(objs, "Role"), "a shard group's replicas need to list and collect Leases")
+				roles := objectsOf(objs, "Role")
+				require.Len(t, roles, 1, "a shard group's replicas need to list and collect Leases")
+				var role rbacv1.ClusterRole
+				require.NoError(t, runtime.DefaultUnstructuredConverter.FromUnstructured(roles[0].Object, &role))
+				require.Equal(t, want["Role/clusterregistry-controllers-shard"].Rules, role.Rules, "the shard Role's rules differ from deploy/controllers/shard-role.yaml's")
 				require.Contains(t, c.Args, "--namespace="+lf.Namespace)
 				require.True(t, strings.HasSuffix(c.Image, ":v9.9.9"), c.Image)
 			} else {
