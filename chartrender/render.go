@@ -2,6 +2,7 @@ package chartrender
 
 import (
 	"bufio"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -164,8 +165,9 @@ func render(in Input) ([]*unstructured.Unstructured, error) {
 		return nil, fmt.Errorf("chart %s: the values: %w", c.Metadata.Name, err)
 	}
 	// Without a client: `lookup` finds nothing and DNS functions are off, as in helm template.
+	// The context reaches only lookups, which there are none of.
 	var e engine.Engine
-	files, err := e.Render(c, values)
+	files, err := e.RenderWithContext(context.Background(), c, values)
 	if err != nil {
 		return nil, fmt.Errorf("rendering chart %s: %w", c.Metadata.Name, err)
 	}

@@ -47,7 +47,7 @@ func render(t *testing.T, vals map[string]any) ([]*unstructured.Unstructured, er
 	require.NoError(t, err)
 	values, err := chartutil.ToRenderValues(chrt, vals, common.ReleaseOptions{Name: "clusterregistry", Namespace: releaseNamespace, IsInstall: true}, common.DefaultCapabilities)
 	require.NoError(t, err)
-	files, err := engine.Engine{Strict: true}.Render(chrt, values)
+	files, err := engine.Engine{Strict: true}.RenderWithContext(t.Context(), chrt, values)
 	if err != nil {
 		return nil, err
 	}
