@@ -28,4 +28,5 @@ if [ "$#" -eq 0 ]; then
 fi
 # A package's tests may take longer than go test's default 10 minutes on a loaded 2-core machine:
 # clusterregistry's upgrade test builds the last release's command from its tree first.
-go test -race -count=1 -timeout=30m "$@"
+# hack/gotest.sh is go test that keeps the linked test binaries between runs (it says why).
+exec hack/gotest.sh -race -count=1 -timeout=30m "$@"
