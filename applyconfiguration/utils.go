@@ -62,8 +62,12 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &clusterregistryv1alpha1.ReleaseApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("ReleaseChartConfigMap"):
 		return &clusterregistryv1alpha1.ReleaseChartConfigMapApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("ReleaseChartRepository"):
+		return &clusterregistryv1alpha1.ReleaseChartRepositoryApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("ReleaseChartSource"):
 		return &clusterregistryv1alpha1.ReleaseChartSourceApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("ReleaseChartStatus"):
+		return &clusterregistryv1alpha1.ReleaseChartStatusApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("ReleaseConfigMapSource"):
 		return &clusterregistryv1alpha1.ReleaseConfigMapSourceApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("ReleaseDrift"):
@@ -82,6 +86,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &clusterregistryv1alpha1.ReleasePlacementApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("ReleaseRollout"):
 		return &clusterregistryv1alpha1.ReleaseRolloutApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("ReleaseSecretReference"):
+		return &clusterregistryv1alpha1.ReleaseSecretReferenceApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("ReleaseSource"):
 		return &clusterregistryv1alpha1.ReleaseSourceApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("ReleaseSpec"):

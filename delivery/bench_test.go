@@ -329,7 +329,7 @@ func benchChartDelivery(b *testing.B, n int) {
 	renders := delivery.ChartRenders()
 	start := time.Now()
 	rel := &v1alpha1.Release{ObjectMeta: metav1.ObjectMeta{Name: "regional"}, Spec: v1alpha1.ReleaseSpec{
-		Source: v1alpha1.ReleaseSource{Chart: &v1alpha1.ReleaseChartSource{ConfigMap: v1alpha1.ReleaseChartConfigMap{Name: "chart"},
+		Source: v1alpha1.ReleaseSource{Chart: &v1alpha1.ReleaseChartSource{ConfigMap: &v1alpha1.ReleaseChartConfigMap{Name: "chart"},
 			MemberValues: []v1alpha1.ReleaseMemberValue{{Path: "region", From: v1alpha1.MemberValueLabel, Key: "topology.kubernetes.io/region"}}}},
 		Placement: v1alpha1.ReleasePlacement{Name: "web"}}}
 	if _, err := registry.ClusterregistryV1alpha1().Releases(ns).Create(ctx, rel, metav1.CreateOptions{}); err != nil {

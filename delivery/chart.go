@@ -7,7 +7,6 @@ import (
 	"hash"
 	"strings"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/cluster-registry/sdk/chartrender"
@@ -28,26 +27,44 @@ type chartSource struct {
 	values map[string]any
 }
 
-// renderChart checks a Release's chart source: the packaged chart in configMap, its values, and
-// a render with the Release's values alone (a chart with hooks, or that does not render, stops
-// here for every member, named in status). It writes what makes the revision to sum.
-func renderChart(rel *v1alpha1.Release, configMap *corev1.ConfigMap, sum hash.Hash) (*chartSource, error) {
+// renderChart checks a Release's chart source: the packaged chart (in the ConfigMap, or fetched
+// from the repository), its values, and a render with the Release's values alone (a chart with
+// hooks, or that does not render, stops here for every member, named in status). It writes what
+// makes the revision to sum.
+func renderChart(rel *v1alpha1.Release, in Inputs, sum hash.Hash) (*chartSource, error) {
 	src := rel.Spec.Source.Chart
-	key := src.ConfigMap.Key
-	if key == "" {
-		key = defaultChartKey
-	}
-	if configMap == nil {
-		return nil, &SourceError{Where: "spec.source.chart.configMap", Err: fmt.Errorf("ConfigMap %s not found in namespace %s", src.ConfigMap.Name, rel.Namespace)}
-	}
-	archive, ok := configMap.BinaryData[key]
-	if !ok {
-		return nil, &SourceError{Where: fmt.Sprintf("ConfigMap %s", configMap.Name),
-			Err: fmt.Errorf("no binaryData key %q: put the packaged chart there (kubectl create configmap %s --from-file=%s=CHART.tgz)", key, configMap.Name, key)}
-	}
-	chart, err := chartrender.Load(archive)
-	if err != nil {
-		return nil, &SourceError{Where: fmt.Sprintf("ConfigMap %s key %s", configMap.Name, key), Err: err}
+	var chart *chartrender.Chart
+	switch {
+	case src.Repository != nil:
+		if in.Chart == nil {
+			return nil, &SourceError{Where: "spec.source.chart.repository", Err: fmt.Errorf("the chart at %s was not fetched", src.Repository.URL)}
+		}
+		c, err := chartrender.Load(in.Chart.Archive)
+		if err != nil {
+			return nil, &SourceError{Where: fmt.Sprintf("chart at %s version %s", src.Repository.URL, in.Chart.Version), Err: err}
+		}
+		chart = c
+	case src.ConfigMap != nil:
+		configMap := in.ConfigMap
+		key := src.ConfigMap.Key
+		if key == "" {
+			key = defaultChartKey
+		}
+		if configMap == nil {
+			return nil, &SourceError{Where: "spec.source.chart.configMap", Err: fmt.Errorf("ConfigMap %s not found in namespace %s", src.ConfigMap.Name, rel.Namespace)}
+		}
+		archive, ok := configMap.BinaryData[key]
+		if !ok {
+			return nil, &SourceError{Where: fmt.Sprintf("ConfigMap %s", configMap.Name),
+				Err: fmt.Errorf("no binaryData key %q: put the packaged chart there (kubectl create configmap %s --from-file=%s=CHART.tgz)", key, configMap.Name, key)}
+		}
+		c, err := chartrender.Load(archive)
+		if err != nil {
+			return nil, &SourceError{Where: fmt.Sprintf("ConfigMap %s key %s", configMap.Name, key), Err: err}
+		}
+		chart = c
+	default:
+		return nil, &SourceError{Where: "spec.source.chart", Err: errors.New("set configMap or repository")}
 	}
 	values := map[string]any{}
 	if src.Values != nil && len(src.Values.Raw) > 0 {

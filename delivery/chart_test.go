@@ -66,7 +66,7 @@ func TestReleaseOfAChart(t *testing.T) {
 	env.decide(t, "member-1", "member-2")
 	rel := &v1alpha1.Release{ObjectMeta: metav1.ObjectMeta{Name: "shop", Namespace: env.ns}, Spec: v1alpha1.ReleaseSpec{
 		Source: v1alpha1.ReleaseSource{Chart: &v1alpha1.ReleaseChartSource{
-			ConfigMap: v1alpha1.ReleaseChartConfigMap{Name: "regional-chart"},
+			ConfigMap: &v1alpha1.ReleaseChartConfigMap{Name: "regional-chart"},
 			Values:    &runtime.RawExtension{Raw: values},
 			MemberValues: []v1alpha1.ReleaseMemberValue{
 				{Path: "region", From: v1alpha1.MemberValueLabel, Key: "topology.kubernetes.io/region"},

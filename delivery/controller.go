@@ -26,6 +26,7 @@ import (
 	cpversioned "sigs.k8s.io/cluster-inventory-api/client/clientset/versioned"
 	cpinformers "sigs.k8s.io/cluster-inventory-api/client/informers/externalversions"
 
+	"github.com/cluster-registry/sdk/chartrepo"
 	"github.com/cluster-registry/sdk/clientset/versioned"
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
 	"github.com/cluster-registry/sdk/decision"
@@ -61,6 +62,10 @@ type ControllerOptions struct {
 	// Sharding, if set, divides the members between the replicas of a group: this one applies
 	// to the members it owns only (members should be its shard's view). See Sharding.
 	Sharding *Sharding
+	// Charts fetches the charts Releases name in repositories (spec.source.chart.repository);
+	// nil is one of the process's with chartrepo's defaults: TLS verified by the system's roots,
+	// plain HTTP refused. Share one between Controllers so that a chart is downloaded once.
+	Charts *chartrepo.Fetcher
 	// Logger hears what the Controller does; discarded when unset.
 	Logger logr.Logger
 }
@@ -145,6 +150,9 @@ func NewController(members multicluster.MemberSource, registry versioned.Interfa
 	}
 	if opts.RetryAfter <= 0 {
 		opts.RetryAfter = 30 * time.Second
+	}
+	if opts.Charts == nil {
+		opts.Charts = defaultCharts()
 	}
 	if s := opts.Sharding; s != nil && (s.Replica == "" || s.Owner == nil || s.Live == nil) {
 		return nil, errors.New("delivery: ControllerOptions.Sharding needs Replica, Owner and Live")
@@ -310,7 +318,7 @@ func sourceConfigMap(r *v1alpha1.Release) string {
 	switch src := r.Spec.Source; {
 	case src.ConfigMap != nil:
 		return src.ConfigMap.Name
-	case src.Chart != nil:
+	case src.Chart != nil && src.Chart.ConfigMap != nil:
 		return src.Chart.ConfigMap.Name
 	}
 	return ""
@@ -473,7 +481,7 @@ func (c *Controller) observe(key types.NamespacedName, ms *memberState, a *appli
 
 // reconcile brings one Release's members one step closer to its spec, and says when to look
 // again if nothing else calls.
-func (c *Controller) reconcile(ctx context.Context, key types.NamespacedName) (time.Duration, error) {
+func (c *Controller) reconcile(ctx context.Context, key types.NamespacedName) (requeue time.Duration, err error) {
 	obj, err := c.releaseLister.ByNamespace(key.Namespace).Get(key.Name)
 	if apierrors.IsNotFound(err) {
 		c.mu.Lock()
@@ -516,7 +524,18 @@ func (c *Controller) reconcile(ctx context.Context, key types.NamespacedName) (t
 			cm = o.(*corev1.ConfigMap)
 		}
 	}
-	bundle, err := Render(rel, cm)
+	in := Inputs{ConfigMap: cm}
+	// A chart in a repository is fetched (or found among those kept) on every turn: a range is
+	// resolved again as the Fetcher's ResolveEvery says, and the Release comes back to check.
+	if src := rel.Spec.Source.Chart; src != nil && src.Repository != nil {
+		defer func() { requeue = pick(requeue, chartRecheck) }()
+		ch, err := c.fetchChart(ctx, rel)
+		if err != nil {
+			return c.opts.RetryAfter, c.writeStatus(ctx, rel, st, nil, nil, progress{stalledReason: "ChartUnavailable", stalledMessage: err.Error()})
+		}
+		in.Chart = ch
+	}
+	bundle, err := Render(rel, in)
 	if err != nil {
 		return 0, c.writeStatus(ctx, rel, st, nil, nil, progress{stalledReason: "InvalidSource", stalledMessage: err.Error()})
 	}

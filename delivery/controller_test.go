@@ -57,6 +57,12 @@ func startDelivery(t *testing.T) *deliveryEnv {
 // admin when nil), on a Fleet of ns and of the other cluster sets named.
 func startDeliveryIn(t *testing.T, ns string, config *rest.Config, otherSets ...string) *deliveryEnv {
 	t.Helper()
+	return startDeliveryWith(t, ns, config, nil, otherSets...)
+}
+
+// startDeliveryWith is startDeliveryIn with options of the test's (set changes them).
+func startDeliveryWith(t *testing.T, ns string, config *rest.Config, set func(*delivery.ControllerOptions), otherSets ...string) *deliveryEnv {
+	t.Helper()
 	ignore := goleak.IgnoreCurrent()
 	env := &deliveryEnv{ns: ns, registry: versioned.NewForConfigOrDie(lf.Registry.Config),
 		decisions: cpversioned.NewForConfigOrDie(lf.Registry.Config), members: map[string]kubernetes.Interface{}}
@@ -71,9 +77,13 @@ func startDeliveryIn(t *testing.T, ns string, config *rest.Config, otherSets ...
 	resolver, err := access.NewResolver(access.ResolverOptions{Secrets: access.SecretsFromClient(kube)})
 	require.NoError(t, err)
 	fleet := multicluster.NewFleet(registry, resolver, multicluster.FleetOptions{Namespaces: append([]string{ns}, otherSets...)})
-	ctrl, err := delivery.NewController(fleet, registry, kube, cpversioned.NewForConfigOrDie(config), delivery.ControllerOptions{
+	opts := delivery.ControllerOptions{
 		Namespace: ns, MemberTimeout: 10 * time.Second, RetryAfter: 2 * time.Second,
-		Fresh: func() bool { return fleet.Status().Fresh() }})
+		Fresh: func() bool { return fleet.Status().Fresh() }}
+	if set != nil {
+		set(&opts)
+	}
+	ctrl, err := delivery.NewController(fleet, registry, kube, cpversioned.NewForConfigOrDie(config), opts)
 	require.NoError(t, err)
 	env.ctrl = ctrl
 	ctx, cancel := context.WithCancel(context.Background())

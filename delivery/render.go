@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 
+	"github.com/cluster-registry/sdk/chartrepo"
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
 )
 
@@ -33,6 +34,16 @@ type Bundle struct {
 
 	rel   *v1alpha1.Release
 	chart *chartSource
+}
+
+// chartStatus is the chart the Bundle delivers, for the Release's status; nil when its source
+// is not a chart.
+func (b *Bundle) chartStatus() *v1alpha1.ReleaseChartStatus {
+	if b.chart == nil {
+		return nil
+	}
+	c := b.chart.chart
+	return &v1alpha1.ReleaseChartStatus{Name: c.Name(), Version: c.Version(), Digest: c.Digest}
 }
 
 // objectsFor are the objects to apply to the member of cluster: Objects, or the chart rendered
@@ -59,14 +70,23 @@ type SourceError struct {
 func (e *SourceError) Error() string { return fmt.Sprintf("%s: %v", e.Where, e.Err) }
 func (e *SourceError) Unwrap() error { return e.Err }
 
-// Render renders rel's objects: its inline manifests, the YAML streams of configMap (the
-// ConfigMap rel.Spec.Source.ConfigMap names, which the caller reads from rel's namespace; nil when
-// the source is inline), or the packaged chart in configMap (the one rel.Spec.Source.Chart names),
-// rendered with Helm's engine (package chartrender) for each member as it is applied to, and here
-// with the Release's values alone, to check it. Namespaced objects without a namespace get rel.Spec.TargetNamespace
+// Inputs are what a Release's source points at, read or fetched by the caller.
+type Inputs struct {
+	// ConfigMap is the ConfigMap spec.source.configMap or spec.source.chart.configMap names, read
+	// from the Release's namespace; nil when there is none.
+	ConfigMap *corev1.ConfigMap
+	// Chart is the chart spec.source.chart.repository names, fetched (chartrepo.Fetcher).
+	Chart *chartrepo.Chart
+}
+
+// Render renders rel's objects: its inline manifests, the YAML streams of in.ConfigMap, or a
+// chart (the packaged chart in in.ConfigMap, or in.Chart from a repository), rendered with Helm's
+// engine (package chartrender) for each member as it is applied to, and here with the Release's
+// values alone, to check it. Namespaced objects without a namespace get rel.Spec.TargetNamespace
 // ("default" when empty) once namespaced is known, in Place; here every object is only checked
 // and labelled. Errors are *SourceError.
-func Render(rel *v1alpha1.Release, configMap *corev1.ConfigMap) (*Bundle, error) {
+func Render(rel *v1alpha1.Release, in Inputs) (*Bundle, error) {
+	configMap := in.ConfigMap
 	var objs []*unstructured.Unstructured
 	sum := sha256.New()
 	src := rel.Spec.Source
@@ -124,7 +144,7 @@ func Render(rel *v1alpha1.Release, configMap *corev1.ConfigMap) (*Bundle, error)
 			return nil, &SourceError{Where: fmt.Sprintf("ConfigMap %s", configMap.Name), Err: errors.New("holds no objects")}
 		}
 	case src.Chart != nil:
-		cs, err := renderChart(rel, configMap, sum)
+		cs, err := renderChart(rel, in, sum)
 		if err != nil {
 			return nil, err
 		}

@@ -25,7 +25,7 @@ func TestRenderLabelsOrdersAndHashes(t *testing.T) {
 		`{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"web"},"spec":{"replicas":3}}`,
 		`{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"web"}}`,
 		`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"web","resourceVersion":"12","uid":"x"},"status":{"x":1}}`)
-	b, err := Render(rel, nil)
+	b, err := Render(rel, Inputs{})
 	require.NoError(t, err)
 	var kinds []string
 	for _, o := range b.Objects {
@@ -36,12 +36,12 @@ func TestRenderLabelsOrdersAndHashes(t *testing.T) {
 		require.False(t, has)
 	}
 	require.Equal(t, []string{"Namespace", "ConfigMap", "Deployment"}, kinds, "apply order")
-	again, err := Render(rel, nil)
+	again, err := Render(rel, Inputs{})
 	require.NoError(t, err)
 	require.Equal(t, b.Revision, again.Revision, "the same objects, the same revision")
 
 	rel.Spec.Drift = &v1alpha1.ReleaseDrift{Ignore: []v1alpha1.ReleaseIgnoredFields{{Group: "apps", Kind: "Deployment", Paths: []string{"/spec/replicas"}}}}
-	ignored, err := Render(rel, nil)
+	ignored, err := Render(rel, Inputs{})
 	require.NoError(t, err)
 	require.NotEqual(t, b.Revision, ignored.Revision, "what is ignored is part of the revision")
 	_, found, _ := unstructured.NestedInt64(ignored.Objects[2].Object, "spec", "replicas")
@@ -71,7 +71,7 @@ func TestRenderNamesWhatIsWrong(t *testing.T) {
 			"ConfigMap app key a.yaml: document 2:"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			_, err := Render(c.rel, c.cm)
+			_, err := Render(c.rel, Inputs{ConfigMap: c.cm})
 			require.ErrorContains(t, err, c.want)
 			var se *SourceError
 			require.ErrorAs(t, err, &se)
@@ -86,7 +86,7 @@ func TestRenderReadsAConfigMapInKeyOrder(t *testing.T) {
 		"b.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: b}\n",
 		"a.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n---\n---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: a2}\n",
 	}}
-	b, err := Render(rel, cm)
+	b, err := Render(rel, Inputs{ConfigMap: cm})
 	require.NoError(t, err)
 	var names []string
 	for _, o := range b.Objects {
@@ -94,7 +94,7 @@ func TestRenderReadsAConfigMapInKeyOrder(t *testing.T) {
 	}
 	require.Equal(t, []string{"a", "a2", "b"}, names)
 	rel.Spec.Source.ConfigMap.Key = "b.yaml"
-	b, err = Render(rel, cm)
+	b, err = Render(rel, Inputs{ConfigMap: cm})
 	require.NoError(t, err)
 	require.Len(t, b.Objects, 1)
 }

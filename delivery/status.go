@@ -122,8 +122,10 @@ func (c *Controller) writeStatus(ctx context.Context, rel *v1alpha1.Release, st 
 	status := v1alpha1.ReleaseStatus{ObservedGeneration: rel.Generation, Conditions: slices.Clone(rel.Status.Conditions)}
 	var members []v1alpha1.ReleaseMemberStatus
 	revision := rel.Status.Revision
+	status.Chart = rel.Status.Chart
 	if b != nil {
 		revision = b.Revision
+		status.Chart = b.chartStatus()
 	}
 	status.Revision = revision
 	relKey := types.NamespacedName{Namespace: rel.Namespace, Name: rel.Name}

@@ -291,22 +291,58 @@ var schemaYAML = typed.YAMLObject(`types:
       type:
         scalar: string
       default: ""
+- name: com.github.cluster-registry.sdk.clusterregistry.v1alpha1.ReleaseChartRepository
+  map:
+    fields:
+    - name: chart
+      type:
+        scalar: string
+    - name: digest
+      type:
+        scalar: string
+    - name: secretRef
+      type:
+        namedType: com.github.cluster-registry.sdk.clusterregistry.v1alpha1.ReleaseSecretReference
+    - name: url
+      type:
+        scalar: string
+      default: ""
+    - name: version
+      type:
+        scalar: string
 - name: com.github.cluster-registry.sdk.clusterregistry.v1alpha1.ReleaseChartSource
   map:
     fields:
     - name: configMap
       type:
         namedType: com.github.cluster-registry.sdk.clusterregistry.v1alpha1.ReleaseChartConfigMap
-      default: {}
     - name: memberValues
       type:
         list:
           elementType:
             namedType: com.github.cluster-registry.sdk.clusterregistry.v1alpha1.ReleaseMemberValue
           elementRelationship: atomic
+    - name: repository
+      type:
+        namedType: com.github.cluster-registry.sdk.clusterregistry.v1alpha1.ReleaseChartRepository
     - name: values
       type:
         namedType: __untyped_atomic_
+- name: com.github.cluster-registry.sdk.clusterregistry.v1alpha1.ReleaseChartStatus
+  map:
+    fields:
+    - name: digest
+      type:
+        scalar: string
+      default: ""
+    - name: name
+      type:
+        scalar: string
+      default: ""
+    - name: version
+      type:
+        scalar: string
+      default: ""
 - name: com.github.cluster-registry.sdk.clusterregistry.v1alpha1.ReleaseConfigMapSource
   map:
     fields:
@@ -457,6 +493,13 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: strategy
       type:
         scalar: string
+- name: com.github.cluster-registry.sdk.clusterregistry.v1alpha1.ReleaseSecretReference
+  map:
+    fields:
+    - name: name
+      type:
+        scalar: string
+      default: ""
 - name: com.github.cluster-registry.sdk.clusterregistry.v1alpha1.ReleaseSource
   map:
     fields:
@@ -501,6 +544,9 @@ var schemaYAML = typed.YAMLObject(`types:
 - name: com.github.cluster-registry.sdk.clusterregistry.v1alpha1.ReleaseStatus
   map:
     fields:
+    - name: chart
+      type:
+        namedType: com.github.cluster-registry.sdk.clusterregistry.v1alpha1.ReleaseChartStatus
     - name: conditions
       type:
         list:

@@ -26,7 +26,7 @@ import (
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:scope=Namespaced,shortName=rrel,categories=clusterregistry
 // +kubebuilder:metadata:annotations="api-approved.kubernetes.io=unapproved, not an official Kubernetes API; see https://github.com/cluster-registry/sdk"
-// +kubebuilder:metadata:annotations="clusterregistry.k8s.io/schema-version=7"
+// +kubebuilder:metadata:annotations="clusterregistry.k8s.io/schema-version=8"
 // +kubebuilder:printcolumn:name="Placement",type=string,JSONPath=`.spec.placement.name`
 // +kubebuilder:printcolumn:name="Revision",type=string,JSONPath=`.status.revision`
 // +kubebuilder:printcolumn:name="Members",type=integer,JSONPath=`.status.members`
@@ -106,10 +106,18 @@ type ReleaseSource struct {
 }
 
 // ReleaseChartSource is a Helm chart and its values.
+//
+// +kubebuilder:validation:XValidation:rule=`has(self.configMap) != has(self.repository)`,message="set exactly one of configMap and repository"
 type ReleaseChartSource struct {
 	// configMap holds the packaged chart (what helm package writes) in a ConfigMap of the
 	// Release's namespace, as binary data.
-	ConfigMap ReleaseChartConfigMap `json:"configMap"`
+	// +optional
+	ConfigMap *ReleaseChartConfigMap `json:"configMap,omitempty"`
+	// repository is where the chart is fetched from: an OCI registry or an HTTP chart
+	// repository. Requests go only to the repository's own host: a redirect, or a chart the
+	// index places on another host, is refused.
+	// +optional
+	Repository *ReleaseChartRepository `json:"repository,omitempty"`
 	// values are the chart's values (an object), over the chart's own values.yaml.
 	// +optional
 	// +kubebuilder:pruning:PreserveUnknownFields
@@ -133,6 +141,48 @@ type ReleaseChartConfigMap struct {
 	// +optional
 	// +kubebuilder:validation:MaxLength=253
 	Key string `json:"key,omitempty"`
+}
+
+// ReleaseChartRepository is a chart in an OCI registry or an HTTP chart repository.
+//
+// +kubebuilder:validation:XValidation:rule=`self.url.startsWith('oci://') != has(self.chart)`,message="chart names the chart in an HTTP repository's index; an oci:// url names the chart itself, without chart"
+type ReleaseChartRepository struct {
+	// url is the chart's repository in an OCI registry (oci://registry.example.com/charts/app)
+	// or an HTTP chart repository, the URL its index.yaml is under (https://charts.example.com).
+	// http:// is refused unless the controller allows plain HTTP.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=2048
+	// +kubebuilder:validation:Pattern=`^(oci|https|http)://[^/?#@]+(/[^?#]*)?$`
+	URL string `json:"url"`
+	// chart is the chart's name in an HTTP repository's index.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	Chart string `json:"chart,omitempty"`
+	// version is the chart's version, or a semantic version range such as "^1.2" or
+	// ">=1.0.0 <2.0.0"; the newest version (not a pre-release) when empty. A range is resolved
+	// again every few minutes, so a new matching version rolls out.
+	// +optional
+	// +kubebuilder:validation:MaxLength=128
+	Version string `json:"version,omitempty"`
+	// digest pins the packaged chart: "sha256:" and its 64 hex digits. A chart with another
+	// digest is refused.
+	// +optional
+	// +kubebuilder:validation:Pattern=`^sha256:[a-f0-9]{64}$`
+	Digest string `json:"digest,omitempty"`
+	// secretRef names a Secret of the Release's namespace with the repository's credentials:
+	// a kubernetes.io/dockerconfigjson Secret (its entry for the repository's host is used), or
+	// a kubernetes.io/basic-auth Secret whose clusterregistry.k8s.io/servers annotation names
+	// the repository's host. Credentials go to no other host.
+	// +optional
+	SecretRef *ReleaseSecretReference `json:"secretRef,omitempty"`
+}
+
+// ReleaseSecretReference names a Secret of the Release's namespace.
+type ReleaseSecretReference struct {
+	// name is the Secret's name.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
 }
 
 // ReleaseMemberValueFrom is what of a member's Cluster a member value takes.
@@ -326,6 +376,11 @@ type ReleaseStatus struct {
 	// +kubebuilder:validation:MaxItems=8
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
 
+	// chart is the chart the revision delivers, when the source is a chart: its name, the
+	// version a repository's range resolved to, and its digest.
+	// +optional
+	Chart *ReleaseChartStatus `json:"chart,omitempty"`
+
 	// members is how many members the decision names.
 	// +optional
 	Members int32 `json:"members,omitempty"`
@@ -487,7 +542,7 @@ type ReleaseList struct {
 // +kubebuilder:object:root=true
 // +kubebuilder:resource:scope=Namespaced,categories=clusterregistry
 // +kubebuilder:metadata:annotations="api-approved.kubernetes.io=unapproved, not an official Kubernetes API; see https://github.com/cluster-registry/sdk"
-// +kubebuilder:metadata:annotations="clusterregistry.k8s.io/schema-version=7"
+// +kubebuilder:metadata:annotations="clusterregistry.k8s.io/schema-version=8"
 // +kubebuilder:printcolumn:name="Release",type=string,JSONPath=`.metadata.labels.clusterregistry\.k8s\.io/release`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type ReleaseStatusSlice struct {
@@ -527,3 +582,16 @@ const (
 	// in slices of its own. Slices without it are an unsharded controller's.
 	ReplicaLabel = "clusterregistry.k8s.io/replica"
 )
+
+// ReleaseChartStatus is the chart a Release's revision delivers.
+type ReleaseChartStatus struct {
+	// name is the chart's name, from its Chart.yaml.
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+	// version is the chart's version, from its Chart.yaml.
+	// +kubebuilder:validation:MaxLength=128
+	Version string `json:"version"`
+	// digest is the packaged chart's digest: "sha256:" and 64 hex digits.
+	// +kubebuilder:validation:MaxLength=71
+	Digest string `json:"digest"`
+}

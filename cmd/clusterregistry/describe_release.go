@@ -106,8 +106,24 @@ func describeRelease(out io.Writer, rel *v1alpha1.Release, members []v1alpha1.Re
 		fmt.Fprintf(w, "Source:\tConfigMap %s, key %s\n", esc(src.ConfigMap.Name), esc(src.ConfigMap.Key))
 	case src.ConfigMap != nil:
 		fmt.Fprintf(w, "Source:\tConfigMap %s, every key\n", esc(src.ConfigMap.Name))
+	case src.Chart != nil && src.Chart.Repository != nil:
+		r := src.Chart.Repository
+		from := r.URL
+		if r.Chart != "" {
+			from = r.Chart + " from " + r.URL
+		}
+		pinned := ""
+		if r.Digest != "" {
+			pinned = ", digest pinned"
+		}
+		fmt.Fprintf(w, "Source:\tchart %s, version %s%s\n", esc(from), cmp.Or(esc(r.Version), "the newest"), pinned)
+	case src.Chart != nil && src.Chart.ConfigMap != nil:
+		fmt.Fprintf(w, "Source:\tchart in ConfigMap %s, key %s\n", esc(src.Chart.ConfigMap.Name), cmp.Or(esc(src.Chart.ConfigMap.Key), "chart.tgz"))
 	default:
 		fmt.Fprintf(w, "Source:\t%d manifests, inline\n", len(src.Manifests))
+	}
+	if c := rel.Status.Chart; c != nil {
+		fmt.Fprintf(w, "Chart:\t%s %s (%s)\n", esc(c.Name), esc(c.Version), esc(c.Digest))
 	}
 	fmt.Fprintf(w, "Target Namespace:\t%s\n", cmp.Or(esc(rel.Spec.TargetNamespace), "default"))
 	rollout := "All"

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/cli-runtime/pkg/printers"
 
+	"github.com/cluster-registry/sdk/chartrepo"
 	"github.com/cluster-registry/sdk/clusterprofile"
 	"github.com/cluster-registry/sdk/controllers"
 	"github.com/cluster-registry/sdk/health"
@@ -44,6 +45,12 @@ type HealthOptions struct {
 	Once                      bool // one probe pass, then exit
 	// Controllers, for the controllers command, names what runs; nil for health, whose flags say.
 	Controllers []string
+	// For the releases controller: the repositories charts may come from, the CAs that verify
+	// them beside the system's, and whether plain HTTP is allowed.
+	ChartHosts     []string
+	ChartCAFile    string
+	ChartPlainHTTP bool
+	charts         *chartrepo.Fetcher // from those three, in Validate
 
 	out io.Writer
 
@@ -105,6 +112,15 @@ func (o *HealthOptions) Validate() error {
 	}
 	if o.RotateInterval <= 0 {
 		return usageError{fmt.Errorf("--rotate-interval %s: want a positive duration", o.RotateInterval)}
+	}
+	if (len(o.ChartHosts) > 0 || o.ChartCAFile != "" || o.ChartPlainHTTP) && !slices.Contains(o.Controllers, controllers.Releases) {
+		return usageError{errors.New("--chart-hosts, --chart-ca-file and --chart-plain-http are for the releases controller: add it to --controllers")}
+	}
+	if slices.Contains(o.Controllers, controllers.Releases) {
+		var err error
+		if o.charts, err = o.chartFetcher(); err != nil {
+			return usageError{err}
+		}
 	}
 	if o.MetricsClientCAFile != "" && o.MetricsAddr == "" {
 		return usageError{errors.New("--metrics-client-ca-file goes with --metrics-bind-address")}
@@ -301,6 +317,9 @@ func newControllers(fac *factory) *cobra.Command {
 		RunE:    runOptions(fac, o),
 	}
 	o.addFlags(cmd.Flags())
+	cmd.Flags().StringSliceVar(&o.ChartHosts, "chart-hosts", nil, "for releases, the only hosts (host or host:port) charts are fetched from; a Release naming another stalls (default: any)")
+	cmd.Flags().StringVar(&o.ChartCAFile, "chart-ca-file", "", "for releases, CAs (PEM) that verify chart repositories, beside the system's")
+	cmd.Flags().BoolVar(&o.ChartPlainHTTP, "chart-plain-http", false, "for releases, allow http:// chart repositories (for a lab: whoever is on the path can change the chart and read its credentials)")
 	cmd.Flags().StringSliceVar(&o.Controllers, "controllers", []string{controllers.Health, controllers.Rotation}, "the controllers to run: health, rotation, clusterprofiles, placements, releases")
 	_ = cmd.RegisterFlagCompletionFunc("controllers", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
 		return allControllers, cobra.ShellCompDirectiveNoFileComp

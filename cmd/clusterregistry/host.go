@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"net/http"
@@ -19,6 +20,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/cluster-registry/sdk/callerauth"
+	"github.com/cluster-registry/sdk/chartrepo"
 	"github.com/cluster-registry/sdk/clusterprofile"
 	"github.com/cluster-registry/sdk/controllers"
 	"github.com/cluster-registry/sdk/delivery"
@@ -66,7 +68,7 @@ func (o *HealthOptions) runControllers(ctx context.Context, reg *registry, opts 
 		hostOpts.Placements = &scheduler.ControllerOptions{Options: scheduler.Options{SchedulerName: schedulerName}}
 	}
 	if chosen[controllers.Releases] {
-		hostOpts.Releases = &delivery.ControllerOptions{}
+		hostOpts.Releases = &delivery.ControllerOptions{Charts: o.charts}
 	}
 	// With --shard-group the replicas divide the members among themselves, each working on its
 	// own; without, each works on them all, and --leader-elect makes them take turns.
@@ -156,4 +158,25 @@ func (o *HealthOptions) metricsServer(ctx context.Context, reg *registry, log lo
 		// authenticator verifies it against the CAs above, so Go's handshake need not.
 		TLSOpts: []func(*tls.Config){func(c *tls.Config) { c.ClientAuth = tls.RequestClientCert }},
 	}, nil
+}
+
+// chartFetcher is the releases controller's Fetcher of charts in repositories, from the --chart-*
+// flags.
+func (o *HealthOptions) chartFetcher() (*chartrepo.Fetcher, error) {
+	opts := chartrepo.Options{Hosts: o.ChartHosts, AllowPlainHTTP: o.ChartPlainHTTP}
+	if o.ChartCAFile != "" {
+		pem, err := os.ReadFile(o.ChartCAFile)
+		if err != nil {
+			return nil, fmt.Errorf("--chart-ca-file: %w", err)
+		}
+		roots, err := x509.SystemCertPool()
+		if err != nil {
+			roots = x509.NewCertPool()
+		}
+		if !roots.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("--chart-ca-file %s: no PEM certificate in it", o.ChartCAFile)
+		}
+		opts.RootCAs = roots
+	}
+	return chartrepo.NewFetcher(opts), nil
 }

@@ -50,7 +50,9 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		"github.com/cluster-registry/sdk/clusterregistry/v1alpha1.PlacementToleration":       schema_cluster_registry_sdk_clusterregistry_v1alpha1_PlacementToleration(ref),
 		"github.com/cluster-registry/sdk/clusterregistry/v1alpha1.Release":                   schema_cluster_registry_sdk_clusterregistry_v1alpha1_Release(ref),
 		"github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ReleaseChartConfigMap":     schema_cluster_registry_sdk_clusterregistry_v1alpha1_ReleaseChartConfigMap(ref),
+		"github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ReleaseChartRepository":    schema_cluster_registry_sdk_clusterregistry_v1alpha1_ReleaseChartRepository(ref),
 		"github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ReleaseChartSource":        schema_cluster_registry_sdk_clusterregistry_v1alpha1_ReleaseChartSource(ref),
+		"github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ReleaseChartStatus":        schema_cluster_registry_sdk_clusterregistry_v1alpha1_ReleaseChartStatus(ref),
 		"github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ReleaseConfigMapSource":    schema_cluster_registry_sdk_clusterregistry_v1alpha1_ReleaseConfigMapSource(ref),
 		"github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ReleaseDrift":              schema_cluster_registry_sdk_clusterregistry_v1alpha1_ReleaseDrift(ref),
 		"github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ReleaseIgnoredFields":      schema_cluster_registry_sdk_clusterregistry_v1alpha1_ReleaseIgnoredFields(ref),
@@ -61,6 +63,7 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		"github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ReleasePhaseCount":         schema_cluster_registry_sdk_clusterregistry_v1alpha1_ReleasePhaseCount(ref),
 		"github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ReleasePlacement":          schema_cluster_registry_sdk_clusterregistry_v1alpha1_ReleasePlacement(ref),
 		"github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ReleaseRollout":            schema_cluster_registry_sdk_clusterregistry_v1alpha1_ReleaseRollout(ref),
+		"github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ReleaseSecretReference":    schema_cluster_registry_sdk_clusterregistry_v1alpha1_ReleaseSecretReference(ref),
 		"github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ReleaseSource":             schema_cluster_registry_sdk_clusterregistry_v1alpha1_ReleaseSource(ref),
 		"github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ReleaseSpec":               schema_cluster_registry_sdk_clusterregistry_v1alpha1_ReleaseSpec(ref),
 		"github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ReleaseStatus":             schema_cluster_registry_sdk_clusterregistry_v1alpha1_ReleaseStatus(ref),
@@ -914,6 +917,57 @@ func schema_cluster_registry_sdk_clusterregistry_v1alpha1_ReleaseChartConfigMap(
 	}
 }
 
+func schema_cluster_registry_sdk_clusterregistry_v1alpha1_ReleaseChartRepository(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "ReleaseChartRepository is a chart in an OCI registry or an HTTP chart repository.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"url": {
+						SchemaProps: spec.SchemaProps{
+							Description: "url is the chart's repository in an OCI registry (oci://registry.example.com/charts/app) or an HTTP chart repository, the URL its index.yaml is under (https://charts.example.com). http:// is refused unless the controller allows plain HTTP.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"chart": {
+						SchemaProps: spec.SchemaProps{
+							Description: "chart is the chart's name in an HTTP repository's index.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"version": {
+						SchemaProps: spec.SchemaProps{
+							Description: "version is the chart's version, or a semantic version range such as \"^1.2\" or \">=1.0.0 <2.0.0\"; the newest version (not a pre-release) when empty. A range is resolved again every few minutes, so a new matching version rolls out.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"digest": {
+						SchemaProps: spec.SchemaProps{
+							Description: "digest pins the packaged chart: \"sha256:\" and its 64 hex digits. A chart with another digest is refused.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"secretRef": {
+						SchemaProps: spec.SchemaProps{
+							Description: "secretRef names a Secret of the Release's namespace with the repository's credentials: a kubernetes.io/dockerconfigjson Secret (its entry for the repository's host is used), or a kubernetes.io/basic-auth Secret whose clusterregistry.k8s.io/servers annotation names the repository's host. Credentials go to no other host.",
+							Ref:         ref("github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ReleaseSecretReference"),
+						},
+					},
+				},
+				Required: []string{"url"},
+			},
+		},
+		Dependencies: []string{
+			"github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ReleaseSecretReference"},
+	}
+}
+
 func schema_cluster_registry_sdk_clusterregistry_v1alpha1_ReleaseChartSource(ref common.ReferenceCallback) common.OpenAPIDefinition {
 	return common.OpenAPIDefinition{
 		Schema: spec.Schema{
@@ -924,8 +978,13 @@ func schema_cluster_registry_sdk_clusterregistry_v1alpha1_ReleaseChartSource(ref
 					"configMap": {
 						SchemaProps: spec.SchemaProps{
 							Description: "configMap holds the packaged chart (what helm package writes) in a ConfigMap of the Release's namespace, as binary data.",
-							Default:     map[string]interface{}{},
 							Ref:         ref("github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ReleaseChartConfigMap"),
+						},
+					},
+					"repository": {
+						SchemaProps: spec.SchemaProps{
+							Description: "repository is where the chart is fetched from: an OCI registry or an HTTP chart repository. Requests go only to the repository's own host: a redirect, or a chart the index places on another host, is refused.",
+							Ref:         ref("github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ReleaseChartRepository"),
 						},
 					},
 					"values": {
@@ -953,11 +1012,48 @@ func schema_cluster_registry_sdk_clusterregistry_v1alpha1_ReleaseChartSource(ref
 						},
 					},
 				},
-				Required: []string{"configMap"},
 			},
 		},
 		Dependencies: []string{
-			"github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ReleaseChartConfigMap", "github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ReleaseMemberValue", runtime.RawExtension{}.OpenAPIModelName()},
+			"github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ReleaseChartConfigMap", "github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ReleaseChartRepository", "github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ReleaseMemberValue", runtime.RawExtension{}.OpenAPIModelName()},
+	}
+}
+
+func schema_cluster_registry_sdk_clusterregistry_v1alpha1_ReleaseChartStatus(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "ReleaseChartStatus is the chart a Release's revision delivers.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"name": {
+						SchemaProps: spec.SchemaProps{
+							Description: "name is the chart's name, from its Chart.yaml.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"version": {
+						SchemaProps: spec.SchemaProps{
+							Description: "version is the chart's version, from its Chart.yaml.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"digest": {
+						SchemaProps: spec.SchemaProps{
+							Description: "digest is the packaged chart's digest: \"sha256:\" and 64 hex digits.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+				},
+				Required: []string{"name", "version", "digest"},
+			},
+		},
 	}
 }
 
@@ -1419,6 +1515,28 @@ func schema_cluster_registry_sdk_clusterregistry_v1alpha1_ReleaseRollout(ref com
 	}
 }
 
+func schema_cluster_registry_sdk_clusterregistry_v1alpha1_ReleaseSecretReference(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "ReleaseSecretReference names a Secret of the Release's namespace.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"name": {
+						SchemaProps: spec.SchemaProps{
+							Description: "name is the Secret's name.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+				},
+				Required: []string{"name"},
+			},
+		},
+	}
+}
+
 func schema_cluster_registry_sdk_clusterregistry_v1alpha1_ReleaseSource(ref common.ReferenceCallback) common.OpenAPIDefinition {
 	return common.OpenAPIDefinition{
 		Schema: spec.Schema{
@@ -1569,6 +1687,12 @@ func schema_cluster_registry_sdk_clusterregistry_v1alpha1_ReleaseStatus(ref comm
 							},
 						},
 					},
+					"chart": {
+						SchemaProps: spec.SchemaProps{
+							Description: "chart is the chart the revision delivers, when the source is a chart: its name, the version a repository's range resolved to, and its digest.",
+							Ref:         ref("github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ReleaseChartStatus"),
+						},
+					},
 					"members": {
 						SchemaProps: spec.SchemaProps{
 							Description: "members is how many members the decision names.",
@@ -1640,7 +1764,7 @@ func schema_cluster_registry_sdk_clusterregistry_v1alpha1_ReleaseStatus(ref comm
 			},
 		},
 		Dependencies: []string{
-			"github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ReleaseMemberStatus", "github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ReleasePhaseCount", v1.Condition{}.OpenAPIModelName()},
+			"github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ReleaseChartStatus", "github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ReleaseMemberStatus", "github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ReleasePhaseCount", v1.Condition{}.OpenAPIModelName()},
 	}
 }
 

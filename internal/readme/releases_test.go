@@ -23,7 +23,7 @@ func TestReleaseExamplesRender(t *testing.T) {
 		var r v1alpha1.Release
 		require.NoError(t, yaml.UnmarshalStrict([]byte(block), &r), "%s", block)
 		if len(r.Spec.Source.Manifests) > 0 {
-			b, err := delivery.Render(&r, nil)
+			b, err := delivery.Render(&r, delivery.Inputs{})
 			require.NoError(t, err, "%s", block)
 			require.NotEmpty(t, b.Objects)
 		}

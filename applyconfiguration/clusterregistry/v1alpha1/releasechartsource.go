@@ -30,6 +30,10 @@ type ReleaseChartSourceApplyConfiguration struct {
 	// configMap holds the packaged chart (what helm package writes) in a ConfigMap of the
 	// Release's namespace, as binary data.
 	ConfigMap *ReleaseChartConfigMapApplyConfiguration `json:"configMap,omitempty"`
+	// repository is where the chart is fetched from: an OCI registry or an HTTP chart
+	// repository. Requests go only to the repository's own host: a redirect, or a chart the
+	// index places on another host, is refused.
+	Repository *ReleaseChartRepositoryApplyConfiguration `json:"repository,omitempty"`
 	// values are the chart's values (an object), over the chart's own values.yaml.
 	Values *runtime.RawExtension `json:"values,omitempty"`
 	// memberValues set values from each member's Cluster, over values: one Release serves
@@ -48,6 +52,14 @@ func ReleaseChartSource() *ReleaseChartSourceApplyConfiguration {
 // If called multiple times, the ConfigMap field is set to the value of the last call.
 func (b *ReleaseChartSourceApplyConfiguration) WithConfigMap(value *ReleaseChartConfigMapApplyConfiguration) *ReleaseChartSourceApplyConfiguration {
 	b.ConfigMap = value
+	return b
+}
+
+// WithRepository sets the Repository field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Repository field is set to the value of the last call.
+func (b *ReleaseChartSourceApplyConfiguration) WithRepository(value *ReleaseChartRepositoryApplyConfiguration) *ReleaseChartSourceApplyConfiguration {
+	b.Repository = value
 	return b
 }
 

@@ -36,6 +36,9 @@ type ReleaseStatusApplyConfiguration struct {
 	// revision, healthy), Degraded (some member failed, drifted or is unreachable) and Stalled
 	// (the rollout stopped: too many failures, an invalid source, a decision that cannot be read).
 	Conditions []v1.ConditionApplyConfiguration `json:"conditions,omitempty"`
+	// chart is the chart the revision delivers, when the source is a chart: its name, the
+	// version a repository's range resolved to, and its digest.
+	Chart *ReleaseChartStatusApplyConfiguration `json:"chart,omitempty"`
 	// members is how many members the decision names.
 	Members *int32 `json:"members,omitempty"`
 	// ready is how many of them run the revision, healthy.
@@ -82,6 +85,14 @@ func (b *ReleaseStatusApplyConfiguration) WithConditions(values ...*v1.Condition
 		}
 		b.Conditions = append(b.Conditions, *values[i])
 	}
+	return b
+}
+
+// WithChart sets the Chart field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Chart field is set to the value of the last call.
+func (b *ReleaseStatusApplyConfiguration) WithChart(value *ReleaseChartStatusApplyConfiguration) *ReleaseStatusApplyConfiguration {
+	b.Chart = value
 	return b
 }
 

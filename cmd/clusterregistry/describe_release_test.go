@@ -1,0 +1,33 @@
+package main
+
+import (
+	"bytes"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
+)
+
+// A chart source is described as what it is, with the chart status says was delivered; a
+// hostile URL is shown as text.
+func TestDescribeReleaseOfAChart(t *testing.T) {
+	rel := &v1alpha1.Release{ObjectMeta: metav1.ObjectMeta{Name: "shop", Namespace: "fleet"}, Spec: v1alpha1.ReleaseSpec{
+		Placement: v1alpha1.ReleasePlacement{Name: "web"},
+		Source: v1alpha1.ReleaseSource{Chart: &v1alpha1.ReleaseChartSource{Repository: &v1alpha1.ReleaseChartRepository{
+			URL: "https://charts.example.com/\x1b[31mstable", Chart: "shop", Version: "~1.2", Digest: "sha256:" + string(bytes.Repeat([]byte("a"), 64))}}},
+	}, Status: v1alpha1.ReleaseStatus{Chart: &v1alpha1.ReleaseChartStatus{Name: "shop", Version: "1.2.3", Digest: "sha256:abc"}}}
+	var out bytes.Buffer
+	require.NoError(t, describeRelease(&out, rel, nil, time.Now()))
+	require.Contains(t, out.String(), "Source:            chart shop from https://charts.example.com/^[[31mstable, version ~1.2, digest pinned\n")
+	require.Contains(t, out.String(), "Chart:             shop 1.2.3 (sha256:abc)\n")
+
+	rel.Spec.Source.Chart = &v1alpha1.ReleaseChartSource{ConfigMap: &v1alpha1.ReleaseChartConfigMap{Name: "shop-chart"}}
+	rel.Status.Chart = nil
+	out.Reset()
+	require.NoError(t, describeRelease(&out, rel, nil, time.Now()))
+	require.Contains(t, out.String(), "Source:            chart in ConfigMap shop-chart, key chart.tgz\n")
+	require.NotContains(t, out.String(), "Chart:")
+}
