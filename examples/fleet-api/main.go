@@ -25,6 +25,18 @@
 //	DELETE /clusters?namespace=NS       remove the set's Clusters that ?labelSelector= and
 //	                                    ?fieldSelector= choose (every one without them), as the
 //	                                    registry's deletecollection; answers what it deleted
+//	GET    /charts                      the chart releases (Releases whose source is a chart) of
+//	                                    the sets where the caller may list Releases, each with
+//	                                    its chart, the version and digest delivered, conditions
+//	                                    and every member's phase (?namespace= for one set)
+//	GET    /charts/{namespace}/{name}   one chart release
+//	POST   /charts                      release a chart on a Placement's members: {namespace,
+//	                                    name, placement, targetNamespace, chart: {url, chart,
+//	                                    version, digest, secretRef} or {configMap}, values,
+//	                                    memberValues}, a Release created as the caller
+//	PUT    /charts/{namespace}/{name}   replace its chart, values and member values (same body)
+//	PATCH  /charts/{namespace}/{name}   change its version and values: {version, values}
+//	DELETE /charts/{namespace}/{name}   remove it (the releases controller removes its objects)
 //
 // Every request acts for its caller: it must carry credentials the registry accepts (a bearer
 // token, checked with a TokenReview; with TLS and --client-ca-file, a client certificate), and
@@ -135,6 +147,16 @@ only what the registry's RBAC lets the caller do there.
   DELETE /clusters?namespace=NS        the set's Clusters that ?labelSelector= and ?fieldSelector=
                                        choose, every one without them (RBAC: deletecollection);
                                        answers the ClusterList of what was deleted
+  GET    /charts                       the chart releases of the sets where the caller may list
+                                       Releases: chart, version and digest delivered, conditions,
+                                       each member's phase (?namespace=NS for one set)
+  GET    /charts/{namespace}/{name}    one chart release
+  POST   /charts                       body: {namespace, name, placement, targetNamespace, chart:
+                                       {url, chart, version, digest, secretRef} or {configMap},
+                                       values, memberValues}: a Release, created as the caller (201)
+  PUT    /charts/{namespace}/{name}    the same body, replacing chart, values, member values (200)
+  PATCH  /charts/{namespace}/{name}    body: {"version": "1.3.0", "values": {...}}, either (200)
+  DELETE /charts/{namespace}/{name}    no body (200, a Status); its objects leave the members
 
 Writes are checked (RBAC, then the Cluster's validation, naming each bad field) and sent to the
 registry as the caller. Errors are Kubernetes Status objects, 404 and 405 included; a body that
@@ -151,6 +173,12 @@ is not JSON is 415. Without TLS it serves only on a loopback address.`,
   curl -X PATCH -H "Authorization: Bearer $TOKEN" -H 'Content-Type: application/merge-patch+json' \
     -d '{"metadata":{"labels":{"env":"prod"}}}' localhost:8080/clusters/fleet/member-1
   curl -X DELETE -H "Authorization: Bearer $TOKEN" localhost:8080/clusters/fleet/member-2
+
+  # Release a chart on the members a Placement chooses, then move it to 1.3.0 (RBAC: releases)
+  curl -H "Authorization: Bearer $TOKEN" -H 'Content-Type: application/json' localhost:8080/charts \
+    -d '{"namespace":"fleet","name":"shop","placement":"web","chart":{"url":"oci://registry.example.com/charts/shop","version":"~1.2"}}'
+  curl -X PATCH -H "Authorization: Bearer $TOKEN" -H 'Content-Type: application/json' \
+    -d '{"version":"1.3.0"}' localhost:8080/charts/fleet/shop
 
   # Serve other machines: TLS, with a certificate for the name they use
   fleet-api -A --listen :8443 --tls-cert-file tls.crt --tls-private-key-file tls.key --allowed-host fleet.example.com`,

@@ -36,6 +36,7 @@ import (
 type server struct {
 	guard       *guard
 	fleet       *multicluster.Fleet
+	namespaces  []string // the cluster sets served; every one when empty
 	caches      *fleetcache.Cache
 	nodes       *fleetcache.Kind[*corev1.Node]
 	deployments *fleetcache.Kind[*appsv1.Deployment]
@@ -62,7 +63,7 @@ func (s *server) summarizeAll() map[types.NamespacedName]clusterSummary {
 // startServer follows the registry's Clusters in namespaces (all when empty) and caches every
 // member's Nodes and Deployments. Stop it with stop.
 func startServer(ctx context.Context, registry versioned.Interface, resolver *access.Resolver, namespaces []string) (*server, error) {
-	s := &server{}
+	s := &server{namespaces: namespaces}
 	s.fleet = multicluster.NewFleet(registry, resolver, multicluster.FleetOptions{Namespaces: namespaces})
 	if err := s.fleet.Start(ctx); err != nil {
 		return nil, fmt.Errorf("following the registry: %w", err)
@@ -130,6 +131,12 @@ func (s *server) routes(g *guard) http.Handler {
 	api.HandleFunc("PUT /clusters/{namespace}/{name}", s.updateCluster)
 	api.HandleFunc("PATCH /clusters/{namespace}/{name}", s.patchCluster)
 	api.HandleFunc("DELETE /clusters/{namespace}/{name}", s.deleteCluster)
+	api.HandleFunc("GET /charts", s.listCharts)
+	api.HandleFunc("POST /charts", s.createChart)
+	api.HandleFunc("GET /charts/{namespace}/{name}", s.getChart)
+	api.HandleFunc("PUT /charts/{namespace}/{name}", s.updateChart)
+	api.HandleFunc("PATCH /charts/{namespace}/{name}", s.updateChart)
+	api.HandleFunc("DELETE /charts/{namespace}/{name}", s.deleteChart)
 	mux := http.NewServeMux()
 	dashboard := page()
 	mux.Handle("GET /{$}", dashboard)
@@ -159,7 +166,7 @@ func withStatusErrors(api *http.ServeMux) http.Handler {
 			return
 		}
 		writeStatus(w, statusError(http.StatusNotFound, metav1.StatusReasonNotFound,
-			fmt.Sprintf("%s is not a route of this server (GET /clusters, /watch/clusters, /clusters/NAMESPACE/NAME, /watch/clusters/NAMESPACE/NAME; fleet-api --help lists them)", r.URL.Path)))
+			fmt.Sprintf("%s is not a route of this server (GET /clusters, /watch/clusters, /clusters/NAMESPACE/NAME, /watch/clusters/NAMESPACE/NAME, /charts, /charts/NAMESPACE/NAME; fleet-api --help lists them)", r.URL.Path)))
 	})
 }
 

@@ -1,0 +1,366 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+	"strings"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
+)
+
+// chartRelease is one chart release in GET /charts: a Release of the registry whose source is a
+// chart, what it asks for, and how its members fare.
+type chartRelease struct {
+	Namespace       string                        `json:"namespace"`
+	Name            string                        `json:"name"`
+	Placement       string                        `json:"placement"`
+	TargetNamespace string                        `json:"targetNamespace,omitempty"`
+	Chart           chartSpec                     `json:"chart"`
+	Values          json.RawMessage               `json:"values,omitempty"`
+	MemberValues    []v1alpha1.ReleaseMemberValue `json:"memberValues,omitempty"`
+	// Delivered is the chart the revision delivers (status.chart): its version and digest.
+	Delivered  *v1alpha1.ReleaseChartStatus `json:"delivered,omitempty"`
+	Revision   string                       `json:"revision,omitempty"`
+	Members    int32                        `json:"members"`
+	Ready      int32                        `json:"ready"`
+	Conditions []chartCondition             `json:"conditions,omitempty"`
+	// PerMember is each member's phase and revision, from the Release's status slices.
+	PerMember []chartMember `json:"perMember"`
+}
+
+// chartSpec is where a chart release's chart comes from: a repository (url, chart, version,
+// digest, secretRef) or a ConfigMap of the set.
+type chartSpec struct {
+	URL       string `json:"url,omitempty"`
+	Chart     string `json:"chart,omitempty"`
+	Version   string `json:"version,omitempty"`
+	Digest    string `json:"digest,omitempty"`
+	SecretRef string `json:"secretRef,omitempty"`
+	ConfigMap string `json:"configMap,omitempty"`
+}
+
+type chartCondition struct {
+	Type    string `json:"type"`
+	Status  string `json:"status"`
+	Reason  string `json:"reason,omitempty"`
+	Message string `json:"message,omitempty"`
+}
+
+type chartMember struct {
+	Cluster  string `json:"cluster"`
+	Phase    string `json:"phase"`
+	Revision string `json:"revision,omitempty"`
+	Reason   string `json:"reason,omitempty"`
+	Message  string `json:"message,omitempty"`
+}
+
+// chartRequest is the body of POST /charts and PUT /charts/{namespace}/{name}; PATCH takes
+// any of version and values.
+type chartRequest struct {
+	Namespace       string                        `json:"namespace"`
+	Name            string                        `json:"name"`
+	Placement       string                        `json:"placement"`
+	TargetNamespace string                        `json:"targetNamespace,omitempty"`
+	Chart           chartSpec                     `json:"chart"`
+	Values          json.RawMessage               `json:"values,omitempty"`
+	MemberValues    []v1alpha1.ReleaseMemberValue `json:"memberValues,omitempty"`
+}
+
+var releaseResource = v1alpha1.SchemeGroupVersion.WithResource("releases").GroupResource()
+
+// chartReleaseOf is the chart release rel is, with its members from slices; ok is false for a
+// Release whose source is not a chart.
+func chartReleaseOf(rel *v1alpha1.Release, slices []v1alpha1.ReleaseStatusSlice) (chartRelease, bool) {
+	src := rel.Spec.Source.Chart
+	if src == nil {
+		return chartRelease{}, false
+	}
+	out := chartRelease{Namespace: rel.Namespace, Name: rel.Name, Placement: rel.Spec.Placement.Name, TargetNamespace: rel.Spec.TargetNamespace,
+		MemberValues: src.MemberValues, Delivered: rel.Status.Chart, Revision: rel.Status.Revision,
+		Members: rel.Status.Members, Ready: rel.Status.Ready, PerMember: []chartMember{}}
+	if out.Placement == "" {
+		out.Placement = rel.Spec.Placement.DecisionKey
+	}
+	switch {
+	case src.Repository != nil:
+		r := src.Repository
+		out.Chart = chartSpec{URL: r.URL, Chart: r.Chart, Version: r.Version, Digest: r.Digest}
+		if r.SecretRef != nil {
+			out.Chart.SecretRef = r.SecretRef.Name
+		}
+	case src.ConfigMap != nil:
+		out.Chart = chartSpec{ConfigMap: src.ConfigMap.Name}
+	}
+	if src.Values != nil {
+		out.Values = json.RawMessage(src.Values.Raw)
+	}
+	for _, c := range rel.Status.Conditions {
+		out.Conditions = append(out.Conditions, chartCondition{Type: c.Type, Status: string(c.Status), Reason: c.Reason, Message: c.Message})
+	}
+	for _, s := range slices {
+		if !metav1.IsControlledBy(&s, rel) {
+			continue
+		}
+		for _, m := range s.Members {
+			out.PerMember = append(out.PerMember, chartMember{Cluster: m.Cluster, Phase: string(m.Phase), Revision: m.Revision, Reason: m.Reason, Message: m.Message})
+		}
+	}
+	slicesSortMembers(out.PerMember)
+	return out, true
+}
+
+func slicesSortMembers(ms []chartMember) {
+	slices.SortFunc(ms, func(a, b chartMember) int { return strings.Compare(a.Cluster, b.Cluster) })
+}
+
+// setNamespaces are the cluster sets the server serves: those it was started with, or those of
+// its members.
+func (s *server) setNamespaces() []string {
+	if len(s.namespaces) > 0 {
+		return s.namespaces
+	}
+	seen := map[string]bool{}
+	var out []string
+	for _, m := range s.fleet.Members() {
+		if ns := m.Name().Namespace; !seen[ns] {
+			seen[ns] = true
+			out = append(out, ns)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// listCharts answers the chart releases of the sets where the caller may list Releases, read
+// from the registry as the caller (?namespace= for one set).
+func (s *server) listCharts(w http.ResponseWriter, r *http.Request) {
+	namespaces := s.setNamespaces()
+	if ns := r.URL.Query().Get("namespace"); ns != "" {
+		namespaces = []string{ns}
+	}
+	registry, err := s.guard.asCaller(r.Context())
+	if err != nil {
+		writeStatus(w, err)
+		return
+	}
+	out := []chartRelease{}
+	for _, ns := range namespaces {
+		list, err := registry.ClusterregistryV1alpha1().Releases(ns).List(r.Context(), metav1.ListOptions{})
+		if apierrors.IsForbidden(err) {
+			continue // a set the caller may not list Releases of, as GET /clusters leaves it out
+		}
+		if err != nil {
+			writeStatus(w, err)
+			return
+		}
+		var statusSlices []v1alpha1.ReleaseStatusSlice
+		if sl, err := registry.ClusterregistryV1alpha1().ReleaseStatusSlices(ns).List(r.Context(), metav1.ListOptions{}); err == nil {
+			statusSlices = sl.Items // without them (not allowed), members are left out, not invented
+		}
+		for i := range list.Items {
+			if c, ok := chartReleaseOf(&list.Items[i], statusSlices); ok {
+				out = append(out, c)
+			}
+		}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"charts": out})
+}
+
+// getChart answers one chart release, as the caller.
+func (s *server) getChart(w http.ResponseWriter, r *http.Request) {
+	ns, name := r.PathValue("namespace"), r.PathValue("name")
+	rel, ok := s.callerChart(w, r, ns, name)
+	if !ok {
+		return
+	}
+	registry, err := s.guard.asCaller(r.Context())
+	if err != nil {
+		writeStatus(w, err)
+		return
+	}
+	var statusSlices []v1alpha1.ReleaseStatusSlice
+	if sl, err := registry.ClusterregistryV1alpha1().ReleaseStatusSlices(ns).List(r.Context(), metav1.ListOptions{LabelSelector: v1alpha1.ReleaseLabel + "=" + name}); err == nil {
+		statusSlices = sl.Items
+	}
+	c, _ := chartReleaseOf(rel, statusSlices)
+	writeJSON(w, http.StatusOK, c)
+}
+
+// callerChart reads Release ns/name as the caller, having written why not when it cannot or
+// when its source is not a chart (404: /charts serves chart releases only).
+func (s *server) callerChart(w http.ResponseWriter, r *http.Request, ns, name string) (*v1alpha1.Release, bool) {
+	registry, err := s.guard.asCaller(r.Context())
+	if err != nil {
+		writeStatus(w, err)
+		return nil, false
+	}
+	rel, err := registry.ClusterregistryV1alpha1().Releases(ns).Get(r.Context(), name, metav1.GetOptions{})
+	if err != nil {
+		writeStatus(w, err)
+		return nil, false
+	}
+	if rel.Spec.Source.Chart == nil {
+		writeStatus(w, statusError(http.StatusNotFound, metav1.StatusReasonNotFound, fmt.Sprintf("release %s/%s delivers manifests, not a chart", ns, name)))
+		return nil, false
+	}
+	return rel, true
+}
+
+// decodeChartRequest reads a chartRequest, having written why not when it cannot.
+func decodeChartRequest(w http.ResponseWriter, r *http.Request, into any) bool {
+	dec := json.NewDecoder(io.LimitReader(r.Body, maxBody))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(into); err != nil {
+		writeStatus(w, apierrors.NewBadRequest(fmt.Sprintf("the body is not a chart release (namespace, name, placement, chart: {url, chart, version, digest, secretRef} or {configMap}, values, memberValues): %v", err)))
+		return false
+	}
+	return true
+}
+
+// source is the Release source a chartRequest asks for.
+func (c chartRequest) source() (*v1alpha1.ReleaseChartSource, error) {
+	src := &v1alpha1.ReleaseChartSource{MemberValues: c.MemberValues}
+	switch {
+	case c.Chart.URL != "" && c.Chart.ConfigMap != "":
+		return nil, fmt.Errorf("chart: set url (a repository) or configMap, not both")
+	case c.Chart.URL != "":
+		src.Repository = &v1alpha1.ReleaseChartRepository{URL: c.Chart.URL, Chart: c.Chart.Chart, Version: c.Chart.Version, Digest: c.Chart.Digest}
+		if c.Chart.SecretRef != "" {
+			src.Repository.SecretRef = &v1alpha1.ReleaseSecretReference{Name: c.Chart.SecretRef}
+		}
+	case c.Chart.ConfigMap != "":
+		src.ConfigMap = &v1alpha1.ReleaseChartConfigMap{Name: c.Chart.ConfigMap}
+	default:
+		return nil, fmt.Errorf("chart: set url (oci:// or https://) or configMap")
+	}
+	if len(c.Values) > 0 && string(c.Values) != "null" {
+		src.Values = &runtime.RawExtension{Raw: c.Values}
+	}
+	return src, nil
+}
+
+// createChart releases a chart on a Placement's members: a Release created as the caller, so
+// the registry decides whether they may (the edit role of the set).
+func (s *server) createChart(w http.ResponseWriter, r *http.Request) {
+	var req chartRequest
+	if !decodeChartRequest(w, r, &req) {
+		return
+	}
+	if req.Namespace == "" || req.Name == "" || req.Placement == "" {
+		writeStatus(w, apierrors.NewBadRequest("namespace (the cluster set), name and placement are required"))
+		return
+	}
+	src, err := req.source()
+	if err != nil {
+		writeStatus(w, apierrors.NewBadRequest(err.Error()))
+		return
+	}
+	registry, err := s.guard.asCaller(r.Context())
+	if err != nil {
+		writeStatus(w, err)
+		return
+	}
+	rel := &v1alpha1.Release{ObjectMeta: metav1.ObjectMeta{Namespace: req.Namespace, Name: req.Name}, Spec: v1alpha1.ReleaseSpec{
+		Source: v1alpha1.ReleaseSource{Chart: src}, Placement: v1alpha1.ReleasePlacement{Name: req.Placement}, TargetNamespace: req.TargetNamespace}}
+	created, err := registry.ClusterregistryV1alpha1().Releases(req.Namespace).Create(r.Context(), rel, metav1.CreateOptions{FieldManager: "fleet-api"})
+	if err != nil {
+		writeStatus(w, err)
+		return
+	}
+	c, _ := chartReleaseOf(created, nil)
+	writeJSON(w, http.StatusCreated, c)
+}
+
+// updateChart replaces a chart release's chart, values and member values (PUT) or changes its
+// version and values (PATCH: {"version": ..., "values": ...}, each optional), as the caller. A
+// Release changed meanwhile is the registry's 409: read it again.
+func (s *server) updateChart(w http.ResponseWriter, r *http.Request) {
+	ns, name := r.PathValue("namespace"), r.PathValue("name")
+	rel, ok := s.callerChart(w, r, ns, name)
+	if !ok {
+		return
+	}
+	rel = rel.DeepCopy()
+	if r.Method == http.MethodPut {
+		var req chartRequest
+		if !decodeChartRequest(w, r, &req) {
+			return
+		}
+		if (req.Namespace != "" && req.Namespace != ns) || (req.Name != "" && req.Name != name) {
+			writeStatus(w, apierrors.NewBadRequest(fmt.Sprintf("the body names %s/%s, the path %s/%s", req.Namespace, req.Name, ns, name)))
+			return
+		}
+		src, err := req.source()
+		if err != nil {
+			writeStatus(w, apierrors.NewBadRequest(err.Error()))
+			return
+		}
+		rel.Spec.Source.Chart = src
+		if req.Placement != "" {
+			rel.Spec.Placement = v1alpha1.ReleasePlacement{Name: req.Placement}
+		}
+		rel.Spec.TargetNamespace = req.TargetNamespace
+	} else {
+		var patch struct {
+			Version *string         `json:"version"`
+			Values  json.RawMessage `json:"values"`
+		}
+		if !decodeChartRequest(w, r, &patch) {
+			return
+		}
+		src := rel.Spec.Source.Chart
+		if patch.Version != nil {
+			if src.Repository == nil {
+				writeStatus(w, apierrors.NewBadRequest(fmt.Sprintf("release %s/%s takes its chart from ConfigMap %s, which has no version to change: update the ConfigMap", ns, name, src.ConfigMap.Name)))
+				return
+			}
+			src.Repository.Version = *patch.Version
+		}
+		if len(patch.Values) > 0 {
+			if string(patch.Values) == "null" {
+				src.Values = nil
+			} else {
+				src.Values = &runtime.RawExtension{Raw: patch.Values}
+			}
+		}
+	}
+	registry, err := s.guard.asCaller(r.Context())
+	if err != nil {
+		writeStatus(w, err)
+		return
+	}
+	updated, err := registry.ClusterregistryV1alpha1().Releases(ns).Update(r.Context(), rel, metav1.UpdateOptions{FieldManager: "fleet-api"})
+	if err != nil {
+		writeStatus(w, err)
+		return
+	}
+	c, _ := chartReleaseOf(updated, nil)
+	writeJSON(w, http.StatusOK, c)
+}
+
+// deleteChart deletes a chart release as the caller: the releases controller removes its
+// objects from the members (unless its deletion policy is Orphan).
+func (s *server) deleteChart(w http.ResponseWriter, r *http.Request) {
+	ns, name := r.PathValue("namespace"), r.PathValue("name")
+	if _, ok := s.callerChart(w, r, ns, name); !ok {
+		return
+	}
+	registry, err := s.guard.asCaller(r.Context())
+	if err != nil {
+		writeStatus(w, err)
+		return
+	}
+	if err := registry.ClusterregistryV1alpha1().Releases(ns).Delete(r.Context(), name, metav1.DeleteOptions{}); err != nil {
+		writeStatus(w, err)
+		return
+	}
+	writeStatus(w, &apierrors.StatusError{ErrStatus: metav1.Status{Status: metav1.StatusSuccess, Code: http.StatusOK,
+		Details: &metav1.StatusDetails{Name: name, Group: releaseResource.Group, Kind: "releases"}}})
+}
