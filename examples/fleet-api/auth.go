@@ -163,13 +163,18 @@ func unsupportedMediaType(r *http.Request) string {
 // allowed reports whether the caller of ctx may do verb on Clusters of namespace (name "" for
 // all of them), as the registry's RBAC says.
 func (g *guard) allowed(ctx context.Context, verb, namespace, name string) (bool, string, error) {
+	return g.allowedOn(ctx, "clusters", verb, namespace, name)
+}
+
+// allowedOn is allowed for another resource of the registry's group (releases, for /charts).
+func (g *guard) allowedOn(ctx context.Context, resource, verb, namespace, name string) (bool, string, error) {
 	u, ok := genericrequest.UserFrom(ctx)
 	if !ok {
 		return false, "no caller", nil
 	}
 	decision, reason, err := g.authz.Authorize(ctx, authorizer.AttributesRecord{
 		User: u, Verb: verb, Namespace: namespace, Name: name, ResourceRequest: true,
-		APIGroup: v1alpha1.GroupName, APIVersion: v1alpha1.SchemeGroupVersion.Version, Resource: "clusters",
+		APIGroup: v1alpha1.GroupName, APIVersion: v1alpha1.SchemeGroupVersion.Version, Resource: resource,
 	})
 	return decision == authorizer.DecisionAllow, reason, err
 }

@@ -170,7 +170,8 @@ func (s *server) listCharts(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"charts": out})
+	_, rev, _ := s.charts.feed.snapshot()
+	writeJSON(w, http.StatusOK, map[string]any{"charts": out, "resourceVersion": formatRev(rev)})
 }
 
 // getChart answers one chart release, as the caller.

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -51,8 +52,8 @@ func TestChartsAsEachCaller(t *testing.T) {
 
 	shop := map[string]any{
 		"namespace": set, "name": "shop", "placement": "web", "targetNamespace": "shop",
-		"chart":  map[string]any{"url": "oci://registry.example.com/charts/shop", "version": "~1.2", "secretRef": "pull"},
-		"values": map[string]any{"replicas": 3},
+		"chart":        map[string]any{"url": "oci://registry.example.com/charts/shop", "version": "~1.2", "secretRef": "pull"},
+		"values":       map[string]any{"replicas": 3},
 		"memberValues": []any{map[string]any{"path": "region", "from": "Label", "key": "topology.kubernetes.io/region"}},
 	}
 	list := func(token string) []chartRelease {
@@ -106,7 +107,7 @@ func TestChartsAsEachCaller(t *testing.T) {
 	// What the releases controller reports, each member's phase from the status slices, is
 	// listed: as the controller would, the test writes status and a slice.
 	rel.Status = v1alpha1.ReleaseStatus{ObservedGeneration: rel.Generation, Revision: "r1", Members: 2, Ready: 1,
-		Chart: &v1alpha1.ReleaseChartStatus{Name: "shop", Version: "1.2.3", Digest: "sha256:" + string(make64('a'))},
+		Chart:      &v1alpha1.ReleaseChartStatus{Name: "shop", Version: "1.2.3", Digest: "sha256:" + string(make64('a'))},
 		Conditions: []metav1.Condition{{Type: v1alpha1.ReleaseAvailable, Status: metav1.ConditionFalse, Reason: "RollingOut", Message: "1 of 2 members ready", LastTransitionTime: metav1.Now()}}}
 	_, err = registry.Releases(set).UpdateStatus(ctx, rel, metav1.UpdateOptions{})
 	require.NoError(t, err)
@@ -130,6 +131,46 @@ func TestChartsAsEachCaller(t *testing.T) {
 		require.True(t, meta.IsStatusConditionFalse(toConditions(c.Conditions), v1alpha1.ReleaseAvailable))
 	}
 	require.Empty(t, list(otherEditor), "another set's editor saw this set's chart release")
+
+	// GET /watch/charts: the viewer's stream starts with the chart release and sends its changes;
+	// nobody gets 401; another set's editor's stream sends nothing of this set; a status written
+	// again with only its times changed sends nothing.
+	_, code = watch(t, "", web.URL+"/watch/charts")
+	require.Equal(t, http.StatusUnauthorized, code)
+	_, code = watch(t, otherEditor, web.URL+"/watch/charts?namespace="+set)
+	require.Equal(t, http.StatusForbidden, code)
+	events, code := watch(t, viewer, web.URL+"/watch/charts")
+	require.Equal(t, http.StatusOK, code)
+	e := next(t, events, 10*time.Second)
+	require.Equal(t, eventAdded, e.Type)
+	require.Equal(t, "shop", e.Chart.Name)
+	require.Len(t, e.Chart.PerMember, 2)
+	otherEvents, code := watch(t, otherEditor, web.URL+"/watch/charts")
+	require.Equal(t, http.StatusOK, code)
+	rel, err = registry.Releases(set).Get(ctx, "shop", metav1.GetOptions{})
+	require.NoError(t, err)
+	rel.Status.Conditions[0].LastTransitionTime = metav1.NewTime(rel.Status.Conditions[0].LastTransitionTime.Add(time.Minute))
+	rel, err = registry.Releases(set).UpdateStatus(ctx, rel, metav1.UpdateOptions{})
+	require.NoError(t, err)
+	time.Sleep(3 * feedInterval) // the feed polls meanwhile: the write above is seen on its own
+	rel.Status.Ready = 2
+	_, err = registry.Releases(set).UpdateStatus(ctx, rel, metav1.UpdateOptions{})
+	require.NoError(t, err)
+	e = next(t, events, 10*time.Second)
+	require.Equal(t, eventModified, e.Type)
+	require.EqualValues(t, 2, e.Chart.Ready, "the first change sent was not the one that changed something")
+	for quiet := time.After(3 * feedInterval); ; {
+		select {
+		case e := <-events:
+			require.Equal(t, eventBookmark, e.Type, "sent again: %+v", e)
+			continue
+		case e := <-otherEvents:
+			require.Equal(t, eventBookmark, e.Type, "another set's editor was sent %+v", e.Chart)
+			continue
+		case <-quiet:
+		}
+		break
+	}
 
 	// Changing it: the viewer may not; the editor changes the version and the values.
 	code, out = callAs(t, viewer, http.MethodPatch, web.URL+"/charts/"+set+"/shop", map[string]any{"version": "1.3.0"}, nil)

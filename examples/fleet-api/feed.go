@@ -28,22 +28,30 @@ const (
 	eventError    = "ERROR"
 )
 
-// change is one change to what GET /clusters answers, numbered by the feed.
-type change struct {
-	rev     uint64
-	kind    string // eventAdded, eventModified or eventDeleted
-	summary clusterSummary
-	// prev is the summary before a MODIFIED: a watcher with a selector tells from it whether
-	// the member entered or left its selection.
-	prev clusterSummary
+// summary is what a feed numbers the changes of: a member's (clusterSummary, GET /clusters) or a
+// chart release's (chartRelease, GET /charts). same says whether two say the same thing, so that
+// a poll that finds nothing new sends nothing; key names it.
+type summary[T any] interface {
+	same(T) bool
+	key() (namespace, name string)
 }
 
-// seenBy is how a watcher whose selection is sel sees c: the event type it is sent, or "" for
+// change is one change to what a list route answers, numbered by the feed.
+type change[T summary[T]] struct {
+	rev     uint64
+	kind    string // eventAdded, eventModified or eventDeleted
+	summary T
+	// prev is the summary before a MODIFIED: a watcher with a selector tells from it whether
+	// the member entered or left its selection.
+	prev T
+}
+
+// seenBy is how a watcher whose selection matches sees c: the event type it is sent, or "" for
 // none. A member that enters the selection is ADDED, one that leaves it DELETED, as a
 // Kubernetes watch with a selector sends them.
-func (c change) seenBy(sel selection) string {
-	was := c.kind == eventModified && sel.matches(c.prev) || c.kind == eventDeleted && sel.matches(c.summary)
-	is := c.kind != eventDeleted && sel.matches(c.summary)
+func (c change[T]) seenBy(matches func(T) bool) string {
+	was := c.kind == eventModified && matches(c.prev) || c.kind == eventDeleted && matches(c.summary)
+	is := c.kind != eventDeleted && matches(c.summary)
 	switch {
 	case is && was:
 		return eventModified
@@ -60,37 +68,40 @@ func (c change) seenBy(sel selection) string {
 // changes with its Cluster, its caches' objects and its caches' state (a member turns stale
 // without any event), so comparing summaries catches every kind of change alike. Summaries are
 // compared by what they say (clusterSummary.same), so a poll that finds nothing new sends nothing.
-type feed struct {
+type feed[T summary[T]] struct {
 	mu      sync.Mutex
 	rev     uint64
-	current map[types.NamespacedName]clusterSummary
-	log     []change // the last keep changes, oldest first
+	current map[types.NamespacedName]T
+	log     []change[T] // the last keep changes, oldest first
 	keep    int
 	// changed is closed, and replaced, whenever changes are added: watchers wait on it.
 	changed chan struct{}
 }
 
-func newFeed(keep int) *feed {
-	return &feed{current: map[types.NamespacedName]clusterSummary{}, keep: keep, changed: make(chan struct{})}
+// newFeed is the feed of the members' summaries (GET /watch/clusters).
+func newFeed(keep int) *feed[clusterSummary] { return newFeedOf[clusterSummary](keep) }
+
+func newFeedOf[T summary[T]](keep int) *feed[T] {
+	return &feed[T]{current: map[types.NamespacedName]T{}, keep: keep, changed: make(chan struct{})}
 }
 
 // update records how summaries (every member's, now) differ from the last ones.
-func (f *feed) update(summaries map[types.NamespacedName]clusterSummary) {
+func (f *feed[T]) update(summaries map[types.NamespacedName]T) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	var added []change
+	var added []change[T]
 	for key, s := range summaries {
 		old, ok := f.current[key]
 		switch {
 		case !ok:
-			added = append(added, change{kind: eventAdded, summary: s})
+			added = append(added, change[T]{kind: eventAdded, summary: s})
 		case !old.same(s):
-			added = append(added, change{kind: eventModified, summary: s, prev: old})
+			added = append(added, change[T]{kind: eventModified, summary: s, prev: old})
 		}
 	}
 	for key, s := range f.current {
 		if _, ok := summaries[key]; !ok {
-			added = append(added, change{kind: eventDeleted, summary: s})
+			added = append(added, change[T]{kind: eventDeleted, summary: s})
 		}
 	}
 	if len(added) == 0 {
@@ -111,10 +122,10 @@ func (f *feed) update(summaries map[types.NamespacedName]clusterSummary) {
 
 // snapshot is every member's summary now, the revision they are at, and a channel closed at the
 // next change.
-func (f *feed) snapshot() ([]clusterSummary, uint64, <-chan struct{}) {
+func (f *feed[T]) snapshot() ([]T, uint64, <-chan struct{}) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	out := make([]clusterSummary, 0, len(f.current))
+	out := make([]T, 0, len(f.current))
 	for _, s := range f.current {
 		out = append(out, s)
 	}
@@ -123,7 +134,7 @@ func (f *feed) snapshot() ([]clusterSummary, uint64, <-chan struct{}) {
 
 // since is the changes after rev, the revision they reach, and a channel closed at the next
 // change; ok is false when changes after rev are no longer kept (the watcher must list again).
-func (f *feed) since(rev uint64) (changes []change, at uint64, next <-chan struct{}, ok bool) {
+func (f *feed[T]) since(rev uint64) (changes []change[T], at uint64, next <-chan struct{}, ok bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if rev > f.rev {
@@ -142,7 +153,7 @@ func (f *feed) since(rev uint64) (changes []change, at uint64, next <-chan struc
 }
 
 // poll updates the feed from summarize every interval until ctx ends.
-func (f *feed) poll(ctx context.Context, interval time.Duration, summarize func() map[types.NamespacedName]clusterSummary) {
+func (f *feed[T]) poll(ctx context.Context, interval time.Duration, summarize func() map[types.NamespacedName]T) {
 	f.update(summarize())
 	t := time.NewTicker(interval)
 	defer t.Stop()
@@ -158,11 +169,12 @@ func (f *feed) poll(ctx context.Context, interval time.Duration, summarize func(
 
 func formatRev(rev uint64) string { return strconv.FormatUint(rev, 10) }
 
-// watchEvent is one line of GET /watch/clusters.
+// watchEvent is one line of GET /watch/clusters (Cluster) or GET /watch/charts (Chart).
 type watchEvent struct {
 	Type            string          `json:"type"`
 	ResourceVersion string          `json:"resourceVersion"`
 	Cluster         *clusterSummary `json:"cluster,omitempty"`
+	Chart           *chartRelease   `json:"chart,omitempty"`
 	Status          *metav1.Status  `json:"status,omitempty"`
 }
 
@@ -187,10 +199,10 @@ func (s *server) watchClusters(w http.ResponseWriter, r *http.Request) {
 		writeStatus(w, apierrors.NewBadRequest(err.Error()))
 		return
 	}
-	s.stream(w, r, selected, func(ctx context.Context, ns, _ string) bool {
+	stream(w, r, s.feed, selected.matches, func(ctx context.Context, ns, _ string) bool {
 		ok, _, err := s.guard.allowed(ctx, "list", ns, "")
 		return err == nil && ok
-	})
+	}, func(e *watchEvent, c clusterSummary) { e.Cluster = &c }, "GET /clusters")
 }
 
 // watchCluster streams one member's changes as watchClusters does, for a caller the registry lets
@@ -207,15 +219,17 @@ func (s *server) watchCluster(w http.ResponseWriter, r *http.Request) {
 	if !s.authorize(w, r, "watch", ns, name) {
 		return
 	}
-	s.stream(w, r, selected, func(ctx context.Context, ns, name string) bool {
+	stream(w, r, s.feed, selected.matches, func(ctx context.Context, ns, name string) bool {
 		ok, _, err := s.guard.allowed(ctx, "watch", ns, name)
 		return err == nil && ok
-	})
+	}, func(e *watchEvent, c clusterSummary) { e.Cluster = &c }, "GET /clusters")
 }
 
 // stream sends the feed's changes that selected chooses and may allows (asked again as the
 // stream goes, from the guard's short-lived answers), as GET /watch/clusters describes.
-func (s *server) stream(w http.ResponseWriter, r *http.Request, selected selection, may func(ctx context.Context, namespace, name string) bool) {
+// set puts a summary in its event; list is the list route a watcher starts again from.
+func stream[T summary[T]](w http.ResponseWriter, r *http.Request, f *feed[T], matches func(T) bool, may func(ctx context.Context, namespace, name string) bool,
+	set func(*watchEvent, T), list string) {
 	flusher, ok := w.(http.Flusher)
 	if !ok {
 		writeStatus(w, apierrors.NewInternalError(errors.New("the connection cannot stream")))
@@ -224,7 +238,7 @@ func (s *server) stream(w http.ResponseWriter, r *http.Request, selected selecti
 	ctx, cancel := context.WithTimeout(r.Context(), maxWatchLength)
 	defer cancel()
 	var (
-		pending []change
+		pending []change[T]
 		rev     uint64
 		next    <-chan struct{}
 	)
@@ -235,16 +249,20 @@ func (s *server) stream(w http.ResponseWriter, r *http.Request, selected selecti
 			return
 		}
 		var kept bool
-		if pending, rev, next, kept = s.feed.since(n); !kept {
-			writeStatus(w, apierrors.NewResourceExpired(fmt.Sprintf("resourceVersion %s is too old or unknown: list again (GET /clusters) and watch from its resourceVersion", from)))
+		if pending, rev, next, kept = f.since(n); !kept {
+			writeStatus(w, apierrors.NewResourceExpired(fmt.Sprintf("resourceVersion %s is too old or unknown: list again (%s) and watch from its resourceVersion", from, list)))
 			return
 		}
 	} else {
-		var current []clusterSummary
-		current, rev, next = s.feed.snapshot()
-		slices.SortFunc(current, func(a, b clusterSummary) int { return strings.Compare(a.Namespace+"/"+a.Name, b.Namespace+"/"+b.Name) })
+		var current []T
+		current, rev, next = f.snapshot()
+		slices.SortFunc(current, func(a, b T) int {
+			ans, an := a.key()
+			bns, bn := b.key()
+			return strings.Compare(ans+"/"+an, bns+"/"+bn)
+		})
 		for _, c := range current {
-			pending = append(pending, change{rev: rev, kind: eventAdded, summary: c})
+			pending = append(pending, change[T]{rev: rev, kind: eventAdded, summary: c})
 		}
 	}
 	w.Header().Set("Content-Type", "application/json")
@@ -256,12 +274,14 @@ func (s *server) stream(w http.ResponseWriter, r *http.Request, selected selecti
 	defer bookmark.Stop()
 	for {
 		for _, c := range pending {
-			kind := c.seenBy(selected)
-			if kind == "" || !may(ctx, c.summary.Namespace, c.summary.Name) {
+			kind := c.seenBy(matches)
+			ns, name := c.summary.key()
+			if kind == "" || !may(ctx, ns, name) {
 				continue
 			}
-			summary := c.summary
-			if !send(watchEvent{Type: kind, ResourceVersion: formatRev(c.rev), Cluster: &summary}) {
+			e := watchEvent{Type: kind, ResourceVersion: formatRev(c.rev)}
+			set(&e, c.summary)
+			if !send(e) {
 				return
 			}
 		}
@@ -276,7 +296,7 @@ func (s *server) stream(w http.ResponseWriter, r *http.Request, selected selecti
 			pending = nil
 		case <-next:
 			var kept bool
-			if pending, rev, next, kept = s.feed.since(rev); !kept {
+			if pending, rev, next, kept = f.since(rev); !kept {
 				st := apierrors.NewResourceExpired("the stream fell too far behind: list again").Status()
 				_ = send(watchEvent{Type: eventError, Status: &st})
 				return

@@ -37,6 +37,9 @@
 //	PUT    /charts/{namespace}/{name}   replace its chart, values and member values (same body)
 //	PATCH  /charts/{namespace}/{name}   change its version and values: {version, values}
 //	DELETE /charts/{namespace}/{name}   remove it (the releases controller removes its objects)
+//	GET    /watch/charts                what GET /charts answers, then each change (a version
+//	                                    delivered, a member's phase), one JSON event a line, as
+//	                                    /watch/clusters streams members (?namespace= for one set)
 //
 // Every request acts for its caller: it must carry credentials the registry accepts (a bearer
 // token, checked with a TokenReview; with TLS and --client-ca-file, a client certificate), and
@@ -50,8 +53,8 @@
 // kubectl's connection flags (--kubeconfig, --context, -n, ...), the members with the credentials
 // their Clusters point to, within the trust flags (--allow-exec, --file-root, ...). Its own
 // identity in the registry needs: create tokenreviews and subjectaccessreviews; impersonate users,
-// groups, serviceaccounts and userextras; list and watch clusters and get secrets in the sets it
-// serves.
+// groups, serviceaccounts and userextras; list and watch clusters, releases and
+// releasestatusslices, and get secrets, in the sets it serves.
 package main
 
 import (
@@ -157,6 +160,8 @@ only what the registry's RBAC lets the caller do there.
   PUT    /charts/{namespace}/{name}    the same body, replacing chart, values, member values (200)
   PATCH  /charts/{namespace}/{name}    body: {"version": "1.3.0", "values": {...}}, either (200)
   DELETE /charts/{namespace}/{name}    no body (200, a Status); its objects leave the members
+  GET    /watch/charts                 GET /charts, then each change, one JSON event a line, as
+                                       /watch/clusters streams (nothing while nothing changes)
 
 Writes are checked (RBAC, then the Cluster's validation, naming each bad field) and sent to the
 registry as the caller. Errors are Kubernetes Status objects, 404 and 405 included; a body that

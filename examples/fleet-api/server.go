@@ -41,7 +41,9 @@ type server struct {
 	nodes       *fleetcache.Kind[*corev1.Node]
 	deployments *fleetcache.Kind[*appsv1.Deployment]
 	// feed numbers the changes to the members' summaries for GET /watch/clusters.
-	feed     *feed
+	feed *feed[clusterSummary]
+	// charts follows the registry's Releases for GET /watch/charts.
+	charts   *chartWatch
 	stopFeed context.CancelFunc
 	feedDone chan struct{}
 }
@@ -102,10 +104,22 @@ func startServer(ctx context.Context, registry versioned.Interface, resolver *ac
 	}
 	s.feed = newFeed(4096)
 	feedCtx, stopFeed := context.WithCancel(ctx)
+	if s.charts, err = watchCharts(feedCtx, registry, namespaces); err != nil {
+		stopFeed()
+		s.caches.Stop()
+		s.fleet.Stop()
+		return nil, err
+	}
 	s.stopFeed, s.feedDone = stopFeed, make(chan struct{})
 	go func() {
 		defer close(s.feedDone)
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			s.charts.feed.poll(feedCtx, feedInterval, s.charts.summarizeAll)
+		}()
 		s.feed.poll(feedCtx, feedInterval, s.summarizeAll)
+		<-done
 	}()
 	return s, nil
 }
@@ -113,6 +127,7 @@ func startServer(ctx context.Context, registry versioned.Interface, resolver *ac
 func (s *server) stop() {
 	s.stopFeed()
 	<-s.feedDone
+	s.charts.stop()
 	s.caches.Stop()
 	s.fleet.Stop()
 }
@@ -132,6 +147,7 @@ func (s *server) routes(g *guard) http.Handler {
 	api.HandleFunc("PATCH /clusters/{namespace}/{name}", s.patchCluster)
 	api.HandleFunc("DELETE /clusters/{namespace}/{name}", s.deleteCluster)
 	api.HandleFunc("GET /charts", s.listCharts)
+	api.HandleFunc("GET /watch/charts", s.watchChartsRoute)
 	api.HandleFunc("POST /charts", s.createChart)
 	api.HandleFunc("GET /charts/{namespace}/{name}", s.getChart)
 	api.HandleFunc("PUT /charts/{namespace}/{name}", s.updateChart)
@@ -192,6 +208,9 @@ type clusterSummary struct {
 	// its counts are those of then.
 	Cache cacheState `json:"cache"`
 }
+
+// key is the member's namespace and name.
+func (s clusterSummary) key() (string, string) { return s.Namespace, s.Name }
 
 // same reports whether two summaries say the same thing. Counts are pointers (an unknown count is
 // left out, never shown as zero), so == would compare where they point, and every poll's fresh

@@ -1,0 +1,138 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"reflect"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/cluster-registry/sdk/clientset/versioned"
+	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
+	"github.com/cluster-registry/sdk/informers/externalversions"
+	listers "github.com/cluster-registry/sdk/listers/clusterregistry/v1alpha1"
+)
+
+// key is the chart release's namespace and name.
+func (c chartRelease) key() (string, string) { return c.Namespace, c.Name }
+
+// same reports whether two chart releases say the same thing: nothing in them is a time, so a
+// status written again unchanged (a heartbeat) sends nothing.
+func (c chartRelease) same(o chartRelease) bool { return reflect.DeepEqual(c, o) }
+
+// chartWatch is what GET /watch/charts streams from: the registry's Releases and their status
+// slices, watched with the server's own identity (each watcher sees only the sets where the
+// registry lets them list Releases), and the feed of the chart releases they make.
+type chartWatch struct {
+	factories []externalversions.SharedInformerFactory
+	releases  []listers.ReleaseLister
+	slices    []listers.ReleaseStatusSliceLister
+	feed      *feed[chartRelease]
+}
+
+// watchCharts starts watching the Releases of namespaces (every one when empty), and polls them
+// into a feed until ctx ends; wait for the informers with the returned chartWatch's sync.
+func watchCharts(ctx context.Context, registry versioned.Interface, namespaces []string) (*chartWatch, error) {
+	cw := &chartWatch{feed: newFeedOf[chartRelease](4096)}
+	if len(namespaces) == 0 {
+		namespaces = []string{""}
+	}
+	var synced []cache.InformerSynced
+	for _, ns := range namespaces {
+		f := externalversions.NewSharedInformerFactoryWithOptions(registry, 0, externalversions.WithNamespace(ns))
+		rel := f.Clusterregistry().V1alpha1().Releases()
+		sl := f.Clusterregistry().V1alpha1().ReleaseStatusSlices()
+		synced = append(synced, rel.Informer().HasSynced, sl.Informer().HasSynced)
+		cw.releases = append(cw.releases, rel.Lister())
+		cw.slices = append(cw.slices, sl.Lister())
+		cw.factories = append(cw.factories, f)
+		f.Start(ctx.Done())
+	}
+	syncCtx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	if !cache.WaitForCacheSync(syncCtx.Done(), synced...) {
+		cw.stop()
+		return nil, fmt.Errorf("listing the registry's Releases: %w", cmpErr(syncCtx.Err()))
+	}
+	return cw, nil
+}
+
+func cmpErr(err error) error {
+	if err == nil {
+		return context.Canceled
+	}
+	return err
+}
+
+// stop stops the informers and waits for them.
+func (cw *chartWatch) stop() {
+	for _, f := range cw.factories {
+		f.Shutdown()
+	}
+}
+
+// summarizeAll is every chart release now, as GET /charts answers it.
+func (cw *chartWatch) summarizeAll() map[types.NamespacedName]chartRelease {
+	out := map[types.NamespacedName]chartRelease{}
+	for i, rl := range cw.releases {
+		rels, err := rl.List(labels.Everything())
+		if err != nil {
+			continue
+		}
+		for _, rel := range rels {
+			if rel.Spec.Source.Chart == nil {
+				continue
+			}
+			slices, _ := cw.slices[i].ReleaseStatusSlices(rel.Namespace).List(labels.SelectorFromSet(labels.Set{v1alpha1.ReleaseLabel: rel.Name}))
+			var items []v1alpha1.ReleaseStatusSlice
+			for _, s := range slices {
+				items = append(items, *s)
+			}
+			if c, ok := chartReleaseOf(rel, items); ok {
+				out[types.NamespacedName{Namespace: rel.Namespace, Name: rel.Name}] = c
+			}
+		}
+	}
+	return out
+}
+
+// watchChartsRoute streams changes to what GET /charts answers, one JSON event a line, as GET
+// /watch/clusters does for members: an ADDED for every chart release of the sets where the
+// caller may list Releases (unless ?resourceVersion= resumes), then each change (its version
+// delivered, a member's phase), and nothing while nothing changes. ?namespace= chooses one set.
+func (s *server) watchChartsRoute(w http.ResponseWriter, r *http.Request) {
+	only := r.URL.Query().Get("namespace")
+	if only != "" {
+		if !s.authorizeOn(w, r, "releases", "watch", only, "") {
+			return
+		}
+	}
+	stream(w, r, s.charts.feed, func(c chartRelease) bool { return only == "" || c.Namespace == only },
+		func(ctx context.Context, ns, _ string) bool {
+			ok, _, err := s.guard.allowedOn(ctx, "releases", "list", ns, "")
+			return err == nil && ok
+		}, func(e *watchEvent, c chartRelease) { e.Chart = &c }, "GET /charts")
+}
+
+// authorizeOn is authorize for another resource of the registry's group.
+func (s *server) authorizeOn(w http.ResponseWriter, r *http.Request, resource, verb, namespace, name string) bool {
+	allowed, reason, err := s.guard.allowedOn(r.Context(), resource, verb, namespace, name)
+	switch {
+	case err != nil:
+		writeStatus(w, apierrors.NewInternalError(fmt.Errorf("asking the registry whether you may %s %s: %w", verb, resource, err)))
+		return false
+	case !allowed:
+		why := fmt.Sprintf("you cannot %s %s in the namespace %q", verb, resource, namespace)
+		if reason != "" {
+			why += ": " + reason
+		}
+		writeStatus(w, apierrors.NewForbidden(v1alpha1.SchemeGroupVersion.WithResource(resource).GroupResource(), name, fmt.Errorf("%s", why)))
+		return false
+	}
+	return true
+}
