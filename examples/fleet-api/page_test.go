@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"testing"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/cluster-registry/sdk/clientset/versioned"
+	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
 )
 
 // browser is the headless Chromium the page is tested in: $CHROMIUM, or one on PATH, as
@@ -90,6 +92,47 @@ func TestDashboardInABrowser(t *testing.T) {
 	injected, err := chromedp.Run(tab, chromedp.Evaluate[bool](`document.getElementById("injected") !== null || document.title === "owned"`))
 	require.NoError(t, err)
 	require.False(t, injected, "a display name became markup in the page")
+
+	// A chart release appears in the releases view with each member's phase, live: what the
+	// releases controller reports (written here as it would) is shown as text, however hostile.
+	releases := versioned.NewForConfigOrDie(lf.Registry.Config).ClusterregistryV1alpha1()
+	rel, err := releases.Releases(lf.Namespace).Create(ctx, &v1alpha1.Release{ObjectMeta: metav1.ObjectMeta{Name: "shop", Namespace: lf.Namespace},
+		Spec: v1alpha1.ReleaseSpec{Placement: v1alpha1.ReleasePlacement{Name: "web"},
+			Source: v1alpha1.ReleaseSource{Chart: &v1alpha1.ReleaseChartSource{Repository: &v1alpha1.ReleaseChartRepository{
+				URL: "oci://registry.example.com/charts/<b>shop</b>", Version: "~1.2"}}}}}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = releases.Releases(lf.Namespace).Delete(context.Background(), "shop", metav1.DeleteOptions{}) })
+	rel.Status = v1alpha1.ReleaseStatus{Members: 2, Ready: 1, Revision: "r1",
+		Chart: &v1alpha1.ReleaseChartStatus{Name: "shop", Version: "1.2.3", Digest: "sha256:0"},
+		Conditions: []metav1.Condition{{Type: v1alpha1.ReleaseAvailable, Status: metav1.ConditionFalse, Reason: "RollingOut", Message: "1 of 2 ready", LastTransitionTime: metav1.Now()}}}
+	rel, err = releases.Releases(lf.Namespace).UpdateStatus(ctx, rel, metav1.UpdateOptions{})
+	require.NoError(t, err)
+	const hostile = `<img id="injected2" src="/y" onerror="document.title='owned'">`
+	_, err = releases.ReleaseStatusSlices(lf.Namespace).Create(ctx, &v1alpha1.ReleaseStatusSlice{ObjectMeta: metav1.ObjectMeta{Name: "shop-0", Namespace: lf.Namespace,
+		Labels:          map[string]string{v1alpha1.ReleaseLabel: "shop"},
+		OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(rel, v1alpha1.SchemeGroupVersion.WithKind("Release"))}},
+		Members: []v1alpha1.ReleaseMemberStatus{
+			{Cluster: "member-1", Phase: v1alpha1.PhaseReady, Revision: "r1"},
+			{Cluster: "member-2", Phase: v1alpha1.PhaseFailed, Revision: "r1", Reason: "ApplyFailed", Message: hostile},
+		}}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	releaseRow := `tr[data-release="` + lf.Namespace + `/shop"]`
+	step(30*time.Second, chromedp.Poll[chromedp.Void](`(document.querySelector('`+releaseRow+`') || {}).textContent?.includes("member-2: Failed")`,
+		chromedp.WithPollingTimeout(30*time.Second)))
+	shown := text(releaseRow)
+	require.Contains(t, shown, "shop 1.2.3", "the version delivered")
+	require.Contains(t, shown, "oci://registry.example.com/charts/<b>shop</b> ~1.2", "the chart asked for, as text")
+	require.Contains(t, shown, "1 of 2")
+	require.Contains(t, shown, "member-1: Ready at r1")
+	require.Contains(t, shown, hostile, "a member's message, as text")
+	injected, err = chromedp.Run(tab, chromedp.Evaluate[bool](`document.getElementById("injected2") !== null || document.querySelector(`+strconv.Quote(releaseRow+" b")+`) !== null || document.title === "owned"`))
+	require.NoError(t, err)
+	require.False(t, injected, "a release's text became markup in the page")
+	rel.Status.Ready = 2
+	_, err = releases.Releases(lf.Namespace).UpdateStatus(ctx, rel, metav1.UpdateOptions{})
+	require.NoError(t, err)
+	step(30*time.Second, chromedp.Poll[chromedp.Void](`(document.querySelector('`+releaseRow+`') || {}).textContent?.includes("2 of 2")`,
+		chromedp.WithPollingTimeout(30*time.Second)))
 
 	// The member stops: its caches turn stale on the page, with no reload.
 	require.NoError(t, lf.Members[1].StopAPIServer())

@@ -1,10 +1,11 @@
-// The fleet dashboard: lists GET /clusters, then follows GET /watch/clusters, as the user whose
-// token it holds. Everything shown was written by others (names, messages, errors), so it is put
+// The fleet dashboard: lists GET /clusters and GET /charts, then follows GET /watch/clusters and
+// GET /watch/charts, as the user whose token it holds. Everything shown was written by others (names, messages, errors), so it is put
 // in the page as text, never as markup.
 "use strict";
 
 const tokenKey = "fleet-api-token";
 const rows = new Map(); // "namespace/name" -> summary
+const releases = new Map(); // "namespace/name" -> chart release
 let generation = 0; // a newer connection makes older ones stop
 
 const $ = (id) => document.getElementById(id);
@@ -14,6 +15,8 @@ function showLogin(message) {
   $("login").hidden = false;
   $("clusters").hidden = true;
   $("empty").hidden = true;
+  $("releases").hidden = true;
+  $("releases-title").hidden = true;
   $("logout").hidden = true;
   $("login-error").textContent = message || "";
   setLive("not connected");
@@ -86,33 +89,66 @@ function key(c) {
   return c.namespace + "/" + c.name;
 }
 
-// follow lists, then watches from the list's revision; it lists again when the revision is no
-// longer kept, and reconnects after a break.
-async function follow() {
-  const mine = ++generation;
+// renderReleases shows each chart release: its chart (as asked, and the version delivered), how
+// many members are ready, its conditions, and each member's phase and revision.
+function renderReleases() {
+  const body = $("releases").querySelector("tbody");
+  const trs = [...releases.keys()].sort().map((k) => {
+    const r = releases.get(k);
+    const tr = document.createElement("tr");
+    tr.dataset.release = k;
+    const asked = r.chart.configMap ? "ConfigMap " + r.chart.configMap : (r.chart.chart ? r.chart.chart + " from " : "") + r.chart.url;
+    const delivered = r.delivered ? r.delivered.name + " " + r.delivered.version : "not delivered yet";
+    const bad = (r.conditions || []).filter((c) => (c.type === "Available" && c.status !== "True") || (c.type !== "Available" && c.type !== "Progressing" && c.status === "True"));
+    const status = bad.length ? bad.map((c) => c.type + (c.reason ? " (" + c.reason + ")" : "")).join(", ") : ((r.conditions || []).length ? "Available" : "-");
+    const members = cell("Members", "");
+    members.replaceChildren(...r.perMember.map((m) => {
+      const line = document.createElement("span");
+      line.className = "member phase-" + m.phase;
+      line.textContent = m.cluster + ": " + m.phase + (m.revision ? " at " + m.revision : "") + (m.reason ? " (" + m.reason + ")" : "") + (m.message ? " " + m.message : "");
+      return line;
+    }));
+    tr.append(
+      cell("Release", r.name, r.namespace + ", placement " + r.placement),
+      cell("Chart", delivered, asked + (r.chart.version ? " " + r.chart.version : "")),
+      cell("Ready", r.ready + " of " + r.members),
+      cell("Status", status, bad.map((c) => c.message).filter(Boolean).join("; ")),
+      members,
+    );
+    return tr;
+  });
+  body.replaceChildren(...trs);
+  $("releases").hidden = trs.length === 0;
+  $("releases-title").hidden = trs.length === 0;
+}
+
+// follow lists one route, then watches from the list's revision; it lists again when the
+// revision is no longer kept, and reconnects after a break. what names the route and the event's
+// field ("clusters", "cluster"); store and draw keep and show them.
+async function follow(mine, list, watch, items, item, store, draw) {
   let rev = "";
   while (mine === generation) {
     try {
       if (rev === "") {
-        const resp = await api("/clusters");
+        const resp = await api(list);
         if (resp.status === 401) {
           sessionStorage.removeItem(tokenKey);
           showLogin("The registry does not accept that token.");
           return;
         }
-        if (!resp.ok) throw new Error("GET /clusters: " + resp.status);
-        const list = await resp.json();
-        rows.clear();
-        for (const c of list.clusters) rows.set(key(c), c);
-        rev = list.resourceVersion;
+        if (!resp.ok) throw new Error("GET " + list + ": " + resp.status);
+        const listed = await resp.json();
+        store.clear();
+        for (const c of listed[items]) store.set(key(c), c);
+        rev = listed.resourceVersion;
         $("login").hidden = true;
         $("logout").hidden = false;
-        render();
+        draw();
       }
-      const resp = await api("/watch/clusters?resourceVersion=" + encodeURIComponent(rev));
+      const resp = await api(watch + "?resourceVersion=" + encodeURIComponent(rev));
       if (resp.status === 410) { rev = ""; continue; }
       if (resp.status === 401) { showLogin("Your token is no longer accepted."); return; }
-      if (!resp.ok || !resp.body) throw new Error("GET /watch/clusters: " + resp.status);
+      if (!resp.ok || !resp.body) throw new Error("GET " + watch + ": " + resp.status);
       setLive("live");
       const reader = resp.body.pipeThrough(new TextDecoderStream()).getReader();
       let buffered = "";
@@ -128,9 +164,9 @@ async function follow() {
           const e = JSON.parse(line);
           if (e.type === "ERROR") { rev = ""; break; }
           rev = e.resourceVersion || rev;
-          if (e.type === "ADDED" || e.type === "MODIFIED") rows.set(key(e.cluster), e.cluster);
-          if (e.type === "DELETED") rows.delete(key(e.cluster));
-          if (e.type !== "BOOKMARK") render();
+          if (e.type === "ADDED" || e.type === "MODIFIED") store.set(key(e[item]), e[item]);
+          if (e.type === "DELETED") store.delete(key(e[item]));
+          if (e.type !== "BOOKMARK") draw();
         }
       }
     } catch (err) {
@@ -140,18 +176,26 @@ async function follow() {
   }
 }
 
+// followAll follows the members and the chart releases, until a newer connection or a logout.
+function followAll() {
+  const mine = ++generation;
+  follow(mine, "/clusters", "/watch/clusters", "clusters", "cluster", rows, render);
+  follow(mine, "/charts", "/watch/charts", "charts", "chart", releases, renderReleases);
+}
+
 document.addEventListener("DOMContentLoaded", () => {
   $("login").addEventListener("submit", (ev) => {
     ev.preventDefault();
     sessionStorage.setItem(tokenKey, $("token").value.trim());
     $("token").value = "";
-    follow();
+    followAll();
   });
   $("logout").addEventListener("click", () => {
     sessionStorage.removeItem(tokenKey);
     rows.clear();
+    releases.clear();
     showLogin("");
   });
-  if (sessionStorage.getItem(tokenKey)) follow();
+  if (sessionStorage.getItem(tokenKey)) followAll();
   else showLogin("");
 });
