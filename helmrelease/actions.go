@@ -1,0 +1,213 @@
+package helmrelease
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"helm.sh/helm/v4/pkg/action"
+	"helm.sh/helm/v4/pkg/chart/v2/loader"
+	"helm.sh/helm/v4/pkg/kube"
+	"helm.sh/helm/v4/pkg/release"
+	"helm.sh/helm/v4/pkg/storage/driver"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+
+	"github.com/cluster-registry/sdk/chartrender"
+)
+
+// Options configure one operation.
+type Options struct {
+	// Timeout bounds the operation on its member, waiting included; 2 minutes when zero.
+	Timeout time.Duration
+	// Wait waits, within Timeout, until what the release applied is ready (Helm's kstatus
+	// watcher), as helm install --wait does.
+	Wait bool
+	// Logger hears Helm's own logs; discarded when nil.
+	Logger *slog.Logger
+}
+
+func (o Options) timeout() time.Duration {
+	if o.Timeout <= 0 {
+		return 2 * time.Minute
+	}
+	return o.Timeout
+}
+
+func (o Options) wait() kube.WaitStrategy {
+	if o.Wait {
+		return kube.StatusWatcherStrategy
+	}
+	return kube.HookOnlyStrategy
+}
+
+// Result is where a release stands after an operation: Helm's revision and status.
+type Result struct {
+	// Installed is true when the operation installed the release, false when it upgraded it.
+	Installed bool
+	Revision  int
+	Status    string
+}
+
+// configuration is one operation's action.Configuration: never shared with another operation.
+func configuration(rcg genericclioptions.RESTClientGetter, namespace string, opts Options) (*action.Configuration, error) {
+	cfg := action.NewConfiguration()
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	cfg.SetLogger(log.Handler())
+	if err := cfg.Init(rcg, namespace, "secret"); err != nil {
+		return nil, fmt.Errorf("helm: %w", err)
+	}
+	if g, ok := rcg.(*getter); ok {
+		caps, err := g.m.capabilities()
+		if err != nil {
+			return nil, err
+		}
+		cfg.Capabilities = caps
+	}
+	return cfg, nil
+}
+
+// Apply installs the packaged chart archive as release name in namespace, or upgrades the
+// release when it exists, with values; server-side apply, as Helm 4 does by default. The chart
+// is bounded as chartrender.Load bounds it.
+func Apply(ctx context.Context, getter genericclioptions.RESTClientGetter, name, namespace string, archive []byte, values map[string]any, opts Options) (Result, error) {
+	if _, err := chartrender.Load(archive); err != nil {
+		return Result{}, err
+	}
+	ch, err := loader.LoadArchive(bytes.NewReader(archive))
+	if err != nil {
+		return Result{}, fmt.Errorf("loading the chart: %w", err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, opts.timeout())
+	defer cancel()
+	// Discovering the member (the first time) and reading the release's history take no
+	// context: they run within the deadline all the same.
+	var cfg *action.Configuration
+	var herr error
+	if err := runWithin(ctx, opts.timeout(), func() error {
+		var err error
+		if cfg, err = configuration(getter, namespace, opts); err != nil {
+			return err
+		}
+		history := action.NewHistory(cfg)
+		history.Max = 1
+		_, herr = history.Run(name)
+		return nil
+	}); err != nil {
+		return Result{}, fmt.Errorf("release %s/%s: %w", namespace, name, err)
+	}
+	var rel release.Releaser
+	installed := false
+	switch {
+	case errors.Is(herr, driver.ErrReleaseNotFound):
+		install := action.NewInstall(cfg)
+		install.ReleaseName, install.Namespace = name, namespace
+		install.ServerSideApply = true
+		install.WaitStrategy, install.Timeout = opts.wait(), opts.timeout()
+		rel, err = install.RunWithContext(ctx, ch, values)
+		installed = true
+	case herr != nil:
+		return Result{}, fmt.Errorf("reading release %s/%s's history: %w", namespace, name, herr)
+	default:
+		upgrade := action.NewUpgrade(cfg)
+		upgrade.Namespace = namespace
+		upgrade.WaitStrategy, upgrade.Timeout = opts.wait(), opts.timeout()
+		rel, err = upgrade.RunWithContext(ctx, name, ch, values)
+	}
+	if err != nil {
+		verb := "upgrading"
+		if installed {
+			verb = "installing"
+		}
+		return Result{Installed: installed}, fmt.Errorf("%s release %s/%s: %w", verb, namespace, name, err)
+	}
+	return result(rel, installed)
+}
+
+// Uninstall uninstalls release name in namespace, as helm uninstall does; a release that is not
+// there is no error.
+func Uninstall(ctx context.Context, getter genericclioptions.RESTClientGetter, name, namespace string, opts Options) error {
+	return runWithin(ctx, opts.timeout(), func() error {
+		cfg, err := configuration(getter, namespace, opts)
+		if err != nil {
+			return err
+		}
+		un := action.NewUninstall(cfg)
+		un.WaitStrategy, un.Timeout = opts.wait(), opts.timeout()
+		un.IgnoreNotFound = true
+		_, err = un.Run(name)
+		if err != nil {
+			return fmt.Errorf("uninstalling release %s/%s: %w", namespace, name, err)
+		}
+		return nil
+	})
+}
+
+// Rollback rolls release name in namespace back to revision (0: the one before the current), as
+// helm rollback does.
+func Rollback(ctx context.Context, getter genericclioptions.RESTClientGetter, name, namespace string, revision int, opts Options) error {
+	return runWithin(ctx, opts.timeout(), func() error {
+		cfg, err := configuration(getter, namespace, opts)
+		if err != nil {
+			return err
+		}
+		rb := action.NewRollback(cfg)
+		rb.Version = revision
+		rb.WaitStrategy, rb.Timeout = opts.wait(), opts.timeout()
+		if err := rb.Run(name); err != nil {
+			return fmt.Errorf("rolling release %s/%s back: %w", namespace, name, err)
+		}
+		return nil
+	})
+}
+
+// Status is release name's current revision and status in namespace; found is false when the
+// release is not there.
+func Status(ctx context.Context, getter genericclioptions.RESTClientGetter, name, namespace string, opts Options) (r Result, found bool, err error) {
+	err = runWithin(ctx, opts.timeout(), func() error {
+		cfg, err := configuration(getter, namespace, opts)
+		if err != nil {
+			return err
+		}
+		rel, err := action.NewGet(cfg).Run(name)
+		if errors.Is(err, driver.ErrReleaseNotFound) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("reading release %s/%s: %w", namespace, name, err)
+		}
+		r, err = result(rel, false)
+		found = err == nil
+		return err
+	})
+	return r, found, err
+}
+
+// runWithin runs an action that takes no context: it is left to end in the background when the
+// deadline comes first (its requests end with their own timeouts), and the caller is answered at
+// the deadline.
+func runWithin(ctx context.Context, timeout time.Duration, f func() error) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- f() }()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		return fmt.Errorf("helm: %w", ctx.Err())
+	}
+}
+
+func result(rel release.Releaser, installed bool) (Result, error) {
+	a, err := release.NewAccessor(rel)
+	if err != nil {
+		return Result{}, fmt.Errorf("helm answered a release of an unknown kind: %w", err)
+	}
+	return Result{Installed: installed, Revision: a.Version(), Status: a.Status()}, nil
+}

@@ -1,0 +1,174 @@
+package helmrelease_test
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"net"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+	"helm.sh/helm/v4/pkg/action"
+	"helm.sh/helm/v4/pkg/release"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"github.com/cluster-registry/sdk/chartrender"
+	"github.com/cluster-registry/sdk/helmrelease"
+	"github.com/cluster-registry/sdk/localfleet"
+	"github.com/cluster-registry/sdk/testkit/fleettest"
+)
+
+// server is the package's one API server, a member as far as Helm is concerned.
+var server *localfleet.Fleet
+
+func TestMain(m *testing.M) {
+	flag.Parse()
+	if testing.Short() {
+		os.Exit(m.Run())
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	lf, err := localfleet.Start(ctx, localfleet.Options{Bare: true})
+	cancel()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	server = lf
+	code := m.Run()
+	_ = lf.Stop()
+	os.Exit(code)
+}
+
+func chartAt(t *testing.T, version string) []byte {
+	b, err := chartrender.Package("web", map[string]string{
+		"Chart.yaml":  "apiVersion: v2\nname: web\nversion: " + version + "\n",
+		"values.yaml": "greeting: hi\n",
+		"templates/config.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name }}-config\ndata:\n" +
+			"  greeting: {{ .Values.greeting | quote }}\n  chart: {{ .Chart.Version | quote }}\n",
+	})
+	require.NoError(t, err)
+	return b
+}
+
+// Helm's own install, upgrade, rollback and uninstall on a real API server: the release is
+// Helm's (helm ls, as Helm's List action, shows it; its records are Helm's Secrets); concurrent
+// operations on one member each have their own Configuration (the race detector watches); the
+// member is discovered once for all of them, and again only when told to.
+func TestHelmActionsOnAMember(t *testing.T) {
+	if testing.Short() {
+		t.Skip("needs kube-apiserver and etcd; run without -short")
+	}
+	defer goleak.VerifyNone(t, append(fleettest.IgnoreIdleConnections, goleak.IgnoreCurrent())...)
+	ctx := t.Context()
+	ns := "helm-actions"
+	kube := kubernetes.NewForConfigOrDie(server.Registry.Config)
+	_, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	members := helmrelease.NewMembers()
+	member := types.NamespacedName{Namespace: "fleet", Name: "member-1"}
+	getter, err := members.Getter(member, server.Registry.Config, ns)
+	require.NoError(t, err)
+	opts := helmrelease.Options{Timeout: time.Minute}
+	greeting := func(rel string) string {
+		cm, err := kube.CoreV1().ConfigMaps(ns).Get(ctx, rel+"-config", metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return ""
+		}
+		require.NoError(t, err)
+		return cm.Data["greeting"] + "@" + cm.Data["chart"]
+	}
+
+	r, err := helmrelease.Apply(ctx, getter, "shop", ns, chartAt(t, "0.1.0"), map[string]any{"greeting": "hello"}, opts)
+	require.NoError(t, err)
+	require.Equal(t, helmrelease.Result{Installed: true, Revision: 1, Status: "deployed"}, r)
+	require.Equal(t, "hello@0.1.0", greeting("shop"))
+	records, err := kube.CoreV1().Secrets(ns).List(ctx, metav1.ListOptions{LabelSelector: "owner=helm,name=shop"})
+	require.NoError(t, err)
+	require.Len(t, records.Items, 1, "Helm's record of the release")
+
+	r, err = helmrelease.Apply(ctx, getter, "shop", ns, chartAt(t, "0.2.0"), map[string]any{"greeting": "hey"}, opts)
+	require.NoError(t, err)
+	require.Equal(t, helmrelease.Result{Revision: 2, Status: "deployed"}, r)
+	require.Equal(t, "hey@0.2.0", greeting("shop"))
+
+	// helm ls, as Helm's own List action sees the member.
+	cfg := action.NewConfiguration()
+	require.NoError(t, cfg.Init(getter, ns, "secret"))
+	listed, err := action.NewList(cfg).Run()
+	require.NoError(t, err)
+	require.Len(t, listed, 1)
+	a, err := release.NewAccessor(listed[0])
+	require.NoError(t, err)
+	require.Equal(t, "shop", a.Name())
+	require.Equal(t, 2, a.Version())
+
+	// Concurrent operations on the one member, each with its own Configuration (one release
+	// each: the releases controller never runs two operations on one release at once).
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for i := range 8 {
+		wg.Go(func() {
+			g, err := members.Getter(member, server.Registry.Config, ns)
+			if err == nil {
+				_, err = helmrelease.Apply(ctx, g, fmt.Sprintf("app-%d", i), ns, chartAt(t, "0.1.0"), map[string]any{"greeting": fmt.Sprint(i)}, opts)
+			}
+			errs <- err
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		require.NoError(t, err)
+	}
+	require.EqualValues(t, 1, members.Discoveries(member), "the member was discovered more than once")
+	members.Invalidate(member)
+	_, found, err := helmrelease.Status(ctx, getter, "shop", ns, opts)
+	require.NoError(t, err)
+	require.True(t, found)
+	_, err = helmrelease.Apply(ctx, getter, "shop", ns, chartAt(t, "0.2.0"), map[string]any{"greeting": "again"}, opts)
+	require.NoError(t, err)
+	require.EqualValues(t, 2, members.Discoveries(member), "Invalidate did not make the next operation discover")
+
+	require.NoError(t, helmrelease.Rollback(ctx, getter, "shop", ns, 1, opts))
+	require.Equal(t, "hello@0.1.0", greeting("shop"))
+	require.NoError(t, helmrelease.Uninstall(ctx, getter, "shop", ns, opts))
+	require.Empty(t, greeting("shop"))
+	_, found, err = helmrelease.Status(ctx, getter, "shop", ns, opts)
+	require.NoError(t, err)
+	require.False(t, found)
+	require.NoError(t, helmrelease.Uninstall(ctx, getter, "shop", ns, opts), "a release that is gone is no error")
+	for i := range 8 {
+		require.NoError(t, helmrelease.Uninstall(ctx, getter, fmt.Sprintf("app-%d", i), ns, opts))
+	}
+}
+
+// A member that answers nothing costs an operation only its Timeout.
+func TestAnUnansweringMemberCostsItsTimeout(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer l.Close()
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			defer c.Close() // held open, never answered
+		}
+	}()
+	getter, err := helmrelease.NewMembers().Getter(types.NamespacedName{Name: "silent"}, &rest.Config{Host: "https://" + l.Addr().String(), TLSClientConfig: rest.TLSClientConfig{Insecure: true}}, "default")
+	require.NoError(t, err)
+	start := time.Now()
+	_, err = helmrelease.Apply(t.Context(), getter, "shop", "default", chartAt(t, "0.1.0"), nil, helmrelease.Options{Timeout: 2 * time.Second})
+	require.Error(t, err)
+	require.Less(t, time.Since(start), 10*time.Second, "the operation outlived its timeout")
+}
