@@ -162,8 +162,8 @@ type namespaceConfig struct {
 }
 
 func (c *namespaceConfig) RawConfig() (clientcmdapi.Config, error) { return clientcmdapi.Config{}, nil }
-func (c *namespaceConfig) ClientConfig() (*rest.Config, error)      { return rest.CopyConfig(c.config), nil }
-func (c *namespaceConfig) Namespace() (string, bool, error)         { return c.namespace, true, nil }
+func (c *namespaceConfig) ClientConfig() (*rest.Config, error)     { return rest.CopyConfig(c.config), nil }
+func (c *namespaceConfig) Namespace() (string, bool, error)        { return c.namespace, true, nil }
 func (c *namespaceConfig) ConfigAccess() clientcmd.ConfigAccess {
 	return clientcmd.NewDefaultClientConfigLoadingRules()
 }
