@@ -25,6 +25,10 @@ type chartSource struct {
 	rel    *v1alpha1.Release
 	chart  *chartrender.Chart
 	values map[string]any
+	// helm is Helm mode: archive goes to Helm's own install on each member (package
+	// helmrelease), and nothing is rendered here.
+	helm    bool
+	archive []byte
 }
 
 // renderChart checks a Release's chart source: the packaged chart (in the ConfigMap, or fetched
@@ -34,6 +38,7 @@ type chartSource struct {
 func renderChart(rel *v1alpha1.Release, in Inputs, sum hash.Hash) (*chartSource, error) {
 	src := rel.Spec.Source.Chart
 	var chart *chartrender.Chart
+	var archive []byte
 	switch {
 	case src.Repository != nil:
 		if in.Chart == nil {
@@ -43,7 +48,7 @@ func renderChart(rel *v1alpha1.Release, in Inputs, sum hash.Hash) (*chartSource,
 		if err != nil {
 			return nil, &SourceError{Where: fmt.Sprintf("chart at %s version %s", src.Repository.URL, in.Chart.Version), Err: err}
 		}
-		chart = c
+		chart, archive = c, in.Chart.Archive
 	case src.ConfigMap != nil:
 		configMap := in.ConfigMap
 		key := src.ConfigMap.Key
@@ -53,16 +58,16 @@ func renderChart(rel *v1alpha1.Release, in Inputs, sum hash.Hash) (*chartSource,
 		if configMap == nil {
 			return nil, &SourceError{Where: "spec.source.chart.configMap", Err: fmt.Errorf("ConfigMap %s not found in namespace %s", src.ConfigMap.Name, rel.Namespace)}
 		}
-		archive, ok := configMap.BinaryData[key]
+		data, ok := configMap.BinaryData[key]
 		if !ok {
 			return nil, &SourceError{Where: fmt.Sprintf("ConfigMap %s", configMap.Name),
 				Err: fmt.Errorf("no binaryData key %q: put the packaged chart there (kubectl create configmap %s --from-file=%s=CHART.tgz)", key, configMap.Name, key)}
 		}
-		c, err := chartrender.Load(archive)
+		c, err := chartrender.Load(data)
 		if err != nil {
 			return nil, &SourceError{Where: fmt.Sprintf("ConfigMap %s key %s", configMap.Name, key), Err: err}
 		}
-		chart = c
+		chart, archive = c, data
 	default:
 		return nil, &SourceError{Where: "spec.source.chart", Err: errors.New("set configMap or repository")}
 	}
@@ -72,8 +77,11 @@ func renderChart(rel *v1alpha1.Release, in Inputs, sum hash.Hash) (*chartSource,
 			return nil, &SourceError{Where: "spec.source.chart.values", Err: errors.New("not an object")}
 		}
 	}
-	cs := &chartSource{rel: rel, chart: chart, values: values}
+	cs := &chartSource{rel: rel, chart: chart, values: values, helm: src.Mode == v1alpha1.ChartModeHelm, archive: archive}
 	fmt.Fprintf(sum, "chart=%s;", chart.Digest)
+	if cs.helm {
+		sum.Write([]byte("mode=Helm;"))
+	}
 	if src.Values != nil {
 		sum.Write(src.Values.Raw)
 	}
@@ -81,22 +89,31 @@ func renderChart(rel *v1alpha1.Release, in Inputs, sum hash.Hash) (*chartSource,
 		fmt.Fprintf(sum, ";member=%s:%s:%s", mv.Path, mv.From, mv.Key)
 	}
 	sum.Write([]byte{0})
+	if cs.helm {
+		return cs, nil // Helm runs the chart, hooks and all, on each member
+	}
 	if _, err := cs.objects(nil); err != nil {
 		return nil, err
 	}
 	return cs, nil
 }
 
+// valuesFor are the chart's values for a member's Cluster (nil: the Release's values alone).
+func (cs *chartSource) valuesFor(cluster *v1alpha1.Cluster) map[string]any {
+	values := deepCopyMap(cs.values)
+	for _, mv := range cs.rel.Spec.Source.Chart.MemberValues {
+		setPath(values, mv.Path, memberValue(cluster, mv))
+	}
+	return values
+}
+
 // objects renders the chart for a member's Cluster (nil: with the Release's values alone), checked
 // as a Release's manifests are; they are labelled and ordered by the caller.
 func (cs *chartSource) objects(cluster *v1alpha1.Cluster) ([]*unstructured.Unstructured, error) {
-	values := deepCopyMap(cs.values)
+	values := cs.valuesFor(cluster)
 	kubeVersion := ""
 	if cluster != nil {
 		kubeVersion = cluster.Status.Version
-	}
-	for _, mv := range cs.rel.Spec.Source.Chart.MemberValues {
-		setPath(values, mv.Path, memberValue(cluster, mv))
 	}
 	namespace := cs.rel.Spec.TargetNamespace
 	if namespace == "" {

@@ -31,6 +31,7 @@ import (
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
 	"github.com/cluster-registry/sdk/decision"
 	"github.com/cluster-registry/sdk/fleetcache"
+	"github.com/cluster-registry/sdk/helmrelease"
 	informers "github.com/cluster-registry/sdk/informers/externalversions"
 	"github.com/cluster-registry/sdk/multicluster"
 )
@@ -81,6 +82,8 @@ type Controller struct {
 	log       logr.Logger
 	queue     workqueue.TypedRateLimitingInterface[types.NamespacedName]
 	clients   clientsCache
+	// helm keeps each member's discovery for Helm mode's operations (package helmrelease).
+	helm *helmrelease.Members
 	// replica labels this replica's status slices (replicaHash); "" when not sharded.
 	replica string
 
@@ -167,6 +170,7 @@ func NewController(members multicluster.MemberSource, registry versioned.Interfa
 		watched:  multicluster.NewSubset(),
 		releases: map[types.NamespacedName]*releaseState{},
 		kinds:    map[schema.GroupVersionResource]bool{},
+		helm:     helmrelease.NewMembers(),
 	}
 	if opts.Sharding != nil {
 		c.replica = replicaHash(opts.Sharding.Replica)
@@ -786,6 +790,10 @@ func (c *Controller) applyMember(ctx context.Context, rel *v1alpha1.Release, b *
 	}
 	ctx, cancel := context.WithTimeout(ctx, c.opts.MemberTimeout)
 	defer cancel()
+	if b.chart != nil && b.chart.helm {
+		c.applyHelm(ctx, rel, b, key, m, ms, fail)
+		return
+	}
 	mc, err := c.clients.get(ctx, m)
 	if err != nil {
 		fail(&memberError{class: classify(ctx, err), err: err})
@@ -823,6 +831,13 @@ func (c *Controller) applyMember(ctx context.Context, rel *v1alpha1.Release, b *
 		}
 	}
 	for _, r := range removalOrder(stale) {
+		if r.GVR == helmReleaseGVR { // the Release was in Helm mode: its Helm release goes
+			if err := c.removeHelm(ctx, key, m, r); err != nil {
+				fail(&memberError{class: classify(ctx, err), object: r.String(), err: fmt.Errorf("uninstalling the Helm release of Helm mode: %w", err)})
+				return
+			}
+			continue
+		}
 		c.writes.Add(1)
 		if err := mc.deleteOne(ctx, r, rel.Name, rel.Namespace); err != nil {
 			// Kept in the inventory, so that the next turn tries again.
@@ -880,6 +895,12 @@ func (c *Controller) removeMember(ctx context.Context, rel *v1alpha1.Release, st
 	mc, err := c.clients.get(ctx, m)
 	if err == nil {
 		for _, r := range removalOrder(refs) {
+			if r.GVR == helmReleaseGVR {
+				if err = c.removeHelm(ctx, key, m, r); err != nil {
+					break
+				}
+				continue
+			}
 			c.writes.Add(1)
 			if err = mc.deleteOne(ctx, r, rel.Name, rel.Namespace); err != nil {
 				break

@@ -155,6 +155,9 @@ func Render(rel *v1alpha1.Release, in Inputs) (*Bundle, error) {
 			}
 		}
 		b := &Bundle{Revision: hex.EncodeToString(sum.Sum(nil))[:16], rel: rel, chart: cs}
+		if cs.helm {
+			return b, nil // no objects of the controller's: Helm's, on each member
+		}
 		if b.Objects, err = b.objectsFor(nil); err != nil {
 			return nil, err
 		}

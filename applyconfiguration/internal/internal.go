@@ -322,6 +322,9 @@ var schemaYAML = typed.YAMLObject(`types:
           elementType:
             namedType: com.github.cluster-registry.sdk.clusterregistry.v1alpha1.ReleaseMemberValue
           elementRelationship: atomic
+    - name: mode
+      type:
+        scalar: string
     - name: repository
       type:
         namedType: com.github.cluster-registry.sdk.clusterregistry.v1alpha1.ReleaseChartRepository

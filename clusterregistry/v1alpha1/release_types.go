@@ -129,7 +129,25 @@ type ReleaseChartSource struct {
 	// +listType=atomic
 	// +kubebuilder:validation:MaxItems=32
 	MemberValues []ReleaseMemberValue `json:"memberValues,omitempty"`
+	// mode is how the chart reaches each member: Render (the default) renders it here and
+	// applies, watches and corrects its objects as manifests are, with nothing of Helm's on the
+	// member; Helm runs Helm's own install, upgrade and uninstall on each member (the release
+	// is Helm's, in its Secrets there, so helm ls shows it; hooks run; a member is Ready when
+	// Helm's wait finds its objects ready; drift is not corrected).
+	// +optional
+	// +kubebuilder:validation:Enum=Render;Helm
+	Mode ReleaseChartMode `json:"mode,omitempty"`
 }
+
+// ReleaseChartMode is how a chart reaches the members: Render or Helm.
+type ReleaseChartMode string
+
+const (
+	// ChartModeRender renders the chart in the controller and applies its objects.
+	ChartModeRender ReleaseChartMode = "Render"
+	// ChartModeHelm runs Helm's own install and upgrade on each member.
+	ChartModeHelm ReleaseChartMode = "Helm"
+)
 
 // ReleaseChartConfigMap names the ConfigMap and key of a packaged chart.
 type ReleaseChartConfigMap struct {

@@ -125,6 +125,13 @@ func describeRelease(out io.Writer, rel *v1alpha1.Release, members []v1alpha1.Re
 	if c := rel.Status.Chart; c != nil {
 		fmt.Fprintf(w, "Chart:\t%s %s (%s)\n", esc(c.Name), esc(c.Version), esc(c.Digest))
 	}
+	if src := rel.Spec.Source.Chart; src != nil {
+		if src.Mode == v1alpha1.ChartModeHelm {
+			fmt.Fprintf(w, "Chart Mode:\tHelm (Helm's own install on each member; helm ls there shows it)\n")
+		} else {
+			fmt.Fprintf(w, "Chart Mode:\tRender (rendered here, applied as manifests)\n")
+		}
+	}
 	fmt.Fprintf(w, "Target Namespace:\t%s\n", cmp.Or(esc(rel.Spec.TargetNamespace), "default"))
 	rollout := "All"
 	if r := rel.Spec.Rollout; r != nil {

@@ -23,6 +23,7 @@ func TestDescribeReleaseOfAChart(t *testing.T) {
 	require.NoError(t, describeRelease(&out, rel, nil, time.Now()))
 	require.Contains(t, out.String(), "Source:            chart shop from https://charts.example.com/^[[31mstable, version ~1.2, digest pinned\n")
 	require.Contains(t, out.String(), "Chart:             shop 1.2.3 (sha256:abc)\n")
+	require.Contains(t, out.String(), "Chart Mode:        Render")
 
 	rel.Spec.Source.Chart = &v1alpha1.ReleaseChartSource{ConfigMap: &v1alpha1.ReleaseChartConfigMap{Name: "shop-chart"}}
 	rel.Status.Chart = nil

@@ -44,6 +44,8 @@ type chartSpec struct {
 	Digest    string `json:"digest,omitempty"`
 	SecretRef string `json:"secretRef,omitempty"`
 	ConfigMap string `json:"configMap,omitempty"`
+	// Mode is Render (the default) or Helm: Helm's own install on each member.
+	Mode string `json:"mode,omitempty"`
 }
 
 type chartCondition struct {
@@ -98,6 +100,7 @@ func chartReleaseOf(rel *v1alpha1.Release, slices []v1alpha1.ReleaseStatusSlice)
 	case src.ConfigMap != nil:
 		out.Chart = chartSpec{ConfigMap: src.ConfigMap.Name}
 	}
+	out.Chart.Mode = string(src.Mode)
 	if src.Values != nil {
 		out.Values = json.RawMessage(src.Values.Raw)
 	}
@@ -227,7 +230,7 @@ func decodeChartRequest(w http.ResponseWriter, r *http.Request, into any) bool {
 
 // source is the Release source a chartRequest asks for.
 func (c chartRequest) source() (*v1alpha1.ReleaseChartSource, error) {
-	src := &v1alpha1.ReleaseChartSource{MemberValues: c.MemberValues}
+	src := &v1alpha1.ReleaseChartSource{MemberValues: c.MemberValues, Mode: v1alpha1.ReleaseChartMode(c.Chart.Mode)}
 	switch {
 	case c.Chart.URL != "" && c.Chart.ConfigMap != "":
 		return nil, fmt.Errorf("chart: set url (a repository) or configMap, not both")

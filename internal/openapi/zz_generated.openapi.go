@@ -1011,6 +1011,13 @@ func schema_cluster_registry_sdk_clusterregistry_v1alpha1_ReleaseChartSource(ref
 							},
 						},
 					},
+					"mode": {
+						SchemaProps: spec.SchemaProps{
+							Description: "mode is how the chart reaches each member: Render (the default) renders it here and applies, watches and corrects its objects as manifests are, with nothing of Helm's on the member; Helm runs Helm's own install, upgrade and uninstall on each member (the release is Helm's, in its Secrets there, so helm ls shows it; hooks run; a member is Ready when Helm's wait finds its objects ready; drift is not corrected).",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
 				},
 			},
 		},

@@ -19,6 +19,7 @@ limitations under the License.
 package v1alpha1
 
 import (
+	clusterregistryv1alpha1 "github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
 	runtime "k8s.io/apimachinery/pkg/runtime"
 )
 
@@ -39,6 +40,12 @@ type ReleaseChartSourceApplyConfiguration struct {
 	// memberValues set values from each member's Cluster, over values: one Release serves
 	// members that differ (by region, say). Members given the same values share one render.
 	MemberValues []ReleaseMemberValueApplyConfiguration `json:"memberValues,omitempty"`
+	// mode is how the chart reaches each member: Render (the default) renders it here and
+	// applies, watches and corrects its objects as manifests are, with nothing of Helm's on the
+	// member; Helm runs Helm's own install, upgrade and uninstall on each member (the release
+	// is Helm's, in its Secrets there, so helm ls shows it; hooks run; a member is Ready when
+	// Helm's wait finds its objects ready; drift is not corrected).
+	Mode *clusterregistryv1alpha1.ReleaseChartMode `json:"mode,omitempty"`
 }
 
 // ReleaseChartSourceApplyConfiguration constructs a declarative configuration of the ReleaseChartSource type for use with
@@ -81,5 +88,13 @@ func (b *ReleaseChartSourceApplyConfiguration) WithMemberValues(values ...*Relea
 		}
 		b.MemberValues = append(b.MemberValues, *values[i])
 	}
+	return b
+}
+
+// WithMode sets the Mode field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Mode field is set to the value of the last call.
+func (b *ReleaseChartSourceApplyConfiguration) WithMode(value clusterregistryv1alpha1.ReleaseChartMode) *ReleaseChartSourceApplyConfiguration {
+	b.Mode = &value
 	return b
 }

@@ -1,0 +1,104 @@
+package delivery
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
+	"github.com/cluster-registry/sdk/helmrelease"
+	"github.com/cluster-registry/sdk/multicluster"
+)
+
+// helmReleaseGVR names, in a member's inventory, the Helm release a Release in Helm mode keeps
+// there: Helm's own record of it (its Secrets) is what the member holds; removing it is helm
+// uninstall, not a delete.
+var helmReleaseGVR = schema.GroupVersionResource{Group: "helm.sh", Version: "v1", Resource: "releases"}
+
+// helmTarget is the namespace a Helm-mode release is installed in.
+func helmTarget(rel *v1alpha1.Release) string {
+	if rel.Spec.TargetNamespace != "" {
+		return rel.Spec.TargetNamespace
+	}
+	return metav1.NamespaceDefault
+}
+
+// applyHelm installs or upgrades the Release's chart on one member with Helm's own actions
+// (package helmrelease): a Configuration of its own, the member's discovery shared with every
+// other operation on it, within ctx's deadline (MemberTimeout), waiting until Helm finds what it
+// applied ready. The member is Ready once Helm says so.
+func (c *Controller) applyHelm(ctx context.Context, rel *v1alpha1.Release, b *Bundle, key types.NamespacedName, m *multicluster.Member, ms *memberState, fail func(*memberError)) {
+	cfg, err := m.Config(ctx)
+	if err != nil {
+		fail(&memberError{class: classify(ctx, err), err: err})
+		return
+	}
+	ns := helmTarget(rel)
+	getter, err := c.helm.Getter(key, cfg, ns)
+	if err != nil {
+		fail(&memberError{class: classify(ctx, err), err: err})
+		return
+	}
+	timeout := c.opts.MemberTimeout
+	if dl, ok := ctx.Deadline(); ok {
+		timeout = time.Until(dl)
+	}
+	// Objects the Release applied in render mode go first: Helm would refuse to take them over.
+	c.mu.Lock()
+	var rendered []ref
+	for r := range ms.objects {
+		if r.GVR != helmReleaseGVR {
+			rendered = append(rendered, r)
+		}
+	}
+	c.mu.Unlock()
+	if len(rendered) > 0 {
+		mc, err := c.clients.get(ctx, m)
+		if err != nil {
+			fail(&memberError{class: classify(ctx, err), err: err})
+			return
+		}
+		for _, r := range removalOrder(rendered) {
+			c.writes.Add(1)
+			if err := mc.deleteOne(ctx, r, rel.Name, rel.Namespace); err != nil {
+				fail(&memberError{class: classify(ctx, err), object: r.String(), err: fmt.Errorf("removing what render mode applied, before Helm mode: %w", err)})
+				return
+			}
+		}
+	}
+	c.writes.Add(1)
+	res, err := helmrelease.Apply(ctx, getter, rel.Name, ns, b.chart.archive, b.chart.valuesFor(m.Cluster()), helmrelease.Options{Timeout: timeout, Wait: true})
+	if err != nil {
+		fail(&memberError{class: classify(ctx, err), object: "Helm release " + ns + "/" + rel.Name, err: err})
+		return
+	}
+	r := ref{GVR: helmReleaseGVR, Kind: "HelmRelease", Namespace: ns, Name: rel.Name}
+	c.mu.Lock()
+	ms.applying = false
+	ms.revision, ms.applied = b.Revision, time.Now()
+	ms.objects = map[ref]*applied{r: {ref: r, status: "Current", message: fmt.Sprintf("Helm revision %d, %s", res.Revision, res.Status)}}
+	ms.err, ms.failedRev, ms.drifted, ms.readyAt, ms.during = nil, "", false, time.Time{}, nil
+	c.mu.Unlock()
+}
+
+// removeHelm uninstalls the Helm release r from a member, as helm uninstall does.
+func (c *Controller) removeHelm(ctx context.Context, key types.NamespacedName, m *multicluster.Member, r ref) error {
+	cfg, err := m.Config(ctx)
+	if err != nil {
+		return err
+	}
+	getter, err := c.helm.Getter(key, cfg, r.Namespace)
+	if err != nil {
+		return err
+	}
+	timeout := c.opts.MemberTimeout
+	if dl, ok := ctx.Deadline(); ok {
+		timeout = time.Until(dl)
+	}
+	c.writes.Add(1)
+	return helmrelease.Uninstall(ctx, getter, r.Name, r.Namespace, helmrelease.Options{Timeout: timeout, Wait: true})
+}

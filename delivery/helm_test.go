@@ -1,0 +1,106 @@
+package delivery_test
+
+import (
+	"encoding/json"
+	"maps"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
+)
+
+// A chart in Helm mode: Helm's own install on each member, with each member's values, so the
+// release is Helm's there (its record in Helm's Secrets, helm ls shows it) and the chart's hooks
+// run; a new value is Helm's upgrade (revision 2); deleting the Release is helm uninstall on
+// every member.
+func TestReleaseOfAChartInHelmMode(t *testing.T) {
+	env := startDelivery(t)
+	appNS := "app-helm"
+	kubeReg := kubernetes.NewForConfigOrDie(lf.Registry.Config)
+	for _, kube := range env.members {
+		_, err := kube.CoreV1().Namespaces().Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: appNS}}, metav1.CreateOptions{})
+		if !apierrors.IsAlreadyExists(err) {
+			require.NoError(t, err)
+		}
+	}
+	for name, region := range map[string]string{"member-1": "eu-west", "member-2": "us-east"} {
+		_, err := env.registry.ClusterregistryV1alpha1().Clusters(env.ns).Patch(t.Context(), name, types.MergePatchType,
+			[]byte(`{"metadata":{"labels":{"topology.kubernetes.io/region":"`+region+`"}}}`), metav1.PatchOptions{})
+		require.NoError(t, err)
+	}
+	files := maps.Clone(regionalChart)
+	files["templates/hook.yaml"] = `apiVersion: v1
+kind: ConfigMap
+metadata: {name: {{ .Release.Name }}-installed, annotations: {helm.sh/hook: post-install}}
+data: {by: hook}
+`
+	_, err := kubeReg.CoreV1().ConfigMaps(env.ns).Create(t.Context(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "helm-chart"},
+		BinaryData: map[string][]byte{"chart.tgz": packagedChart(t, "regional", files)}}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	values, err := json.Marshal(map[string]any{"greeting": "hello"})
+	require.NoError(t, err)
+	env.decide(t, "member-1", "member-2")
+	rel := &v1alpha1.Release{ObjectMeta: metav1.ObjectMeta{Name: "shop", Namespace: env.ns}, Spec: v1alpha1.ReleaseSpec{
+		Source: v1alpha1.ReleaseSource{Chart: &v1alpha1.ReleaseChartSource{
+			Mode:         v1alpha1.ChartModeHelm,
+			ConfigMap:    &v1alpha1.ReleaseChartConfigMap{Name: "helm-chart"},
+			Values:       &runtime.RawExtension{Raw: values},
+			MemberValues: []v1alpha1.ReleaseMemberValue{{Path: "region", From: v1alpha1.MemberValueLabel, Key: "topology.kubernetes.io/region"}},
+		}},
+		Placement:       v1alpha1.ReleasePlacement{Name: "web"},
+		TargetNamespace: appNS,
+	}}
+	_, err = env.registry.ClusterregistryV1alpha1().Releases(env.ns).Create(t.Context(), rel, metav1.CreateOptions{})
+	require.NoError(t, err)
+	got := env.waitRelease(t, "shop", "installed by Helm on both", func(r *v1alpha1.Release) bool { return r.Status.Ready == 2 })
+	require.Equal(t, "regional", got.Status.Chart.Name)
+	records := func(member string) int {
+		list, err := env.members[member].CoreV1().Secrets(appNS).List(t.Context(), metav1.ListOptions{LabelSelector: "owner=helm,name=shop"})
+		require.NoError(t, err)
+		return len(list.Items)
+	}
+	for name, region := range map[string]string{"member-1": "eu-west", "member-2": "us-east"} {
+		cm, err := env.members[name].CoreV1().ConfigMaps(appNS).Get(t.Context(), "shop-config", metav1.GetOptions{})
+		require.NoError(t, err, name)
+		require.Equal(t, "hello", cm.Data["greeting"])
+		require.Equal(t, region, cm.Data["region"])
+		require.Equal(t, "Helm", cm.Labels["app.kubernetes.io/managed-by"], "Helm's object, not the Release's")
+		_, err = env.members[name].CoreV1().ConfigMaps(appNS).Get(t.Context(), "shop-installed", metav1.GetOptions{})
+		require.NoError(t, err, "the post-install hook did not run on %s", name)
+		require.Equal(t, 1, records(name), "Helm's record of the release on %s", name)
+	}
+
+	// New values: Helm's upgrade, a second revision on each member.
+	got.Spec.Source.Chart.Values = &runtime.RawExtension{Raw: []byte(`{"greeting":"hey"}`)}
+	_, err = env.registry.ClusterregistryV1alpha1().Releases(env.ns).Update(t.Context(), got, metav1.UpdateOptions{})
+	require.NoError(t, err)
+	env.waitRelease(t, "shop", "upgraded on both", func(r *v1alpha1.Release) bool {
+		return r.Status.ObservedGeneration == r.Generation && r.Status.Ready == 2
+	})
+	for _, name := range []string{"member-1", "member-2"} {
+		cm, err := env.members[name].CoreV1().ConfigMaps(appNS).Get(t.Context(), "shop-config", metav1.GetOptions{})
+		require.NoError(t, err)
+		require.Equal(t, "hey", cm.Data["greeting"])
+		require.Equal(t, 2, records(name), "Helm's two revisions on %s", name)
+	}
+
+	// Deleting the Release is helm uninstall on each member.
+	require.NoError(t, env.registry.ClusterregistryV1alpha1().Releases(env.ns).Delete(t.Context(), "shop", metav1.DeleteOptions{}))
+	require.Eventually(t, func() bool {
+		_, err := env.registry.ClusterregistryV1alpha1().Releases(env.ns).Get(t.Context(), "shop", metav1.GetOptions{})
+		return apierrors.IsNotFound(err)
+	}, 60*time.Second, 100*time.Millisecond, "the Release was not finalized")
+	for _, name := range []string{"member-1", "member-2"} {
+		_, err := env.members[name].CoreV1().ConfigMaps(appNS).Get(t.Context(), "shop-config", metav1.GetOptions{})
+		require.True(t, apierrors.IsNotFound(err), "%s kept the release's object: %v", name, err)
+		require.Zero(t, records(name), "%s kept Helm's record", name)
+	}
+}
