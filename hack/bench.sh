@@ -33,6 +33,11 @@
 #                             decided by the placements controller: first decisions and statuses, p99 from a chosen member going Unreachable to its
 #                             placements' decisions rewritten, writes to unaffected placements,
 #                             writes after an unrelated join
+#   BenchmarkDelivery         delivery: Releases (manifests, and a chart over 3 regions) to 1,000
+#                             simulated members: time to Ready, renders, writes at steady state
+#   BenchmarkHelmMode         helmrelease: Helm's install then upgrade on 100 members, 10 at a
+#                             time: full discoveries per member (target 1), heap per member, ms
+#                             per operation
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -58,6 +63,7 @@ go test ./health/ -run '^$' -bench 'Health' -benchtime 1x -timeout 30m | tee -a 
 go test ./shard/ -run '^$' -bench 'ShardedHealth' -benchtime 1x -timeout 30m | tee -a "$out" >&2
 go test ./scheduler/ -run '^$' -bench 'Scheduler' -benchtime 1x -timeout 30m | tee -a "$out" >&2
 go test ./delivery/ -run '^$' -bench 'Delivery' -benchtime 1x -members 1000 -timeout 30m | tee -a "$out" >&2
+go test ./helmrelease/ -run '^$' -bench 'HelmMode' -benchtime 1x -timeout 30m | tee -a "$out" >&2
 
 # Each result line is: name iterations value unit value unit ...; print one row per benchmark.
 awk '

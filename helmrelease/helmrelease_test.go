@@ -48,7 +48,7 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-func chartAt(t *testing.T, version string) []byte {
+func chartAt(t testing.TB, version string) []byte {
 	b, err := chartrender.Package("web", map[string]string{
 		"Chart.yaml":  "apiVersion: v2\nname: web\nversion: " + version + "\n",
 		"values.yaml": "greeting: hi\n",

@@ -1,0 +1,82 @@
+package helmrelease_test
+
+import (
+	"fmt"
+	"runtime"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/cluster-registry/sdk/helmrelease"
+)
+
+// BenchmarkHelmMode: Helm mode's install, then an upgrade, on 100 members, 10 at a time, as the
+// releases controller runs them. The members are 100 member identities on the package's one real
+// API server (each with its own discovery, mapper and capabilities in Members, and a namespace of
+// its own): what is measured is the SDK's side, not the servers'. Reported: full discoveries per
+// member over both operations (the target: at most 1), the heap Members and the releases keep per
+// member after them (live heap after GC, over the start), and ms per operation.
+func BenchmarkHelmMode(b *testing.B) {
+	if server == nil {
+		b.Skip("needs kube-apiserver and etcd; run without -short")
+	}
+	const members, concurrency = 100, 10
+	kube := kubernetes.NewForConfigOrDie(server.Registry.Config)
+	archive := chartAt(b, "0.1.0")
+	upgraded := chartAt(b, "0.2.0")
+	for i := 0; b.Loop(); i++ {
+		run := fmt.Sprintf("bench-%d", i)
+		for m := range members {
+			_, err := kube.CoreV1().Namespaces().Create(b.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s-m%d", run, m)}}, metav1.CreateOptions{})
+			if err != nil {
+				b.Fatal(err)
+			}
+		}
+		runtime.GC()
+		var before runtime.MemStats
+		runtime.ReadMemStats(&before)
+		ms := helmrelease.NewMembers()
+		start := time.Now()
+		for _, ch := range [][]byte{archive, upgraded} {
+			sem := make(chan struct{}, concurrency)
+			var wg sync.WaitGroup
+			errs := make(chan error, members)
+			for m := range members {
+				wg.Go(func() {
+					sem <- struct{}{}
+					defer func() { <-sem }()
+					ns := fmt.Sprintf("%s-m%d", run, m)
+					g, err := ms.Getter(types.NamespacedName{Namespace: "fleet", Name: ns}, server.Registry.Config, ns)
+					if err == nil {
+						_, err = helmrelease.Apply(b.Context(), g, "shop", ns, ch, map[string]any{"greeting": ns}, helmrelease.Options{Timeout: time.Minute})
+					}
+					if err != nil {
+						errs <- err
+					}
+				})
+			}
+			wg.Wait()
+			close(errs)
+			for err := range errs {
+				b.Fatal(err)
+			}
+		}
+		elapsed := time.Since(start)
+		runtime.GC()
+		var after runtime.MemStats
+		runtime.ReadMemStats(&after)
+		var discoveries int64
+		for m := range members {
+			discoveries += ms.Discoveries(types.NamespacedName{Namespace: "fleet", Name: fmt.Sprintf("%s-m%d", run, m)})
+		}
+		b.ReportMetric(float64(discoveries)/members, "discoveries/member")
+		b.ReportMetric(float64(int64(after.HeapAlloc)-int64(before.HeapAlloc))/members/1024, "KiB-heap/member")
+		b.ReportMetric(float64(elapsed.Milliseconds())/(2*members), "ms/operation")
+		runtime.KeepAlive(ms)
+	}
+}
