@@ -230,6 +230,15 @@ func run(ctx context.Context, fanoutDeploy, fleetAPI, clusterregistry string, ke
 		return err
 	}
 
+	step("A Helm chart, released through fleet-api's /charts (the seeds' Optikon route) as an editor of\n" +
+		"   the set: rendered once per distinct member value, applied to the placement's members")
+	if err := api.releaseChart(ctx, lf); err != nil {
+		return err
+	}
+	if err := memberKubectl(lf.Members[0], "get", "configmap", "greeter-greeting", "-n", "default", "-o", "jsonpath={.data}{\"\\n\"}"); err != nil {
+		return err
+	}
+
 	step("Stopping member-2's API server, as an outage would; the health controller sees it")
 	if err := lf.Member("member-2").StopAPIServer(); err != nil {
 		return err
