@@ -93,8 +93,10 @@ func deployRoles(t *testing.T) map[string]rbacv1.ClusterRole {
 	require.NoError(t, err)
 	more, err := filepath.Glob("controllers/*.yaml")
 	require.NoError(t, err)
+	api, err := filepath.Glob("fleet-api/*.yaml")
+	require.NoError(t, err)
 	out := map[string]rbacv1.ClusterRole{}
-	for _, f := range append(files, more...) {
+	for _, f := range append(append(files, more...), api...) {
 		data, err := os.ReadFile(f)
 		require.NoError(t, err)
 		for _, u := range decode(t, f, string(data)) {
@@ -119,10 +121,16 @@ func objectsOf(objs []*unstructured.Unstructured, kind string) []*unstructured.U
 	return out
 }
 
-func deploymentOf(t *testing.T, objs []*unstructured.Unstructured) appsv1.Deployment {
+// deploymentOf is the Deployment whose name ends in suffix ("-controllers", "-fleet-api").
+func deploymentOf(t *testing.T, objs []*unstructured.Unstructured, suffix string) appsv1.Deployment {
 	t.Helper()
-	ds := objectsOf(objs, "Deployment")
-	require.Len(t, ds, 1)
+	var ds []*unstructured.Unstructured
+	for _, o := range objectsOf(objs, "Deployment") {
+		if strings.HasSuffix(o.GetName(), suffix) {
+			ds = append(ds, o)
+		}
+	}
+	require.Len(t, ds, 1, "Deployments named *%s", suffix)
 	var d appsv1.Deployment
 	require.NoError(t, runtime.DefaultUnstructuredConverter.FromUnstructured(ds[0].Object, &d))
 	return d
@@ -153,8 +161,13 @@ func TestChartRendersWhatTheRegistryTakes(t *testing.T) {
 		bound   string // the namespace of the roles' bindings; "" for cluster-wide
 		sharded bool
 		roles   []string
+		// fleetAPI: the chart also runs fleet-api
+		fleetAPI bool
 	}{
 		{name: "defaults", roles: []string{"clusterregistry-health", "clusterregistry-health-rotation", "clusterregistry-placements", "clusterregistry-releases"}},
+		{name: "with fleet-api",
+			values: map[string]any{"fleetAPI": map[string]any{"enabled": true, "tls": map[string]any{"secretName": "fleet-api-tls"}, "allowedHosts": []any{"fleet.example.com"}}},
+			roles:  []string{"clusterregistry-health", "clusterregistry-health-rotation", "clusterregistry-placements", "clusterregistry-releases", "clusterregistry-fleet-api"}, fleetAPI: true},
 		{name: "one set, sharded, with ClusterProfiles",
 			values: map[string]any{"clusterSet": lf.Namespace, "sharding": map[string]any{"enabled": true}, "controllers": []any{"health", "clusterprofiles", "releases"}, "image": map[string]any{"tag": "v9.9.9"}},
 			bound:  lf.Namespace, sharded: true,
@@ -191,7 +204,7 @@ func TestChartRendersWhatTheRegistryTakes(t *testing.T) {
 				}
 			}
 
-			d := deploymentOf(t, objs)
+			d := deploymentOf(t, objs, "-controllers")
 			pod := d.Spec.Template.Spec
 			require.True(t, *pod.SecurityContext.RunAsNonRoot)
 			require.EqualValues(t, 65532, *pod.SecurityContext.RunAsUser, "the image's user (hack/image)")
@@ -211,6 +224,18 @@ func TestChartRendersWhatTheRegistryTakes(t *testing.T) {
 				require.Contains(t, c.Args, "--leader-elect")
 				require.Contains(t, c.Args, "--all-namespaces")
 				require.True(t, strings.HasSuffix(c.Image, ":dev"), "the tag defaults to appVersion: %s", c.Image)
+			}
+
+			if tc.fleetAPI {
+				api := deploymentOf(t, objs, "-fleet-api").Spec.Template.Spec
+				require.EqualValues(t, 65532, *api.SecurityContext.RunAsUser)
+				args := api.Containers[0].Args
+				require.Contains(t, args, "--tls-cert-file=/tls/tls.crt", "fleet-api serves other machines over TLS only")
+				require.Contains(t, args, "--allowed-host=clusterregistry-fleet-api,clusterregistry-fleet-api."+releaseNamespace+",clusterregistry-fleet-api."+releaseNamespace+".svc,fleet.example.com")
+				require.Equal(t, "fleet-api-tls", api.Volumes[0].Secret.SecretName)
+				require.Len(t, objectsOf(objs, "Service"), 1)
+			} else {
+				require.Empty(t, objectsOf(objs, "Service"), "fleet-api is off by default")
 			}
 
 			// What a registry takes: every object, dry run.
@@ -233,5 +258,7 @@ func TestChartRendersWhatTheRegistryTakes(t *testing.T) {
 		require.ErrorContains(t, err, `values.controllers: "deliveries" is not a controller`)
 		_, err = render(t, map[string]any{"sharding": map[string]any{"enabled": true, "group": ""}})
 		require.ErrorContains(t, err, "values.sharding.group")
+		_, err = render(t, map[string]any{"fleetAPI": map[string]any{"enabled": true}})
+		require.ErrorContains(t, err, "values.fleetAPI.tls.secretName")
 	})
 }

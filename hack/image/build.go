@@ -22,29 +22,49 @@ import (
 // The image's user: numeric, so that a pod's runAsNonRoot can be checked without reading the
 // image's /etc/passwd, and the one distroless and chainguard images use.
 const (
-	uid        = 65532
-	home       = "/home/nonroot"
-	entrypoint = "/usr/local/bin/clusterregistry"
+	uid  = 65532
+	home = "/home/nonroot"
+	// binDir holds the image's one binary, its entrypoint.
+	binDir = "/usr/local/bin"
 )
 
 // Options say what image to build.
 type Options struct {
 	// Arch is the architecture (GOARCH) of the binary.
 	Arch string
+	// Command is the package of the module the image runs: "./cmd/clusterregistry" when empty,
+	// or "./examples/fleet-api". The binary and the image are named after its last element.
+	Command string
 	// Tag is the image's reference name.
 	Tag string
 	// Created is the image's creation time and every file's time.
 	Created time.Time
 }
 
+// command is opts.Command, or the clusterregistry command.
+func (o Options) command() string {
+	if o.Command == "" {
+		return "./cmd/clusterregistry"
+	}
+	return o.Command
+}
+
+// name is the image's binary's name: the last element of its command's package.
+func (o Options) name() string { return path.Base(o.command()) }
+
 // BuildCommand builds the clusterregistry command of the module in dir, static (no cgo) for Linux
 // and arch, without local paths in it, to out.
 func BuildCommand(dir, out, arch string) error {
-	cmd := exec.Command("go", "build", "-trimpath", "-ldflags=-s -w", "-o", out, "./cmd/clusterregistry")
+	return Options{Arch: arch}.build(dir, out)
+}
+
+// build builds opts' command of the module in dir, static for Linux and opts.Arch, to out.
+func (o Options) build(dir, out string) error {
+	cmd := exec.Command("go", "build", "-trimpath", "-ldflags=-s -w", "-o", out, o.command())
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+arch)
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+o.Arch)
 	if b, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("go build ./cmd/clusterregistry for linux/%s: %w\n%s", arch, err, b)
+		return fmt.Errorf("go build %s for linux/%s: %w\n%s", o.command(), o.Arch, err, b)
 	}
 	return nil
 }
@@ -56,7 +76,8 @@ func Build(binary string, opts Options) (v1.Image, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading the command: %w", err)
 	}
-	files, err := layerTar(data, opts.Created)
+	entrypoint := path.Join(binDir, opts.name())
+	files, err := layerTar(data, entrypoint, opts.Created)
 	if err != nil {
 		return nil, err
 	}
@@ -68,7 +89,7 @@ func Build(binary string, opts Options) (v1.Image, error) {
 	img := mutate.MediaType(empty.Image, types.OCIManifestSchema1)
 	img = mutate.ConfigMediaType(img, types.OCIConfigJSON)
 	img, err = mutate.Append(img, mutate.Addendum{Layer: layer, History: v1.History{
-		Created: v1.Time{Time: opts.Created}, CreatedBy: "hack/image: clusterregistry on an empty base", Comment: "the command, /etc/passwd and /etc/group, " + home + ", /tmp",
+		Created: v1.Time{Time: opts.Created}, CreatedBy: "hack/image: " + opts.name() + " on an empty base", Comment: "the command, /etc/passwd and /etc/group, " + home + ", /tmp",
 	}})
 	if err != nil {
 		return nil, err
@@ -84,7 +105,7 @@ func Build(binary string, opts Options) (v1.Image, error) {
 	cfg.Config.WorkingDir = home
 	cfg.Config.Env = []string{"PATH=/usr/local/bin", "HOME=" + home}
 	cfg.Config.Labels = map[string]string{
-		"org.opencontainers.image.title":  "clusterregistry",
+		"org.opencontainers.image.title":  opts.name(),
 		"org.opencontainers.image.source": "https://github.com/cluster-registry/sdk",
 	}
 	return mutate.ConfigFile(img, cfg)
@@ -92,7 +113,7 @@ func Build(binary string, opts Options) (v1.Image, error) {
 
 // layerTar is the layer's files, owned by root but for the user's home, in a fixed order with
 // fixed times, so that the same binary always makes the same layer.
-func layerTar(binary []byte, created time.Time) ([]byte, error) {
+func layerTar(binary []byte, entrypoint string, created time.Time) ([]byte, error) {
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)
 	passwd := fmt.Sprintf("root:x:0:0:root:/root:/sbin/nologin\nnonroot:x:%d:%d:nonroot:%s:/sbin/nologin\n", uid, uid, home)

@@ -122,3 +122,17 @@ func TestImageReadBack(t *testing.T) {
 	require.NoError(t, err, "%s", out)
 	require.True(t, strings.HasPrefix(string(out), "clusterregistry "), "%s", out)
 }
+
+// -command names the image after the package it runs: fleet-api's image runs /usr/local/bin/
+// fleet-api, as the chart's fleetAPI Deployment expects (its container gives no command).
+func TestImageOfAnotherCommand(t *testing.T) {
+	binary := filepath.Join(t.TempDir(), "fleet-api")
+	require.NoError(t, os.WriteFile(binary, []byte("#!/bin/false\n"), 0o755))
+	img, err := Build(binary, Options{Arch: "amd64", Command: "./examples/fleet-api", Tag: "example.invalid/fleet-api:test", Created: time.Unix(1700000000, 0).UTC()})
+	require.NoError(t, err)
+	cfg, err := img.ConfigFile()
+	require.NoError(t, err)
+	require.Equal(t, []string{"/usr/local/bin/fleet-api"}, cfg.Config.Entrypoint)
+	require.Equal(t, "fleet-api", cfg.Config.Labels["org.opencontainers.image.title"])
+	require.Equal(t, "65532:65532", cfg.Config.User)
+}

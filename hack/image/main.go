@@ -5,6 +5,7 @@
 // that `docker load` takes.
 //
 //	go run ./hack/image --out _output/image --tarball _output/clusterregistry.tar
+//	go run ./hack/image --command ./examples/fleet-api --tag ghcr.io/cluster-registry/fleet-api:dev --out _output/fleet-api
 //
 // The image is reproducible: the same sources, Go and flags give the same digest (file times
 // and the image's creation time come from SOURCE_DATE_EPOCH, or the commit's time).
@@ -29,7 +30,8 @@ func main() {
 	flag.StringVar(&tarball, "tarball", "", "also write a tarball that docker load takes, here")
 	flag.StringVar(&opts.Arch, "arch", runtime.GOARCH, "the architecture to build for")
 	flag.StringVar(&opts.Tag, "tag", "ghcr.io/cluster-registry/clusterregistry:dev", "the image's reference name (in the layout's index and the tarball)")
-	flag.StringVar(&binary, "binary", "", "an already built Linux clusterregistry binary to use, instead of building one")
+	flag.StringVar(&binary, "binary", "", "an already built Linux binary of -command to use, instead of building one")
+	flag.StringVar(&opts.Command, "command", "./cmd/clusterregistry", "the module's package the image runs: ./cmd/clusterregistry, or ./examples/fleet-api (then name -tag ghcr.io/cluster-registry/fleet-api:...)")
 	flag.Parse()
 	if flag.NArg() > 0 {
 		fmt.Fprintf(os.Stderr, "image: unexpected arguments %q\n", flag.Args())
@@ -53,8 +55,8 @@ func run(opts Options, out, tarball, binary string) error {
 			return err
 		}
 		defer os.RemoveAll(dir)
-		binary = filepath.Join(dir, "clusterregistry")
-		if err := BuildCommand(".", binary, opts.Arch); err != nil {
+		binary = filepath.Join(dir, opts.name())
+		if err := opts.build(".", binary); err != nil {
 			return err
 		}
 	}
