@@ -96,6 +96,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &clusterregistryv1alpha1.ReleaseStatusApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("ReleaseStatusSlice"):
 		return &clusterregistryv1alpha1.ReleaseStatusSliceApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("ReleaseValuesReference"):
+		return &clusterregistryv1alpha1.ReleaseValuesReferenceApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("ServerAddressByClientCIDR"):
 		return &clusterregistryv1alpha1.ServerAddressByClientCIDRApplyConfiguration{}
 

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/yaml"
 
 	"github.com/cluster-registry/sdk/chartrender"
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
@@ -72,10 +73,30 @@ func renderChart(rel *v1alpha1.Release, in Inputs, sum hash.Hash) (*chartSource,
 		return nil, &SourceError{Where: "spec.source.chart", Err: errors.New("set configMap or repository")}
 	}
 	values := map[string]any{}
+	if len(in.ValuesFrom) != len(src.ValuesFrom) {
+		return nil, &SourceError{Where: "spec.source.chart.valuesFrom", Err: errors.New("not read")}
+	}
+	for i, raw := range in.ValuesFrom {
+		if raw == nil {
+			continue // optional, and missing
+		}
+		ref := src.ValuesFrom[i]
+		var from map[string]any
+		// The parser's own message is left out: it quotes what it read, which may be a Secret's.
+		if err := yaml.Unmarshal(raw, &from); err != nil {
+			return nil, &SourceError{Where: fmt.Sprintf("spec.source.chart.valuesFrom[%d] (%s %s key %s)", i, ref.Kind, ref.Name, valuesKey(ref)), Err: errors.New("not a YAML map of values")}
+		}
+		mergeValues(values, from)
+		fmt.Fprintf(sum, "valuesFrom=%d:", i)
+		sum.Write(raw)
+		sum.Write([]byte{0})
+	}
 	if src.Values != nil && len(src.Values.Raw) > 0 {
-		if err := json.Unmarshal(src.Values.Raw, &values); err != nil || values == nil {
+		var inline map[string]any
+		if err := json.Unmarshal(src.Values.Raw, &inline); err != nil || inline == nil {
 			return nil, &SourceError{Where: "spec.source.chart.values", Err: errors.New("not an object")}
 		}
+		mergeValues(values, inline)
 	}
 	cs := &chartSource{rel: rel, chart: chart, values: values, helm: src.Mode == v1alpha1.ChartModeHelm, archive: archive}
 	fmt.Fprintf(sum, "chart=%s;", chart.Digest)
@@ -192,4 +213,28 @@ func deepCopyValue(v any) any {
 		return out
 	}
 	return v
+}
+
+// valuesKey is the key a values reference reads.
+func valuesKey(ref v1alpha1.ReleaseValuesReference) string {
+	if ref.Key == "" {
+		return "values.yaml"
+	}
+	return ref.Key
+}
+
+// mergeValues merges over into values: maps merge key by key, anything else is replaced, as
+// Helm merges values files given one after the other.
+func mergeValues(values, over map[string]any) {
+	for k, v := range over {
+		if vm, ok := v.(map[string]any); ok {
+			if cur, ok := values[k].(map[string]any); ok {
+				mergeValues(cur, vm)
+				continue
+			}
+			values[k] = deepCopyMap(vm)
+			continue
+		}
+		values[k] = deepCopyValue(v)
+	}
 }

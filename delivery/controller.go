@@ -314,7 +314,19 @@ func (c *Controller) releasesOfDecision(namespace, _ string, l map[string]string
 }
 
 func (c *Controller) releasesOfConfigMap(namespace, name string, _ map[string]string) []types.NamespacedName {
-	return c.releasesWhere(namespace, func(r *v1alpha1.Release) bool { return sourceConfigMap(r) == name })
+	return c.releasesWhere(namespace, func(r *v1alpha1.Release) bool {
+		if sourceConfigMap(r) == name {
+			return true
+		}
+		if src := r.Spec.Source.Chart; src != nil {
+			for _, v := range src.ValuesFrom {
+				if v.Kind == "ConfigMap" && v.Name == name {
+					return true
+				}
+			}
+		}
+		return false
+	})
 }
 
 // sourceConfigMap is the ConfigMap a Release's source is in, or "".
@@ -538,6 +550,17 @@ func (c *Controller) reconcile(ctx context.Context, key types.NamespacedName) (r
 			return c.opts.RetryAfter, c.writeStatus(ctx, rel, st, nil, nil, progress{stalledReason: "ChartUnavailable", stalledMessage: err.Error()})
 		}
 		in.Chart = ch
+	}
+	if src := rel.Spec.Source.Chart; src != nil && len(src.ValuesFrom) > 0 {
+		for _, v := range src.ValuesFrom {
+			if v.Kind == "Secret" {
+				defer func() { requeue = pick(requeue, secretValuesRecheck) }()
+				break
+			}
+		}
+		if in.ValuesFrom, err = c.valuesFrom(ctx, rel); err != nil {
+			return c.opts.RetryAfter, c.writeStatus(ctx, rel, st, nil, nil, progress{stalledReason: "InvalidSource", stalledMessage: err.Error()})
+		}
 	}
 	bundle, err := Render(rel, in)
 	if err != nil {

@@ -77,6 +77,9 @@ type Inputs struct {
 	ConfigMap *corev1.ConfigMap
 	// Chart is the chart spec.source.chart.repository names, fetched (chartrepo.Fetcher).
 	Chart *chartrepo.Chart
+	// ValuesFrom are what spec.source.chart.valuesFrom names, in its order: each the data at its
+	// key, nil for an optional one that is missing.
+	ValuesFrom [][]byte
 }
 
 // Render renders rel's objects: its inline manifests, the YAML streams of in.ConfigMap, or a

@@ -331,6 +331,12 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: values
       type:
         namedType: __untyped_atomic_
+    - name: valuesFrom
+      type:
+        list:
+          elementType:
+            namedType: com.github.cluster-registry.sdk.clusterregistry.v1alpha1.ReleaseValuesReference
+          elementRelationship: atomic
 - name: com.github.cluster-registry.sdk.clusterregistry.v1alpha1.ReleaseChartStatus
   map:
     fields:
@@ -609,6 +615,23 @@ var schemaYAML = typed.YAMLObject(`types:
       type:
         namedType: io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta
       default: {}
+- name: com.github.cluster-registry.sdk.clusterregistry.v1alpha1.ReleaseValuesReference
+  map:
+    fields:
+    - name: key
+      type:
+        scalar: string
+    - name: kind
+      type:
+        scalar: string
+      default: ""
+    - name: name
+      type:
+        scalar: string
+      default: ""
+    - name: optional
+      type:
+        scalar: boolean
 - name: com.github.cluster-registry.sdk.clusterregistry.v1alpha1.ServerAddressByClientCIDR
   map:
     fields:

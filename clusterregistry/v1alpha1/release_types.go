@@ -123,6 +123,14 @@ type ReleaseChartSource struct {
 	// +kubebuilder:pruning:PreserveUnknownFields
 	// +kubebuilder:validation:Type=object
 	Values *runtime.RawExtension `json:"values,omitempty"`
+	// valuesFrom are values kept in ConfigMaps and Secrets of the Release's namespace, each a
+	// YAML map at its key, merged in order over the chart's own values; values and memberValues
+	// go over them. A change to a ConfigMap named here is delivered at once; to a Secret, within
+	// a minute.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=16
+	ValuesFrom []ReleaseValuesReference `json:"valuesFrom,omitempty"`
 	// memberValues set values from each member's Cluster, over values: one Release serves
 	// members that differ (by region, say). Members given the same values share one render.
 	// +optional
@@ -137,6 +145,25 @@ type ReleaseChartSource struct {
 	// +optional
 	// +kubebuilder:validation:Enum=Render;Helm
 	Mode ReleaseChartMode `json:"mode,omitempty"`
+}
+
+// ReleaseValuesReference names chart values in a ConfigMap or Secret of the Release's namespace.
+type ReleaseValuesReference struct {
+	// kind is ConfigMap or Secret.
+	// +kubebuilder:validation:Enum=ConfigMap;Secret
+	Kind string `json:"kind"`
+	// name is the ConfigMap's or Secret's name.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+	// key holds the values, a YAML map; "values.yaml" when empty.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	Key string `json:"key,omitempty"`
+	// optional: a missing ConfigMap, Secret or key adds no values, rather than stopping the
+	// Release.
+	// +optional
+	Optional bool `json:"optional,omitempty"`
 }
 
 // ReleaseChartMode is how a chart reaches the members: Render or Helm.

@@ -69,6 +69,7 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		"github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ReleaseStatus":             schema_cluster_registry_sdk_clusterregistry_v1alpha1_ReleaseStatus(ref),
 		"github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ReleaseStatusSlice":        schema_cluster_registry_sdk_clusterregistry_v1alpha1_ReleaseStatusSlice(ref),
 		"github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ReleaseStatusSliceList":    schema_cluster_registry_sdk_clusterregistry_v1alpha1_ReleaseStatusSliceList(ref),
+		"github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ReleaseValuesReference":    schema_cluster_registry_sdk_clusterregistry_v1alpha1_ReleaseValuesReference(ref),
 		"github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ServerAddressByClientCIDR": schema_cluster_registry_sdk_clusterregistry_v1alpha1_ServerAddressByClientCIDR(ref),
 		resource.Quantity{}.OpenAPIModelName():                                               schema_apimachinery_pkg_api_resource_Quantity(ref),
 		v1.APIGroup{}.OpenAPIModelName():                                                     schema_pkg_apis_meta_v1_APIGroup(ref),
@@ -993,6 +994,24 @@ func schema_cluster_registry_sdk_clusterregistry_v1alpha1_ReleaseChartSource(ref
 							Ref:         ref(runtime.RawExtension{}.OpenAPIModelName()),
 						},
 					},
+					"valuesFrom": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "valuesFrom are values kept in ConfigMaps and Secrets of the Release's namespace, each a YAML map at its key, merged in order over the chart's own values; values and memberValues go over them. A change to a ConfigMap named here is delivered at once; to a Secret, within a minute.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref("github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ReleaseValuesReference"),
+									},
+								},
+							},
+						},
+					},
 					"memberValues": {
 						VendorExtensible: spec.VendorExtensible{
 							Extensions: spec.Extensions{
@@ -1022,7 +1041,7 @@ func schema_cluster_registry_sdk_clusterregistry_v1alpha1_ReleaseChartSource(ref
 			},
 		},
 		Dependencies: []string{
-			"github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ReleaseChartConfigMap", "github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ReleaseChartRepository", "github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ReleaseMemberValue", runtime.RawExtension{}.OpenAPIModelName()},
+			"github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ReleaseChartConfigMap", "github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ReleaseChartRepository", "github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ReleaseMemberValue", "github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ReleaseValuesReference", runtime.RawExtension{}.OpenAPIModelName()},
 	}
 }
 
@@ -1873,6 +1892,50 @@ func schema_cluster_registry_sdk_clusterregistry_v1alpha1_ReleaseStatusSliceList
 		},
 		Dependencies: []string{
 			"github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ReleaseStatusSlice", v1.ListMeta{}.OpenAPIModelName()},
+	}
+}
+
+func schema_cluster_registry_sdk_clusterregistry_v1alpha1_ReleaseValuesReference(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "ReleaseValuesReference names chart values in a ConfigMap or Secret of the Release's namespace.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "kind is ConfigMap or Secret.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"name": {
+						SchemaProps: spec.SchemaProps{
+							Description: "name is the ConfigMap's or Secret's name.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"key": {
+						SchemaProps: spec.SchemaProps{
+							Description: "key holds the values, a YAML map; \"values.yaml\" when empty.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"optional": {
+						SchemaProps: spec.SchemaProps{
+							Description: "optional: a missing ConfigMap, Secret or key adds no values, rather than stopping the Release.",
+							Type:        []string{"boolean"},
+							Format:      "",
+						},
+					},
+				},
+				Required: []string{"kind", "name"},
+			},
+		},
 	}
 }
 

@@ -37,6 +37,11 @@ type ReleaseChartSourceApplyConfiguration struct {
 	Repository *ReleaseChartRepositoryApplyConfiguration `json:"repository,omitempty"`
 	// values are the chart's values (an object), over the chart's own values.yaml.
 	Values *runtime.RawExtension `json:"values,omitempty"`
+	// valuesFrom are values kept in ConfigMaps and Secrets of the Release's namespace, each a
+	// YAML map at its key, merged in order over the chart's own values; values and memberValues
+	// go over them. A change to a ConfigMap named here is delivered at once; to a Secret, within
+	// a minute.
+	ValuesFrom []ReleaseValuesReferenceApplyConfiguration `json:"valuesFrom,omitempty"`
 	// memberValues set values from each member's Cluster, over values: one Release serves
 	// members that differ (by region, say). Members given the same values share one render.
 	MemberValues []ReleaseMemberValueApplyConfiguration `json:"memberValues,omitempty"`
@@ -75,6 +80,19 @@ func (b *ReleaseChartSourceApplyConfiguration) WithRepository(value *ReleaseChar
 // If called multiple times, the Values field is set to the value of the last call.
 func (b *ReleaseChartSourceApplyConfiguration) WithValues(value runtime.RawExtension) *ReleaseChartSourceApplyConfiguration {
 	b.Values = &value
+	return b
+}
+
+// WithValuesFrom adds the given value to the ValuesFrom field in the declarative configuration
+// and returns the receiver, so that objects can be build by chaining "With" function invocations.
+// If called multiple times, values provided by each call will be appended to the ValuesFrom field.
+func (b *ReleaseChartSourceApplyConfiguration) WithValuesFrom(values ...*ReleaseValuesReferenceApplyConfiguration) *ReleaseChartSourceApplyConfiguration {
+	for i := range values {
+		if values[i] == nil {
+			panic("nil value passed to WithValuesFrom")
+		}
+		b.ValuesFrom = append(b.ValuesFrom, *values[i])
+	}
 	return b
 }
 
