@@ -121,6 +121,9 @@ func Apply(ctx context.Context, getter genericclioptions.RESTClientGetter, name,
 		upgrade := action.NewUpgrade(cfg)
 		upgrade.Namespace = namespace
 		upgrade.DisableOpenAPIValidation = true
+		// An upgrade that fails (or, waiting, is not ready in time) goes back to the last good
+		// revision, as helm upgrade --rollback-on-failure: the member keeps running what it ran.
+		upgrade.RollbackOnFailure = true
 		upgrade.WaitStrategy, upgrade.Timeout = opts.wait(), opts.timeout()
 		rel, err = upgrade.RunWithContext(ctx, name, ch, values)
 	}

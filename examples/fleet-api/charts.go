@@ -18,13 +18,14 @@ import (
 // chartRelease is one chart release in GET /charts: a Release of the registry whose source is a
 // chart, what it asks for, and how its members fare.
 type chartRelease struct {
-	Namespace       string                        `json:"namespace"`
-	Name            string                        `json:"name"`
-	Placement       string                        `json:"placement"`
-	TargetNamespace string                        `json:"targetNamespace,omitempty"`
-	Chart           chartSpec                     `json:"chart"`
-	Values          json.RawMessage               `json:"values,omitempty"`
-	MemberValues    []v1alpha1.ReleaseMemberValue `json:"memberValues,omitempty"`
+	Namespace       string                            `json:"namespace"`
+	Name            string                            `json:"name"`
+	Placement       string                            `json:"placement"`
+	TargetNamespace string                            `json:"targetNamespace,omitempty"`
+	Chart           chartSpec                         `json:"chart"`
+	Values          json.RawMessage                   `json:"values,omitempty"`
+	ValuesFrom      []v1alpha1.ReleaseValuesReference `json:"valuesFrom,omitempty"`
+	MemberValues    []v1alpha1.ReleaseMemberValue     `json:"memberValues,omitempty"`
 	// Delivered is the chart the revision delivers (status.chart): its version and digest.
 	Delivered  *v1alpha1.ReleaseChartStatus `json:"delivered,omitempty"`
 	Revision   string                       `json:"revision,omitempty"`
@@ -66,13 +67,14 @@ type chartMember struct {
 // chartRequest is the body of POST /charts and PUT /charts/{namespace}/{name}; PATCH takes
 // any of version and values.
 type chartRequest struct {
-	Namespace       string                        `json:"namespace"`
-	Name            string                        `json:"name"`
-	Placement       string                        `json:"placement"`
-	TargetNamespace string                        `json:"targetNamespace,omitempty"`
-	Chart           chartSpec                     `json:"chart"`
-	Values          json.RawMessage               `json:"values,omitempty"`
-	MemberValues    []v1alpha1.ReleaseMemberValue `json:"memberValues,omitempty"`
+	Namespace       string                            `json:"namespace"`
+	Name            string                            `json:"name"`
+	Placement       string                            `json:"placement"`
+	TargetNamespace string                            `json:"targetNamespace,omitempty"`
+	Chart           chartSpec                         `json:"chart"`
+	Values          json.RawMessage                   `json:"values,omitempty"`
+	ValuesFrom      []v1alpha1.ReleaseValuesReference `json:"valuesFrom,omitempty"`
+	MemberValues    []v1alpha1.ReleaseMemberValue     `json:"memberValues,omitempty"`
 }
 
 var releaseResource = v1alpha1.SchemeGroupVersion.WithResource("releases").GroupResource()
@@ -85,7 +87,7 @@ func chartReleaseOf(rel *v1alpha1.Release, slices []v1alpha1.ReleaseStatusSlice)
 		return chartRelease{}, false
 	}
 	out := chartRelease{Namespace: rel.Namespace, Name: rel.Name, Placement: rel.Spec.Placement.Name, TargetNamespace: rel.Spec.TargetNamespace,
-		MemberValues: src.MemberValues, Delivered: rel.Status.Chart, Revision: rel.Status.Revision,
+		MemberValues: src.MemberValues, ValuesFrom: src.ValuesFrom, Delivered: rel.Status.Chart, Revision: rel.Status.Revision,
 		Members: rel.Status.Members, Ready: rel.Status.Ready, PerMember: []chartMember{}}
 	if out.Placement == "" {
 		out.Placement = rel.Spec.Placement.DecisionKey
@@ -230,7 +232,7 @@ func decodeChartRequest(w http.ResponseWriter, r *http.Request, into any) bool {
 
 // source is the Release source a chartRequest asks for.
 func (c chartRequest) source() (*v1alpha1.ReleaseChartSource, error) {
-	src := &v1alpha1.ReleaseChartSource{MemberValues: c.MemberValues, Mode: v1alpha1.ReleaseChartMode(c.Chart.Mode)}
+	src := &v1alpha1.ReleaseChartSource{MemberValues: c.MemberValues, ValuesFrom: c.ValuesFrom, Mode: v1alpha1.ReleaseChartMode(c.Chart.Mode)}
 	switch {
 	case c.Chart.URL != "" && c.Chart.ConfigMap != "":
 		return nil, fmt.Errorf("chart: set url (a repository) or configMap, not both")
