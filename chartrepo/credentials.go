@@ -52,7 +52,7 @@ func CredentialsFromSecret(secret *corev1.Secret, repositoryURL string) (*Creden
 			} `json:"auths"`
 		}
 		if err := json.Unmarshal(secret.Data[corev1.DockerConfigJsonKey], &cfg); err != nil {
-			return nil, fmt.Errorf("Secret %s: %s is not a docker config (JSON with auths)", name, corev1.DockerConfigJsonKey)
+			return nil, fmt.Errorf("pull Secret %s: %s is not a docker config (JSON with auths)", name, corev1.DockerConfigJsonKey)
 		}
 		for host, a := range cfg.Auths {
 			if !sameHost(host, origin) {
@@ -62,13 +62,13 @@ func CredentialsFromSecret(secret *corev1.Secret, repositoryURL string) (*Creden
 			if a.Auth != "" {
 				u, p, ok := decodeAuth(a.Auth)
 				if !ok {
-					return nil, fmt.Errorf("Secret %s: the auth of its entry for %s is not base64 of user:password", name, host)
+					return nil, fmt.Errorf("pull Secret %s: the auth of its entry for %s is not base64 of user:password", name, host)
 				}
 				user, pass = u, p
 			}
 			return &Credentials{Username: user, Password: pass}, nil
 		}
-		return nil, fmt.Errorf("Secret %s has no auths entry for %s: a docker config's credentials go only to the hosts it names", name, origin.Host)
+		return nil, fmt.Errorf("pull Secret %s has no auths entry for %s: a docker config's credentials go only to the hosts it names", name, origin.Host)
 	case corev1.SecretTypeBasicAuth:
 		var allowed []string
 		for _, s := range strings.Split(secret.Annotations[v1alpha1.ServersAnnotation], ",") {
@@ -82,7 +82,7 @@ func CredentialsFromSecret(secret *corev1.Secret, repositoryURL string) (*Creden
 		}
 		return nil, &access.PinningError{Secret: name, Server: origin.String(), Allowed: allowed}
 	default:
-		return nil, fmt.Errorf("Secret %s is of type %q: a repository's credentials are a %s or a %s Secret", name, secret.Type, corev1.SecretTypeDockerConfigJson, corev1.SecretTypeBasicAuth)
+		return nil, fmt.Errorf("pull Secret %s is of type %q: a repository's credentials are a %s or a %s Secret", name, secret.Type, corev1.SecretTypeDockerConfigJson, corev1.SecretTypeBasicAuth)
 	}
 }
 

@@ -101,9 +101,11 @@ func TestDashboardInABrowser(t *testing.T) {
 			Source: v1alpha1.ReleaseSource{Chart: &v1alpha1.ReleaseChartSource{Repository: &v1alpha1.ReleaseChartRepository{
 				URL: "oci://registry.example.com/charts/<b>shop</b>", Version: "~1.2"}}}}}, metav1.CreateOptions{})
 	require.NoError(t, err)
-	t.Cleanup(func() { _ = releases.Releases(lf.Namespace).Delete(context.Background(), "shop", metav1.DeleteOptions{}) })
+	t.Cleanup(func() {
+		_ = releases.Releases(lf.Namespace).Delete(context.Background(), "shop", metav1.DeleteOptions{})
+	})
 	rel.Status = v1alpha1.ReleaseStatus{Members: 2, Ready: 1, Revision: "r1",
-		Chart: &v1alpha1.ReleaseChartStatus{Name: "shop", Version: "1.2.3", Digest: "sha256:0"},
+		Chart:      &v1alpha1.ReleaseChartStatus{Name: "shop", Version: "1.2.3", Digest: "sha256:0"},
 		Conditions: []metav1.Condition{{Type: v1alpha1.ReleaseAvailable, Status: metav1.ConditionFalse, Reason: "RollingOut", Message: "1 of 2 ready", LastTransitionTime: metav1.Now()}}}
 	rel, err = releases.Releases(lf.Namespace).UpdateStatus(ctx, rel, metav1.UpdateOptions{})
 	require.NoError(t, err)

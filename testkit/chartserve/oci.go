@@ -29,7 +29,6 @@ type OCIRegistry struct {
 	mu          sync.Mutex
 	user, pass  string
 	realm       string
-	pushing     bool
 	bearerToken string
 }
 
