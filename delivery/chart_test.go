@@ -39,6 +39,28 @@ data:
 `,
 }
 
+// appNamespace makes namespace name on every member, for the Releases to target.
+func (e *deliveryEnv) appNamespace(t *testing.T, name string) {
+	t.Helper()
+	for _, kube := range e.members {
+		_, err := kube.CoreV1().Namespaces().Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
+		if !apierrors.IsAlreadyExists(err) {
+			require.NoError(t, err)
+		}
+	}
+}
+
+// labelRegions labels member-1's Cluster of the set eu-west and member-2's us-east
+// (topology.kubernetes.io/region), for member values to take.
+func (e *deliveryEnv) labelRegions(t *testing.T) {
+	t.Helper()
+	for name, region := range map[string]string{"member-1": "eu-west", "member-2": "us-east"} {
+		_, err := e.registry.ClusterregistryV1alpha1().Clusters(e.ns).Patch(t.Context(), name, types.MergePatchType,
+			[]byte(`{"metadata":{"labels":{"topology.kubernetes.io/region":"`+region+`"}}}`), metav1.PatchOptions{})
+		require.NoError(t, err)
+	}
+}
+
 // A chart in a ConfigMap of the set, delivered in render mode with values of its own and values
 // from each member's Cluster (a label, the name): each member gets its region's settings, as
 // plain objects the Release owns (nothing of Helm's on the member). A chart with a hook is
@@ -47,17 +69,8 @@ func TestReleaseOfAChart(t *testing.T) {
 	env := startDelivery(t)
 	appNS := "app-chart"
 	kubeReg := kubernetes.NewForConfigOrDie(lf.Registry.Config)
-	for _, kube := range env.members {
-		_, err := kube.CoreV1().Namespaces().Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: appNS}}, metav1.CreateOptions{})
-		if !apierrors.IsAlreadyExists(err) {
-			require.NoError(t, err)
-		}
-	}
-	for name, region := range map[string]string{"member-1": "eu-west", "member-2": "us-east"} {
-		_, err := env.registry.ClusterregistryV1alpha1().Clusters(env.ns).Patch(t.Context(), name, types.MergePatchType,
-			[]byte(`{"metadata":{"labels":{"topology.kubernetes.io/region":"`+region+`"}}}`), metav1.PatchOptions{})
-		require.NoError(t, err)
-	}
+	env.appNamespace(t, appNS)
+	env.labelRegions(t)
 	_, err := kubeReg.CoreV1().ConfigMaps(env.ns).Create(t.Context(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "regional-chart"},
 		BinaryData: map[string][]byte{"chart.tgz": packagedChart(t, "regional", regionalChart)}}, metav1.CreateOptions{})
 	require.NoError(t, err)

@@ -61,12 +61,7 @@ func TestReleaseOfAChartFromARepository(t *testing.T) {
 	})
 	kubeReg := kubernetes.NewForConfigOrDie(lf.Registry.Config)
 	appNS := "app-chart-repo"
-	for _, kube := range env.members {
-		_, err := kube.CoreV1().Namespaces().Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: appNS}}, metav1.CreateOptions{})
-		if !apierrors.IsAlreadyExists(err) {
-			require.NoError(t, err)
-		}
-	}
+	env.appNamespace(t, appNS)
 	auth := base64.StdEncoding.EncodeToString([]byte("puller:pull-s3cret"))
 	_, err := kubeReg.CoreV1().Secrets(env.ns).Create(t.Context(), &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Name: "pull"}, Type: corev1.SecretTypeDockerConfigJson,

@@ -11,7 +11,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
@@ -25,17 +24,8 @@ func TestReleaseOfAChartInHelmMode(t *testing.T) {
 	env := startDelivery(t)
 	appNS := "app-helm"
 	kubeReg := kubernetes.NewForConfigOrDie(lf.Registry.Config)
-	for _, kube := range env.members {
-		_, err := kube.CoreV1().Namespaces().Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: appNS}}, metav1.CreateOptions{})
-		if !apierrors.IsAlreadyExists(err) {
-			require.NoError(t, err)
-		}
-	}
-	for name, region := range map[string]string{"member-1": "eu-west", "member-2": "us-east"} {
-		_, err := env.registry.ClusterregistryV1alpha1().Clusters(env.ns).Patch(t.Context(), name, types.MergePatchType,
-			[]byte(`{"metadata":{"labels":{"topology.kubernetes.io/region":"`+region+`"}}}`), metav1.PatchOptions{})
-		require.NoError(t, err)
-	}
+	env.appNamespace(t, appNS)
+	env.labelRegions(t)
 	files := maps.Clone(regionalChart)
 	files["templates/hook.yaml"] = `apiVersion: v1
 kind: ConfigMap

@@ -23,12 +23,7 @@ func TestChartValuesFromConfigMapsAndSecrets(t *testing.T) {
 	env := startDelivery(t)
 	appNS := "app-values"
 	kubeReg := kubernetes.NewForConfigOrDie(lf.Registry.Config)
-	for _, kube := range env.members {
-		_, err := kube.CoreV1().Namespaces().Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: appNS}}, metav1.CreateOptions{})
-		if !apierrors.IsAlreadyExists(err) {
-			require.NoError(t, err)
-		}
-	}
+	env.appNamespace(t, appNS)
 	cms := kubeReg.CoreV1().ConfigMaps(env.ns)
 	_, err := cms.Create(t.Context(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "chart"},
 		BinaryData: map[string][]byte{"chart.tgz": packagedChart(t, "regional", regionalChart)}}, metav1.CreateOptions{})
