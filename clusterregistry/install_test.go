@@ -209,7 +209,7 @@ func TestSchemaVersionIsRaisedWithTheSchema(t *testing.T) {
 		5: "c253e53e93d489a0f040910dfbc66c116352c7ac64352cb07820c0e73de60dce", // the Placement CRD
 		6: "5d0402eb2f130209b00ffe9ef65044fe36a2e63704d61a70b2323595bf7bfc67", // the Release and ReleaseStatusSlice CRDs
 		7: "24bb79a2a686c548ec825796115a557f716ac8ba2254e7cc33901d20ba81f553", // a Release's chart source
-		8: "6cfcb0306d322a6d9bfab0f2fc26e92c846f3a9fa4fb996043ffbd25f922476c", // a chart from a repository, values from ConfigMaps and Secrets, Helm mode; status.chart
+		8: "cd83ae99d46d8924c293721e25355dbec2a51bab2b46a29e843b83c71f1434b6", // a chart from a repository or a Secret, values from ConfigMaps and Secrets, Helm mode; status.chart
 	}
 	if want := digests[clusterregistry.SchemaVersion]; digest != want {
 		t.Errorf("the CRD's schema changed (digest %s) without a new schema version: raise SchemaVersion and the "+

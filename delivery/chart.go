@@ -50,6 +50,16 @@ func renderChart(rel *v1alpha1.Release, in Inputs, sum hash.Hash) (*chartSource,
 			return nil, &SourceError{Where: fmt.Sprintf("chart at %s version %s", src.Repository.URL, in.Chart.Version), Err: err}
 		}
 		chart, archive = c, in.Chart.Archive
+	case src.Secret != nil:
+		// The controller read the Secret's key into in.Chart (chartInSecret).
+		if in.Chart == nil {
+			return nil, &SourceError{Where: "spec.source.chart.secret", Err: fmt.Errorf("the chart in Secret %s was not read", src.Secret.Name)}
+		}
+		c, err := chartrender.Load(in.Chart.Archive)
+		if err != nil {
+			return nil, &SourceError{Where: fmt.Sprintf("Secret %s key %s", src.Secret.Name, chartKey(src.Secret)), Err: err}
+		}
+		chart, archive = c, in.Chart.Archive
 	case src.ConfigMap != nil:
 		configMap := in.ConfigMap
 		key := src.ConfigMap.Key
@@ -70,7 +80,7 @@ func renderChart(rel *v1alpha1.Release, in Inputs, sum hash.Hash) (*chartSource,
 		}
 		chart, archive = c, data
 	default:
-		return nil, &SourceError{Where: "spec.source.chart", Err: errors.New("set configMap or repository")}
+		return nil, &SourceError{Where: "spec.source.chart", Err: errors.New("set configMap, secret or repository")}
 	}
 	values := map[string]any{}
 	if len(in.ValuesFrom) != len(src.ValuesFrom) {
@@ -237,4 +247,12 @@ func mergeValues(values, over map[string]any) {
 		}
 		values[k] = deepCopyValue(v)
 	}
+}
+
+// chartKey is the key of a packaged chart in a ConfigMap or Secret.
+func chartKey(ref *v1alpha1.ReleaseChartConfigMap) string {
+	if ref.Key == "" {
+		return defaultChartKey
+	}
+	return ref.Key
 }

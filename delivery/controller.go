@@ -82,8 +82,10 @@ type Controller struct {
 	log       logr.Logger
 	queue     workqueue.TypedRateLimitingInterface[types.NamespacedName]
 	clients   clientsCache
-	// helm keeps each member's discovery for Helm mode's operations (package helmrelease).
-	helm *helmrelease.Members
+	// helm keeps each member's discovery for Helm mode's operations (package helmrelease);
+	// helmVersions is each member's Kubernetes version when its discovery was last used.
+	helm         *helmrelease.Members
+	helmVersions map[types.NamespacedName]string
 	// replica labels this replica's status slices (replicaHash); "" when not sharded.
 	replica string
 
@@ -166,11 +168,12 @@ func NewController(members multicluster.MemberSource, registry versioned.Interfa
 	}
 	c := &Controller{
 		members: members, registry: registry, kube: kube, decisions: decisions, opts: opts, log: log,
-		queue:    workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[types.NamespacedName](), workqueue.TypedRateLimitingQueueConfig[types.NamespacedName]{Name: "releases"}),
-		watched:  multicluster.NewSubset(),
-		releases: map[types.NamespacedName]*releaseState{},
-		kinds:    map[schema.GroupVersionResource]bool{},
-		helm:     helmrelease.NewMembers(),
+		queue:        workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[types.NamespacedName](), workqueue.TypedRateLimitingQueueConfig[types.NamespacedName]{Name: "releases"}),
+		watched:      multicluster.NewSubset(),
+		releases:     map[types.NamespacedName]*releaseState{},
+		kinds:        map[schema.GroupVersionResource]bool{},
+		helm:         helmrelease.NewMembers(),
+		helmVersions: map[types.NamespacedName]string{},
 	}
 	if opts.Sharding != nil {
 		c.replica = replicaHash(opts.Sharding.Replica)
@@ -550,6 +553,12 @@ func (c *Controller) reconcile(ctx context.Context, key types.NamespacedName) (r
 			return c.opts.RetryAfter, c.writeStatus(ctx, rel, st, nil, nil, progress{stalledReason: "ChartUnavailable", stalledMessage: err.Error()})
 		}
 		in.Chart = ch
+	}
+	if src := rel.Spec.Source.Chart; src != nil && src.Secret != nil {
+		defer func() { requeue = pick(requeue, secretValuesRecheck) }()
+		if in.Chart, err = c.chartInSecret(ctx, rel); err != nil {
+			return c.opts.RetryAfter, c.writeStatus(ctx, rel, st, nil, nil, progress{stalledReason: "InvalidSource", stalledMessage: err.Error()})
+		}
 	}
 	if src := rel.Spec.Source.Chart; src != nil && len(src.ValuesFrom) > 0 {
 		for _, v := range src.ValuesFrom {

@@ -38,6 +38,17 @@ func (c *Controller) applyHelm(ctx context.Context, rel *v1alpha1.Release, b *Bu
 		return
 	}
 	ns := helmTarget(rel)
+	// A member whose Kubernetes version changed (an upgrade, as health reports it) may serve other
+	// API versions: its discovery is asked again, once.
+	if v := m.Cluster().Status.Version; v != "" {
+		c.mu.Lock()
+		last := c.helmVersions[key]
+		c.helmVersions[key] = v
+		c.mu.Unlock()
+		if last != "" && last != v {
+			c.helm.Invalidate(key)
+		}
+	}
 	getter, err := c.helm.Getter(key, cfg, ns)
 	if err != nil {
 		fail(&memberError{class: classify(ctx, err), err: err})

@@ -9,6 +9,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/cluster-registry/sdk/chartrepo"
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
 )
 
@@ -65,4 +66,21 @@ func (c *Controller) valuesFrom(ctx context.Context, rel *v1alpha1.Release) ([][
 		}
 	}
 	return out, nil
+}
+
+// chartInSecret reads the packaged chart rel's spec.source.chart.secret names, as Inputs.Chart.
+func (c *Controller) chartInSecret(ctx context.Context, rel *v1alpha1.Release) (*chartrepo.Chart, error) {
+	ref := rel.Spec.Source.Chart.Secret
+	s, err := c.kube.CoreV1().Secrets(rel.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil, fmt.Errorf("spec.source.chart.secret: Secret %s not found in namespace %s", ref.Name, rel.Namespace)
+	case err != nil:
+		return nil, fmt.Errorf("spec.source.chart.secret: reading Secret %s/%s: %w", rel.Namespace, ref.Name, err)
+	}
+	data, ok := s.Data[chartKey(ref)]
+	if !ok {
+		return nil, fmt.Errorf("spec.source.chart.secret: Secret %s has no key %s: put the packaged chart there (kubectl create secret generic %s --from-file=%s=CHART.tgz)", ref.Name, chartKey(ref), ref.Name, chartKey(ref))
+	}
+	return &chartrepo.Chart{Archive: data}, nil
 }

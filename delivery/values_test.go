@@ -15,7 +15,7 @@ import (
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
 )
 
-// A chart's values from a ConfigMap and a Secret of the set, merged in order under the inline
+// A chart in a Secret of the set, its values from a ConfigMap and a Secret of the set, merged in order under the inline
 // values; an optional one that is missing adds nothing. A change to the ConfigMap is delivered
 // without touching the Release. A Secret that is not YAML stalls the Release, naming it and
 // never quoting it, and removes nothing.
@@ -25,13 +25,13 @@ func TestChartValuesFromConfigMapsAndSecrets(t *testing.T) {
 	kubeReg := kubernetes.NewForConfigOrDie(lf.Registry.Config)
 	env.appNamespace(t, appNS)
 	cms := kubeReg.CoreV1().ConfigMaps(env.ns)
-	_, err := cms.Create(t.Context(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "chart"},
-		BinaryData: map[string][]byte{"chart.tgz": packagedChart(t, "regional", regionalChart)}}, metav1.CreateOptions{})
+	secrets := kubeReg.CoreV1().Secrets(env.ns)
+	_, err := secrets.Create(t.Context(), &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "chart"},
+		Data: map[string][]byte{"chart.tgz": packagedChart(t, "regional", regionalChart)}}, metav1.CreateOptions{})
 	require.NoError(t, err)
 	_, err = cms.Create(t.Context(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "shop-values"},
 		Data: map[string]string{"values.yaml": "greeting: from-configmap\nregion: configmap-region\n"}}, metav1.CreateOptions{})
 	require.NoError(t, err)
-	secrets := kubeReg.CoreV1().Secrets(env.ns)
 	_, err = secrets.Create(t.Context(), &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "shop-secret-values"},
 		Data: map[string][]byte{"region.yaml": []byte("region: secret-region\n")}}, metav1.CreateOptions{})
 	require.NoError(t, err)
@@ -39,7 +39,7 @@ func TestChartValuesFromConfigMapsAndSecrets(t *testing.T) {
 	_, err = env.registry.ClusterregistryV1alpha1().Releases(env.ns).Create(t.Context(), &v1alpha1.Release{
 		ObjectMeta: metav1.ObjectMeta{Name: "shop", Namespace: env.ns}, Spec: v1alpha1.ReleaseSpec{
 			Source: v1alpha1.ReleaseSource{Chart: &v1alpha1.ReleaseChartSource{
-				ConfigMap: &v1alpha1.ReleaseChartConfigMap{Name: "chart"},
+				Secret: &v1alpha1.ReleaseChartConfigMap{Name: "chart"},
 				ValuesFrom: []v1alpha1.ReleaseValuesReference{
 					{Kind: "ConfigMap", Name: "shop-values"},
 					{Kind: "Secret", Name: "shop-secret-values", Key: "region.yaml"},

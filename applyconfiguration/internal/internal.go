@@ -328,6 +328,9 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: repository
       type:
         namedType: com.github.cluster-registry.sdk.clusterregistry.v1alpha1.ReleaseChartRepository
+    - name: secret
+      type:
+        namedType: com.github.cluster-registry.sdk.clusterregistry.v1alpha1.ReleaseChartConfigMap
     - name: values
       type:
         namedType: __untyped_atomic_

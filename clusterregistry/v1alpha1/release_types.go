@@ -107,12 +107,17 @@ type ReleaseSource struct {
 
 // ReleaseChartSource is a Helm chart and its values.
 //
-// +kubebuilder:validation:XValidation:rule=`has(self.configMap) != has(self.repository)`,message="set exactly one of configMap and repository"
+// +kubebuilder:validation:XValidation:rule=`[has(self.configMap), has(self.secret), has(self.repository)].filter(x, x).size() == 1`,message="set exactly one of configMap, secret and repository"
 type ReleaseChartSource struct {
 	// configMap holds the packaged chart (what helm package writes) in a ConfigMap of the
 	// Release's namespace, as binary data.
 	// +optional
 	ConfigMap *ReleaseChartConfigMap `json:"configMap,omitempty"`
+	// secret holds the packaged chart in a Secret of the Release's namespace (key "chart.tgz"
+	// when empty), for a chart that is not for every reader of the set. It is read again within
+	// a minute of a change.
+	// +optional
+	Secret *ReleaseChartConfigMap `json:"secret,omitempty"`
 	// repository is where the chart is fetched from: an OCI registry or an HTTP chart
 	// repository. Requests go only to the repository's own host: a redirect, or a chart the
 	// index places on another host, is refused.
@@ -176,13 +181,13 @@ const (
 	ChartModeHelm ReleaseChartMode = "Helm"
 )
 
-// ReleaseChartConfigMap names the ConfigMap and key of a packaged chart.
+// ReleaseChartConfigMap names the ConfigMap (or Secret) and key of a packaged chart.
 type ReleaseChartConfigMap struct {
-	// name is the ConfigMap's name, in the Release's namespace.
+	// name is the ConfigMap's (or Secret's) name, in the Release's namespace.
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=253
 	Name string `json:"name"`
-	// key is the binaryData key of the packaged chart; "chart.tgz" when empty.
+	// key is the binaryData (or, of a Secret, data) key of the packaged chart; "chart.tgz" when empty.
 	// +optional
 	// +kubebuilder:validation:MaxLength=253
 	Key string `json:"key,omitempty"`

@@ -494,6 +494,11 @@ func (in *ReleaseChartSource) DeepCopyInto(out *ReleaseChartSource) {
 		*out = new(ReleaseChartConfigMap)
 		**out = **in
 	}
+	if in.Secret != nil {
+		in, out := &in.Secret, &out.Secret
+		*out = new(ReleaseChartConfigMap)
+		**out = **in
+	}
 	if in.Repository != nil {
 		in, out := &in.Repository, &out.Repository
 		*out = new(ReleaseChartRepository)

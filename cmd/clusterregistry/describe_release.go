@@ -117,6 +117,8 @@ func describeRelease(out io.Writer, rel *v1alpha1.Release, members []v1alpha1.Re
 			pinned = ", digest pinned"
 		}
 		fmt.Fprintf(w, "Source:\tchart %s, version %s%s\n", esc(from), cmp.Or(esc(r.Version), "the newest"), pinned)
+	case src.Chart != nil && src.Chart.Secret != nil:
+		fmt.Fprintf(w, "Source:\tchart in Secret %s, key %s\n", esc(src.Chart.Secret.Name), cmp.Or(esc(src.Chart.Secret.Key), "chart.tgz"))
 	case src.Chart != nil && src.Chart.ConfigMap != nil:
 		fmt.Fprintf(w, "Source:\tchart in ConfigMap %s, key %s\n", esc(src.Chart.ConfigMap.Name), cmp.Or(esc(src.Chart.ConfigMap.Key), "chart.tgz"))
 	default:

@@ -45,6 +45,7 @@ type chartSpec struct {
 	Digest    string `json:"digest,omitempty"`
 	SecretRef string `json:"secretRef,omitempty"`
 	ConfigMap string `json:"configMap,omitempty"`
+	Secret    string `json:"secret,omitempty"`
 	// Mode is Render (the default) or Helm: Helm's own install on each member.
 	Mode string `json:"mode,omitempty"`
 }
@@ -101,6 +102,8 @@ func chartReleaseOf(rel *v1alpha1.Release, slices []v1alpha1.ReleaseStatusSlice)
 		}
 	case src.ConfigMap != nil:
 		out.Chart = chartSpec{ConfigMap: src.ConfigMap.Name}
+	case src.Secret != nil:
+		out.Chart = chartSpec{Secret: src.Secret.Name}
 	}
 	out.Chart.Mode = string(src.Mode)
 	if src.Values != nil {
@@ -234,8 +237,8 @@ func decodeChartRequest(w http.ResponseWriter, r *http.Request, into any) bool {
 func (c chartRequest) source() (*v1alpha1.ReleaseChartSource, error) {
 	src := &v1alpha1.ReleaseChartSource{MemberValues: c.MemberValues, ValuesFrom: c.ValuesFrom, Mode: v1alpha1.ReleaseChartMode(c.Chart.Mode)}
 	switch {
-	case c.Chart.URL != "" && c.Chart.ConfigMap != "":
-		return nil, fmt.Errorf("chart: set url (a repository) or configMap, not both")
+	case (c.Chart.URL != "") && (c.Chart.ConfigMap != "" || c.Chart.Secret != "") || c.Chart.ConfigMap != "" && c.Chart.Secret != "":
+		return nil, fmt.Errorf("chart: set one of url (a repository), configMap and secret")
 	case c.Chart.URL != "":
 		src.Repository = &v1alpha1.ReleaseChartRepository{URL: c.Chart.URL, Chart: c.Chart.Chart, Version: c.Chart.Version, Digest: c.Chart.Digest}
 		if c.Chart.SecretRef != "" {
@@ -243,8 +246,10 @@ func (c chartRequest) source() (*v1alpha1.ReleaseChartSource, error) {
 		}
 	case c.Chart.ConfigMap != "":
 		src.ConfigMap = &v1alpha1.ReleaseChartConfigMap{Name: c.Chart.ConfigMap}
+	case c.Chart.Secret != "":
+		src.Secret = &v1alpha1.ReleaseChartConfigMap{Name: c.Chart.Secret}
 	default:
-		return nil, fmt.Errorf("chart: set url (oci:// or https://) or configMap")
+		return nil, fmt.Errorf("chart: set url (oci:// or https://), configMap or secret")
 	}
 	if len(c.Values) > 0 && string(c.Values) != "null" {
 		src.Values = &runtime.RawExtension{Raw: c.Values}

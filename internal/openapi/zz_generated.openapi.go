@@ -893,12 +893,12 @@ func schema_cluster_registry_sdk_clusterregistry_v1alpha1_ReleaseChartConfigMap(
 	return common.OpenAPIDefinition{
 		Schema: spec.Schema{
 			SchemaProps: spec.SchemaProps{
-				Description: "ReleaseChartConfigMap names the ConfigMap and key of a packaged chart.",
+				Description: "ReleaseChartConfigMap names the ConfigMap (or Secret) and key of a packaged chart.",
 				Type:        []string{"object"},
 				Properties: map[string]spec.Schema{
 					"name": {
 						SchemaProps: spec.SchemaProps{
-							Description: "name is the ConfigMap's name, in the Release's namespace.",
+							Description: "name is the ConfigMap's (or Secret's) name, in the Release's namespace.",
 							Default:     "",
 							Type:        []string{"string"},
 							Format:      "",
@@ -906,7 +906,7 @@ func schema_cluster_registry_sdk_clusterregistry_v1alpha1_ReleaseChartConfigMap(
 					},
 					"key": {
 						SchemaProps: spec.SchemaProps{
-							Description: "key is the binaryData key of the packaged chart; \"chart.tgz\" when empty.",
+							Description: "key is the binaryData (or, of a Secret, data) key of the packaged chart; \"chart.tgz\" when empty.",
 							Type:        []string{"string"},
 							Format:      "",
 						},
@@ -979,6 +979,12 @@ func schema_cluster_registry_sdk_clusterregistry_v1alpha1_ReleaseChartSource(ref
 					"configMap": {
 						SchemaProps: spec.SchemaProps{
 							Description: "configMap holds the packaged chart (what helm package writes) in a ConfigMap of the Release's namespace, as binary data.",
+							Ref:         ref("github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ReleaseChartConfigMap"),
+						},
+					},
+					"secret": {
+						SchemaProps: spec.SchemaProps{
+							Description: "secret holds the packaged chart in a Secret of the Release's namespace (key \"chart.tgz\" when empty), for a chart that is not for every reader of the set. It is read again within a minute of a change.",
 							Ref:         ref("github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ReleaseChartConfigMap"),
 						},
 					},

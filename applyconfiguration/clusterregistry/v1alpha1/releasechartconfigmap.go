@@ -21,11 +21,11 @@ package v1alpha1
 // ReleaseChartConfigMapApplyConfiguration represents a declarative configuration of the ReleaseChartConfigMap type for use
 // with apply.
 //
-// ReleaseChartConfigMap names the ConfigMap and key of a packaged chart.
+// ReleaseChartConfigMap names the ConfigMap (or Secret) and key of a packaged chart.
 type ReleaseChartConfigMapApplyConfiguration struct {
-	// name is the ConfigMap's name, in the Release's namespace.
+	// name is the ConfigMap's (or Secret's) name, in the Release's namespace.
 	Name *string `json:"name,omitempty"`
-	// key is the binaryData key of the packaged chart; "chart.tgz" when empty.
+	// key is the binaryData (or, of a Secret, data) key of the packaged chart; "chart.tgz" when empty.
 	Key *string `json:"key,omitempty"`
 }
 

@@ -31,6 +31,10 @@ type ReleaseChartSourceApplyConfiguration struct {
 	// configMap holds the packaged chart (what helm package writes) in a ConfigMap of the
 	// Release's namespace, as binary data.
 	ConfigMap *ReleaseChartConfigMapApplyConfiguration `json:"configMap,omitempty"`
+	// secret holds the packaged chart in a Secret of the Release's namespace (key "chart.tgz"
+	// when empty), for a chart that is not for every reader of the set. It is read again within
+	// a minute of a change.
+	Secret *ReleaseChartConfigMapApplyConfiguration `json:"secret,omitempty"`
 	// repository is where the chart is fetched from: an OCI registry or an HTTP chart
 	// repository. Requests go only to the repository's own host: a redirect, or a chart the
 	// index places on another host, is refused.
@@ -64,6 +68,14 @@ func ReleaseChartSource() *ReleaseChartSourceApplyConfiguration {
 // If called multiple times, the ConfigMap field is set to the value of the last call.
 func (b *ReleaseChartSourceApplyConfiguration) WithConfigMap(value *ReleaseChartConfigMapApplyConfiguration) *ReleaseChartSourceApplyConfiguration {
 	b.ConfigMap = value
+	return b
+}
+
+// WithSecret sets the Secret field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Secret field is set to the value of the last call.
+func (b *ReleaseChartSourceApplyConfiguration) WithSecret(value *ReleaseChartConfigMapApplyConfiguration) *ReleaseChartSourceApplyConfiguration {
+	b.Secret = value
 	return b
 }
 

@@ -97,7 +97,7 @@ function renderReleases() {
     const r = releases.get(k);
     const tr = document.createElement("tr");
     tr.dataset.release = k;
-    const asked = r.chart.configMap ? "ConfigMap " + r.chart.configMap : (r.chart.chart ? r.chart.chart + " from " : "") + r.chart.url;
+    const asked = r.chart.configMap ? "ConfigMap " + r.chart.configMap : r.chart.secret ? "Secret " + r.chart.secret : (r.chart.chart ? r.chart.chart + " from " : "") + r.chart.url;
     const delivered = r.delivered ? r.delivered.name + " " + r.delivered.version : "not delivered yet";
     const bad = (r.conditions || []).filter((c) => (c.type === "Available" && c.status !== "True") || (c.type !== "Available" && c.type !== "Progressing" && c.status === "True"));
     const status = bad.length ? bad.map((c) => c.type + (c.reason ? " (" + c.reason + ")" : "")).join(", ") : ((r.conditions || []).length ? "Available" : "-");
