@@ -47,7 +47,7 @@ func TestChartsAsEachCaller(t *testing.T) {
 	require.NoError(t, err)
 	otherEditor, err := caller(ctx, "charts-editor-"+other, releasesRole(t, other, "charts-editor", "get", "list", "watch", "create", "update", "delete"), other)
 	require.NoError(t, err)
-	_, web := startAPI(t, set, other)
+	srv, web := startAPI(t, set, other)
 	registry := versioned.NewForConfigOrDie(lf.Registry.Config).ClusterregistryV1alpha1()
 
 	shop := map[string]any{
@@ -139,6 +139,12 @@ func TestChartsAsEachCaller(t *testing.T) {
 	require.Equal(t, http.StatusUnauthorized, code)
 	_, code = watch(t, otherEditor, web.URL+"/watch/charts?namespace="+set)
 	require.Equal(t, http.StatusForbidden, code)
+	// The stream is the server's own watch of the registry, polled: wait until it has what the
+	// registry has, so that the first event is the whole chart release.
+	require.Eventually(t, func() bool {
+		current, _, _ := srv.charts.feed.snapshot()
+		return len(current) == 1 && len(current[0].PerMember) == 2 && current[0].Ready == 1
+	}, 10*time.Second, 50*time.Millisecond, "the feed did not catch up with the registry")
 	events, code := watch(t, viewer, web.URL+"/watch/charts")
 	require.Equal(t, http.StatusOK, code)
 	e := next(t, events, 10*time.Second)
