@@ -57,16 +57,9 @@ func watchCharts(ctx context.Context, registry versioned.Interface, namespaces [
 	defer cancel()
 	if !cache.WaitForCacheSync(syncCtx.Done(), synced...) {
 		cw.stop()
-		return nil, fmt.Errorf("listing the registry's Releases: %w", cmpErr(syncCtx.Err()))
+		return nil, fmt.Errorf("listing the registry's Releases: %w", context.Cause(syncCtx))
 	}
 	return cw, nil
-}
-
-func cmpErr(err error) error {
-	if err == nil {
-		return context.Canceled
-	}
-	return err
 }
 
 // stop stops the informers and waits for them.

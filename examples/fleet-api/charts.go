@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
+	"github.com/cluster-registry/sdk/clientset/versioned"
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
 )
 
@@ -185,13 +186,8 @@ func (s *server) listCharts(w http.ResponseWriter, r *http.Request) {
 // getChart answers one chart release, as the caller.
 func (s *server) getChart(w http.ResponseWriter, r *http.Request) {
 	ns, name := r.PathValue("namespace"), r.PathValue("name")
-	rel, ok := s.callerChart(w, r, ns, name)
+	rel, registry, ok := s.callerChart(w, r, ns, name)
 	if !ok {
-		return
-	}
-	registry, err := s.guard.asCaller(r.Context())
-	if err != nil {
-		writeStatus(w, err)
 		return
 	}
 	var statusSlices []v1alpha1.ReleaseStatusSlice
@@ -204,22 +200,23 @@ func (s *server) getChart(w http.ResponseWriter, r *http.Request) {
 
 // callerChart reads Release ns/name as the caller, having written why not when it cannot or
 // when its source is not a chart (404: /charts serves chart releases only).
-func (s *server) callerChart(w http.ResponseWriter, r *http.Request, ns, name string) (*v1alpha1.Release, bool) {
+// It answers the caller's client of the registry too, for what the route does next.
+func (s *server) callerChart(w http.ResponseWriter, r *http.Request, ns, name string) (*v1alpha1.Release, versioned.Interface, bool) {
 	registry, err := s.guard.asCaller(r.Context())
 	if err != nil {
 		writeStatus(w, err)
-		return nil, false
+		return nil, nil, false
 	}
 	rel, err := registry.ClusterregistryV1alpha1().Releases(ns).Get(r.Context(), name, metav1.GetOptions{})
 	if err != nil {
 		writeStatus(w, err)
-		return nil, false
+		return nil, nil, false
 	}
 	if rel.Spec.Source.Chart == nil {
 		writeStatus(w, statusError(http.StatusNotFound, metav1.StatusReasonNotFound, fmt.Sprintf("release %s/%s delivers manifests, not a chart", ns, name)))
-		return nil, false
+		return nil, nil, false
 	}
-	return rel, true
+	return rel, registry, true
 }
 
 // decodeChartRequest reads a chartRequest, having written why not when it cannot.
@@ -294,7 +291,7 @@ func (s *server) createChart(w http.ResponseWriter, r *http.Request) {
 // Release changed meanwhile is the registry's 409: read it again.
 func (s *server) updateChart(w http.ResponseWriter, r *http.Request) {
 	ns, name := r.PathValue("namespace"), r.PathValue("name")
-	rel, ok := s.callerChart(w, r, ns, name)
+	rel, registry, ok := s.callerChart(w, r, ns, name)
 	if !ok {
 		return
 	}
@@ -342,11 +339,6 @@ func (s *server) updateChart(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 	}
-	registry, err := s.guard.asCaller(r.Context())
-	if err != nil {
-		writeStatus(w, err)
-		return
-	}
 	updated, err := registry.ClusterregistryV1alpha1().Releases(ns).Update(r.Context(), rel, metav1.UpdateOptions{FieldManager: "fleet-api"})
 	if err != nil {
 		writeStatus(w, err)
@@ -360,12 +352,8 @@ func (s *server) updateChart(w http.ResponseWriter, r *http.Request) {
 // objects from the members (unless its deletion policy is Orphan).
 func (s *server) deleteChart(w http.ResponseWriter, r *http.Request) {
 	ns, name := r.PathValue("namespace"), r.PathValue("name")
-	if _, ok := s.callerChart(w, r, ns, name); !ok {
-		return
-	}
-	registry, err := s.guard.asCaller(r.Context())
-	if err != nil {
-		writeStatus(w, err)
+	_, registry, ok := s.callerChart(w, r, ns, name)
+	if !ok {
 		return
 	}
 	if err := registry.ClusterregistryV1alpha1().Releases(ns).Delete(r.Context(), name, metav1.DeleteOptions{}); err != nil {
