@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -96,16 +97,28 @@ func TestPlacementsCommand(t *testing.T) {
 	require.Equal(t, 0, code, errOut)
 	require.Equal(t, "placement.clusterregistry.k8s.io/api\n", out)
 
+	// The scheduler decides api (both members) before the watch starts, so that the row the
+	// watch lists first is the last until the patch: a decision landing between the list and the
+	// watch would be a second row, and this test asserts that the watch repeats nothing.
+	require.Eventually(t, func() bool {
+		p, err = registry.Placements(ns).Get(t.Context(), "api", metav1.GetOptions{})
+		return err == nil && p.Status.Chosen == 2 && p.Status.ObservedGeneration == p.Generation &&
+			meta.IsStatusConditionTrue(p.Status.Conditions, v1alpha1.PlacementSatisfied)
+	}, 60*time.Second, 100*time.Millisecond, "api never decided")
 	watchCtx, stopWatch := context.WithCancel(t.Context())
 	var watched syncBuffer
 	watchDone := make(chan int, 1)
 	go func() {
 		watchDone <- run(watchCtx, []string{"--kubeconfig", lf.Registry.Kubeconfig, "-n", ns, "get", "placements", "-w", "api"}, &watched, &watched)
 	}()
-	require.Eventually(t, func() bool { return strings.Count(watched.String(), "api ") == 1 }, 30*time.Second, 20*time.Millisecond, watched.String())
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		assert.Equal(c, 1, strings.Count(watched.String(), "api "), "get -w printed:\n%s", watched.String())
+	}, 30*time.Second, 20*time.Millisecond)
 	_, err = registry.Placements(ns).Patch(t.Context(), "api", types.MergePatchType, []byte(`{"spec":{"count":3}}`), metav1.PatchOptions{})
 	require.NoError(t, err)
-	require.Eventually(t, func() bool { return regexp.MustCompile(`(?m)^api\s+3\s`).MatchString(watched.String()) }, 30*time.Second, 20*time.Millisecond, watched.String())
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		assert.Regexp(c, `(?m)^api\s+3\s`, watched.String())
+	}, 30*time.Second, 20*time.Millisecond)
 	stopWatch()
 	require.Equal(t, 0, <-watchDone, watched.String())
 	header := strings.SplitN(watched.String(), "\n", 2)[0]
