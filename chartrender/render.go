@@ -14,6 +14,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"golang.org/x/sync/singleflight"
 	"helm.sh/helm/v4/pkg/chart/common"
@@ -47,14 +48,22 @@ type Input struct {
 type Options struct {
 	// Keep is how many distinct renders are kept for later asks; 256 when zero.
 	Keep int
+	// Timeout bounds one render's time; DefaultTimeout when zero. See LimitError.
+	Timeout time.Duration
+	// MaxBytes bounds what one render makes: all its files together, and each list or string
+	// that a size-taking template function (until, repeat, indent...) would make;
+	// DefaultMaxBytes when zero.
+	MaxBytes int64
 }
 
 // Renderer renders charts, once per distinct Input (see the package's doc). It is safe for
 // concurrent use.
 type Renderer struct {
-	keep    int
-	group   singleflight.Group
-	renders atomic.Int64
+	keep     int
+	timeout  time.Duration
+	maxBytes int64
+	group    singleflight.Group
+	renders  atomic.Int64
 
 	mu    sync.Mutex
 	kept  map[string]*rendered
@@ -71,7 +80,13 @@ func NewRenderer(opts Options) *Renderer {
 	if opts.Keep <= 0 {
 		opts.Keep = 256
 	}
-	return &Renderer{keep: opts.Keep, kept: map[string]*rendered{}}
+	if opts.Timeout <= 0 {
+		opts.Timeout = DefaultTimeout
+	}
+	if opts.MaxBytes <= 0 {
+		opts.MaxBytes = DefaultMaxBytes
+	}
+	return &Renderer{keep: opts.Keep, timeout: opts.Timeout, maxBytes: opts.MaxBytes, kept: map[string]*rendered{}}
 }
 
 // Renders is how many times the Renderer ran Helm's engine.
@@ -79,7 +94,7 @@ func (r *Renderer) Renders() int64 { return r.renders.Load() }
 
 // Render renders in: the chart's CRDs (crds/), then its objects in Helm's install order, as
 // `helm template --include-crds` prints them, each a copy of the caller's own. A chart with
-// hooks is a *HookError.
+// hooks is a *HookError; one over the Renderer's bounds, a *LimitError.
 func (r *Renderer) Render(in Input) ([]*unstructured.Unstructured, error) {
 	if in.Chart == nil {
 		return nil, errors.New("chartrender: Input.Chart is required")
@@ -94,7 +109,7 @@ func (r *Renderer) Render(in Input) ([]*unstructured.Unstructured, error) {
 	if got == nil {
 		v, _, _ := r.group.Do(key, func() (any, error) {
 			r.renders.Add(1)
-			objs, err := render(in)
+			objs, err := r.bounded(in)
 			out := &rendered{objects: objs, err: err}
 			r.remember(key, out)
 			return out, nil
@@ -138,7 +153,36 @@ func inputKey(in Input) (string, error) {
 	return hex.EncodeToString(sum[:]), nil
 }
 
-func render(in Input) ([]*unstructured.Unstructured, error) {
+// bounded renders in within the Renderer's bounds (see budget): it gives up waiting once the
+// render's time is up.
+func (r *Renderer) bounded(in Input) ([]*unstructured.Unstructured, error) {
+	b := &budget{chart: in.Chart.Name(), maxBytes: r.maxBytes}
+	type result struct {
+		objs []*unstructured.Unstructured
+		err  error
+	}
+	done := make(chan result, 1)
+	go func() {
+		objs, err := render(in, b)
+		if met := b.met(); met != nil {
+			// Helm's engine rewrites template errors as text; the bound met is what to say.
+			objs, err = nil, met
+		}
+		done <- result{objs, err}
+	}()
+	timer := time.NewTimer(r.timeout)
+	defer timer.Stop()
+	select {
+	case res := <-done:
+		return res.objs, res.err
+	case <-timer.C:
+		err := b.exceed(fmt.Sprintf("took longer than %s", r.timeout))
+		b.expired.Store(true)
+		return nil, err
+	}
+}
+
+func render(in Input, b *budget) ([]*unstructured.Unstructured, error) {
 	c, err := in.Chart.load()
 	if err != nil {
 		return nil, fmt.Errorf("loading chart %s: %w", in.Chart.Name(), err)
@@ -166,10 +210,17 @@ func render(in Input) ([]*unstructured.Unstructured, error) {
 	}
 	// Without a client: `lookup` finds nothing and DNS functions are off, as in helm template.
 	// The context reaches only lookups, which there are none of.
-	var e engine.Engine
+	e := engine.Engine{CustomTemplateFuncs: b.funcs()}
 	files, err := e.RenderWithContext(context.Background(), c, values)
 	if err != nil {
 		return nil, fmt.Errorf("rendering chart %s: %w", c.Metadata.Name, err)
+	}
+	var size int64
+	for _, f := range files {
+		size += int64(len(f))
+	}
+	if size > b.maxBytes {
+		return nil, b.exceed(fmt.Sprintf("made %s of files, over %s", bytesText(size), bytesText(b.maxBytes)))
 	}
 	for name := range files {
 		if strings.HasSuffix(name, "NOTES.txt") {
