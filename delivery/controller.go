@@ -105,6 +105,9 @@ type Controller struct {
 	releases map[types.NamespacedName]*releaseState
 	kinds    map[schema.GroupVersionResource]bool
 	writes   atomic.Int64
+	// helmApplies counts Helm-mode applies, made or found unchanged: the tests' way to know that
+	// a pass reached every member.
+	helmApplies atomic.Int64
 }
 
 // releaseState is what the Controller knows of one Release's delivery.
@@ -132,6 +135,13 @@ type memberState struct {
 	during   []watched
 	readyAt  time.Time // when every object was first seen Current at revision
 	removing bool
+	// reported is the revision, and when it was applied, that this member's status said before
+	// this Controller started (loadInventory): what a Helm-mode apply that finds the release
+	// unchanged keeps, so that a restart rewrites no status.
+	reported struct {
+		revision string
+		applied  time.Time
+	}
 }
 
 // NewController makes a Controller of the Releases of the registry, delivered to members of

@@ -46,6 +46,9 @@ type deliveryEnv struct {
 	decisions cpversioned.Interface
 	ctrl      *delivery.Controller
 	members   map[string]kubernetes.Interface
+	// stop stops the Controller and its Fleet, checking that nothing is left running; the test's
+	// end stops them when the test did not.
+	stop func()
 }
 
 func startDelivery(t *testing.T) *deliveryEnv {
@@ -90,12 +93,18 @@ func startDeliveryWith(t *testing.T, ns string, config *rest.Config, set func(*d
 	require.NoError(t, fleet.Start(ctx))
 	done := make(chan error, 1)
 	go func() { done <- ctrl.Run(ctx) }()
-	t.Cleanup(func() {
+	stopped := false
+	env.stop = func() {
+		if stopped {
+			return
+		}
+		stopped = true
 		cancel()
 		require.NoError(t, <-done)
 		fleet.Stop()
 		goleak.VerifyNone(t, append(fleettest.IgnoreIdleConnections, ignore)...)
-	})
+	}
+	t.Cleanup(env.stop)
 	return env
 }
 

@@ -81,8 +81,14 @@ func (c *Controller) applyHelm(ctx context.Context, rel *v1alpha1.Release, b *Bu
 			}
 		}
 	}
-	c.writes.Add(1)
-	res, err := helmrelease.Apply(ctx, getter, rel.Name, ns, b.chart.archive, b.chart.valuesFor(m.Cluster()), helmrelease.Options{Timeout: timeout, Wait: true})
+	// The bundle's revision goes on Helm's record: a controller that restarts finds what it
+	// applied there and makes no Helm revision of it again.
+	res, err := helmrelease.Apply(ctx, getter, rel.Name, ns, b.chart.archive, b.chart.valuesFor(m.Cluster()),
+		helmrelease.Options{Timeout: timeout, Wait: true, Revision: b.Revision})
+	c.helmApplies.Add(1)
+	if err != nil || !res.Unchanged {
+		c.writes.Add(1)
+	}
 	if err != nil {
 		fail(&memberError{class: classify(ctx, err), object: "Helm release " + ns + "/" + rel.Name, err: err})
 		return
@@ -91,6 +97,9 @@ func (c *Controller) applyHelm(ctx context.Context, rel *v1alpha1.Release, b *Bu
 	c.mu.Lock()
 	ms.applying = false
 	ms.revision, ms.applied = b.Revision, time.Now()
+	if res.Unchanged && ms.reported.revision == b.Revision && !ms.reported.applied.IsZero() {
+		ms.applied = ms.reported.applied // applied then, as reported before this Controller started
+	}
 	ms.objects = map[ref]*applied{r: {ref: r, status: "Current", message: fmt.Sprintf("Helm revision %d, %s", res.Revision, res.Status)}}
 	ms.err, ms.failedRev, ms.drifted, ms.readyAt, ms.during = nil, "", false, time.Time{}, nil
 	c.mu.Unlock()

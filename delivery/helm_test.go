@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
+	"github.com/cluster-registry/sdk/delivery"
 )
 
 // A chart in Helm mode: Helm's own install on each member, with each member's values, so the
@@ -81,6 +82,20 @@ data: {by: hook}
 		require.Equal(t, "hey", cm.Data["greeting"])
 		require.Equal(t, 2, records(name), "Helm's two revisions on %s", name)
 	}
+
+	// A controller that restarts finds the release deployed at its revision on each member:
+	// no Helm revision, and no write anywhere (status included: it has not changed, and the
+	// restart comes a second later, so that a member's lastApplied taken anew would show).
+	time.Sleep(1100 * time.Millisecond)
+	env.stop()
+	env = startDeliveryIn(t, env.ns, nil)
+	require.Eventually(t, func() bool { return delivery.HelmApplies(env.ctrl) >= 2 }, 60*time.Second, 50*time.Millisecond,
+		"the restarted controller did not reach both members")
+	time.Sleep(time.Second) // a status written after the pass would be written by now
+	for _, name := range []string{"member-1", "member-2"} {
+		require.Equal(t, 2, records(name), "a Helm revision of what %s had, after a restart", name)
+	}
+	require.Zero(t, env.ctrl.Writes(), "the restarted controller wrote what was there")
 
 	// Deleting the Release is helm uninstall on each member.
 	require.NoError(t, env.registry.ClusterregistryV1alpha1().Releases(env.ns).Delete(t.Context(), "shop", metav1.DeleteOptions{}))

@@ -180,6 +180,10 @@ func inventory(m v1alpha1.ReleaseMemberStatus) *memberState {
 		r := refOf(o)
 		ms.objects[r] = &applied{ref: r}
 	}
+	ms.reported.revision = m.Revision
+	if m.LastApplied != nil {
+		ms.reported.applied = m.LastApplied.Time
+	}
 	return ms
 }
 

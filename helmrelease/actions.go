@@ -3,16 +3,22 @@ package helmrelease
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
 	"helm.sh/helm/v4/pkg/action"
+	chartv2 "helm.sh/helm/v4/pkg/chart/v2"
 	"helm.sh/helm/v4/pkg/chart/v2/loader"
 	"helm.sh/helm/v4/pkg/kube"
 	"helm.sh/helm/v4/pkg/release"
+	"helm.sh/helm/v4/pkg/release/common"
+	releasev1 "helm.sh/helm/v4/pkg/release/v1"
 	"helm.sh/helm/v4/pkg/storage/driver"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 
 	"github.com/cluster-registry/sdk/chartrender"
@@ -27,7 +33,19 @@ type Options struct {
 	Wait bool
 	// Logger hears Helm's own logs; discarded when nil.
 	Logger *slog.Logger
+	// Revision names what Apply is given (a digest of the chart and values, of the caller's
+	// choosing; a label value). Apply records it on the release (RevisionLabel), and does
+	// nothing when the release's last revision is deployed with the same Revision, chart name and
+	// version, and values: a caller that restarts, and so cannot tell what it applied before,
+	// does not make Helm revisions of what is already there. (Helm carries a release's labels to
+	// the next revision, so one upgraded by hand keeps the label: the chart and values tell.)
+	// Empty: Apply always installs or upgrades.
+	Revision string
 }
+
+// RevisionLabel is the label of a release's record (Helm's release labels, kept on its storage
+// Secret) that holds Options.Revision.
+const RevisionLabel = "clusterregistry.k8s.io/revision"
 
 func (o Options) timeout() time.Duration {
 	if o.Timeout <= 0 {
@@ -47,6 +65,9 @@ func (o Options) wait() kube.WaitStrategy {
 type Result struct {
 	// Installed is true when the operation installed the release, false when it upgraded it.
 	Installed bool
+	// Unchanged is true when Apply found the release deployed at Options.Revision and did
+	// nothing.
+	Unchanged bool
 	Revision  int
 	Status    string
 }
@@ -79,6 +100,13 @@ func Apply(ctx context.Context, getter genericclioptions.RESTClientGetter, name,
 	if _, err := chartrender.Load(archive); err != nil {
 		return Result{}, err
 	}
+	var labels map[string]string
+	if opts.Revision != "" {
+		if errs := validation.IsValidLabelValue(opts.Revision); len(errs) > 0 {
+			return Result{}, fmt.Errorf("helmrelease: Options.Revision %q is not a label value: %s", opts.Revision, strings.Join(errs, "; "))
+		}
+		labels = map[string]string{RevisionLabel: opts.Revision}
+	}
 	ch, err := loader.LoadArchive(bytes.NewReader(archive))
 	if err != nil {
 		return Result{}, fmt.Errorf("loading the chart: %w", err)
@@ -88,15 +116,25 @@ func Apply(ctx context.Context, getter genericclioptions.RESTClientGetter, name,
 	// Discovering the member (the first time) and reading the release's history take no
 	// context: they run within the deadline all the same.
 	var cfg *action.Configuration
+	var last release.Accessor
+	var lastRelease release.Releaser
 	var herr error
 	if err := runWithin(ctx, opts.timeout(), func() error {
 		var err error
 		if cfg, err = configuration(getter, namespace, opts); err != nil {
 			return err
 		}
-		history := action.NewHistory(cfg)
-		history.Max = 1
-		_, herr = history.Run(name)
+		var history []release.Releaser
+		history, herr = action.NewHistory(cfg).Run(name)
+		for _, r := range history {
+			a, err := release.NewAccessor(r)
+			if err != nil {
+				return fmt.Errorf("helm answered a release of an unknown kind: %w", err)
+			}
+			if last == nil || a.Version() > last.Version() {
+				last, lastRelease = a, r
+			}
+		}
 		return nil
 	}); err != nil {
 		return Result{}, fmt.Errorf("release %s/%s: %w", namespace, name, err)
@@ -108,6 +146,7 @@ func Apply(ctx context.Context, getter genericclioptions.RESTClientGetter, name,
 		install := action.NewInstall(cfg)
 		install.ReleaseName, install.Namespace = name, namespace
 		install.ServerSideApply = true
+		install.Labels = labels
 		// The member validates what is applied (Helm's server-side apply asks for strict field
 		// validation): validating here too fetches the member's OpenAPI schemas, which its shared
 		// discovery then keeps, 1.8 MiB a member (BenchmarkHelmMode; 266 KiB without).
@@ -117,9 +156,13 @@ func Apply(ctx context.Context, getter genericclioptions.RESTClientGetter, name,
 		installed = true
 	case herr != nil:
 		return Result{}, fmt.Errorf("reading release %s/%s's history: %w", namespace, name, herr)
+	case last != nil && opts.Revision != "" && last.Status() == string(common.StatusDeployed) && last.Labels()[RevisionLabel] == opts.Revision &&
+		holds(lastRelease, ch, values):
+		return Result{Unchanged: true, Revision: last.Version(), Status: last.Status()}, nil
 	default:
 		upgrade := action.NewUpgrade(cfg)
 		upgrade.Namespace = namespace
+		upgrade.Labels = labels
 		upgrade.DisableOpenAPIValidation = true
 		// An upgrade that fails (or, waiting, is not ready in time) goes back to the last good
 		// revision, as helm upgrade --rollback-on-failure: the member keeps running what it ran.
@@ -218,4 +261,29 @@ func result(rel release.Releaser, installed bool) (Result, error) {
 		return Result{}, fmt.Errorf("helm answered a release of an unknown kind: %w", err)
 	}
 	return Result{Installed: installed, Revision: a.Version(), Status: a.Status()}, nil
+}
+
+// holds reports whether rel is of chart ch's name and version with values as its values.
+func holds(rel release.Releaser, ch *chartv2.Chart, values map[string]any) bool {
+	r, ok := rel.(*releasev1.Release)
+	if !ok || r.Chart == nil || r.Chart.Metadata == nil || ch.Metadata == nil {
+		return false
+	}
+	if r.Chart.Metadata.Name != ch.Metadata.Name || r.Chart.Metadata.Version != ch.Metadata.Version {
+		return false
+	}
+	// Compared as JSON, as Helm keeps them: numbers read back from its record are float64.
+	had, err := json.Marshal(orEmpty(r.Config))
+	if err != nil {
+		return false
+	}
+	given, err := json.Marshal(orEmpty(values))
+	return err == nil && bytes.Equal(had, given)
+}
+
+func orEmpty(m map[string]any) map[string]any {
+	if m == nil {
+		return map[string]any{}
+	}
+	return m
 }

@@ -172,3 +172,56 @@ func TestAnUnansweringMemberCostsItsTimeout(t *testing.T) {
 	require.Error(t, err)
 	require.Less(t, time.Since(start), 10*time.Second, "the operation outlived its timeout")
 }
+
+// Apply with a Revision makes no Helm revision of what the release already has deployed at
+// that Revision (a caller that restarted applies everything again), and makes one for anything
+// else: another Revision, or the same after a rollback to a revision of another.
+func TestApplyAtTheSameRevisionDoesNothing(t *testing.T) {
+	if testing.Short() {
+		t.Skip("needs kube-apiserver and etcd; run without -short")
+	}
+	ctx := t.Context()
+	ns := "helm-revisions"
+	kube := kubernetes.NewForConfigOrDie(server.Registry.Config)
+	_, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	getter, err := helmrelease.NewMembers().Getter(types.NamespacedName{Namespace: "fleet", Name: "member-1"}, server.Registry.Config, ns)
+	require.NoError(t, err)
+	apply := func(revision, greeting string) helmrelease.Result {
+		t.Helper()
+		r, err := helmrelease.Apply(ctx, getter, "shop", ns, chartAt(t, "0.1.0"), map[string]any{"greeting": greeting}, helmrelease.Options{Timeout: time.Minute, Revision: revision})
+		require.NoError(t, err)
+		return r
+	}
+	records := func() int {
+		list, err := kube.CoreV1().Secrets(ns).List(ctx, metav1.ListOptions{LabelSelector: "owner=helm,name=shop"})
+		require.NoError(t, err)
+		return len(list.Items)
+	}
+	require.Equal(t, helmrelease.Result{Installed: true, Revision: 1, Status: "deployed"}, apply("aaaa", "hello"))
+	latest, err := kube.CoreV1().Secrets(ns).Get(ctx, "sh.helm.release.v1.shop.v1", metav1.GetOptions{})
+	require.NoError(t, err)
+	require.Equal(t, "aaaa", latest.Labels[helmrelease.RevisionLabel], "the revision is not on Helm's record")
+	require.Equal(t, helmrelease.Result{Unchanged: true, Revision: 1, Status: "deployed"}, apply("aaaa", "hello"))
+	require.Equal(t, 1, records())
+	require.Equal(t, helmrelease.Result{Revision: 2, Status: "deployed"}, apply("bbbb", "hey"))
+	require.Equal(t, helmrelease.Result{Unchanged: true, Revision: 2, Status: "deployed"}, apply("bbbb", "hey"))
+	require.Equal(t, 2, records())
+	// Rolled back to revision 1 (by hand, or Helm on a failed upgrade): bbbb is no longer there.
+	require.NoError(t, helmrelease.Rollback(ctx, getter, "shop", ns, 1, helmrelease.Options{Timeout: time.Minute}))
+	require.Equal(t, helmrelease.Result{Revision: 4, Status: "deployed"}, apply("bbbb", "hey"))
+	require.Equal(t, 4, records())
+	// Without a Revision, as before: always an upgrade. Helm carries bbbb's label to it, but
+	// not its values: bbbb is applied again.
+	r, err := helmrelease.Apply(ctx, getter, "shop", ns, chartAt(t, "0.1.0"), map[string]any{"greeting": "by hand"}, helmrelease.Options{Timeout: time.Minute})
+	require.NoError(t, err)
+	require.Equal(t, helmrelease.Result{Revision: 5, Status: "deployed"}, r)
+	require.Equal(t, helmrelease.Result{Revision: 6, Status: "deployed"}, apply("bbbb", "hey"))
+	// Another chart version at the same Revision (a caller's mistake): applied.
+	r, err = helmrelease.Apply(ctx, getter, "shop", ns, chartAt(t, "0.2.0"), map[string]any{"greeting": "hey"}, helmrelease.Options{Timeout: time.Minute, Revision: "bbbb"})
+	require.NoError(t, err)
+	require.Equal(t, helmrelease.Result{Revision: 7, Status: "deployed"}, r)
+	_, err = helmrelease.Apply(ctx, getter, "shop", ns, chartAt(t, "0.1.0"), nil, helmrelease.Options{Revision: "not a label value!"})
+	require.ErrorContains(t, err, `Options.Revision "not a label value!" is not a label value`)
+	require.NoError(t, helmrelease.Uninstall(ctx, getter, "shop", ns, helmrelease.Options{Timeout: time.Minute}))
+}
