@@ -893,7 +893,14 @@ func (c *Controller) applyMember(ctx context.Context, rel *v1alpha1.Release, b *
 	}
 	c.mu.Lock()
 	ms.applying = false
-	ms.revision, ms.applied, ms.objects = b.Revision, time.Now(), objects
+	appliedAt := time.Now()
+	if ms.revision == "" && ms.reported.revision == b.Revision && !ms.reported.applied.IsZero() {
+		// The first apply since this Controller started, of the revision the member was
+		// reported at: it applied that then. Its lastApplied, and the progress deadline counted
+		// from it, stay as they were, so that a restart rewrites no status.
+		appliedAt = ms.reported.applied
+	}
+	ms.revision, ms.applied, ms.objects = b.Revision, appliedAt, objects
 	ms.err, ms.failedRev, ms.drifted, ms.readyAt = nil, "", false, time.Time{}
 	changed := false
 	for _, ev := range ms.during {

@@ -216,6 +216,7 @@ func condition(rel *v1alpha1.Release, t string) metav1.ConditionStatus {
 // hand, quiet at steady state, pruned, removed from a member that leaves, and removed everywhere
 // when deleted.
 func TestReleaseLifecycle(t *testing.T) {
+	parent := t
 	env := startDelivery(t)
 	appNS := "app-" + strings.ToLower(strings.ReplaceAll(t.Name(), "/", "-"))
 	for _, kube := range env.members {
@@ -259,6 +260,44 @@ func TestReleaseLifecycle(t *testing.T) {
 		before := env.ctrl.Writes()
 		time.Sleep(3 * time.Second)
 		require.Equal(t, before, env.ctrl.Writes(), "writes at steady state")
+	})
+
+	// A restart (a new version, a failover) is not a change: what the members were reported at
+	// stays as it was, lastApplied included.
+	t.Run("a restarted controller rewrites no status", func(t *testing.T) {
+		rels := env.registry.ClusterregistryV1alpha1().Releases(env.ns)
+		slices := env.registry.ClusterregistryV1alpha1().ReleaseStatusSlices(env.ns)
+		before, err := rels.Get(t.Context(), "web", metav1.GetOptions{})
+		require.NoError(t, err)
+		sl, err := slices.List(t.Context(), metav1.ListOptions{LabelSelector: v1alpha1.ReleaseLabel + "=web"})
+		require.NoError(t, err)
+		time.Sleep(1100 * time.Millisecond)
+		env.stop()
+		// Watched from before the stop: whatever either controller writes from then on shows.
+		w, err := rels.Watch(t.Context(), metav1.ListOptions{ResourceVersion: before.ResourceVersion, FieldSelector: "metadata.name=web"})
+		require.NoError(t, err)
+		defer w.Stop()
+		ws, err := slices.Watch(t.Context(), metav1.ListOptions{ResourceVersion: sl.ResourceVersion, LabelSelector: v1alpha1.ReleaseLabel + "=web"})
+		require.NoError(t, err)
+		defer ws.Stop()
+		*env = *startDeliveryIn(parent, env.ns, nil)
+		// Its pass applies both objects on both members again (server-side apply of what is
+		// there changes nothing on them); its status would be written right after.
+		require.Eventually(t, func() bool { return env.ctrl.Writes() >= 4 }, 30*time.Second, 20*time.Millisecond,
+			"the restarted controller did not reach the members")
+		deadline := time.After(2 * time.Second)
+		for {
+			select {
+			case ev := <-w.ResultChan():
+				b, _ := json.MarshalIndent(ev.Object, "", " ")
+				t.Errorf("Release written after the restart: %s %s", ev.Type, b)
+			case ev := <-ws.ResultChan():
+				b, _ := json.MarshalIndent(ev.Object, "", " ")
+				t.Errorf("slice written after the restart: %s %s", ev.Type, b)
+			case <-deadline:
+				return
+			}
+		}
 	})
 
 	t.Run("a member edited by hand is corrected from the watch", func(t *testing.T) {
