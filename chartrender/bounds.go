@@ -145,9 +145,47 @@ func (b *budget) funcs() template.FuncMap {
 
 var errorType = reflect.TypeFor[error]()
 
+// check panics with the bound met once the render's time is up; text/template turns the panic
+// of a function into its error.
+func (b *budget) check() {
+	if b.expired.Load() {
+		panic(b.met())
+	}
+}
+
 // bounded is f checking the budget (and, with size, what it would make) before each call. A
 // function that cannot return an error panics with it, which text/template turns into one.
 func (b *budget) bounded(name string, f any, size func([]reflect.Value) int64) any {
+	if size == nil {
+		// The shapes most of sprig's functions have, without reflect.MakeFunc's cost (about a
+		// third of a microsecond a call, a tenth of a render that calls functions in a loop).
+		switch f := f.(type) {
+		case func(string) string:
+			return func(s string) string { b.check(); return f(s) }
+		case func(...any) string:
+			return func(a ...any) string { b.check(); return f(a...) }
+		case func(any) string:
+			return func(a any) string { b.check(); return f(a) }
+		case func(any) bool:
+			return func(a any) bool { b.check(); return f(a) }
+		case func(any, ...any) any:
+			return func(a any, rest ...any) any { b.check(); return f(a, rest...) }
+		case func(string, string) string:
+			return func(x, y string) string { b.check(); return f(x, y) }
+		case func(string, string, string) string:
+			return func(x, y, z string) string { b.check(); return f(x, y, z) }
+		case func(string, string) bool:
+			return func(x, y string) bool { b.check(); return f(x, y) }
+		case func(...any) []any:
+			return func(a ...any) []any { b.check(); return f(a...) }
+		case func(...any) map[string]any:
+			return func(a ...any) map[string]any { b.check(); return f(a...) }
+		case func(...any) int64:
+			return func(a ...any) int64 { b.check(); return f(a...) }
+		case func(any) int64:
+			return func(a any) int64 { b.check(); return f(a) }
+		}
+	}
 	v := reflect.ValueOf(f)
 	t := v.Type()
 	fail := func(err error) []reflect.Value {

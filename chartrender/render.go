@@ -108,6 +108,13 @@ func (r *Renderer) Render(in Input) ([]*unstructured.Unstructured, error) {
 	r.mu.Unlock()
 	if got == nil {
 		v, _, _ := r.group.Do(key, func() (any, error) {
+			// A flight that ended between the look above and this one kept its render.
+			r.mu.Lock()
+			kept := r.kept[key]
+			r.mu.Unlock()
+			if kept != nil {
+				return kept, nil
+			}
 			r.renders.Add(1)
 			objs, err := r.bounded(in)
 			out := &rendered{objects: objs, err: err}

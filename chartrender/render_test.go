@@ -98,7 +98,7 @@ spec:
 
 // helmTemplate is what `helm template --include-crds` prints for the same input: Helm's own
 // install action, client-only.
-func helmTemplate(t *testing.T, archive []byte, in chartrender.Input) []*unstructured.Unstructured {
+func helmTemplate(t testing.TB, archive []byte, in chartrender.Input) []*unstructured.Unstructured {
 	t.Helper()
 	c, err := loader.LoadArchive(bytes.NewReader(archive))
 	require.NoError(t, err)
@@ -119,7 +119,7 @@ func helmTemplate(t *testing.T, archive []byte, in chartrender.Input) []*unstruc
 	return decodeAll(t, r.Manifest)
 }
 
-func decodeAll(t *testing.T, stream string) []*unstructured.Unstructured {
+func decodeAll(t testing.TB, stream string) []*unstructured.Unstructured {
 	t.Helper()
 	var out []*unstructured.Unstructured
 	for _, doc := range strings.Split(stream, "\n---\n") {

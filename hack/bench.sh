@@ -38,6 +38,9 @@
 #   BenchmarkHelmMode         helmrelease: Helm's install then upgrade on 100 members, 10 at a
 #                             time: full discoveries per member (target 1), heap per member, ms
 #                             per operation
+#   BenchmarkRender           chartrender: a chart that loops through template functions,
+#                             rendered with its bounds beside Helm's own template action, in turn:
+#                             time per render of each, their ratio
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -64,6 +67,7 @@ go test ./shard/ -run '^$' -bench 'ShardedHealth' -benchtime 1x -timeout 30m | t
 go test ./scheduler/ -run '^$' -bench 'Scheduler' -benchtime 1x -timeout 30m | tee -a "$out" >&2
 go test ./delivery/ -run '^$' -bench 'Delivery' -benchtime 1x -members 1000 -timeout 30m | tee -a "$out" >&2
 go test ./helmrelease/ -run '^$' -bench 'HelmMode' -benchtime 1x -timeout 30m | tee -a "$out" >&2
+go test ./chartrender/ -run '^$' -bench 'Render' -benchtime 20x | tee -a "$out" >&2
 
 # Each result line is: name iterations value unit value unit ...; print one row per benchmark.
 awk '
