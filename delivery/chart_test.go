@@ -2,6 +2,8 @@ package delivery_test
 
 import (
 	"encoding/json"
+	"maps"
+	"strings"
 	"testing"
 	"time"
 
@@ -124,6 +126,24 @@ spec: {template: {spec: {restartPolicy: Never, containers: [{name: m, image: reg
 	msg := meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ReleaseStalled).Message
 	require.Contains(t, msg, "regional/templates/migrate.yaml (Job migrate, on pre-upgrade)")
 	time.Sleep(time.Second)
+	_, err = env.members["member-1"].CoreV1().ConfigMaps(appNS).Get(t.Context(), "shop-config", metav1.GetOptions{})
+	require.NoError(t, err, "a refused chart removed what was delivered")
+
+	// A chart that would make 190 MiB in the controller: refused by the render's bounds, named
+	// in status; nothing removed.
+	greedy := maps.Clone(regionalChart)
+	greedy["templates/greedy.yaml"] = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: greedy}\ndata: {x: {{ repeat 100000000 \"ab\" | quote }}}\n"
+	cm, err = kubeReg.CoreV1().ConfigMaps(env.ns).Get(t.Context(), "regional-chart", metav1.GetOptions{})
+	require.NoError(t, err)
+	cm.BinaryData["chart.tgz"] = packagedChart(t, "regional", greedy)
+	_, err = kubeReg.CoreV1().ConfigMaps(env.ns).Update(t.Context(), cm, metav1.UpdateOptions{})
+	require.NoError(t, err)
+	got = env.waitRelease(t, "shop", "stalled on the render's bound", func(r *v1alpha1.Release) bool {
+		c := meta.FindStatusCondition(r.Status.Conditions, v1alpha1.ReleaseStalled)
+		return c != nil && c.Reason == "InvalidSource" && strings.Contains(c.Message, "function repeat")
+	})
+	msg = meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ReleaseStalled).Message
+	require.Contains(t, msg, "chart regional: rendering function repeat would make 190 MiB, over 32 MiB")
 	_, err = env.members["member-1"].CoreV1().ConfigMaps(appNS).Get(t.Context(), "shop-config", metav1.GetOptions{})
 	require.NoError(t, err, "a refused chart removed what was delivered")
 }
