@@ -13,10 +13,19 @@ fi
 bin="$(hack/lint-tools.sh)"
 tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
-mkdir "$tmp/old"
-git archive "$commit" | tar -x -C "$tmp/old"
-# apidiff names each internal package it skips on stderr; keep that out of the way unless it fails.
-(cd "$tmp/old" && "$bin/apidiff" -m -w "$tmp/old.export" "$module") 2>"$tmp/log" || { cat "$tmp/log" >&2; exit 1; }
+# The release's API is the same every run: kept by its commit, apidiff's build and Go's version.
+CACHE_ROOT="${CLUSTER_REGISTRY_SDK_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/cluster-registry-sdk}"
+key="$( { echo "$commit"; go version; sha256sum < "$bin/apidiff"; } | sha256sum | cut -c1-32)"
+old_export="$CACHE_ROOT/apidiff/$key.export"
+if [ ! -s "$old_export" ]; then
+  mkdir "$tmp/old"
+  git archive "$commit" | tar -x -C "$tmp/old"
+  # apidiff names each internal package it skips on stderr; keep that out of the way unless it fails.
+  (cd "$tmp/old" && "$bin/apidiff" -m -w "$tmp/old.export" "$module") 2>"$tmp/log" || { cat "$tmp/log" >&2; exit 1; }
+  mkdir -p "$(dirname "$old_export")"
+  cp "$tmp/old.export" "$old_export.tmp.$$" && mv "$old_export.tmp.$$" "$old_export"
+fi
+cp "$old_export" "$tmp/old.export"
 "$bin/apidiff" -m -w "$tmp/new.export" "$module" 2>"$tmp/log" || { cat "$tmp/log" >&2; exit 1; }
 "$bin/apidiff" -m -incompatible "$tmp/old.export" "$tmp/new.export" > "$tmp/all" 2>"$tmp/log" || { cat "$tmp/log" >&2; exit 1; }
 # testkit/ is the SDK's own test kit: importable, with no compatibility promise (testkit/doc.go).
