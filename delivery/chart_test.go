@@ -104,46 +104,32 @@ func TestReleaseOfAChart(t *testing.T) {
 		require.Empty(t, secrets.Items, "render mode keeps no Helm release on the member")
 	}
 
-	// A chart with a hook: refused before any member, naming the hook; nothing removed.
-	hooked := map[string]string{}
-	for k, v := range regionalChart {
-		hooked[k] = v
+	// A chart the controller refuses stalls the Release, saying why; nothing delivered is removed.
+	refused := func(what, file, template, says string) {
+		t.Helper()
+		files := maps.Clone(regionalChart)
+		files[file] = template
+		cm, err := kubeReg.CoreV1().ConfigMaps(env.ns).Get(t.Context(), "regional-chart", metav1.GetOptions{})
+		require.NoError(t, err)
+		cm.BinaryData["chart.tgz"] = packagedChart(t, "regional", files)
+		_, err = kubeReg.CoreV1().ConfigMaps(env.ns).Update(t.Context(), cm, metav1.UpdateOptions{})
+		require.NoError(t, err)
+		env.waitRelease(t, "shop", "stalled on "+what, func(r *v1alpha1.Release) bool {
+			c := meta.FindStatusCondition(r.Status.Conditions, v1alpha1.ReleaseStalled)
+			return c != nil && c.Reason == "InvalidSource" && strings.Contains(c.Message, says)
+		})
+		time.Sleep(time.Second)
+		_, err = env.members["member-1"].CoreV1().ConfigMaps(appNS).Get(t.Context(), "shop-config", metav1.GetOptions{})
+		require.NoError(t, err, "a refused chart (%s) removed what was delivered", what)
 	}
-	hooked["templates/migrate.yaml"] = `apiVersion: batch/v1
+	// A hook: refused before any member, naming it.
+	refused("the hook", "templates/migrate.yaml", `apiVersion: batch/v1
 kind: Job
 metadata: {name: migrate, annotations: {helm.sh/hook: pre-upgrade}}
 spec: {template: {spec: {restartPolicy: Never, containers: [{name: m, image: registry.invalid/m:1}]}}}
-`
-	cm, err := kubeReg.CoreV1().ConfigMaps(env.ns).Get(t.Context(), "regional-chart", metav1.GetOptions{})
-	require.NoError(t, err)
-	cm.BinaryData["chart.tgz"] = packagedChart(t, "regional", hooked)
-	_, err = kubeReg.CoreV1().ConfigMaps(env.ns).Update(t.Context(), cm, metav1.UpdateOptions{})
-	require.NoError(t, err)
-	got = env.waitRelease(t, "shop", "stalled on the hook", func(r *v1alpha1.Release) bool {
-		c := meta.FindStatusCondition(r.Status.Conditions, v1alpha1.ReleaseStalled)
-		return c != nil && c.Reason == "InvalidSource"
-	})
-	msg := meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ReleaseStalled).Message
-	require.Contains(t, msg, "regional/templates/migrate.yaml (Job migrate, on pre-upgrade)")
-	time.Sleep(time.Second)
-	_, err = env.members["member-1"].CoreV1().ConfigMaps(appNS).Get(t.Context(), "shop-config", metav1.GetOptions{})
-	require.NoError(t, err, "a refused chart removed what was delivered")
-
-	// A chart that would make 190 MiB in the controller: refused by the render's bounds, named
-	// in status; nothing removed.
-	greedy := maps.Clone(regionalChart)
-	greedy["templates/greedy.yaml"] = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: greedy}\ndata: {x: {{ repeat 100000000 \"ab\" | quote }}}\n"
-	cm, err = kubeReg.CoreV1().ConfigMaps(env.ns).Get(t.Context(), "regional-chart", metav1.GetOptions{})
-	require.NoError(t, err)
-	cm.BinaryData["chart.tgz"] = packagedChart(t, "regional", greedy)
-	_, err = kubeReg.CoreV1().ConfigMaps(env.ns).Update(t.Context(), cm, metav1.UpdateOptions{})
-	require.NoError(t, err)
-	got = env.waitRelease(t, "shop", "stalled on the render's bound", func(r *v1alpha1.Release) bool {
-		c := meta.FindStatusCondition(r.Status.Conditions, v1alpha1.ReleaseStalled)
-		return c != nil && c.Reason == "InvalidSource" && strings.Contains(c.Message, "function repeat")
-	})
-	msg = meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ReleaseStalled).Message
-	require.Contains(t, msg, "chart regional: rendering function repeat would make 190 MiB, over 32 MiB")
-	_, err = env.members["member-1"].CoreV1().ConfigMaps(appNS).Get(t.Context(), "shop-config", metav1.GetOptions{})
-	require.NoError(t, err, "a refused chart removed what was delivered")
+`, "regional/templates/migrate.yaml (Job migrate, on pre-upgrade)")
+	// A template that would make 190 MiB in the controller: refused by the render's bounds.
+	refused("the render's bound", "templates/greedy.yaml",
+		"apiVersion: v1\nkind: ConfigMap\nmetadata: {name: greedy}\ndata: {x: {{ repeat 100000000 \"ab\" | quote }}}\n",
+		"chart regional: rendering function repeat would make 190 MiB, over 32 MiB")
 }
