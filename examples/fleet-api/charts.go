@@ -326,7 +326,16 @@ func (s *server) updateChart(w http.ResponseWriter, r *http.Request) {
 		src := rel.Spec.Source.Chart
 		if patch.Version != nil {
 			if src.Repository == nil {
-				writeStatus(w, apierrors.NewBadRequest(fmt.Sprintf("release %s/%s takes its chart from ConfigMap %s, which has no version to change: update the ConfigMap", ns, name, src.ConfigMap.Name)))
+				// A packaged chart in a ConfigMap or a Secret of the set: its version is the one
+				// packaged there.
+				holder := "the cluster set"
+				switch {
+				case src.ConfigMap != nil:
+					holder = "ConfigMap " + src.ConfigMap.Name
+				case src.Secret != nil:
+					holder = "Secret " + src.Secret.Name
+				}
+				writeStatus(w, apierrors.NewBadRequest(fmt.Sprintf("release %s/%s takes its chart from %s, which has no version to change: update the %s", ns, name, holder, holder)))
 				return
 			}
 			src.Repository.Version = *patch.Version

@@ -197,6 +197,14 @@ func TestChartsAsEachCaller(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "https://charts.example.com", rel.Spec.Source.Chart.Repository.URL)
 	require.Nil(t, rel.Spec.Source.Chart.Values, "PUT replaces")
+	// A chart packaged in a Secret or a ConfigMap has no version to PATCH: 400, naming where it is.
+	for kind, field := range map[string]string{"Secret": "secret", "ConfigMap": "configMap"} {
+		code, out = callAs(t, editor, http.MethodPut, web.URL+"/charts/"+set+"/shop", map[string]any{"chart": map[string]any{field: "shop-chart"}, "placement": "web"}, nil)
+		require.Equal(t, http.StatusOK, code, string(out))
+		code, out = callAs(t, editor, http.MethodPatch, web.URL+"/charts/"+set+"/shop", map[string]any{"version": "2.1.0"}, nil)
+		require.Equal(t, http.StatusBadRequest, code, string(out))
+		require.Contains(t, string(out), "takes its chart from "+kind+" shop-chart, which has no version to change", kind)
+	}
 
 	// Removing it.
 	for _, token := range []string{viewer, otherEditor} {
