@@ -39,6 +39,16 @@ if [ "${1:-}" = "--print" ]; then
   exit 0
 fi
 
+# Two runs at once (a demo in one terminal, the tests in another) take turns on the cache: the
+# second waits for the first, then finds what it built. Without the lock each removed the other's
+# half-built directory and moved a partial one into place.
+mkdir -p "$CACHE_ROOT"
+exec 9>"$CACHE_ROOT/.build.lock"
+if ! flock -n 9; then
+  log "another hack/build-testbins.sh is building into $CACHE_ROOT; waiting for it"
+  flock 9
+fi
+
 # The Kubernetes binaries to build: kube-apiserver is most of the cold build's time.
 kube_bins="kube-apiserver kubectl"
 if [ "${1:-}" = "--kubectl-only" ]; then

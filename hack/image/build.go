@@ -35,7 +35,8 @@ type Options struct {
 	// Command is the package of the module the image runs: "./cmd/clusterregistry" when empty,
 	// or "./examples/fleet-api". The binary and the image are named after its last element.
 	Command string
-	// Tag is the image's reference name.
+	// Tag is the image's reference name: ghcr.io/cluster-registry/NAME:dev when empty, NAME the
+	// command's, so that fleet-api's image never takes the controllers' name.
 	Tag string
 	// Created is the image's creation time and every file's time.
 	Created time.Time
@@ -52,15 +53,25 @@ func (o Options) command() string {
 // name is the image's binary's name: the last element of its command's package.
 func (o Options) name() string { return path.Base(o.command()) }
 
+// tag is opts.Tag, or the command's own development tag.
+func (o Options) tag() string {
+	if o.Tag != "" {
+		return o.Tag
+	}
+	return "ghcr.io/cluster-registry/" + o.name() + ":dev"
+}
+
 // BuildCommand builds the clusterregistry command of the module in dir, static (no cgo) for Linux
 // and arch, without local paths in it, to out.
 func BuildCommand(dir, out, arch string) error {
 	return Options{Arch: arch}.build(dir, out)
 }
 
-// build builds opts' command of the module in dir, static for Linux and opts.Arch, to out.
+// build builds opts' command of the module in dir, static for Linux and opts.Arch, to out. The
+// binary records the checkout's commit (`version` prints it) whatever GOFLAGS says of -buildvcs:
+// an image must say which sources it holds. Outside a checkout there is none to record.
 func (o Options) build(dir, out string) error {
-	cmd := exec.Command("go", "build", "-trimpath", "-ldflags=-s -w", "-o", out, o.command())
+	cmd := exec.Command("go", "build", "-trimpath", "-buildvcs=auto", "-ldflags=-s -w", "-o", out, o.command())
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+o.Arch)
 	if b, err := cmd.CombinedOutput(); err != nil {

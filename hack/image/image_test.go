@@ -2,12 +2,16 @@ package main
 
 import (
 	"archive/tar"
+	"debug/buildinfo"
 	"errors"
 	"io"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"runtime"
+	"runtime/debug"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -121,6 +125,30 @@ func TestImageReadBack(t *testing.T) {
 	out, err := exec.Command(runnable, "version").CombinedOutput()
 	require.NoError(t, err, "%s", out)
 	require.True(t, strings.HasPrefix(string(out), "clusterregistry "), "%s", out)
+	// It knows its commit, whatever GOFLAGS says of -buildvcs.
+	head, err := exec.Command("git", "-C", "../..", "rev-parse", "HEAD").Output()
+	require.NoError(t, err, "the test runs in a checkout")
+	require.Contains(t, string(out), strings.TrimSpace(string(head)), "the image's command does not know its commit")
+	// It verifies public servers on the image's empty base: the roots are linked in.
+	bi, err := buildinfo.ReadFile(runnable)
+	require.NoError(t, err)
+	require.True(t, slices.ContainsFunc(bi.Deps, func(m *debug.Module) bool { return m.Path == fallbackRoots }),
+		"the image has no CA certificates, and its binary does not link %s", fallbackRoots)
+}
+
+// fallbackRoots is the package that gives a binary Go's copy of the public roots.
+const fallbackRoots = "golang.org/x/crypto/x509roots/fallback"
+
+// Every command hack/image builds links the public roots: the image has no CA certificates, and
+// without them a chart from any public HTTPS or OCI repository fails to verify.
+func TestEveryImageCommandLinksPublicRoots(t *testing.T) {
+	for _, command := range []string{"./cmd/clusterregistry", "./examples/fleet-api"} {
+		cmd := exec.Command("go", "list", "-deps", command)
+		cmd.Dir = "../.."
+		out, err := cmd.Output()
+		require.NoError(t, err, "go list -deps %s", command)
+		require.Contains(t, strings.Fields(string(out)), fallbackRoots, "%s's image could verify no public repository", command)
+	}
 }
 
 // -command names the image after the package it runs: fleet-api's image runs /usr/local/bin/
@@ -135,4 +163,28 @@ func TestImageOfAnotherCommand(t *testing.T) {
 	require.Equal(t, []string{"/usr/local/bin/fleet-api"}, cfg.Config.Entrypoint)
 	require.Equal(t, "fleet-api", cfg.Config.Labels["org.opencontainers.image.title"])
 	require.Equal(t, "65532:65532", cfg.Config.User)
+}
+
+// Without -tag, an image is named after its command: fleet-api's image, loaded with docker load,
+// never replaces the controllers' clusterregistry:dev.
+func TestImageTagFollowsTheCommand(t *testing.T) {
+	dir := t.TempDir()
+	binary := filepath.Join(dir, "fleet-api")
+	require.NoError(t, os.WriteFile(binary, []byte("#!/bin/false\n"), 0o755))
+	tags := map[string]string{}
+	for _, command := range []string{"./cmd/clusterregistry", "./examples/fleet-api"} {
+		out := filepath.Join(dir, path.Base(command))
+		require.NoError(t, run(Options{Arch: "amd64", Command: command}, out, filepath.Join(dir, path.Base(command)+".tar"), binary))
+		p, err := layout.FromPath(out)
+		require.NoError(t, err)
+		index, err := p.ImageIndex()
+		require.NoError(t, err)
+		manifest, err := index.IndexManifest()
+		require.NoError(t, err)
+		tags[command] = manifest.Manifests[0].Annotations["org.opencontainers.image.ref.name"]
+	}
+	require.Equal(t, map[string]string{
+		"./cmd/clusterregistry": "ghcr.io/cluster-registry/clusterregistry:dev",
+		"./examples/fleet-api":  "ghcr.io/cluster-registry/fleet-api:dev",
+	}, tags)
 }

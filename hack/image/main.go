@@ -5,7 +5,7 @@
 // that `docker load` takes.
 //
 //	go run ./hack/image --out _output/image --tarball _output/clusterregistry.tar
-//	go run ./hack/image --command ./examples/fleet-api --tag ghcr.io/cluster-registry/fleet-api:dev --out _output/fleet-api
+//	go run ./hack/image --command ./examples/fleet-api --out _output/fleet-api   # ghcr.io/cluster-registry/fleet-api:dev
 //
 // The image is reproducible: the same sources, Go and flags give the same digest (file times
 // and the image's creation time come from SOURCE_DATE_EPOCH, or the commit's time).
@@ -29,9 +29,9 @@ func main() {
 	flag.StringVar(&out, "out", "_output/image", "the OCI image layout to write (a directory; an image already there is replaced)")
 	flag.StringVar(&tarball, "tarball", "", "also write a tarball that docker load takes, here")
 	flag.StringVar(&opts.Arch, "arch", runtime.GOARCH, "the architecture to build for")
-	flag.StringVar(&opts.Tag, "tag", "ghcr.io/cluster-registry/clusterregistry:dev", "the image's reference name (in the layout's index and the tarball)")
+	flag.StringVar(&opts.Tag, "tag", "", "the image's reference name (in the layout's index and the tarball); ghcr.io/cluster-registry/NAME:dev when empty, NAME the command's (clusterregistry, fleet-api)")
 	flag.StringVar(&binary, "binary", "", "an already built Linux binary of -command to use, instead of building one")
-	flag.StringVar(&opts.Command, "command", "./cmd/clusterregistry", "the module's package the image runs: ./cmd/clusterregistry, or ./examples/fleet-api (then name -tag ghcr.io/cluster-registry/fleet-api:...)")
+	flag.StringVar(&opts.Command, "command", "./cmd/clusterregistry", "the module's package the image runs: ./cmd/clusterregistry, or ./examples/fleet-api")
 	flag.Parse()
 	if flag.NArg() > 0 {
 		fmt.Fprintf(os.Stderr, "image: unexpected arguments %q\n", flag.Args())
@@ -49,6 +49,7 @@ func run(opts Options, out, tarball, binary string) error {
 		return err
 	}
 	opts.Created = created
+	opts.Tag = opts.tag()
 	if binary == "" {
 		dir, err := os.MkdirTemp("", "clusterregistry-image-")
 		if err != nil {

@@ -1,0 +1,7 @@
+package main
+
+// The command's image (hack/image) is the binary on an empty base: no CA certificates. Go's own
+// copy of the Mozilla roots, linked in, verifies public HTTPS and OCI chart repositories there;
+// it is used only where the system has no roots of its own, so a host's (or a mounted) CA bundle
+// still wins, as SSL_CERT_FILE and SSL_CERT_DIR say.
+import _ "golang.org/x/crypto/x509roots/fallback"
