@@ -134,7 +134,7 @@ func (f *Fetcher) Fetch(ctx context.Context, src Source) (*Chart, error) {
 		return nil, err
 	}
 	if origin.Scheme == "http" && !f.opts.AllowPlainHTTP {
-		return nil, fmt.Errorf("%w: %s: use https:// (or allow plain HTTP in the controller's options, for a lab)", ErrPlainHTTP, where(origin))
+		return nil, fmt.Errorf("%w: %s: use https:// (or, for a lab, allow plain HTTP: clusterregistry controllers --chart-plain-http, or chartrepo.Options.AllowPlainHTTP)", ErrPlainHTTP, where(origin))
 	}
 	if !f.allowed(origin) {
 		return nil, fmt.Errorf("%w: %s is not among the repositories' hosts the controller allows (%s)", ErrHostNotAllowed, origin.Host, strings.Join(f.opts.Hosts, ", "))

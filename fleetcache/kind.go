@@ -204,7 +204,7 @@ func (k *Kind[T]) newInformer(mc *memberCaches, st *memberInformer, lw cache.Lis
 	if err := inf.SetTransform(k.transform); err != nil {
 		return nil, err
 	}
-	if err := inf.SetWatchErrorHandlerWithContext(watchErrorHandler(st)); err != nil {
+	if err := inf.SetWatchErrorHandlerWithContext(watchErrorHandler(st, cache.DefaultWatchErrorHandler)); err != nil {
 		return nil, err
 	}
 	for _, fn := range k.handlers {

@@ -91,14 +91,18 @@ func (st *memberInformer) get() (*inlineinformer.Informer, Status) {
 	return st.informer, st.status
 }
 
-// fail records a failed list or watch: a synced cache goes stale from the first failure.
-func (st *memberInformer) fail(err error) {
+// fail records a failed list or watch: a synced cache goes stale from the first failure. It
+// reports whether the failure repeats a refusal already recorded: the member's answer has not
+// changed, and saying it again says nothing new.
+func (st *memberInformer) fail(err error) (repeated bool) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	if st.status.State == Synced {
 		st.status.State, st.status.Since = Stale, time.Now()
 	}
+	repeated = st.status.Refused() && st.status.Err.Error() == err.Error()
 	st.status.Err = err
+	return repeated
 }
 
 // ok records a list or watch that the member answered: a stale cache follows the member again.
@@ -146,13 +150,17 @@ func (e *NotSyncedError) Error() string {
 }
 
 // watchErrorHandler records an informer's failed lists and watches in its status, then logs as
-// client-go does.
-func watchErrorHandler(st *memberInformer) cache.WatchErrorHandlerWithContext {
+// client-go does (log: cache.DefaultWatchErrorHandler), but once for a refusal that repeats: a
+// member whose credentials may not list a kind answers so at every retry, for good, and client-go
+// logged each (18 lines a minute per member and kind).
+func watchErrorHandler(st *memberInformer, log cache.WatchErrorHandlerWithContext) cache.WatchErrorHandlerWithContext {
 	return func(ctx context.Context, r *cache.Reflector, err error) {
 		// A watch that ends or whose resourceVersion expired is routine: the informer relists.
 		if ctx.Err() == nil && !errors.Is(err, io.EOF) && !apierrors.IsResourceExpired(err) && !apierrors.IsGone(err) {
-			st.fail(err)
+			if st.fail(err) {
+				return
+			}
 		}
-		cache.DefaultWatchErrorHandler(ctx, r, err)
+		log(ctx, r, err)
 	}
 }

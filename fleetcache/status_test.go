@@ -1,6 +1,7 @@
 package fleetcache
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"testing"
@@ -8,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/tools/cache"
 )
 
 // A list the member refused (as the reflector wraps it) is Refused; other failures, and a synced
@@ -30,4 +32,27 @@ func TestStatusRefused(t *testing.T) {
 	} {
 		require.Equal(t, tc.want, tc.st.Refused(), "%v", tc.st)
 	}
+}
+
+// A member that refuses a kind answers so at every retry, for good: the refusal is logged once,
+// not at each retry (client-go logged 18 lines a minute), and logged again when the answer
+// changes; other failures are logged each time, as client-go does.
+func TestRepeatedRefusalLoggedOnce(t *testing.T) {
+	nodes := schema.GroupResource{Resource: "nodes"}
+	forbidden := fmt.Errorf("failed to list *v1.Node: %w", apierrors.NewForbidden(nodes, "", errors.New(`cannot list resource "nodes"`)))
+	down := errors.New("dial tcp 127.0.0.1:1: connect: connection refused")
+	var logged []error
+	st := newMemberInformer()
+	handle := watchErrorHandler(st, func(_ context.Context, _ *cache.Reflector, err error) { logged = append(logged, err) })
+	for range 10 {
+		handle(t.Context(), nil, forbidden)
+	}
+	require.Equal(t, []error{forbidden}, logged, "a refusal repeated")
+	_, status := st.get()
+	require.True(t, status.Refused())
+	handle(t.Context(), nil, down)
+	handle(t.Context(), nil, down)
+	handle(t.Context(), nil, forbidden)
+	handle(t.Context(), nil, forbidden)
+	require.Equal(t, []error{forbidden, down, down, forbidden}, logged)
 }

@@ -145,7 +145,7 @@ func TestControllersTogether(t *testing.T) {
 	case <-time.After(gracefulStop + 10*time.Second):
 		t.Fatalf("did not stop; logs:\n%s", logs.String())
 	}
-	lease, err := kubernetes.NewForConfigOrDie(lf.Registry.Config).CoordinationV1().Leases(ns).Get(t.Context(), "clusterregistry-health", metav1.GetOptions{})
+	lease, err := kubernetes.NewForConfigOrDie(lf.Registry.Config).CoordinationV1().Leases(ns).Get(t.Context(), "clusterregistry-controllers", metav1.GetOptions{})
 	require.NoError(t, err)
 	require.True(t, lease.Spec.HolderIdentity == nil || *lease.Spec.HolderIdentity == "", "the Lease was not given up on stop: %v", lease.Spec.HolderIdentity)
 }

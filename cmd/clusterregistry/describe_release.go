@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/duration"
@@ -78,6 +79,12 @@ func (o *DescribeReleaseOptions) Run(ctx context.Context) error {
 	}
 	api := reg.Clusters.ClusterregistryV1alpha1()
 	rel, err := api.Releases(reg.Namespace).Get(ctx, o.name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		// A mistyped -n: say so, as get releases does, not that the release is missing.
+		if err := reg.ClusterSetExists(ctx, reg.Namespace); err != nil {
+			return err
+		}
+	}
 	if err != nil {
 		return fmt.Errorf("release %s/%s: %w", reg.Namespace, o.name, err)
 	}

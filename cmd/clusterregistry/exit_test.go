@@ -50,6 +50,7 @@ current-context: a
 		{[]string{"unjoin"}, 2, "the name of the Cluster to unjoin"},
 		{[]string{"join", "a", "--name", "x", "--token-ttl", "1m"}, 2, "--token-ttl 1m0s"},
 		{[]string{"rotate", "--renew-at", "2"}, 2, "--renew-at 2"},
+		{[]string{"controllers", "--controllers", "releases", "--member-timeout", "0s"}, 2, "--member-timeout 0s"},
 		{[]string{"get", "--context", "nosuch"}, 1, `context "nosuch" does not exist`},
 		{[]string{"join", "nosuchctx", "--name", "x"}, 1, `context "nosuchctx" is not in the kubeconfig (it has: a)`},
 		{[]string{"join", "a", "--name", "BadName"}, 2, `--name "BadName": a lowercase RFC 1123 subdomain`},
@@ -71,6 +72,10 @@ func TestExitStatusAgainstARegistry(t *testing.T) {
 		{[]string{"-n", lf.Namespace, "describe", "nope"}, 1, "nope"},
 		{[]string{"-n", "nosuchns", "get"}, 1, `cluster set "nosuchns" does not exist`},
 		{[]string{"-n", "nosuchns", "get", "placements"}, 1, `cluster set "nosuchns" does not exist`},
+		{[]string{"-n", "nosuchns", "get", "releases"}, 1, `cluster set "nosuchns" does not exist`},
+		// describe release said the release was not found, get releases that the set does not exist.
+		{[]string{"-n", "nosuchns", "describe", "release", "web"}, 1, `cluster set "nosuchns" does not exist`},
+		{[]string{"-n", lf.Namespace, "describe", "release", "nope"}, 1, `releases.clusterregistry.k8s.io "nope" not found`},
 		{[]string{"-n", "nosuchns", "describe"}, 1, `cluster set "nosuchns" does not exist`},
 		{[]string{"-n", "nosuchns", "export"}, 1, `cluster set "nosuchns" does not exist`},
 		{[]string{"-n", "default", "get"}, 0, "No Clusters found in namespace default."},

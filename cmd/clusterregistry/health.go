@@ -51,6 +51,8 @@ type HealthOptions struct {
 	ChartCAFile    string
 	ChartPlainHTTP bool
 	charts         *chartrepo.Fetcher // from those three, in Validate
+	// ReleaseMemberTimeout bounds the releases controller's work on one member in one turn.
+	ReleaseMemberTimeout time.Duration
 
 	out io.Writer
 
@@ -115,6 +117,9 @@ func (o *HealthOptions) Validate() error {
 	}
 	if (len(o.ChartHosts) > 0 || o.ChartCAFile != "" || o.ChartPlainHTTP) && !slices.Contains(o.Controllers, controllers.Releases) {
 		return usageError{errors.New("--chart-hosts, --chart-ca-file and --chart-plain-http are for the releases controller: add it to --controllers")}
+	}
+	if o.Controllers != nil && o.ReleaseMemberTimeout <= 0 {
+		return usageError{fmt.Errorf("--member-timeout %s: want a positive duration", o.ReleaseMemberTimeout)}
 	}
 	if slices.Contains(o.Controllers, controllers.Releases) {
 		var err error
@@ -245,7 +250,7 @@ func newHealth(fac *factory) *cobra.Command {
 		Args:    usageArgs(cobra.NoArgs),
 		RunE:    runOptions(fac, o),
 	}
-	o.addFlags(cmd.Flags())
+	o.addFlags(cmd.Flags(), "clusterregistry-health")
 	f := cmd.Flags()
 	f.BoolVar(&o.ClusterProfiles, "cluster-profiles", false, "also keep a ClusterProfile (multicluster.x-k8s.io, whose CRD must be installed) for each Cluster, for the ecosystem's tools to consume")
 	f.BoolVar(&o.RotateCredentials, "rotate-credentials", false, "also renew the tokens join stored, with the tokens themselves, once --renew-at of their life has passed (as the rotate command)")
@@ -254,7 +259,7 @@ func newHealth(fac *factory) *cobra.Command {
 }
 
 // addFlags adds the flags health and controllers share.
-func (o *HealthOptions) addFlags(f *pflag.FlagSet) {
+func (o *HealthOptions) addFlags(f *pflag.FlagSet, leaseName string) {
 	f.BoolVarP(&o.AllNamespaces, "all-namespaces", "A", false, "watch the Clusters of every namespace (cluster set)")
 	f.StringVarP(&o.Selector, "selector", "l", "", "label selector over the Clusters, e.g. env=prod")
 	f.DurationVar(&o.Controller.Interval, "interval", 10*time.Second, "how often each member is probed")
@@ -265,7 +270,7 @@ func (o *HealthOptions) addFlags(f *pflag.FlagSet) {
 	f.DurationVar(&o.Controller.Heartbeat, "heartbeat", time.Minute, "how often lastProbeTime is refreshed when nothing else changes")
 	f.DurationVar(&o.Controller.ExpiringWithin, "expiring-within", 0, "say CredentialsExpiring (Ready stays True) once a member's credentials expire within this (default: a quarter of their lifetime, or 24h)")
 	f.BoolVar(&o.Controller.KeepConnections, "keep-connections", false, "keep each member's connection open between probes: a fifth of the CPU per probe, a connection and a goroutine per member")
-	addLeaderElectFlags(f, &o.LeaderElect, &o.LeaseNamespace, &o.LeaseName, "clusterregistry-health")
+	addLeaderElectFlags(f, &o.LeaderElect, &o.LeaseNamespace, &o.LeaseName, leaseName)
 	f.StringVar(&o.MetricsAddr, "metrics-bind-address", "", "serve Prometheus metrics at https://ADDRESS/metrics, e.g. :8443, to callers the registry authenticates and allows to get /metrics (default: off)")
 	f.StringVar(&o.MetricsClientCAFile, "metrics-client-ca-file", "", "the CAs (PEM) whose client certificates identify metrics callers (default: those the registry's API server accepts, read from its ConfigMap kube-system/extension-apiserver-authentication)")
 	f.StringVar(&o.ShardGroup, "shard-group", "", "divide the members among the replicas of this group: each probes and renews only the members it owns (Leases in --leader-elect-namespace, or -n's)")
@@ -316,7 +321,10 @@ func newControllers(fac *factory) *cobra.Command {
 		Args:    usageArgs(cobra.NoArgs),
 		RunE:    runOptions(fac, o),
 	}
-	o.addFlags(cmd.Flags())
+	// The Lease is the process's, whatever it runs: named after health, it read as if health
+	// alone held it.
+	o.addFlags(cmd.Flags(), "clusterregistry-controllers")
+	cmd.Flags().DurationVar(&o.ReleaseMemberTimeout, "member-timeout", 30*time.Second, "for releases, the longest one member's work in one turn may take (an apply, a Helm operation): an unreachable member holds up no other")
 	cmd.Flags().StringSliceVar(&o.ChartHosts, "chart-hosts", nil, "for releases, the only hosts (host or host:port) charts are fetched from; a Release naming another stalls (default: any)")
 	cmd.Flags().StringVar(&o.ChartCAFile, "chart-ca-file", "", "for releases, CAs (PEM) that verify chart repositories, beside the system's")
 	cmd.Flags().BoolVar(&o.ChartPlainHTTP, "chart-plain-http", false, "for releases, allow http:// chart repositories (for a lab: whoever is on the path can change the chart and read its credentials)")

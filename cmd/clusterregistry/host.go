@@ -68,7 +68,7 @@ func (o *HealthOptions) runControllers(ctx context.Context, reg *registry, opts 
 		hostOpts.Placements = &scheduler.ControllerOptions{Options: scheduler.Options{SchedulerName: schedulerName}}
 	}
 	if chosen[controllers.Releases] {
-		hostOpts.Releases = &delivery.ControllerOptions{Charts: o.charts}
+		hostOpts.Releases = &delivery.ControllerOptions{Charts: o.charts, MemberTimeout: o.ReleaseMemberTimeout}
 	}
 	// With --shard-group the replicas divide the members among themselves, each working on its
 	// own; without, each works on them all, and --leader-elect makes them take turns.

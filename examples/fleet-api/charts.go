@@ -219,12 +219,20 @@ func (s *server) callerChart(w http.ResponseWriter, r *http.Request, ns, name st
 	return rel, registry, true
 }
 
-// decodeChartRequest reads a chartRequest, having written why not when it cannot.
-func decodeChartRequest(w http.ResponseWriter, r *http.Request, into any) bool {
+// The bodies the chart routes take, as their errors name them: POST's and PUT's whole chart
+// release, PATCH's version and values.
+const (
+	chartReleaseBody = "a chart release: namespace, name, placement, targetNamespace, chart: {url, chart, version, digest, secretRef, mode} or {configMap, mode} or {secret, mode}, values, valuesFrom, memberValues"
+	chartPatchBody   = "a change of a chart release: version, values"
+)
+
+// decodeChartRequest reads a body that is what names (chartReleaseBody, chartPatchBody), having
+// written why not when it cannot.
+func decodeChartRequest(w http.ResponseWriter, r *http.Request, into any, what string) bool {
 	dec := json.NewDecoder(io.LimitReader(r.Body, maxBody))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(into); err != nil {
-		writeStatus(w, apierrors.NewBadRequest(fmt.Sprintf("the body is not a chart release (namespace, name, placement, chart: {url, chart, version, digest, secretRef} or {configMap}, values, memberValues): %v", err)))
+		writeStatus(w, apierrors.NewBadRequest(fmt.Sprintf("the body is not %s: %v", what, err)))
 		return false
 	}
 	return true
@@ -258,7 +266,7 @@ func (c chartRequest) source() (*v1alpha1.ReleaseChartSource, error) {
 // the registry decides whether they may (the edit role of the set).
 func (s *server) createChart(w http.ResponseWriter, r *http.Request) {
 	var req chartRequest
-	if !decodeChartRequest(w, r, &req) {
+	if !decodeChartRequest(w, r, &req, chartReleaseBody) {
 		return
 	}
 	if req.Namespace == "" || req.Name == "" || req.Placement == "" {
@@ -298,7 +306,7 @@ func (s *server) updateChart(w http.ResponseWriter, r *http.Request) {
 	rel = rel.DeepCopy()
 	if r.Method == http.MethodPut {
 		var req chartRequest
-		if !decodeChartRequest(w, r, &req) {
+		if !decodeChartRequest(w, r, &req, chartReleaseBody) {
 			return
 		}
 		if (req.Namespace != "" && req.Namespace != ns) || (req.Name != "" && req.Name != name) {
@@ -320,7 +328,7 @@ func (s *server) updateChart(w http.ResponseWriter, r *http.Request) {
 			Version *string         `json:"version"`
 			Values  json.RawMessage `json:"values"`
 		}
-		if !decodeChartRequest(w, r, &patch) {
+		if !decodeChartRequest(w, r, &patch, chartPatchBody) {
 			return
 		}
 		src := rel.Spec.Source.Chart

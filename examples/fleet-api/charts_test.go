@@ -190,6 +190,10 @@ func TestChartsAsEachCaller(t *testing.T) {
 	require.Equal(t, "1.3.0", rel.Spec.Source.Chart.Repository.Version)
 	require.JSONEq(t, `{"replicas":5}`, string(rel.Spec.Source.Chart.Values.Raw))
 	require.Len(t, rel.Spec.Source.Chart.MemberValues, 1, "a PATCH of the version dropped the member values")
+	// A field PATCH does not take is named with PATCH's fields (it answered with POST's).
+	code, out = callAs(t, editor, http.MethodPatch, web.URL+"/charts/"+set+"/shop", map[string]any{"placement": "other"}, nil)
+	require.Equal(t, http.StatusBadRequest, code, string(out))
+	require.Contains(t, string(out), `the body is not a change of a chart release: version, values: json: unknown field \"placement\"`)
 	put := map[string]any{"chart": map[string]any{"url": "https://charts.example.com", "chart": "shop", "version": "2.0.0"}, "placement": "web"}
 	code, out = callAs(t, editor, http.MethodPut, web.URL+"/charts/"+set+"/shop", put, nil)
 	require.Equal(t, http.StatusOK, code, string(out))

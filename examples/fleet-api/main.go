@@ -155,8 +155,9 @@ only what the registry's RBAC lets the caller do there.
                                        each member's phase (?namespace=NS for one set)
   GET    /charts/{namespace}/{name}    one chart release
   POST   /charts                       body: {namespace, name, placement, targetNamespace, chart:
-                                       {url, chart, version, digest, secretRef} or {configMap},
-                                       values, memberValues}: a Release, created as the caller (201)
+                                       {url, chart, version, digest, secretRef} or {configMap} or
+                                       {secret}, and mode (Render, the default, or Helm), values,
+                                       valuesFrom, memberValues}: a Release, created as the caller (201)
   PUT    /charts/{namespace}/{name}    the same body, replacing chart, values, member values (200)
   PATCH  /charts/{namespace}/{name}    body: {"version": "1.3.0", "values": {...}}, either (200)
   DELETE /charts/{namespace}/{name}    no body (200, a Status); its objects leave the members

@@ -442,9 +442,13 @@ func TestCountsTheMemberRefuses(t *testing.T) {
 
 	summary, _, _ := s.summarize(s.fleet.Member(ns, "viewer"))
 	require.Nil(t, summary.Nodes.Total, "an unknown count of Nodes shown as a number")
-	require.Contains(t, summary.Nodes.Unknown, "the member refuses to list them")
-	require.Contains(t, summary.Nodes.Unknown, `cannot list resource "nodes"`)
+	require.Contains(t, summary.Nodes.NotPermitted, "the member's account may not list nodes")
+	require.Contains(t, summary.Nodes.NotPermitted, "--cluster-role", "what would permit it")
+	require.Empty(t, summary.Nodes.Unknown, "said twice")
 	require.Equal(t, deploymentsOf(1, 1), summary.Workloads)
+	// A refusal is a settled answer: the member is Synced for what it allows, with no error
+	// beside (it showed "Syncing since ..." for good, the refusal repeated in the Caches column).
+	require.Equal(t, cacheState{State: "Synced", Since: summary.Cache.Since}, summary.Cache)
 	data, err := json.Marshal(summary.Nodes)
 	require.NoError(t, err)
 	require.NotContains(t, string(data), `"total"`)

@@ -37,9 +37,9 @@ func browser(t *testing.T) string {
 
 // The dashboard in a real browser: after login with a token it shows every member the caller may
 // see, shows a display name holding markup as text, turns a stopped member's caches stale
-// without a reload, and fits a phone's screen. A screenshot of the fleet current again goes to
-// $FLEET_API_SCREENSHOT (docs/images/fleet-api.png is one), or the test's temporary directory;
-// one of the hostile name and the stale member, to the test's temporary directory.
+// without a reload, and fits a phone's screen. Screenshots of the hostile name and the stale
+// member, and of the fleet current again, go to the test's temporary directory (README's
+// docs/images/fleet-api.png comes from the demo's fleet: hack/demo.sh -screenshot).
 func TestDashboardInABrowser(t *testing.T) {
 	needsFleet(t)
 	path := browser(t)
@@ -161,17 +161,12 @@ func TestDashboardInABrowser(t *testing.T) {
 	step(90*time.Second, chromedp.Poll[chromedp.Void](`(document.querySelector('`+row("member-2")+` .cache') || {}).textContent?.startsWith("Synced")`,
 		chromedp.WithPollingTimeout(90*time.Second)))
 
-	// An ordinary fleet, every member current, for the docs ($FLEET_API_SCREENSHOT; README's
-	// docs/images/fleet-api.png is one): the display name the stream sends is an ordinary one.
+	// An ordinary fleet, every member current: the display name the stream sends is an ordinary one.
 	_, err = registry.Patch(ctx, "member-1", types.MergePatchType, []byte(`{"spec":{"displayName":"Production, eu-west"}}`), metav1.PatchOptions{})
 	require.NoError(t, err)
 	step(30*time.Second, chromedp.Poll[chromedp.Void](`(document.querySelector('`+row("member-1")+`') || {}).textContent?.includes("Production, eu-west")`,
 		chromedp.WithPollingTimeout(30*time.Second)))
-	docs := os.Getenv("FLEET_API_SCREENSHOT")
-	if docs == "" {
-		docs = filepath.Join(t.TempDir(), "fleet-api.png")
-	}
-	screenshot(docs)
+	screenshot(filepath.Join(t.TempDir(), "fleet-api.png"))
 
 	// On a phone's screen each member is a card: no header row, nothing wider than the screen.
 	step(10*time.Second, chromedp.EmulateViewport(390, 844, chromedp.EmulateMobile))

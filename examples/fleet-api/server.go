@@ -220,8 +220,10 @@ func (s clusterSummary) same(o clusterSummary) bool {
 		s.Ready == o.Ready && s.Reason == o.Reason && s.Version == o.Version && s.Message == o.Message &&
 		s.CredentialsExpireAt == o.CredentialsExpireAt &&
 		ptr.Equal(s.Nodes.Total, o.Nodes.Total) && ptr.Equal(s.Nodes.Ready, o.Nodes.Ready) && s.Nodes.Unknown == o.Nodes.Unknown &&
+		s.Nodes.NotPermitted == o.Nodes.NotPermitted &&
 		ptr.Equal(s.Workloads.Deployments, o.Workloads.Deployments) &&
 		ptr.Equal(s.Workloads.DeploymentsReady, o.Workloads.DeploymentsReady) && s.Workloads.Unknown == o.Workloads.Unknown &&
+		s.Workloads.NotPermitted == o.Workloads.NotPermitted &&
 		s.Cache.State == o.Cache.State && s.Cache.Since.Equal(o.Cache.Since) && s.Cache.Error == o.Cache.Error
 }
 
@@ -232,6 +234,8 @@ type nodeCounts struct {
 	Total   *int   `json:"total,omitempty"`
 	Ready   *int   `json:"ready,omitempty"`
 	Unknown string `json:"unknown,omitempty"`
+	// NotPermitted, when the member refuses to list them, says so and what would permit it.
+	NotPermitted string `json:"notPermitted,omitempty"`
 }
 
 // workloads are a member's Deployments, unknown as nodeCounts are.
@@ -239,6 +243,7 @@ type workloads struct {
 	Deployments      *int   `json:"deployments,omitempty"`
 	DeploymentsReady *int   `json:"deploymentsReady,omitempty"`
 	Unknown          string `json:"unknown,omitempty"`
+	NotPermitted     string `json:"notPermitted,omitempty"`
 }
 
 type cacheState struct {
@@ -360,8 +365,8 @@ func (s *server) summarize(m *multicluster.Member) (clusterSummary, []*corev1.No
 	}
 	nodes, _ := s.nodes.List(m.Name(), nil)
 	deployments, _ := s.deployments.List(m.Name(), nil)
-	if why := unknown(s.nodes.Status(m.Name())); why != "" {
-		out.Nodes.Unknown, nodes = why, nil
+	if why, refused := unknown(s.nodes.Status(m.Name())); why != "" || refused {
+		out.Nodes.Unknown, out.Nodes.NotPermitted, nodes = why, notPermitted(refused, "nodes"), nil
 	} else {
 		ready := 0
 		for _, n := range nodes {
@@ -371,8 +376,8 @@ func (s *server) summarize(m *multicluster.Member) (clusterSummary, []*corev1.No
 		}
 		out.Nodes.Total, out.Nodes.Ready = ptr.To(len(nodes)), ptr.To(ready)
 	}
-	if why := unknown(s.deployments.Status(m.Name())); why != "" {
-		out.Workloads.Unknown, deployments = why, nil
+	if why, refused := unknown(s.deployments.Status(m.Name())); why != "" || refused {
+		out.Workloads.Unknown, out.Workloads.NotPermitted, deployments = why, notPermitted(refused, "deployments"), nil
 	} else {
 		ready := 0
 		for _, d := range deployments {
@@ -387,35 +392,56 @@ func (s *server) summarize(m *multicluster.Member) (clusterSummary, []*corev1.No
 }
 
 // unknown is why a member's cache of a kind has no count to give, or "" when it has one: synced,
-// or stale (the counts of when it was last current, which Cache says).
-func unknown(st fleetcache.Status, ok bool) string {
+// or stale (the counts of when it was last current, which Cache says). refused is true instead
+// when the member refuses to list the kind: a settled answer, not a wait.
+func unknown(st fleetcache.Status, ok bool) (why string, refused bool) {
 	switch {
 	case !ok:
-		return "not cached"
+		return "not cached", false
 	case st.State != fleetcache.Syncing:
-		return ""
+		return "", false
 	case st.Refused():
-		return "the member refuses to list them: " + st.Err.Error()
+		return "", true
 	case st.Err != nil:
-		return "not listed yet: " + st.Err.Error()
+		return "not listed yet: " + st.Err.Error(), false
 	}
-	return "not listed yet"
+	return "not listed yet", false
 }
 
-// cacheState is the least current of the member's two caches.
+// notPermitted says, when refused, that the member's account may not list resource and what
+// would permit it; "" otherwise. join's default role (edit) may not list Nodes.
+func notPermitted(refused bool, resource string) string {
+	if !refused {
+		return ""
+	}
+	return "the member's account may not list " + resource + ": join the member with --cluster-role naming a ClusterRole that may get, list and watch " + resource + ", or bind one to the account"
+}
+
+// notPermittedState is a member's cache state when it refuses every kind: nothing to wait for.
+const notPermittedState = "NotPermitted"
+
+// cacheState is the least current of the member's caches of the kinds it lets its account list:
+// a kind it refuses is a settled answer (the counts say so), not a cache forever syncing.
 func (s *server) cacheState(member types.NamespacedName) cacheState {
 	// Until a cache says, Syncing since an unknown time (zero): a time of now would change at every
 	// look, and so would the summary that watchers are sent.
 	worst := fleetcache.Status{State: fleetcache.Syncing}
-	found := false
+	found, refused := false, 0
 	for _, get := range []func(types.NamespacedName) (fleetcache.Status, bool){s.nodes.Status, s.deployments.Status} {
 		st, ok := get(member)
 		if !ok {
 			continue
 		}
+		if st.Refused() {
+			refused++
+			continue
+		}
 		if !found || rank(st.State) > rank(worst.State) || (st.State == worst.State && st.Since.Before(worst.Since)) {
 			worst, found = st, true
 		}
+	}
+	if !found && refused > 0 {
+		return cacheState{State: notPermittedState}
 	}
 	out := cacheState{State: worst.State.String(), Since: worst.Since.UTC()}
 	if worst.Err != nil {

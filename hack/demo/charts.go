@@ -73,6 +73,7 @@ func (a *fleetAPI) releaseChart(ctx context.Context, lf *localfleet.Fleet) error
 	raw, _ := json.Marshal(body)
 	fmt.Printf("$ EDITOR=$(kubectl create token %s -n %s)   # bound to clusterregistry-edit in %s\n", editorAccount, ns, ns)
 	fmt.Printf("$ curl -H \"Authorization: Bearer $EDITOR\" -H 'Content-Type: application/json' %s/charts -d '%s'\n", a.url, raw)
+	a.editor = tr.Status.Token
 	if err := a.call(ctx, tr.Status.Token, http.MethodPost, "/charts", raw, http.StatusCreated, nil); err != nil {
 		return err
 	}

@@ -29,6 +29,8 @@ type fleetAPI struct {
 	cmd   *exec.Cmd
 	url   string
 	token string
+	// editor is a token of the set's editor, once releaseChart has made one.
+	editor string
 }
 
 // viewerAccount is the demo's caller of fleet-api, a service account of the fleet's cluster set.
@@ -202,7 +204,7 @@ func (a *fleetAPI) stream(ctx context.Context, members int) error {
 	}
 	fmt.Println("(then a line for each change, as it happens)")
 	fmt.Printf("\nThe dashboard, live from that stream: open %s/ and paste the token.\n", a.url)
-	fmt.Println("docs/images/fleet-api.png is a screenshot of it, saved by TestDashboardInABrowser in headless Chromium.")
+	fmt.Println("docs/images/fleet-api.png is a screenshot of it: hack/demo.sh -screenshot docs/images/fleet-api.png saves one.")
 	return lines.Err()
 }
 

@@ -41,6 +41,7 @@ func main() {
 	fanoutDeploy := flag.String("fanout-deploy", "bin/fanout-deploy", "the built examples/fanout-deploy")
 	fleetAPI := flag.String("fleet-api", "bin/fleet-api", "the built examples/fleet-api")
 	clusterregistry := flag.String("clusterregistry", "bin/clusterregistry", "the built cmd/clusterregistry")
+	flag.StringVar(&screenshotPath, "screenshot", "", "save fleet-api's dashboard, once the chart release is delivered, to this PNG (headless Chromium): README's docs/images/fleet-api.png")
 	flag.Parse()
 
 	logf.SetLogger(logr.Discard()) // envtest logs through controller-runtime's logger
@@ -238,6 +239,11 @@ func run(ctx context.Context, fanoutDeploy, fleetAPI, clusterregistry string, ke
 	if err := memberKubectl(lf.Members[0], "get", "configmap", "greeter-greeting", "-n", "default", "-o", "jsonpath={.data}{\"\\n\"}"); err != nil {
 		return err
 	}
+	if screenshotPath != "" {
+		if err := api.screenshot(ctx, screenshotPath); err != nil {
+			return err
+		}
+	}
 
 	step("Stopping member-2's API server, as an outage would; the health controller sees it")
 	if err := lf.Member("member-2").StopAPIServer(); err != nil {
@@ -349,6 +355,9 @@ func run(ctx context.Context, fanoutDeploy, fleetAPI, clusterregistry string, ke
 	fmt.Printf("\n(demo took %s)\n", time.Since(start).Round(100*time.Millisecond))
 	return nil
 }
+
+// screenshotPath is -screenshot: where to save the dashboard, or "".
+var screenshotPath string
 
 func step(msg string) { fmt.Printf("\n== %s\n", msg) }
 

@@ -34,6 +34,9 @@ async function api(path, signal) {
 // counts is "R of T ready", or "unknown" and why when the member's caches have no count: an
 // unknown count is never shown as zero.
 function counts(label, what, ready, total) {
+  // A kind the member's account may not list is a settled answer, said once, with what would
+  // permit it: not a cache forever syncing.
+  if (what.notPermitted) return cell(label, "not permitted", what.notPermitted, "unknown");
   if (what.unknown) return cell(label, "unknown", what.unknown, "unknown");
   return cell(label, ready + " of " + total + " ready");
 }
