@@ -851,6 +851,12 @@ func (c *Controller) applyMember(ctx context.Context, rel *v1alpha1.Release, b *
 		fail(&memberError{class: v1alpha1.FailureInvalid, err: err})
 		return
 	}
+	if rel.Spec.CreateNamespace {
+		if err := mc.ensureNamespace(ctx, defaultNS, relKey, c.fieldManager(relKey), func() { c.writes.Add(1) }); err != nil {
+			fail(&memberError{class: classify(ctx, err), object: "Namespace " + defaultNS, err: err})
+			return
+		}
+	}
 	objects := map[ref]*applied{}
 	for _, u := range objs {
 		c.writes.Add(1)

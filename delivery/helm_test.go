@@ -23,9 +23,8 @@ import (
 // every member.
 func TestReleaseOfAChartInHelmMode(t *testing.T) {
 	env := startDelivery(t)
-	appNS := "app-helm"
+	appNS := "helm-" + env.ns // made by the Release (createNamespace), as helm install --create-namespace would
 	kubeReg := kubernetes.NewForConfigOrDie(lf.Registry.Config)
-	env.appNamespace(t, appNS)
 	env.labelRegions(t)
 	files := maps.Clone(regionalChart)
 	files["templates/hook.yaml"] = `apiVersion: v1
@@ -48,6 +47,7 @@ data: {by: hook}
 		}},
 		Placement:       v1alpha1.ReleasePlacement{Name: "web"},
 		TargetNamespace: appNS,
+		CreateNamespace: true,
 	}}
 	_, err = env.registry.ClusterregistryV1alpha1().Releases(env.ns).Create(t.Context(), rel, metav1.CreateOptions{})
 	require.NoError(t, err)
@@ -59,6 +59,9 @@ data: {by: hook}
 		return len(list.Items)
 	}
 	for name, region := range map[string]string{"member-1": "eu-west", "member-2": "us-east"} {
+		ns, err := env.members[name].CoreV1().Namespaces().Get(t.Context(), appNS, metav1.GetOptions{})
+		require.NoError(t, err, name)
+		require.Equal(t, env.ns+"/shop", ns.Annotations[delivery.CreatedByAnnotation], "the namespace on %s", name)
 		cm, err := env.members[name].CoreV1().ConfigMaps(appNS).Get(t.Context(), "shop-config", metav1.GetOptions{})
 		require.NoError(t, err, name)
 		require.Equal(t, "hello", cm.Data["greeting"])

@@ -151,12 +151,7 @@ func Render(rel *v1alpha1.Release, in Inputs) (*Bundle, error) {
 		if err != nil {
 			return nil, err
 		}
-		fmt.Fprintf(sum, "ns=%s;", rel.Spec.TargetNamespace)
-		if rel.Spec.Drift != nil {
-			for _, ig := range rel.Spec.Drift.Ignore {
-				fmt.Fprintf(sum, "ignore=%s/%s:%s;", ig.Group, ig.Kind, strings.Join(ig.Paths, ","))
-			}
-		}
+		writeShape(sum, rel)
 		b := &Bundle{Revision: hex.EncodeToString(sum.Sum(nil))[:16], rel: rel, chart: cs}
 		if cs.helm {
 			return b, nil // no objects of the controller's: Helm's, on each member
@@ -168,13 +163,7 @@ func Render(rel *v1alpha1.Release, in Inputs) (*Bundle, error) {
 	default:
 		return nil, &SourceError{Where: "spec.source", Err: errors.New("set manifests, configMap or chart")}
 	}
-	// What else shapes the objects on members is part of the revision too.
-	fmt.Fprintf(sum, "ns=%s;", rel.Spec.TargetNamespace)
-	if rel.Spec.Drift != nil {
-		for _, ig := range rel.Spec.Drift.Ignore {
-			fmt.Fprintf(sum, "ignore=%s/%s:%s;", ig.Group, ig.Kind, strings.Join(ig.Paths, ","))
-		}
-	}
+	writeShape(sum, rel)
 	seen := map[string]int{}
 	for i, u := range objs {
 		key := objectKey(u)
@@ -303,4 +292,19 @@ var applyOrder = []string{
 	"DaemonSet", "Pod", "ReplicationController", "ReplicaSet", "Deployment", "HorizontalPodAutoscaler",
 	"StatefulSet", "Job", "CronJob", "IngressClass", "Ingress", "APIService",
 	"MutatingWebhookConfiguration", "ValidatingWebhookConfiguration",
+}
+
+// writeShape adds to a revision's sum what else shapes the objects on members: the target
+// namespace, whether it is made, and the fields drift leaves alone. createNamespace counts only
+// when set, so that Releases without it keep the revisions they had.
+func writeShape(sum io.Writer, rel *v1alpha1.Release) {
+	fmt.Fprintf(sum, "ns=%s;", rel.Spec.TargetNamespace)
+	if rel.Spec.CreateNamespace {
+		fmt.Fprint(sum, "createNamespace;")
+	}
+	if rel.Spec.Drift != nil {
+		for _, ig := range rel.Spec.Drift.Ignore {
+			fmt.Fprintf(sum, "ignore=%s/%s:%s;", ig.Group, ig.Kind, strings.Join(ig.Paths, ","))
+		}
+	}
 }

@@ -93,6 +93,13 @@ func TestJoinAndUnjoin(t *testing.T) {
 	require.NoError(t, err)
 	_, err = kube.CoreV1().Pods("default").List(ctx, metav1.ListOptions{})
 	require.NoError(t, err, "the joined account cannot view the member")
+	// It may create a namespace (a Release's createNamespace), though its role (view) may not,
+	// and may not delete one.
+	made := "joined-" + reg.Namespace
+	_, err = kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: made}}, metav1.CreateOptions{})
+	require.NoError(t, err, "the joined account may not create a namespace")
+	require.True(t, apierrors.IsForbidden(kube.CoreV1().Namespaces().Delete(ctx, made, metav1.DeleteOptions{})), "the joined account may delete a namespace")
+	require.NoError(t, member.CoreV1().Namespaces().Delete(ctx, made, metav1.DeleteOptions{}))
 
 	// Joining again changes nothing in the registry but the token, and revokes the one it replaces.
 	again, err := join.Join(ctx, lf.Members[0].Config, reg, join.Options{
@@ -110,12 +117,14 @@ func TestJoinAndUnjoin(t *testing.T) {
 	progress.Reset()
 	removed, err := join.Unjoin(ctx, reg, "dev", join.UnjoinOptions{Member: lf.Members[0].Config, Progress: &progress})
 	require.NoError(t, err)
-	require.Len(t, removed.Deleted, 5, progress.String())
+	require.Len(t, removed.Deleted, 6, progress.String())
 	require.Empty(t, removed.LeftInPlace)
 	_, err = member.CoreV1().ServiceAccounts(res.Account.Namespace).Get(ctx, res.Account.Name, metav1.GetOptions{})
 	require.True(t, apierrors.IsNotFound(err), "the account is left on the member: %v", err)
 	_, err = member.RbacV1().ClusterRoleBindings().Get(ctx, res.Account.Name, metav1.GetOptions{})
 	require.True(t, apierrors.IsNotFound(err), "the binding is left on the member: %v", err)
+	_, err = member.RbacV1().ClusterRoleBindings().Get(ctx, join.NamespaceCreatorBinding(res.Account), metav1.GetOptions{})
+	require.True(t, apierrors.IsNotFound(err), "the namespace creator's binding is left on the member: %v", err)
 	_, err = reg.Clusters.ClusterregistryV1alpha1().Clusters(reg.Namespace).Get(ctx, "dev", metav1.GetOptions{})
 	require.True(t, apierrors.IsNotFound(err), "the Cluster is left: %v", err)
 	_, err = reg.Kube.CoreV1().Secrets(reg.Namespace).Get(ctx, res.Secret.Name, metav1.GetOptions{})
@@ -126,7 +135,7 @@ func TestJoinAndUnjoin(t *testing.T) {
 	removed, err = join.Unjoin(ctx, reg, "dev", join.UnjoinOptions{Member: lf.Members[0].Config})
 	require.NoError(t, err)
 	require.Empty(t, removed.Deleted)
-	require.Len(t, removed.NotFound, 5)
+	require.Len(t, removed.NotFound, 6)
 }
 
 func mustResolver(t *testing.T, reg join.Registry) *access.Resolver {

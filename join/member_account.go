@@ -54,6 +54,11 @@ func makeAccount(ctx context.Context, out io.Writer, memberKube kubernetes.Inter
 		return fmt.Errorf("member: binding %s to ClusterRole %s (the service account is made; unjoin removes it): %w", account.Name, clusterRole, err)
 	}
 	fmt.Fprintf(out, "member: ClusterRoleBinding %s to ClusterRole %s applied\n", account.Name, clusterRole)
+	if err := allowNamespaceCreation(ctx, memberKube, account, subject, owner, apply); err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "member: ClusterRoleBinding %s to ClusterRole %s applied: the account may create namespaces (a Release's createNamespace)\n",
+		NamespaceCreatorBinding(account), NamespaceCreatorRole)
 	// The account may renew its own token, bound to a Secret of its namespace, and nothing else:
 	// a rotator renews the token with the token (package rotation).
 	var rules []*rbacv1ac.PolicyRuleApplyConfiguration
@@ -73,6 +78,32 @@ func makeAccount(ctx context.Context, out io.Writer, memberKube kubernetes.Inter
 	return nil
 }
 
+// NamespaceCreatorRole is the ClusterRole that lets join's accounts create namespaces, and do
+// nothing else with them: a Release with createNamespace makes its target namespace on members,
+// and join's default role (edit) may not create one. Every join on a member shares it; unjoin
+// leaves it in place (it grants nothing by itself) and removes the account's binding to it.
+const NamespaceCreatorRole = "clusterregistry-namespace-creator"
+
+// NamespaceCreatorBinding is the name of the ClusterRoleBinding of account to NamespaceCreatorRole.
+func NamespaceCreatorBinding(account Account) string { return account.Name + "-namespaces" }
+
+// allowNamespaceCreation applies NamespaceCreatorRole and binds account to it.
+func allowNamespaceCreation(ctx context.Context, memberKube kubernetes.Interface, account Account, subject *rbacv1ac.SubjectApplyConfiguration,
+	owner map[string]string, apply metav1.ApplyOptions) error {
+	role := rbacv1ac.ClusterRole(NamespaceCreatorRole).
+		WithRules(rbacv1ac.PolicyRule().WithAPIGroups("").WithResources("namespaces").WithVerbs("create"))
+	if _, err := memberKube.RbacV1().ClusterRoles().Apply(ctx, role, apply); err != nil {
+		return fmt.Errorf("member: applying ClusterRole %s (the service account and its binding are made; unjoin removes them): %w", NamespaceCreatorRole, err)
+	}
+	binding := rbacv1ac.ClusterRoleBinding(NamespaceCreatorBinding(account)).WithAnnotations(owner).
+		WithRoleRef(rbacv1ac.RoleRef().WithAPIGroup("rbac.authorization.k8s.io").WithKind("ClusterRole").WithName(NamespaceCreatorRole)).
+		WithSubjects(subject)
+	if _, err := memberKube.RbacV1().ClusterRoleBindings().Apply(ctx, binding, apply); err != nil {
+		return fmt.Errorf("member: binding %s to ClusterRole %s (the service account and its binding are made; unjoin removes them): %w", account.Name, NamespaceCreatorRole, err)
+	}
+	return nil
+}
+
 // undoAccount takes away an account that this run of Join made (applyAccount said it was new),
 // after a later step failed: the ClusterRoleBinding, then the namespace, with the service account,
 // the Role and RoleBinding and any token in it. It returns the failed step's error, saying that
@@ -82,10 +113,12 @@ func undoAccount(ctx context.Context, memberKube kubernetes.Interface, account A
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
 	var errs []error
-	if b, err := memberKube.RbacV1().ClusterRoleBindings().Get(ctx, account.Name, metav1.GetOptions{}); err == nil && ownedBy(b.Annotations, owner) {
-		errs = append(errs, ignoreNotFound(memberKube.RbacV1().ClusterRoleBindings().Delete(ctx, account.Name, metav1.DeleteOptions{})))
-	} else if err != nil {
-		errs = append(errs, ignoreNotFound(err))
+	for _, name := range []string{account.Name, NamespaceCreatorBinding(account)} {
+		if b, err := memberKube.RbacV1().ClusterRoleBindings().Get(ctx, name, metav1.GetOptions{}); err == nil && ownedBy(b.Annotations, owner) {
+			errs = append(errs, ignoreNotFound(memberKube.RbacV1().ClusterRoleBindings().Delete(ctx, name, metav1.DeleteOptions{})))
+		} else if err != nil {
+			errs = append(errs, ignoreNotFound(err))
+		}
 	}
 	if ns, err := memberKube.CoreV1().Namespaces().Get(ctx, account.Namespace, metav1.GetOptions{}); err == nil && ownedBy(ns.Annotations, owner) {
 		errs = append(errs, ignoreNotFound(memberKube.CoreV1().Namespaces().Delete(ctx, account.Namespace,
@@ -96,7 +129,8 @@ func undoAccount(ctx context.Context, memberKube kubernetes.Interface, account A
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("%w; undoing it failed too (%v): Namespace %s and ClusterRoleBinding %s may be left on the member; unjoin removes them", failed, err, account.Namespace, account.Name)
 	}
-	return fmt.Errorf("%w; undone: Namespace %s (with the service account and its Role and RoleBinding) and ClusterRoleBinding %s, which this join had made, are removed, so nothing is left", failed, account.Namespace, account.Name)
+	return fmt.Errorf("%w; undone: Namespace %s (with the service account and its Role and RoleBinding) and ClusterRoleBindings %s and %s, which this join had made, are removed, so nothing is left",
+		failed, account.Namespace, account.Name, NamespaceCreatorBinding(account))
 }
 
 func ignoreNotFound(err error) error {

@@ -170,6 +170,16 @@ func memberRemovals(ctx context.Context, out io.Writer, reg Registry, name strin
 			delete: func() error { return rbac.ClusterRoleBindings().Delete(ctx, account.Name, metav1.DeleteOptions{}) },
 		},
 		{
+			what: "member: ClusterRoleBinding " + NamespaceCreatorBinding(account),
+			get: func() (bool, string, error) {
+				b, err := rbac.ClusterRoleBindings().Get(ctx, NamespaceCreatorBinding(account), metav1.GetOptions{})
+				return owned(b, err)
+			},
+			delete: func() error {
+				return rbac.ClusterRoleBindings().Delete(ctx, NamespaceCreatorBinding(account), metav1.DeleteOptions{})
+			},
+		},
+		{
 			// Deleted before its namespace, so that its tokens stop working at once, not when the
 			// namespace's deletion reaches it.
 			what: fmt.Sprintf("member: ServiceAccount %s", account),

@@ -530,6 +530,9 @@ var schemaYAML = typed.YAMLObject(`types:
 - name: com.github.cluster-registry.sdk.clusterregistry.v1alpha1.ReleaseSpec
   map:
     fields:
+    - name: createNamespace
+      type:
+        scalar: boolean
     - name: deletionPolicy
       type:
         scalar: string

@@ -26,7 +26,7 @@ import (
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:scope=Namespaced,shortName=rrel,categories=clusterregistry
 // +kubebuilder:metadata:annotations="api-approved.kubernetes.io=unapproved, not an official Kubernetes API; see https://github.com/cluster-registry/sdk"
-// +kubebuilder:metadata:annotations="clusterregistry.k8s.io/schema-version=8"
+// +kubebuilder:metadata:annotations="clusterregistry.k8s.io/schema-version=9"
 // +kubebuilder:printcolumn:name="Placement",type=string,JSONPath=`.spec.placement.name`
 // +kubebuilder:printcolumn:name="Revision",type=string,JSONPath=`.status.revision`
 // +kubebuilder:printcolumn:name="Members",type=integer,JSONPath=`.status.members`
@@ -61,6 +61,14 @@ type ReleaseSpec struct {
 	// +optional
 	// +kubebuilder:validation:MaxLength=63
 	TargetNamespace string `json:"targetNamespace,omitempty"`
+
+	// createNamespace makes targetNamespace on each member where it does not exist, before
+	// anything is applied there (Argo CD's CreateNamespace, Helm's --create-namespace). The
+	// namespace is left in place when the Release is deleted or leaves the member: it may hold
+	// what others put there. The member's account must be allowed to create namespaces (join's
+	// accounts are).
+	// +optional
+	CreateNamespace bool `json:"createNamespace,omitempty"`
 
 	// rollout says how a new revision reaches the members; all at once when unset.
 	// +optional
@@ -592,7 +600,7 @@ type ReleaseList struct {
 // +kubebuilder:object:root=true
 // +kubebuilder:resource:scope=Namespaced,categories=clusterregistry
 // +kubebuilder:metadata:annotations="api-approved.kubernetes.io=unapproved, not an official Kubernetes API; see https://github.com/cluster-registry/sdk"
-// +kubebuilder:metadata:annotations="clusterregistry.k8s.io/schema-version=8"
+// +kubebuilder:metadata:annotations="clusterregistry.k8s.io/schema-version=9"
 // +kubebuilder:printcolumn:name="Release",type=string,JSONPath=`.metadata.labels.clusterregistry\.k8s\.io/release`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type ReleaseStatusSlice struct {

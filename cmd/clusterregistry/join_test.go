@@ -278,10 +278,10 @@ func TestJoin(t *testing.T) {
 	code, out, stderr = other("unjoin", "alpha")
 	require.Equal(t, 0, code, "%s%s", out, stderr)
 	require.Contains(t, out, "member: "+lf.Members[0].URL()+`, through context "alpha"`)
-	require.Equal(t, 5, strings.Count(out, " deleted\n"), out)
+	require.Equal(t, 6, strings.Count(out, " deleted\n"), out)
 	code, out, stderr = cli("unjoin", "alpha-again")
 	require.Equal(t, 0, code, "%s%s", out, stderr)
-	require.Equal(t, 5, strings.Count(out, " deleted\n"), out)
+	require.Equal(t, 6, strings.Count(out, " deleted\n"), out)
 	require.Len(t, joinAccounts(t, memberKube, joined), 1)
 	require.NoError(t, multicluster.Map(ctx, multicluster.MembersOf(resolver, list.Items, multicluster.FleetOptions{}),
 		func(ctx context.Context, m *multicluster.Member) (string, error) {
@@ -328,13 +328,13 @@ func TestJoin(t *testing.T) {
 	// then nothing is left behind on either side, and a second unjoin finds nothing, saying so.
 	code, out, stderr = cli("unjoin", "alpha", "--dry-run")
 	require.Equal(t, 0, code, "%s%s", out, stderr)
-	require.Equal(t, 5, strings.Count(out, ": would be deleted (dry run)\n"), out)
+	require.Equal(t, 6, strings.Count(out, ": would be deleted (dry run)\n"), out)
 	require.Len(t, joinAccounts(t, memberKube, joined), 1)
 	current, err := kubernetes.NewForConfigOrDie(lf.Registry.Config).CoreV1().Secrets(joined).Get(ctx, "alpha-token", metav1.GetOptions{})
 	require.NoError(t, err)
 	code, out, stderr = cli("unjoin", "alpha")
 	require.Equal(t, 0, code, "%s%s", out, stderr)
-	require.Equal(t, 5, strings.Count(out, " deleted\n"), out)
+	require.Equal(t, 6, strings.Count(out, " deleted\n"), out)
 	require.Empty(t, joinAccounts(t, memberKube, joined), "service account left on the member")
 	// The token that was current (a rotator's, here) no longer works: its account is gone; nor
 	// do those that the rotator, join again and rotate replaced.

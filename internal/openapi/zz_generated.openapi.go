@@ -1642,6 +1642,13 @@ func schema_cluster_registry_sdk_clusterregistry_v1alpha1_ReleaseSpec(ref common
 							Format:      "",
 						},
 					},
+					"createNamespace": {
+						SchemaProps: spec.SchemaProps{
+							Description: "createNamespace makes targetNamespace on each member where it does not exist, before anything is applied there (Argo CD's CreateNamespace, Helm's --create-namespace). The namespace is left in place when the Release is deleted or leaves the member: it may hold what others put there. The member's account must be allowed to create namespaces (join's accounts are).",
+							Type:        []string{"boolean"},
+							Format:      "",
+						},
+					},
 					"rollout": {
 						SchemaProps: spec.SchemaProps{
 							Description: "rollout says how a new revision reaches the members; all at once when unset.",

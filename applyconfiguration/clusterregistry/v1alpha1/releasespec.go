@@ -34,6 +34,12 @@ type ReleaseSpecApplyConfiguration struct {
 	// targetNamespace is the namespace of the namespaced objects that name none; "default" when
 	// empty, as kubectl apply would.
 	TargetNamespace *string `json:"targetNamespace,omitempty"`
+	// createNamespace makes targetNamespace on each member where it does not exist, before
+	// anything is applied there (Argo CD's CreateNamespace, Helm's --create-namespace). The
+	// namespace is left in place when the Release is deleted or leaves the member: it may hold
+	// what others put there. The member's account must be allowed to create namespaces (join's
+	// accounts are).
+	CreateNamespace *bool `json:"createNamespace,omitempty"`
 	// rollout says how a new revision reaches the members; all at once when unset.
 	Rollout *ReleaseRolloutApplyConfiguration `json:"rollout,omitempty"`
 	// drift says what to do when an object applied to a member is changed there by someone else;
@@ -73,6 +79,14 @@ func (b *ReleaseSpecApplyConfiguration) WithPlacement(value *ReleasePlacementApp
 // If called multiple times, the TargetNamespace field is set to the value of the last call.
 func (b *ReleaseSpecApplyConfiguration) WithTargetNamespace(value string) *ReleaseSpecApplyConfiguration {
 	b.TargetNamespace = &value
+	return b
+}
+
+// WithCreateNamespace sets the CreateNamespace field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the CreateNamespace field is set to the value of the last call.
+func (b *ReleaseSpecApplyConfiguration) WithCreateNamespace(value bool) *ReleaseSpecApplyConfiguration {
+	b.CreateNamespace = &value
 	return b
 }
 
