@@ -262,3 +262,58 @@ func TestChartRendersWhatTheRegistryTakes(t *testing.T) {
 		require.ErrorContains(t, err, "values.fleetAPI.tls.secretName")
 	})
 }
+
+// The chart's values schema (values.schema.json) refuses what the templates refuse, so that helm
+// lint and helm install refuse it too, naming the value, not only helm template: fleet-api
+// without its TLS Secret (helm lint --set fleetAPI.enabled=true passed), a controller that is
+// none, a misspelt key, a value of the wrong type. What the chart's tests install passes.
+func TestChartValuesSchema(t *testing.T) {
+	chrt, err := loader.Load("chart")
+	require.NoError(t, err)
+	for _, tc := range []struct {
+		name   string
+		values map[string]any
+		want   string // in the error; "" for none
+	}{
+		{"defaults", nil, ""},
+		{"fleet-api with TLS", map[string]any{"fleetAPI": map[string]any{"enabled": true, "tls": map[string]any{"secretName": "fleet-api-tls"}}}, ""},
+		{"sharded, one set", map[string]any{"clusterSet": "fleet", "sharding": map[string]any{"enabled": true}, "controllers": []any{"health", "releases"}}, ""},
+		{"fleet-api without TLS", map[string]any{"fleetAPI": map[string]any{"enabled": true}}, "/fleetAPI/tls/secretName"},
+		{"no such controller", map[string]any{"controllers": []any{"health", "nosuch"}}, "/controllers/1"},
+		{"a misspelt key", map[string]any{"fleetApi": map[string]any{"enabled": true}}, "fleetApi"},
+		{"replicas as words", map[string]any{"replicas": "two"}, "/replicas"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			vals, err := chartutil.CoalesceValues(chrt, tc.values)
+			require.NoError(t, err)
+			err = chartutil.ValidateAgainstSchema(chrt, vals)
+			if tc.want == "" {
+				require.NoError(t, err)
+				return
+			}
+			require.Error(t, err, "the schema took it")
+			require.Contains(t, err.Error(), tc.want)
+		})
+	}
+}
+
+// Every value of values.yaml is in docs/controllers.md's table of the chart's values: the chart
+// had no values reference anywhere.
+func TestChartValuesAreDocumented(t *testing.T) {
+	chrt, err := loader.Load("chart")
+	require.NoError(t, err)
+	docs, err := os.ReadFile("../docs/controllers.md")
+	require.NoError(t, err)
+	var walk func(prefix string, values map[string]any)
+	walk = func(prefix string, values map[string]any) {
+		for key, v := range values {
+			path := prefix + key
+			if sub, ok := v.(map[string]any); ok && len(sub) > 0 && path != "resources" && path != "fleetAPI.resources" {
+				walk(path+".", sub)
+				continue
+			}
+			require.Contains(t, string(docs), "`"+path+"`", "docs/controllers.md does not document the chart's value %s", path)
+		}
+	}
+	walk("", chrt.Values)
+}
