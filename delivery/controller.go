@@ -827,7 +827,7 @@ func (c *Controller) applyMember(ctx context.Context, rel *v1alpha1.Release, b *
 		ms.failedRev, ms.err, ms.failedAt = b.Revision, err, time.Now()
 	}
 	if m == nil {
-		fail(&memberError{class: v1alpha1.FailureUnreachable, err: fmt.Errorf("no Cluster %s in the registry (or not among this controller's members)", key)})
+		fail(&memberError{class: v1alpha1.FailureClusterNotFound, err: fmt.Errorf("no Cluster %s in the registry (or not among this controller's members)", key)})
 		return
 	}
 	ctx, cancel := context.WithTimeout(ctx, c.opts.MemberTimeout)

@@ -548,6 +548,9 @@ func TestReleaseReachesOnlyItsOwnClusterSet(t *testing.T) {
 	require.NoError(t, err)
 	got := env.waitRelease(t, "cross", "its own member ready", func(r *v1alpha1.Release) bool { return r.Status.Ready == 1 })
 	require.Equal(t, int32(1), got.Status.Members, "the other set's member was counted")
+	available := meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ReleaseAvailable)
+	require.Contains(t, available.Message, "the decision names 1 Clusters of other cluster sets ("+other+"/member-2), refused",
+		"the refused reference was dropped without a word")
 	_, err = env.members["member-1"].CoreV1().ConfigMaps("default").Get(t.Context(), name, metav1.GetOptions{})
 	require.NoError(t, err)
 	_, err = env.members["member-2"].CoreV1().ConfigMaps("default").Get(t.Context(), name, metav1.GetOptions{})

@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/restmapper"
 
+	"github.com/cluster-registry/sdk/access"
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
 	"github.com/cluster-registry/sdk/internal/safetext"
 	"github.com/cluster-registry/sdk/multicluster"
@@ -138,6 +139,11 @@ func classify(ctx context.Context, err error) string {
 	switch {
 	case errors.As(err, &notServed):
 		return v1alpha1.FailureInvalid
+	case errors.Is(err, access.ErrNoUsableProvider) || errors.Is(err, access.ErrUnpinnedSecret) || errors.Is(err, access.ErrNotAllowed) ||
+		errors.Is(err, access.ErrUnknownProviderType):
+		// The trust policy's refusal, or credentials that do not resolve: no retry reaches the
+		// member until its Cluster, its Secret or the controller's trust flags change.
+		return v1alpha1.FailureCredentialsUnavailable
 	case errors.Is(err, context.DeadlineExceeded) || ctx.Err() != nil || apierrors.IsTimeout(err) || apierrors.IsServerTimeout(err):
 		return v1alpha1.FailureTimeout
 	case apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err):

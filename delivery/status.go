@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/equality"
@@ -13,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	cpv1alpha1 "sigs.k8s.io/cluster-inventory-api/apis/v1alpha1"
 
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
 	"github.com/cluster-registry/sdk/decision"
@@ -84,8 +86,8 @@ func (c *Controller) memberStatus(rel *v1alpha1.Release, key types.NamespacedNam
 		}
 	case ms.applying:
 		out.Phase = v1alpha1.PhaseApplying
-	case ms.err != nil && ms.err.class == v1alpha1.FailureUnreachable:
-		out.Phase, out.Reason, out.Message = v1alpha1.PhaseUnreachable, v1alpha1.FailureUnreachable, safetext.OneLine(ms.err.Error(), 1024)
+	case ms.err != nil && v1alpha1.Unreachable(ms.err.class):
+		out.Phase, out.Reason, out.Message = v1alpha1.PhaseUnreachable, ms.err.class, safetext.OneLine(ms.err.Error(), 1024)
 	case ms.err != nil && ms.failedRev == revision:
 		out.Phase, out.Reason, out.Message = v1alpha1.PhaseFailed, ms.err.class, safetext.OneLine(ms.err.Error(), 1024)
 	case ms.revision != revision:
@@ -232,6 +234,11 @@ func (c *Controller) writeStatus(ctx context.Context, rel *v1alpha1.Release, st 
 	default:
 		set(v1alpha1.ReleaseAvailable, metav1.ConditionFalse, "NotAllReady", fmt.Sprintf("%d of %d members ready", status.Ready, status.Members))
 	}
+	if dec != nil && len(dec.Refused) > 0 {
+		// The decision's writer named another set's members: never followed, and said, not dropped.
+		available := meta.FindStatusCondition(status.Conditions, v1alpha1.ReleaseAvailable)
+		set(v1alpha1.ReleaseAvailable, available.Status, available.Reason, available.Message+"; "+refusedReferences(dec.Refused))
+	}
 	if bad := counts[v1alpha1.PhaseFailed] + counts[v1alpha1.PhaseUnreachable] + counts[v1alpha1.PhaseDrifted]; bad > 0 {
 		set(v1alpha1.ReleaseDegraded, metav1.ConditionTrue, string(worst[0].Phase), fmt.Sprintf("%d failed, %d unreachable, %d drifted", counts[v1alpha1.PhaseFailed], counts[v1alpha1.PhaseUnreachable], counts[v1alpha1.PhaseDrifted]))
 	} else {
@@ -343,4 +350,18 @@ func (c *Controller) writeSlices(ctx context.Context, rel *v1alpha1.Release, mem
 		}
 	}
 	return nil
+}
+
+// refusedReferences says which references of a decision were refused, and why.
+func refusedReferences(refs []cpv1alpha1.ClusterProfileReference) string {
+	names := make([]string, 0, min(len(refs), 3))
+	for _, r := range refs[:min(len(refs), 3)] {
+		names = append(names, r.Namespace+"/"+r.Name)
+	}
+	more := ""
+	if len(refs) > 3 {
+		more = fmt.Sprintf(" and %d more", len(refs)-3)
+	}
+	return fmt.Sprintf("the decision names %d Clusters of other cluster sets (%s%s), refused: a Release reaches only its own set's members",
+		len(refs), strings.Join(names, ", "), more)
 }

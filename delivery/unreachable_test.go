@@ -136,3 +136,40 @@ func TestUnreachableMemberKeepsItsLastRevision(t *testing.T) {
 	env.waitRelease(t, "flaky", "both ready at the new revision once reachable", func(r *v1alpha1.Release) bool { return r.Status.Ready == 2 })
 	require.NoError(t, env.registry.ClusterregistryV1alpha1().Releases(ns).Delete(t.Context(), "flaky", metav1.DeleteOptions{}))
 }
+
+// A decision that names a Cluster the set does not have, and a Cluster whose credentials the
+// trust policy refuses (its Secret pinned to another server: an editor of the Cluster pointed it
+// at the member), are both Unreachable, each with its own reason: ClusterNotFound and
+// CredentialsUnavailable (both read Unreachable before), the message saying why, no token in it.
+func TestUnreachableReasonsTellCasesApart(t *testing.T) {
+	ns := fleettest.CopySet(t, lf, "member-2")
+	member := lf.Member("member-1")
+	const token = "not-a-real-token-but-secret-all-the-same"
+	fleettest.RegisterServer(t, lf, ns, "repointed", "https://127.0.0.2:1", member.Config.CAData, token)
+	registry := versioned.NewForConfigOrDie(lf.Registry.Config).ClusterregistryV1alpha1()
+	c, err := registry.Clusters(ns).Get(t.Context(), "repointed", metav1.GetOptions{})
+	require.NoError(t, err)
+	c.Spec.KubernetesAPIEndpoints.ServerEndpoints[0].ServerAddress = member.URL()
+	_, err = registry.Clusters(ns).Update(t.Context(), c, metav1.UpdateOptions{})
+	require.NoError(t, err)
+
+	env := startDeliveryIn(t, ns, nil)
+	env.decide(t, "member-2", "repointed", "ghost")
+	rel := &v1alpha1.Release{ObjectMeta: metav1.ObjectMeta{Name: "reasons", Namespace: ns}, Spec: v1alpha1.ReleaseSpec{
+		Source:    v1alpha1.ReleaseSource{Manifests: manifests(t, configMap("reasons-"+ns, map[string]string{"v": "1"}))},
+		Placement: v1alpha1.ReleasePlacement{Name: "web"},
+	}}
+	_, err = env.registry.ClusterregistryV1alpha1().Releases(ns).Create(t.Context(), rel, metav1.CreateOptions{})
+	require.NoError(t, err)
+	got := env.waitRelease(t, "reasons", "one ready, two unreachable", func(r *v1alpha1.Release) bool {
+		return r.Status.Ready == 1 && len(r.Status.Worst) == 2
+	})
+	reasons := map[string]string{}
+	for _, w := range got.Status.Worst {
+		require.Equal(t, v1alpha1.PhaseUnreachable, w.Phase, "%s", w.Cluster)
+		require.NotContains(t, w.Message, token)
+		reasons[w.Cluster] = w.Reason
+		t.Logf("%s: %s: %s", w.Cluster, w.Reason, w.Message)
+	}
+	require.Equal(t, map[string]string{"ghost": v1alpha1.FailureClusterNotFound, "repointed": v1alpha1.FailureCredentialsUnavailable}, reasons)
+}

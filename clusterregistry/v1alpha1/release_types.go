@@ -508,7 +508,21 @@ const (
 	FailureConflict    = "Conflict"
 	FailureInvalid     = "Invalid"
 	FailureTimeout     = "Timeout"
+	// FailureClusterNotFound: the decision names a Cluster the cluster set does not have (or
+	// one outside the controller's members): an Unreachable member that no network fix mends.
+	FailureClusterNotFound = "ClusterNotFound"
+	// FailureCredentialsUnavailable: the member's credentials did not resolve, or the reader's
+	// trust policy refused them (a Secret pinned to another server, an exec plugin or file not
+	// allowed): an Unreachable member that only its Cluster, its Secret or the controller's trust
+	// flags can mend. The message says which, as the Resolver does.
+	FailureCredentialsUnavailable = "CredentialsUnavailable"
 )
+
+// Unreachable reports whether a failure class leaves the member Unreachable (what it last had
+// stays), rather than Failed at the revision.
+func Unreachable(class string) bool {
+	return class == FailureUnreachable || class == FailureClusterNotFound || class == FailureCredentialsUnavailable
+}
 
 // ReleaseMemberStatus is how a Release stands on one member.
 type ReleaseMemberStatus struct {
@@ -521,8 +535,9 @@ type ReleaseMemberStatus struct {
 	// +optional
 	// +kubebuilder:validation:MaxLength=63
 	Revision string `json:"revision,omitempty"`
-	// reason is a CamelCase word: a failure class (Unreachable, Forbidden, Conflict, Invalid,
-	// Timeout) or why the member is in its phase.
+	// reason is a CamelCase word: a failure class (Unreachable, ClusterNotFound,
+	// CredentialsUnavailable, Forbidden, Conflict, Invalid, Timeout) or why the member is in its
+	// phase.
 	// +optional
 	// +kubebuilder:validation:MaxLength=64
 	Reason string `json:"reason,omitempty"`
