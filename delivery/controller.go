@@ -1,6 +1,7 @@
 package delivery
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -30,6 +31,7 @@ import (
 	"github.com/cluster-registry/sdk/clientset/versioned"
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
 	"github.com/cluster-registry/sdk/decision"
+	"github.com/cluster-registry/sdk/election"
 	"github.com/cluster-registry/sdk/fleetcache"
 	"github.com/cluster-registry/sdk/helmrelease"
 	informers "github.com/cluster-registry/sdk/informers/externalversions"
@@ -63,6 +65,12 @@ type ControllerOptions struct {
 	// Sharding, if set, divides the members between the replicas of a group: this one applies
 	// to the members it owns only (members should be its shard's view). See Sharding.
 	Sharding *Sharding
+	// Lease, if set, is a Lease in the registry that the Controller must hold to act: two
+	// Controllers of one cluster set that are not sharded (a second process started by hand
+	// beside a Deployment's) take turns, the second waiting, rather than both apply its Releases
+	// and write their status. Name defaults to DefaultLeaseName, Namespace to Namespace; the rest
+	// as election.Lease.Defaulted. Not with Sharding, whose replicas divide the work instead.
+	Lease *election.Lease
 	// Charts fetches the charts Releases name in repositories (spec.source.chart.repository);
 	// nil is one of the process's with chartrepo's defaults: TLS verified by the system's roots,
 	// plain HTTP refused. Share one between Controllers so that a chart is downloaded once.
@@ -172,6 +180,17 @@ func NewController(members multicluster.MemberSource, registry versioned.Interfa
 	if s := opts.Sharding; s != nil && (s.Replica == "" || s.Owner == nil || s.Live == nil) {
 		return nil, errors.New("delivery: ControllerOptions.Sharding needs Replica, Owner and Live")
 	}
+	if l := opts.Lease; l != nil {
+		if opts.Sharding != nil {
+			return nil, errors.New("delivery: ControllerOptions.Lease and Sharding exclude each other: sharded replicas divide the work")
+		}
+		lease := l.Defaulted()
+		lease.Name, lease.Namespace = cmp.Or(lease.Name, DefaultLeaseName), cmp.Or(lease.Namespace, opts.Namespace)
+		if err := lease.Validate(); err != nil {
+			return nil, fmt.Errorf("delivery: ControllerOptions.Lease: %w", err)
+		}
+		opts.Lease = &lease
+	}
 	log := opts.Logger
 	if log.GetSink() == nil {
 		log = logr.Discard()
@@ -247,6 +266,22 @@ func (c *Controller) Writes() int64 { return c.writes.Load() }
 
 // Run delivers until ctx ends.
 func (c *Controller) Run(ctx context.Context) error {
+	if l := c.opts.Lease; l != nil {
+		c.log.Info("acting only while holding the Lease: another releases controller of the set that holds it is waited for",
+			"lease", l.Namespace+"/"+l.Name, "identity", l.Identity)
+		err := election.Run(ctx, c.kube.CoordinationV1(), *l, c.log, c.run)
+		if ctx.Err() != nil {
+			return nil
+		}
+		return err
+	}
+	return c.run(ctx)
+}
+
+// DefaultLeaseName is the name of ControllerOptions.Lease when it names none.
+const DefaultLeaseName = "clusterregistry-releases"
+
+func (c *Controller) run(ctx context.Context) error {
 	defer c.queue.ShutDown()
 	stopWatched := c.watched.Follow(c.members)
 	defer stopWatched()

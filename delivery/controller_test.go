@@ -63,10 +63,24 @@ func startDeliveryIn(t *testing.T, ns string, config *rest.Config, otherSets ...
 	return startDeliveryWith(t, ns, config, nil, otherSets...)
 }
 
-// startDeliveryWith is startDeliveryIn with options of the test's (set changes them).
+// startDeliveryWith is startDeliveryIn with options of the test's (set changes them). Its stop
+// checks that nothing of the Controller is left running.
 func startDeliveryWith(t *testing.T, ns string, config *rest.Config, set func(*delivery.ControllerOptions), otherSets ...string) *deliveryEnv {
 	t.Helper()
 	ignore := goleak.IgnoreCurrent()
+	env := launchDelivery(t, ns, config, set, otherSets...)
+	stop := env.stop
+	env.stop = func() {
+		stop()
+		goleak.VerifyNone(t, append(fleettest.IgnoreIdleConnections, ignore)...)
+	}
+	return env
+}
+
+// launchDelivery runs a Controller as startDeliveryWith does, for a test that runs several at once
+// and checks for leaks once all have stopped.
+func launchDelivery(t *testing.T, ns string, config *rest.Config, set func(*delivery.ControllerOptions), otherSets ...string) *deliveryEnv {
+	t.Helper()
 	env := &deliveryEnv{ns: ns, registry: versioned.NewForConfigOrDie(lf.Registry.Config),
 		decisions: cpversioned.NewForConfigOrDie(lf.Registry.Config), members: map[string]kubernetes.Interface{}}
 	for _, m := range lf.Members {
@@ -102,9 +116,8 @@ func startDeliveryWith(t *testing.T, ns string, config *rest.Config, set func(*d
 		cancel()
 		require.NoError(t, <-done)
 		fleet.Stop()
-		goleak.VerifyNone(t, append(fleettest.IgnoreIdleConnections, ignore)...)
 	}
-	t.Cleanup(env.stop)
+	t.Cleanup(func() { env.stop() })
 	return env
 }
 

@@ -24,6 +24,7 @@ import (
 	"github.com/cluster-registry/sdk/clusterprofile"
 	"github.com/cluster-registry/sdk/controllers"
 	"github.com/cluster-registry/sdk/delivery"
+	"github.com/cluster-registry/sdk/election"
 	"github.com/cluster-registry/sdk/health"
 	"github.com/cluster-registry/sdk/rotation"
 	"github.com/cluster-registry/sdk/scheduler"
@@ -69,6 +70,12 @@ func (o *HealthOptions) runControllers(ctx context.Context, reg *registry, opts 
 	}
 	if chosen[controllers.Releases] {
 		hostOpts.Releases = &delivery.ControllerOptions{Charts: o.charts, MemberTimeout: o.ReleaseMemberTimeout}
+		if o.ShardGroup == "" {
+			// Unsharded, releases controllers of one set take turns on a Lease of their own, elected
+			// or not: a second process started beside a Deployment's (or the demo's) waits rather
+			// than apply the same Releases.
+			hostOpts.Releases.Lease = &election.Lease{Namespace: leaseNamespace, Name: delivery.DefaultLeaseName}
+		}
 	}
 	// With --shard-group the replicas divide the members among themselves, each working on its
 	// own; without, each works on them all, and --leader-elect makes them take turns.
