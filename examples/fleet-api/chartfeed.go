@@ -69,7 +69,7 @@ func (cw *chartWatch) stop() {
 	}
 }
 
-// summarizeAll is every chart release now, as GET /charts answers it.
+// summarizeAll is every release now, as GET /releases answers it (GET /charts, those of a chart).
 func (cw *chartWatch) summarizeAll() map[types.NamespacedName]chartRelease {
 	out := map[types.NamespacedName]chartRelease{}
 	for i, rl := range cw.releases {
@@ -78,17 +78,12 @@ func (cw *chartWatch) summarizeAll() map[types.NamespacedName]chartRelease {
 			continue
 		}
 		for _, rel := range rels {
-			if rel.Spec.Source.Chart == nil {
-				continue
-			}
 			slices, _ := cw.slices[i].ReleaseStatusSlices(rel.Namespace).List(labels.SelectorFromSet(labels.Set{v1alpha1.ReleaseLabel: rel.Name}))
 			var items []v1alpha1.ReleaseStatusSlice
 			for _, s := range slices {
 				items = append(items, *s)
 			}
-			if c, ok := chartReleaseOf(rel, items); ok {
-				out[types.NamespacedName{Namespace: rel.Namespace, Name: rel.Name}] = c
-			}
+			out[types.NamespacedName{Namespace: rel.Namespace, Name: rel.Name}] = releaseOf(rel, items)
 		}
 	}
 	return out
@@ -99,17 +94,34 @@ func (cw *chartWatch) summarizeAll() map[types.NamespacedName]chartRelease {
 // caller may list Releases (unless ?resourceVersion= resumes), then each change (its version
 // delivered, a member's phase), and nothing while nothing changes. ?namespace= chooses one set.
 func (s *server) watchChartsRoute(w http.ResponseWriter, r *http.Request) {
+	s.watchReleases(w, r, true)
+}
+
+// watchReleasesRoute is watchChartsRoute for every Release, whatever it delivers: GET
+// /watch/releases, each event's release in its "release" field.
+func (s *server) watchReleasesRoute(w http.ResponseWriter, r *http.Request) {
+	s.watchReleases(w, r, false)
+}
+
+// watchReleases streams the Releases the caller may list (chart releases alone when charts).
+func (s *server) watchReleases(w http.ResponseWriter, r *http.Request, charts bool) {
 	only := r.URL.Query().Get("namespace")
 	if only != "" {
 		if !s.authorizeOn(w, r, "releases", "watch", only, "") {
 			return
 		}
 	}
-	stream(w, r, s.charts.feed, func(c chartRelease) bool { return only == "" || c.Namespace == only },
+	set, route := func(e *watchEvent, c chartRelease) { e.Release = &c }, "GET /releases"
+	if charts {
+		set, route = func(e *watchEvent, c chartRelease) { e.Chart = &c }, "GET /charts"
+	}
+	stream(w, r, s.charts.feed, func(c chartRelease) bool {
+		return (only == "" || c.Namespace == only) && (!charts || c.Source == sourceChart)
+	},
 		func(ctx context.Context, ns, _ string) bool {
 			ok, _, err := s.guard.allowedOn(ctx, "releases", "list", ns, "")
 			return err == nil && ok
-		}, func(e *watchEvent, c chartRelease) { e.Chart = &c }, "GET /charts")
+		}, set, route)
 }
 
 // authorizeOn is authorize for another resource of the registry's group.

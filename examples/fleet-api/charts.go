@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -19,14 +20,21 @@ import (
 // chartRelease is one chart release in GET /charts: a Release of the registry whose source is a
 // chart, what it asks for, and how its members fare.
 type chartRelease struct {
-	Namespace       string                            `json:"namespace"`
-	Name            string                            `json:"name"`
-	Placement       string                            `json:"placement"`
-	TargetNamespace string                            `json:"targetNamespace,omitempty"`
-	Chart           chartSpec                         `json:"chart"`
-	Values          json.RawMessage                   `json:"values,omitempty"`
-	ValuesFrom      []v1alpha1.ReleaseValuesReference `json:"valuesFrom,omitempty"`
-	MemberValues    []v1alpha1.ReleaseMemberValue     `json:"memberValues,omitempty"`
+	Namespace       string `json:"namespace"`
+	Name            string `json:"name"`
+	Placement       string `json:"placement"`
+	TargetNamespace string `json:"targetNamespace,omitempty"`
+	// Source is what the Release delivers: Chart, Manifests (inline) or ConfigMap (YAML streams
+	// in a ConfigMap of the set). GET /charts serves Chart releases only; GET /releases every one.
+	Source string `json:"source"`
+	// Manifests is how many objects a Manifests release holds; ConfigMap names a ConfigMap
+	// release's ConfigMap.
+	Manifests    int                               `json:"manifests,omitempty"`
+	ConfigMap    string                            `json:"configMap,omitempty"`
+	Chart        chartSpec                         `json:"chart,omitzero"`
+	Values       json.RawMessage                   `json:"values,omitempty"`
+	ValuesFrom   []v1alpha1.ReleaseValuesReference `json:"valuesFrom,omitempty"`
+	MemberValues []v1alpha1.ReleaseMemberValue     `json:"memberValues,omitempty"`
 	// Delivered is the chart the revision delivers (status.chart): its version and digest.
 	Delivered  *v1alpha1.ReleaseChartStatus `json:"delivered,omitempty"`
 	Revision   string                       `json:"revision,omitempty"`
@@ -81,34 +89,36 @@ type chartRequest struct {
 
 var releaseResource = v1alpha1.SchemeGroupVersion.WithResource("releases").GroupResource()
 
+// The sources a release summary names.
+const (
+	sourceChart     = "Chart"
+	sourceManifests = "Manifests"
+	sourceConfigMap = "ConfigMap"
+)
+
 // chartReleaseOf is the chart release rel is, with its members from slices; ok is false for a
 // Release whose source is not a chart.
 func chartReleaseOf(rel *v1alpha1.Release, slices []v1alpha1.ReleaseStatusSlice) (chartRelease, bool) {
-	src := rel.Spec.Source.Chart
-	if src == nil {
-		return chartRelease{}, false
-	}
+	out := releaseOf(rel, slices)
+	return out, out.Source == sourceChart
+}
+
+// releaseOf is rel as the dashboard and GET /releases show it, whatever it delivers, with its
+// members from slices.
+func releaseOf(rel *v1alpha1.Release, slices []v1alpha1.ReleaseStatusSlice) chartRelease {
 	out := chartRelease{Namespace: rel.Namespace, Name: rel.Name, Placement: rel.Spec.Placement.Name, TargetNamespace: rel.Spec.TargetNamespace,
-		MemberValues: src.MemberValues, ValuesFrom: src.ValuesFrom, Delivered: rel.Status.Chart, Revision: rel.Status.Revision,
-		Members: rel.Status.Members, Ready: rel.Status.Ready, PerMember: []chartMember{}}
+		Revision: rel.Status.Revision, Members: rel.Status.Members, Ready: rel.Status.Ready, PerMember: []chartMember{}}
 	if out.Placement == "" {
 		out.Placement = rel.Spec.Placement.DecisionKey
 	}
-	switch {
-	case src.Repository != nil:
-		r := src.Repository
-		out.Chart = chartSpec{URL: r.URL, Chart: r.Chart, Version: r.Version, Digest: r.Digest}
-		if r.SecretRef != nil {
-			out.Chart.SecretRef = r.SecretRef.Name
-		}
+	switch src := rel.Spec.Source; {
+	case src.Chart != nil:
+		out.Source = sourceChart
+		chartSource(&out, rel)
 	case src.ConfigMap != nil:
-		out.Chart = chartSpec{ConfigMap: src.ConfigMap.Name}
-	case src.Secret != nil:
-		out.Chart = chartSpec{Secret: src.Secret.Name}
-	}
-	out.Chart.Mode = string(src.Mode)
-	if src.Values != nil {
-		out.Values = json.RawMessage(src.Values.Raw)
+		out.Source, out.ConfigMap = sourceConfigMap, src.ConfigMap.Name
+	default:
+		out.Source, out.Manifests = sourceManifests, len(src.Manifests)
 	}
 	for _, c := range rel.Status.Conditions {
 		out.Conditions = append(out.Conditions, chartCondition{Type: c.Type, Status: string(c.Status), Reason: c.Reason, Message: c.Message})
@@ -122,7 +132,29 @@ func chartReleaseOf(rel *v1alpha1.Release, slices []v1alpha1.ReleaseStatusSlice)
 		}
 	}
 	slicesSortMembers(out.PerMember)
-	return out, true
+	return out
+}
+
+// chartSource fills in what a chart release's chart and values are.
+func chartSource(out *chartRelease, rel *v1alpha1.Release) {
+	src := rel.Spec.Source.Chart
+	out.MemberValues, out.ValuesFrom, out.Delivered = src.MemberValues, src.ValuesFrom, rel.Status.Chart
+	switch {
+	case src.Repository != nil:
+		r := src.Repository
+		out.Chart = chartSpec{URL: r.URL, Chart: r.Chart, Version: r.Version, Digest: r.Digest}
+		if r.SecretRef != nil {
+			out.Chart.SecretRef = r.SecretRef.Name
+		}
+	case src.ConfigMap != nil:
+		out.Chart = chartSpec{ConfigMap: src.ConfigMap.Name}
+	case src.Secret != nil:
+		out.Chart = chartSpec{Secret: src.Secret.Name}
+	}
+	out.Chart.Mode = string(cmp.Or(src.Mode, v1alpha1.ChartModeRender))
+	if src.Values != nil {
+		out.Values = json.RawMessage(src.Values.Raw)
+	}
 }
 
 func slicesSortMembers(ms []chartMember) {
@@ -149,7 +181,16 @@ func (s *server) setNamespaces() []string {
 
 // listCharts answers the chart releases of the sets where the caller may list Releases, read
 // from the registry as the caller (?namespace= for one set).
-func (s *server) listCharts(w http.ResponseWriter, r *http.Request) {
+func (s *server) listCharts(w http.ResponseWriter, r *http.Request) { s.listReleases(w, r, true) }
+
+// listReleasesRoute is GET /releases: listCharts for every Release, whatever it delivers.
+func (s *server) listReleasesRoute(w http.ResponseWriter, r *http.Request) {
+	s.listReleases(w, r, false)
+}
+
+// listReleases answers the Releases of the sets where the caller may list them (chart releases
+// alone when charts), as the caller.
+func (s *server) listReleases(w http.ResponseWriter, r *http.Request, charts bool) {
 	namespaces := s.setNamespaces()
 	if ns := r.URL.Query().Get("namespace"); ns != "" {
 		namespaces = []string{ns}
@@ -174,13 +215,17 @@ func (s *server) listCharts(w http.ResponseWriter, r *http.Request) {
 			statusSlices = sl.Items // without them (not allowed), members are left out, not invented
 		}
 		for i := range list.Items {
-			if c, ok := chartReleaseOf(&list.Items[i], statusSlices); ok {
+			if c := releaseOf(&list.Items[i], statusSlices); !charts || c.Source == sourceChart {
 				out = append(out, c)
 			}
 		}
 	}
 	_, rev, _ := s.charts.feed.snapshot()
-	writeJSON(w, http.StatusOK, map[string]any{"charts": out, "resourceVersion": formatRev(rev)})
+	field := "releases"
+	if charts {
+		field = "charts"
+	}
+	writeJSON(w, http.StatusOK, map[string]any{field: out, "resourceVersion": formatRev(rev)})
 }
 
 // getChart answers one chart release, as the caller.

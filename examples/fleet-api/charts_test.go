@@ -124,13 +124,34 @@ func TestChartsAsEachCaller(t *testing.T) {
 		require.Len(t, got, 1, "only the chart release, only this set's")
 		c := got[0]
 		require.Equal(t, "shop", c.Name)
-		require.Equal(t, chartSpec{URL: "oci://registry.example.com/charts/shop", Version: "~1.2", SecretRef: "pull"}, c.Chart)
+		require.Equal(t, chartSpec{URL: "oci://registry.example.com/charts/shop", Version: "~1.2", SecretRef: "pull", Mode: "Render"}, c.Chart, "the mode shown, Render when unset")
 		require.Equal(t, "1.2.3", c.Delivered.Version)
 		require.Equal(t, []chartMember{{Cluster: "member-1", Phase: "Ready", Revision: "r1"},
 			{Cluster: "member-2", Phase: "Progressing", Revision: "r1", Reason: "WaitingForHealth", Message: "<script>alert(1)</script>"}}, c.PerMember)
 		require.True(t, meta.IsStatusConditionFalse(toConditions(c.Conditions), v1alpha1.ReleaseAvailable))
 	}
 	require.Empty(t, list(otherEditor), "another set's editor saw this set's chart release")
+	// GET /releases: every Release, whatever it delivers, as the caller may list them.
+	listAll := func(token string) map[string]chartRelease {
+		code, out := callAs(t, token, http.MethodGet, web.URL+"/releases", nil, nil)
+		require.Equal(t, http.StatusOK, code, string(out))
+		var got struct{ Releases []chartRelease }
+		require.NoError(t, json.Unmarshal(out, &got))
+		byName := map[string]chartRelease{}
+		for _, r := range got.Releases {
+			byName[r.Name] = r
+		}
+		return byName
+	}
+	all := listAll(viewer)
+	require.Len(t, all, 2)
+	require.Equal(t, "Chart", all["shop"].Source)
+	require.Equal(t, "ConfigMap", all["plain"].Source)
+	require.Equal(t, "manifests", all["plain"].ConfigMap)
+	require.Zero(t, all["plain"].Chart, "a Release of manifests shown with a chart")
+	require.Empty(t, listAll(otherEditor), "another set's editor saw this set's releases")
+	code, _ = callAs(t, "", http.MethodGet, web.URL+"/releases", nil, nil)
+	require.Equal(t, http.StatusUnauthorized, code)
 
 	// GET /watch/charts: the viewer's stream starts with the chart release and sends its changes;
 	// nobody gets 401; another set's editor's stream sends nothing of this set; a status written
@@ -143,7 +164,12 @@ func TestChartsAsEachCaller(t *testing.T) {
 	// registry has, so that the first event is the whole chart release.
 	require.Eventually(t, func() bool {
 		current, _, _ := srv.charts.feed.snapshot()
-		return len(current) == 1 && len(current[0].PerMember) == 2 && current[0].Ready == 1
+		for _, c := range current {
+			if c.Name == "shop" {
+				return len(current) == 2 && len(c.PerMember) == 2 && c.Ready == 1
+			}
+		}
+		return false
 	}, 10*time.Second, 50*time.Millisecond, "the feed did not catch up with the registry")
 	events, code := watch(t, viewer, web.URL+"/watch/charts")
 	require.Equal(t, http.StatusOK, code)
@@ -151,6 +177,17 @@ func TestChartsAsEachCaller(t *testing.T) {
 	require.Equal(t, eventAdded, e.Type)
 	require.Equal(t, "shop", e.Chart.Name)
 	require.Len(t, e.Chart.PerMember, 2)
+	// GET /watch/releases starts with every Release, the one of manifests too.
+	releaseEvents, code := watch(t, viewer, web.URL+"/watch/releases")
+	require.Equal(t, http.StatusOK, code)
+	sources := map[string]string{}
+	for range 2 {
+		e := next(t, releaseEvents, 10*time.Second)
+		require.Equal(t, eventAdded, e.Type)
+		require.NotNil(t, e.Release, "an event of /watch/releases without its release")
+		sources[e.Release.Name] = e.Release.Source
+	}
+	require.Equal(t, map[string]string{"shop": "Chart", "plain": "ConfigMap"}, sources)
 	otherEvents, code := watch(t, otherEditor, web.URL+"/watch/charts")
 	require.Equal(t, http.StatusOK, code)
 	rel, err = registry.Releases(set).Get(ctx, "shop", metav1.GetOptions{})

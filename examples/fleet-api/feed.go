@@ -175,6 +175,7 @@ type watchEvent struct {
 	ResourceVersion string          `json:"resourceVersion"`
 	Cluster         *clusterSummary `json:"cluster,omitempty"`
 	Chart           *chartRelease   `json:"chart,omitempty"`
+	Release         *chartRelease   `json:"release,omitempty"`
 	Status          *metav1.Status  `json:"status,omitempty"`
 }
 

@@ -25,6 +25,10 @@
 //	DELETE /clusters?namespace=NS       remove the set's Clusters that ?labelSelector= and
 //	                                    ?fieldSelector= choose (every one without them), as the
 //	                                    registry's deletecollection; answers what it deleted
+//	GET    /releases                    every Release of the sets where the caller may list
+//	                                    Releases, whatever its source (manifests, a ConfigMap, a
+//	                                    chart and its mode), with conditions and each member's phase
+//	GET    /watch/releases              what GET /releases answers, then each change
 //	GET    /charts                      the chart releases (Releases whose source is a chart) of
 //	                                    the sets where the caller may list Releases, each with
 //	                                    its chart, the version and digest delivered, conditions
@@ -150,6 +154,10 @@ only what the registry's RBAC lets the caller do there.
   DELETE /clusters?namespace=NS        the set's Clusters that ?labelSelector= and ?fieldSelector=
                                        choose, every one without them (RBAC: deletecollection);
                                        answers the ClusterList of what was deleted
+  GET    /releases                     every Release of the sets where the caller may list them:
+                                       its source (manifests, a ConfigMap, a chart and its mode),
+                                       conditions, each member's phase (?namespace=NS for one set)
+  GET    /watch/releases               GET /releases, then each change, one JSON event a line
   GET    /charts                       the chart releases of the sets where the caller may list
                                        Releases: chart, version and digest delivered, conditions,
                                        each member's phase (?namespace=NS for one set)

@@ -12,6 +12,7 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/cluster-registry/sdk/clientset/versioned"
@@ -123,7 +124,7 @@ func TestDashboardInABrowser(t *testing.T) {
 		chromedp.WithPollingTimeout(30*time.Second)))
 	shown := text(releaseRow)
 	require.Contains(t, shown, "shop 1.2.3", "the version delivered")
-	require.Contains(t, shown, "oci://registry.example.com/charts/<b>shop</b> ~1.2", "the chart asked for, as text")
+	require.Contains(t, shown, "oci://registry.example.com/charts/<b>shop</b> ~1.2, Render mode", "the chart asked for, as text, and its mode")
 	require.Contains(t, shown, "1 of 2")
 	require.Contains(t, shown, "member-1: Ready at r1")
 	require.Contains(t, shown, hostile, "a member's message, as text")
@@ -135,6 +136,19 @@ func TestDashboardInABrowser(t *testing.T) {
 	require.NoError(t, err)
 	step(30*time.Second, chromedp.Poll[chromedp.Void](`(document.querySelector('`+releaseRow+`') || {}).textContent?.includes("2 of 2")`,
 		chromedp.WithPollingTimeout(30*time.Second)))
+	// A Release of manifests is shown too, as what it delivers (the view showed chart releases only).
+	_, err = releases.Releases(lf.Namespace).Create(ctx, &v1alpha1.Release{ObjectMeta: metav1.ObjectMeta{Name: "site", Namespace: lf.Namespace},
+		Spec: v1alpha1.ReleaseSpec{Placement: v1alpha1.ReleasePlacement{Name: "web"}, Source: v1alpha1.ReleaseSource{Manifests: []runtime.RawExtension{
+			{Raw: []byte(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a"}}`)}, {Raw: []byte(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"b"}}`)}}}}},
+		metav1.CreateOptions{})
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		_ = releases.Releases(lf.Namespace).Delete(context.Background(), "site", metav1.DeleteOptions{})
+	})
+	siteRow := `tr[data-release="` + lf.Namespace + `/site"]`
+	step(30*time.Second, chromedp.Poll[chromedp.Void](`(document.querySelector('`+siteRow+`') || {}).textContent?.includes("2 manifests")`,
+		chromedp.WithPollingTimeout(30*time.Second)))
+	require.Contains(t, text(siteRow), "inline")
 
 	// The member stops: its caches turn stale on the page, with no reload.
 	require.NoError(t, lf.Members[1].StopAPIServer())

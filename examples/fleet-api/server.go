@@ -146,6 +146,8 @@ func (s *server) routes(g *guard) http.Handler {
 	api.HandleFunc("PUT /clusters/{namespace}/{name}", s.updateCluster)
 	api.HandleFunc("PATCH /clusters/{namespace}/{name}", s.patchCluster)
 	api.HandleFunc("DELETE /clusters/{namespace}/{name}", s.deleteCluster)
+	api.HandleFunc("GET /releases", s.listReleasesRoute)
+	api.HandleFunc("GET /watch/releases", s.watchReleasesRoute)
 	api.HandleFunc("GET /charts", s.listCharts)
 	api.HandleFunc("GET /watch/charts", s.watchChartsRoute)
 	api.HandleFunc("POST /charts", s.createChart)
@@ -182,7 +184,7 @@ func withStatusErrors(api *http.ServeMux) http.Handler {
 			return
 		}
 		writeStatus(w, statusError(http.StatusNotFound, metav1.StatusReasonNotFound,
-			fmt.Sprintf("%s is not a route of this server (GET /clusters, /watch/clusters, /clusters/NAMESPACE/NAME, /watch/clusters/NAMESPACE/NAME, /charts, /charts/NAMESPACE/NAME; fleet-api --help lists them)", r.URL.Path)))
+			fmt.Sprintf("%s is not a route of this server (GET /clusters, /watch/clusters, /clusters/NAMESPACE/NAME, /watch/clusters/NAMESPACE/NAME, /releases, /watch/releases, /charts, /watch/charts, /charts/NAMESPACE/NAME; fleet-api --help lists them)", r.URL.Path)))
 	})
 }
 

@@ -1,5 +1,5 @@
-// The fleet dashboard: lists GET /clusters and GET /charts, then follows GET /watch/clusters and
-// GET /watch/charts, as the user whose token it holds. Everything shown was written by others (names, messages, errors), so it is put
+// The fleet dashboard: lists GET /clusters and GET /releases, then follows GET /watch/clusters and
+// GET /watch/releases, as the user whose token it holds. Everything shown was written by others (names, messages, errors), so it is put
 // in the page as text, never as markup.
 "use strict";
 
@@ -92,16 +92,26 @@ function key(c) {
   return c.namespace + "/" + c.name;
 }
 
-// renderReleases shows each chart release: its chart (as asked, and the version delivered), how
-// many members are ready, its conditions, and each member's phase and revision.
+// source is what a release delivers, and from where: a chart (the version delivered; as asked,
+// with its mode), manifests inline, or a ConfigMap's.
+function source(r) {
+  if (r.source === "Manifests") return [r.manifests + (r.manifests === 1 ? " manifest" : " manifests"), "inline"];
+  if (r.source === "ConfigMap") return ["manifests", "ConfigMap " + r.configMap];
+  const c = r.chart || {};
+  const asked = c.configMap ? "ConfigMap " + c.configMap : c.secret ? "Secret " + c.secret : (c.chart ? c.chart + " from " : "") + c.url;
+  const delivered = r.delivered ? r.delivered.name + " " + r.delivered.version : "chart not delivered yet";
+  return [delivered, asked + (c.version ? " " + c.version : "") + ", " + (c.mode || "Render") + " mode"];
+}
+
+// renderReleases shows each release: what it delivers, how many members are ready, its
+// conditions, and each member's phase and revision.
 function renderReleases() {
   const body = $("releases").querySelector("tbody");
   const trs = [...releases.keys()].sort().map((k) => {
     const r = releases.get(k);
     const tr = document.createElement("tr");
     tr.dataset.release = k;
-    const asked = r.chart.configMap ? "ConfigMap " + r.chart.configMap : r.chart.secret ? "Secret " + r.chart.secret : (r.chart.chart ? r.chart.chart + " from " : "") + r.chart.url;
-    const delivered = r.delivered ? r.delivered.name + " " + r.delivered.version : "not delivered yet";
+    const [delivers, from] = source(r);
     const bad = (r.conditions || []).filter((c) => (c.type === "Available" && c.status !== "True") || (c.type !== "Available" && c.type !== "Progressing" && c.status === "True"));
     const status = bad.length ? bad.map((c) => c.type + (c.reason ? " (" + c.reason + ")" : "")).join(", ") : ((r.conditions || []).length ? "Available" : "-");
     const members = cell("Members", "");
@@ -113,7 +123,7 @@ function renderReleases() {
     }));
     tr.append(
       cell("Release", r.name, r.namespace + ", placement " + r.placement),
-      cell("Chart", delivered, asked + (r.chart.version ? " " + r.chart.version : "")),
+      cell("Delivers", delivers, from),
       cell("Ready", r.ready + " of " + r.members),
       cell("Status", status, bad.map((c) => c.message).filter(Boolean).join("; ")),
       members,
@@ -179,11 +189,11 @@ async function follow(mine, list, watch, items, item, store, draw) {
   }
 }
 
-// followAll follows the members and the chart releases, until a newer connection or a logout.
+// followAll follows the members and the releases, until a newer connection or a logout.
 function followAll() {
   const mine = ++generation;
   follow(mine, "/clusters", "/watch/clusters", "clusters", "cluster", rows, render);
-  follow(mine, "/charts", "/watch/charts", "charts", "chart", releases, renderReleases);
+  follow(mine, "/releases", "/watch/releases", "releases", "release", releases, renderReleases);
 }
 
 document.addEventListener("DOMContentLoaded", () => {
