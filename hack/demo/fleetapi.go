@@ -111,28 +111,40 @@ func (a *fleetAPI) stop() {
 	_ = a.cmd.Wait()
 }
 
+// clusterList is what the demo reads of GET /clusters.
+type clusterList struct {
+	Clusters []struct {
+		Name  string `json:"name"`
+		Ready string `json:"ready"`
+		Nodes struct {
+			Total   *int   `json:"total"`
+			Unknown string `json:"unknown"`
+		} `json:"nodes"`
+		Workloads struct {
+			Deployments *int   `json:"deployments"`
+			Unknown     string `json:"unknown"`
+		} `json:"workloads"`
+		Cache struct {
+			State string    `json:"state"`
+			Since time.Time `json:"since"`
+			Error string    `json:"error"`
+		} `json:"cache"`
+	} `json:"clusters"`
+}
+
+// decodeClusters reads one answer of GET /clusters into a list of its own: decoded into the last
+// poll's list, a field the new answer leaves out (an error, gone once the member is back) kept
+// its old value, and the demo showed a Synced member beside a stale "connection refused".
+func decodeClusters(body []byte) (clusterList, error) {
+	var list clusterList
+	err := json.Unmarshal(body, &list)
+	return list, err
+}
+
 // show waits until member's caches (every member's, if "") are in state, then prints what GET
 // /clusters answers: its JSON (cut to a line), and the demo's table of it.
 func (a *fleetAPI) show(ctx context.Context, member, state string) error {
-	var list struct {
-		Clusters []struct {
-			Name  string `json:"name"`
-			Ready string `json:"ready"`
-			Nodes struct {
-				Total   *int   `json:"total"`
-				Unknown string `json:"unknown"`
-			} `json:"nodes"`
-			Workloads struct {
-				Deployments *int   `json:"deployments"`
-				Unknown     string `json:"unknown"`
-			} `json:"workloads"`
-			Cache struct {
-				State string    `json:"state"`
-				Since time.Time `json:"since"`
-				Error string    `json:"error"`
-			} `json:"cache"`
-		} `json:"clusters"`
-	}
+	var list clusterList
 	var body []byte
 	for deadline := time.Now().Add(time.Minute); ; time.Sleep(200 * time.Millisecond) {
 		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, a.url+"/clusters", nil)
@@ -146,7 +158,7 @@ func (a *fleetAPI) show(ctx context.Context, member, state string) error {
 		if err != nil {
 			return err
 		}
-		if err := json.Unmarshal(body, &list); err != nil {
+		if list, err = decodeClusters(body); err != nil {
 			return err
 		}
 		done := len(list.Clusters) > 0
