@@ -39,15 +39,20 @@ if [ "${1:-}" = "--print" ]; then
   exit 0
 fi
 
-# Two runs at once (a demo in one terminal, the tests in another) take turns on the cache: the
-# second waits for the first, then finds what it built. Without the lock each removed the other's
-# half-built directory and moved a partial one into place.
+# Two runs at once (a demo in one terminal, the tests in another) take turns on each directory
+# they build into: the second waits for the first, then finds what it built. Without the lock each
+# removed the other's half-built directory and moved a partial one into place. A lock is a
+# version's, so that the version skew pass's older kubectl never holds up the newest build.
 mkdir -p "$CACHE_ROOT"
-exec 9>"$CACHE_ROOT/.build.lock"
-if ! flock -n 9; then
-  log "another hack/build-testbins.sh is building into $CACHE_ROOT; waiting for it"
-  flock 9
-fi
+# lock DIR holds DIR's lock (fd 9) until unlock.
+lock() {
+  exec 9>"$1.lock"
+  if ! flock -n 9; then
+    log "another hack/build-testbins.sh is building $1; waiting for it"
+    flock 9
+  fi
+}
+unlock() { exec 9>&-; }
 
 # The Kubernetes binaries to build: kube-apiserver is most of the cold build's time.
 kube_bins="kube-apiserver kubectl"
@@ -95,6 +100,7 @@ MOD
   )
 }
 
+lock "$KUBE_DIR"
 missing_pkgs=""
 for bin in $kube_bins; do
   [ -x "$KUBE_DIR/$bin" ] || missing_pkgs+=" k8s.io/kubernetes/cmd/$bin"
@@ -118,6 +124,7 @@ if [ -n "$missing_pkgs" ]; then
   for f in "$tmp"/*; do mv -f "$f" "$KUBE_DIR/"; done
   rm -rf "$tmp"
 fi
+unlock
 
 if [ "${1:-}" = "--kubectl-only" ]; then
   [ -x "$KUBE_DIR/kubectl" ] || { log "build finished but kubectl is missing under $KUBE_DIR"; exit 1; }
@@ -125,6 +132,7 @@ if [ "${1:-}" = "--kubectl-only" ]; then
   exit 0
 fi
 
+lock "$ETCD_DIR"
 if [ ! -x "$ETCD_DIR/etcd" ]; then
   tmp="$ETCD_DIR.tmp"
   rm -rf "$tmp"
@@ -133,6 +141,7 @@ if [ ! -x "$ETCD_DIR/etcd" ]; then
   mv "$tmp/v3" "$tmp/etcd" 2>/dev/null || mv "$tmp/server" "$tmp/etcd" 2>/dev/null || true
   rm -rf "$ETCD_DIR"; mv "$tmp" "$ETCD_DIR"
 fi
+unlock
 
 have_all || { log "build finished but a binary is missing under $CACHE_ROOT"; exit 1; }
 link_assets

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/stretchr/testify/require"
+
 	"github.com/cluster-registry/sdk/localfleet"
 )
 
@@ -70,4 +72,18 @@ func TestBuildScriptRunsTwiceAtOnce(t *testing.T) {
 	if builds := strings.Count(out1.String()+out2.String(), "build-testbins: building "); builds != 3 {
 		t.Errorf("%d builds in two runs, want 3 (the second run finds the first's):\n%s\n%s", builds, out1.String(), out2.String())
 	}
+
+	// Another Kubernetes version (the version skew pass's kubectl) is built beside, not after.
+	older := run()
+	older.Env = append(older.Env, "KUBE_VERSION=v1.30.0")
+	older.Args = append(older.Args, "--kubectl-only")
+	newest := run()
+	var outOlder, outNewest strings.Builder
+	older.Stdout, older.Stderr, newest.Stdout, newest.Stderr = &outOlder, &outOlder, &outNewest, &outNewest
+	require.NoError(t, os.RemoveAll(filepath.Join(cache, "kubernetes-"+localfleet.KubernetesVersion)))
+	require.NoError(t, older.Start())
+	require.NoError(t, newest.Start())
+	require.NoError(t, older.Wait(), outOlder.String())
+	require.NoError(t, newest.Wait(), outNewest.String())
+	require.NotContains(t, outOlder.String()+outNewest.String(), "waiting for it", "one version's build waited for another's")
 }
