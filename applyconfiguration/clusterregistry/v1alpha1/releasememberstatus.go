@@ -34,8 +34,9 @@ type ReleaseMemberStatusApplyConfiguration struct {
 	Phase *clusterregistryv1alpha1.ReleaseMemberPhase `json:"phase,omitempty"`
 	// revision is the revision last applied there; empty before the first.
 	Revision *string `json:"revision,omitempty"`
-	// reason is a CamelCase word: a failure class (Unreachable, Forbidden, Conflict, Invalid,
-	// Timeout) or why the member is in its phase.
+	// reason is a CamelCase word: a failure class (Unreachable, ClusterNotFound,
+	// CredentialsUnavailable, Forbidden, Conflict, Invalid, Timeout) or why the member is in its
+	// phase.
 	Reason *string `json:"reason,omitempty"`
 	// message says more, in the member's own words where it answered (escaped, cut).
 	Message *string `json:"message,omitempty"`
