@@ -14,22 +14,29 @@ set -euo pipefail
 
 KUBE_VERSION="${KUBE_VERSION:-v1.36.3}"
 ETCD_VERSION="${ETCD_VERSION:-v3.6.16}"
+KWOK_VERSION="${KWOK_VERSION:-v0.8.0}"
 CACHE_ROOT="${CLUSTER_REGISTRY_SDK_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/cluster-registry-sdk}"
 KUBE_DIR="$CACHE_ROOT/kubernetes-$KUBE_VERSION"
 ETCD_DIR="$CACHE_ROOT/etcd-$ETCD_VERSION"
+KWOK_DIR="$CACHE_ROOT/kwok-$KWOK_VERSION"
 ASSETS_DIR="$CACHE_ROOT/assets/kubernetes-$KUBE_VERSION-etcd-$ETCD_VERSION"
 
 log() { echo "build-testbins: $*" >&2; }
 
+# The Kubernetes binaries: kube-apiserver and kubectl for every test; kube-controller-manager and
+# kube-scheduler, with KWOK, for members that run workloads (localfleet.Options.Workloads).
+all_kube_bins="kube-apiserver kubectl kube-controller-manager kube-scheduler"
+
 have_all() {
-  [ -x "$KUBE_DIR/kube-apiserver" ] && [ -x "$KUBE_DIR/kubectl" ] && [ -x "$ETCD_DIR/etcd" ]
+  for bin in $all_kube_bins; do [ -x "$KUBE_DIR/$bin" ] || return 1; done
+  [ -x "$ETCD_DIR/etcd" ] && [ -x "$KWOK_DIR/kwok" ]
 }
 
 link_assets() {
   mkdir -p "$ASSETS_DIR"
-  ln -sf "$KUBE_DIR/kube-apiserver" "$ASSETS_DIR/kube-apiserver"
-  ln -sf "$KUBE_DIR/kubectl" "$ASSETS_DIR/kubectl"
+  for bin in $all_kube_bins; do ln -sf "$KUBE_DIR/$bin" "$ASSETS_DIR/$bin"; done
   ln -sf "$ETCD_DIR/etcd" "$ASSETS_DIR/etcd"
+  ln -sf "$KWOK_DIR/kwok" "$ASSETS_DIR/kwok"
   echo "$ASSETS_DIR"
 }
 
@@ -55,7 +62,7 @@ lock() {
 unlock() { exec 9>&-; }
 
 # The Kubernetes binaries to build: kube-apiserver is most of the cold build's time.
-kube_bins="kube-apiserver kubectl"
+kube_bins="$all_kube_bins"
 if [ "${1:-}" = "--kubectl-only" ]; then
   kube_bins="kubectl"
 fi
@@ -140,6 +147,17 @@ if [ ! -x "$ETCD_DIR/etcd" ]; then
     go.etcd.io/etcd/server/v3
   mv "$tmp/v3" "$tmp/etcd" 2>/dev/null || mv "$tmp/server" "$tmp/etcd" 2>/dev/null || true
   rm -rf "$ETCD_DIR"; mv "$tmp" "$ETCD_DIR"
+fi
+unlock
+
+# KWOK simulates Nodes and their Pods' lifecycle; it builds with plain go build.
+lock "$KWOK_DIR"
+if [ ! -x "$KWOK_DIR/kwok" ]; then
+  tmp="$KWOK_DIR.tmp"
+  rm -rf "$tmp"
+  build_in_module "$KWOK_DIR" sigs.k8s.io/kwok "$KWOK_VERSION" '^$' "" "-s -w" "$tmp" \
+    sigs.k8s.io/kwok/cmd/kwok
+  rm -rf "$KWOK_DIR"; mv "$tmp" "$KWOK_DIR"
 fi
 unlock
 

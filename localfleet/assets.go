@@ -10,6 +10,8 @@ import (
 const (
 	KubernetesVersion = "v1.36.3"
 	EtcdVersion       = "v3.6.16"
+	// KwokVersion is the KWOK members with workloads run (Options.Workloads).
+	KwokVersion = "v0.8.0"
 )
 
 // buildCommand is what to run to get the binaries, from any module that requires the SDK.

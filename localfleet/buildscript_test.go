@@ -64,13 +64,15 @@ func TestBuildScriptRunsTwiceAtOnce(t *testing.T) {
 	if err1 != nil || err2 != nil {
 		t.Fatalf("two runs at once:\nfirst: %v\n%s\nsecond: %v\n%s", err1, out1.String(), err2, out2.String())
 	}
-	for _, b := range []string{"kubernetes-" + localfleet.KubernetesVersion + "/kube-apiserver", "kubernetes-" + localfleet.KubernetesVersion + "/kubectl", "etcd-" + localfleet.EtcdVersion + "/etcd"} {
+	kube := "kubernetes-" + localfleet.KubernetesVersion + "/"
+	for _, b := range []string{kube + "kube-apiserver", kube + "kubectl", kube + "kube-controller-manager", kube + "kube-scheduler",
+		"etcd-" + localfleet.EtcdVersion + "/etcd", "kwok-" + localfleet.KwokVersion + "/kwok"} {
 		if _, err := os.Stat(filepath.Join(cache, b)); err != nil {
 			t.Errorf("after two runs at once: %v", err)
 		}
 	}
-	if builds := strings.Count(out1.String()+out2.String(), "build-testbins: building "); builds != 3 {
-		t.Errorf("%d builds in two runs, want 3 (the second run finds the first's):\n%s\n%s", builds, out1.String(), out2.String())
+	if builds := strings.Count(out1.String()+out2.String(), "build-testbins: building "); builds != 6 {
+		t.Errorf("%d builds in two runs, want 6 (the second run finds the first's):\n%s\n%s", builds, out1.String(), out2.String())
 	}
 
 	// Another Kubernetes version (the version skew pass's kubectl) is built beside, not after.

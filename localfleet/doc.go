@@ -14,9 +14,12 @@
 //	// run the tool with --kubeconfig fleet.Registry.Kubeconfig --namespace fleet.Namespace,
 //	// then check fleet.Members[i].Config to see what it did.
 //
-// There is no kube-controller-manager: nothing runs pods, and the ClusterRoles that aggregate
-// (view, edit, admin) are filled once, when a server starts, as its aggregation controller would
-// fill them; see Server.AggregateClusterRoles.
+// By default a member is an API server alone: nothing runs pods, and the ClusterRoles that
+// aggregate (view, edit, admin) are filled once, when a server starts, as its aggregation
+// controller would fill them; see Server.AggregateClusterRoles. With Options.Workloads, members
+// run workloads as clusters do: kube-controller-manager, kube-scheduler and KWOK's simulated
+// Nodes, so a Deployment becomes Available through Kubernetes' own controllers, and a Pod of an
+// image from UnpullableRegistry waits in ImagePullBackOff for good, as a bad image's would.
 //
 // The binaries come from BinaryAssetsDirectory, KUBEBUILDER_ASSETS, or the cache that the SDK's
 // hack/build-testbins.sh fills; see AssetsDir.

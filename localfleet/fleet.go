@@ -40,6 +40,10 @@ type Options struct {
 	// reason Unreachable), as a health controller would once it noticed, for tests that run
 	// none. By default status is left to a controller: run health.New against the fleet.
 	MarkStopped bool
+	// Workloads, if set, makes members run workloads: kube-controller-manager, kube-scheduler and
+	// KWOK's simulated Nodes (see Workloads). Without it a member is an API server alone, and a
+	// Deployment there never gets a Pod.
+	Workloads *Workloads
 }
 
 // Fleet is a running registry and its members.
@@ -102,7 +106,37 @@ func Start(ctx context.Context, opts Options) (*Fleet, error) {
 	if err := f.setUp(ctx, opts.Labels); err != nil {
 		return nil, errors.Join(err, f.Stop())
 	}
+	if opts.Workloads != nil {
+		if err := f.startWorkloads(ctx, assets, *opts.Workloads); err != nil {
+			return nil, errors.Join(err, f.Stop())
+		}
+	}
 	return f, nil
+}
+
+// startWorkloads makes the members w names (every one when it names none) run workloads.
+func (f *Fleet) startWorkloads(ctx context.Context, assets string, w Workloads) error {
+	if w.Nodes <= 0 {
+		w.Nodes = 2
+	}
+	names := w.Members
+	if len(names) == 0 {
+		for _, m := range f.Members {
+			names = append(names, m.Name)
+		}
+	}
+	for _, name := range names {
+		m := f.Member(name)
+		if m == nil {
+			return fmt.Errorf("localfleet: Workloads.Members names %s, which is not a member", name)
+		}
+		procs, err := startWorkloads(ctx, assets, m.Server, name, w.Nodes)
+		if err != nil {
+			return fmt.Errorf("localfleet: %s: %w", name, err)
+		}
+		m.Server.workloads = procs
+	}
+	return nil
 }
 
 // startServers starts n servers in parallel; on any failure it stops those that started.

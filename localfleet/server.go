@@ -2,6 +2,7 @@ package localfleet
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/url"
 	"os"
@@ -34,10 +35,11 @@ type Server struct {
 	// /version when it started: tests compare what tools report with it.
 	Version string
 
-	env      *envtest.Environment
-	dir      string
-	stopOnce sync.Once
-	stopErr  error
+	env       *envtest.Environment
+	dir       string
+	workloads *workloadProcs // nil for an API server alone
+	stopOnce  sync.Once
+	stopErr   error
 }
 
 // startServer starts kube-apiserver and etcd from assets and writes an admin kubeconfig.
@@ -230,7 +232,7 @@ func (s *Server) StartAPIServer() error {
 // Stop stops the API server and etcd and removes their files. Calling it again does nothing.
 func (s *Server) Stop() error {
 	s.stopOnce.Do(func() {
-		s.stopErr = s.env.Stop()
+		s.stopErr = errors.Join(s.workloads.stop(), s.env.Stop())
 		if s.dir != "" {
 			_ = os.RemoveAll(s.dir)
 		}
