@@ -34,6 +34,7 @@ import (
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
 	"github.com/cluster-registry/sdk/decision"
 	"github.com/cluster-registry/sdk/delivery"
+	"github.com/cluster-registry/sdk/localfleet"
 	"github.com/cluster-registry/sdk/multicluster"
 	"github.com/cluster-registry/sdk/testkit/fleettest"
 )
@@ -145,13 +146,22 @@ func configMap(name string, data map[string]string) *corev1.ConfigMap {
 	return &corev1.ConfigMap{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"}, ObjectMeta: metav1.ObjectMeta{Name: name}, Data: data}
 }
 
-func deployment(name string) *appsv1.Deployment {
+// deployment is a Deployment of image, which the members' real controllers roll out (an image
+// of localfleet.UnpullableRegistry never becomes Available: use badImage).
+func deployment(name string, image ...string) *appsv1.Deployment {
 	labels := map[string]string{"app": name}
+	img := "registry.example/web:1"
+	if len(image) > 0 {
+		img = image[0]
+	}
 	return &appsv1.Deployment{TypeMeta: metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"}, ObjectMeta: metav1.ObjectMeta{Name: name},
 		Spec: appsv1.DeploymentSpec{Selector: &metav1.LabelSelector{MatchLabels: labels}, Template: corev1.PodTemplateSpec{
 			ObjectMeta: metav1.ObjectMeta{Labels: labels},
-			Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "web", Image: "registry.invalid/web:1"}}}}}}
+			Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "web", Image: img}}}}}}
 }
+
+// badImage is an image whose Pods are scheduled and never run (ImagePullBackOff) on the members.
+const badImage = localfleet.UnpullableRegistry + "/web:1"
 
 // updateRelease changes the Release name of cluster set ns as change says, again on a conflict
 // with the controller's status writes.
@@ -187,25 +197,6 @@ func (e *deliveryEnv) waitRelease(t *testing.T, name string, what string, ok fun
 	}
 }
 
-// finishRollout plays the members' deployment controller: the Deployment's status says its
-// newest spec is rolled out.
-func finishRollout(t *testing.T, kube kubernetes.Interface, ns, name string) {
-	t.Helper()
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
-		d, err := kube.AppsV1().Deployments(ns).Get(t.Context(), name, metav1.GetOptions{})
-		if err == nil {
-			d.Status = appsv1.DeploymentStatus{ObservedGeneration: d.Generation, Replicas: 1, UpdatedReplicas: 1, ReadyReplicas: 1, AvailableReplicas: 1,
-				Conditions: []appsv1.DeploymentCondition{
-					{Type: appsv1.DeploymentAvailable, Status: corev1.ConditionTrue, Reason: "MinimumReplicasAvailable"},
-					{Type: appsv1.DeploymentProgressing, Status: corev1.ConditionTrue, Reason: "NewReplicaSetAvailable"}}}
-			if _, err = kube.AppsV1().Deployments(ns).UpdateStatus(t.Context(), d, metav1.UpdateOptions{}); err == nil {
-				return
-			}
-		}
-		require.True(t, time.Now().Before(deadline), "deployment %s/%s: %v", ns, name, err)
-	}
-}
-
 func phase(rel *v1alpha1.Release, p v1alpha1.ReleaseMemberPhase) int32 {
 	for _, c := range rel.Status.Phases {
 		if c.Phase == p {
@@ -238,30 +229,42 @@ func TestReleaseLifecycle(t *testing.T) {
 	}
 	env.decide(t, "member-1", "member-2")
 	rel := &v1alpha1.Release{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: env.ns}, Spec: v1alpha1.ReleaseSpec{
-		Source:          v1alpha1.ReleaseSource{Manifests: manifests(t, deployment("web"), configMap("web-config", map[string]string{"color": "blue"}))},
+		Source:          v1alpha1.ReleaseSource{Manifests: manifests(t, deployment("web", badImage), configMap("web-config", map[string]string{"color": "blue"}))},
 		Placement:       v1alpha1.ReleasePlacement{Name: "web"},
 		TargetNamespace: appNS,
 	}}
 	_, err := env.registry.ClusterregistryV1alpha1().Releases(env.ns).Create(t.Context(), rel, metav1.CreateOptions{})
 	require.NoError(t, err)
 
-	// Applied everywhere, but not Ready while the Deployment's controller has not reported.
+	// Applied everywhere, but not Ready while the Deployment's Pods do not run (a bad image).
 	got := env.waitRelease(t, "web", "applied to both, progressing", func(r *v1alpha1.Release) bool {
 		return r.Status.Members == 2 && phase(r, v1alpha1.PhaseProgressing) == 2
 	})
 	require.Equal(t, metav1.ConditionFalse, condition(got, v1alpha1.ReleaseAvailable))
-	revision := got.Status.Revision
 	for name, kube := range env.members {
 		cm, err := kube.CoreV1().ConfigMaps(appNS).Get(t.Context(), "web-config", metav1.GetOptions{})
 		require.NoError(t, err, name)
 		require.Equal(t, "web", cm.Labels[v1alpha1.ReleaseLabel])
 		require.Equal(t, env.ns, cm.Labels[v1alpha1.ReleaseNamespaceLabel])
-		require.Equal(t, revision, cm.Labels[v1alpha1.RevisionLabel])
-		finishRollout(t, kube, appNS, "web")
+		require.Equal(t, got.Status.Revision, cm.Labels[v1alpha1.RevisionLabel])
 	}
+	time.Sleep(2 * time.Second)
+	got = env.waitRelease(t, "web", "still progressing", func(r *v1alpha1.Release) bool { return true })
+	require.Zero(t, got.Status.Ready, "a member whose Pods never run was called Ready")
+
+	// A good image: the members' Deployment controllers roll it out, and the Release is Available.
+	env.updateRelease(t, env.ns, "web", func(cur *v1alpha1.Release) {
+		cur.Spec.Source.Manifests = manifests(t, deployment("web"), configMap("web-config", map[string]string{"color": "blue"}))
+	})
 	got = env.waitRelease(t, "web", "available", func(r *v1alpha1.Release) bool {
 		return condition(r, v1alpha1.ReleaseAvailable) == metav1.ConditionTrue && r.Status.Ready == 2
 	})
+	revision := got.Status.Revision
+	for name, kube := range env.members {
+		d, err := kube.AppsV1().Deployments(appNS).Get(t.Context(), "web", metav1.GetOptions{})
+		require.NoError(t, err, name)
+		require.Equal(t, int32(1), d.Status.AvailableReplicas, "%s: Ready, as the Deployment controller says", name)
+	}
 	require.Empty(t, got.Status.Worst)
 	slices, err := env.registry.ClusterregistryV1alpha1().ReleaseStatusSlices(env.ns).List(t.Context(), metav1.ListOptions{LabelSelector: v1alpha1.ReleaseLabel + "=web"})
 	require.NoError(t, err)
@@ -451,21 +454,18 @@ func TestReleaseConflictsAndInvalidObjects(t *testing.T) {
 }
 
 // A new revision goes out in waves: the second member gets nothing while the first one's
-// Deployment is not healthy (its status, as its controller reports it, is what counts: not the
-// status it had before the apply), then gets it once the first has stayed healthy for the soak.
+// Deployment is not healthy (as its real controller reports it: a bad image's Pods never run),
+// then gets it once the first has stayed healthy for the soak.
 func TestReleaseRollsOutInWaves(t *testing.T) {
 	env := startDelivery(t)
 	appNS := "app-waves"
-	for _, kube := range env.members {
-		_, err := kube.CoreV1().Namespaces().Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: appNS}}, metav1.CreateOptions{})
-		require.NoError(t, err)
-	}
+	env.appNamespace(t, appNS)
 	env.decide(t, "member-1", "member-2") // groups 1 and 2
 	rel := &v1alpha1.Release{ObjectMeta: metav1.ObjectMeta{Name: "waves", Namespace: env.ns}, Spec: v1alpha1.ReleaseSpec{
-		Source:          v1alpha1.ReleaseSource{Manifests: manifests(t, deployment("web"))},
+		Source:          v1alpha1.ReleaseSource{Manifests: manifests(t, deployment("web", badImage))},
 		Placement:       v1alpha1.ReleasePlacement{Name: "web"},
 		TargetNamespace: appNS,
-		Rollout:         &v1alpha1.ReleaseRollout{Strategy: v1alpha1.RolloutGroups, SoakSeconds: 1},
+		Rollout:         &v1alpha1.ReleaseRollout{Strategy: v1alpha1.RolloutGroups, SoakSeconds: 3},
 	}}
 	_, err := env.registry.ClusterregistryV1alpha1().Releases(env.ns).Create(t.Context(), rel, metav1.CreateOptions{})
 	require.NoError(t, err)
@@ -478,15 +478,65 @@ func TestReleaseRollsOutInWaves(t *testing.T) {
 	_, err = env.members["member-2"].AppsV1().Deployments(appNS).Get(t.Context(), "web", metav1.GetOptions{})
 	require.True(t, apierrors.IsNotFound(err), "the second wave started before the first was healthy: %v", err)
 
-	finishRollout(t, env.members["member-1"], appNS, "web")
-	finished := time.Now()
+	// A good image: member-1's Deployment controller makes it Available; the second wave waits
+	// out the soak from then.
+	env.updateRelease(t, env.ns, "waves", func(cur *v1alpha1.Release) { cur.Spec.Source.Manifests = manifests(t, deployment("web")) })
+	healthy := waitAvailable(t, env.members["member-1"], appNS, "web", "registry.example/web:1")
 	env.waitRelease(t, "waves", "second wave applied", func(r *v1alpha1.Release) bool {
 		return r.Status.Wave == 2 && phase(r, v1alpha1.PhasePending) == 0
 	})
-	require.GreaterOrEqual(t, time.Since(finished), time.Second, "the second wave did not wait for the soak")
-	finishRollout(t, env.members["member-2"], appNS, "web")
+	require.GreaterOrEqual(t, time.Since(healthy), 2*time.Second, "the second wave did not wait for the soak (3 s, less polling's slack)")
 	env.waitRelease(t, "waves", "available", func(r *v1alpha1.Release) bool { return condition(r, v1alpha1.ReleaseAvailable) == metav1.ConditionTrue })
+	waitAvailable(t, env.members["member-2"], appNS, "web", "registry.example/web:1")
 	require.NoError(t, env.registry.ClusterregistryV1alpha1().Releases(env.ns).Delete(t.Context(), "waves", metav1.DeleteOptions{}))
+}
+
+// A bad image fails its wave: past its progress deadline the first wave's member is Failed, the
+// rollout stops (maxFailures 0), and the next wave never gets the image; the first member's old
+// Pods keep serving, as the Deployment controller keeps them.
+func TestBadImageStopsAtItsWave(t *testing.T) {
+	env := startDelivery(t)
+	appNS := "app-bad-image"
+	env.appNamespace(t, appNS)
+	env.decide(t, "member-1", "member-2")
+	rel := &v1alpha1.Release{ObjectMeta: metav1.ObjectMeta{Name: "bad", Namespace: env.ns}, Spec: v1alpha1.ReleaseSpec{
+		Source:          v1alpha1.ReleaseSource{Manifests: manifests(t, deployment("web"))},
+		Placement:       v1alpha1.ReleasePlacement{Name: "web"},
+		TargetNamespace: appNS,
+		Rollout:         &v1alpha1.ReleaseRollout{Strategy: v1alpha1.RolloutGroups, ProgressDeadlineSeconds: ptr.To[int32](4)},
+	}}
+	_, err := env.registry.ClusterregistryV1alpha1().Releases(env.ns).Create(t.Context(), rel, metav1.CreateOptions{})
+	require.NoError(t, err)
+	env.waitRelease(t, "bad", "available on both", func(r *v1alpha1.Release) bool { return r.Status.Ready == 2 })
+
+	env.updateRelease(t, env.ns, "bad", func(cur *v1alpha1.Release) { cur.Spec.Source.Manifests = manifests(t, deployment("web", badImage)) })
+	got := env.waitRelease(t, "bad", "stalled at the first wave", func(r *v1alpha1.Release) bool {
+		st := meta.FindStatusCondition(r.Status.Conditions, v1alpha1.ReleaseStalled)
+		return st != nil && st.Status == metav1.ConditionTrue && st.Reason == "TooManyFailures"
+	})
+	require.Equal(t, "member-1", got.Status.Worst[0].Cluster)
+	require.Equal(t, v1alpha1.PhaseFailed, got.Status.Worst[0].Phase)
+	time.Sleep(2 * time.Second)
+	d, err := env.members["member-2"].AppsV1().Deployments(appNS).Get(t.Context(), "web", metav1.GetOptions{})
+	require.NoError(t, err)
+	require.Equal(t, "registry.example/web:1", d.Spec.Template.Spec.Containers[0].Image, "the next wave got the bad image")
+	d, err = env.members["member-1"].AppsV1().Deployments(appNS).Get(t.Context(), "web", metav1.GetOptions{})
+	require.NoError(t, err)
+	require.Equal(t, badImage, d.Spec.Template.Spec.Containers[0].Image)
+	require.Equal(t, int32(1), d.Status.AvailableReplicas, "the old Pod stopped serving")
+	require.NoError(t, env.registry.ClusterregistryV1alpha1().Releases(env.ns).Delete(t.Context(), "bad", metav1.DeleteOptions{}))
+}
+
+// waitAvailable waits until the Deployment on a member runs image, every replica updated and
+// available, as its controller reports it, and returns when it saw that.
+func waitAvailable(t *testing.T, kube kubernetes.Interface, ns, name, image string) time.Time {
+	t.Helper()
+	require.Eventually(t, func() bool {
+		d, err := kube.AppsV1().Deployments(ns).Get(t.Context(), name, metav1.GetOptions{})
+		return err == nil && d.Spec.Template.Spec.Containers[0].Image == image && d.Status.ObservedGeneration == d.Generation &&
+			d.Status.UpdatedReplicas == *d.Spec.Replicas && d.Status.AvailableReplicas == *d.Spec.Replicas && d.Status.Replicas == *d.Spec.Replicas
+	}, time.Minute, 50*time.Millisecond, "deployment %s/%s of %s not Available", ns, name, image)
+	return time.Now()
 }
 
 // deploy/controllers/releases-clusterrole.yaml and deploy/health/clusterrole.yaml are all the

@@ -11,7 +11,9 @@ import (
 )
 
 // lf is the package's local fleet: a registry with SIG Multicluster's PlacementDecision CRD, and
-// two members that the tests' cluster sets share.
+// two members that the tests' cluster sets share. The members run workloads (kube-controller-
+// manager, kube-scheduler, KWOK's Nodes): a Deployment's health is what the Deployment controller
+// reports of real ReplicaSets and Pods, never a status a test wrote.
 var lf *localfleet.Fleet
 
 func TestMain(m *testing.M) {
@@ -19,7 +21,7 @@ func TestMain(m *testing.M) {
 	if code, child := simmembers.Main(); child {
 		os.Exit(code)
 	}
-	fleettest.Main(m, &lf, localfleet.Options{Members: 2}, func(lf *localfleet.Fleet) error {
+	fleettest.Main(m, &lf, localfleet.Options{Members: 2, Workloads: &localfleet.Workloads{}}, func(lf *localfleet.Fleet) error {
 		return fleettest.InstallPlacementDecisionCRD(context.Background(), lf.Registry.Config)
 	})
 }

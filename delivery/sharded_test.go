@@ -133,7 +133,7 @@ func TestReleaseShardedBetweenReplicas(t *testing.T) {
 
 	env.decide(t, "member-1", "member-2") // rollout groups 1 and 2
 	rel := &v1alpha1.Release{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: ns}, Spec: v1alpha1.ReleaseSpec{
-		Source:          v1alpha1.ReleaseSource{Manifests: manifests(t, deployment("web"), configMap("web-config", map[string]string{"color": "blue"}))},
+		Source:          v1alpha1.ReleaseSource{Manifests: manifests(t, deployment("web", badImage), configMap("web-config", map[string]string{"color": "blue"}))},
 		Placement:       v1alpha1.ReleasePlacement{Name: "web"},
 		TargetNamespace: appNS,
 		Rollout:         &v1alpha1.ReleaseRollout{Strategy: v1alpha1.RolloutGroups},
@@ -141,20 +141,23 @@ func TestReleaseShardedBetweenReplicas(t *testing.T) {
 	_, err := env.registry.ClusterregistryV1alpha1().Releases(ns).Create(t.Context(), rel, metav1.CreateOptions{})
 	require.NoError(t, err)
 
-	// Wave 1 (member-1, replica a) is applied and progressing; wave 2 waits for it.
-	env.waitRelease(t, "web", "wave 1 progressing, reported by replica a", func(r *v1alpha1.Release) bool {
+	// Wave 1 (member-1, replica a) is applied and progressing (a bad image: its Pods never run);
+	// wave 2 waits for it.
+	bad := env.waitRelease(t, "web", "wave 1 progressing, reported by replica a", func(r *v1alpha1.Release) bool {
 		return r.Status.Members == 2 && r.Status.Wave == 1 && phase(r, v1alpha1.PhaseProgressing) == 1 && phase(r, v1alpha1.PhasePending) == 1
-	})
+	}).Status.Revision
 	time.Sleep(time.Second)
 	_, err = env.members["member-2"].CoreV1().ConfigMaps(appNS).Get(t.Context(), "web-config", metav1.GetOptions{})
 	require.True(t, apierrors.IsNotFound(err), "replica b applied wave 2 before wave 1 was Ready: %v", err)
 
-	finishRollout(t, env.members["member-1"], appNS, "web")
+	// A good image: member-1's Deployment controller rolls it out, then replica b applies wave 2.
+	env.updateRelease(t, ns, "web", func(cur *v1alpha1.Release) {
+		cur.Spec.Source.Manifests = manifests(t, deployment("web"), configMap("web-config", map[string]string{"color": "blue"}))
+	})
 	got := env.waitRelease(t, "web", "wave 2 applied by replica b after wave 1 was Ready", func(r *v1alpha1.Release) bool {
-		return r.Status.Members == 2 && phase(r, v1alpha1.PhaseProgressing) == 1 && r.Status.Ready == 1 && r.Status.Wave == 2
+		return r.Status.Members == 2 && r.Status.Revision != bad && r.Status.Ready >= 1 && r.Status.Wave == 2
 	})
 	revision := got.Status.Revision
-	finishRollout(t, env.members["member-2"], appNS, "web")
 	env.waitRelease(t, "web", "available", func(r *v1alpha1.Release) bool {
 		return condition(r, v1alpha1.ReleaseAvailable) == metav1.ConditionTrue && r.Status.Ready == 2
 	})

@@ -40,12 +40,15 @@ import (
 
 const releaseNamespace = "clusterregistry-system"
 
-// render renders deploy/chart as release "clusterregistry" with vals, as helm template would.
+// render renders deploy/chart as release "clusterregistry" with vals, as helm template
+// --skip-schema-validation would: the templates refuse what cannot work on their own too
+// (TestChartValuesSchema checks the schema).
 func render(t *testing.T, vals map[string]any) ([]*unstructured.Unstructured, error) {
 	t.Helper()
 	chrt, err := loader.Load("chart")
 	require.NoError(t, err)
-	values, err := chartutil.ToRenderValues(chrt, vals, common.ReleaseOptions{Name: "clusterregistry", Namespace: releaseNamespace, IsInstall: true}, common.DefaultCapabilities)
+	values, err := chartutil.ToRenderValuesWithSchemaValidation(chrt, vals,
+		common.ReleaseOptions{Name: "clusterregistry", Namespace: releaseNamespace, IsInstall: true}, common.DefaultCapabilities, true)
 	require.NoError(t, err)
 	files, err := engine.Engine{Strict: true}.RenderWithContext(t.Context(), chrt, values)
 	if err != nil {
