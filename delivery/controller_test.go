@@ -655,3 +655,41 @@ func TestRolloutStopsPastMaxFailures(t *testing.T) {
 	require.Equal(t, metav1.ConditionTrue, condition(got, v1alpha1.ReleaseDegraded))
 	require.NoError(t, env.registry.ClusterregistryV1alpha1().Releases(env.ns).Delete(t.Context(), "stops", metav1.DeleteOptions{}))
 }
+
+// A Deployment scaled by hand on a member (an operator's kubectl scale, an autoscaler) keeps its
+// replicas when the Release ignores /spec/replicas: the real controllers run them all, and the
+// Release stays Ready without putting its own count back.
+func TestScaledByHandUnderDriftIgnore(t *testing.T) {
+	env := startDelivery(t)
+	appNS := "app-scaled"
+	env.appNamespace(t, appNS)
+	env.decide(t, "member-1")
+	d := deployment("web")
+	d.Spec.Replicas = ptr.To[int32](2)
+	rel := &v1alpha1.Release{ObjectMeta: metav1.ObjectMeta{Name: "scaled", Namespace: env.ns}, Spec: v1alpha1.ReleaseSpec{
+		Source:          v1alpha1.ReleaseSource{Manifests: manifests(t, d)},
+		Placement:       v1alpha1.ReleasePlacement{Name: "web"},
+		TargetNamespace: appNS,
+		Drift:           &v1alpha1.ReleaseDrift{Ignore: []v1alpha1.ReleaseIgnoredFields{{Group: "apps", Kind: "Deployment", Paths: []string{"/spec/replicas"}}}},
+	}}
+	_, err := env.registry.ClusterregistryV1alpha1().Releases(env.ns).Create(t.Context(), rel, metav1.CreateOptions{})
+	require.NoError(t, err)
+	env.waitRelease(t, "scaled", "ready", func(r *v1alpha1.Release) bool { return r.Status.Ready == 1 })
+	member := env.members["member-1"]
+	waitAvailable(t, member, appNS, "web", "registry.example/web:1")
+
+	scale, err := member.AppsV1().Deployments(appNS).GetScale(t.Context(), "web", metav1.GetOptions{})
+	require.NoError(t, err)
+	scale.Spec.Replicas = 4
+	_, err = member.AppsV1().Deployments(appNS).UpdateScale(t.Context(), "web", scale, metav1.UpdateOptions{})
+	require.NoError(t, err)
+	waitAvailable(t, member, appNS, "web", "registry.example/web:1")
+	time.Sleep(3 * time.Second) // the Release had time to put its count back, had it wanted to
+	got, err := member.AppsV1().Deployments(appNS).Get(t.Context(), "web", metav1.GetOptions{})
+	require.NoError(t, err)
+	require.Equal(t, int32(4), *got.Spec.Replicas, "the Release put its replicas back")
+	require.Equal(t, int32(4), got.Status.AvailableReplicas)
+	r := env.waitRelease(t, "scaled", "still ready", func(r *v1alpha1.Release) bool { return true })
+	require.Equal(t, int32(1), r.Status.Ready, "%+v", r.Status)
+	require.NoError(t, env.registry.ClusterregistryV1alpha1().Releases(env.ns).Delete(t.Context(), "scaled", metav1.DeleteOptions{}))
+}
