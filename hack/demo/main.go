@@ -55,8 +55,9 @@ func main() {
 
 func run(ctx context.Context, fanoutDeploy, fleetAPI, clusterregistry string, keep bool) error {
 	start := time.Now()
-	step("Starting a local fleet: a registry and 3 member clusters, each a real kube-apiserver with etcd")
-	lf, err := localfleet.Start(ctx, localfleet.Options{Members: 3, Labels: map[string]string{"env": "demo"}})
+	step("Starting a local fleet: a registry and 3 member clusters, each a real kube-apiserver with etcd;\n" +
+		"   the members run kube-controller-manager, kube-scheduler and KWOK with 2 simulated Nodes each")
+	lf, err := localfleet.Start(ctx, localfleet.Options{Members: 3, Labels: map[string]string{"env": "demo"}, Workloads: &localfleet.Workloads{Nodes: 2}})
 	if err != nil {
 		return err
 	}
@@ -183,8 +184,7 @@ func run(ctx context.Context, fanoutDeploy, fleetAPI, clusterregistry string, ke
 	}
 
 	step("A Release delivers an app to the members the placement chose, and keeps it there: server-side\n" +
-		"   apply, health from a watch of what it applied, waves by the placement's rollout groups.\n" +
-		"   (The members run no controller-manager, so the demo's app is objects whose health needs none.)")
+		"   apply, health from a watch of what it applied, waves by the placement's rollout groups")
 	releaseFile, err := writeTemp("web-release-*.yaml", releaseYAML("blue"))
 	if err != nil {
 		return err
@@ -215,6 +215,10 @@ func run(ctx context.Context, fanoutDeploy, fleetAPI, clusterregistry string, ke
 	}
 	time.Sleep(time.Second)
 	if err := memberKubectl(lf.Members[0], "get", "configmap", "web-config", "-n", "default", "-o", "jsonpath={.data.color}{\"\\n\"}"); err != nil {
+		return err
+	}
+
+	if err := rollouts(ctx, lf, demoShell{kubectl: kubectl, clusterregistry: cr, member: memberKubectl}); err != nil {
 		return err
 	}
 

@@ -33,7 +33,7 @@ func (a *fleetAPI) screenshot(ctx context.Context, path string) error {
 		chromedp.SendKeys(chromedp.ID("token"), a.editor),
 		chromedp.Click(chromedp.ID("signin")),
 		chromedp.Poll[chromedp.Void](`document.querySelectorAll('tr[data-member] .cache-Synced').length === 3 && `+
-			`document.querySelectorAll('tr[data-release]').length === 2`, chromedp.WithPollingTimeout(60*time.Second)),
+			`document.querySelector('tr[data-release$="/greeter"]') !== null`, chromedp.WithPollingTimeout(60*time.Second)),
 	); err != nil {
 		return fmt.Errorf("the dashboard in %s: %w", browser, err)
 	}
