@@ -2,8 +2,6 @@ package localfleet_test
 
 import (
 	"context"
-	"os"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -90,7 +88,7 @@ func TestMemberRunsWorkloads(t *testing.T) {
 	require.Zero(t, readyOf(t, kube, got), "a Pod of the bad image turned Ready")
 	require.GreaterOrEqual(t, got.Status.AvailableReplicas, int32(2), "the old Pods stopped serving")
 
-	pids := workloadPIDs(t)
+	pids := children("kube-controller-manager", "kube-scheduler", "kwok")
 	require.Len(t, pids, 3, "kube-controller-manager, kube-scheduler and kwok")
 	require.NoError(t, f.Stop())
 	stopped = true
@@ -116,35 +114,3 @@ func readyOf(t *testing.T, kube kubernetes.Interface, d *appsv1.Deployment) int 
 	}
 	return n
 }
-
-// workloadPIDs are this process's children that run workloads.
-func workloadPIDs(t *testing.T) []int {
-	var pids []int
-	entries, err := os.ReadDir("/proc")
-	require.NoError(t, err)
-	for _, e := range entries {
-		cmdline, err := os.ReadFile("/proc/" + e.Name() + "/cmdline")
-		if err != nil {
-			continue
-		}
-		stat, err := os.ReadFile("/proc/" + e.Name() + "/stat")
-		if err != nil {
-			continue
-		}
-		fields := strings.Fields(string(stat))
-		if len(fields) < 4 || fields[3] != itoa(os.Getpid()) {
-			continue
-		}
-		bin := strings.Split(string(cmdline), "\x00")[0]
-		for _, name := range []string{"kube-controller-manager", "kube-scheduler", "kwok"} {
-			if strings.HasSuffix(bin, "/"+name) {
-				pids = append(pids, atoi(e.Name()))
-			}
-		}
-	}
-	return pids
-}
-
-func itoa(n int) string { return strconv.Itoa(n) }
-
-func atoi(s string) int { n, _ := strconv.Atoi(s); return n }
