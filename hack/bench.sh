@@ -41,6 +41,10 @@
 #   BenchmarkRender           chartrender: a chart that loops through template functions,
 #                             rendered with its bounds beside Helm's own template action, in turn:
 #                             time per render of each, their ratio
+#   BenchmarkMemberWithWorkloads localfleet: a member that runs workloads (kube-controller-manager,
+#                             kube-scheduler, KWOK with 3 Nodes): the workload processes' CPU idle
+#                             and per rollout of a new image to 10 replicas, and their memory,
+#                             beside an API server with its etcd (a member without workloads)
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -49,6 +53,7 @@ export KUBEBUILDER_ASSETS
 
 out="$(mktemp)"
 trap 'rm -f "$out"' EXIT
+go test ./localfleet/ -run '^$' -bench 'MemberWithWorkloads' -benchtime 5x | tee -a "$out" >&2
 go test ./access/ -run '^$' -bench 'ResolveCached' -benchtime 200000x | tee -a "$out" >&2
 # go test splits a -bench pattern at each slash outside parentheses, one part per level of names:
 # paired/... must be an alternative of its own, or "paired" is matched against the whole group.

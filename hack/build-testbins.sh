@@ -8,6 +8,8 @@
 #
 # Usage: hack/build-testbins.sh                 build what is missing, print the assets directory
 #        hack/build-testbins.sh --print         print the assets directory; fail if anything is missing
+#        hack/build-testbins.sh --servers-only  only kube-apiserver, kubectl and etcd, for a version
+#                                               whose members run no workloads (the skew pass's oldest)
 #        hack/build-testbins.sh --kubectl-only  build only kubectl, print the directory holding it
 #                                               (version skew needs an older kubectl, not its server)
 set -euo pipefail
@@ -26,17 +28,22 @@ log() { echo "build-testbins: $*" >&2; }
 # The Kubernetes binaries: kube-apiserver and kubectl for every test; kube-controller-manager and
 # kube-scheduler, with KWOK, for members that run workloads (localfleet.Options.Workloads).
 all_kube_bins="kube-apiserver kubectl kube-controller-manager kube-scheduler"
+workloads=1
+if [ "${1:-}" = "--servers-only" ]; then
+  all_kube_bins="kube-apiserver kubectl"
+  workloads=0
+fi
 
 have_all() {
   for bin in $all_kube_bins; do [ -x "$KUBE_DIR/$bin" ] || return 1; done
-  [ -x "$ETCD_DIR/etcd" ] && [ -x "$KWOK_DIR/kwok" ]
+  [ -x "$ETCD_DIR/etcd" ] && { [ "$workloads" = 0 ] || [ -x "$KWOK_DIR/kwok" ]; }
 }
 
 link_assets() {
   mkdir -p "$ASSETS_DIR"
   for bin in $all_kube_bins; do ln -sf "$KUBE_DIR/$bin" "$ASSETS_DIR/$bin"; done
   ln -sf "$ETCD_DIR/etcd" "$ASSETS_DIR/etcd"
-  ln -sf "$KWOK_DIR/kwok" "$ASSETS_DIR/kwok"
+  if [ "$workloads" = 1 ]; then ln -sf "$KWOK_DIR/kwok" "$ASSETS_DIR/kwok"; fi
   echo "$ASSETS_DIR"
 }
 
@@ -152,7 +159,7 @@ unlock
 
 # KWOK simulates Nodes and their Pods' lifecycle; it builds with plain go build.
 lock "$KWOK_DIR"
-if [ ! -x "$KWOK_DIR/kwok" ]; then
+if [ "$workloads" = 1 ] && [ ! -x "$KWOK_DIR/kwok" ]; then
   tmp="$KWOK_DIR.tmp"
   rm -rf "$tmp"
   build_in_module "$KWOK_DIR" sigs.k8s.io/kwok "$KWOK_VERSION" '^$' "" "-s -w" "$tmp" \
