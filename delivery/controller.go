@@ -180,16 +180,11 @@ func NewController(members multicluster.MemberSource, registry versioned.Interfa
 	if s := opts.Sharding; s != nil && (s.Replica == "" || s.Owner == nil || s.Live == nil) {
 		return nil, errors.New("delivery: ControllerOptions.Sharding needs Replica, Owner and Live")
 	}
-	if l := opts.Lease; l != nil {
-		if opts.Sharding != nil {
-			return nil, errors.New("delivery: ControllerOptions.Lease and Sharding exclude each other: sharded replicas divide the work")
+	if opts.Lease != nil {
+		var err error
+		if opts.Lease, err = defaultedLease(opts); err != nil {
+			return nil, err
 		}
-		lease := l.Defaulted()
-		lease.Name, lease.Namespace = cmp.Or(lease.Name, DefaultLeaseName), cmp.Or(lease.Namespace, opts.Namespace)
-		if err := lease.Validate(); err != nil {
-			return nil, fmt.Errorf("delivery: ControllerOptions.Lease: %w", err)
-		}
-		opts.Lease = &lease
 	}
 	log := opts.Logger
 	if log.GetSink() == nil {
@@ -280,6 +275,19 @@ func (c *Controller) Run(ctx context.Context) error {
 
 // DefaultLeaseName is the name of ControllerOptions.Lease when it names none.
 const DefaultLeaseName = "clusterregistry-releases"
+
+// defaultedLease is opts.Lease with its defaults, checked.
+func defaultedLease(opts ControllerOptions) (*election.Lease, error) {
+	if opts.Sharding != nil {
+		return nil, errors.New("delivery: ControllerOptions.Lease and Sharding exclude each other: sharded replicas divide the work")
+	}
+	lease := opts.Lease.Defaulted()
+	lease.Name, lease.Namespace = cmp.Or(lease.Name, DefaultLeaseName), cmp.Or(lease.Namespace, opts.Namespace)
+	if err := lease.Validate(); err != nil {
+		return nil, fmt.Errorf("delivery: ControllerOptions.Lease: %w", err)
+	}
+	return &lease, nil
+}
 
 func (c *Controller) run(ctx context.Context) error {
 	defer c.queue.ShutDown()
@@ -886,11 +894,9 @@ func (c *Controller) applyMember(ctx context.Context, rel *v1alpha1.Release, b *
 		fail(&memberError{class: v1alpha1.FailureInvalid, err: err})
 		return
 	}
-	if rel.Spec.CreateNamespace {
-		if err := mc.ensureNamespace(ctx, defaultNS, relKey, c.fieldManager(relKey), func() { c.writes.Add(1) }); err != nil {
-			fail(&memberError{class: classify(ctx, err), object: "Namespace " + defaultNS, err: err})
-			return
-		}
+	if err := c.createNamespace(ctx, rel, m, defaultNS); err != nil {
+		fail(err)
+		return
 	}
 	objects := map[ref]*applied{}
 	for _, u := range objs {

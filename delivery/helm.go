@@ -38,16 +38,9 @@ func (c *Controller) applyHelm(ctx context.Context, rel *v1alpha1.Release, b *Bu
 		return
 	}
 	ns := helmTarget(rel)
-	if rel.Spec.CreateNamespace {
-		mc, err := c.clients.get(ctx, m)
-		if err == nil {
-			relKey := types.NamespacedName{Namespace: rel.Namespace, Name: rel.Name}
-			err = mc.ensureNamespace(ctx, ns, relKey, c.fieldManager(relKey), func() { c.writes.Add(1) })
-		}
-		if err != nil {
-			fail(&memberError{class: classify(ctx, err), object: "Namespace " + ns, err: err})
-			return
-		}
+	if err := c.createNamespace(ctx, rel, m, ns); err != nil {
+		fail(err)
+		return
 	}
 	// A member whose Kubernetes version changed (an upgrade, as health reports it) may serve other
 	// API versions: its discovery is asked again, once.

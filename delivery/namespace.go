@@ -9,6 +9,9 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
+	"github.com/cluster-registry/sdk/multicluster"
 )
 
 // CreatedByAnnotation is on a namespace a Release made on a member (spec.createNamespace): the
@@ -35,6 +38,23 @@ func (mc *memberClients) ensureNamespace(ctx context.Context, namespace string, 
 	}
 	if err != nil {
 		return fmt.Errorf("creating namespace %s (spec.createNamespace; the member's account must be allowed to create namespaces): %w", namespace, err)
+	}
+	return nil
+}
+
+// createNamespace makes the Release's target namespace on member m when the Release asks for it
+// (spec.createNamespace); the error is the member's failure, naming the namespace.
+func (c *Controller) createNamespace(ctx context.Context, rel *v1alpha1.Release, m *multicluster.Member, namespace string) *memberError {
+	if !rel.Spec.CreateNamespace {
+		return nil
+	}
+	mc, err := c.clients.get(ctx, m)
+	if err == nil {
+		key := types.NamespacedName{Namespace: rel.Namespace, Name: rel.Name}
+		err = mc.ensureNamespace(ctx, namespace, key, c.fieldManager(key), func() { c.writes.Add(1) })
+	}
+	if err != nil {
+		return &memberError{class: classify(ctx, err), object: "Namespace " + namespace, err: err}
 	}
 	return nil
 }

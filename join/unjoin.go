@@ -160,25 +160,19 @@ func memberRemovals(ctx context.Context, out io.Writer, reg Registry, name strin
 		fmt.Fprintf(out, "member: ServiceAccount %s/%s, which join made before v0.2 and which every cluster set that joined this member as %q shares, "+
 			"is left in place: once none uses it, delete it and ClusterRoleBinding %s to revoke its tokens\n", legacyAccountNamespace, shared, name, shared)
 	}
+	binding := func(name string) removal {
+		return removal{
+			what: "member: ClusterRoleBinding " + name,
+			get: func() (bool, string, error) {
+				b, err := rbac.ClusterRoleBindings().Get(ctx, name, metav1.GetOptions{})
+				return owned(b, err)
+			},
+			delete: func() error { return rbac.ClusterRoleBindings().Delete(ctx, name, metav1.DeleteOptions{}) },
+		}
+	}
 	steps := []removal{
-		{
-			what: "member: ClusterRoleBinding " + account.Name,
-			get: func() (bool, string, error) {
-				b, err := rbac.ClusterRoleBindings().Get(ctx, account.Name, metav1.GetOptions{})
-				return owned(b, err)
-			},
-			delete: func() error { return rbac.ClusterRoleBindings().Delete(ctx, account.Name, metav1.DeleteOptions{}) },
-		},
-		{
-			what: "member: ClusterRoleBinding " + NamespaceCreatorBinding(account),
-			get: func() (bool, string, error) {
-				b, err := rbac.ClusterRoleBindings().Get(ctx, NamespaceCreatorBinding(account), metav1.GetOptions{})
-				return owned(b, err)
-			},
-			delete: func() error {
-				return rbac.ClusterRoleBindings().Delete(ctx, NamespaceCreatorBinding(account), metav1.DeleteOptions{})
-			},
-		},
+		binding(account.Name),
+		binding(NamespaceCreatorBinding(account)),
 		{
 			// Deleted before its namespace, so that its tokens stop working at once, not when the
 			// namespace's deletion reaches it.

@@ -69,13 +69,7 @@ func (o *HealthOptions) runControllers(ctx context.Context, reg *registry, opts 
 		hostOpts.Placements = &scheduler.ControllerOptions{Options: scheduler.Options{SchedulerName: schedulerName}}
 	}
 	if chosen[controllers.Releases] {
-		hostOpts.Releases = &delivery.ControllerOptions{Charts: o.charts, MemberTimeout: o.ReleaseMemberTimeout}
-		if o.ShardGroup == "" {
-			// Unsharded, releases controllers of one set take turns on a Lease of their own, elected
-			// or not: a second process started beside a Deployment's (or the demo's) waits rather
-			// than apply the same Releases.
-			hostOpts.Releases.Lease = &election.Lease{Namespace: leaseNamespace, Name: delivery.DefaultLeaseName}
-		}
+		hostOpts.Releases = o.releasesOptions(leaseNamespace)
 	}
 	// With --shard-group the replicas divide the members among themselves, each working on its
 	// own; without, each works on them all, and --leader-elect makes them take turns.
@@ -165,6 +159,17 @@ func (o *HealthOptions) metricsServer(ctx context.Context, reg *registry, log lo
 		// authenticator verifies it against the CAs above, so Go's handshake need not.
 		TLSOpts: []func(*tls.Config){func(c *tls.Config) { c.ClientAuth = tls.RequestClientCert }},
 	}, nil
+}
+
+// releasesOptions are the releases controller's options from the flags. Unsharded, releases
+// controllers of one set take turns on a Lease of their own, elected or not: a second process
+// started beside a Deployment's (or the demo's) waits rather than apply the same Releases.
+func (o *HealthOptions) releasesOptions(leaseNamespace string) *delivery.ControllerOptions {
+	opts := &delivery.ControllerOptions{Charts: o.charts, MemberTimeout: o.ReleaseMemberTimeout}
+	if o.ShardGroup == "" {
+		opts.Lease = &election.Lease{Namespace: leaseNamespace, Name: delivery.DefaultLeaseName}
+	}
+	return opts
 }
 
 // chartFetcher is the releases controller's Fetcher of charts in repositories, from the --chart-*
