@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
-# Builds the real kube-apiserver, kubectl and etcd that the tests run, from the Go module proxy,
-# because setup-envtest's download site is not reachable from every machine this project runs on.
+# Builds the real kube-apiserver, kubectl and etcd that the tests run, and the kube-controller-
+# manager, kube-scheduler and KWOK that members with workloads run (localfleet.Options.Workloads),
+# from the Go module proxy, because setup-envtest's download site is not reachable from every
+# machine this project runs on.
 #
 # Binaries are cached outside the repository, keyed by version, so only the first run pays for the
-# build (about 5 minutes cold on 2 cores). On success the last line printed is the envtest assets
-# directory holding all three binaries; tests find it through KUBEBUILDER_ASSETS.
+# build (about 10 minutes cold on 2 cores). On success the last line printed is the envtest assets
+# directory holding every binary; tests find it through KUBEBUILDER_ASSETS.
 #
 # Usage: hack/build-testbins.sh                 build what is missing, print the assets directory
 #        hack/build-testbins.sh --print         print the assets directory; fail if anything is missing
