@@ -54,6 +54,7 @@ func realisticSummaries(n int) map[types.NamespacedName]clusterSummary {
 			Ready: "True", Reason: "Reachable", Version: "v1.36.3", Message: "the API server answers",
 			CredentialsExpireAt: "2026-12-01T00:00:00Z",
 			Nodes:               nodeCounts{Total: ptr.To(3), Ready: ptr.To(3)},
+			Pods:                nodeCounts{Total: ptr.To(i % 11), Ready: ptr.To(i % 3)},
 			Workloads:           workloads{Deployments: ptr.To(i % 7), DeploymentsReady: ptr.To(i % 5)},
 			Cache:               cacheState{State: "Synced", Since: since},
 		}

@@ -5,7 +5,7 @@
 //	fleet-api -n fleet --listen 127.0.0.1:8080
 //
 //	GET    /clusters                    every member the caller may list: Ready, reason, version,
-//	                                    nodes (ready of total), Deployments (ready of total), and
+//	                                    nodes, Pods and Deployments (each ready of total), and
 //	                                    how current the member's caches are (Synced, or Stale
 //	                                    since when and why); ?labelSelector= and ?fieldSelector=
 //	                                    (metadata.name, metadata.namespace) choose
@@ -17,7 +17,7 @@
 //	                                    changed
 //	GET    /watch/clusters/{namespace}/{name}
 //	                                    one member's stream (RBAC: watch on that Cluster)
-//	GET    /clusters/{namespace}/{name} one member, with its nodes and Deployments
+//	GET    /clusters/{namespace}/{name} one member, with its nodes and Deployments (and its Pods counted)
 //	POST   /clusters                    register a Cluster (a JSON Cluster, metadata.namespace set)
 //	PUT    /clusters/{namespace}/{name} replace a Cluster (a JSON Cluster)
 //	PATCH  /clusters/{namespace}/{name} change a Cluster (a JSON merge patch)
@@ -130,7 +130,7 @@ func parseFlags(args []string, stdout io.Writer) (*options, error) {
 		Use:   "fleet-api [-n NAMESPACE | -A] [--listen ADDRESS] [flags]",
 		Short: "Serve what runs on each member cluster of a registry, from watch caches",
 		Long: `fleet-api serves what runs on each member cluster of a registry, from watch caches of every
-member's Nodes and Deployments, and a dashboard at /. Every request acts for its caller: a bearer
+member's Nodes, Pods and Deployments, and a dashboard at /. Every request acts for its caller: a bearer
 token (or, with TLS and --client-ca-file, a client certificate) that the registry accepts, and
 only what the registry's RBAC lets the caller do there.
 

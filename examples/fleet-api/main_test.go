@@ -247,6 +247,15 @@ func TestClusters(t *testing.T) {
 	require.Equal(t, deploymentsOf(1, 1), m1.Workloads)
 	require.Equal(t, nodesOf(1, 1), m2.Nodes)
 	require.Equal(t, deploymentsOf(0, 0), m2.Workloads, "a member with no Deployments has zero, not unknown")
+	require.Equal(t, nodesOf(0, 0), m2.Pods, "a member with no Pods has zero, not unknown")
+	// A Pod that no kubelet runs (these members run none) counts, not Ready.
+	pods := kubernetes.NewForConfigOrDie(lf.Members[1].Config).CoreV1().Pods("default")
+	_, err := pods.Create(t.Context(), &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "waiting"},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "registry.example/app:1"}}}}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = pods.Delete(context.Background(), "waiting", metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}) })
+	require.Eventually(t, func() bool { return listClusters(t, web)["member-2"].Pods.same(nodesOf(1, 0)) }, 30*time.Second, 50*time.Millisecond,
+		"the member's Pod is not counted")
 	for _, c := range []clusterSummary{m1, m2} {
 		require.Equal(t, "True", c.Ready)
 		require.Equal(t, localfleet.KubernetesVersion, c.Version)

@@ -40,6 +40,7 @@ type server struct {
 	caches      *fleetcache.Cache
 	nodes       *fleetcache.Kind[*corev1.Node]
 	deployments *fleetcache.Kind[*appsv1.Deployment]
+	pods        *fleetcache.Kind[*corev1.Pod]
 	// feed numbers the changes to the members' summaries for GET /watch/clusters.
 	feed *feed[clusterSummary]
 	// charts follows the registry's Releases for GET /watch/charts.
@@ -90,6 +91,20 @@ func startServer(ctx context.Context, registry versioned.Interface, resolver *ac
 		Transform: func(obj any) (any, error) {
 			if d, ok := obj.(*appsv1.Deployment); ok {
 				d.Spec.Template = corev1.PodTemplateSpec{}
+			}
+			return obj, nil
+		},
+	})
+	if err != nil {
+		s.fleet.Stop()
+		return nil, err
+	}
+	// Of a Pod, its phase and conditions: whether it runs, and is Ready.
+	s.pods, err = fleetcache.Typed[*corev1.Pod](s.caches, corev1.SchemeGroupVersion.WithResource("pods"), fleetcache.KindOptions{
+		Transform: func(obj any) (any, error) {
+			if p, ok := obj.(*corev1.Pod); ok {
+				p.Spec, p.ManagedFields = corev1.PodSpec{}, nil
+				p.Status = corev1.PodStatus{Phase: p.Status.Phase, Conditions: p.Status.Conditions}
 			}
 			return obj, nil
 		},
@@ -196,10 +211,12 @@ type clusterSummary struct {
 	// Labels are the Cluster's, which ?labelSelector= selects by.
 	Labels map[string]string `json:"labels,omitempty"`
 	// Ready, Reason and Version are the Cluster's status, as the health controller wrote it.
-	Ready     string     `json:"ready"`
-	Reason    string     `json:"reason,omitempty"`
-	Version   string     `json:"version,omitempty"`
-	Nodes     nodeCounts `json:"nodes"`
+	Ready   string     `json:"ready"`
+	Reason  string     `json:"reason,omitempty"`
+	Version string     `json:"version,omitempty"`
+	Nodes   nodeCounts `json:"nodes"`
+	// Pods are the member's Pods, Ready of all, unknown as Nodes are.
+	Pods      nodeCounts `json:"pods"`
 	Workloads workloads  `json:"workloads"`
 	// Message is the Ready condition's: why a member is not ready, or how its credentials fare.
 	Message string `json:"message,omitempty"`
@@ -221,8 +238,7 @@ func (s clusterSummary) same(o clusterSummary) bool {
 	return s.Namespace == o.Namespace && s.Name == o.Name && s.DisplayName == o.DisplayName && maps.Equal(s.Labels, o.Labels) &&
 		s.Ready == o.Ready && s.Reason == o.Reason && s.Version == o.Version && s.Message == o.Message &&
 		s.CredentialsExpireAt == o.CredentialsExpireAt &&
-		ptr.Equal(s.Nodes.Total, o.Nodes.Total) && ptr.Equal(s.Nodes.Ready, o.Nodes.Ready) && s.Nodes.Unknown == o.Nodes.Unknown &&
-		s.Nodes.NotPermitted == o.Nodes.NotPermitted &&
+		s.Nodes.same(o.Nodes) && s.Pods.same(o.Pods) &&
 		ptr.Equal(s.Workloads.Deployments, o.Workloads.Deployments) &&
 		ptr.Equal(s.Workloads.DeploymentsReady, o.Workloads.DeploymentsReady) && s.Workloads.Unknown == o.Workloads.Unknown &&
 		s.Workloads.NotPermitted == o.Workloads.NotPermitted &&
@@ -238,6 +254,11 @@ type nodeCounts struct {
 	Unknown string `json:"unknown,omitempty"`
 	// NotPermitted, when the member refuses to list them, says so and what would permit it.
 	NotPermitted string `json:"notPermitted,omitempty"`
+}
+
+// same reports whether two counts say the same thing (they hold pointers: == compares where).
+func (c nodeCounts) same(o nodeCounts) bool {
+	return ptr.Equal(c.Total, o.Total) && ptr.Equal(c.Ready, o.Ready) && c.Unknown == o.Unknown && c.NotPermitted == o.NotPermitted
 }
 
 // workloads are a member's Deployments, unknown as nodeCounts are.
@@ -367,6 +388,7 @@ func (s *server) summarize(m *multicluster.Member) (clusterSummary, []*corev1.No
 	}
 	nodes, _ := s.nodes.List(m.Name(), nil)
 	deployments, _ := s.deployments.List(m.Name(), nil)
+	out.Pods = s.podCounts(m.Name())
 	if why, refused := unknown(s.nodes.Status(m.Name())); why != "" || refused {
 		out.Nodes.Unknown, out.Nodes.NotPermitted, nodes = why, notPermitted(refused, "nodes"), nil
 	} else {
@@ -429,7 +451,7 @@ func (s *server) cacheState(member types.NamespacedName) cacheState {
 	// look, and so would the summary that watchers are sent.
 	worst := fleetcache.Status{State: fleetcache.Syncing}
 	found, refused := false, 0
-	for _, get := range []func(types.NamespacedName) (fleetcache.Status, bool){s.nodes.Status, s.deployments.Status} {
+	for _, get := range []func(types.NamespacedName) (fleetcache.Status, bool){s.nodes.Status, s.deployments.Status, s.pods.Status} {
 		st, ok := get(member)
 		if !ok {
 			continue
@@ -675,6 +697,23 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	_ = enc.Encode(v)
+}
+
+// podCounts are the member's Pods, Ready of all; unknown, saying why, when its cache has none.
+func (s *server) podCounts(member types.NamespacedName) nodeCounts {
+	if why, refused := unknown(s.pods.Status(member)); why != "" || refused {
+		return nodeCounts{Unknown: why, NotPermitted: notPermitted(refused, "pods")}
+	}
+	pods, _ := s.pods.List(member, nil)
+	ready := 0
+	for _, p := range pods {
+		for _, c := range p.Status.Conditions {
+			if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue {
+				ready++
+			}
+		}
+	}
+	return nodeCounts{Total: ptr.To(len(pods)), Ready: ptr.To(ready)}
 }
 
 func nodeReady(n *corev1.Node) bool {

@@ -77,6 +77,7 @@ function render() {
       cell("Ready", c.ready + (c.reason ? " (" + c.reason + ")" : ""), c.ready === "True" ? "" : c.message, "ready-" + c.ready),
       cell("Version", c.version || "-"),
       counts("Nodes", c.nodes, c.nodes.ready, c.nodes.total),
+      counts("Pods", c.pods || {}, (c.pods || {}).ready, (c.pods || {}).total),
       counts("Deployments", c.workloads, c.workloads.deploymentsReady, c.workloads.deployments),
       cell("Caches", c.cache.state + (time(c.cache.since) ? " since " + time(c.cache.since) : ""), c.cache.error, "cache cache-" + c.cache.state),
       cell("Credentials expire", c.credentialsExpireAt ? time(c.credentialsExpireAt) : "-"),
