@@ -253,7 +253,9 @@ func TestClusters(t *testing.T) {
 	_, err := pods.Create(t.Context(), &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "waiting"},
 		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "registry.example/app:1"}}}}, metav1.CreateOptions{})
 	require.NoError(t, err)
-	t.Cleanup(func() { _ = pods.Delete(context.Background(), "waiting", metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}) })
+	t.Cleanup(func() {
+		_ = pods.Delete(context.Background(), "waiting", metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)})
+	})
 	require.Eventually(t, func() bool { return listClusters(t, web)["member-2"].Pods.same(nodesOf(1, 0)) }, 30*time.Second, 50*time.Millisecond,
 		"the member's Pod is not counted")
 	for _, c := range []clusterSummary{m1, m2} {
