@@ -31,8 +31,10 @@ type Decision struct {
 	Clusters []types.NamespacedName
 	// Reasons are the decisions' reasons by Cluster, where the writer gave one.
 	Reasons map[types.NamespacedName]string
-	// Groups are the Clusters' rollout groups, where the slices say (GroupsAnnotation); 0
-	// otherwise.
+	// Groups are the Clusters' rollout groups, numbered from 0 as the placement numbers them,
+	// where the slices say (GroupsAnnotation). A Cluster the slices give no group is not in the
+	// map: "group 0" and "no group" are different facts, and a rollout in groups goes through
+	// group 0 first and the Clusters without a group last.
 	Groups map[types.NamespacedName]int
 	// Refused are the references the decision may not make: to a ClusterProfile of another
 	// namespace. They are not in Clusters.
@@ -108,7 +110,7 @@ func FromSlices(namespace, key string, items []cpv1alpha1.PlacementDecision) *De
 				d.Reasons[c] = cd.Reason
 			}
 			if len(groups) == len(pd.Decisions) {
-				if g, err := strconv.Atoi(groups[i]); err == nil && g > 0 {
+				if g, err := strconv.Atoi(groups[i]); err == nil && g >= 0 {
 					d.Groups[c] = g
 				}
 			}

@@ -118,40 +118,6 @@ type Controller struct {
 	helmApplies atomic.Int64
 }
 
-// releaseState is what the Controller knows of one Release's delivery.
-type releaseState struct {
-	loaded  bool // the inventory was read from this replica's status slices
-	members map[types.NamespacedName]*memberState
-	// foreign are the members other replicas report (sharded), for the waves; taken are the
-	// slice versions members were taken from (see share).
-	foreign map[types.NamespacedName]*memberState
-	taken   map[types.NamespacedName]string
-}
-
-// memberState is one Release on one member.
-type memberState struct {
-	revision  string // applied
-	applied   time.Time
-	objects   map[ref]*applied
-	failedRev string // the revision whose apply failed, and why
-	err       *memberError
-	failedAt  time.Time
-	drifted   bool
-	applying  bool
-	// during are the watch's events that came while applying: replayed over the apply's answers
-	// once it is done, so that an edit or a delete made meanwhile is not lost.
-	during   []watched
-	readyAt  time.Time // when every object was first seen Current at revision
-	removing bool
-	// reported is the revision, and when it was applied, that this member's status said before
-	// this Controller started (loadInventory): what a Helm-mode apply that finds the release
-	// unchanged keeps, so that a restart rewrites no status.
-	reported struct {
-		revision string
-		applied  time.Time
-	}
-}
-
 // NewController makes a Controller of the Releases of the registry, delivered to members of
 // members (a Fleet). kube reads the ConfigMaps sources name; decisions reads PlacementDecisions.
 func NewController(members multicluster.MemberSource, registry versioned.Interface, kube kubernetes.Interface, decisions cpversioned.Interface, opts ControllerOptions) (*Controller, error) {
@@ -527,26 +493,38 @@ type watched struct {
 
 // observe updates an applied object from the member's watch, with c.mu held; it reports whether
 // anything the Release's status or delivery depends on changed. An event of another incarnation
-// of the object (deleted before the apply made it again) says nothing of it.
+// of the object (deleted before the apply made it again), or older than the apply's answer,
+// says nothing of it. Any later copy is judged, whatever revision its labels name: an older
+// revision's copy put back (a restore from backup, an exported manifest applied again) is drift.
 func (c *Controller) observe(key types.NamespacedName, ms *memberState, a *applied, deleted bool, obj *unstructured.Unstructured) bool {
 	if a.uid != "" && obj.GetUID() != a.uid {
 		return false
 	}
+	defer ms.settle(time.Now())
 	if deleted {
 		if a.gone {
 			return false
 		}
 		a.gone, ms.drifted = true, true
+		ms.drift = a.ref.String() + " was deleted on the member"
 		return true
 	}
-	if obj.GetLabels()[v1alpha1.RevisionLabel] != ms.revision {
-		return false // an older apply's event, or another revision's
+	if olderThan(obj.GetResourceVersion(), a.resourceVersion) {
+		return false // the watch is behind the apply's answer
 	}
 	status, msg := health(obj)
 	changed := status != a.status || msg != a.message || a.gone
 	a.status, a.message, a.gone = status, msg, false
-	if f := managerFields(obj, c.fieldManager(key)); a.fields != "" && f != a.fields && !ms.drifted {
-		ms.drifted, changed = true, true
+	if ms.drifted {
+		return changed
+	}
+	if rev := obj.GetLabels()[v1alpha1.RevisionLabel]; rev != ms.revision {
+		ms.drifted, ms.drift = true, fmt.Sprintf("%s carries revision %q's copy, not revision %s's", a.ref, rev, ms.revision)
+		return true
+	}
+	if f := managerFields(obj, c.fieldManager(key)); a.fields != "" && f != a.fields {
+		ms.drifted, ms.drift = true, a.ref.String()+": "+lostFields(a.fields, f)
+		return true
 	}
 	return changed
 }
@@ -587,7 +565,7 @@ func (c *Controller) reconcile(ctx context.Context, key types.NamespacedName) (r
 		return 0, err // the update brings the Release back to the queue
 	}
 	if rel.Spec.Suspend {
-		return 0, c.writeStatus(ctx, rel, st, nil, nil, progress{stalledReason: "Suspended", stalledMessage: "spec.suspend is true: nothing is applied or removed"})
+		return 0, c.writeStatus(ctx, rel, nil, nil, progress{stalledReason: "Suspended", stalledMessage: "spec.suspend is true: nothing is applied or removed"})
 	}
 
 	var cm *corev1.ConfigMap
@@ -603,14 +581,14 @@ func (c *Controller) reconcile(ctx context.Context, key types.NamespacedName) (r
 		defer func() { requeue = pick(requeue, chartRecheck) }()
 		ch, err := c.fetchChart(ctx, rel)
 		if err != nil {
-			return c.opts.RetryAfter, c.writeStatus(ctx, rel, st, nil, nil, progress{stalledReason: "ChartUnavailable", stalledMessage: err.Error()})
+			return c.opts.RetryAfter, c.writeStatus(ctx, rel, nil, nil, progress{stalledReason: "ChartUnavailable", stalledMessage: err.Error()})
 		}
 		in.Chart = ch
 	}
 	if src := rel.Spec.Source.Chart; src != nil && src.Secret != nil {
 		defer func() { requeue = pick(requeue, secretValuesRecheck) }()
 		if in.Chart, err = c.chartInSecret(ctx, rel); err != nil {
-			return c.opts.RetryAfter, c.writeStatus(ctx, rel, st, nil, nil, progress{stalledReason: "InvalidSource", stalledMessage: err.Error()})
+			return c.opts.RetryAfter, c.writeStatus(ctx, rel, nil, nil, progress{stalledReason: "InvalidSource", stalledMessage: err.Error()})
 		}
 	}
 	if src := rel.Spec.Source.Chart; src != nil && len(src.ValuesFrom) > 0 {
@@ -621,150 +599,80 @@ func (c *Controller) reconcile(ctx context.Context, key types.NamespacedName) (r
 			}
 		}
 		if in.ValuesFrom, err = c.valuesFrom(ctx, rel); err != nil {
-			return c.opts.RetryAfter, c.writeStatus(ctx, rel, st, nil, nil, progress{stalledReason: "InvalidSource", stalledMessage: err.Error()})
+			return c.opts.RetryAfter, c.writeStatus(ctx, rel, nil, nil, progress{stalledReason: "InvalidSource", stalledMessage: err.Error()})
 		}
 	}
 	bundle, err := Render(rel, in)
 	if err != nil {
-		return 0, c.writeStatus(ctx, rel, st, nil, nil, progress{stalledReason: "InvalidSource", stalledMessage: err.Error()})
+		return 0, c.writeStatus(ctx, rel, nil, nil, progress{stalledReason: "InvalidSource", stalledMessage: err.Error()})
 	}
 	dec, err := c.decision(rel)
 	if err != nil {
-		return 0, c.writeStatus(ctx, rel, st, bundle, nil, progress{stalledReason: "DecisionNotFound", stalledMessage: err.Error()})
+		return 0, c.writeStatus(ctx, rel, bundle, nil, progress{stalledReason: "DecisionNotFound", stalledMessage: err.Error()})
 	}
 	byName := c.memberIndex()
-	now := time.Now()
 	c.shareWith(rel, st, bundle.Revision, ownsRelease)
 	waves := Waves(dec.Clusters, dec.Groups, rel.Spec.Rollout)
-	soak := time.Duration(0)
-	deadline := 600 * time.Second
-	if r := rel.Spec.Rollout; r != nil {
-		soak = time.Duration(r.SoakSeconds) * time.Second
-		if r.ProgressDeadlineSeconds != nil {
-			deadline = time.Duration(*r.ProgressDeadlineSeconds) * time.Second
-		}
+	g := gatesOf(rel, len(dec.Clusters), c.opts.RetryAfter)
+	snap := c.snapshot(st, dec, waves, bundle.Revision, g, byName)
+	p := decide(snap)
+	if len(p.apply) > 0 || len(p.remove) > 0 {
+		c.act(ctx, rel, st, bundle, p, byName)
+		// Status says where the acts left the rollout, from a plan of what they left; what they
+		// changed is judged again at the next pass, with the watch's first events in.
+		snap = c.snapshot(st, dec, waves, bundle.Revision, g, byName)
+		p = decide(snap)
+		return time.Second, c.writeStatus(ctx, rel, bundle, dec, progress{snap: &snap, plan: &p})
 	}
+	pr := progress{snap: &snap, plan: &p}
+	if p.held {
+		pr.stalledReason = "EmptyDecision"
+		pr.stalledMessage = fmt.Sprintf("the decision names no member: nothing is removed from the %d members that have the Release's objects; delete the Release to remove them", len(snap.own))
+	}
+	return p.wait, c.writeStatus(ctx, rel, bundle, dec, pr)
+}
 
-	// Which wave stands, and whether the rollout stopped.
+// snapshot copies, with the Controller's lock, what a pass decides from (see decide). dec nil
+// is a Release being deleted: only the members this replica holds.
+func (c *Controller) snapshot(st *releaseState, dec *decision.Decision, waves [][]types.NamespacedName, revision string, g gates, byName map[types.NamespacedName]*multicluster.Member) snapshot {
+	s := snapshot{now: time.Now(), revision: revision, gates: g, waves: waves, views: map[types.NamespacedName]view{},
+		own: map[types.NamespacedName]view{}, mine: map[types.NamespacedName]bool{}, fresh: c.opts.Fresh == nil || c.opts.Fresh()}
+	named := map[types.NamespacedName]bool{}
 	c.mu.Lock()
-	maxFailures := MaxFailures(rel.Spec.Rollout, len(dec.Clusters))
-	current, failures, tooMany, wait := c.standing(st, dec, waves, bundle.Revision, now, soak, deadline, maxFailures)
-	// Past maxFailures the rollout stops before the next wave; the members of the waves begun
-	// are still retried.
-	stopped := tooMany && current < len(waves)
-	var todo []types.NamespacedName
-	for i, w := range waves {
-		if i > current || (stopped && i == current) {
-			break
-		}
-		for _, k := range w {
-			if !c.owns(k) || (c.opts.Sharding != nil && byName[k] == nil) {
-				continue // another replica's, or not yet in this one's view
-			}
-			ms := st.members[k]
-			switch {
-			case ms == nil || ms.revision != bundle.Revision:
-				if ms != nil && ms.failedRev == bundle.Revision && now.Sub(ms.failedAt) < c.opts.RetryAfter {
-					wait = pick(wait, c.opts.RetryAfter-now.Sub(ms.failedAt))
-					continue
-				}
-				todo = append(todo, k)
-			case ms.drifted && driftPolicy(rel) == v1alpha1.DriftCorrect:
-				todo = append(todo, k)
-			}
-		}
-	}
-	// Members to remove: those the Release has objects on that the decision no longer names,
-	// only while the Fleet is fresh (a failed or partial list never uninstalls anything), and
-	// never all of them at once because the decision became empty: a placement that lost every
-	// member (an outage the scheduler saw, a selector edited by mistake) would uninstall the app
-	// everywhere. Deleting the Release is how to remove it everywhere.
-	var gone []types.NamespacedName
-	held := len(dec.Clusters) == 0 && len(st.members) > 0
-	if !held && (c.opts.Fresh == nil || c.opts.Fresh()) {
-		named := map[types.NamespacedName]bool{}
+	defer c.mu.Unlock()
+	if dec != nil {
+		s.empty = len(dec.Clusters) == 0
 		for _, k := range dec.Clusters {
 			named[k] = true
-		}
-		for k := range st.members {
-			if !named[k] && c.owns(k) {
-				gone = append(gone, k)
+			if ms := st.at(c, k); ms != nil {
+				s.views[k] = viewOf(ms)
 			}
+			// Sharded, a member not yet in this replica's view waits until it is.
+			s.mine[k] = c.owns(k) && (c.opts.Sharding == nil || byName[k] != nil)
 		}
 	}
-	c.mu.Unlock()
+	for k, ms := range st.members {
+		s.own[k] = viewOf(ms)
+		if dec != nil && !named[k] && c.owns(k) {
+			s.leaving = append(s.leaving, k)
+		}
+	}
+	slices.SortFunc(s.leaving, func(a, b types.NamespacedName) int { return cmp.Compare(a.String(), b.String()) })
+	return s
+}
 
+// act applies to and removes from the members a plan names, MemberConcurrency at a time.
+func (c *Controller) act(ctx context.Context, rel *v1alpha1.Release, st *releaseState, bundle *Bundle, p plan, byName map[types.NamespacedName]*multicluster.Member) {
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(c.opts.MemberConcurrency)
-	for _, k := range todo {
+	for _, k := range p.apply {
 		g.Go(func() error { c.applyMember(gctx, rel, bundle, k, byName[k]); return nil })
 	}
-	for _, k := range gone {
+	for _, k := range p.remove {
 		g.Go(func() error { c.removeMember(gctx, rel, st, k, byName[k]); return nil })
 	}
 	_ = g.Wait()
 	c.rewatch()
-	if len(todo) > 0 || len(gone) > 0 {
-		// Status says where the applies left the rollout; what they changed is judged again at
-		// the next turn, with the watch's first events in.
-		c.mu.Lock()
-		current, failures, tooMany, _ = c.standing(st, dec, waves, bundle.Revision, time.Now(), soak, deadline, maxFailures)
-		c.mu.Unlock()
-		stopped = tooMany && current < len(waves)
-		return time.Second, c.writeStatus(ctx, rel, st, bundle, dec, progress{wave: current, waves: len(waves), stopped: stopped, failures: failures, deadline: deadline})
-	}
-	if held {
-		c.mu.Lock()
-		have := len(st.members)
-		c.mu.Unlock()
-		return 0, c.writeStatus(ctx, rel, st, bundle, dec, progress{waves: len(waves), held: true, stalledReason: "EmptyDecision",
-			stalledMessage: fmt.Sprintf("the decision names no member: nothing is removed from the %d members that have the Release's objects; delete the Release to remove them", have)})
-	}
-	// A member applied but not yet healthy is looked at again at its deadline.
-	c.mu.Lock()
-	for _, k := range dec.Clusters {
-		if ms := st.members[k]; ms != nil && ms.revision == bundle.Revision && !c.ready(ms) && ms.err == nil {
-			if left := ms.applied.Add(deadline).Sub(now); left > 0 {
-				wait = pick(wait, left)
-			}
-		}
-	}
-	c.mu.Unlock()
-	return wait, c.writeStatus(ctx, rel, st, bundle, dec, progress{wave: current, waves: len(waves), stopped: stopped, failures: failures, deadline: deadline})
-}
-
-// standing is, with c.mu held, the wave a rollout stands at (len(waves) when every wave is
-// done), how many members failed at the revision, whether that is more than maxFailures allows,
-// and how long the current wave has left to soak. A wave is done when each of its members runs
-// the revision, healthy as observed after the apply, for soak, or failed.
-func (c *Controller) standing(st *releaseState, dec *decision.Decision, waves [][]types.NamespacedName, revision string, now time.Time, soak, deadline time.Duration, maxFailures int) (current, failures int, tooMany bool, wait time.Duration) {
-	for _, k := range dec.Clusters {
-		if ms := st.at(c, k); ms != nil && c.failedAt(ms, revision, now, deadline) {
-			failures++
-		}
-	}
-	current = len(waves)
-	for i, w := range waves {
-		done := true
-		for _, k := range w {
-			ms := st.at(c, k)
-			if ms == nil || ms.revision != revision || !c.ready(ms) {
-				if ms == nil || !c.failedAt(ms, revision, now, deadline) {
-					done = false
-				}
-				continue
-			}
-			if left := ms.readyAt.Add(soak).Sub(now); left > 0 {
-				done = false
-				wait = max(wait, left) // the wave soaks until its last member has
-			}
-		}
-		if !done {
-			current = i
-			break
-		}
-	}
-	return current, failures, failures > maxFailures, wait
 }
 
 // memberIndex is the members now, by name.
@@ -793,42 +701,6 @@ func driftPolicy(rel *v1alpha1.Release) v1alpha1.ReleaseDriftPolicy {
 		return rel.Spec.Drift.Policy
 	}
 	return v1alpha1.DriftCorrect
-}
-
-// ready: every object of the member's revision is Current, with c.mu held.
-func (c *Controller) ready(ms *memberState) bool {
-	if ms.err != nil || len(ms.objects) == 0 {
-		ms.readyAt = time.Time{}
-		return false
-	}
-	for _, a := range ms.objects {
-		if a.gone || a.status != "Current" {
-			ms.readyAt = time.Time{}
-			return false
-		}
-	}
-	if ms.readyAt.IsZero() {
-		ms.readyAt = time.Now()
-	}
-	return true
-}
-
-// failedAt: the member failed at revision (its apply, an object's health, or its deadline). An
-// unreachable member counts too: it costs the rollout one failure of maxFailures, never a wave
-// that waits for it for good.
-func (c *Controller) failedAt(ms *memberState, revision string, now time.Time, deadline time.Duration) bool {
-	if ms.failedRev == revision && ms.err != nil {
-		return true
-	}
-	if ms.revision != revision || ms.err != nil {
-		return false
-	}
-	for _, a := range ms.objects {
-		if a.status == "Failed" {
-			return true
-		}
-	}
-	return !c.ready(ms) && now.Sub(ms.applied) > deadline
 }
 
 // decision reads the Release's decision from the PlacementDecisions cache.
@@ -866,8 +738,7 @@ func (c *Controller) applyMember(ctx context.Context, rel *v1alpha1.Release, b *
 	fail := func(err *memberError) {
 		c.mu.Lock()
 		defer c.mu.Unlock()
-		ms.applying, ms.during = false, nil
-		ms.failedRev, ms.err, ms.failedAt = b.Revision, err, time.Now()
+		ms.fail(b.Revision, err, time.Now())
 	}
 	if m == nil {
 		fail(&memberError{class: v1alpha1.FailureClusterNotFound, err: fmt.Errorf("no Cluster %s in the registry (or not among this controller's members)", key)})
@@ -948,7 +819,7 @@ func (c *Controller) applyMember(ctx context.Context, rel *v1alpha1.Release, b *
 		appliedAt = ms.reported.applied
 	}
 	ms.revision, ms.applied, ms.objects = b.Revision, appliedAt, objects
-	ms.err, ms.failedRev, ms.drifted, ms.readyAt = nil, "", false, time.Time{}
+	ms.err, ms.failedRev, ms.attempts, ms.drifted, ms.drift, ms.readyAt = nil, "", 0, false, "", time.Time{}
 	changed := false
 	for _, ev := range ms.during {
 		if a := ms.objects[ev.r]; a != nil && c.observe(relKey, ms, a, ev.deleted, ev.obj) {
@@ -956,6 +827,7 @@ func (c *Controller) applyMember(ctx context.Context, rel *v1alpha1.Release, b *
 		}
 	}
 	ms.during = nil
+	ms.settle(time.Now())
 	c.mu.Unlock()
 	if changed {
 		c.queue.Add(relKey)
@@ -1006,6 +878,7 @@ func (c *Controller) removeMember(ctx context.Context, rel *v1alpha1.Release, st
 	if err != nil {
 		c.mu.Lock()
 		ms.err, ms.failedAt = &memberError{class: classify(ctx, err), err: fmt.Errorf("removing: %w", err)}, time.Now()
+		ms.settle(ms.failedAt)
 		c.mu.Unlock()
 		return
 	}
@@ -1043,7 +916,8 @@ func (c *Controller) finalize(ctx context.Context, rel *v1alpha1.Release, st *re
 		left += reported
 	}
 	if left > 0 || !ownsRelease {
-		err := c.writeStatus(ctx, rel, st, nil, nil, progress{stalledReason: "Removing", stalledMessage: fmt.Sprintf("%d members still have the Release's objects", left)})
+		snap := c.snapshot(st, nil, nil, "", gates{}, nil)
+		err := c.writeStatus(ctx, rel, nil, nil, progress{snap: &snap, stalledReason: "Removing", stalledMessage: fmt.Sprintf("%d members still have the Release's objects", left)})
 		if left == 0 {
 			return 0, err // this replica's part is done; the Release's owner lets it go
 		}

@@ -126,7 +126,7 @@ func (e *deliveryEnv) decide(t *testing.T, members ...string) {
 	t.Helper()
 	var chosen []decision.Chosen
 	for i, m := range members {
-		chosen = append(chosen, decision.Chosen{Cluster: types.NamespacedName{Namespace: e.ns, Name: m}, Group: i + 1})
+		chosen = append(chosen, decision.Chosen{Cluster: types.NamespacedName{Namespace: e.ns, Name: m}, Group: i})
 	}
 	_, err := decision.Write(t.Context(), e.decisions, e.ns, "web", chosen, decision.WriteOptions{SchedulerName: "test"})
 	require.NoError(t, err)
@@ -354,6 +354,22 @@ func TestReleaseLifecycle(t *testing.T) {
 		}
 	})
 
+	// A restore from backup, or an exported manifest applied again: the object carries an older
+	// revision's label and values. It is drift like any edit, corrected.
+	t.Run("an older revision's copy put back is corrected", func(t *testing.T) {
+		kube := env.members["member-1"]
+		cm, err := kube.CoreV1().ConfigMaps(appNS).Get(t.Context(), "web-config", metav1.GetOptions{})
+		require.NoError(t, err)
+		current := cm.Labels[v1alpha1.RevisionLabel]
+		cm.Labels[v1alpha1.RevisionLabel], cm.Data["color"] = revision, "blue"
+		_, err = kube.CoreV1().ConfigMaps(appNS).Update(t.Context(), cm, metav1.UpdateOptions{FieldManager: "velero-restore"})
+		require.NoError(t, err)
+		require.Eventually(t, func() bool {
+			cm, err := kube.CoreV1().ConfigMaps(appNS).Get(t.Context(), "web-config", metav1.GetOptions{})
+			return err == nil && cm.Data["color"] == "green" && cm.Labels[v1alpha1.RevisionLabel] == current
+		}, 10*time.Second, 50*time.Millisecond, "the older copy stood")
+	})
+
 	t.Run("a member that leaves the decision has its objects removed", func(t *testing.T) {
 		env.decide(t, "member-1")
 		require.Eventually(t, func() bool {
@@ -460,7 +476,7 @@ func TestReleaseRollsOutInWaves(t *testing.T) {
 	env := startDelivery(t)
 	appNS := "app-waves"
 	env.appNamespace(t, appNS)
-	env.decide(t, "member-1", "member-2") // groups 1 and 2
+	env.decide(t, "member-1", "member-2") // groups 0 and 1, as the placement numbers them
 	rel := &v1alpha1.Release{ObjectMeta: metav1.ObjectMeta{Name: "waves", Namespace: env.ns}, Spec: v1alpha1.ReleaseSpec{
 		Source:          v1alpha1.ReleaseSource{Manifests: manifests(t, deployment("web", badImage))},
 		Placement:       v1alpha1.ReleasePlacement{Name: "web"},
@@ -628,7 +644,7 @@ func TestRolloutStopsPastMaxFailures(t *testing.T) {
 	appNS := "only-on-member-2"
 	_, err := env.members["member-2"].CoreV1().Namespaces().Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: appNS}}, metav1.CreateOptions{})
 	require.NoError(t, err)
-	env.decide(t, "member-1", "member-2") // groups 1 and 2
+	env.decide(t, "member-1", "member-2") // groups 0 and 1, as the placement numbers them
 	rel := &v1alpha1.Release{ObjectMeta: metav1.ObjectMeta{Name: "stops", Namespace: env.ns}, Spec: v1alpha1.ReleaseSpec{
 		Source:          v1alpha1.ReleaseSource{Manifests: manifests(t, configMap("stops", map[string]string{"k": "v"}))},
 		Placement:       v1alpha1.ReleasePlacement{Name: "web"},
@@ -641,7 +657,7 @@ func TestRolloutStopsPastMaxFailures(t *testing.T) {
 		c := meta.FindStatusCondition(r.Status.Conditions, v1alpha1.ReleaseStalled)
 		return c != nil && c.Status == metav1.ConditionTrue && c.Reason == "TooManyFailures"
 	})
-	require.Contains(t, meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ReleaseStalled).Message, "the rollout stopped before wave 2 of 2")
+	require.Contains(t, meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ReleaseStalled).Message, "the rollout stopped in wave 1 of 2; wave 2 does not begin")
 	require.Equal(t, int32(1), phase(got, v1alpha1.PhaseFailed))
 	require.Equal(t, int32(1), phase(got, v1alpha1.PhasePending))
 	_, err = env.members["member-2"].CoreV1().ConfigMaps(appNS).Get(t.Context(), "stops", metav1.GetOptions{})
@@ -692,4 +708,33 @@ func TestScaledByHandUnderDriftIgnore(t *testing.T) {
 	r := env.waitRelease(t, "scaled", "still ready", func(r *v1alpha1.Release) bool { return true })
 	require.Equal(t, int32(1), r.Status.Ready, "%+v", r.Status)
 	require.NoError(t, env.registry.ClusterregistryV1alpha1().Releases(env.ns).Delete(t.Context(), "scaled", metav1.DeleteOptions{}))
+}
+
+// Under drift Warn an edit on a member is reported, not undone, and the report names the object
+// and the fields the edit took.
+func TestDriftWarnNamesObjectAndFields(t *testing.T) {
+	env := startDelivery(t)
+	env.decide(t, "member-1")
+	name := "warned-" + env.ns
+	rel := &v1alpha1.Release{ObjectMeta: metav1.ObjectMeta{Name: "warned", Namespace: env.ns}, Spec: v1alpha1.ReleaseSpec{
+		Source:    v1alpha1.ReleaseSource{Manifests: manifests(t, configMap(name, map[string]string{"color": "blue", "size": "m"}))},
+		Placement: v1alpha1.ReleasePlacement{Name: "web"},
+		Drift:     &v1alpha1.ReleaseDrift{Policy: v1alpha1.DriftWarn},
+	}}
+	_, err := env.registry.ClusterregistryV1alpha1().Releases(env.ns).Create(t.Context(), rel, metav1.CreateOptions{})
+	require.NoError(t, err)
+	env.waitRelease(t, "warned", "ready", func(r *v1alpha1.Release) bool { return r.Status.Ready == 1 })
+	kube := env.members["member-1"]
+	cm, err := kube.CoreV1().ConfigMaps("default").Get(t.Context(), name, metav1.GetOptions{})
+	require.NoError(t, err)
+	cm.Data["color"] = "red"
+	_, err = kube.CoreV1().ConfigMaps("default").Update(t.Context(), cm, metav1.UpdateOptions{FieldManager: "kubectl-edit"})
+	require.NoError(t, err)
+	got := env.waitRelease(t, "warned", "drifted", func(r *v1alpha1.Release) bool { return phase(r, v1alpha1.PhaseDrifted) == 1 })
+	require.Equal(t, "ConfigMap default/"+name+": changed by another writer: .data.color", got.Status.Worst[0].Message)
+	time.Sleep(time.Second)
+	cm, err = kube.CoreV1().ConfigMaps("default").Get(t.Context(), name, metav1.GetOptions{})
+	require.NoError(t, err)
+	require.Equal(t, "red", cm.Data["color"], "Warn corrected the edit")
+	require.NoError(t, env.registry.ClusterregistryV1alpha1().Releases(env.ns).Delete(t.Context(), "warned", metav1.DeleteOptions{}))
 }

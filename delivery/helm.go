@@ -105,7 +105,8 @@ func (c *Controller) applyHelm(ctx context.Context, rel *v1alpha1.Release, b *Bu
 		ms.applied = ms.reported.applied // applied then, as reported before this Controller started
 	}
 	ms.objects = map[ref]*applied{r: {ref: r, status: "Current", message: fmt.Sprintf("Helm revision %d, %s", res.Revision, res.Status)}}
-	ms.err, ms.failedRev, ms.drifted, ms.readyAt, ms.during = nil, "", false, time.Time{}, nil
+	ms.err, ms.failedRev, ms.attempts, ms.drifted, ms.drift, ms.readyAt, ms.during = nil, "", 0, false, "", time.Time{}, nil
+	ms.settle(time.Now())
 	c.mu.Unlock()
 }
 

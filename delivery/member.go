@@ -54,6 +54,8 @@ type applied struct {
 	gone bool
 	// uid is the object's UID in the apply's answer: events of another incarnation are not its.
 	uid types.UID
+	// resourceVersion is the apply's answer's: the watch's events older than it are not news.
+	resourceVersion string
 }
 
 // memberClients are what the Controller keeps per member: a dynamic client and a REST mapper
@@ -201,7 +203,7 @@ func (mc *memberClients) applyOne(ctx context.Context, u *unstructured.Unstructu
 	if err != nil {
 		return applied{ref: r}, err
 	}
-	a := applied{ref: r, fields: managerFields(out, manager), uid: out.GetUID()}
+	a := applied{ref: r, fields: managerFields(out, manager), uid: out.GetUID(), resourceVersion: out.GetResourceVersion()}
 	a.status, a.message = health(out)
 	return a, nil
 }

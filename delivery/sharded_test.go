@@ -131,7 +131,7 @@ func TestReleaseShardedBetweenReplicas(t *testing.T) {
 	require.Eventually(t, func() bool { return len(a.peers.Live()) == 2 && len(b.peers.Live()) == 2 },
 		10*time.Second, 50*time.Millisecond, "the replicas do not see each other")
 
-	env.decide(t, "member-1", "member-2") // rollout groups 1 and 2
+	env.decide(t, "member-1", "member-2") // rollout groups 0 and 1
 	rel := &v1alpha1.Release{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: ns}, Spec: v1alpha1.ReleaseSpec{
 		Source:          v1alpha1.ReleaseSource{Manifests: manifests(t, deployment("web", badImage), configMap("web-config", map[string]string{"color": "blue"}))},
 		Placement:       v1alpha1.ReleasePlacement{Name: "web"},

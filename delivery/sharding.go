@@ -168,6 +168,7 @@ func (c *Controller) share(st *releaseState, reps map[types.NamespacedName]repor
 		if r.status.Phase != v1alpha1.PhaseReady {
 			ms.objects = map[ref]*applied{} // not ready, whatever its objects say
 		}
+		ms.settle(time.Now())
 		foreign[key] = ms
 	}
 	st.foreign = foreign

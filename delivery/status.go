@@ -11,7 +11,6 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/equality"
 	kerrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	cpv1alpha1 "sigs.k8s.io/cluster-inventory-api/apis/v1alpha1"
@@ -24,16 +23,14 @@ import (
 // SliceSize is how many members a ReleaseStatusSlice holds at most.
 const SliceSize = 100
 
-// progress is what a turn learnt of the rollout, for status.
+// progress is what status is written from: the pass's snapshot and plan (nil when the pass
+// stopped before planning: a source that does not render, a decision that cannot be read), or
+// why the Release is stalled.
 type progress struct {
-	wave, waves    int
-	stopped        bool
-	failures       int
-	deadline       time.Duration
+	snap           *snapshot
+	plan           *plan
 	stalledReason  string
 	stalledMessage string
-	// held: the decision is empty and nothing is removed; the members keep their phases.
-	held bool
 }
 
 // badness orders phases from worst to best, for Release.status.worst.
@@ -42,87 +39,42 @@ var badness = []v1alpha1.ReleaseMemberPhase{
 	v1alpha1.PhaseProgressing, v1alpha1.PhaseApplying, v1alpha1.PhasePending, v1alpha1.PhaseReady,
 }
 
-// memberStatus is how the Release stands on a member, with c.mu held.
-func (c *Controller) memberStatus(rel *v1alpha1.Release, key types.NamespacedName, ms *memberState, revision string, p progress, named bool) v1alpha1.ReleaseMemberStatus {
-	out := v1alpha1.ReleaseMemberStatus{Cluster: key.Name}
-	if ms == nil {
-		out.Phase, out.Reason = v1alpha1.PhasePending, "WaitingForWave"
-		if p.stopped {
-			out.Reason, out.Message = "RolloutStopped", "the rollout stopped before this member's wave"
-		}
-		return out
-	}
-	out.Revision = ms.revision
-	if !ms.applied.IsZero() {
-		t := metav1.NewTime(ms.applied.Truncate(time.Second))
+// memberStatus is how the Release stands on a member, as a view and its judgement say.
+func memberStatus(key types.NamespacedName, v view, j judgement) v1alpha1.ReleaseMemberStatus {
+	out := v1alpha1.ReleaseMemberStatus{Cluster: key.Name, Revision: v.revision, Objects: v.objects,
+		Phase: j.phase, Reason: j.reason, Message: j.message}
+	if !v.applied.IsZero() {
+		t := metav1.NewTime(v.applied.Truncate(time.Second))
 		out.LastApplied = &t
-	}
-	refs := make([]ref, 0, len(ms.objects))
-	for r := range ms.objects {
-		refs = append(refs, r)
-	}
-	slices.SortFunc(refs, func(a, b ref) int { return cmp.Compare(a.String(), b.String()) })
-	var notCurrent *applied
-	for _, r := range refs {
-		a := ms.objects[r]
-		st, msg := a.status, a.message
-		if a.gone {
-			st, msg = "NotFound", "deleted on the member"
-		}
-		out.Objects = append(out.Objects, v1alpha1.ReleaseObjectStatus{Group: r.GVR.Group, Version: r.GVR.Version, Resource: r.GVR.Resource,
-			Kind: r.Kind, Namespace: r.Namespace, Name: r.Name, Status: st, Message: msg})
-		if notCurrent == nil && (a.gone || a.status != "Current") {
-			notCurrent = a
-		}
-	}
-	switch {
-	case ms.removing || !named:
-		out.Phase, out.Reason = v1alpha1.PhaseRemoving, "LeftDecision"
-		if rel.DeletionTimestamp != nil {
-			out.Reason = "ReleaseDeleted"
-		}
-		if ms.err != nil {
-			out.Message = safetext.OneLine(ms.err.Error(), 1024)
-		}
-	case ms.applying:
-		out.Phase = v1alpha1.PhaseApplying
-	case ms.err != nil && v1alpha1.Unreachable(ms.err.class):
-		out.Phase, out.Reason, out.Message = v1alpha1.PhaseUnreachable, ms.err.class, safetext.OneLine(ms.err.Error(), 1024)
-	case ms.err != nil && ms.failedRev == revision:
-		out.Phase, out.Reason, out.Message = v1alpha1.PhaseFailed, ms.err.class, safetext.OneLine(ms.err.Error(), 1024)
-	case ms.revision != revision:
-		out.Phase, out.Reason = v1alpha1.PhasePending, "WaitingForWave"
-		if p.stopped {
-			out.Reason, out.Message = "RolloutStopped", "the rollout stopped before this member's wave"
-		}
-	case ms.drifted:
-		out.Phase, out.Reason, out.Message = v1alpha1.PhaseDrifted, "Drifted", "an object was changed on the member by someone else"
-		if driftPolicy(rel) == v1alpha1.DriftCorrect {
-			out.Message += "; correcting"
-		}
-	case c.ready(ms):
-		out.Phase = v1alpha1.PhaseReady
-	case notCurrent != nil && notCurrent.status == "Failed":
-		out.Phase, out.Reason, out.Message = v1alpha1.PhaseFailed, "ObjectFailed", safetext.OneLine(notCurrent.ref.String()+": "+notCurrent.message, 1024)
-	case p.deadline > 0 && time.Since(ms.applied) > p.deadline:
-		out.Phase, out.Reason = v1alpha1.PhaseFailed, v1alpha1.FailureTimeout
-		out.Message = fmt.Sprintf("not healthy within %s of its apply", p.deadline)
-		if notCurrent != nil {
-			out.Message = safetext.OneLine(out.Message+": "+notCurrent.ref.String()+": "+notCurrent.message, 1024)
-		}
-	default:
-		out.Phase, out.Reason = v1alpha1.PhaseProgressing, "WaitingForHealth"
-		if notCurrent != nil {
-			out.Message = safetext.OneLine(notCurrent.ref.String()+" is "+notCurrent.status+": "+notCurrent.message, 1024)
-		}
 	}
 	return out
 }
 
+// leaving is the judgement of a member the decision no longer names (or of a Release being
+// deleted): its objects are being removed.
+func leaving(v view, deleting bool) judgement {
+	j := judgement{phase: v1alpha1.PhaseRemoving, reason: "LeftDecision"}
+	if deleting {
+		j.reason = "ReleaseDeleted"
+	}
+	if v.err != nil {
+		j.message = safetext.OneLine(v.err.Error(), 1024)
+	}
+	return j
+}
+
+// judgeOwn judges a member this replica reports, as the plan does: a member the plan says will
+// not begin its wave is RolloutStopped.
+func (p progress) judgeOwn(key types.NamespacedName, v view) judgement {
+	if v.removing {
+		return leaving(v, false)
+	}
+	return p.snap.judge(v, p.plan.judged[key].reason == "RolloutStopped")
+}
+
 // writeStatus writes the Release's status and slices, each only when it changed.
-func (c *Controller) writeStatus(ctx context.Context, rel *v1alpha1.Release, st *releaseState, b *Bundle, dec *decision.Decision, p progress) error {
+func (c *Controller) writeStatus(ctx context.Context, rel *v1alpha1.Release, b *Bundle, dec *decision.Decision, p progress) error {
 	status := v1alpha1.ReleaseStatus{ObservedGeneration: rel.Generation, Conditions: slices.Clone(rel.Status.Conditions)}
-	var members []v1alpha1.ReleaseMemberStatus
 	revision := rel.Status.Revision
 	status.Chart = rel.Status.Chart
 	if b != nil {
@@ -134,47 +86,7 @@ func (c *Controller) writeStatus(ctx context.Context, rel *v1alpha1.Release, st 
 	ownsRelease := c.owns(relKey)
 	_, others := c.slicesOf(rel)
 	reps := c.reports(others, c.live())
-	// mine are the members this replica reports in its slices: those it owns, and those it
-	// holds until their new owner reports them. members are the Release's: mine, and the other
-	// replicas' reports of the rest.
-	var mine []v1alpha1.ReleaseMemberStatus
-	c.mu.Lock()
-	named := map[types.NamespacedName]bool{}
-	if dec != nil {
-		for _, k := range dec.Clusters {
-			named[k] = true
-			ms := st.members[k]
-			var m v1alpha1.ReleaseMemberStatus
-			if c.owns(k) || ms != nil {
-				m = c.memberStatus(rel, k, ms, revision, p, true)
-				mine = append(mine, m)
-			}
-			if r, ok := reps[k]; ok && (!c.owns(k) || ms == nil) {
-				m = r.status
-			} else if m.Cluster == "" {
-				m = c.memberStatus(rel, k, nil, revision, p, true) // nobody reports it yet
-			}
-			members = append(members, m)
-		}
-	}
-	for k, ms := range st.members {
-		if !named[k] && (dec != nil || rel.DeletionTimestamp != nil) {
-			m := c.memberStatus(rel, k, ms, revision, p, p.held)
-			mine = append(mine, m)
-			members = append(members, m)
-		}
-	}
-	c.mu.Unlock()
-	for k, r := range reps {
-		if !named[k] && (dec != nil || rel.DeletionTimestamp != nil) && len(r.status.Objects) > 0 && !slices.ContainsFunc(mine, func(m v1alpha1.ReleaseMemberStatus) bool { return m.Cluster == k.Name }) {
-			members = append(members, r.status)
-		}
-	}
-	if dec == nil && rel.DeletionTimestamp == nil {
-		// Without a decision, the members' status stands as last written.
-		members, mine = nil, nil
-	}
-
+	mine, members := c.memberStatuses(rel, dec, p, reps)
 	counts := map[v1alpha1.ReleaseMemberPhase]int32{}
 	for _, m := range members {
 		counts[m.Phase]++
@@ -188,9 +100,8 @@ func (c *Controller) writeStatus(ctx context.Context, rel *v1alpha1.Release, st 
 			status.Phases = append(status.Phases, v1alpha1.ReleasePhaseCount{Phase: ph, Count: counts[ph]})
 		}
 	}
-	if p.waves > 0 {
-		status.Waves = int32(p.waves)
-		status.Wave = int32(min(p.wave+1, p.waves))
+	if p.plan != nil && p.plan.waves > 0 {
+		status.Waves, status.Wave = int32(p.plan.waves), int32(p.plan.wave)
 	}
 	worst := slices.Clone(members)
 	worst = slices.DeleteFunc(worst, func(m v1alpha1.ReleaseMemberStatus) bool { return m.Phase == v1alpha1.PhaseReady })
@@ -201,49 +112,7 @@ func (c *Controller) writeStatus(ctx context.Context, rel *v1alpha1.Release, st 
 		m.Objects = nil
 		status.Worst = append(status.Worst, m)
 	}
-
-	gen := rel.Generation
-	set := func(t string, s metav1.ConditionStatus, reason, msg string) {
-		meta.SetStatusCondition(&status.Conditions, metav1.Condition{Type: t, Status: s, Reason: reason, Message: safetext.OneLine(msg, 1024), ObservedGeneration: gen})
-	}
-	switch {
-	case p.stalledReason != "":
-		set(v1alpha1.ReleaseStalled, metav1.ConditionTrue, p.stalledReason, p.stalledMessage)
-	case p.stopped:
-		set(v1alpha1.ReleaseStalled, metav1.ConditionTrue, "TooManyFailures",
-			fmt.Sprintf("%d members failed, more than maxFailures allows: the rollout stopped before wave %d of %d", p.failures, p.wave+1, p.waves))
-	default:
-		set(v1alpha1.ReleaseStalled, metav1.ConditionFalse, "NotStalled", "")
-	}
-	busy := counts[v1alpha1.PhasePending] + counts[v1alpha1.PhaseApplying] + counts[v1alpha1.PhaseProgressing] + counts[v1alpha1.PhaseRemoving]
-	switch {
-	case p.stalledReason != "" || p.stopped:
-		set(v1alpha1.ReleaseProgressing, metav1.ConditionFalse, "Stopped", "see Stalled")
-	case busy > 0:
-		set(v1alpha1.ReleaseProgressing, metav1.ConditionTrue, "RollingOut", fmt.Sprintf("wave %d of %d; %d of %d members ready", status.Wave, status.Waves, status.Ready, status.Members))
-	default:
-		set(v1alpha1.ReleaseProgressing, metav1.ConditionFalse, "Complete", fmt.Sprintf("%d of %d members ready", status.Ready, status.Members))
-	}
-	switch {
-	case dec == nil:
-		set(v1alpha1.ReleaseAvailable, metav1.ConditionUnknown, "NoDecision", "the decision cannot be read")
-	case status.Members == 0:
-		set(v1alpha1.ReleaseAvailable, metav1.ConditionFalse, "NoMembers", "the decision names no member")
-	case status.Ready == status.Members:
-		set(v1alpha1.ReleaseAvailable, metav1.ConditionTrue, "AllReady", fmt.Sprintf("every member (%d) runs revision %s, healthy", status.Members, revision))
-	default:
-		set(v1alpha1.ReleaseAvailable, metav1.ConditionFalse, "NotAllReady", fmt.Sprintf("%d of %d members ready", status.Ready, status.Members))
-	}
-	if dec != nil && len(dec.Refused) > 0 {
-		// The decision's writer named another set's members: never followed, and said, not dropped.
-		available := meta.FindStatusCondition(status.Conditions, v1alpha1.ReleaseAvailable)
-		set(v1alpha1.ReleaseAvailable, available.Status, available.Reason, available.Message+"; "+refusedReferences(dec.Refused))
-	}
-	if bad := counts[v1alpha1.PhaseFailed] + counts[v1alpha1.PhaseUnreachable] + counts[v1alpha1.PhaseDrifted]; bad > 0 {
-		set(v1alpha1.ReleaseDegraded, metav1.ConditionTrue, string(worst[0].Phase), fmt.Sprintf("%d failed, %d unreachable, %d drifted", counts[v1alpha1.PhaseFailed], counts[v1alpha1.PhaseUnreachable], counts[v1alpha1.PhaseDrifted]))
-	} else {
-		set(v1alpha1.ReleaseDegraded, metav1.ConditionFalse, "NotDegraded", "")
-	}
+	setConditions(&status, rel, dec, p, counts, worst)
 
 	if dec != nil || rel.DeletionTimestamp != nil {
 		if err := c.writeSlices(ctx, rel, mine, others, ownsRelease); err != nil {
@@ -364,4 +233,65 @@ func refusedReferences(refs []cpv1alpha1.ClusterProfileReference) string {
 	}
 	return fmt.Sprintf("the decision names %d Clusters of other cluster sets (%s%s), refused: a Release reaches only its own set's members",
 		len(refs), strings.Join(names, ", "), more)
+}
+
+// sortedKeys are a map's keys in order.
+func sortedKeys[V any](m map[types.NamespacedName]V) []types.NamespacedName {
+	out := make([]types.NamespacedName, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.SortFunc(out, func(a, b types.NamespacedName) int { return cmp.Compare(a.String(), b.String()) })
+	return out
+}
+
+// memberStatuses are the members this replica reports in its slices (mine: those it owns, and
+// those it holds until their new owner reports them) and the Release's (mine, and the other
+// replicas' reports of the rest), judged from the pass's snapshot and plan.
+func (c *Controller) memberStatuses(rel *v1alpha1.Release, dec *decision.Decision, p progress, reps map[types.NamespacedName]report) (mine, members []v1alpha1.ReleaseMemberStatus) {
+	deleting := rel.DeletionTimestamp != nil
+	named := map[types.NamespacedName]bool{}
+	if dec != nil && p.plan != nil {
+		for _, k := range dec.Clusters {
+			named[k] = true
+			v, held := p.snap.own[k]
+			var m v1alpha1.ReleaseMemberStatus
+			if c.owns(k) || held {
+				m = memberStatus(k, v, p.judgeOwn(k, v))
+				mine = append(mine, m)
+			}
+			if r, ok := reps[k]; ok && (!c.owns(k) || !held) {
+				m = r.status
+			} else if m.Cluster == "" {
+				m = memberStatus(k, view{}, p.judgeOwn(k, view{})) // nobody reports it yet
+			}
+			members = append(members, m)
+		}
+	}
+	if p.snap != nil && (dec != nil || deleting) {
+		for _, k := range sortedKeys(p.snap.own) {
+			if named[k] {
+				continue
+			}
+			v := p.snap.own[k]
+			j := leaving(v, deleting)
+			if p.plan != nil && p.plan.held {
+				j = p.judgeOwn(k, v) // nothing is removed: they keep their phases
+			}
+			m := memberStatus(k, v, j)
+			mine = append(mine, m)
+			members = append(members, m)
+		}
+	}
+	for k, r := range reps {
+		if !named[k] && (dec != nil || deleting) && len(r.status.Objects) > 0 && !slices.ContainsFunc(mine, func(m v1alpha1.ReleaseMemberStatus) bool { return m.Cluster == k.Name }) {
+			members = append(members, r.status)
+		}
+	}
+	if dec == nil && !deleting {
+		// Without a decision, the members' status stands as last written.
+		return nil, nil
+	}
+	return mine, members
+
 }

@@ -12,8 +12,8 @@ import (
 )
 
 // Waves splits a decision's members (in its order) into the waves a rollout goes through:
-// one wave for All; the decision's rollout groups in order for Groups (members without a group
-// last); chunks of maxConcurrency (25% when unset, rounded up, at least 1) for Concurrency.
+// one wave for All; the decision's rollout groups in order for Groups, from group 0 (members
+// groups does not name last); chunks of maxConcurrency (25% when unset, rounded up, at least 1) for Concurrency.
 func Waves(members []types.NamespacedName, groups map[types.NamespacedName]int, r *v1alpha1.ReleaseRollout) [][]types.NamespacedName {
 	if len(members) == 0 {
 		return nil
@@ -26,8 +26,8 @@ func Waves(members []types.NamespacedName, groups map[types.NamespacedName]int, 
 	case v1alpha1.RolloutGroups:
 		byGroup := map[int][]types.NamespacedName{}
 		for _, m := range members {
-			g := groups[m]
-			if g <= 0 {
+			g, ok := groups[m]
+			if !ok || g < 0 {
 				g = math.MaxInt
 			}
 			byGroup[g] = append(byGroup[g], m)

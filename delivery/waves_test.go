@@ -38,6 +38,12 @@ func TestWaves(t *testing.T) {
 	groups := map[types.NamespacedName]int{ms[0]: 2, ms[1]: 1, ms[2]: 2}
 	w = Waves(ms[:4], groups, &v1alpha1.ReleaseRollout{Strategy: v1alpha1.RolloutGroups})
 	require.Equal(t, [][]types.NamespacedName{{ms[1]}, {ms[0], ms[2]}, {ms[3]}}, w, "groups in order, members without one last")
+
+	// The placement numbers groups from 0 (as explain-placement shows them): group 0 goes first,
+	// never with the members that have no group.
+	groups = map[types.NamespacedName]int{ms[0]: 0, ms[2]: 1, ms[1]: 2}
+	w = Waves(ms[:4], groups, &v1alpha1.ReleaseRollout{Strategy: v1alpha1.RolloutGroups})
+	require.Equal(t, [][]types.NamespacedName{{ms[0]}, {ms[2]}, {ms[1]}, {ms[3]}}, w, "group 0 is the first wave")
 }
 
 func TestMaxFailures(t *testing.T) {

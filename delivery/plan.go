@@ -1,0 +1,315 @@
+package delivery
+
+import (
+	"cmp"
+	"fmt"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
+	"github.com/cluster-registry/sdk/internal/safetext"
+)
+
+// A pass over a Release reads as plan, act, report: snapshot copies what the Controller knows of
+// the Release's members (under its lock), decide works out from that copy alone what to do and
+// how the rollout stands, the applier and remover act on the plan's lists, and the status is
+// written from a plan (of the snapshot taken after acting, when the pass acted). Nothing decides
+// twice: the waves, the failures, each member's phase and every condition come from one plan.
+
+// view is one member of a Release as a pass sees it: a copy of its memberState, so that deciding
+// reads no memory another goroutine writes.
+type view struct {
+	known      bool // the Controller has a state for the member (it applied there, or is told of it)
+	revision   string
+	applied    time.Time
+	readyAt    time.Time // zero: not every object Current at revision
+	applying   bool
+	removing   bool
+	drifted    bool
+	drift      string // what drifted, for the member's message
+	err        *memberError
+	failedRev  string
+	failedAt   time.Time
+	attempts   int      // failed applies in a row, for the retry's backoff
+	notCurrent *applied // the first object (by name) that is not Current, if any
+	// objects are its objects as status lists them, by name.
+	objects []v1alpha1.ReleaseObjectStatus
+}
+
+// viewOf copies a member's state, with c.mu held.
+func viewOf(ms *memberState) view {
+	if ms == nil {
+		return view{}
+	}
+	v := view{known: true, revision: ms.revision, applied: ms.applied, readyAt: ms.readyAt, applying: ms.applying,
+		removing: ms.removing, drifted: ms.drifted, drift: ms.drift, err: ms.err, failedRev: ms.failedRev,
+		failedAt: ms.failedAt, attempts: ms.attempts}
+	if !ms.ready() {
+		v.readyAt = time.Time{}
+	}
+	for _, a := range ms.sortedObjects() {
+		st, msg := a.status, a.message
+		if a.gone {
+			st, msg = "NotFound", "deleted on the member"
+		}
+		r := a.ref
+		v.objects = append(v.objects, v1alpha1.ReleaseObjectStatus{Group: r.GVR.Group, Version: r.GVR.Version, Resource: r.GVR.Resource,
+			Kind: r.Kind, Namespace: r.Namespace, Name: r.Name, Status: st, Message: msg})
+		if v.notCurrent == nil && (a.gone || a.status != "Current") {
+			cp := *a
+			if a.gone {
+				cp.status, cp.message = "NotFound", "deleted on the member"
+			}
+			v.notCurrent = &cp
+		}
+	}
+	return v
+}
+
+// gates are a Release's rollout settings, defaulted.
+type gates struct {
+	soak, deadline, retryAfter time.Duration
+	maxFailures                int
+	correctDrift               bool
+}
+
+// gatesOf are rel's gates for a decision of total members.
+func gatesOf(rel *v1alpha1.Release, total int, retryAfter time.Duration) gates {
+	g := gates{deadline: 600 * time.Second, retryAfter: retryAfter, maxFailures: MaxFailures(rel.Spec.Rollout, total),
+		correctDrift: driftPolicy(rel) == v1alpha1.DriftCorrect}
+	if r := rel.Spec.Rollout; r != nil {
+		g.soak = time.Duration(r.SoakSeconds) * time.Second
+		if r.ProgressDeadlineSeconds != nil {
+			g.deadline = time.Duration(*r.ProgressDeadlineSeconds) * time.Second
+		}
+	}
+	return g
+}
+
+// snapshot is everything one pass decides from.
+type snapshot struct {
+	now      time.Time
+	revision string
+	gates    gates
+	// waves are the decision's members in rollout order (Waves); views how each stands, by
+	// name (a member without a view is one nobody applied to yet).
+	waves [][]types.NamespacedName
+	views map[types.NamespacedName]view
+	// own are the members this replica holds a state of (those it applied to, and those it
+	// was handed), as its slices report them.
+	own map[types.NamespacedName]view
+	// mine are the members this replica applies to (all of them unless sharded).
+	mine map[types.NamespacedName]bool
+	// leaving are the members this replica has the Release's objects on that the decision no
+	// longer names; empty says the decision names no member.
+	leaving []types.NamespacedName
+	empty   bool
+	// fresh: the members are the registry's as they are now (nothing is removed otherwise).
+	fresh bool
+}
+
+// judgement is a member's phase as status shows it.
+type judgement struct {
+	phase           v1alpha1.ReleaseMemberPhase
+	reason, message string
+}
+
+// plan is what a pass does, and how the rollout stands.
+type plan struct {
+	apply, remove []types.NamespacedName
+	judged        map[types.NamespacedName]judgement
+	// waves is how many waves the rollout has; wave how many of them have begun (1-based: the
+	// wave the rollout is in), the same number everywhere status shows it.
+	waves, wave int
+	// failed are the members that failed at the revision, in rollout order; stopped says there
+	// are more of them than maxFailures allows: no further wave begins.
+	failed  []types.NamespacedName
+	stopped bool
+	// done: every wave has finished (each member Ready at the revision for the soak, or failed).
+	done bool
+	// held: the decision names no member, and nothing is removed from those that have objects.
+	held bool
+	// wait is when the pass should be looked at again though nothing else calls (a soak, a
+	// retry, a deadline); zero for never.
+	wait time.Duration
+}
+
+// decide is the plan for a snapshot: a pure function of it.
+func decide(s snapshot) plan {
+	p := plan{judged: map[types.NamespacedName]judgement{}, waves: len(s.waves)}
+	for _, w := range s.waves {
+		for _, k := range w {
+			if s.failedAt(s.views[k]) {
+				p.failed = append(p.failed, k)
+			}
+		}
+	}
+	p.stopped = len(p.failed) > s.gates.maxFailures
+	open, soakLeft := s.openWave()
+	p.done = open == len(s.waves)
+	// The wave the rollout is in: the last that has begun (a member of a wave done before may
+	// fail later), or the open one when it may begin; the first when none has.
+	p.wave = len(s.waves)
+	if !p.done {
+		p.wave = 1
+		if !p.stopped {
+			p.wave = open + 1
+		}
+		for i, w := range s.waves {
+			if s.begun(w) {
+				p.wave = max(p.wave, i+1)
+			}
+		}
+	}
+	p.wait = pick(0, soakLeft)
+	for i, w := range s.waves {
+		for _, k := range w {
+			v := s.views[k]
+			starts := i < open || (i == open && (!p.stopped || s.tried(v)))
+			p.judged[k] = s.judge(v, p.stopped && !starts)
+			if i > open || !s.mine[k] || !starts {
+				continue
+			}
+			switch due := s.retryDue(v); {
+			case v.applying || v.removing:
+			case due > 0:
+				p.wait = pick(p.wait, due)
+			case due == 0, v.revision != s.revision, v.drifted && s.gates.correctDrift:
+				p.apply = append(p.apply, k)
+			case v.readyAt.IsZero() && v.err == nil:
+				// Applied, not yet healthy: looked at again at its deadline.
+				p.wait = pick(p.wait, v.applied.Add(s.gates.deadline).Sub(s.now))
+			}
+		}
+	}
+	p.held = s.empty && len(s.leaving) > 0
+	if !p.held && s.fresh {
+		p.remove = s.leaving
+	}
+	return p
+}
+
+// openWave is the first wave not yet done (len(waves) when all are), and how long its members
+// that are Ready have left to soak. A wave is done when each member is Ready at the revision,
+// as seen after its apply, for the soak, or failed at the revision and not due to be tried again.
+func (s snapshot) openWave() (int, time.Duration) {
+	for i, w := range s.waves {
+		done, soak := true, time.Duration(0)
+		for _, k := range w {
+			v := s.views[k]
+			switch {
+			case s.readyAt(v):
+				if left := v.readyAt.Add(s.gates.soak).Sub(s.now); left > 0 {
+					done, soak = false, max(soak, left) // the wave soaks until its last member has
+				}
+			case s.failedAt(v) && s.retryDue(v) != 0:
+			default:
+				done = false
+			}
+		}
+		if !done {
+			return i, soak
+		}
+	}
+	return len(s.waves), 0
+}
+
+// readyAt: the member runs the revision and every object of it is Current.
+func (s snapshot) readyAt(v view) bool {
+	return v.known && v.revision == s.revision && v.err == nil && !v.readyAt.IsZero() && !v.applying
+}
+
+// tried: the member was applied to at the revision, or tried and failed.
+func (s snapshot) tried(v view) bool {
+	return v.known && (v.revision == s.revision || v.failedRev == s.revision)
+}
+
+// begun: some member of the wave was tried at the revision.
+func (s snapshot) begun(w []types.NamespacedName) bool {
+	for _, k := range w {
+		if s.tried(s.views[k]) {
+			return true
+		}
+	}
+	return false
+}
+
+// failedAt: the member failed at the revision: its apply, an object's health, or its progress
+// deadline. An unreachable member counts too: it costs the rollout one failure of maxFailures,
+// never a wave that waits for it for good.
+func (s snapshot) failedAt(v view) bool {
+	switch {
+	case !v.known || v.applying:
+		return false
+	case v.err != nil:
+		return v.failedRev == s.revision
+	case v.revision != s.revision || !v.readyAt.IsZero():
+		return false
+	case v.notCurrent != nil && v.notCurrent.status == "Failed":
+		return true
+	}
+	return s.now.Sub(v.applied) > s.gates.deadline
+}
+
+// retryDue is, for a member whose apply of the revision failed, how long until it is tried
+// again: 0 when it is due now, -1 when it is not such a member. The backoff is short at first
+// (1 s, doubling), so that a cause fixed elsewhere (a namespace created) is seen soon, and never
+// longer than retryAfter.
+func (s snapshot) retryDue(v view) time.Duration {
+	if !v.known || v.err == nil || v.failedRev != s.revision {
+		return -1
+	}
+	backoff := s.gates.retryAfter
+	if v.attempts > 0 && v.attempts < 16 {
+		backoff = min(backoff, time.Second<<(v.attempts-1))
+	}
+	return max(v.failedAt.Add(backoff).Sub(s.now), 0)
+}
+
+// judge is a member's phase: notStarted says its wave will not begin (the rollout stopped).
+func (s snapshot) judge(v view, notStarted bool) judgement {
+	pending := func() judgement {
+		j := judgement{phase: v1alpha1.PhasePending, reason: "WaitingForWave"}
+		if notStarted {
+			j.reason, j.message = "RolloutStopped", "the rollout stopped before this member's wave"
+		}
+		if v.revision != "" {
+			j.message = safetext.OneLine(fmt.Sprintf("runs revision %s; %s", v.revision, cmp.Or(j.message, "waits for its wave")), 1024)
+		}
+		return j
+	}
+	switch {
+	case !v.known:
+		return pending()
+	case v.applying:
+		return judgement{phase: v1alpha1.PhaseApplying}
+	case v.err != nil && v1alpha1.Unreachable(v.err.class):
+		return judgement{v1alpha1.PhaseUnreachable, v.err.class, safetext.OneLine(v.err.Error(), 1024)}
+	case v.err != nil && v.failedRev == s.revision:
+		return judgement{v1alpha1.PhaseFailed, v.err.class, safetext.OneLine(v.err.Error(), 1024)}
+	case v.revision != s.revision:
+		return pending()
+	case v.drifted:
+		msg := cmp.Or(v.drift, "an object was changed on the member by someone else")
+		if s.gates.correctDrift {
+			msg += "; correcting"
+		}
+		return judgement{v1alpha1.PhaseDrifted, "Drifted", safetext.OneLine(msg, 1024)}
+	case s.readyAt(v):
+		return judgement{phase: v1alpha1.PhaseReady}
+	case v.notCurrent != nil && v.notCurrent.status == "Failed":
+		return judgement{v1alpha1.PhaseFailed, "ObjectFailed", safetext.OneLine(v.notCurrent.ref.String()+": "+v.notCurrent.message, 1024)}
+	case s.now.Sub(v.applied) > s.gates.deadline:
+		msg := fmt.Sprintf("not healthy within %s of its apply", s.gates.deadline)
+		if v.notCurrent != nil {
+			msg += ": " + v.notCurrent.ref.String() + ": " + v.notCurrent.message
+		}
+		return judgement{v1alpha1.PhaseFailed, v1alpha1.FailureTimeout, safetext.OneLine(msg, 1024)}
+	}
+	j := judgement{phase: v1alpha1.PhaseProgressing, reason: "WaitingForHealth"}
+	if v.notCurrent != nil {
+		j.message = safetext.OneLine(v.notCurrent.ref.String()+" is "+v.notCurrent.status+": "+v.notCurrent.message, 1024)
+	}
+	return j
+}

@@ -1,0 +1,261 @@
+package delivery
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+
+	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
+	"github.com/cluster-registry/sdk/decision"
+)
+
+// rollout is a simulated Release on simulated members: what decide is asked about, step after
+// step, as members apply, fail, become healthy and unhealthy, time passes and the Release changes.
+type rollout struct {
+	t        *testing.T
+	rng      *rand.Rand
+	snap     snapshot
+	order    map[types.NamespacedName]int // each member's wave
+	revision int
+	// started is the highest wave in which a member was first applied at the revision.
+	started int
+}
+
+func newRollout(t *testing.T, seed uint64) *rollout {
+	rng := rand.New(rand.NewPCG(seed, 1))
+	n := 1 + rng.IntN(8)
+	members := names(n)
+	groups := map[types.NamespacedName]int{}
+	for _, k := range members {
+		if rng.IntN(5) > 0 { // some have no group: they go last
+			groups[k] = rng.IntN(3)
+		}
+	}
+	strategy := []v1alpha1.ReleaseRolloutStrategy{v1alpha1.RolloutAll, v1alpha1.RolloutGroups, v1alpha1.RolloutConcurrency}[rng.IntN(3)]
+	r := &rollout{t: t, rng: rng, order: map[types.NamespacedName]int{}, started: -1}
+	waves := Waves(members, groups, &v1alpha1.ReleaseRollout{Strategy: strategy})
+	for i, w := range waves {
+		for _, k := range w {
+			r.order[k] = i
+		}
+	}
+	r.snap = snapshot{now: time.Unix(1_000_000, 0), revision: "r0", waves: waves, views: map[types.NamespacedName]view{},
+		own: map[types.NamespacedName]view{}, mine: map[types.NamespacedName]bool{}, fresh: true,
+		gates: gates{soak: time.Duration(rng.IntN(4)) * time.Second, deadline: time.Duration(5+rng.IntN(10)) * time.Second,
+			retryAfter: 4 * time.Second, maxFailures: rng.IntN(3), correctDrift: rng.IntN(2) == 0}}
+	for _, k := range members {
+		r.snap.mine[k] = true
+	}
+	return r
+}
+
+// step asks decide, checks the plan against the invariants, acts on it as members would answer,
+// then lets something happen.
+func (r *rollout) step(i int) {
+	p := decide(r.snap)
+	r.check(p, i)
+	for _, k := range p.apply {
+		v := r.snap.views[k]
+		if !r.snap.tried(v) {
+			require.GreaterOrEqual(r.t, r.order[k], r.started, "step %d: %s first applied in wave %d after wave %d began", i, k.Name, r.order[k], r.started)
+			r.started = r.order[k]
+		}
+		if r.rng.IntN(5) == 0 {
+			v.known, v.err, v.failedRev, v.failedAt = true, &memberError{class: v1alpha1.FailureInvalid, err: fmt.Errorf("refused")}, r.snap.revision, r.snap.now
+			v.attempts++
+		} else {
+			v = view{known: true, revision: r.snap.revision, applied: r.snap.now, notCurrent: &applied{status: "InProgress"}}
+		}
+		r.snap.views[k] = v
+	}
+	r.happen()
+}
+
+// happen is one thing that happens: a member becomes healthy, fails, drifts; time passes; the
+// Release changes.
+func (r *rollout) happen() {
+	keys := sortedKeys(r.snap.mine)
+	k := keys[r.rng.IntN(len(keys))]
+	v := r.snap.views[k]
+	switch r.rng.IntN(8) {
+	case 0, 1, 2:
+		if v.known && v.err == nil && v.readyAt.IsZero() {
+			v.readyAt, v.notCurrent = r.snap.now, nil
+		}
+	case 3:
+		if v.known && v.err == nil {
+			v.readyAt, v.notCurrent = time.Time{}, &applied{status: "Failed", message: "crashed"}
+		}
+	case 4:
+		if v.known && v.err == nil {
+			v.drifted = true
+		}
+	case 5:
+		if r.rng.IntN(6) == 0 { // a new revision: the rollout starts again from the first wave
+			r.revision++
+			r.snap.revision, r.started = fmt.Sprintf("r%d", r.revision), -1
+		}
+	}
+	if v.known {
+		r.snap.views[k] = v
+	}
+	r.snap.now = r.snap.now.Add(time.Duration(r.rng.IntN(3000)) * time.Millisecond)
+}
+
+// check holds a plan to the invariants.
+func (r *rollout) check(p plan, i int) {
+	s := r.snap
+	// A wave begins only when every earlier wave's member is Ready at the revision for the
+	// soak, or failed at it and not due to be tried again; never past maxFailures.
+	for _, k := range p.apply {
+		if s.tried(s.views[k]) {
+			continue
+		}
+		for _, w := range s.waves[:r.order[k]] {
+			for _, e := range w {
+				ev := s.views[e]
+				soaked := s.readyAt(ev) && !s.now.Before(ev.readyAt.Add(s.gates.soak))
+				require.True(r.t, soaked || (s.failedAt(ev) && s.retryDue(ev) != 0),
+					"step %d: %s (wave %d) applied while %s of an earlier wave is %+v", i, k.Name, r.order[k], e.Name, ev)
+			}
+		}
+		if p.stopped {
+			require.True(r.t, s.begun(s.waves[r.order[k]]), "step %d: wave %d began past maxFailures", i, r.order[k])
+		}
+	}
+	// Failures are the members that failed at this revision, never before it.
+	failed := 0
+	for k, v := range s.views {
+		if v.err != nil && v.failedRev != s.revision {
+			require.NotContains(r.t, p.failed, k, "step %d: an older revision's failure counted", i)
+		}
+		if (v.err != nil && v.failedRev == s.revision) || (v.err == nil && v.revision == s.revision && v.readyAt.IsZero() &&
+			((v.notCurrent != nil && v.notCurrent.status == "Failed") || s.now.Sub(v.applied) > s.gates.deadline)) {
+			failed++
+		}
+	}
+	require.Len(r.t, p.failed, failed, "step %d", i)
+	require.Equal(r.t, failed > s.gates.maxFailures, p.stopped, "step %d", i)
+
+	// The counter is the wave the rollout is in: every wave with a member tried has begun.
+	if len(s.waves) > 0 {
+		require.GreaterOrEqual(r.t, p.wave, 1)
+		require.LessOrEqual(r.t, p.wave, len(s.waves))
+		for w, members := range s.waves {
+			if s.begun(members) {
+				require.GreaterOrEqual(r.t, p.wave, w+1, "step %d: wave %d began, the counter says %d", i, w+1, p.wave)
+			}
+		}
+	}
+
+	// The conditions, written from the plan and the counts of its judgements, agree.
+	status := r.status(p)
+	progressing := meta.FindStatusCondition(status.Conditions, v1alpha1.ReleaseProgressing)
+	stalled := meta.FindStatusCondition(status.Conditions, v1alpha1.ReleaseStalled)
+	if progressing.Reason == "Complete" {
+		for k, w := range s.waves {
+			for _, m := range w {
+				require.True(r.t, s.readyAt(s.views[m]), "step %d: Complete, but %s (wave %d) is %+v", i, m.Name, k+1, s.views[m])
+			}
+		}
+	}
+	require.Equal(r.t, p.stopped, stalled.Status == metav1.ConditionTrue, "step %d", i)
+	if p.stopped {
+		require.Contains(r.t, stalled.Message, fmt.Sprintf("stopped in wave %d of %d", status.Wave, status.Waves))
+		require.Equal(r.t, metav1.ConditionFalse, progressing.Status)
+	}
+}
+
+// status is the status setConditions writes for a plan, its counts from the plan's judgements.
+func (r *rollout) status(p plan) v1alpha1.ReleaseStatus {
+	counts := map[v1alpha1.ReleaseMemberPhase]int32{}
+	var worst []v1alpha1.ReleaseMemberStatus
+	for k, j := range p.judged {
+		counts[j.phase]++
+		if j.phase != v1alpha1.PhaseReady {
+			worst = append(worst, v1alpha1.ReleaseMemberStatus{Cluster: k.Name, Phase: j.phase})
+		}
+	}
+	status := v1alpha1.ReleaseStatus{Members: int32(len(p.judged)), Ready: counts[v1alpha1.PhaseReady], Wave: int32(p.wave), Waves: int32(p.waves)}
+	rel := &v1alpha1.Release{Spec: v1alpha1.ReleaseSpec{Rollout: &v1alpha1.ReleaseRollout{MaxFailures: ptr.To(intstr.FromInt(r.snap.gates.maxFailures))}}}
+	setConditions(&status, rel, &decision.Decision{}, progress{snap: &r.snap, plan: &p}, counts, worst)
+	return status
+}
+
+// Over generated sequences of member events and Release changes, every plan keeps the rollout's
+// promises: waves begin in order and only past the gates, stale failures never count, the wave
+// counter and every condition agree, Complete means every member Ready.
+func TestPlanInvariants(t *testing.T) {
+	for seed := range uint64(400) {
+		r := newRollout(t, seed)
+		for i := range 60 {
+			r.step(i)
+		}
+	}
+}
+
+// The defects a walk-through found, each as the plan decided it before.
+func TestPlanDefects(t *testing.T) {
+	ms := names(3)
+	base := func() snapshot {
+		return snapshot{now: time.Unix(1000, 0), revision: "new", waves: [][]types.NamespacedName{{ms[0]}, {ms[1]}, {ms[2]}},
+			views: map[types.NamespacedName]view{}, mine: map[types.NamespacedName]bool{ms[0]: true, ms[1]: true, ms[2]: true},
+			fresh: true, gates: gates{deadline: time.Minute, retryAfter: 30 * time.Second}}
+	}
+	failed := func(s snapshot) view {
+		return view{known: true, revision: "old", err: &memberError{class: v1alpha1.FailureInvalid, err: fmt.Errorf("namespace not found")},
+			failedRev: s.revision, failedAt: s.now.Add(-time.Minute), attempts: 3}
+	}
+
+	// Every member failed, with the default rollout (All, maxFailures 0): stalled, never Complete.
+	s := base()
+	s.waves = [][]types.NamespacedName{ms}
+	for _, k := range ms {
+		v := failed(s)
+		v.failedAt = s.now
+		s.views[k] = v
+	}
+	p := decide(s)
+	require.True(t, p.stopped)
+	r := &rollout{snap: s}
+	st := r.status(p)
+	require.Equal(t, "Stopped", meta.FindStatusCondition(st.Conditions, v1alpha1.ReleaseProgressing).Reason)
+	require.Contains(t, meta.FindStatusCondition(st.Conditions, v1alpha1.ReleaseStalled).Message, "3 members failed (m00, m01, m02), more than maxFailures (0) allows: the rollout stopped in wave 1 of 1")
+
+	// A failed member whose retry is due holds its wave open: the next wave does not begin in the
+	// same pass as the retry (with maxFailures 1, which tolerated the failure until now).
+	s = base()
+	s.gates.maxFailures = 1
+	s.views[ms[0]] = failed(s)
+	p = decide(s)
+	require.Equal(t, []types.NamespacedName{ms[0]}, p.apply, "only the retry")
+	require.Equal(t, 1, p.wave)
+
+	// A retry comes soon after the failure (a cause fixed elsewhere), not after retryAfter.
+	s = base()
+	v := failed(s)
+	v.failedAt, v.attempts = s.now, 1
+	s.views[ms[0]] = v
+	p = decide(s)
+	require.Empty(t, p.apply)
+	require.Equal(t, time.Second, p.wait)
+
+	// A stopped rollout's counter is the wave it stopped in, as Stalled says.
+	s = base()
+	v = failed(s)
+	v.failedAt = s.now
+	s.views[ms[0]] = v
+	p = decide(s)
+	require.True(t, p.stopped)
+	require.Equal(t, 1, p.wave)
+	require.Contains(t, stoppedMessage(&p, 0), "stopped in wave 1 of 3; wave 2 does not begin")
+	require.Equal(t, "RolloutStopped", p.judged[ms[1]].reason)
+}

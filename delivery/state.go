@@ -1,0 +1,92 @@
+package delivery
+
+import (
+	"cmp"
+	"slices"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// releaseState is what the Controller knows of one Release's delivery.
+type releaseState struct {
+	loaded  bool // the inventory was read from this replica's status slices
+	members map[types.NamespacedName]*memberState
+	// foreign are the members other replicas report (sharded), for the waves; taken are the
+	// slice versions members were taken from (see share).
+	foreign map[types.NamespacedName]*memberState
+	taken   map[types.NamespacedName]string
+}
+
+// memberState is one Release on one member.
+type memberState struct {
+	revision  string // applied
+	applied   time.Time
+	objects   map[ref]*applied
+	failedRev string // the revision whose apply failed, and why
+	err       *memberError
+	failedAt  time.Time
+	attempts  int // applies failed in a row: the retry's backoff grows with them
+	drifted   bool
+	drift     string // what drifted: the object, and how
+	applying  bool
+	// during are the watch's events that came while applying: replayed over the apply's answers
+	// once it is done, so that an edit or a delete made meanwhile is not lost.
+	during   []watched
+	readyAt  time.Time // when every object was first seen Current at revision (settle keeps it)
+	removing bool
+	// reported is the revision, and when it was applied, that this member's status said before
+	// this Controller started (loadInventory): what a Helm-mode apply that finds the release
+	// unchanged keeps, so that a restart rewrites no status.
+	reported struct {
+		revision string
+		applied  time.Time
+	}
+}
+
+// ready: every object of the member's revision is Current, as settle last saw it.
+func (ms *memberState) ready() bool {
+	return !ms.readyAt.IsZero() && ms.allCurrent()
+}
+
+func (ms *memberState) allCurrent() bool {
+	if ms.err != nil || len(ms.objects) == 0 {
+		return false
+	}
+	for _, a := range ms.objects {
+		if a.gone || a.status != "Current" {
+			return false
+		}
+	}
+	return true
+}
+
+// settle records, with c.mu held, when the member became ready: called wherever its objects'
+// health or its error changes, so that readyAt is the first moment every object was seen
+// Current after the apply (the soak counts from it), and zero while any is not.
+func (ms *memberState) settle(now time.Time) {
+	switch {
+	case !ms.allCurrent():
+		ms.readyAt = time.Time{}
+	case ms.readyAt.IsZero():
+		ms.readyAt = now
+	}
+}
+
+// fail records, with c.mu held, that applying revision failed.
+func (ms *memberState) fail(revision string, err *memberError, now time.Time) {
+	ms.applying, ms.during = false, nil
+	ms.failedRev, ms.err, ms.failedAt = revision, err, now
+	ms.attempts++
+	ms.settle(now)
+}
+
+// sortedObjects are the member's objects by name.
+func (ms *memberState) sortedObjects() []*applied {
+	out := make([]*applied, 0, len(ms.objects))
+	for _, a := range ms.objects {
+		out = append(out, a)
+	}
+	slices.SortFunc(out, func(a, b *applied) int { return cmp.Compare(a.ref.String(), b.ref.String()) })
+	return out
+}
