@@ -568,44 +568,23 @@ func (c *Controller) reconcile(ctx context.Context, key types.NamespacedName) (r
 		return 0, c.writeStatus(ctx, rel, nil, nil, progress{stalledReason: "Suspended", stalledMessage: "spec.suspend is true: nothing is applied or removed"})
 	}
 
-	var cm *corev1.ConfigMap
-	if name := sourceConfigMap(rel); name != "" {
-		if o, err := c.configMaps.ByNamespace(rel.Namespace).Get(name); err == nil {
-			cm = o.(*corev1.ConfigMap)
-		}
+	in, recheck, stall := c.inputs(ctx, rel)
+	if recheck > 0 {
+		defer func() { requeue = pick(requeue, recheck) }()
 	}
-	in := Inputs{ConfigMap: cm}
-	// A chart in a repository is fetched (or found among those kept) on every turn: a range is
-	// resolved again as the Fetcher's ResolveEvery says, and the Release comes back to check.
-	if src := rel.Spec.Source.Chart; src != nil && src.Repository != nil {
-		defer func() { requeue = pick(requeue, chartRecheck) }()
-		ch, err := c.fetchChart(ctx, rel)
-		if err != nil {
-			return c.opts.RetryAfter, c.writeStatus(ctx, rel, nil, nil, progress{stalledReason: "ChartUnavailable", stalledMessage: err.Error()})
-		}
-		in.Chart = ch
-	}
-	if src := rel.Spec.Source.Chart; src != nil && src.Secret != nil {
-		defer func() { requeue = pick(requeue, secretValuesRecheck) }()
-		if in.Chart, err = c.chartInSecret(ctx, rel); err != nil {
-			return c.opts.RetryAfter, c.writeStatus(ctx, rel, nil, nil, progress{stalledReason: "InvalidSource", stalledMessage: err.Error()})
-		}
-	}
-	if src := rel.Spec.Source.Chart; src != nil && len(src.ValuesFrom) > 0 {
-		for _, v := range src.ValuesFrom {
-			if v.Kind == "Secret" {
-				defer func() { requeue = pick(requeue, secretValuesRecheck) }()
-				break
-			}
-		}
-		if in.ValuesFrom, err = c.valuesFrom(ctx, rel); err != nil {
-			return c.opts.RetryAfter, c.writeStatus(ctx, rel, nil, nil, progress{stalledReason: "InvalidSource", stalledMessage: err.Error()})
-		}
+	if stall != nil {
+		return c.opts.RetryAfter, c.writeStatus(ctx, rel, nil, nil, *stall)
 	}
 	bundle, err := Render(rel, in)
 	if err != nil {
 		return 0, c.writeStatus(ctx, rel, nil, nil, progress{stalledReason: "InvalidSource", stalledMessage: err.Error()})
 	}
+	return c.deliver(ctx, rel, st, bundle, ownsRelease)
+}
+
+// deliver is a pass over a rendered Release: plan from a snapshot, act on the plan, and report
+// the status from a plan of what the acts left.
+func (c *Controller) deliver(ctx context.Context, rel *v1alpha1.Release, st *releaseState, bundle *Bundle, ownsRelease bool) (time.Duration, error) {
 	dec, err := c.decision(rel)
 	if err != nil {
 		return 0, c.writeStatus(ctx, rel, bundle, nil, progress{stalledReason: "DecisionNotFound", stalledMessage: err.Error()})
@@ -630,6 +609,49 @@ func (c *Controller) reconcile(ctx context.Context, key types.NamespacedName) (r
 		pr.stalledMessage = fmt.Sprintf("the decision names no member: nothing is removed from the %d members that have the Release's objects; delete the Release to remove them", len(snap.own))
 	}
 	return p.wait, c.writeStatus(ctx, rel, bundle, dec, pr)
+}
+
+// inputs reads what a Release's source names besides itself: its ConfigMap, its chart (from a
+// repository or a Secret) and the values it takes from ConfigMaps and Secrets. recheck is how
+// often the Release must come back to see them again (a chart's version range, a Secret's
+// values), stall why they cannot be read.
+func (c *Controller) inputs(ctx context.Context, rel *v1alpha1.Release) (in Inputs, recheck time.Duration, stall *progress) {
+	stalled := func(reason string, err error) *progress {
+		return &progress{stalledReason: reason, stalledMessage: err.Error()}
+	}
+	if name := sourceConfigMap(rel); name != "" {
+		if o, err := c.configMaps.ByNamespace(rel.Namespace).Get(name); err == nil {
+			in.ConfigMap = o.(*corev1.ConfigMap)
+		}
+	}
+	src := rel.Spec.Source.Chart
+	if src == nil {
+		return in, 0, nil
+	}
+	var err error
+	// A chart in a repository is fetched (or found among those kept) on every turn: a range is
+	// resolved again as the Fetcher's ResolveEvery says, and the Release comes back to check.
+	if src.Repository != nil {
+		recheck = chartRecheck
+		if in.Chart, err = c.fetchChart(ctx, rel); err != nil {
+			return in, recheck, stalled("ChartUnavailable", err)
+		}
+	}
+	if src.Secret != nil {
+		recheck = pick(recheck, secretValuesRecheck)
+		if in.Chart, err = c.chartInSecret(ctx, rel); err != nil {
+			return in, recheck, stalled("InvalidSource", err)
+		}
+	}
+	if len(src.ValuesFrom) > 0 {
+		if slices.ContainsFunc(src.ValuesFrom, func(v v1alpha1.ReleaseValuesReference) bool { return v.Kind == "Secret" }) {
+			recheck = pick(recheck, secretValuesRecheck)
+		}
+		if in.ValuesFrom, err = c.valuesFrom(ctx, rel); err != nil {
+			return in, recheck, stalled("InvalidSource", err)
+		}
+	}
+	return in, recheck, nil
 }
 
 // snapshot copies, with the Controller's lock, what a pass decides from (see decide). dec nil
@@ -783,42 +805,29 @@ func (c *Controller) applyMember(ctx context.Context, rel *v1alpha1.Release, b *
 		c.watchKind(a.ref.GVR)
 		objects[a.ref] = &a
 	}
-	// Prune what the previous revision had and this one has not, in reverse apply order.
-	var stale []ref
-	for r := range previous {
-		if objects[r] == nil {
-			stale = append(stale, r)
-		}
+	if err := c.prune(ctx, rel, key, m, mc, previous, objects); err != nil {
+		fail(err)
+		c.mu.Lock()
+		ms.objects = objects // what is left to prune, tried again at the next turn
+		c.mu.Unlock()
+		return
 	}
-	for _, r := range removalOrder(stale) {
-		if r.GVR == helmReleaseGVR { // the Release was in Helm mode: its Helm release goes
-			if err := c.removeHelm(ctx, key, m, r); err != nil {
-				fail(&memberError{class: classify(ctx, err), object: r.String(), err: fmt.Errorf("uninstalling the Helm release of Helm mode: %w", err)})
-				return
-			}
-			continue
-		}
-		c.writes.Add(1)
-		if err := mc.deleteOne(ctx, r, rel.Name, rel.Namespace); err != nil {
-			// Kept in the inventory, so that the next turn tries again.
-			objects[r] = &applied{ref: r, status: "Error", message: message(err)}
-			fail(&memberError{class: classify(ctx, err), object: r.String(), err: fmt.Errorf("pruning: %w", err)})
-			c.mu.Lock()
-			ms.objects = objects
-			c.mu.Unlock()
-			return
-		}
-	}
+	c.recordApplied(relKey, ms, b.Revision, objects)
+}
+
+// recordApplied records a member's apply of revision, and replays over its answers what the
+// watch said meanwhile.
+func (c *Controller) recordApplied(relKey types.NamespacedName, ms *memberState, revision string, objects map[ref]*applied) {
 	c.mu.Lock()
 	ms.applying = false
 	appliedAt := time.Now()
-	if ms.revision == "" && ms.reported.revision == b.Revision && !ms.reported.applied.IsZero() {
+	if ms.revision == "" && ms.reported.revision == revision && !ms.reported.applied.IsZero() {
 		// The first apply since this Controller started, of the revision the member was
 		// reported at: it applied that then. Its lastApplied, and the progress deadline counted
 		// from it, stay as they were, so that a restart rewrites no status.
 		appliedAt = ms.reported.applied
 	}
-	ms.revision, ms.applied, ms.objects = b.Revision, appliedAt, objects
+	ms.revision, ms.applied, ms.objects = revision, appliedAt, objects
 	ms.err, ms.failedRev, ms.attempts, ms.drifted, ms.drift, ms.readyAt = nil, "", 0, false, "", time.Time{}
 	changed := false
 	for _, ev := range ms.during {
@@ -832,6 +841,33 @@ func (c *Controller) applyMember(ctx context.Context, rel *v1alpha1.Release, b *
 	if changed {
 		c.queue.Add(relKey)
 	}
+}
+
+// prune removes from a member what the previous revision applied and this one does not, in
+// reverse apply order. An object it could not remove stays in objects, with its error, so that
+// the next turn tries again.
+func (c *Controller) prune(ctx context.Context, rel *v1alpha1.Release, key types.NamespacedName, m *multicluster.Member, mc *memberClients, previous, objects map[ref]*applied) *memberError {
+	var stale []ref
+	for r := range previous {
+		if objects[r] == nil {
+			stale = append(stale, r)
+		}
+	}
+	for _, r := range removalOrder(stale) {
+		if r.GVR == helmReleaseGVR { // the Release was in Helm mode: its Helm release goes
+			if err := c.removeHelm(ctx, key, m, r); err != nil {
+				objects[r] = &applied{ref: r, status: "Error", message: message(err)}
+				return &memberError{class: classify(ctx, err), object: r.String(), err: fmt.Errorf("uninstalling the Helm release of Helm mode: %w", err)}
+			}
+			continue
+		}
+		c.writes.Add(1)
+		if err := mc.deleteOne(ctx, r, rel.Name, rel.Namespace); err != nil {
+			objects[r] = &applied{ref: r, status: "Error", message: message(err)}
+			return &memberError{class: classify(ctx, err), object: r.String(), err: fmt.Errorf("pruning: %w", err)}
+		}
+	}
+	return nil
 }
 
 // removeMember removes a Release's objects from a member it no longer reaches (DeletionPolicy
