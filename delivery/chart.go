@@ -146,10 +146,7 @@ func (cs *chartSource) objects(cluster *v1alpha1.Cluster) ([]*unstructured.Unstr
 	if cluster != nil {
 		kubeVersion = cluster.Status.Version
 	}
-	namespace := cs.rel.Spec.TargetNamespace
-	if namespace == "" {
-		namespace = "default"
-	}
+	namespace := cs.rel.TargetNamespaceOrDefault()
 	where := fmt.Sprintf("chart %s %s", cs.chart.Name(), cs.chart.Version())
 	objs, err := charts.Render(chartrender.Input{Chart: cs.chart, Values: values, ReleaseName: cs.rel.Name, Namespace: namespace, KubeVersion: kubeVersion})
 	if err != nil {

@@ -332,7 +332,7 @@ func (c *Controller) enqueueFor(obj any, of func(namespace, name string, labels 
 
 func (c *Controller) releasesOfDecision(namespace, _ string, l map[string]string) []types.NamespacedName {
 	key := l[cpv1alpha1.DecisionKeyLabel]
-	return c.releasesWhere(namespace, func(r *v1alpha1.Release) bool { return decisionKey(r) == key })
+	return c.releasesWhere(namespace, func(r *v1alpha1.Release) bool { return r.DecisionKey() == key })
 }
 
 func (c *Controller) releasesOfConfigMap(namespace, name string, _ map[string]string) []types.NamespacedName {
@@ -374,14 +374,6 @@ func (c *Controller) releasesWhere(namespace string, match func(*v1alpha1.Releas
 		}
 	}
 	return out
-}
-
-// decisionKey is the decision key a Release follows.
-func decisionKey(r *v1alpha1.Release) string {
-	if r.Spec.Placement.Name != "" {
-		return r.Spec.Placement.Name
-	}
-	return r.Spec.Placement.DecisionKey
 }
 
 // fieldManager is a Release's field manager on members: its own, so that two Releases that
@@ -727,7 +719,7 @@ func driftPolicy(rel *v1alpha1.Release) v1alpha1.ReleaseDriftPolicy {
 
 // decision reads the Release's decision from the PlacementDecisions cache.
 func (c *Controller) decision(rel *v1alpha1.Release) (*decision.Decision, error) {
-	key := decisionKey(rel)
+	key := rel.DecisionKey()
 	objs, err := c.decisionLister.ByNamespace(rel.Namespace).List(labels.SelectorFromSet(labels.Set{cpv1alpha1.DecisionKeyLabel: key}))
 	if err != nil {
 		return nil, err
@@ -778,10 +770,7 @@ func (c *Controller) applyMember(ctx context.Context, rel *v1alpha1.Release, b *
 		return
 	}
 	owned := func(r ref) bool { _, ok := previous[r]; return ok }
-	defaultNS := rel.Spec.TargetNamespace
-	if defaultNS == "" {
-		defaultNS = metav1.NamespaceDefault
-	}
+	defaultNS := rel.TargetNamespaceOrDefault()
 	objs, err := b.objectsFor(m.Cluster())
 	if err != nil {
 		fail(&memberError{class: v1alpha1.FailureInvalid, err: err})

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -19,13 +18,6 @@ import (
 // uninstall, not a delete.
 var helmReleaseGVR = schema.GroupVersionResource{Group: "helm.sh", Version: "v1", Resource: "releases"}
 
-// helmTarget is the namespace a Helm-mode release is installed in.
-func helmTarget(rel *v1alpha1.Release) string {
-	if rel.Spec.TargetNamespace != "" {
-		return rel.Spec.TargetNamespace
-	}
-	return metav1.NamespaceDefault
-}
 
 // applyHelm installs or upgrades the Release's chart on one member with Helm's own actions
 // (package helmrelease): a Configuration of its own, the member's discovery shared with every
@@ -37,7 +29,7 @@ func (c *Controller) applyHelm(ctx context.Context, rel *v1alpha1.Release, b *Bu
 		fail(&memberError{class: classify(ctx, err), err: err})
 		return
 	}
-	ns := helmTarget(rel)
+	ns := rel.TargetNamespaceOrDefault()
 	if err := c.createNamespace(ctx, rel, m, ns); err != nil {
 		fail(err)
 		return

@@ -92,13 +92,7 @@ func (o *DescribeReleaseOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("the status slices of release %s/%s: %w", reg.Namespace, o.name, err)
 	}
-	var members []v1alpha1.ReleaseMemberStatus
-	for _, s := range slices.Items {
-		if metav1.IsControlledBy(&s, rel) {
-			members = append(members, s.Members...)
-		}
-	}
-	return describeRelease(o.out, rel, members, time.Now())
+	return describeRelease(o.out, rel, v1alpha1.MembersOf(rel, slices.Items), time.Now())
 }
 
 // describeRelease writes rel and its members' rows.
@@ -141,7 +135,7 @@ func describeRelease(out io.Writer, rel *v1alpha1.Release, members []v1alpha1.Re
 			fmt.Fprintf(w, "Chart Mode:\tRender (rendered here, applied as manifests)\n")
 		}
 	}
-	fmt.Fprintf(w, "Target Namespace:\t%s\n", cmp.Or(esc(rel.Spec.TargetNamespace), "default"))
+	fmt.Fprintf(w, "Target Namespace:\t%s\n", esc(rel.TargetNamespaceOrDefault()))
 	rollout := "All"
 	if r := rel.Spec.Rollout; r != nil {
 		parts := []string{string(cmp.Or(r.Strategy, v1alpha1.RolloutAll))}

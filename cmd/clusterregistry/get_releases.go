@@ -91,7 +91,7 @@ func releasePlacement(r *v1alpha1.Release) string {
 	if r.Spec.Placement.Name != "" {
 		return r.Spec.Placement.Name
 	}
-	return "decision-key=" + r.Spec.Placement.DecisionKey
+	return "decision-key=" + r.DecisionKey()
 }
 
 // releaseState is a Release's Available status, the reason it stands where it does, and the

@@ -123,13 +123,8 @@ func releaseOf(rel *v1alpha1.Release, slices []v1alpha1.ReleaseStatusSlice) char
 	for _, c := range rel.Status.Conditions {
 		out.Conditions = append(out.Conditions, chartCondition{Type: c.Type, Status: string(c.Status), Reason: c.Reason, Message: c.Message})
 	}
-	for _, s := range slices {
-		if !metav1.IsControlledBy(&s, rel) {
-			continue
-		}
-		for _, m := range s.Members {
-			out.PerMember = append(out.PerMember, chartMember{Cluster: m.Cluster, Phase: string(m.Phase), Revision: m.Revision, Reason: m.Reason, Message: m.Message})
-		}
+	for _, m := range v1alpha1.MembersOf(rel, slices) {
+		out.PerMember = append(out.PerMember, chartMember{Cluster: m.Cluster, Phase: string(m.Phase), Revision: m.Revision, Reason: m.Reason, Message: m.Message})
 	}
 	slicesSortMembers(out.PerMember)
 	return out
