@@ -22,6 +22,7 @@ import (
 	kubeinformers "k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
 	cpv1alpha1 "sigs.k8s.io/cluster-inventory-api/apis/v1alpha1"
 	cpversioned "sigs.k8s.io/cluster-inventory-api/client/clientset/versioned"
@@ -113,6 +114,7 @@ type Controller struct {
 	releases map[types.NamespacedName]*releaseState
 	kinds    map[schema.GroupVersionResource]bool
 	writes   atomic.Int64
+	recorder atomic.Pointer[record.EventRecorder]
 	// helmApplies counts Helm-mode applies, made or found unchanged: the tests' way to know that
 	// a pass reached every member.
 	helmApplies atomic.Int64
@@ -264,6 +266,11 @@ func (c *Controller) run(ctx context.Context) error {
 		return err
 	}
 	defer c.cache.Stop()
+	stopEvents, err := c.recordEvents(ctx)
+	if err != nil {
+		return err
+	}
+	defer stopEvents()
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	for _, run := range c.informersRun {
@@ -593,7 +600,13 @@ func (c *Controller) deliver(ctx context.Context, rel *v1alpha1.Release, st *rel
 		// changed is judged again at the next pass, with the watch's first events in.
 		snap = c.snapshot(st, dec, waves, bundle.Revision, g, byName)
 		p = decide(snap)
+		if ownsRelease {
+			c.tell(rel, st, snap, p)
+		}
 		return time.Second, c.writeStatus(ctx, rel, bundle, dec, progress{snap: &snap, plan: &p})
+	}
+	if ownsRelease {
+		c.tell(rel, st, snap, p)
 	}
 	pr := progress{snap: &snap, plan: &p}
 	if p.held {

@@ -273,9 +273,11 @@ func TestReleaseLifecycle(t *testing.T) {
 	require.Len(t, slices.Items[0].Members[0].Objects, 2)
 
 	t.Run("steady state writes nothing", func(t *testing.T) {
-		before := env.ctrl.Writes()
+		before, events := env.ctrl.Writes(), env.releaseEvents(t, "web")
 		time.Sleep(3 * time.Second)
 		require.Equal(t, before, env.ctrl.Writes(), "writes at steady state")
+		require.Equal(t, events, env.releaseEvents(t, "web"), "events at steady state")
+		require.Len(t, events[delivery.EventRolloutComplete], 1, "%v", events)
 	})
 
 	// A restart (a new version, a failover) is not a change: what the members were reported at
@@ -540,6 +542,20 @@ func TestBadImageStopsAtItsWave(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, badImage, d.Spec.Template.Spec.Containers[0].Image)
 	require.Equal(t, int32(1), d.Status.AvailableReplicas, "the old Pod stopped serving")
+
+	// The events say what an operator watches for, each once.
+	var events map[string][]string
+	require.Eventually(t, func() bool {
+		events = env.releaseEvents(t, "bad")
+		return len(events[delivery.EventRolloutStopped]) > 0
+	}, 10*time.Second, 100*time.Millisecond, "no RolloutStopped event: %v", events)
+	require.Equal(t, []string{"revision " + got.Status.Revision + ": 2 members in 2 waves"}, events[delivery.EventRolloutStarted])
+	require.Len(t, events[delivery.EventMemberFailed], 1, "%v", events)
+	require.Contains(t, events[delivery.EventMemberFailed][0], "member-1: ")
+	require.Contains(t, events[delivery.EventRolloutStopped][0], "1 members failed (member-1): the rollout stopped in wave 1 of 2")
+	for _, m := range events[delivery.EventWaveStarted] {
+		require.NotContains(t, m, got.Status.Revision, "a wave of the bad revision began")
+	}
 	require.NoError(t, env.registry.ClusterregistryV1alpha1().Releases(env.ns).Delete(t.Context(), "bad", metav1.DeleteOptions{}))
 }
 
@@ -737,4 +753,19 @@ func TestDriftWarnNamesObjectAndFields(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "red", cm.Data["color"], "Warn corrected the edit")
 	require.NoError(t, env.registry.ClusterregistryV1alpha1().Releases(env.ns).Delete(t.Context(), "warned", metav1.DeleteOptions{}))
+}
+
+// releaseEvents are the messages of the events on Release name, by reason.
+func (e *deliveryEnv) releaseEvents(t *testing.T, name string) map[string][]string {
+	t.Helper()
+	list, err := kubernetes.NewForConfigOrDie(lf.Registry.Config).CoreV1().Events(e.ns).List(t.Context(),
+		metav1.ListOptions{FieldSelector: "involvedObject.kind=Release,involvedObject.name=" + name})
+	require.NoError(t, err)
+	out := map[string][]string{}
+	for _, ev := range list.Items {
+		for range ev.Count {
+			out[ev.Reason] = append(out[ev.Reason], ev.Message)
+		}
+	}
+	return out
 }

@@ -18,7 +18,6 @@ import (
 // uninstall, not a delete.
 var helmReleaseGVR = schema.GroupVersionResource{Group: "helm.sh", Version: "v1", Resource: "releases"}
 
-
 // applyHelm installs or upgrades the Release's chart on one member with Helm's own actions
 // (package helmrelease): a Configuration of its own, the member's discovery shared with every
 // other operation on it, within ctx's deadline (MemberTimeout), waiting until Helm finds what it

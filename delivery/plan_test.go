@@ -259,3 +259,28 @@ func TestPlanDefects(t *testing.T) {
 	require.Contains(t, stoppedMessage(&p, 0), "stopped in wave 1 of 3; wave 2 does not begin")
 	require.Equal(t, "RolloutStopped", p.judged[ms[1]].reason)
 }
+
+// Events are news: a plan that says what the last one said tells nothing, the first plan of a
+// Release (a restart) tells nothing, and each change is told once.
+func TestEventsOnlyOnChange(t *testing.T) {
+	for seed := range uint64(100) {
+		r := newRollout(t, seed)
+		var before *told
+		for i := range 40 {
+			p := decide(r.snap)
+			now := toldOf(r.snap, p)
+			if before == nil {
+				require.Empty(t, news(before, now, p), "a first plan told")
+			}
+			again := now
+			require.Empty(t, news(&again, now, p), "seed %d step %d: the same plan told again", seed, i)
+			for _, e := range news(before, now, p) {
+				if e.reason == EventRolloutComplete {
+					require.True(t, now.complete && (before == nil || !before.complete || before.revision != now.revision))
+				}
+			}
+			before = &now
+			r.step(i)
+		}
+	}
+}

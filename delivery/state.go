@@ -16,6 +16,8 @@ type releaseState struct {
 	// slice versions members were taken from (see share).
 	foreign map[types.NamespacedName]*memberState
 	taken   map[types.NamespacedName]string
+	// told is what the Release's events last said (events.go); nil before its first pass.
+	told *told
 }
 
 // memberState is one Release on one member.
