@@ -12,6 +12,7 @@ import (
 
 	"github.com/go-logr/logr"
 	"golang.org/x/sync/errgroup"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -107,6 +108,7 @@ type Controller struct {
 	sliceLister    cache.GenericLister
 	decisionLister cache.GenericLister
 	configMaps     cache.GenericLister
+	revisions      cache.GenericLister
 	informersRun   []func(<-chan struct{})
 	synced         []cache.InformerSynced
 
@@ -173,11 +175,22 @@ func NewController(members multicluster.MemberSource, registry versioned.Interfa
 	c.keep.Store(&map[types.NamespacedName]bool{})
 	c.cache = fleetcache.New(c.watched)
 
-	reg := informers.NewSharedInformerFactoryWithOptions(registry, 0, informers.WithNamespace(opts.Namespace))
+	if err := c.informers(); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// informers makes the registry's informers the Controller reads, and their handlers.
+func (c *Controller) informers() error {
+	reg := informers.NewSharedInformerFactoryWithOptions(c.registry, 0, informers.WithNamespace(c.opts.Namespace))
 	rel := reg.Clusterregistry().V1alpha1().Releases()
 	sl := reg.Clusterregistry().V1alpha1().ReleaseStatusSlices()
-	dec := cpinformers.NewSharedInformerFactoryWithOptions(decisions, 0, cpinformers.WithNamespace(opts.Namespace)).Apis().V1alpha1().PlacementDecisions()
-	cms := kubeinformers.NewSharedInformerFactoryWithOptions(kube, 0, kubeinformers.WithNamespace(opts.Namespace)).Core().V1().ConfigMaps()
+	dec := cpinformers.NewSharedInformerFactoryWithOptions(c.decisions, 0, cpinformers.WithNamespace(c.opts.Namespace)).Apis().V1alpha1().PlacementDecisions()
+	cms := kubeinformers.NewSharedInformerFactoryWithOptions(c.kube, 0, kubeinformers.WithNamespace(c.opts.Namespace)).Core().V1().ConfigMaps()
+	// The Releases' histories only (see History): their revisions, no other ControllerRevision.
+	crs := kubeinformers.NewSharedInformerFactoryWithOptions(c.kube, 0, kubeinformers.WithNamespace(c.opts.Namespace),
+		kubeinformers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = v1alpha1.ReleaseLabel })).Apps().V1().ControllerRevisions()
 	enqueue := func(obj any) {
 		if m, err := metaOf(obj); err == nil {
 			c.queue.Add(types.NamespacedName{Namespace: m.GetNamespace(), Name: m.GetName()})
@@ -209,10 +222,10 @@ func NewController(members multicluster.MemberSource, registry versioned.Interfa
 				fn(obj)
 			},
 		}); err != nil {
-			return nil, err
+			return err
 		}
 	}
-	for _, inf := range []cache.SharedIndexInformer{rel.Informer(), sl.Informer(), dec.Informer(), cms.Informer()} {
+	for _, inf := range []cache.SharedIndexInformer{rel.Informer(), sl.Informer(), dec.Informer(), cms.Informer(), crs.Informer()} {
 		c.informersRun = append(c.informersRun, inf.Run)
 		c.synced = append(c.synced, inf.HasSynced)
 	}
@@ -220,7 +233,8 @@ func NewController(members multicluster.MemberSource, registry versioned.Interfa
 	c.sliceLister = cache.NewGenericLister(sl.Informer().GetIndexer(), v1alpha1.Resource("releasestatusslices"))
 	c.decisionLister = cache.NewGenericLister(dec.Informer().GetIndexer(), cpv1alpha1.SchemeGroupVersion.WithResource("placementdecisions").GroupResource())
 	c.configMaps = cache.NewGenericLister(cms.Informer().GetIndexer(), corev1.Resource("configmaps"))
-	return c, nil
+	c.revisions = cache.NewGenericLister(crs.Informer().GetIndexer(), appsv1.Resource("controllerrevisions"))
+	return nil
 }
 
 // Writes is how many writes the Controller made to the registry and to members since it started:
@@ -600,20 +614,27 @@ func (c *Controller) deliver(ctx context.Context, rel *v1alpha1.Release, st *rel
 		// changed is judged again at the next pass, with the watch's first events in.
 		snap = c.snapshot(st, dec, waves, bundle.Revision, g, byName)
 		p = decide(snap)
-		if ownsRelease {
-			c.tell(rel, st, snap, p)
-		}
-		return time.Second, c.writeStatus(ctx, rel, bundle, dec, progress{snap: &snap, plan: &p})
-	}
-	if ownsRelease {
-		c.tell(rel, st, snap, p)
+		return time.Second, c.report(ctx, rel, st, bundle, dec, snap, p, ownsRelease, progress{snap: &snap, plan: &p})
 	}
 	pr := progress{snap: &snap, plan: &p}
 	if p.held {
 		pr.stalledReason = "EmptyDecision"
 		pr.stalledMessage = fmt.Sprintf("the decision names no member: nothing is removed from the %d members that have the Release's objects; delete the Release to remove them", len(snap.own))
 	}
-	return p.wait, c.writeStatus(ctx, rel, bundle, dec, pr)
+	return p.wait, c.report(ctx, rel, st, bundle, dec, snap, p, ownsRelease, pr)
+}
+
+// report tells what the plan says: the Release's events and history (its owner's part) and its
+// status.
+func (c *Controller) report(ctx context.Context, rel *v1alpha1.Release, st *releaseState, bundle *Bundle, dec *decision.Decision, snap snapshot, p plan, ownsRelease bool, pr progress) error {
+	var historyErr error
+	if ownsRelease {
+		c.tell(rel, st, snap, p)
+		if err := c.keepHistory(ctx, rel, bundle, p); err != nil {
+			historyErr = fmt.Errorf("recording revision %s in the history: %w", bundle.Revision, err)
+		}
+	}
+	return errors.Join(c.writeStatus(ctx, rel, bundle, dec, pr), historyErr)
 }
 
 // inputs reads what a Release's source names besides itself: its ConfigMap, its chart (from a

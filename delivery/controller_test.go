@@ -356,6 +356,41 @@ func TestReleaseLifecycle(t *testing.T) {
 		}
 	})
 
+	// Each revision is recorded, with when its waves ran; undo puts one back, which rolls out
+	// as the newest revision, as kubectl rollout undo does for a Deployment.
+	t.Run("history and undo", func(t *testing.T) {
+		rel, err := env.registry.ClusterregistryV1alpha1().Releases(env.ns).Get(t.Context(), "web", metav1.GetOptions{})
+		require.NoError(t, err)
+		history, err := delivery.History(t.Context(), kubernetes.NewForConfigOrDie(lf.Registry.Config), rel)
+		require.NoError(t, err)
+		require.Len(t, history, 3, "%+v", history)
+		for i, h := range history {
+			require.Equal(t, int64(i+1), h.Number)
+			require.Len(t, h.Waves, 1)
+			// The first, a bad image, never became healthy: its wave never finished.
+			require.Equal(t, i > 0, h.Waves[0].Finished != nil, "revision %d's wave: %+v", h.Number, h.Waves[0])
+		}
+		require.Equal(t, rel.Status.Revision, history[2].Hash)
+		require.Equal(t, revision, history[1].Hash)
+		require.Len(t, history[2].Record.Source.Manifests, 1)
+
+		env.updateRelease(t, env.ns, "web", func(cur *v1alpha1.Release) { *cur = *delivery.Undo(cur, history[1]) })
+		env.waitRelease(t, "web", "back at revision 2", func(r *v1alpha1.Release) bool {
+			return r.Status.Revision == revision && r.Status.Ready == 2
+		})
+		require.Eventually(t, func() bool {
+			history, err = delivery.History(t.Context(), kubernetes.NewForConfigOrDie(lf.Registry.Config), rel)
+			return err == nil && len(history) == 3 && history[2].Hash == revision && history[2].Number == 4 && history[2].Waves[0].Finished != nil
+		}, 10*time.Second, 100*time.Millisecond, "the undone revision is not the newest: %+v", history)
+		require.Equal(t, "rollout undo to revision 2 ("+revision+")", history[2].ChangeCause)
+		cm, err := env.members["member-1"].CoreV1().ConfigMaps(appNS).Get(t.Context(), "web-config", metav1.GetOptions{})
+		require.NoError(t, err)
+		require.Equal(t, "blue", cm.Data["color"])
+		// Forward again, to the revision the next steps expect.
+		env.updateRelease(t, env.ns, "web", func(cur *v1alpha1.Release) { *cur = *delivery.Undo(cur, history[1]) })
+		env.waitRelease(t, "web", "forward again", func(r *v1alpha1.Release) bool { return r.Status.Revision == history[1].Hash && r.Status.Ready == 2 })
+	})
+
 	// A restore from backup, or an exported manifest applied again: the object carries an older
 	// revision's label and values. It is drift like any edit, corrected.
 	t.Run("an older revision's copy put back is corrected", func(t *testing.T) {

@@ -126,6 +126,8 @@ type plan struct {
 	// are more of them than maxFailures allows: no further wave begins.
 	failed  []types.NamespacedName
 	stopped bool
+	// finished is how many waves have finished, in order.
+	finished int
 	// done: every wave has finished (each member Ready at the revision for the soak, or failed).
 	done bool
 	// held: the decision names no member, and nothing is removed from those that have objects.
@@ -147,7 +149,7 @@ func decide(s snapshot) plan {
 	}
 	p.stopped = len(p.failed) > s.gates.maxFailures
 	open, soakLeft := s.openWave()
-	p.done = open == len(s.waves)
+	p.done, p.finished = open == len(s.waves), open
 	// The wave the rollout is in: the last that has begun (a member of a wave done before may
 	// fail later), or the open one when it may begin; the first when none has.
 	p.wave = len(s.waves)

@@ -202,6 +202,8 @@ func clusterRoles() []installRole {
 			// Status slices are the releases controller's to write; everyone who may see a
 			// Release may read them.
 			rbacv1ac.PolicyRule().WithAPIGroups(v1alpha1.GroupName).WithResources("releasestatusslices").WithVerbs(read...),
+			// So are a Release's revisions (rollout history), which the controller keeps.
+			rbacv1ac.PolicyRule().WithAPIGroups("apps").WithResources("controllerrevisions").WithVerbs(read...),
 		}
 		roles = append(roles, installRole{
 			role: rbacv1ac.ClusterRole(r.name).WithLabels(labels).
