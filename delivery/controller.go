@@ -607,6 +607,11 @@ func (c *Controller) deliver(ctx context.Context, rel *v1alpha1.Release, st *rel
 	waves := Waves(dec.Clusters, dec.Groups, rel.Spec.Rollout)
 	g := gatesOf(rel, len(dec.Clusters), c.opts.RetryAfter)
 	snap := c.snapshot(st, dec, waves, bundle.Revision, g, byName)
+	restart := rel.Annotations[v1alpha1.RestartedAtAnnotation]
+	c.mu.Lock()
+	snap.resync = st.restarted != nil && *st.restarted != restart
+	st.restarted = &restart
+	c.mu.Unlock()
 	p := decide(snap)
 	if len(p.apply) > 0 || len(p.remove) > 0 {
 		c.act(ctx, rel, st, bundle, p, byName)

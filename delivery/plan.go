@@ -71,13 +71,13 @@ func viewOf(ms *memberState) view {
 type gates struct {
 	soak, deadline, retryAfter time.Duration
 	maxFailures                int
-	correctDrift               bool
+	correctDrift, ignoreDrift  bool
 }
 
 // gatesOf are rel's gates for a decision of total members.
 func gatesOf(rel *v1alpha1.Release, total int, retryAfter time.Duration) gates {
 	g := gates{deadline: 600 * time.Second, retryAfter: retryAfter, maxFailures: MaxFailures(rel.Spec.Rollout, total),
-		correctDrift: driftPolicy(rel) == v1alpha1.DriftCorrect}
+		correctDrift: driftPolicy(rel) == v1alpha1.DriftCorrect, ignoreDrift: driftPolicy(rel) == v1alpha1.DriftIgnore}
 	if r := rel.Spec.Rollout; r != nil {
 		g.soak = time.Duration(r.SoakSeconds) * time.Second
 		if r.ProgressDeadlineSeconds != nil {
@@ -107,6 +107,8 @@ type snapshot struct {
 	empty   bool
 	// fresh: the members are the registry's as they are now (nothing is removed otherwise).
 	fresh bool
+	// resync: deliver again now to every member whose wave has begun (rollout restart).
+	resync bool
 }
 
 // judgement is a member's phase as status shows it.
@@ -175,6 +177,8 @@ func decide(s snapshot) plan {
 			}
 			switch due := s.retryDue(v); {
 			case v.applying || v.removing:
+			case s.resync:
+				p.apply = append(p.apply, k)
 			case due > 0:
 				p.wait = pick(p.wait, due)
 			case due == 0, v.revision != s.revision, v.drifted && s.gates.correctDrift:
@@ -292,7 +296,7 @@ func (s snapshot) judge(v view, notStarted bool) judgement {
 		return judgement{v1alpha1.PhaseFailed, v.err.class, safetext.OneLine(v.err.Error(), 1024)}
 	case v.revision != s.revision:
 		return pending()
-	case v.drifted:
+	case v.drifted && !s.gates.ignoreDrift:
 		msg := cmp.Or(v.drift, "an object was changed on the member by someone else")
 		if s.gates.correctDrift {
 			msg += "; correcting"

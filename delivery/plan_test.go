@@ -258,6 +258,20 @@ func TestPlanDefects(t *testing.T) {
 	require.Equal(t, 1, p.wave)
 	require.Contains(t, stoppedMessage(&p, 0), "stopped in wave 1 of 3; wave 2 does not begin")
 	require.Equal(t, "RolloutStopped", p.judged[ms[1]].reason)
+
+	// Drift Ignore neither reports nor corrects; a restart (resync) applies again every member
+	// whose wave began, whatever the policy.
+	s = base()
+	s.gates.ignoreDrift = true
+	for _, k := range ms {
+		s.views[k] = view{known: true, revision: "new", readyAt: s.now.Add(-time.Hour), drifted: true}
+	}
+	p = decide(s)
+	require.Empty(t, p.apply)
+	require.Equal(t, v1alpha1.PhaseReady, p.judged[ms[0]].phase)
+	s.resync = true
+	p = decide(s)
+	require.Equal(t, ms, p.apply)
 }
 
 // Events are news: a plan that says what the last one said tells nothing, the first plan of a

@@ -18,6 +18,9 @@ type releaseState struct {
 	taken   map[types.NamespacedName]string
 	// told is what the Release's events last said (events.go); nil before its first pass.
 	told *told
+	// restarted is the Release's RestartedAtAnnotation as last acted on; nil before its first
+	// pass, which takes it as it is (a restart of the Controller is no request).
+	restarted *string
 }
 
 // memberState is one Release on one member.

@@ -646,6 +646,10 @@ const (
 	// ReleaseNamespaceLabel is the Release's namespace (its cluster set), on every object it
 	// applies to a member.
 	ReleaseNamespaceLabel = "clusterregistry.k8s.io/release-namespace"
+	// RestartedAtAnnotation, on a Release, asks the releases controller to deliver it again now
+	// to every member whose wave has begun (clusterregistry rollout restart writes it): each new
+	// value is one such pass.
+	RestartedAtAnnotation = "clusterregistry.k8s.io/restartedAt"
 	// RevisionLabel is the revision that last applied an object to a member.
 	RevisionLabel = "clusterregistry.k8s.io/revision"
 	// SliceIndexLabel orders a Release's status slices.

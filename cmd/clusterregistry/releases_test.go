@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"regexp"
+	"strings"
 	"testing"
 	"time"
 
@@ -9,9 +11,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/util/retry"
 
 	"github.com/cluster-registry/sdk/clientset/versioned"
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
+	"github.com/cluster-registry/sdk/localfleet"
 	"github.com/cluster-registry/sdk/testkit/fleettest"
 )
 
@@ -85,4 +89,108 @@ func TestReleasesCommand(t *testing.T) {
 	require.Contains(t, errOut, `releases.clusterregistry.k8s.io "nothere" not found`)
 	code, _, errOut = cmd("describe", "release")
 	require.Equal(t, 2, code, "a usage error: %s", errOut)
+
+	rolloutVerbs(t, lf, ns, rel.Status.Revision, cmd)
+}
+
+// rolloutVerbs plays rollout's verbs on Release web of ns, delivered at revision first.
+func rolloutVerbs(t *testing.T, lf *localfleet.Fleet, ns, first string, cmd func(args ...string) (int, string, string)) {
+	registry := versioned.NewForConfigOrDie(lf.Registry.Config).ClusterregistryV1alpha1()
+	member := kubernetes.NewForConfigOrDie(lf.Members[0].Config).CoreV1().ConfigMaps("default")
+	greeting := func() string {
+		cm, err := member.Get(t.Context(), ns, metav1.GetOptions{})
+		require.NoError(t, err)
+		return cm.Data["greeting"]
+	}
+	code, out, errOut := cmd("rollout", "history", "release/web")
+	require.Equal(t, 0, code, errOut)
+	require.Regexp(t, `(?m)^REVISION\s+HASH\s+CREATED\s+WAVES\s+CHANGE-CAUSE$`, out)
+	require.Regexp(t, `(?m)^1\s+`+first+`\s+\S+ ago\s+1 begun, 1 finished\s+<none>$`, out)
+
+	// A change with a cause: rollout status waits for it and says it rolled out.
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		rel, err := registry.Releases(ns).Get(t.Context(), "web", metav1.GetOptions{})
+		require.NoError(t, err)
+		rel.Spec.Source.Manifests[0].Raw = []byte(strings.Replace(string(rel.Spec.Source.Manifests[0].Raw), "hello", "bye", 1))
+		rel.Annotations = map[string]string{"kubernetes.io/change-cause": "say bye"}
+		_, err = registry.Releases(ns).Update(t.Context(), rel, metav1.UpdateOptions{})
+		return err
+	})
+	require.NoError(t, err)
+	code, out, errOut = cmd("rollout", "status", "release/web", "--timeout", "60s")
+	require.Equal(t, 0, code, "%s%s", out, errOut)
+	require.Regexp(t, `release "web" successfully rolled out: revision \S+, 2 of 2 members ready\n$`, out)
+	require.Equal(t, "bye", greeting())
+	code, out, errOut = cmd("rollout", "history", "release", "web")
+	require.Equal(t, 0, code, errOut)
+	require.Regexp(t, `(?m)^2\s+\S+\s+\S+ ago\s+1 begun, 1 finished\s+say bye$`, out)
+	code, out, errOut = cmd("rollout", "history", "release/web", "--revision", "2")
+	require.Equal(t, 0, code, errOut)
+	require.Contains(t, out, "release.clusterregistry.k8s.io/web with revision #2 (")
+	require.Contains(t, out, "Change cause: say bye\nWave 1: started ")
+	require.Contains(t, out, "Made from:\n  source:\n    manifests:\n")
+	code, _, errOut = cmd("rollout", "history", "release/web", "--revision", "9")
+	require.Equal(t, 1, code)
+	require.Contains(t, errOut, "unable to find revision 9 in its history")
+
+	// Undo: the previous revision rolls out again, recorded as the newest.
+	code, out, errOut = cmd("rollout", "undo", "release/web")
+	require.Equal(t, 0, code, errOut)
+	require.Equal(t, "release.clusterregistry.k8s.io/web rolled back to revision 1 ("+first+")\n", out)
+	code, out, errOut = cmd("rollout", "status", "release/web", "--timeout", "60s")
+	require.Equal(t, 0, code, "%s%s", out, errOut)
+	require.Equal(t, "hello", greeting())
+	require.Eventually(t, func() bool {
+		_, out, _ = cmd("rollout", "history", "release/web")
+		return regexp.MustCompile(`(?m)^3\s+` + first + `\s+\S+ ago\s+1 begun, 1 finished\s+rollout undo to revision 1`).MatchString(out)
+	}, 10*time.Second, 100*time.Millisecond, "the undone revision is not revision 3:\n%s", out)
+	code, _, errOut = cmd("rollout", "undo", "release/web", "--to-revision", "7")
+	require.Equal(t, 1, code)
+	require.Contains(t, errOut, "unable to find revision 7 in its history")
+
+	// Pause and resume, with kubectl's errors; a paused Release's status ends at once, exit 1.
+	code, out, errOut = cmd("rollout", "pause", "release/web")
+	require.Equal(t, 0, code, errOut)
+	require.Equal(t, "release.clusterregistry.k8s.io/web paused\n", out)
+	code, _, errOut = cmd("rollout", "pause", "release/web")
+	require.Equal(t, 1, code)
+	require.Contains(t, errOut, "release.clusterregistry.k8s.io/web is already paused")
+	code, out, _ = cmd("rollout", "status", "release/web", "--timeout", "30s")
+	require.Equal(t, 1, code, out)
+	require.Contains(t, out, `release "web" is paused (spec.suspend)`)
+	code, out, errOut = cmd("rollout", "resume", "release/web")
+	require.Equal(t, 0, code, errOut)
+	require.Equal(t, "release.clusterregistry.k8s.io/web resumed\n", out)
+	code, _, errOut = cmd("rollout", "resume", "release/web")
+	require.Equal(t, 1, code)
+	require.Contains(t, errOut, "is not paused")
+
+	// Restart delivers again now: under drift Ignore an edit by hand stays, until a restart.
+	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		rel, err := registry.Releases(ns).Get(t.Context(), "web", metav1.GetOptions{})
+		require.NoError(t, err)
+		rel.Spec.Drift = &v1alpha1.ReleaseDrift{Policy: v1alpha1.DriftIgnore}
+		_, err = registry.Releases(ns).Update(t.Context(), rel, metav1.UpdateOptions{})
+		return err
+	})
+	require.NoError(t, err)
+	code, out, errOut = cmd("rollout", "status", "release/web", "--timeout", "60s")
+	require.Equal(t, 0, code, "%s%s", out, errOut)
+	cm, err := member.Get(t.Context(), ns, metav1.GetOptions{})
+	require.NoError(t, err)
+	cm.Data["greeting"] = "edited"
+	_, err = member.Update(t.Context(), cm, metav1.UpdateOptions{FieldManager: "kubectl-edit"})
+	require.NoError(t, err)
+	time.Sleep(time.Second)
+	require.Equal(t, "edited", greeting(), "Ignore corrected the edit")
+	code, out, errOut = cmd("rollout", "restart", "release/web")
+	require.Equal(t, 0, code, errOut)
+	require.Equal(t, "release.clusterregistry.k8s.io/web restarted\n", out)
+	require.Eventually(t, func() bool { return greeting() == "hello" }, 20*time.Second, 100*time.Millisecond, "the restart did not deliver again")
+
+	// Usage errors exit 2.
+	for _, args := range [][]string{{"rollout", "history"}, {"rollout", "undo", "deployment/web"}, {"rollout", "status", "web"}, {"rollout", "undo", "release/web", "--to-revision", "-1"}} {
+		code, _, errOut = cmd(args...)
+		require.Equal(t, 2, code, "%v: %s", args, errOut)
+	}
 }

@@ -1,0 +1,113 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
+
+	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
+)
+
+var rolloutLong = `rollout manages a Release's rollouts as kubectl rollout manages a Deployment's: its history of
+revisions (each recorded by the releases controller, with when its waves ran), undo to an earlier
+one, the status of the rollout in progress, pause and resume (spec.suspend), and restart (deliver
+again now, to every member whose wave has begun).
+
+A Release is named release/NAME (or releases/NAME, release.clusterregistry.k8s.io/NAME, or
+"release NAME"), in -n's cluster set.`
+
+func newRollout(f *factory) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "rollout SUBCOMMAND release/NAME",
+		Short: "Manage a Release's rollouts: history, undo, status, pause, resume, restart",
+		Long:  rolloutLong,
+		Example: `  # What web rolled out, and when
+  clusterregistry rollout history release/web -n fleet
+
+  # Wait for its rollout to finish (exit 1 if it stops)
+  clusterregistry rollout status release/web -n fleet`,
+		Args: usageArgs(cobra.NoArgs),
+	}
+	cmd.AddCommand(newRolloutHistory(f), newRolloutUndo(f), newRolloutStatus(f), newRolloutPause(f, true), newRolloutPause(f, false), newRolloutRestart(f))
+	return cmd
+}
+
+// releaseArg reads a rollout subcommand's Release argument: release/NAME, its other spellings,
+// or "release NAME".
+func releaseArg(args []string) (string, error) {
+	var kind, name string
+	switch len(args) {
+	case 1:
+		var ok bool
+		if kind, name, ok = strings.Cut(args[0], "/"); !ok {
+			return "", usageError{fmt.Errorf("%q: name the Release as release/NAME", args[0])}
+		}
+	case 2:
+		kind, name = args[0], args[1]
+	default:
+		return "", usageError{errors.New("one Release is required: release/NAME")}
+	}
+	switch kind {
+	case "release", "releases", "release.clusterregistry.k8s.io", "releases.clusterregistry.k8s.io", "rrel":
+	default:
+		return "", usageError{fmt.Errorf("%q: rollout manages Releases only (release/NAME)", kind)}
+	}
+	if name == "" {
+		return "", usageError{errors.New("the Release's name is empty: release/NAME")}
+	}
+	return name, nil
+}
+
+// releaseRef is how a Release is named in rollout's output, as kubectl names a Deployment.
+func releaseRef(name string) string { return "release.clusterregistry.k8s.io/" + name }
+
+// rolloutCompletion completes a rollout subcommand's argument with the set's Releases.
+func rolloutCompletion(f *factory) func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
+	return func(_ *cobra.Command, args []string, _ string) ([]string, cobra.ShellCompDirective) {
+		if len(args) > 0 {
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		}
+		var out []string
+		for _, n := range releaseNames(f) {
+			out = append(out, "release/"+n)
+		}
+		return out, cobra.ShellCompDirectiveNoFileComp
+	}
+}
+
+// getRelease reads Release name of the registry's -n, saying when the cluster set itself is missing.
+func getRelease(ctx context.Context, reg *registry, name string) (*v1alpha1.Release, error) {
+	rel, err := reg.Clusters.ClusterregistryV1alpha1().Releases(reg.Namespace).Get(ctx, name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		if err := reg.ClusterSetExists(ctx, reg.Namespace); err != nil {
+			return nil, err
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("release %s/%s: %w", reg.Namespace, name, err)
+	}
+	return rel, nil
+}
+
+// updateRelease changes Release name as change says, again on a conflict; change returning
+// false writes nothing.
+func updateRelease(ctx context.Context, reg *registry, name string, change func(*v1alpha1.Release) (bool, error)) error {
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		rel, err := getRelease(ctx, reg, name)
+		if err != nil {
+			return err
+		}
+		write, err := change(rel)
+		if err != nil || !write {
+			return err
+		}
+		_, err = reg.Clusters.ClusterregistryV1alpha1().Releases(reg.Namespace).Update(ctx, rel, metav1.UpdateOptions{})
+		return err
+	})
+}

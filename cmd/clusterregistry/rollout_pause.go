@@ -1,0 +1,81 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+
+	"github.com/spf13/cobra"
+
+	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
+)
+
+// RolloutPauseOptions are rollout pause's and resume's arguments: pause sets spec.suspend,
+// resume clears it.
+type RolloutPauseOptions struct {
+	pause   bool
+	name    string
+	factory *factory
+	out     io.Writer
+}
+
+func newRolloutPause(f *factory, pause bool) *cobra.Command {
+	o := &RolloutPauseOptions{pause: pause}
+	cmd := &cobra.Command{
+		Use:   "pause release/NAME",
+		Short: "Pause a Release: nothing is applied to or removed from any member until resume (spec.suspend)",
+		Long: `pause sets a Release's spec.suspend, as kubectl rollout pause pauses a Deployment: the releases
+controller applies nothing and removes nothing until resume, and the Release says Stalled Suspended.
+What runs on the members stays. A Release already paused is an error (exit 1), as kubectl's.`,
+		Example:           `  clusterregistry rollout pause release/web -n fleet`,
+		Args:              usageArgs(cobra.RangeArgs(1, 2)),
+		RunE:              runOptions(f, o),
+		ValidArgsFunction: rolloutCompletion(f),
+	}
+	if !pause {
+		cmd.Use, cmd.Example = "resume release/NAME", `  clusterregistry rollout resume release/web -n fleet`
+		cmd.Short = "Resume a paused Release: its rollout goes on where it stood (clears spec.suspend)"
+		cmd.Long = `resume clears a Release's spec.suspend, as kubectl rollout resume resumes a Deployment: the
+releases controller delivers it again, from the wave it stood at. A Release not paused is an error
+(exit 1), as kubectl's.`
+	}
+	return cmd
+}
+
+// Complete takes the Release.
+func (o *RolloutPauseOptions) Complete(f *factory, cmd *cobra.Command, args []string) error {
+	var err error
+	o.name, err = releaseArg(args)
+	o.factory, o.out = f, cmd.OutOrStdout()
+	return err
+}
+
+// Validate has nothing to refuse that Complete did not.
+func (o *RolloutPauseOptions) Validate() error { return nil }
+
+// Run pauses or resumes.
+func (o *RolloutPauseOptions) Run(ctx context.Context) error {
+	reg, err := o.factory.Registry()
+	if err != nil {
+		return err
+	}
+	err = updateRelease(ctx, reg, o.name, func(rel *v1alpha1.Release) (bool, error) {
+		switch {
+		case o.pause && rel.Spec.Suspend:
+			return false, fmt.Errorf("%s is already paused", releaseRef(o.name))
+		case !o.pause && !rel.Spec.Suspend:
+			return false, fmt.Errorf("%s is not paused", releaseRef(o.name))
+		}
+		rel.Spec.Suspend = o.pause
+		return true, nil
+	})
+	if err != nil {
+		return err
+	}
+	verb := "paused"
+	if !o.pause {
+		verb = "resumed"
+	}
+	fmt.Fprintf(o.out, "%s %s\n", releaseRef(o.name), verb)
+	return nil
+}
