@@ -27,7 +27,7 @@ func ExampleInstall() {
 	if err != nil {
 		panic(err)
 	}
-	fmt.Println(installed) // for example: CRD clusters.clusterregistry.k8s.io is up to date at schema version 9 (and a line for each other CRD)
+	fmt.Println(installed) // for example: CRD clusters.clusterregistry.k8s.io is up to date at schema version 10 (and a line for each other CRD)
 
 	registry := versioned.NewForConfigOrDie(cfg)
 	list, err := registry.ClusterregistryV1alpha1().Clusters("fleet").List(ctx, metav1.ListOptions{LabelSelector: "env=prod"})

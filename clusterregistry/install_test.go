@@ -202,15 +202,16 @@ func TestSchemaVersionIsRaisedWithTheSchema(t *testing.T) {
 	digest := fmt.Sprintf("%x", sum.Sum(nil))
 	// One digest per schema version; add a line when you raise SchemaVersion.
 	digests := map[int]string{
-		1: "df573e6fcccd2ad028aa33824161a81ed08d4a166e58592789d904f53197d804",
-		2: "bbcf16fd096ca4f26846c6dcf8a2c5d6a07b461c05dcff90d2994aad80ba5d67", // status.clusterID; Reason and Last Probe columns
-		3: "6989b6c943d26c1b39cb8985f32d4c069cdfde2afa80ffbb49ccf34d2702d677", // exec args that pass a credential are refused; the Last Report column
-		4: "b26e8961fb8626229810179277fce7ea47c7c01454561411c6f9ef662547c8b5", // status.credentialsExpireAt and its column
-		5: "c253e53e93d489a0f040910dfbc66c116352c7ac64352cb07820c0e73de60dce", // the Placement CRD
-		6: "5d0402eb2f130209b00ffe9ef65044fe36a2e63704d61a70b2323595bf7bfc67", // the Release and ReleaseStatusSlice CRDs
-		7: "24bb79a2a686c548ec825796115a557f716ac8ba2254e7cc33901d20ba81f553", // a Release's chart source
-		8: "cd83ae99d46d8924c293721e25355dbec2a51bab2b46a29e843b83c71f1434b6", // a chart from a repository or a Secret, values from ConfigMaps and Secrets, Helm mode; status.chart
-		9: "bda8cb02d48add6674888ec5072e92816bf9c51246b5b0478080e4f72a195d82", // a Release's createNamespace; ClusterNotFound and CredentialsUnavailable among a member's reasons
+		1:  "df573e6fcccd2ad028aa33824161a81ed08d4a166e58592789d904f53197d804",
+		2:  "bbcf16fd096ca4f26846c6dcf8a2c5d6a07b461c05dcff90d2994aad80ba5d67", // status.clusterID; Reason and Last Probe columns
+		3:  "6989b6c943d26c1b39cb8985f32d4c069cdfde2afa80ffbb49ccf34d2702d677", // exec args that pass a credential are refused; the Last Report column
+		4:  "b26e8961fb8626229810179277fce7ea47c7c01454561411c6f9ef662547c8b5", // status.credentialsExpireAt and its column
+		5:  "c253e53e93d489a0f040910dfbc66c116352c7ac64352cb07820c0e73de60dce", // the Placement CRD
+		6:  "5d0402eb2f130209b00ffe9ef65044fe36a2e63704d61a70b2323595bf7bfc67", // the Release and ReleaseStatusSlice CRDs
+		7:  "24bb79a2a686c548ec825796115a557f716ac8ba2254e7cc33901d20ba81f553", // a Release's chart source
+		8:  "cd83ae99d46d8924c293721e25355dbec2a51bab2b46a29e843b83c71f1434b6", // a chart from a repository or a Secret, values from ConfigMaps and Secrets, Helm mode; status.chart
+		9:  "bda8cb02d48add6674888ec5072e92816bf9c51246b5b0478080e4f72a195d82", // a Release's createNamespace; ClusterNotFound and CredentialsUnavailable among a member's reasons
+		10: "6a8f86a1834179fa5187be535c4850e2305c841504df9dfc8b1e65dc6f156f46", // a rollout's onFailure (Stop, Rollback) and approval (Automatic, Manual)
 	}
 	if want := digests[clusterregistry.SchemaVersion]; digest != want {
 		t.Errorf("the CRD's schema changed (digest %s) without a new schema version: raise SchemaVersion and the "+

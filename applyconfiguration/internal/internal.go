@@ -490,12 +490,18 @@ var schemaYAML = typed.YAMLObject(`types:
 - name: com.github.cluster-registry.sdk.clusterregistry.v1alpha1.ReleaseRollout
   map:
     fields:
+    - name: approval
+      type:
+        scalar: string
     - name: maxConcurrency
       type:
         namedType: io.k8s.apimachinery.pkg.util.intstr.IntOrString
     - name: maxFailures
       type:
         namedType: io.k8s.apimachinery.pkg.util.intstr.IntOrString
+    - name: onFailure
+      type:
+        scalar: string
     - name: progressDeadlineSeconds
       type:
         scalar: numeric

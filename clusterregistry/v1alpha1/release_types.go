@@ -26,7 +26,7 @@ import (
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:scope=Namespaced,shortName=rrel,categories=clusterregistry
 // +kubebuilder:metadata:annotations="api-approved.kubernetes.io=unapproved, not an official Kubernetes API; see https://github.com/cluster-registry/sdk"
-// +kubebuilder:metadata:annotations="clusterregistry.k8s.io/schema-version=9"
+// +kubebuilder:metadata:annotations="clusterregistry.k8s.io/schema-version=10"
 // +kubebuilder:printcolumn:name="Placement",type=string,JSONPath=`.spec.placement.name`
 // +kubebuilder:printcolumn:name="Revision",type=string,JSONPath=`.status.revision`
 // +kubebuilder:printcolumn:name="Members",type=integer,JSONPath=`.status.members`
@@ -352,7 +352,44 @@ type ReleaseRollout struct {
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=86400
 	ProgressDeadlineSeconds *int32 `json:"progressDeadlineSeconds,omitempty"`
+
+	// onFailure is what a rollout does past maxFailures: Stop (the default) stops before the
+	// next wave and leaves the members already moved at the new revision; Rollback returns every
+	// member already moved to the last revision that was Ready everywhere, in reverse wave order,
+	// and does not try the failed revision again until the spec changes.
+	// +optional
+	// +kubebuilder:validation:Enum=Stop;Rollback
+	OnFailure ReleaseFailurePolicy `json:"onFailure,omitempty"`
+
+	// approval is Automatic (the default), or Manual: each wave of each revision waits until
+	// someone approves it (clusterregistry rollout approve, which writes the
+	// clusterregistry.k8s.io/approved annotation with the revision and wave).
+	// +optional
+	// +kubebuilder:validation:Enum=Automatic;Manual
+	Approval ReleaseApproval `json:"approval,omitempty"`
 }
+
+// ReleaseFailurePolicy is what a rollout does past maxFailures.
+type ReleaseFailurePolicy string
+
+// Failure policies.
+const (
+	// FailureStop stops the rollout before its next wave.
+	FailureStop ReleaseFailurePolicy = "Stop"
+	// FailureRollback returns the members already moved to the last revision Ready everywhere.
+	FailureRollback ReleaseFailurePolicy = "Rollback"
+)
+
+// ReleaseApproval says whether a rollout's waves wait for approval.
+type ReleaseApproval string
+
+// Approvals.
+const (
+	// ApprovalAutomatic begins each wave once the one before is done.
+	ApprovalAutomatic ReleaseApproval = "Automatic"
+	// ApprovalManual begins each wave once it is also approved.
+	ApprovalManual ReleaseApproval = "Manual"
+)
 
 // ReleaseDriftPolicy is what to do about an object changed on a member by someone else.
 type ReleaseDriftPolicy string
@@ -615,7 +652,7 @@ type ReleaseList struct {
 // +kubebuilder:object:root=true
 // +kubebuilder:resource:scope=Namespaced,categories=clusterregistry
 // +kubebuilder:metadata:annotations="api-approved.kubernetes.io=unapproved, not an official Kubernetes API; see https://github.com/cluster-registry/sdk"
-// +kubebuilder:metadata:annotations="clusterregistry.k8s.io/schema-version=9"
+// +kubebuilder:metadata:annotations="clusterregistry.k8s.io/schema-version=10"
 // +kubebuilder:printcolumn:name="Release",type=string,JSONPath=`.metadata.labels.clusterregistry\.k8s\.io/release`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type ReleaseStatusSlice struct {
@@ -650,6 +687,10 @@ const (
 	// to every member whose wave has begun (clusterregistry rollout restart writes it): each new
 	// value is one such pass.
 	RestartedAtAnnotation = "clusterregistry.k8s.io/restartedAt"
+	// ApprovedAnnotation, on a Release with approval Manual, is the last wave approved:
+	// "REVISION/WAVE" (clusterregistry rollout approve writes it). Waves up to WAVE of that
+	// revision may begin; an approval of another revision approves nothing.
+	ApprovedAnnotation = "clusterregistry.k8s.io/approved"
 	// RevisionLabel is the revision that last applied an object to a member.
 	RevisionLabel = "clusterregistry.k8s.io/revision"
 	// SliceIndexLabel orders a Release's status slices.

@@ -1539,6 +1539,20 @@ func schema_cluster_registry_sdk_clusterregistry_v1alpha1_ReleaseRollout(ref com
 							Format:      "int32",
 						},
 					},
+					"onFailure": {
+						SchemaProps: spec.SchemaProps{
+							Description: "onFailure is what a rollout does past maxFailures: Stop (the default) stops before the next wave and leaves the members already moved at the new revision; Rollback returns every member already moved to the last revision that was Ready everywhere, in reverse wave order, and does not try the failed revision again until the spec changes.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"approval": {
+						SchemaProps: spec.SchemaProps{
+							Description: "approval is Automatic (the default), or Manual: each wave of each revision waits until someone approves it (clusterregistry rollout approve, which writes the clusterregistry.k8s.io/approved annotation with the revision and wave).",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
 				},
 			},
 		},

@@ -42,6 +42,15 @@ type ReleaseRolloutApplyConfiguration struct {
 	// progressDeadlineSeconds is how long a member may take to become healthy once applied
 	// before it counts as failed (Timeout); 600 when unset.
 	ProgressDeadlineSeconds *int32 `json:"progressDeadlineSeconds,omitempty"`
+	// onFailure is what a rollout does past maxFailures: Stop (the default) stops before the
+	// next wave and leaves the members already moved at the new revision; Rollback returns every
+	// member already moved to the last revision that was Ready everywhere, in reverse wave order,
+	// and does not try the failed revision again until the spec changes.
+	OnFailure *clusterregistryv1alpha1.ReleaseFailurePolicy `json:"onFailure,omitempty"`
+	// approval is Automatic (the default), or Manual: each wave of each revision waits until
+	// someone approves it (clusterregistry rollout approve, which writes the
+	// clusterregistry.k8s.io/approved annotation with the revision and wave).
+	Approval *clusterregistryv1alpha1.ReleaseApproval `json:"approval,omitempty"`
 }
 
 // ReleaseRolloutApplyConfiguration constructs a declarative configuration of the ReleaseRollout type for use with
@@ -87,5 +96,21 @@ func (b *ReleaseRolloutApplyConfiguration) WithSoakSeconds(value int32) *Release
 // If called multiple times, the ProgressDeadlineSeconds field is set to the value of the last call.
 func (b *ReleaseRolloutApplyConfiguration) WithProgressDeadlineSeconds(value int32) *ReleaseRolloutApplyConfiguration {
 	b.ProgressDeadlineSeconds = &value
+	return b
+}
+
+// WithOnFailure sets the OnFailure field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the OnFailure field is set to the value of the last call.
+func (b *ReleaseRolloutApplyConfiguration) WithOnFailure(value clusterregistryv1alpha1.ReleaseFailurePolicy) *ReleaseRolloutApplyConfiguration {
+	b.OnFailure = &value
+	return b
+}
+
+// WithApproval sets the Approval field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Approval field is set to the value of the last call.
+func (b *ReleaseRolloutApplyConfiguration) WithApproval(value clusterregistryv1alpha1.ReleaseApproval) *ReleaseRolloutApplyConfiguration {
+	b.Approval = &value
 	return b
 }
