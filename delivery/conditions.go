@@ -32,6 +32,9 @@ func setConditions(status *v1alpha1.ReleaseStatus, rel *v1alpha1.Release, dec *d
 	default:
 		set(v1alpha1.ReleaseStalled, metav1.ConditionFalse, "NotStalled", "")
 	}
+	if stalled := meta.FindStatusCondition(status.Conditions, v1alpha1.ReleaseStalled); p.note != "" && stalled.Status == metav1.ConditionTrue {
+		set(v1alpha1.ReleaseStalled, stalled.Status, stalled.Reason, stalled.Message+"; "+p.note)
+	}
 	busy := counts[v1alpha1.PhasePending] + counts[v1alpha1.PhaseApplying] + counts[v1alpha1.PhaseProgressing] + counts[v1alpha1.PhaseRemoving]
 	switch {
 	case p.stalledReason != "" || stopped:
@@ -39,6 +42,9 @@ func setConditions(status *v1alpha1.ReleaseStatus, rel *v1alpha1.Release, dec *d
 	case pl == nil:
 		// Not planned (finalizing): the members' removal is what progresses.
 		set(v1alpha1.ReleaseProgressing, metav1.ConditionTrue, "Removing", "see Stalled")
+	case pl.awaiting > 0:
+		set(v1alpha1.ReleaseProgressing, metav1.ConditionTrue, "AwaitingApproval", fmt.Sprintf("wave %d of %d of revision %s awaits approval: clusterregistry rollout approve release/%s; %d of %d members ready",
+			pl.awaiting, status.Waves, status.Revision, rel.Name, status.Ready, status.Members))
 	case busy > 0 || !pl.done:
 		set(v1alpha1.ReleaseProgressing, metav1.ConditionTrue, "RollingOut", fmt.Sprintf("wave %d of %d; %d of %d members ready", status.Wave, status.Waves, status.Ready, status.Members))
 	case status.Ready == status.Members:

@@ -602,31 +602,68 @@ func (c *Controller) deliver(ctx context.Context, rel *v1alpha1.Release, st *rel
 	if err != nil {
 		return 0, c.writeStatus(ctx, rel, bundle, nil, progress{stalledReason: "DecisionNotFound", stalledMessage: err.Error()})
 	}
-	byName := c.memberIndex()
 	c.shareWith(rel, st, bundle.Revision, ownsRelease)
-	waves := Waves(dec.Clusters, dec.Groups, rel.Spec.Rollout)
 	g := gatesOf(rel, len(dec.Clusters), c.opts.RetryAfter)
-	snap := c.snapshot(st, dec, waves, bundle.Revision, g, byName)
+	g.approved = Approved(rel, bundle.Revision)
+	target := target{bundle: bundle, waves: Waves(dec.Clusters, dec.Groups, rel.Spec.Rollout), gates: g}
+	back, err := c.rollingBack(ctx, rel, bundle, target)
+	if err != nil {
+		return c.opts.RetryAfter, c.writeStatus(ctx, rel, bundle, dec, progress{stalledReason: "RollbackFailed", stalledMessage: err.Error()})
+	}
+	if back != nil {
+		target = *back
+	}
+	return c.pass(ctx, rel, st, dec, target, ownsRelease)
+}
+
+// target is what a pass delivers: a revision, in waves, through gates; stall, if set, is the
+// Stalled condition status says whatever the plan (a rollback's).
+type target struct {
+	bundle *Bundle
+	waves  [][]types.NamespacedName
+	gates  gates
+	stall  *progress
+}
+
+// pass plans from a snapshot, acts on the plan, and reports.
+func (c *Controller) pass(ctx context.Context, rel *v1alpha1.Release, st *releaseState, dec *decision.Decision, t target, ownsRelease bool) (time.Duration, error) {
+	byName := c.memberIndex()
+	snap := c.snapshot(st, dec, t.waves, t.bundle.Revision, t.gates, byName)
 	restart := rel.Annotations[v1alpha1.RestartedAtAnnotation]
 	c.mu.Lock()
 	snap.resync = st.restarted != nil && *st.restarted != restart
 	st.restarted = &restart
 	c.mu.Unlock()
 	p := decide(snap)
+	wait := p.wait
 	if len(p.apply) > 0 || len(p.remove) > 0 {
-		c.act(ctx, rel, st, bundle, p, byName)
+		c.act(ctx, rel, st, t.bundle, p, byName)
 		// Status says where the acts left the rollout, from a plan of what they left; what they
 		// changed is judged again at the next pass, with the watch's first events in.
-		snap = c.snapshot(st, dec, waves, bundle.Revision, g, byName)
-		p = decide(snap)
-		return time.Second, c.report(ctx, rel, st, bundle, dec, snap, p, ownsRelease, progress{snap: &snap, plan: &p})
+		snap = c.snapshot(st, dec, t.waves, t.bundle.Revision, t.gates, byName)
+		p, wait = decide(snap), time.Second
 	}
 	pr := progress{snap: &snap, plan: &p}
-	if p.held {
+	switch {
+	case t.stall != nil:
+		pr.stalledReason, pr.stalledMessage = t.stall.stalledReason, t.stall.stalledMessage
+	case p.held:
 		pr.stalledReason = "EmptyDecision"
 		pr.stalledMessage = fmt.Sprintf("the decision names no member: nothing is removed from the %d members that have the Release's objects; delete the Release to remove them", len(snap.own))
+	case p.stopped && rel.Spec.Rollout != nil && rel.Spec.Rollout.OnFailure == v1alpha1.FailureRollback:
+		if c.lastComplete(rel, t.bundle.Revision) == nil {
+			pr.note = "onFailure is Rollback, but no earlier revision was Ready everywhere: there is nothing to roll back to"
+			break
+		}
+		if !ownsRelease {
+			break // the Release's owner records the rollback; this replica follows it
+		}
+		if err := errors.Join(c.report(ctx, rel, st, t.bundle, dec, snap, p, ownsRelease, pr), c.startRollback(ctx, rel, t.bundle, p)); err != nil {
+			return time.Second, err
+		}
+		return time.Millisecond, nil // the next pass rolls back
 	}
-	return p.wait, c.report(ctx, rel, st, bundle, dec, snap, p, ownsRelease, pr)
+	return wait, c.report(ctx, rel, st, t.bundle, dec, snap, p, ownsRelease, pr)
 }
 
 // report tells what the plan says: the Release's events and history (its owner's part) and its

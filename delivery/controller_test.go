@@ -804,3 +804,59 @@ func (e *deliveryEnv) releaseEvents(t *testing.T, name string) map[string][]stri
 	}
 	return out
 }
+
+// With onFailure Rollback, a revision that fails past maxFailures goes back: every member it
+// reached returns to the last revision Ready everywhere (here member-1, of the first wave, to its
+// good image, through the real Deployment controller), the Release says RolledBack naming the
+// failed member, the failed revision is not tried again, and a new spec rolls out as any.
+func TestFailedRolloutRollsBack(t *testing.T) {
+	env := startDelivery(t)
+	appNS := "app-rollback"
+	env.appNamespace(t, appNS)
+	env.decide(t, "member-1", "member-2")
+	rel := &v1alpha1.Release{ObjectMeta: metav1.ObjectMeta{Name: "back", Namespace: env.ns}, Spec: v1alpha1.ReleaseSpec{
+		Source:          v1alpha1.ReleaseSource{Manifests: manifests(t, deployment("web"))},
+		Placement:       v1alpha1.ReleasePlacement{Name: "web"},
+		TargetNamespace: appNS,
+		Rollout: &v1alpha1.ReleaseRollout{Strategy: v1alpha1.RolloutGroups, ProgressDeadlineSeconds: ptr.To[int32](4),
+			OnFailure: v1alpha1.FailureRollback},
+	}}
+	_, err := env.registry.ClusterregistryV1alpha1().Releases(env.ns).Create(t.Context(), rel, metav1.CreateOptions{})
+	require.NoError(t, err)
+	good := env.waitRelease(t, "back", "available on both", func(r *v1alpha1.Release) bool {
+		return condition(r, v1alpha1.ReleaseAvailable) == metav1.ConditionTrue
+	}).Status.Revision
+
+	env.updateRelease(t, env.ns, "back", func(cur *v1alpha1.Release) { cur.Spec.Source.Manifests = manifests(t, deployment("web", badImage)) })
+	got := env.waitRelease(t, "back", "rolled back", func(r *v1alpha1.Release) bool {
+		st := meta.FindStatusCondition(r.Status.Conditions, v1alpha1.ReleaseStalled)
+		return st != nil && st.Reason == "RolledBack" && r.Status.Ready == 2
+	})
+	require.Equal(t, good, got.Status.Revision)
+	stalled := meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ReleaseStalled)
+	require.Contains(t, stalled.Message, "1 members failed (member-1)")
+	require.Contains(t, stalled.Message, "every member it reached returns to revision 1 ("+good+")")
+	require.Equal(t, metav1.ConditionTrue, condition(got, v1alpha1.ReleaseAvailable))
+	healthy := waitAvailable(t, env.members["member-1"], appNS, "web", "registry.example/web:1")
+	d, err := env.members["member-2"].AppsV1().Deployments(appNS).Get(t.Context(), "web", metav1.GetOptions{})
+	require.NoError(t, err)
+	require.Equal(t, "registry.example/web:1", d.Spec.Template.Spec.Containers[0].Image, "the second wave got the bad image")
+	require.Eventually(t, func() bool { return len(env.releaseEvents(t, "back")[delivery.EventRolledBack]) == 1 },
+		10*time.Second, 100*time.Millisecond, "no RolledBack event")
+
+	// The failed revision is not tried again while the spec stands.
+	time.Sleep(3 * time.Second)
+	d, err = env.members["member-1"].AppsV1().Deployments(appNS).Get(t.Context(), "web", metav1.GetOptions{})
+	require.NoError(t, err)
+	require.Equal(t, "registry.example/web:1", d.Spec.Template.Spec.Containers[0].Image, "the failed revision was tried again %s after the rollback", time.Since(healthy))
+
+	// A new spec rolls out as any.
+	env.updateRelease(t, env.ns, "back", func(cur *v1alpha1.Release) {
+		cur.Spec.Source.Manifests = manifests(t, deployment("web", "registry.example/web:2"))
+	})
+	env.waitRelease(t, "back", "the next revision available", func(r *v1alpha1.Release) bool {
+		return r.Status.Revision != good && condition(r, v1alpha1.ReleaseAvailable) == metav1.ConditionTrue && condition(r, v1alpha1.ReleaseStalled) == metav1.ConditionFalse
+	})
+	waitAvailable(t, env.members["member-2"], appNS, "web", "registry.example/web:2")
+	require.NoError(t, env.registry.ClusterregistryV1alpha1().Releases(env.ns).Delete(t.Context(), "back", metav1.DeleteOptions{}))
+}

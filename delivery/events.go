@@ -23,6 +23,7 @@ const (
 	EventRolloutStopped  = "RolloutStopped"
 	EventRolloutComplete = "RolloutComplete"
 	EventDrift           = "Drift"
+	EventRolledBack      = "RolledBack"
 )
 
 // told is what a Release's events last said, so that only a change is told.

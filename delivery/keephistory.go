@@ -69,6 +69,9 @@ func (c *Controller) keepHistory(ctx context.Context, rel *v1alpha1.Release, b *
 			upd.Annotations = map[string]string{}
 		}
 		upd.Annotations[WavesAnnotation] = encodeWaves(waveTimes(have, p, now))
+		if complete(p) {
+			upd.Annotations[CompleteAnnotation] = "true"
+		}
 		if !apiequality.Semantic.DeepEqual(upd, current) {
 			c.writes.Add(1)
 			if _, err := client.Update(ctx, upd, metav1.UpdateOptions{}); err != nil {
@@ -98,4 +101,17 @@ func (c *Controller) trimHistory(ctx context.Context, mine []*appsv1.ControllerR
 func encodeWaves(w []WaveTimes) string {
 	raw, _ := json.Marshal(w)
 	return string(raw)
+}
+
+// complete: every member of the plan is Ready at its revision, every wave done.
+func complete(p plan) bool {
+	if !p.done || p.stopped || len(p.judged) == 0 {
+		return false
+	}
+	for _, j := range p.judged {
+		if j.phase != v1alpha1.PhaseReady {
+			return false
+		}
+	}
+	return true
 }

@@ -3,6 +3,8 @@ package delivery
 import (
 	"cmp"
 	"fmt"
+	"strconv"
+	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -72,6 +74,10 @@ type gates struct {
 	soak, deadline, retryAfter time.Duration
 	maxFailures                int
 	correctDrift, ignoreDrift  bool
+	// manual: each wave begins only once approved; approved is how many waves of the
+	// revision are (ApprovedAnnotation).
+	manual   bool
+	approved int
 }
 
 // gatesOf are rel's gates for a decision of total members.
@@ -79,6 +85,7 @@ func gatesOf(rel *v1alpha1.Release, total int, retryAfter time.Duration) gates {
 	g := gates{deadline: 600 * time.Second, retryAfter: retryAfter, maxFailures: MaxFailures(rel.Spec.Rollout, total),
 		correctDrift: driftPolicy(rel) == v1alpha1.DriftCorrect, ignoreDrift: driftPolicy(rel) == v1alpha1.DriftIgnore}
 	if r := rel.Spec.Rollout; r != nil {
+		g.manual = r.Approval == v1alpha1.ApprovalManual
 		g.soak = time.Duration(r.SoakSeconds) * time.Second
 		if r.ProgressDeadlineSeconds != nil {
 			g.deadline = time.Duration(*r.ProgressDeadlineSeconds) * time.Second
@@ -132,6 +139,8 @@ type plan struct {
 	finished int
 	// done: every wave has finished (each member Ready at the revision for the soak, or failed).
 	done bool
+	// awaiting is the wave (1-based) that may begin once approved; 0 when none waits.
+	awaiting int
 	// held: the decision names no member, and nothing is removed from those that have objects.
 	held bool
 	// wait is when the pass should be looked at again though nothing else calls (a soak, a
@@ -159,6 +168,9 @@ func decide(s snapshot) plan {
 		p.wave = 1
 		if !p.stopped {
 			p.wave = open + 1
+			if s.gates.manual && open+1 > s.gates.approved && !s.begun(s.waves[open]) {
+				p.wave, p.awaiting = max(open, 1), open+1
+			}
 		}
 		for i, w := range s.waves {
 			if s.begun(w) {
@@ -170,8 +182,12 @@ func decide(s snapshot) plan {
 	for i, w := range s.waves {
 		for _, k := range w {
 			v := s.views[k]
-			starts := i < open || (i == open && (!p.stopped || s.tried(v)))
+			approved := !s.gates.manual || i < s.gates.approved || s.tried(v)
+			starts := approved && (i < open || (i == open && (!p.stopped || s.tried(v))))
 			p.judged[k] = s.judge(v, p.stopped && !starts)
+			if !starts && i == open && p.awaiting == i+1 {
+				p.judged[k] = s.awaitingApproval(v, i+1)
+			}
 			if i > open || !s.mine[k] || !starts {
 				continue
 			}
@@ -318,4 +334,23 @@ func (s snapshot) judge(v view, notStarted bool) judgement {
 		j.message = safetext.OneLine(v.notCurrent.ref.String()+" is "+v.notCurrent.status+": "+v.notCurrent.message, 1024)
 	}
 	return j
+}
+
+// awaitingApproval is the judgement of a member whose wave waits for approval.
+func (s snapshot) awaitingApproval(v view, wave int) judgement {
+	msg := fmt.Sprintf("wave %d awaits approval (clusterregistry rollout approve)", wave)
+	if v.revision != "" {
+		msg += "; runs revision " + v.revision
+	}
+	return judgement{v1alpha1.PhasePending, "AwaitingApproval", msg}
+}
+
+// Approved is how many waves of revision the Release's ApprovedAnnotation approves.
+func Approved(rel *v1alpha1.Release, revision string) int {
+	rev, wave, ok := strings.Cut(rel.Annotations[v1alpha1.ApprovedAnnotation], "/")
+	n, err := strconv.Atoi(wave)
+	if !ok || rev != revision || err != nil || n < 0 {
+		return 0
+	}
+	return n
 }

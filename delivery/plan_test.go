@@ -54,6 +54,9 @@ func newRollout(t *testing.T, seed uint64) *rollout {
 	for _, k := range members {
 		r.snap.mine[k] = true
 	}
+	if rng.IntN(3) == 0 {
+		r.snap.gates.manual, r.snap.gates.approved = true, rng.IntN(len(waves)+1)
+	}
 	return r
 }
 
@@ -102,7 +105,10 @@ func (r *rollout) happen() {
 		if r.rng.IntN(6) == 0 { // a new revision: the rollout starts again from the first wave
 			r.revision++
 			r.snap.revision, r.started = fmt.Sprintf("r%d", r.revision), -1
+			r.snap.gates.approved = 0 // approvals are of a revision
 		}
+	case 6:
+		r.snap.gates.approved++ // someone approves the next wave
 	}
 	if v.known {
 		r.snap.views[k] = v
@@ -129,6 +135,9 @@ func (r *rollout) check(p plan, i int) {
 		}
 		if p.stopped {
 			require.True(r.t, s.begun(s.waves[r.order[k]]), "step %d: wave %d began past maxFailures", i, r.order[k])
+		}
+		if s.gates.manual {
+			require.LessOrEqual(r.t, r.order[k]+1, s.gates.approved, "step %d: wave %d began unapproved", i, r.order[k]+1)
 		}
 	}
 	// Failures are the members that failed at this revision, never before it.

@@ -31,6 +31,8 @@ type progress struct {
 	plan           *plan
 	stalledReason  string
 	stalledMessage string
+	// note is said after Stalled's message, whatever set it.
+	note string
 }
 
 // badness orders phases from worst to best, for Release.status.worst.
