@@ -188,6 +188,32 @@ func rolloutVerbs(t *testing.T, lf *localfleet.Fleet, ns, first string, cmd func
 	require.Equal(t, "release.clusterregistry.k8s.io/web restarted\n", out)
 	require.Eventually(t, func() bool { return greeting() == "hello" }, 20*time.Second, 100*time.Millisecond, "the restart did not deliver again")
 
+	// Manual approval: a change waits at its first wave until approved.
+	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		rel, err := registry.Releases(ns).Get(t.Context(), "web", metav1.GetOptions{})
+		require.NoError(t, err)
+		rel.Spec.Rollout = &v1alpha1.ReleaseRollout{Approval: v1alpha1.ApprovalManual}
+		rel.Spec.Source.Manifests[0].Raw = []byte(strings.Replace(string(rel.Spec.Source.Manifests[0].Raw), "hello", "approved", 1))
+		_, err = registry.Releases(ns).Update(t.Context(), rel, metav1.UpdateOptions{})
+		return err
+	})
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		code, out, _ = cmd("rollout", "status", "release/web", "--watch=false")
+		return code == 0 && strings.Contains(out, "wave 1 of 1 of revision ") && strings.Contains(out, "awaits approval: clusterregistry rollout approve release/web")
+	}, 20*time.Second, 100*time.Millisecond, "not awaiting approval: %s", out)
+	time.Sleep(time.Second)
+	require.Equal(t, "hello", greeting(), "the wave began unapproved")
+	code, out, errOut = cmd("rollout", "approve", "release/web")
+	require.Equal(t, 0, code, errOut)
+	require.Regexp(t, `^release.clusterregistry.k8s.io/web wave 1 of revision \S+ approved\n$`, out)
+	code, out, errOut = cmd("rollout", "status", "release/web", "--timeout", "60s")
+	require.Equal(t, 0, code, "%s%s", out, errOut)
+	require.Equal(t, "approved", greeting())
+	code, _, errOut = cmd("rollout", "approve", "release/web")
+	require.Equal(t, 1, code)
+	require.Contains(t, errOut, "every wave (1) of revision")
+
 	// Usage errors exit 2.
 	for _, args := range [][]string{{"rollout", "history"}, {"rollout", "undo", "deployment/web"}, {"rollout", "status", "web"}, {"rollout", "undo", "release/web", "--to-revision", "-1"}} {
 		code, _, errOut = cmd(args...)

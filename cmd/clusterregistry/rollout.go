@@ -17,7 +17,8 @@ import (
 var rolloutLong = `rollout manages a Release's rollouts as kubectl rollout manages a Deployment's: its history of
 revisions (each recorded by the releases controller, with when its waves ran), undo to an earlier
 one, the status of the rollout in progress, pause and resume (spec.suspend), and restart (deliver
-again now, to every member whose wave has begun).
+again now, to every member whose wave has begun), and approve (let the next wave begin, when the
+rollout's approval is Manual).
 
 A Release is named release/NAME (or releases/NAME, release.clusterregistry.k8s.io/NAME, or
 "release NAME"), in -n's cluster set.`
@@ -25,7 +26,7 @@ A Release is named release/NAME (or releases/NAME, release.clusterregistry.k8s.i
 func newRollout(f *factory) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "rollout SUBCOMMAND release/NAME",
-		Short: "Manage a Release's rollouts: history, undo, status, pause, resume, restart",
+		Short: "Manage a Release's rollouts: history, undo, status, pause, resume, restart, approve",
 		Long:  rolloutLong,
 		Example: `  # What web rolled out, and when
   clusterregistry rollout history release/web -n fleet
@@ -34,7 +35,7 @@ func newRollout(f *factory) *cobra.Command {
   clusterregistry rollout status release/web -n fleet`,
 		Args: usageArgs(cobra.NoArgs),
 	}
-	cmd.AddCommand(newRolloutHistory(f), newRolloutUndo(f), newRolloutStatus(f), newRolloutPause(f, true), newRolloutPause(f, false), newRolloutRestart(f))
+	cmd.AddCommand(newRolloutHistory(f), newRolloutUndo(f), newRolloutStatus(f), newRolloutPause(f, true), newRolloutPause(f, false), newRolloutRestart(f), newRolloutApprove(f))
 	return cmd
 }
 

@@ -140,6 +140,8 @@ func rolloutState(rel *v1alpha1.Release) (line string, done bool, err error) {
 		return fmt.Sprintf("%s is paused (spec.suspend): resume it to go on", name), true, fmt.Errorf("%s: paused: %w", name, errRolloutFailed)
 	case stalled != nil && stalled.Status == metav1.ConditionTrue:
 		return fmt.Sprintf("%s rollout stopped: %s: %s", name, stalled.Reason, stalled.Message), true, fmt.Errorf("%s: %s: %w", name, stalled.Reason, errRolloutFailed)
+	case progressing.Reason == "AwaitingApproval":
+		return fmt.Sprintf("Waiting for %s rollout: %s", name, progressing.Message), false, nil
 	case progressing.Status == metav1.ConditionFalse && progressing.Reason == "Complete":
 		return fmt.Sprintf("%s successfully rolled out: revision %s, %d of %d members ready", name, rel.Status.Revision, rel.Status.Ready, rel.Status.Members), true, nil
 	case progressing.Status == metav1.ConditionFalse:
