@@ -109,6 +109,7 @@ type Controller struct {
 	decisionLister cache.GenericLister
 	configMaps     cache.GenericLister
 	revisions      cache.GenericLister
+	src            *sources
 	informersRun   []func(<-chan struct{})
 	synced         []cache.InformerSynced
 
@@ -234,6 +235,13 @@ func (c *Controller) informers() error {
 	c.decisionLister = cache.NewGenericLister(dec.Informer().GetIndexer(), cpv1alpha1.SchemeGroupVersion.WithResource("placementdecisions").GroupResource())
 	c.configMaps = cache.NewGenericLister(cms.Informer().GetIndexer(), corev1.Resource("configmaps"))
 	c.revisions = cache.NewGenericLister(crs.Informer().GetIndexer(), appsv1.Resource("controllerrevisions"))
+	c.src = &sources{kube: c.kube, charts: c.opts.Charts, configMap: func(_ context.Context, namespace, name string) (*corev1.ConfigMap, error) {
+		o, err := c.configMaps.ByNamespace(namespace).Get(name)
+		if err != nil {
+			return nil, err
+		}
+		return o.(*corev1.ConfigMap), nil
+	}}
 	return nil
 }
 
@@ -400,7 +408,12 @@ func (c *Controller) releasesWhere(namespace string, match func(*v1alpha1.Releas
 // fieldManager is a Release's field manager on members: its own, so that two Releases that
 // write one object conflict instead of taking turns.
 func (c *Controller) fieldManager(key types.NamespacedName) string {
-	m := c.opts.FieldManager + "/" + key.Namespace + "/" + key.Name
+	return fieldManagerFor(c.opts.FieldManager, key.Namespace, key.Name)
+}
+
+// fieldManagerFor is the field manager of Release namespace/name under prefix.
+func fieldManagerFor(prefix, namespace, name string) string {
+	m := prefix + "/" + namespace + "/" + name
 	if len(m) > 128 {
 		m = m[:128]
 	}
@@ -581,7 +594,7 @@ func (c *Controller) reconcile(ctx context.Context, key types.NamespacedName) (r
 		return 0, c.writeStatus(ctx, rel, nil, nil, progress{stalledReason: "Suspended", stalledMessage: "spec.suspend is true: nothing is applied or removed"})
 	}
 
-	in, recheck, stall := c.inputs(ctx, rel)
+	in, recheck, stall := c.src.inputs(ctx, rel)
 	if recheck > 0 {
 		defer func() { requeue = pick(requeue, recheck) }()
 	}
@@ -679,48 +692,6 @@ func (c *Controller) report(ctx context.Context, rel *v1alpha1.Release, st *rele
 	return errors.Join(c.writeStatus(ctx, rel, bundle, dec, pr), historyErr)
 }
 
-// inputs reads what a Release's source names besides itself: its ConfigMap, its chart (from a
-// repository or a Secret) and the values it takes from ConfigMaps and Secrets. recheck is how
-// often the Release must come back to see them again (a chart's version range, a Secret's
-// values), stall why they cannot be read.
-func (c *Controller) inputs(ctx context.Context, rel *v1alpha1.Release) (in Inputs, recheck time.Duration, stall *progress) {
-	stalled := func(reason string, err error) *progress {
-		return &progress{stalledReason: reason, stalledMessage: err.Error()}
-	}
-	if name := sourceConfigMap(rel); name != "" {
-		if o, err := c.configMaps.ByNamespace(rel.Namespace).Get(name); err == nil {
-			in.ConfigMap = o.(*corev1.ConfigMap)
-		}
-	}
-	src := rel.Spec.Source.Chart
-	if src == nil {
-		return in, 0, nil
-	}
-	var err error
-	// A chart in a repository is fetched (or found among those kept) on every turn: a range is
-	// resolved again as the Fetcher's ResolveEvery says, and the Release comes back to check.
-	if src.Repository != nil {
-		recheck = chartRecheck
-		if in.Chart, err = c.fetchChart(ctx, rel); err != nil {
-			return in, recheck, stalled("ChartUnavailable", err)
-		}
-	}
-	if src.Secret != nil {
-		recheck = pick(recheck, secretValuesRecheck)
-		if in.Chart, err = c.chartInSecret(ctx, rel); err != nil {
-			return in, recheck, stalled("InvalidSource", err)
-		}
-	}
-	if len(src.ValuesFrom) > 0 {
-		if slices.ContainsFunc(src.ValuesFrom, func(v v1alpha1.ReleaseValuesReference) bool { return v.Kind == "Secret" }) {
-			recheck = pick(recheck, secretValuesRecheck)
-		}
-		if in.ValuesFrom, err = c.valuesFrom(ctx, rel); err != nil {
-			return in, recheck, stalled("InvalidSource", err)
-		}
-	}
-	return in, recheck, nil
-}
 
 // snapshot copies, with the Controller's lock, what a pass decides from (see decide). dec nil
 // is a Release being deleted: only the members this replica holds.

@@ -25,12 +25,12 @@ var defaultCharts = sync.OnceValue(func() *chartrepo.Fetcher { return chartrepo.
 // fetchChart fetches the chart rel's spec.source.chart.repository names, with the credentials
 // of its secretRef, which must be for the repository (chartrepo.CredentialsFromSecret). Errors
 // name the field, the Secret or the repository, never what the Secret holds.
-func (c *Controller) fetchChart(ctx context.Context, rel *v1alpha1.Release) (*chartrepo.Chart, error) {
+func (sr *sources) fetchChart(ctx context.Context, rel *v1alpha1.Release) (*chartrepo.Chart, error) {
 	repo := rel.Spec.Source.Chart.Repository
 	src := chartrepo.Source{URL: repo.URL, Chart: repo.Chart, Version: repo.Version, Digest: repo.Digest}
 	if ref := repo.SecretRef; ref != nil {
 		// Read when needed, not watched: a controller of many sets does not keep every Secret.
-		secret, err := c.kube.CoreV1().Secrets(rel.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
+		secret, err := sr.kube.CoreV1().Secrets(rel.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
 		switch {
 		case apierrors.IsNotFound(err):
 			return nil, fmt.Errorf("spec.source.chart.repository.secretRef: Secret %s not found in namespace %s", ref.Name, rel.Namespace)
@@ -43,7 +43,7 @@ func (c *Controller) fetchChart(ctx context.Context, rel *v1alpha1.Release) (*ch
 		}
 		src.Credentials = creds
 	}
-	ch, err := c.opts.Charts.Fetch(ctx, src)
+	ch, err := sr.charts.Fetch(ctx, src)
 	if err != nil {
 		return nil, fmt.Errorf("spec.source.chart.repository: %w", err)
 	}

@@ -83,7 +83,7 @@ func (c *Controller) rollingBack(ctx context.Context, rel *v1alpha1.Release, b *
 		return nil, fmt.Errorf("revision %s, which the failed revision %s rolled back to, is no longer in the history", rb.To, b.Revision)
 	}
 	goodRel := Undo(rel, revisionOf(good))
-	in, _, stall := c.inputs(ctx, goodRel)
+	in, _, stall := c.src.inputs(ctx, goodRel)
 	if stall != nil {
 		return nil, fmt.Errorf("rolling back to revision %d: %s", good.Revision, stall.stalledMessage)
 	}

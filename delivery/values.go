@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -20,7 +19,7 @@ const secretValuesRecheck = time.Minute
 // valuesFrom reads what rel's spec.source.chart.valuesFrom names, in order (Inputs.ValuesFrom):
 // ConfigMaps from the Controller's cache, Secrets from the registry. Errors name the entry and
 // the object, never what a Secret holds.
-func (c *Controller) valuesFrom(ctx context.Context, rel *v1alpha1.Release) ([][]byte, error) {
+func (sr *sources) valuesFrom(ctx context.Context, rel *v1alpha1.Release) ([][]byte, error) {
 	refs := rel.Spec.Source.Chart.ValuesFrom
 	out := make([][]byte, len(refs))
 	for i, ref := range refs {
@@ -30,8 +29,7 @@ func (c *Controller) valuesFrom(ctx context.Context, rel *v1alpha1.Release) ([][
 		found, hasKey := false, false
 		switch ref.Kind {
 		case "ConfigMap":
-			if o, err := c.configMaps.ByNamespace(rel.Namespace).Get(ref.Name); err == nil {
-				cm := o.(*corev1.ConfigMap)
+			if cm, err := sr.configMap(ctx, rel.Namespace, ref.Name); err == nil {
 				found = true
 				if d, ok := cm.Data[key]; ok {
 					data, hasKey = []byte(d), true
@@ -40,7 +38,7 @@ func (c *Controller) valuesFrom(ctx context.Context, rel *v1alpha1.Release) ([][
 				}
 			}
 		case "Secret":
-			s, err := c.kube.CoreV1().Secrets(rel.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
+			s, err := sr.kube.CoreV1().Secrets(rel.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
 			switch {
 			case err == nil:
 				found = true
@@ -69,9 +67,9 @@ func (c *Controller) valuesFrom(ctx context.Context, rel *v1alpha1.Release) ([][
 }
 
 // chartInSecret reads the packaged chart rel's spec.source.chart.secret names, as Inputs.Chart.
-func (c *Controller) chartInSecret(ctx context.Context, rel *v1alpha1.Release) (*chartrepo.Chart, error) {
+func (sr *sources) chartInSecret(ctx context.Context, rel *v1alpha1.Release) (*chartrepo.Chart, error) {
 	ref := rel.Spec.Source.Chart.Secret
-	s, err := c.kube.CoreV1().Secrets(rel.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
+	s, err := sr.kube.CoreV1().Secrets(rel.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err):
 		return nil, fmt.Errorf("spec.source.chart.secret: Secret %s not found in namespace %s", ref.Name, rel.Namespace)

@@ -48,6 +48,22 @@ func main() {
 // usageError marks errors in how the command was called: exit status 2.
 type usageError struct{ error }
 
+// exitStatus is an error with the exit status it calls for (diff's 1 when something would
+// change); err nil prints nothing.
+type exitStatus struct {
+	code int
+	err  error
+}
+
+func (e exitStatus) Error() string {
+	if e.err == nil {
+		return fmt.Sprintf("exit status %d", e.code)
+	}
+	return e.err.Error()
+}
+
+func (e exitStatus) Unwrap() error { return e.err }
+
 func (e usageError) Unwrap() error { return e.error }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -68,9 +84,15 @@ func runAs(ctx context.Context, name string, args []string, stdout, stderr io.Wr
 	strictCompletion(cmd)
 	err := cmd.Execute()
 	var usage usageError
+	var status exitStatus
 	switch {
 	case err == nil, errors.Is(err, context.Canceled):
 		return 0
+	case errors.As(err, &status):
+		if status.err != nil {
+			fmt.Fprintln(stderr, "clusterregistry:", status.err)
+		}
+		return status.code
 	case errors.As(err, &usage):
 		fmt.Fprintln(stderr, "clusterregistry:", err)
 		fmt.Fprintln(stderr, "Run clusterregistry --help for the commands and flags.")
@@ -104,7 +126,7 @@ It reaches the registry with kubectl's connection flags.`,
 	root.SetContext(ctx)
 	registry.AddFlags(root.PersistentFlags())
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
-	root.AddCommand(newInstall(f), newJoin(f), newUnjoin(f), newExport(f), newImport(f), newCredential(f), newHealth(f), newControllers(f), newRotate(f), newGet(f), newDescribe(f), newExplainPlacement(f), newRollout(f), newVersion())
+	root.AddCommand(newInstall(f), newJoin(f), newUnjoin(f), newExport(f), newImport(f), newCredential(f), newHealth(f), newControllers(f), newRotate(f), newGet(f), newDescribe(f), newExplainPlacement(f), newRollout(f), newDiff(f), newVersion())
 	registerCompletions(root, f)
 	return root
 }

@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -12,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/util/retry"
+	"sigs.k8s.io/yaml"
 
 	"github.com/cluster-registry/sdk/clientset/versioned"
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
@@ -214,8 +217,30 @@ func rolloutVerbs(t *testing.T, lf *localfleet.Fleet, ns, first string, cmd func
 	require.Equal(t, 1, code)
 	require.Contains(t, errOut, "every wave (1) of revision")
 
+	// diff: nothing would change for the Release as it is; a file's change shows member by
+	// member, and nothing is written.
+	code, out, errOut = cmd("diff", "release", "web")
+	require.Equal(t, 0, code, "%s%s", out, errOut)
+	require.Empty(t, out)
+	rel, err := registry.Releases(ns).Get(t.Context(), "web", metav1.GetOptions{})
+	require.NoError(t, err)
+	rel.Spec.Source.Manifests[0].Raw = []byte(strings.Replace(string(rel.Spec.Source.Manifests[0].Raw), "approved", "diffed", 1))
+	rel.APIVersion, rel.Kind = v1alpha1.SchemeGroupVersion.String(), "Release"
+	rel.ManagedFields, rel.Status = nil, v1alpha1.ReleaseStatus{}
+	raw, err := yaml.Marshal(rel)
+	require.NoError(t, err)
+	file := filepath.Join(t.TempDir(), "web.yaml")
+	require.NoError(t, os.WriteFile(file, raw, 0o600))
+	code, out, errOut = cmd("diff", "release", "-f", file)
+	require.Equal(t, 1, code, "%s%s", out, errOut)
+	for _, m := range lf.Members {
+		require.Contains(t, out, "diff -u -N "+m.Name+"/LIVE/v1.ConfigMap.default."+ns+" "+m.Name+"/MERGED/v1.ConfigMap.default."+ns+"\n")
+	}
+	require.Contains(t, out, "-  greeting: approved\n+  greeting: diffed\n")
+	require.Equal(t, "approved", greeting(), "diff wrote")
+
 	// Usage errors exit 2.
-	for _, args := range [][]string{{"rollout", "history"}, {"rollout", "undo", "deployment/web"}, {"rollout", "status", "web"}, {"rollout", "undo", "release/web", "--to-revision", "-1"}} {
+	for _, args := range [][]string{{"diff", "release"}, {"diff", "release", "web", "-f", "x.yaml"}, {"rollout", "history"}, {"rollout", "undo", "deployment/web"}, {"rollout", "status", "web"}, {"rollout", "undo", "release/web", "--to-revision", "-1"}} {
 		code, _, errOut = cmd(args...)
 		require.Equal(t, 2, code, "%v: %s", args, errOut)
 	}

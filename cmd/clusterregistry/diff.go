@@ -1,0 +1,223 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/pmezard/go-difflib/difflib"
+	"github.com/spf13/cobra"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/cli-runtime/pkg/printers"
+	cpversioned "sigs.k8s.io/cluster-inventory-api/client/clientset/versioned"
+	"sigs.k8s.io/yaml"
+
+	"github.com/cluster-registry/sdk/access"
+	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
+	"github.com/cluster-registry/sdk/decision"
+	"github.com/cluster-registry/sdk/delivery"
+	"github.com/cluster-registry/sdk/trustflags"
+)
+
+// DiffReleaseOptions are diff release's arguments and flags.
+type DiffReleaseOptions struct {
+	Filename string
+	Trust    trustflags.Flags
+
+	name    string
+	factory *factory
+	out     io.Writer
+	errOut  io.Writer
+}
+
+func newDiff(f *factory) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "diff release (NAME | -f FILE)",
+		Short: "Show what delivering a Release would change on each member it is placed on",
+		Long:  "diff shows what a change would do before it is made, as kubectl diff does. See diff release --help.",
+		Args:  usageArgs(cobra.NoArgs),
+	}
+	cmd.AddCommand(newDiffRelease(f))
+	return cmd
+}
+
+func newDiffRelease(f *factory) *cobra.Command {
+	o := &DiffReleaseOptions{}
+	cmd := &cobra.Command{
+		Use:     "release (NAME | -f FILE)",
+		Aliases: []string{"releases", "rrel"},
+		Short:   "Show, per member, what delivering a Release (its next revision, or a file's) would change",
+		Long: `diff release shows, for each member a Release's decision places it on, what delivering it would
+change there, as kubectl diff shows it for one cluster: each object is dry-run applied on the member
+with server-side apply as the releases controller applies it (the Release's field manager), and
+the result is compared with what runs there, as a unified diff per object (a Secret's values
+masked); objects the Release has there that it no longer would are shown as removed. Nothing is
+written anywhere.
+
+-f FILE diffs a Release from a file (a change before it is applied to the registry); NAME diffs
+the Release as the registry has it (its next revision, before its waves reach every member). The
+members are reached as the releases controller reaches them: the trust flags apply.
+
+Exit status, as kubectl diff's: 0 when nothing would change, 1 when something would, 2 on an
+error (a member that refuses the dry run, one out of reach, a usage error).`,
+		Example: `  # What this edit would change, member by member, before applying it
+  clusterregistry diff release -f web.yaml -n fleet
+
+  # What web's current spec still has to change on its members
+  clusterregistry diff release web -n fleet`,
+		Args:              usageArgs(cobra.MaximumNArgs(1)),
+		RunE:              runOptions(f, o),
+		ValidArgsFunction: func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) { return releaseNames(f), cobra.ShellCompDirectiveNoFileComp },
+	}
+	cmd.Flags().StringVarP(&o.Filename, "filename", "f", "", "a file holding the Release to diff")
+	o.Trust.AddFlags(cmd.Flags())
+	return cmd
+}
+
+// Complete takes the name.
+func (o *DiffReleaseOptions) Complete(f *factory, cmd *cobra.Command, args []string) error {
+	if len(args) > 0 {
+		o.name = args[0]
+	}
+	o.factory, o.out, o.errOut = f, cmd.OutOrStdout(), cmd.ErrOrStderr()
+	return nil
+}
+
+// Validate wants a name or a file, not both.
+func (o *DiffReleaseOptions) Validate() error {
+	if (o.name == "") == (o.Filename == "") {
+		return usageError{errors.New("give a Release's NAME or -f FILE, one of them")}
+	}
+	if _, err := o.Trust.ResolverOptions(); err != nil {
+		return usageError{err}
+	}
+	return nil
+}
+
+// Run diffs the Release on each member, in its decision's order.
+func (o *DiffReleaseOptions) Run(ctx context.Context) error {
+	reg, err := o.factory.Registry()
+	if err != nil {
+		return err
+	}
+	rel, err := o.release(ctx, reg)
+	if err != nil {
+		return exitStatus{2, err}
+	}
+	in, err := delivery.ReadInputs(ctx, reg.Kube, nil, rel)
+	if err != nil {
+		return exitStatus{2, fmt.Errorf("release %s/%s: %w", rel.Namespace, rel.Name, err)}
+	}
+	b, err := delivery.Render(rel, in)
+	if err != nil {
+		return exitStatus{2, fmt.Errorf("release %s/%s: %w", rel.Namespace, rel.Name, err)}
+	}
+	profiles, err := cpversioned.NewForConfig(reg.Config)
+	if err != nil {
+		return exitStatus{2, err}
+	}
+	dec, err := decision.Read(ctx, profiles, rel.Namespace, rel.DecisionKey())
+	if err != nil {
+		return exitStatus{2, fmt.Errorf("release %s/%s: its placement's decision: %w", rel.Namespace, rel.Name, err)}
+	}
+	resolver, err := o.Trust.ToResolver(reg.Kube, "clusterregistry-diff")
+	if err != nil {
+		return exitStatus{2, err}
+	}
+	current := o.currentObjects(ctx, reg, rel)
+	changed, failed := false, 0
+	for _, k := range dec.Clusters {
+		diffs, err := diffMember(ctx, reg, resolver, rel, b, k.Name, current[k.Name])
+		if err != nil {
+			failed++
+			fmt.Fprintf(o.errOut, "error: member %s: %s\n", k.Name, printers.EscapeTerminal(err.Error()))
+			continue
+		}
+		for _, d := range diffs {
+			if d.Changed() {
+				changed = true
+				if d.Err != "" {
+					failed++
+					fmt.Fprintf(o.errOut, "error: member %s: %s: %s\n", k.Name, d.Object, printers.EscapeTerminal(d.Err))
+					continue
+				}
+				printDiff(o.out, k.Name, d)
+			}
+		}
+	}
+	switch {
+	case failed > 0:
+		return exitStatus{2, fmt.Errorf("the dry run failed on %d of %d members' objects (above)", failed, len(dec.Clusters))}
+	case changed:
+		return exitStatus{1, nil}
+	}
+	return nil
+}
+
+// release is the Release to diff: from the file, in -n's namespace unless it names its own, or
+// from the registry.
+func (o *DiffReleaseOptions) release(ctx context.Context, reg *registry) (*v1alpha1.Release, error) {
+	if o.Filename == "" {
+		return getRelease(ctx, reg, o.name)
+	}
+	data, err := os.ReadFile(o.Filename)
+	if err != nil {
+		return nil, err
+	}
+	var rel v1alpha1.Release
+	if err := yaml.UnmarshalStrict(data, &rel); err != nil {
+		return nil, fmt.Errorf("%s: %w", o.Filename, err)
+	}
+	if rel.Kind != "Release" || rel.APIVersion != v1alpha1.SchemeGroupVersion.String() {
+		return nil, fmt.Errorf("%s: holds %s %s, want a Release of %s", o.Filename, rel.APIVersion, rel.Kind, v1alpha1.SchemeGroupVersion)
+	}
+	if rel.Namespace == "" {
+		rel.Namespace = reg.Namespace
+	}
+	if rel.Name == "" {
+		return nil, fmt.Errorf("%s: the Release has no metadata.name", o.Filename)
+	}
+	return &rel, nil
+}
+
+// currentObjects are the objects the Release (as the registry has it) has on each member, by
+// member: what a new revision would prune.
+func (o *DiffReleaseOptions) currentObjects(ctx context.Context, reg *registry, rel *v1alpha1.Release) map[string][]v1alpha1.ReleaseObjectStatus {
+	out := map[string][]v1alpha1.ReleaseObjectStatus{}
+	have, err := reg.Clusters.ClusterregistryV1alpha1().Releases(rel.Namespace).Get(ctx, rel.Name, metav1.GetOptions{})
+	if err != nil {
+		return out // not in the registry yet: nothing to prune
+	}
+	slices, err := reg.Clusters.ClusterregistryV1alpha1().ReleaseStatusSlices(rel.Namespace).List(ctx, metav1.ListOptions{LabelSelector: v1alpha1.ReleaseLabel + "=" + rel.Name})
+	if err != nil {
+		return out
+	}
+	for _, m := range v1alpha1.MembersOf(have, slices.Items) {
+		out[m.Cluster] = m.Objects
+	}
+	return out
+}
+
+// diffMember diffs the Release on one member.
+func diffMember(ctx context.Context, reg *registry, resolver *access.Resolver, rel *v1alpha1.Release, b *delivery.Bundle, member string, current []v1alpha1.ReleaseObjectStatus) ([]delivery.ObjectDiff, error) {
+	cluster, err := reg.Clusters.ClusterregistryV1alpha1().Clusters(rel.Namespace).Get(ctx, member, metav1.GetOptions{})
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := resolver.Config(ctx, cluster)
+	if err != nil {
+		return nil, err
+	}
+	return delivery.Diff(ctx, rel, b, cluster, cfg, "", current)
+}
+
+// printDiff writes one object's diff, as kubectl diff does with diff -u -N.
+func printDiff(out io.Writer, member string, d delivery.ObjectDiff) {
+	live, merged := member+"/LIVE/"+d.Object, member+"/MERGED/"+d.Object
+	text, _ := difflib.GetUnifiedDiffString(difflib.UnifiedDiff{A: difflib.SplitLines(d.Live), B: difflib.SplitLines(d.Merged),
+		FromFile: live, ToFile: merged, Context: 3})
+	fmt.Fprintf(out, "diff -u -N %s %s\n%s", live, merged, printers.EscapeTerminal(strings.TrimSuffix(text, "\n")+"\n"))
+}
