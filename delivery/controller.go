@@ -692,7 +692,6 @@ func (c *Controller) report(ctx context.Context, rel *v1alpha1.Release, st *rele
 	return errors.Join(c.writeStatus(ctx, rel, bundle, dec, pr), historyErr)
 }
 
-
 // snapshot copies, with the Controller's lock, what a pass decides from (see decide). dec nil
 // is a Release being deleted: only the members this replica holds.
 func (c *Controller) snapshot(st *releaseState, dec *decision.Decision, waves [][]types.NamespacedName, revision string, g gates, byName map[types.NamespacedName]*multicluster.Member) snapshot {

@@ -68,9 +68,11 @@ error (a member that refuses the dry run, one out of reach, a usage error).`,
 
   # What web's current spec still has to change on its members
   clusterregistry diff release web -n fleet`,
-		Args:              usageArgs(cobra.MaximumNArgs(1)),
-		RunE:              runOptions(f, o),
-		ValidArgsFunction: func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) { return releaseNames(f), cobra.ShellCompDirectiveNoFileComp },
+		Args: usageArgs(cobra.MaximumNArgs(1)),
+		RunE: runOptions(f, o),
+		ValidArgsFunction: func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
+			return releaseNames(f), cobra.ShellCompDirectiveNoFileComp
+		},
 	}
 	cmd.Flags().StringVarP(&o.Filename, "filename", "f", "", "a file holding the Release to diff")
 	o.Trust.AddFlags(cmd.Flags())
