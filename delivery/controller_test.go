@@ -836,6 +836,7 @@ func TestFailedRolloutRollsBack(t *testing.T) {
 	stalled := meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ReleaseStalled)
 	require.Contains(t, stalled.Message, "1 members failed (member-1)")
 	require.Contains(t, stalled.Message, "every member it reached returns to revision 1 ("+good+")")
+	t.Logf("Stalled %s: %s", stalled.Reason, stalled.Message)
 	require.Equal(t, metav1.ConditionTrue, condition(got, v1alpha1.ReleaseAvailable))
 	healthy := waitAvailable(t, env.members["member-1"], appNS, "web", "registry.example/web:1")
 	d, err := env.members["member-2"].AppsV1().Deployments(appNS).Get(t.Context(), "web", metav1.GetOptions{})

@@ -127,11 +127,13 @@ func rolloutVerbs(t *testing.T, lf *localfleet.Fleet, ns, first string, cmd func
 	code, out, errOut = cmd("rollout", "history", "release", "web")
 	require.Equal(t, 0, code, errOut)
 	require.Regexp(t, `(?m)^2\s+\S+\s+\S+ ago\s+1 begun, 1 finished\s+say bye$`, out)
+	t.Logf("rollout history release/web:\n%s", out)
 	code, out, errOut = cmd("rollout", "history", "release/web", "--revision", "2")
 	require.Equal(t, 0, code, errOut)
 	require.Contains(t, out, "release.clusterregistry.k8s.io/web with revision #2 (")
 	require.Contains(t, out, "Change cause: say bye\nWave 1: started ")
 	require.Contains(t, out, "Made from:\n  source:\n    manifests:\n")
+	t.Logf("rollout history release/web --revision 2:\n%s", out)
 	code, _, errOut = cmd("rollout", "history", "release/web", "--revision", "9")
 	require.Equal(t, 1, code)
 	require.Contains(t, errOut, "unable to find revision 9 in its history")
@@ -212,6 +214,7 @@ func rolloutVerbs(t *testing.T, lf *localfleet.Fleet, ns, first string, cmd func
 	require.Regexp(t, `^release.clusterregistry.k8s.io/web wave 1 of revision \S+ approved\n$`, out)
 	code, out, errOut = cmd("rollout", "status", "release/web", "--timeout", "60s")
 	require.Equal(t, 0, code, "%s%s", out, errOut)
+	t.Logf("rollout status release/web:\n%s", out)
 	require.Equal(t, "approved", greeting())
 	code, _, errOut = cmd("rollout", "approve", "release/web")
 	require.Equal(t, 1, code)
@@ -237,6 +240,7 @@ func rolloutVerbs(t *testing.T, lf *localfleet.Fleet, ns, first string, cmd func
 		require.Contains(t, out, "diff -u -N "+m.Name+"/LIVE/v1.ConfigMap.default."+ns+" "+m.Name+"/MERGED/v1.ConfigMap.default."+ns+"\n")
 	}
 	require.Contains(t, out, "-  greeting: approved\n+  greeting: diffed\n")
+	t.Logf("diff release -f web.yaml:\n%s", out)
 	require.Equal(t, "approved", greeting(), "diff wrote")
 
 	// Usage errors exit 2.
