@@ -35,6 +35,8 @@
 #                             writes after an unrelated join
 #   BenchmarkDelivery         delivery: Releases (manifests, and a chart over 3 regions) to 1,000
 #                             simulated members: time to Ready, renders, writes at steady state
+#   BenchmarkDecide           delivery: one pass's planning (a pure function) over 10,000 members
+#                             in 40 waves midway through a rollout: ns per member
 #   BenchmarkHelmMode         helmrelease: Helm's install then upgrade on 100 members, 10 at a
 #                             time: full discoveries per member (target 1), heap per member, ms
 #                             per operation
@@ -71,6 +73,7 @@ go test ./health/ -run '^$' -bench 'Health' -benchtime 1x -timeout 30m | tee -a 
 go test ./shard/ -run '^$' -bench 'ShardedHealth' -benchtime 1x -timeout 30m | tee -a "$out" >&2
 go test ./scheduler/ -run '^$' -bench 'Scheduler' -benchtime 1x -timeout 30m | tee -a "$out" >&2
 go test ./delivery/ -run '^$' -bench 'Delivery' -benchtime 1x -members 1000 -timeout 30m | tee -a "$out" >&2
+go test ./delivery/ -run '^$' -bench 'Decide' -benchtime 20x | tee -a "$out" >&2
 go test ./helmrelease/ -run '^$' -bench 'HelmMode' -benchtime 1x -timeout 30m | tee -a "$out" >&2
 go test ./chartrender/ -run '^$' -bench 'Render' -benchtime 20x | tee -a "$out" >&2
 
