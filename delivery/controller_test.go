@@ -541,6 +541,11 @@ func TestReleaseRollsOutInWaves(t *testing.T) {
 	require.GreaterOrEqual(t, time.Since(healthy), 2*time.Second, "the second wave did not wait for the soak (3 s, less polling's slack)")
 	env.waitRelease(t, "waves", "available", func(r *v1alpha1.Release) bool { return condition(r, v1alpha1.ReleaseAvailable) == metav1.ConditionTrue })
 	waitAvailable(t, env.members["member-2"], appNS, "web", "registry.example/web:1")
+	// Once the last wave has soaked too, the rollout is Complete.
+	env.waitRelease(t, "waves", "complete", func(r *v1alpha1.Release) bool {
+		c := meta.FindStatusCondition(r.Status.Conditions, v1alpha1.ReleaseProgressing)
+		return c != nil && c.Reason == "Complete" && c.ObservedGeneration == r.Generation
+	})
 	require.NoError(t, env.registry.ClusterregistryV1alpha1().Releases(env.ns).Delete(t.Context(), "waves", metav1.DeleteOptions{}))
 }
 
