@@ -66,12 +66,12 @@ func setConditions(status *v1alpha1.ReleaseStatus, rel *v1alpha1.Release, dec *d
 func setAvailable(status *v1alpha1.ReleaseStatus, rel *v1alpha1.Release, dec *decision.Decision, p progress, set func(t string, s metav1.ConditionStatus, reason, msg string)) {
 	revision := status.Revision
 	switch {
-	case dec == nil && p.stalledReason != "DecisionNotFound":
+	case dec == nil && p.stalledReason != "DecisionNotFound" && p.stalledReason != "DecisionsUnavailable":
 		if have := meta.FindStatusCondition(status.Conditions, v1alpha1.ReleaseAvailable); have == nil {
 			set(v1alpha1.ReleaseAvailable, metav1.ConditionUnknown, p.stalledReason, "not known until the Release is delivered: see Stalled")
 		}
 	case dec == nil:
-		set(v1alpha1.ReleaseAvailable, metav1.ConditionUnknown, "NoDecision", "the decision cannot be read: see Stalled")
+		set(v1alpha1.ReleaseAvailable, metav1.ConditionUnknown, "NoDecision", "the decision cannot be read, so whether the members run the Release is not known: see Stalled")
 	case status.Members == 0:
 		set(v1alpha1.ReleaseAvailable, metav1.ConditionFalse, "NoMembers", "the decision names no member")
 	case status.Ready == status.Members:

@@ -109,6 +109,9 @@ type Controller struct {
 	decisionLister cache.GenericLister
 	configMaps     cache.GenericLister
 	revisions      cache.GenericLister
+	// decisionsSynced says whether the PlacementDecisions are listed; decisionsErr is why not.
+	decisionsSynced cache.InformerSynced
+	decisionsErr    atomic.Pointer[error]
 	src            *sources
 	informersRun   []func(<-chan struct{})
 	synced         []cache.InformerSynced
@@ -228,7 +231,18 @@ func (c *Controller) informers() error {
 	}
 	for _, inf := range []cache.SharedIndexInformer{rel.Informer(), sl.Informer(), dec.Informer(), cms.Informer(), crs.Informer()} {
 		c.informersRun = append(c.informersRun, inf.Run)
-		c.synced = append(c.synced, inf.HasSynced)
+		if inf != dec.Informer() {
+			c.synced = append(c.synced, inf.HasSynced)
+		}
+	}
+	// The decisions are waited for apart: a controller that cannot read them (no
+	// PlacementDecision CRD, a role without them) still says so on every Release, rather than
+	// wait for them and leave each Release's last Available standing.
+	c.decisionsSynced = dec.Informer().HasSynced
+	if err := dec.Informer().SetWatchErrorHandler(func(_ *cache.Reflector, err error) {
+		c.decisionsErr.Store(&err)
+	}); err != nil {
+		return err
 	}
 	c.releaseLister = cache.NewGenericLister(rel.Informer().GetIndexer(), v1alpha1.Resource("releases"))
 	c.sliceLister = cache.NewGenericLister(sl.Informer().GetIndexer(), v1alpha1.Resource("releasestatusslices"))
@@ -261,6 +275,18 @@ func (c *Controller) Run(ctx context.Context) error {
 		return err
 	}
 	return c.run(ctx)
+}
+
+// decisionsGrace is how long Run waits for the PlacementDecisions to be listed before it works
+// on Releases without them (saying so in their status).
+const decisionsGrace = 10 * time.Second
+
+// decisionsUnavailableError: the controller cannot read the registry's PlacementDecisions.
+type decisionsUnavailableError struct{ reason string }
+
+func (e *decisionsUnavailableError) Error() string {
+	return "the releases controller cannot read the registry's PlacementDecisions (" + e.reason +
+		"): does its role allow listing and watching placementdecisions.multicluster.x-k8s.io, and is their CRD installed?"
 }
 
 // DefaultLeaseName is the name of ControllerOptions.Lease when it names none.
@@ -299,8 +325,12 @@ func (c *Controller) run(ctx context.Context) error {
 		wg.Go(func() { run(ctx.Done()) })
 	}
 	if !cache.WaitForCacheSync(ctx.Done(), c.synced...) {
-		return ctx.Err()
+		return nil // ctx ended
 	}
+	// A while for the decisions, which sync within a second where they can be read.
+	waitCtx, cancelWait := context.WithTimeout(ctx, decisionsGrace)
+	cache.WaitForCacheSync(waitCtx.Done(), c.decisionsSynced)
+	cancelWait()
 	go func() {
 		<-ctx.Done()
 		c.queue.ShutDown()
@@ -612,7 +642,12 @@ func (c *Controller) reconcile(ctx context.Context, key types.NamespacedName) (r
 // the status from a plan of what the acts left.
 func (c *Controller) deliver(ctx context.Context, rel *v1alpha1.Release, st *releaseState, bundle *Bundle, ownsRelease bool) (time.Duration, error) {
 	dec, err := c.decision(rel)
-	if err != nil {
+	var unavailable *decisionsUnavailableError
+	switch {
+	case errors.As(err, &unavailable):
+		// Looked at again: the informer lists again by itself, and nothing calls when it does.
+		return c.opts.RetryAfter, c.writeStatus(ctx, rel, bundle, nil, progress{stalledReason: "DecisionsUnavailable", stalledMessage: err.Error()})
+	case err != nil:
 		return 0, c.writeStatus(ctx, rel, bundle, nil, progress{stalledReason: "DecisionNotFound", stalledMessage: err.Error()})
 	}
 	c.shareWith(rel, st, bundle.Revision, ownsRelease)
@@ -765,6 +800,13 @@ func driftPolicy(rel *v1alpha1.Release) v1alpha1.ReleaseDriftPolicy {
 
 // decision reads the Release's decision from the PlacementDecisions cache.
 func (c *Controller) decision(rel *v1alpha1.Release) (*decision.Decision, error) {
+	if !c.decisionsSynced() {
+		reason := "not listed yet"
+		if err := c.decisionsErr.Load(); err != nil {
+			reason = (*err).Error()
+		}
+		return nil, &decisionsUnavailableError{reason: reason}
+	}
 	key := rel.DecisionKey()
 	objs, err := c.decisionLister.ByNamespace(rel.Namespace).List(labels.SelectorFromSet(labels.Set{cpv1alpha1.DecisionKeyLabel: key}))
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -616,29 +617,7 @@ func waitAvailable(t *testing.T, kube kubernetes.Interface, ns, name, image stri
 // set, it delivers a Release there, writes its status and slices, and finalizes it.
 func TestReleasesRunWithTheShippedClusterRoles(t *testing.T) {
 	ns := fleettest.CopySet(t, lf)
-	admin := kubernetes.NewForConfigOrDie(lf.Registry.Config)
-	_, err := admin.CoreV1().ServiceAccounts(ns).Create(t.Context(), &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "releases"}}, metav1.CreateOptions{})
-	require.NoError(t, err)
-	for _, file := range []string{"../deploy/controllers/releases-clusterrole.yaml", "../deploy/health/clusterrole.yaml"} {
-		data, err := os.ReadFile(file)
-		require.NoError(t, err)
-		var role rbacv1.ClusterRole
-		require.NoError(t, yaml.UnmarshalStrict(data, &role))
-		role.Name = ns + "-" + role.Name // one per test namespace, so that -count=N does not collide
-		_, err = admin.RbacV1().ClusterRoles().Create(t.Context(), &role, metav1.CreateOptions{})
-		require.NoError(t, err)
-		t.Cleanup(func() {
-			_ = admin.RbacV1().ClusterRoles().Delete(context.Background(), role.Name, metav1.DeleteOptions{})
-		})
-		_, err = admin.RbacV1().RoleBindings(ns).Create(t.Context(), &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: role.Name},
-			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
-			Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: "releases"}}}, metav1.CreateOptions{})
-		require.NoError(t, err)
-	}
-	tr, err := admin.CoreV1().ServiceAccounts(ns).CreateToken(t.Context(), "releases", &authenticationv1.TokenRequest{}, metav1.CreateOptions{})
-	require.NoError(t, err)
-	sa := rest.AnonymousClientConfig(lf.Registry.Config)
-	sa.BearerToken = tr.Status.Token
+	sa := serviceAccountWithRoles(t, ns, "releases", nil)
 	env := startDeliveryIn(t, ns, sa)
 
 	env.decide(t, "member-1")
@@ -646,7 +625,7 @@ func TestReleasesRunWithTheShippedClusterRoles(t *testing.T) {
 		Source:    v1alpha1.ReleaseSource{Manifests: manifests(t, configMap("rbac-"+ns, map[string]string{"k": "v"}))},
 		Placement: v1alpha1.ReleasePlacement{Name: "web"},
 	}}
-	_, err = env.registry.ClusterregistryV1alpha1().Releases(ns).Create(t.Context(), rel, metav1.CreateOptions{})
+	_, err := env.registry.ClusterregistryV1alpha1().Releases(ns).Create(t.Context(), rel, metav1.CreateOptions{})
 	require.NoError(t, err)
 	env.waitRelease(t, "rbac", "available as the service account", func(r *v1alpha1.Release) bool {
 		return condition(r, v1alpha1.ReleaseAvailable) == metav1.ConditionTrue
@@ -658,6 +637,42 @@ func TestReleasesRunWithTheShippedClusterRoles(t *testing.T) {
 	}, 20*time.Second, 100*time.Millisecond, "the Release was not finalized as the service account")
 	_, err = env.members["member-1"].CoreV1().ConfigMaps("default").Get(t.Context(), "rbac-"+ns, metav1.GetOptions{})
 	require.True(t, apierrors.IsNotFound(err), "the Release's object stayed: %v", err)
+}
+
+// A controller that cannot read the PlacementDecisions (here its role lacks them) says so on each
+// Release, Available Unknown and Stalled naming what to grant, rather than wait for them and leave
+// the Release's last Available True standing.
+func TestUnreadableDecisionsAreSaid(t *testing.T) {
+	env := startDelivery(t)
+	env.decide(t, "member-1")
+	rel := &v1alpha1.Release{ObjectMeta: metav1.ObjectMeta{Name: "blind", Namespace: env.ns}, Spec: v1alpha1.ReleaseSpec{
+		Source:    v1alpha1.ReleaseSource{Manifests: manifests(t, configMap("blind-"+env.ns, map[string]string{"k": "v"}))},
+		Placement: v1alpha1.ReleasePlacement{Name: "web"},
+	}}
+	_, err := env.registry.ClusterregistryV1alpha1().Releases(env.ns).Create(t.Context(), rel, metav1.CreateOptions{})
+	require.NoError(t, err)
+	env.waitRelease(t, "blind", "available", func(r *v1alpha1.Release) bool { return condition(r, v1alpha1.ReleaseAvailable) == metav1.ConditionTrue })
+	env.stop()
+
+	sa := serviceAccountWithRoles(t, env.ns, "blind", func(role *rbacv1.ClusterRole) {
+		role.Rules = slices.DeleteFunc(role.Rules, func(r rbacv1.PolicyRule) bool { return slices.Contains(r.Resources, "placementdecisions") })
+	})
+	env = startDeliveryIn(t, env.ns, sa)
+	got := env.waitRelease(t, "blind", "the outage said", func(r *v1alpha1.Release) bool {
+		return condition(r, v1alpha1.ReleaseAvailable) == metav1.ConditionUnknown
+	})
+	stalled := meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ReleaseStalled)
+	require.Equal(t, "DecisionsUnavailable", stalled.Reason)
+	require.Contains(t, stalled.Message, "forbidden")
+	require.Contains(t, stalled.Message, "placementdecisions.multicluster.x-k8s.io")
+	env.stop()
+	// The admin's controller finalizes it.
+	env = startDeliveryIn(t, env.ns, nil)
+	require.NoError(t, env.registry.ClusterregistryV1alpha1().Releases(env.ns).Delete(t.Context(), "blind", metav1.DeleteOptions{}))
+	require.Eventually(t, func() bool {
+		_, err := env.registry.ClusterregistryV1alpha1().Releases(env.ns).Get(t.Context(), "blind", metav1.GetOptions{})
+		return apierrors.IsNotFound(err)
+	}, 30*time.Second, 100*time.Millisecond, "not finalized")
 }
 
 // A Release reaches only its own cluster set's members, even on a Fleet of several sets: a
@@ -865,4 +880,37 @@ func TestFailedRolloutRollsBack(t *testing.T) {
 	})
 	waitAvailable(t, env.members["member-2"], appNS, "web", "registry.example/web:2")
 	require.NoError(t, env.registry.ClusterregistryV1alpha1().Releases(env.ns).Delete(t.Context(), "back", metav1.DeleteOptions{}))
+}
+
+// serviceAccountWithRoles is a config of a new service account of ns bound there to the shipped
+// releases and health roles, each as change (if set) leaves it.
+func serviceAccountWithRoles(t *testing.T, ns, name string, change func(*rbacv1.ClusterRole)) *rest.Config {
+	t.Helper()
+	admin := kubernetes.NewForConfigOrDie(lf.Registry.Config)
+	_, err := admin.CoreV1().ServiceAccounts(ns).Create(t.Context(), &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	for _, file := range []string{"../deploy/controllers/releases-clusterrole.yaml", "../deploy/health/clusterrole.yaml"} {
+		data, err := os.ReadFile(file)
+		require.NoError(t, err)
+		var role rbacv1.ClusterRole
+		require.NoError(t, yaml.UnmarshalStrict(data, &role))
+		role.Name = ns + "-" + name + "-" + role.Name // one per test namespace, so that -count=N does not collide
+		if change != nil {
+			change(&role)
+		}
+		_, err = admin.RbacV1().ClusterRoles().Create(t.Context(), &role, metav1.CreateOptions{})
+		require.NoError(t, err)
+		t.Cleanup(func() {
+			_ = admin.RbacV1().ClusterRoles().Delete(context.Background(), role.Name, metav1.DeleteOptions{})
+		})
+		_, err = admin.RbacV1().RoleBindings(ns).Create(t.Context(), &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: role.Name},
+			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
+			Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: name}}}, metav1.CreateOptions{})
+		require.NoError(t, err)
+	}
+	tr, err := admin.CoreV1().ServiceAccounts(ns).CreateToken(t.Context(), name, &authenticationv1.TokenRequest{}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	sa := rest.AnonymousClientConfig(lf.Registry.Config)
+	sa.BearerToken = tr.Status.Token
+	return sa
 }
