@@ -112,9 +112,9 @@ type Controller struct {
 	// decisionsSynced says whether the PlacementDecisions are listed; decisionsErr is why not.
 	decisionsSynced cache.InformerSynced
 	decisionsErr    atomic.Pointer[error]
-	src            *sources
-	informersRun   []func(<-chan struct{})
-	synced         []cache.InformerSynced
+	src             *sources
+	informersRun    []func(<-chan struct{})
+	synced          []cache.InformerSynced
 
 	mu       sync.Mutex
 	releases map[types.NamespacedName]*releaseState
