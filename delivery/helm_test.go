@@ -9,12 +9,14 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
 	"github.com/cluster-registry/sdk/delivery"
+	"github.com/cluster-registry/sdk/localfleet"
 )
 
 // A chart in Helm mode: Helm's own install on each member, with each member's values, so the
@@ -111,4 +113,63 @@ data: {by: hook}
 		require.True(t, apierrors.IsNotFound(err), "%s kept the release's object: %v", name, err)
 		require.Zero(t, records(name), "%s kept Helm's record", name)
 	}
+}
+
+// Helm mode's readiness is Helm's wait, judged against the members' real controllers: a chart's
+// Deployment is Ready once its Pods run on the simulated Nodes; a bad image fails Helm's wait
+// within the member's timeout, the member is Failed and the rollout stops at its wave, the
+// second member keeping the image it runs.
+func TestHelmModeWaitsForRealDeployments(t *testing.T) {
+	env := startDelivery(t)
+	appNS := "helm-wait"
+	env.appNamespace(t, appNS)
+	kubeReg := kubernetes.NewForConfigOrDie(lf.Registry.Config)
+	files := map[string]string{
+		"Chart.yaml":  "apiVersion: v2\nname: app\nversion: 0.1.0\n",
+		"values.yaml": "image: registry.example/app:1\n",
+		"templates/deployment.yaml": `apiVersion: apps/v1
+kind: Deployment
+metadata: {name: {{ .Release.Name }}}
+spec:
+  replicas: 2
+  selector: {matchLabels: {app: {{ .Release.Name }}}}
+  template:
+    metadata: {labels: {app: {{ .Release.Name }}}}
+    spec: {containers: [{name: app, image: {{ .Values.image | quote }}}]}
+`,
+	}
+	_, err := kubeReg.CoreV1().ConfigMaps(env.ns).Create(t.Context(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "app-chart"},
+		BinaryData: map[string][]byte{"chart.tgz": packagedChart(t, "app", files)}}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	env.decide(t, "member-1", "member-2")
+	rel := &v1alpha1.Release{ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: env.ns}, Spec: v1alpha1.ReleaseSpec{
+		Source: v1alpha1.ReleaseSource{Chart: &v1alpha1.ReleaseChartSource{
+			Mode: v1alpha1.ChartModeHelm, ConfigMap: &v1alpha1.ReleaseChartConfigMap{Name: "app-chart"}}},
+		Placement:       v1alpha1.ReleasePlacement{Name: "web"},
+		TargetNamespace: appNS,
+		Rollout:         &v1alpha1.ReleaseRollout{Strategy: v1alpha1.RolloutGroups},
+	}}
+	_, err = env.registry.ClusterregistryV1alpha1().Releases(env.ns).Create(t.Context(), rel, metav1.CreateOptions{})
+	require.NoError(t, err)
+	env.waitRelease(t, "app", "Ready on both, as Helm's wait says", func(r *v1alpha1.Release) bool { return r.Status.Ready == 2 })
+	for name, kube := range env.members {
+		d, err := kube.AppsV1().Deployments(appNS).Get(t.Context(), "app", metav1.GetOptions{})
+		require.NoError(t, err, name)
+		require.Equal(t, int32(2), d.Status.AvailableReplicas, "%s: Ready before its Pods ran", name)
+	}
+
+	env.updateRelease(t, env.ns, "app", func(cur *v1alpha1.Release) {
+		cur.Spec.Source.Chart.Values = &runtime.RawExtension{Raw: []byte(`{"image":"` + localfleet.UnpullableRegistry + `/app:2"}`)}
+	})
+	got := env.waitRelease(t, "app", "stopped at the first wave", func(r *v1alpha1.Release) bool {
+		st := meta.FindStatusCondition(r.Status.Conditions, v1alpha1.ReleaseStalled)
+		return st != nil && st.Reason == "TooManyFailures"
+	})
+	require.Equal(t, "member-1", got.Status.Worst[0].Cluster)
+	require.Equal(t, v1alpha1.PhaseFailed, got.Status.Worst[0].Phase)
+	t.Logf("member-1: %s: %s", got.Status.Worst[0].Reason, got.Status.Worst[0].Message)
+	d, err := env.members["member-2"].AppsV1().Deployments(appNS).Get(t.Context(), "app", metav1.GetOptions{})
+	require.NoError(t, err)
+	require.Equal(t, "registry.example/app:1", d.Spec.Template.Spec.Containers[0].Image, "the second wave got the bad image")
+	require.NoError(t, env.registry.ClusterregistryV1alpha1().Releases(env.ns).Delete(t.Context(), "app", metav1.DeleteOptions{}))
 }

@@ -38,7 +38,9 @@ func newDiff(f *factory) *cobra.Command {
 		Use:   "diff release (NAME | -f FILE)",
 		Short: "Show what delivering a Release would change on each member it is placed on",
 		Long:  "diff shows what a change would do before it is made, as kubectl diff does. See diff release --help.",
-		Args:  usageArgs(cobra.NoArgs),
+		Example: `  # What this edit of web would change, member by member
+  clusterregistry diff release -f web.yaml -n fleet`,
+		Args: usageArgs(cobra.NoArgs),
 	}
 	cmd.AddCommand(newDiffRelease(f))
 	return cmd
