@@ -345,3 +345,23 @@ func BenchmarkDecide(b *testing.B) {
 	require.Len(b, p.failed, waveSize/50)
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/n, "ns/member")
 }
+
+// A source that does not render, or a suspended Release, changes nothing on the members: Available
+// stays as it was (it read Unknown NoDecision although the decision was fine). A decision that
+// cannot be read makes it Unknown.
+func TestAvailableKeptWhileTheSourceDoesNotRender(t *testing.T) {
+	rel := &v1alpha1.Release{ObjectMeta: metav1.ObjectMeta{Name: "web", Generation: 2}}
+	status := v1alpha1.ReleaseStatus{Conditions: []metav1.Condition{{Type: v1alpha1.ReleaseAvailable, Status: metav1.ConditionTrue, Reason: "AllReady", ObservedGeneration: 1}}}
+	for _, reason := range []string{"InvalidSource", "Suspended", "ChartUnavailable"} {
+		st := *status.DeepCopy()
+		setConditions(&st, rel, nil, progress{stalledReason: reason, stalledMessage: "x"}, map[v1alpha1.ReleaseMemberPhase]int32{}, nil)
+		available := meta.FindStatusCondition(st.Conditions, v1alpha1.ReleaseAvailable)
+		require.Equal(t, metav1.ConditionTrue, available.Status, reason)
+		require.Equal(t, "AllReady", available.Reason, reason)
+	}
+	for _, reason := range []string{"DecisionNotFound", "DecisionsUnavailable"} {
+		st := *status.DeepCopy()
+		setConditions(&st, rel, nil, progress{stalledReason: reason, stalledMessage: "x"}, map[v1alpha1.ReleaseMemberPhase]int32{}, nil)
+		require.Equal(t, metav1.ConditionUnknown, meta.FindStatusCondition(st.Conditions, v1alpha1.ReleaseAvailable).Status, reason)
+	}
+}
