@@ -160,15 +160,7 @@ func Apply(ctx context.Context, getter genericclioptions.RESTClientGetter, name,
 		holds(lastRelease, ch, values):
 		return Result{Unchanged: true, Revision: last.Version(), Status: last.Status()}, nil
 	default:
-		upgrade := action.NewUpgrade(cfg)
-		upgrade.Namespace = namespace
-		upgrade.Labels = labels
-		upgrade.DisableOpenAPIValidation = true
-		// An upgrade that fails (or, waiting, is not ready in time) goes back to the last good
-		// revision, as helm upgrade --rollback-on-failure: the member keeps running what it ran.
-		upgrade.RollbackOnFailure = true
-		upgrade.WaitStrategy, upgrade.Timeout = opts.wait(), opts.timeout()
-		rel, err = upgrade.RunWithContext(ctx, name, ch, values)
+		rel, err = runUpgrade(ctx, cfg, name, namespace, labels, ch, values, opts)
 	}
 	if err != nil {
 		verb := "upgrading"
@@ -286,4 +278,39 @@ func orEmpty(m map[string]any) map[string]any {
 		return map[string]any{}
 	}
 	return m
+}
+
+// untilCanceled is a context that ends when ctx is canceled, not when its deadline passes.
+func untilCanceled(ctx context.Context) (context.Context, context.CancelFunc) {
+	out, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	stop := context.AfterFunc(ctx, func() {
+		if !errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			cancel()
+		}
+	})
+	return out, func() { stop(); cancel() }
+}
+
+// runUpgrade is Helm's upgrade of release namespace/name.
+func runUpgrade(ctx context.Context, cfg *action.Configuration, name, namespace string, labels map[string]string, ch *chartv2.Chart, values map[string]any, opts Options) (release.Releaser, error) {
+	upgrade := action.NewUpgrade(cfg)
+	upgrade.Namespace = namespace
+	upgrade.Labels = labels
+	upgrade.DisableOpenAPIValidation = true
+	// An upgrade that fails (or, waiting, is not ready in time) goes back to the last good
+	// revision, as helm upgrade --rollback-on-failure: the member keeps running what it ran.
+	upgrade.RollbackOnFailure = true
+	// Helm's upgrade answers when its context ends first, but its own work then blocks for
+	// good on a channel nobody reads (Helm v4.3.1, action.Upgrade.performUpgrade): each
+	// such timeout would leak a goroutine and a release. Its own timeouts end it first:
+	// half the time left waits for the new revision, half for the rollback a failure
+	// brings, and its context ends only when the caller's is canceled, not at the deadline.
+	left := opts.timeout()
+	if dl, ok := ctx.Deadline(); ok {
+		left = time.Until(dl)
+	}
+	upgrade.WaitStrategy, upgrade.Timeout = opts.wait(), max(left/2, time.Second)
+	uctx, stop := untilCanceled(ctx)
+	defer stop()
+	return upgrade.RunWithContext(uctx, name, ch, values)
 }
