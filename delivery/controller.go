@@ -848,48 +848,7 @@ func (c *Controller) applyMember(ctx context.Context, rel *v1alpha1.Release, b *
 	}
 	ctx, cancel := context.WithTimeout(ctx, c.opts.MemberTimeout)
 	defer cancel()
-	if b.chart != nil && b.chart.helm {
-		c.applyHelm(ctx, rel, b, key, m, ms, fail)
-		return
-	}
-	mc, err := c.clients.get(ctx, m)
-	if err != nil {
-		fail(&memberError{class: classify(ctx, err), err: err})
-		return
-	}
-	owned := func(r ref) bool { _, ok := previous[r]; return ok }
-	defaultNS := rel.TargetNamespaceOrDefault()
-	objs, err := b.objectsFor(m.Cluster())
-	if err != nil {
-		fail(&memberError{class: v1alpha1.FailureInvalid, err: err})
-		return
-	}
-	if err := c.createNamespace(ctx, rel, m, defaultNS); err != nil {
-		fail(err)
-		return
-	}
-	objects := map[ref]*applied{}
-	for _, u := range objs {
-		c.writes.Add(1)
-		a, err := mc.applyOne(ctx, u, defaultNS, c.fieldManager(relKey), owned)
-		if err != nil {
-			if isNoMatchOrDiscovery(err) {
-				c.clients.forget(m)
-			}
-			fail(&memberError{class: classify(ctx, err), object: describe(u, a.ref), err: err})
-			return
-		}
-		c.watchKind(a.ref.GVR)
-		objects[a.ref] = &a
-	}
-	if err := c.prune(ctx, rel, key, m, mc, previous, objects); err != nil {
-		fail(err)
-		c.mu.Lock()
-		ms.objects = objects // what is left to prune, tried again at the next turn
-		c.mu.Unlock()
-		return
-	}
-	c.recordApplied(relKey, ms, b.Revision, objects)
+	c.applierFor(b).apply(ctx, rel, b, key, m, ms, previous, fail)
 }
 
 // recordApplied records a member's apply of revision, and replays over its answers what the
