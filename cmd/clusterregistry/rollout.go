@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -111,4 +112,30 @@ func updateRelease(ctx context.Context, reg *registry, name string, change func(
 		_, err = reg.Clusters.ClusterregistryV1alpha1().Releases(reg.Namespace).Update(ctx, rel, metav1.UpdateOptions{})
 		return err
 	})
+}
+
+// releaseTarget is what every rollout subcommand's Options hold: the Release it acts on, and
+// where it writes. Its Complete takes them.
+type releaseTarget struct {
+	name    string
+	factory *factory
+	out     io.Writer
+}
+
+// Complete takes the Release.
+func (o *releaseTarget) Complete(f *factory, cmd *cobra.Command, args []string) error {
+	var err error
+	o.name, err = releaseArg(args)
+	o.factory, o.out = f, cmd.OutOrStdout()
+	return err
+}
+
+// release reads the registry's client and the Release.
+func (o *releaseTarget) release(ctx context.Context) (*registry, *v1alpha1.Release, error) {
+	reg, err := o.factory.Registry()
+	if err != nil {
+		return nil, nil, err
+	}
+	rel, err := getRelease(ctx, reg, o.name)
+	return reg, rel, err
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 
 	"github.com/spf13/cobra"
 
@@ -16,9 +15,7 @@ import (
 type RolloutApproveOptions struct {
 	Wave int
 
-	name    string
-	factory *factory
-	out     io.Writer
+	releaseTarget
 }
 
 func newRolloutApprove(f *factory) *cobra.Command {
@@ -39,14 +36,6 @@ before you approve: rollout status and describe release say where the rollout st
 	}
 	cmd.Flags().IntVar(&o.Wave, "wave", 0, "approve every wave up to this one; 0 is the next")
 	return cmd
-}
-
-// Complete takes the Release.
-func (o *RolloutApproveOptions) Complete(f *factory, cmd *cobra.Command, args []string) error {
-	var err error
-	o.name, err = releaseArg(args)
-	o.factory, o.out = f, cmd.OutOrStdout()
-	return err
 }
 
 // Validate refuses a negative wave.

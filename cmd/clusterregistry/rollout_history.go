@@ -20,9 +20,7 @@ import (
 type RolloutHistoryOptions struct {
 	Revision int64
 
-	name    string
-	factory *factory
-	out     io.Writer
+	releaseTarget
 }
 
 func newRolloutHistory(f *factory) *cobra.Command {
@@ -45,14 +43,6 @@ hash (the revision status and members' objects name), when it was first rolled o
 	return cmd
 }
 
-// Complete takes the Release.
-func (o *RolloutHistoryOptions) Complete(f *factory, cmd *cobra.Command, args []string) error {
-	var err error
-	o.name, err = releaseArg(args)
-	o.factory, o.out = f, cmd.OutOrStdout()
-	return err
-}
-
 // Validate refuses a negative revision.
 func (o *RolloutHistoryOptions) Validate() error {
 	if o.Revision < 0 {
@@ -63,11 +53,7 @@ func (o *RolloutHistoryOptions) Validate() error {
 
 // Run prints the history, or one revision.
 func (o *RolloutHistoryOptions) Run(ctx context.Context) error {
-	reg, err := o.factory.Registry()
-	if err != nil {
-		return err
-	}
-	rel, err := getRelease(ctx, reg, o.name)
+	reg, rel, err := o.release(ctx)
 	if err != nil {
 		return err
 	}

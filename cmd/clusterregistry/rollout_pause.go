@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"io"
 
 	"github.com/spf13/cobra"
 
@@ -13,10 +12,8 @@ import (
 // RolloutPauseOptions are rollout pause's and resume's arguments: pause sets spec.suspend,
 // resume clears it.
 type RolloutPauseOptions struct {
-	pause   bool
-	name    string
-	factory *factory
-	out     io.Writer
+	pause bool
+	releaseTarget
 }
 
 func newRolloutPause(f *factory, pause bool) *cobra.Command {
@@ -40,14 +37,6 @@ releases controller delivers it again, from the wave it stood at. A Release not 
 (exit 1), as kubectl's.`
 	}
 	return cmd
-}
-
-// Complete takes the Release.
-func (o *RolloutPauseOptions) Complete(f *factory, cmd *cobra.Command, args []string) error {
-	var err error
-	o.name, err = releaseArg(args)
-	o.factory, o.out = f, cmd.OutOrStdout()
-	return err
 }
 
 // Validate has nothing to refuse that Complete did not.

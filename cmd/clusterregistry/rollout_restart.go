@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"io"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -13,10 +12,8 @@ import (
 
 // RolloutRestartOptions are rollout restart's arguments.
 type RolloutRestartOptions struct {
-	name    string
-	factory *factory
-	out     io.Writer
-	now     func() time.Time
+	releaseTarget
+	now func() time.Time
 }
 
 func newRolloutRestart(f *factory) *cobra.Command {
@@ -34,14 +31,6 @@ kubectl.kubernetes.io/restartedAt; the revision does not change.`,
 		RunE:              runOptions(f, o),
 		ValidArgsFunction: rolloutCompletion(f),
 	}
-}
-
-// Complete takes the Release.
-func (o *RolloutRestartOptions) Complete(f *factory, cmd *cobra.Command, args []string) error {
-	var err error
-	o.name, err = releaseArg(args)
-	o.factory, o.out = f, cmd.OutOrStdout()
-	return err
 }
 
 // Validate has nothing to refuse that Complete did not.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -23,9 +22,7 @@ type RolloutStatusOptions struct {
 	Watch   bool
 	Timeout time.Duration
 
-	name    string
-	factory *factory
-	out     io.Writer
+	releaseTarget
 }
 
 func newRolloutStatus(f *factory) *cobra.Command {
@@ -50,14 +47,6 @@ wave finished with members failed, a source or decision that cannot be read, or 
 	return cmd
 }
 
-// Complete takes the Release.
-func (o *RolloutStatusOptions) Complete(f *factory, cmd *cobra.Command, args []string) error {
-	var err error
-	o.name, err = releaseArg(args)
-	o.factory, o.out = f, cmd.OutOrStdout()
-	return err
-}
-
 // Validate refuses a negative timeout.
 func (o *RolloutStatusOptions) Validate() error {
 	if o.Timeout < 0 {
@@ -71,11 +60,7 @@ var errRolloutFailed = errors.New("rollout failed")
 
 // Run prints where the rollout stands, and waits as asked.
 func (o *RolloutStatusOptions) Run(ctx context.Context) error {
-	reg, err := o.factory.Registry()
-	if err != nil {
-		return err
-	}
-	rel, err := getRelease(ctx, reg, o.name)
+	reg, rel, err := o.release(ctx)
 	if err != nil {
 		return err
 	}

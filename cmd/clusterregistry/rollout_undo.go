@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"io"
 
 	"github.com/spf13/cobra"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
@@ -16,9 +15,7 @@ import (
 type RolloutUndoOptions struct {
 	ToRevision int64
 
-	name    string
-	factory *factory
-	out     io.Writer
+	releaseTarget
 }
 
 func newRolloutUndo(f *factory) *cobra.Command {
@@ -45,14 +42,6 @@ Secret names it again as it is now: undo does not bring back their contents.`,
 	return cmd
 }
 
-// Complete takes the Release.
-func (o *RolloutUndoOptions) Complete(f *factory, cmd *cobra.Command, args []string) error {
-	var err error
-	o.name, err = releaseArg(args)
-	o.factory, o.out = f, cmd.OutOrStdout()
-	return err
-}
-
 // Validate refuses a negative revision.
 func (o *RolloutUndoOptions) Validate() error {
 	if o.ToRevision < 0 {
@@ -63,11 +52,7 @@ func (o *RolloutUndoOptions) Validate() error {
 
 // Run puts the revision back.
 func (o *RolloutUndoOptions) Run(ctx context.Context) error {
-	reg, err := o.factory.Registry()
-	if err != nil {
-		return err
-	}
-	rel, err := getRelease(ctx, reg, o.name)
+	reg, rel, err := o.release(ctx)
 	if err != nil {
 		return err
 	}
