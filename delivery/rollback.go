@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 
@@ -94,7 +95,7 @@ func (c *Controller) rollingBack(ctx context.Context, rel *v1alpha1.Release, b *
 	waves := slices.Clone(normal.waves)
 	slices.Reverse(waves)
 	g := normal.gates
-	g.soak, g.manual, g.maxFailures = 0, false, len(normal.waves)*1<<20
+	g.soak, g.manual, g.maxFailures = 0, false, math.MaxInt // a rollback does not stop
 	return &target{bundle: gb, waves: waves, gates: g, stall: &progress{stalledReason: "RolledBack",
 		stalledMessage: fmt.Sprintf("%s; every member it reached returns to revision %d (%s), the last Ready everywhere; revision %s is not tried again until the spec changes",
 			rb.Message, rb.Number, rb.To, b.Revision)}}, nil
