@@ -846,13 +846,15 @@ func TestFailedRolloutRollsBack(t *testing.T) {
 	good := env.waitRelease(t, "back", "available on both", func(r *v1alpha1.Release) bool {
 		return condition(r, v1alpha1.ReleaseAvailable) == metav1.ConditionTrue
 	}).Status.Revision
+	forgedReached := forgeCompleteRevision(t, env, "back")
 
 	env.updateRelease(t, env.ns, "back", func(cur *v1alpha1.Release) { cur.Spec.Source.Manifests = manifests(t, deployment("web", badImage)) })
 	got := env.waitRelease(t, "back", "rolled back", func(r *v1alpha1.Release) bool {
 		st := meta.FindStatusCondition(r.Status.Conditions, v1alpha1.ReleaseStalled)
 		return st != nil && st.Reason == "RolledBack" && r.Status.Ready == 2
 	})
-	require.Equal(t, good, got.Status.Revision)
+	require.Equal(t, good, got.Status.Revision, "the rollback went to another revision than the last Ready everywhere")
+	require.False(t, forgedReached(), "the forged record's Deployment reached a member")
 	stalled := meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ReleaseStalled)
 	require.Contains(t, stalled.Message, "1 members failed (member-1)")
 	require.Contains(t, stalled.Message, "every member it reached returns to revision 1 ("+good+")")
@@ -880,6 +882,38 @@ func TestFailedRolloutRollsBack(t *testing.T) {
 	})
 	waitAvailable(t, env.members["member-2"], appNS, "web", "registry.example/web:2")
 	require.NoError(t, env.registry.ClusterregistryV1alpha1().Releases(env.ns).Delete(t.Context(), "back", metav1.DeleteOptions{}))
+}
+
+// forgeCompleteRevision plays whoever may write ControllerRevisions in the cluster set: a record
+// of its own in Release name's history, the newest, claiming to have been Ready everywhere, and
+// labelled with the very revision it renders to, so that a rollback would deliver its source
+// (a Deployment named "forged") with the members' accounts. reached says whether it did.
+func forgeCompleteRevision(t *testing.T, env *deliveryEnv, name string) (reached func() bool) {
+	t.Helper()
+	rel := env.waitRelease(t, name, "its last complete revision in status", func(r *v1alpha1.Release) bool {
+		return r.Status.LastCompleteRevision != "" && r.Status.LastCompleteRevision == r.Status.Revision
+	})
+	evil := rel.DeepCopy()
+	evil.Spec.Source.Manifests = manifests(t, deployment("forged", "registry.example/forged:1"))
+	b, err := delivery.Render(evil, delivery.Inputs{})
+	require.NoError(t, err)
+	record, err := json.Marshal(delivery.RevisionRecord{Source: evil.Spec.Source, TargetNamespace: evil.Spec.TargetNamespace})
+	require.NoError(t, err)
+	cr := &appsv1.ControllerRevision{ObjectMeta: metav1.ObjectMeta{Name: name + "-" + b.Revision, Namespace: rel.Namespace,
+		Labels:          map[string]string{v1alpha1.ReleaseLabel: name, v1alpha1.RevisionLabel: b.Revision},
+		Annotations:     map[string]string{delivery.CompleteAnnotation: "true"},
+		OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(rel, v1alpha1.SchemeGroupVersion.WithKind("Release"))}},
+		Data: runtime.RawExtension{Raw: record}, Revision: 50}
+	_, err = kubernetes.NewForConfigOrDie(lf.Registry.Config).AppsV1().ControllerRevisions(rel.Namespace).Create(t.Context(), cr, metav1.CreateOptions{})
+	require.NoError(t, err)
+	return func() bool {
+		for _, m := range env.members {
+			if _, err := m.AppsV1().Deployments(rel.Spec.TargetNamespace).Get(t.Context(), "forged", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+				return true
+			}
+		}
+		return false
+	}
 }
 
 // serviceAccountWithRoles is a config of a new service account of ns bound there to the shipped

@@ -62,9 +62,7 @@ func (c *Controller) revisionsOf(rel *v1alpha1.Release) []*appsv1.ControllerRevi
 // approval or a failure limit; nil otherwise.
 func (c *Controller) rollingBack(ctx context.Context, rel *v1alpha1.Release, b *Bundle, normal target) (*target, error) {
 	var rb *Rollback
-	var good *appsv1.ControllerRevision
-	crs := c.revisionsOf(rel)
-	for _, cr := range crs {
+	for _, cr := range c.revisionsOf(rel) {
 		if cr.Labels[v1alpha1.RevisionLabel] == b.Revision && cr.Annotations[RolledBackAnnotation] != "" {
 			rb = &Rollback{}
 			if json.Unmarshal([]byte(cr.Annotations[RolledBackAnnotation]), rb) != nil || rb.Generation != rel.Generation {
@@ -75,11 +73,13 @@ func (c *Controller) rollingBack(ctx context.Context, rel *v1alpha1.Release, b *
 	if rb == nil {
 		return nil, nil
 	}
-	for _, cr := range crs {
-		if cr.Labels[v1alpha1.RevisionLabel] == rb.To {
-			good = cr
-		}
+	// The annotation is only as good as the status the controller wrote: a rollback returns to
+	// the last revision Ready everywhere, never to one a record merely claims.
+	if rb.To != rel.Status.LastCompleteRevision {
+		return nil, fmt.Errorf("the rollback recorded on revision %s returns to revision %s, which is not the last revision Ready everywhere (%q): nothing is rolled back; change the Release's spec to roll out again",
+			b.Revision, rb.To, rel.Status.LastCompleteRevision)
 	}
+	good := c.lastComplete(rel, b.Revision)
 	if good == nil {
 		return nil, fmt.Errorf("revision %s, which the failed revision %s rolled back to, is no longer in the history", rb.To, b.Revision)
 	}
@@ -88,9 +88,9 @@ func (c *Controller) rollingBack(ctx context.Context, rel *v1alpha1.Release, b *
 	if stall != nil {
 		return nil, fmt.Errorf("rolling back to revision %d: %s", good.Revision, stall.stalledMessage)
 	}
-	gb, err := Render(goodRel, in)
+	gb, err := renderRecorded(goodRel, revisionOf(good), in)
 	if err != nil {
-		return nil, fmt.Errorf("rolling back to revision %d: %w", good.Revision, err)
+		return nil, fmt.Errorf("rolling back: %w", err)
 	}
 	waves := slices.Clone(normal.waves)
 	slices.Reverse(waves)
@@ -136,11 +136,19 @@ func (c *Controller) startRollback(ctx context.Context, rel *v1alpha1.Release, b
 	return nil
 }
 
-// lastComplete is the newest revision of rel but revision that was once Ready everywhere.
+// lastComplete is the record of the last revision of rel, but revision, that was Ready
+// everywhere, as the Release's status (which only the controller writes) names it: whoever may
+// write ControllerRevisions in the cluster set cannot make a record of their own the revision a
+// rollback returns to. The record is checked against its hash when it is rendered
+// (renderRecorded).
 func (c *Controller) lastComplete(rel *v1alpha1.Release, revision string) *appsv1.ControllerRevision {
+	want := rel.Status.LastCompleteRevision
+	if want == "" || want == revision {
+		return nil
+	}
 	var good *appsv1.ControllerRevision
 	for _, cr := range c.revisionsOf(rel) { // oldest first
-		if cr.Labels[v1alpha1.RevisionLabel] != revision && cr.Annotations[CompleteAnnotation] == "true" {
+		if cr.Labels[v1alpha1.RevisionLabel] == want {
 			good = cr
 		}
 	}

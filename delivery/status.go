@@ -84,6 +84,10 @@ func (c *Controller) writeStatus(ctx context.Context, rel *v1alpha1.Release, b *
 		status.Chart = b.chartStatus()
 	}
 	status.Revision = revision
+	status.LastCompleteRevision = rel.Status.LastCompleteRevision
+	if b != nil && p.plan != nil && complete(*p.plan) {
+		status.LastCompleteRevision = b.Revision
+	}
 	relKey := types.NamespacedName{Namespace: rel.Namespace, Name: rel.Name}
 	ownsRelease := c.owns(relKey)
 	_, others := c.slicesOf(rel)

@@ -576,6 +576,9 @@ var schemaYAML = typed.YAMLObject(`types:
           elementRelationship: associative
           keys:
           - type
+    - name: lastCompleteRevision
+      type:
+        scalar: string
     - name: members
       type:
         scalar: numeric

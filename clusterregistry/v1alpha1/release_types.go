@@ -26,7 +26,7 @@ import (
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:scope=Namespaced,shortName=rrel,categories=clusterregistry
 // +kubebuilder:metadata:annotations="api-approved.kubernetes.io=unapproved, not an official Kubernetes API; see https://github.com/cluster-registry/sdk"
-// +kubebuilder:metadata:annotations="clusterregistry.k8s.io/schema-version=10"
+// +kubebuilder:metadata:annotations="clusterregistry.k8s.io/schema-version=11"
 // +kubebuilder:printcolumn:name="Placement",type=string,JSONPath=`.spec.placement.name`
 // +kubebuilder:printcolumn:name="Revision",type=string,JSONPath=`.status.revision`
 // +kubebuilder:printcolumn:name="Members",type=integer,JSONPath=`.status.members`
@@ -476,6 +476,13 @@ type ReleaseStatus struct {
 	// +optional
 	Chart *ReleaseChartStatus `json:"chart,omitempty"`
 
+	// lastCompleteRevision is the newest revision whose rollout had every member Ready: the
+	// revision an onFailure Rollback returns to. Only the releases controller writes it; the
+	// history's records (ControllerRevisions) are trusted no further than it and their hashes.
+	// +optional
+	// +kubebuilder:validation:MaxLength=63
+	LastCompleteRevision string `json:"lastCompleteRevision,omitempty"`
+
 	// members is how many members the decision names.
 	// +optional
 	Members int32 `json:"members,omitempty"`
@@ -652,7 +659,7 @@ type ReleaseList struct {
 // +kubebuilder:object:root=true
 // +kubebuilder:resource:scope=Namespaced,categories=clusterregistry
 // +kubebuilder:metadata:annotations="api-approved.kubernetes.io=unapproved, not an official Kubernetes API; see https://github.com/cluster-registry/sdk"
-// +kubebuilder:metadata:annotations="clusterregistry.k8s.io/schema-version=10"
+// +kubebuilder:metadata:annotations="clusterregistry.k8s.io/schema-version=11"
 // +kubebuilder:printcolumn:name="Release",type=string,JSONPath=`.metadata.labels.clusterregistry\.k8s\.io/release`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type ReleaseStatusSlice struct {

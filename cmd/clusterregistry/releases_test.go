@@ -153,6 +153,32 @@ func rolloutVerbs(t *testing.T, lf *localfleet.Fleet, ns, first string, cmd func
 	require.Equal(t, 1, code)
 	require.Contains(t, errOut, "unable to find revision 7 in its history")
 
+	// The attacker: whoever may write ControllerRevisions in the cluster set replaces revision 2's
+	// record (its data is immutable: deleted and made again, labels, owner and number kept) with
+	// one whose source is theirs, so that undo would deliver it.
+	revisions := kubernetes.NewForConfigOrDie(lf.Registry.Config).AppsV1().ControllerRevisions(ns)
+	crs, err := revisions.List(t.Context(), metav1.ListOptions{LabelSelector: "clusterregistry.k8s.io/release=web"})
+	require.NoError(t, err)
+	forged := 0
+	for _, cr := range crs.Items {
+		if cr.Revision == 2 {
+			require.NoError(t, revisions.Delete(t.Context(), cr.Name, metav1.DeleteOptions{}))
+			cr.ResourceVersion, cr.UID = "", ""
+			cr.Data.Raw = []byte(strings.Replace(string(cr.Data.Raw), "bye", "forged", 1))
+			_, err := revisions.Create(t.Context(), &cr, metav1.CreateOptions{})
+			require.NoError(t, err)
+			forged++
+		}
+	}
+	require.Equal(t, 1, forged, "revision 2's record")
+	code, _, errOut = cmd("rollout", "undo", "release/web", "--to-revision", "2")
+	require.Equal(t, 1, code, errOut)
+	require.Contains(t, errOut, "revision 2's record renders to revision ")
+	require.Contains(t, errOut, "it is not put back")
+	cur, err := registry.Releases(ns).Get(t.Context(), "web", metav1.GetOptions{})
+	require.NoError(t, err)
+	require.NotContains(t, string(cur.Spec.Source.Manifests[0].Raw), "forged", "the forged record was put back")
+
 	// Pause and resume, with kubectl's errors; a paused Release's status ends at once, exit 1.
 	code, out, errOut = cmd("rollout", "pause", "release/web")
 	require.Equal(t, 0, code, errOut)

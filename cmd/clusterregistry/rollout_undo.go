@@ -28,7 +28,9 @@ createNamespace and drift policy; a chart a repository's version range resolved 
 version and digest that ran), as kubectl rollout undo puts a Deployment's template back. The
 releases controller rolls it out as any change, in waves, and records it as the newest revision.
 Without --to-revision, the revision before the current one. A source that names a ConfigMap or a
-Secret names it again as it is now: undo does not bring back their contents.`,
+Secret names it again as it is now: undo does not bring back their contents. A revision whose
+record no longer renders to its revision (the record was changed after the releases controller
+wrote it, or such a ConfigMap or Secret changed) is refused.`,
 		Example: `  # Back to the previous revision
   clusterregistry rollout undo release/web -n fleet
 
@@ -62,6 +64,16 @@ func (o *RolloutUndoOptions) Run(ctx context.Context) error {
 	}
 	to, err := undoTarget(history, rel.Status.Revision, o.ToRevision)
 	if err != nil {
+		return fmt.Errorf("release %s/%s: %w", reg.Namespace, o.name, err)
+	}
+	// A record is put back only if it renders to its revision: whoever may write
+	// ControllerRevisions in the cluster set could have changed it.
+	undone := delivery.Undo(rel, to)
+	in, err := delivery.ReadInputs(ctx, reg.Kube, nil, undone)
+	if err != nil {
+		return fmt.Errorf("release %s/%s: revision %d: %w", reg.Namespace, o.name, to.Number, err)
+	}
+	if err := delivery.VerifyUndo(undone, to, in); err != nil {
 		return fmt.Errorf("release %s/%s: %w", reg.Namespace, o.name, err)
 	}
 	skipped := false

@@ -1746,6 +1746,13 @@ func schema_cluster_registry_sdk_clusterregistry_v1alpha1_ReleaseStatus(ref comm
 							Ref:         ref("github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ReleaseChartStatus"),
 						},
 					},
+					"lastCompleteRevision": {
+						SchemaProps: spec.SchemaProps{
+							Description: "lastCompleteRevision is the newest revision whose rollout had every member Ready: the revision an onFailure Rollback returns to. Only the releases controller writes it; the history's records (ControllerRevisions) are trusted no further than it and their hashes.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
 					"members": {
 						SchemaProps: spec.SchemaProps{
 							Description: "members is how many members the decision names.",

@@ -39,6 +39,10 @@ type ReleaseStatusApplyConfiguration struct {
 	// chart is the chart the revision delivers, when the source is a chart: its name, the
 	// version a repository's range resolved to, and its digest.
 	Chart *ReleaseChartStatusApplyConfiguration `json:"chart,omitempty"`
+	// lastCompleteRevision is the newest revision whose rollout had every member Ready: the
+	// revision an onFailure Rollback returns to. Only the releases controller writes it; the
+	// history's records (ControllerRevisions) are trusted no further than it and their hashes.
+	LastCompleteRevision *string `json:"lastCompleteRevision,omitempty"`
 	// members is how many members the decision names.
 	Members *int32 `json:"members,omitempty"`
 	// ready is how many of them run the revision, healthy.
@@ -93,6 +97,14 @@ func (b *ReleaseStatusApplyConfiguration) WithConditions(values ...*v1.Condition
 // If called multiple times, the Chart field is set to the value of the last call.
 func (b *ReleaseStatusApplyConfiguration) WithChart(value *ReleaseChartStatusApplyConfiguration) *ReleaseStatusApplyConfiguration {
 	b.Chart = value
+	return b
+}
+
+// WithLastCompleteRevision sets the LastCompleteRevision field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the LastCompleteRevision field is set to the value of the last call.
+func (b *ReleaseStatusApplyConfiguration) WithLastCompleteRevision(value string) *ReleaseStatusApplyConfiguration {
+	b.LastCompleteRevision = &value
 	return b
 }
 
