@@ -35,7 +35,6 @@ import (
 	"github.com/cluster-registry/sdk/decision"
 	"github.com/cluster-registry/sdk/election"
 	"github.com/cluster-registry/sdk/fleetcache"
-	"github.com/cluster-registry/sdk/helmrelease"
 	informers "github.com/cluster-registry/sdk/informers/externalversions"
 	"github.com/cluster-registry/sdk/multicluster"
 )
@@ -60,6 +59,10 @@ type ControllerOptions struct {
 	MemberTimeout time.Duration
 	// RetryAfter is how long a failed member waits before it is tried again; 30 s when zero.
 	RetryAfter time.Duration
+	// Recheck is how often each Release's applied objects are compared again with the members'
+	// watch caches, as if just seen, so that what a watch missed is corrected or reported within
+	// it; DefaultRecheck when zero. It reads only the caches.
+	Recheck time.Duration
 	// Fresh, if set, says whether the members are the registry's as they are now (for a Fleet,
 	// func() bool { return fleet.Status().Fresh() }): while it is false, nothing is removed from
 	// any member.
@@ -92,17 +95,15 @@ type Controller struct {
 	log       logr.Logger
 	queue     workqueue.TypedRateLimitingInterface[types.NamespacedName]
 	clients   clientsCache
-	// helm keeps each member's discovery for Helm mode's operations (package helmrelease);
-	// helmVersions is each member's Kubernetes version when its discovery was last used.
-	helm         *helmrelease.Members
-	helmVersions map[types.NamespacedName]string
 	// replica labels this replica's status slices (replicaHash); "" when not sharded.
 	replica string
 
 	// watched are the members any Release has objects on: the watch caches' members.
 	watched *multicluster.Subset
-	keep    atomic.Pointer[map[types.NamespacedName]bool]
-	cache   *fleetcache.Cache
+	// deaf drops the members' watch events: a test's watch that missed them (export_test.go).
+	deaf  atomic.Bool
+	keep  atomic.Pointer[map[types.NamespacedName]bool]
+	cache *fleetcache.Cache
 
 	releaseLister  cache.GenericLister
 	sliceLister    cache.GenericLister
@@ -118,7 +119,7 @@ type Controller struct {
 
 	mu       sync.Mutex
 	releases map[types.NamespacedName]*releaseState
-	kinds    map[schema.GroupVersionResource]bool
+	kinds    map[schema.GroupVersionResource]*fleetcache.Kind[*unstructured.Unstructured]
 	writes   atomic.Int64
 	recorder atomic.Pointer[record.EventRecorder]
 	// helmApplies counts Helm-mode applies, made or found unchanged: the tests' way to know that
@@ -145,6 +146,9 @@ func NewController(members multicluster.MemberSource, registry versioned.Interfa
 	if opts.MemberTimeout <= 0 {
 		opts.MemberTimeout = 30 * time.Second
 	}
+	if opts.Recheck <= 0 {
+		opts.Recheck = DefaultRecheck
+	}
 	if opts.RetryAfter <= 0 {
 		opts.RetryAfter = 30 * time.Second
 	}
@@ -166,12 +170,10 @@ func NewController(members multicluster.MemberSource, registry versioned.Interfa
 	}
 	c := &Controller{
 		members: members, registry: registry, kube: kube, decisions: decisions, opts: opts, log: log,
-		queue:        workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[types.NamespacedName](), workqueue.TypedRateLimitingQueueConfig[types.NamespacedName]{Name: "releases"}),
-		watched:      multicluster.NewSubset(),
-		releases:     map[types.NamespacedName]*releaseState{},
-		kinds:        map[schema.GroupVersionResource]bool{},
-		helm:         helmrelease.NewMembers(),
-		helmVersions: map[types.NamespacedName]string{},
+		queue:    workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[types.NamespacedName](), workqueue.TypedRateLimitingQueueConfig[types.NamespacedName]{Name: "releases"}),
+		watched:  multicluster.NewSubset(),
+		releases: map[types.NamespacedName]*releaseState{},
+		kinds:    map[schema.GroupVersionResource]*fleetcache.Kind[*unstructured.Unstructured]{},
 	}
 	if opts.Sharding != nil {
 		c.replica = replicaHash(opts.Sharding.Replica)
@@ -495,11 +497,11 @@ func mapsEqual(a, b map[types.NamespacedName]bool) bool {
 // watchKind starts the watch of a resource's Release objects on the watched members, once.
 func (c *Controller) watchKind(gvr schema.GroupVersionResource) {
 	c.mu.Lock()
-	if c.kinds[gvr] {
+	if _, started := c.kinds[gvr]; started {
 		c.mu.Unlock()
 		return
 	}
-	c.kinds[gvr] = true
+	c.kinds[gvr] = nil
 	c.mu.Unlock()
 	kind, err := fleetcache.Dynamic(c.cache, gvr, fleetcache.KindOptions{LabelSelector: v1alpha1.ReleaseNamespaceLabel, KeepManagedFields: true})
 	if err == nil {
@@ -507,11 +509,25 @@ func (c *Controller) watchKind(gvr schema.GroupVersionResource) {
 	}
 	if err != nil {
 		c.log.Error(err, "watching what releases applied", "resource", gvr.String())
+		return
 	}
+	c.mu.Lock()
+	c.kinds[gvr] = kind
+	c.mu.Unlock()
+}
+
+// kind is the watch cache of a resource's Release objects; nil when it is not watched.
+func (c *Controller) kind(gvr schema.GroupVersionResource) *fleetcache.Kind[*unstructured.Unstructured] {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.kinds[gvr]
 }
 
 // onObject learns an applied object's health, and any drift, from a member's watch.
 func (c *Controller) onObject(gvr schema.GroupVersionResource, ev fleetcache.Event[*unstructured.Unstructured]) {
+	if c.deaf.Load() {
+		return
+	}
 	obj := ev.Object
 	l := obj.GetLabels()
 	member := ev.Member.Name()
@@ -625,9 +641,8 @@ func (c *Controller) reconcile(ctx context.Context, key types.NamespacedName) (r
 	}
 
 	in, recheck, stall := c.src.inputs(ctx, rel)
-	if recheck > 0 {
-		defer func() { requeue = pick(requeue, recheck) }()
-	}
+	// A Ready Release comes back at least every Recheck (recheck.go).
+	defer func() { requeue = pick(pick(requeue, recheck), c.opts.Recheck) }()
 	if stall != nil {
 		return c.opts.RetryAfter, c.writeStatus(ctx, rel, nil, nil, *stall)
 	}
@@ -676,6 +691,7 @@ type target struct {
 // pass plans from a snapshot, acts on the plan, and reports.
 func (c *Controller) pass(ctx context.Context, rel *v1alpha1.Release, st *releaseState, dec *decision.Decision, t target, ownsRelease bool) (time.Duration, error) {
 	byName := c.memberIndex()
+	c.recheck(types.NamespacedName{Namespace: rel.Namespace, Name: rel.Name}, st, time.Now())
 	snap := c.snapshot(st, dec, t.waves, t.bundle.Revision, t.gates, byName)
 	restart := rel.Annotations[v1alpha1.RestartedAtAnnotation]
 	c.mu.Lock()

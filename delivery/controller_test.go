@@ -810,6 +810,54 @@ func TestDriftWarnNamesObjectAndFields(t *testing.T) {
 	require.NoError(t, env.registry.ClusterregistryV1alpha1().Releases(env.ns).Delete(t.Context(), "warned", metav1.DeleteOptions{}))
 }
 
+// A watch can miss what happened while it was away. Every Recheck (here 1 s) the Controller
+// compares each object it applied with the member's watch cache: with its watch events dropped, an
+// edit by another writer is corrected and a deleted object made again all the same.
+func TestRecheckFindsWhatTheWatchMissed(t *testing.T) {
+	env := startDeliveryWith(t, fleettest.CopySet(t, lf), nil, func(o *delivery.ControllerOptions) { o.Recheck = time.Second })
+	env.decide(t, "member-1")
+	name := "rechecked-" + env.ns
+	rel := &v1alpha1.Release{ObjectMeta: metav1.ObjectMeta{Name: "rechecked", Namespace: env.ns}, Spec: v1alpha1.ReleaseSpec{
+		Source:    v1alpha1.ReleaseSource{Manifests: manifests(t, configMap(name, map[string]string{"color": "blue"}))},
+		Placement: v1alpha1.ReleasePlacement{Name: "web"},
+	}}
+	_, err := env.registry.ClusterregistryV1alpha1().Releases(env.ns).Create(t.Context(), rel, metav1.CreateOptions{})
+	require.NoError(t, err)
+	env.waitRelease(t, "rechecked", "ready", func(r *v1alpha1.Release) bool { return r.Status.Ready == 1 })
+	delivery.Deafen(env.ctrl, true)
+	defer delivery.Deafen(env.ctrl, false)
+
+	configMaps := env.members["member-1"].CoreV1().ConfigMaps("default")
+	cm, err := configMaps.Get(t.Context(), name, metav1.GetOptions{})
+	require.NoError(t, err)
+	cm.Data["color"] = "red"
+	_, err = configMaps.Update(t.Context(), cm, metav1.UpdateOptions{FieldManager: "kubectl-edit"})
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		cm, err := configMaps.Get(t.Context(), name, metav1.GetOptions{})
+		return err == nil && cm.Data["color"] == "blue"
+	}, 15*time.Second, 100*time.Millisecond, "the edit the watch missed was not corrected")
+
+	require.NoError(t, configMaps.Delete(t.Context(), name, metav1.DeleteOptions{}))
+	require.Eventually(t, func() bool {
+		_, err := configMaps.Get(t.Context(), name, metav1.GetOptions{})
+		return err == nil
+	}, 15*time.Second, 100*time.Millisecond, "the object deleted while the watch missed it was not made again")
+	env.waitRelease(t, "rechecked", "ready again", func(r *v1alpha1.Release) bool { return r.Status.Ready == 1 })
+	// Rechecks at steady state write nothing: not to the registry, not to the member.
+	delivery.Deafen(env.ctrl, false)
+	time.Sleep(2 * time.Second)
+	writes := env.ctrl.Writes()
+	cm, err = configMaps.Get(t.Context(), name, metav1.GetOptions{})
+	require.NoError(t, err)
+	time.Sleep(3 * time.Second)
+	require.Equal(t, writes, env.ctrl.Writes(), "rechecks of a Ready Release wrote")
+	again, err := configMaps.Get(t.Context(), name, metav1.GetOptions{})
+	require.NoError(t, err)
+	require.Equal(t, cm.ResourceVersion, again.ResourceVersion, "rechecks of a Ready Release applied again")
+	require.NoError(t, env.registry.ClusterregistryV1alpha1().Releases(env.ns).Delete(t.Context(), "rechecked", metav1.DeleteOptions{}))
+}
+
 // releaseEvents are the messages of the events on Release name, by reason.
 func (e *deliveryEnv) releaseEvents(t *testing.T, name string) map[string][]string {
 	t.Helper()

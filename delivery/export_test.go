@@ -5,3 +5,7 @@ func ChartRenders() int64 { return charts.Renders() }
 
 // HelmApplies is how many Helm-mode applies c made or found unchanged.
 func HelmApplies(c *Controller) int64 { return c.helmApplies.Load() }
+
+// Deafen makes c drop (or, deaf false, hear again) its members' watch events, as a watch that
+// missed them would.
+func Deafen(c *Controller, deaf bool) { c.deaf.Store(deaf) }

@@ -23,7 +23,7 @@ var helmReleaseGVR = schema.GroupVersionResource{Group: "helm.sh", Version: "v1"
 // other operation on it, within ctx's deadline (MemberTimeout), waiting until Helm finds what it
 // applied ready. The member is Ready once Helm says so.
 func (c *Controller) applyHelm(ctx context.Context, rel *v1alpha1.Release, b *Bundle, key types.NamespacedName, m *multicluster.Member, ms *memberState, fail func(*memberError)) {
-	cfg, err := m.Config(ctx)
+	mc, err := c.clients.get(ctx, m)
 	if err != nil {
 		fail(&memberError{class: classify(ctx, err), err: err})
 		return
@@ -33,22 +33,7 @@ func (c *Controller) applyHelm(ctx context.Context, rel *v1alpha1.Release, b *Bu
 		fail(err)
 		return
 	}
-	// A member whose Kubernetes version changed (an upgrade, as health reports it) may serve other
-	// API versions: its discovery is asked again, once.
-	if v := m.Cluster().Status.Version; v != "" {
-		c.mu.Lock()
-		last := c.helmVersions[key]
-		c.helmVersions[key] = v
-		c.mu.Unlock()
-		if last != "" && last != v {
-			c.helm.Invalidate(key)
-		}
-	}
-	getter, err := c.helm.Getter(key, cfg, ns)
-	if err != nil {
-		fail(&memberError{class: classify(ctx, err), err: err})
-		return
-	}
+	getter := mc.helm.Getter(ns)
 	timeout := c.opts.MemberTimeout
 	if dl, ok := ctx.Deadline(); ok {
 		timeout = time.Until(dl)
@@ -63,11 +48,6 @@ func (c *Controller) applyHelm(ctx context.Context, rel *v1alpha1.Release, b *Bu
 	}
 	c.mu.Unlock()
 	if len(rendered) > 0 {
-		mc, err := c.clients.get(ctx, m)
-		if err != nil {
-			fail(&memberError{class: classify(ctx, err), err: err})
-			return
-		}
 		for _, r := range removalOrder(rendered) {
 			c.writes.Add(1)
 			if err := mc.deleteOne(ctx, r, rel.Name, rel.Namespace); err != nil {
@@ -103,14 +83,11 @@ func (c *Controller) applyHelm(ctx context.Context, rel *v1alpha1.Release, b *Bu
 
 // removeHelm uninstalls the Helm release r from a member, as helm uninstall does.
 func (c *Controller) removeHelm(ctx context.Context, key types.NamespacedName, m *multicluster.Member, r ref) error {
-	cfg, err := m.Config(ctx)
+	mc, err := c.clients.get(ctx, m)
 	if err != nil {
 		return err
 	}
-	getter, err := c.helm.Getter(key, cfg, r.Namespace)
-	if err != nil {
-		return err
-	}
+	getter := mc.helm.Getter(r.Namespace)
 	timeout := c.opts.MemberTimeout
 	if dl, ok := ctx.Deadline(); ok {
 		timeout = time.Until(dl)

@@ -1,18 +1,22 @@
 package delivery_test
 
 import (
+	"context"
 	"encoding/json"
 	"maps"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
 	"github.com/cluster-registry/sdk/delivery"
@@ -40,6 +44,8 @@ data: {by: hook}
 	values, err := json.Marshal(map[string]any{"greeting": "hello"})
 	require.NoError(t, err)
 	env.decide(t, "member-1", "member-2")
+	// member-1 is reached with a token of an account of its own, rotated below.
+	oldToken := env.useMemberToken(t, "member-1", "helm-before-rotation")
 	rel := &v1alpha1.Release{ObjectMeta: metav1.ObjectMeta{Name: "shop", Namespace: env.ns}, Spec: v1alpha1.ReleaseSpec{
 		Source: v1alpha1.ReleaseSource{Chart: &v1alpha1.ReleaseChartSource{
 			Mode:         v1alpha1.ChartModeHelm,
@@ -73,6 +79,17 @@ data: {by: hook}
 		require.NoError(t, err, "the post-install hook did not run on %s", name)
 		require.Equal(t, 1, records(name), "Helm's record of the release on %s", name)
 	}
+
+	// member-1's credentials rotate, and the old account is deleted (its token refused): Helm's
+	// operations there go on with the new ones, as every other request to the member does.
+	env.useMemberToken(t, "member-1", "helm-after-rotation")
+	require.NoError(t, env.members["member-1"].CoreV1().ServiceAccounts("default").Delete(t.Context(), env.ns+"-helm-before-rotation", metav1.DeleteOptions{}))
+	withOld := rest.AnonymousClientConfig(lf.Members[0].Config)
+	withOld.BearerToken = oldToken
+	require.Eventually(t, func() bool {
+		_, err := kubernetes.NewForConfigOrDie(withOld).CoreV1().Namespaces().Get(t.Context(), "default", metav1.GetOptions{})
+		return apierrors.IsUnauthorized(err)
+	}, 30*time.Second, 100*time.Millisecond, "the old token is still accepted")
 
 	// New values: Helm's upgrade, a second revision on each member.
 	got.Spec.Source.Chart.Values = &runtime.RawExtension{Raw: []byte(`{"greeting":"hey"}`)}
@@ -172,4 +189,31 @@ spec:
 	require.NoError(t, err)
 	require.Equal(t, "registry.example/app:1", d.Spec.Template.Spec.Containers[0].Image, "the second wave got the bad image")
 	require.NoError(t, env.registry.ClusterregistryV1alpha1().Releases(env.ns).Delete(t.Context(), "app", metav1.DeleteOptions{}))
+}
+
+// useMemberToken makes the cluster set's Secret of member hold a token of a new cluster-admin
+// account there, named account (prefixed with the set), so that a test can rotate it and revoke
+// the old one without touching the local fleet's own account. It returns the token.
+func (e *deliveryEnv) useMemberToken(t *testing.T, member, account string) string {
+	t.Helper()
+	kube := e.members[member]
+	name := e.ns + "-" + account
+	_, err := kube.CoreV1().ServiceAccounts("default").Create(t.Context(), &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	_, err = kube.RbacV1().ClusterRoleBindings().Create(t.Context(), &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: name},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "cluster-admin"},
+		Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: "default", Name: name}}}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		_ = kube.RbacV1().ClusterRoleBindings().Delete(context.Background(), name, metav1.DeleteOptions{})
+	})
+	tr, err := kube.CoreV1().ServiceAccounts("default").CreateToken(t.Context(), name, &authenticationv1.TokenRequest{}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	secrets := kubernetes.NewForConfigOrDie(lf.Registry.Config).CoreV1().Secrets(e.ns)
+	secret, err := secrets.Get(t.Context(), member+"-token", metav1.GetOptions{})
+	require.NoError(t, err)
+	secret.Data["token"] = []byte(tr.Status.Token)
+	_, err = secrets.Update(t.Context(), secret, metav1.UpdateOptions{})
+	require.NoError(t, err)
+	return tr.Status.Token
 }

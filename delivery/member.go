@@ -21,6 +21,7 @@ import (
 
 	"github.com/cluster-registry/sdk/access"
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
+	"github.com/cluster-registry/sdk/helmrelease"
 	"github.com/cluster-registry/sdk/internal/safetext"
 	"github.com/cluster-registry/sdk/multicluster"
 )
@@ -58,31 +59,62 @@ type applied struct {
 	resourceVersion string
 }
 
-// memberClients are what the Controller keeps per member: a dynamic client and a REST mapper
-// whose discovery is cached until a kind is not found.
+// memberClients are what the Controller keeps per member, for its applies and Helm mode's
+// operations alike: a dynamic client, and one discovery and REST mapper, cached until a kind is
+// not found or the member's Kubernetes version changes. They are built on the member's
+// TransportConfig, so each request carries its credentials as they are then: a rotation needs no
+// rebuild.
 type memberClients struct {
 	member *multicluster.Member
+	// host is the member's server they were built for: an edited endpoint is a rebuild.
+	host   string
 	dyn    dynamic.Interface
 	mapper *restmapper.DeferredDiscoveryRESTMapper
+	helm   *helmrelease.Member
+	// version is the member's Kubernetes version when last used.
+	version string
 }
 
-// clientsCache keeps memberClients while a member's resolution lasts.
+// clientsCache keeps each member's memberClients.
 type clientsCache struct {
-	mu   sync.Mutex
-	byMe map[*multicluster.Member]*memberClients
+	mu     sync.Mutex
+	byName map[types.NamespacedName]*memberClients
 }
 
 func (c *clientsCache) get(ctx context.Context, m *multicluster.Member) (*memberClients, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if mc := c.byMe[m]; mc != nil {
-		return mc, nil
-	}
 	cfg, err := m.Config(ctx)
 	if err != nil {
 		return nil, err
 	}
-	dyn, err := m.Dynamic(ctx)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	mc := c.byName[m.Name()]
+	if mc == nil || mc.member != m || mc.host != cfg.Host {
+		if mc, err = newMemberClients(ctx, m, cfg.Host); err != nil {
+			return nil, err
+		}
+		if c.byName == nil {
+			c.byName = map[types.NamespacedName]*memberClients{}
+		}
+		c.byName[m.Name()] = mc
+	}
+	// A member whose Kubernetes version changed (an upgrade, as health reports it) may serve other
+	// API versions: its discovery is asked again, once.
+	if v := m.Cluster().Status.Version; v != "" && v != mc.version {
+		if mc.version != "" {
+			mc.helm.Invalidate()
+		}
+		mc.version = v
+	}
+	return mc, nil
+}
+
+func newMemberClients(ctx context.Context, m *multicluster.Member, host string) (*memberClients, error) {
+	cfg, err := m.TransportConfig(ctx)
+	if err != nil {
+		return nil, err
+	}
+	dyn, err := dynamic.NewForConfig(cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -90,18 +122,22 @@ func (c *clientsCache) get(ctx context.Context, m *multicluster.Member) (*member
 	if err != nil {
 		return nil, err
 	}
-	mc := &memberClients{member: m, dyn: dyn, mapper: restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(dc))}
-	if c.byMe == nil {
-		c.byMe = map[*multicluster.Member]*memberClients{}
+	cached := memory.NewMemCacheClient(dc)
+	mapper := restmapper.NewDeferredDiscoveryRESTMapper(cached)
+	helm, err := helmrelease.NewMember(cfg, cached, mapper)
+	if err != nil {
+		return nil, err
 	}
-	c.byMe[m] = mc
-	return mc, nil
+	return &memberClients{member: m, host: host, dyn: dyn, mapper: mapper, helm: helm}, nil
 }
 
+// forget drops the member's clients: its next use builds them again.
 func (c *clientsCache) forget(m *multicluster.Member) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	delete(c.byMe, m)
+	if mc := c.byName[m.Name()]; mc != nil && mc.member == m {
+		delete(c.byName, m.Name())
+	}
 }
 
 // mapping finds an object's resource on the member, asking discovery again once when the member

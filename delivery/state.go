@@ -21,6 +21,8 @@ type releaseState struct {
 	// restarted is the Release's RestartedAtAnnotation as last acted on; nil before its first
 	// pass, which takes it as it is (a restart of the Controller is no request).
 	restarted *string
+	// checked is when the applied objects were last compared with the watch caches (recheck.go).
+	checked time.Time
 }
 
 // memberState is one Release on one member.

@@ -4,12 +4,12 @@ import (
 	"fmt"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/cluster-registry/sdk/helmrelease"
@@ -17,9 +17,9 @@ import (
 
 // BenchmarkHelmMode: Helm mode's install, then an upgrade, on 100 members, 10 at a time, as the
 // releases controller runs them. The members are 100 member identities on the package's one real
-// API server (each with its own discovery, mapper and capabilities in Members, and a namespace of
+// API server (each with its own discovery, mapper and capabilities in its helmrelease.Member, and a namespace of
 // its own): what is measured is the SDK's side, not the servers'. Reported: full discoveries per
-// member over both operations (the target: at most 1), the heap Members and the releases keep per
+// member over both operations (the target: at most 1), the heap the Members and the releases keep per
 // member after them (live heap after GC, over the start), and ms per operation.
 func BenchmarkHelmMode(b *testing.B) {
 	if server == nil {
@@ -40,7 +40,16 @@ func BenchmarkHelmMode(b *testing.B) {
 		runtime.GC()
 		var before runtime.MemStats
 		runtime.ReadMemStats(&before)
-		ms := helmrelease.NewMembers()
+		ms := make([]*helmrelease.Member, members)
+		counts := make([]*atomic.Int64, members)
+		for m := range members {
+			config, n := countingDiscoveries(server.Registry.Config)
+			member, err := helmrelease.NewMember(config, nil, nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			ms[m], counts[m] = member, n
+		}
 		start := time.Now()
 		for _, ch := range [][]byte{archive, upgraded} {
 			sem := make(chan struct{}, concurrency)
@@ -51,10 +60,7 @@ func BenchmarkHelmMode(b *testing.B) {
 					sem <- struct{}{}
 					defer func() { <-sem }()
 					ns := fmt.Sprintf("%s-m%d", run, m)
-					g, err := ms.Getter(types.NamespacedName{Namespace: "fleet", Name: ns}, server.Registry.Config, ns)
-					if err == nil {
-						_, err = helmrelease.Apply(b.Context(), g, "shop", ns, ch, map[string]any{"greeting": ns}, helmrelease.Options{Timeout: time.Minute})
-					}
+					_, err := helmrelease.Apply(b.Context(), ms[m].Getter(ns), "shop", ns, ch, map[string]any{"greeting": ns}, helmrelease.Options{Timeout: time.Minute})
 					if err != nil {
 						errs <- err
 					}
@@ -71,8 +77,8 @@ func BenchmarkHelmMode(b *testing.B) {
 		var after runtime.MemStats
 		runtime.ReadMemStats(&after)
 		var discoveries int64
-		for m := range members {
-			discoveries += ms.Discoveries(types.NamespacedName{Namespace: "fleet", Name: fmt.Sprintf("%s-m%d", run, m)})
+		for _, n := range counts {
+			discoveries += n.Load()
 		}
 		b.ReportMetric(float64(discoveries)/members, "discoveries/member")
 		b.ReportMetric(float64(int64(after.HeapAlloc)-int64(before.HeapAlloc))/members/1024, "KiB-heap/member")

@@ -5,8 +5,11 @@ import (
 	"flag"
 	"fmt"
 	"net"
+	"net/http"
 	"os"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -17,7 +20,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
@@ -73,10 +75,10 @@ func TestHelmActionsOnAMember(t *testing.T) {
 	kube := kubernetes.NewForConfigOrDie(server.Registry.Config)
 	_, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
 	require.NoError(t, err)
-	members := helmrelease.NewMembers()
-	member := types.NamespacedName{Namespace: "fleet", Name: "member-1"}
-	getter, err := members.Getter(member, server.Registry.Config, ns)
+	config, discoveries := countingDiscoveries(server.Registry.Config)
+	member, err := helmrelease.NewMember(config, nil, nil)
 	require.NoError(t, err)
+	getter := member.Getter(ns)
 	opts := helmrelease.Options{Timeout: time.Minute}
 	greeting := func(rel string) string {
 		cm, err := kube.CoreV1().ConfigMaps(ns).Get(ctx, rel+"-config", metav1.GetOptions{})
@@ -117,10 +119,7 @@ func TestHelmActionsOnAMember(t *testing.T) {
 	errs := make(chan error, 8)
 	for i := range 8 {
 		wg.Go(func() {
-			g, err := members.Getter(member, server.Registry.Config, ns)
-			if err == nil {
-				_, err = helmrelease.Apply(ctx, g, fmt.Sprintf("app-%d", i), ns, chartAt(t, "0.1.0"), map[string]any{"greeting": fmt.Sprint(i)}, opts)
-			}
+			_, err := helmrelease.Apply(ctx, member.Getter(ns), fmt.Sprintf("app-%d", i), ns, chartAt(t, "0.1.0"), map[string]any{"greeting": fmt.Sprint(i)}, opts)
 			errs <- err
 		})
 	}
@@ -129,14 +128,14 @@ func TestHelmActionsOnAMember(t *testing.T) {
 	for err := range errs {
 		require.NoError(t, err)
 	}
-	require.EqualValues(t, 1, members.Discoveries(member), "the member was discovered more than once")
-	members.Invalidate(member)
+	require.EqualValues(t, 1, discoveries.Load(), "the member was discovered more than once")
+	member.Invalidate()
 	_, found, err := helmrelease.Status(ctx, getter, "shop", ns, opts)
 	require.NoError(t, err)
 	require.True(t, found)
 	_, err = helmrelease.Apply(ctx, getter, "shop", ns, chartAt(t, "0.2.0"), map[string]any{"greeting": "again"}, opts)
 	require.NoError(t, err)
-	require.EqualValues(t, 2, members.Discoveries(member), "Invalidate did not make the next operation discover")
+	require.EqualValues(t, 2, discoveries.Load(), "Invalidate did not make the next operation discover")
 
 	require.NoError(t, helmrelease.Rollback(ctx, getter, "shop", ns, 1, opts))
 	require.Equal(t, "hello@0.1.0", greeting("shop"))
@@ -165,8 +164,9 @@ func TestAnUnansweringMemberCostsItsTimeout(t *testing.T) {
 			defer c.Close() // held open, never answered
 		}
 	}()
-	getter, err := helmrelease.NewMembers().Getter(types.NamespacedName{Name: "silent"}, &rest.Config{Host: "https://" + l.Addr().String(), TLSClientConfig: rest.TLSClientConfig{Insecure: true}}, "default")
+	member, err := helmrelease.NewMember(&rest.Config{Host: "https://" + l.Addr().String(), TLSClientConfig: rest.TLSClientConfig{Insecure: true}}, nil, nil)
 	require.NoError(t, err)
+	getter := member.Getter("default")
 	start := time.Now()
 	_, err = helmrelease.Apply(t.Context(), getter, "shop", "default", chartAt(t, "0.1.0"), nil, helmrelease.Options{Timeout: 2 * time.Second})
 	require.Error(t, err)
@@ -185,8 +185,9 @@ func TestApplyAtTheSameRevisionDoesNothing(t *testing.T) {
 	kube := kubernetes.NewForConfigOrDie(server.Registry.Config)
 	_, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
 	require.NoError(t, err)
-	getter, err := helmrelease.NewMembers().Getter(types.NamespacedName{Namespace: "fleet", Name: "member-1"}, server.Registry.Config, ns)
+	member, err := helmrelease.NewMember(server.Registry.Config, nil, nil)
 	require.NoError(t, err)
+	getter := member.Getter(ns)
 	apply := func(revision, greeting string) helmrelease.Result {
 		t.Helper()
 		r, err := helmrelease.Apply(ctx, getter, "shop", ns, chartAt(t, "0.1.0"), map[string]any{"greeting": greeting}, helmrelease.Options{Timeout: time.Minute, Revision: revision})
@@ -225,3 +226,22 @@ func TestApplyAtTheSameRevisionDoesNothing(t *testing.T) {
 	require.ErrorContains(t, err, `Options.Revision "not a label value!" is not a label value`)
 	require.NoError(t, helmrelease.Uninstall(ctx, getter, "shop", ns, helmrelease.Options{Timeout: time.Minute}))
 }
+
+// countingDiscoveries is config counting the full discoveries (GET /apis) made with it.
+func countingDiscoveries(config *rest.Config) (*rest.Config, *atomic.Int64) {
+	var n atomic.Int64
+	out := rest.CopyConfig(config)
+	out.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+		return roundTripperFunc(func(req *http.Request) (*http.Response, error) {
+			if req.Method == http.MethodGet && strings.TrimSuffix(req.URL.Path, "/") == "/apis" {
+				n.Add(1)
+			}
+			return rt.RoundTrip(req)
+		})
+	})
+	return out, &n
+}
+
+type roundTripperFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripperFunc) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }

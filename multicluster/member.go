@@ -127,6 +127,27 @@ func (m *Member) Config(ctx context.Context) (*rest.Config, error) {
 	return a.Config, nil
 }
 
+// TransportConfig is a rest.Config for clients a caller builds once and keeps (a discovery client
+// and REST mapper, Helm's actions): its host, paths and content types are the member's
+// resolution's, and each request goes through Transport, so with the member's credentials, CA and
+// pinning as they are when it is sent. Such a client keeps working across a rotation of the
+// member's credentials, where one built on Config keeps the credentials of the resolution it was
+// built on. Build it again when Config's Host changes (the Cluster's endpoint was edited): the
+// member's transport refuses to send a request elsewhere.
+func (m *Member) TransportConfig(ctx context.Context) (*rest.Config, error) {
+	a, err := m.Access(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if m.given != nil || a.HTTPClient == nil {
+		return rest.CopyConfig(a.Config), nil
+	}
+	c := a.Config
+	return &rest.Config{Host: c.Host, APIPath: c.APIPath, ContentConfig: c.ContentConfig, UserAgent: c.UserAgent,
+		QPS: c.QPS, Burst: c.Burst, RateLimiter: c.RateLimiter, Timeout: c.Timeout, WarningHandler: c.WarningHandler,
+		WarningHandlerWithContext: c.WarningHandlerWithContext, Transport: m.Transport()}, nil
+}
+
 // Kubernetes is a clientset for the member. It speaks protobuf, as Kubernetes' own controllers
 // do: every built-in type has a protobuf form, which costs a fraction of JSON's CPU to decode, and
 // a fan-out decodes one answer per member. Apply patches are sent as they are, and answers come in
