@@ -48,6 +48,10 @@ var benchMembers = flag.Int("members", 1000, "how many simulated members Benchma
 //     (target: p99 within 5 s);
 //   - s-4-waves-soak-5s: with one Release, a new revision in 4 waves of 25%, each soaking 5 s, until
 //     every member is Ready at it (target: 4 × soak + 30 s = 50 s), and its ratio to the target;
+//   - s-rollback-soak-5s: then a revision that fails on every member of its first wave (a kind the
+//     members do not serve, after a ConfigMap it changes), with onFailure Rollback, until every
+//     member is Ready back at the revision before and the Release says RolledBack (target: 4 ×
+//     soak + 30 s), and its ratio to the target;
 //   - KiB/delivery: heap per (member, Release), the members' clients and watch caches included,
 //     beside KiB/member-floor, the heap of the same members' connections alone (one GET each).
 func BenchmarkDelivery(b *testing.B) {
@@ -218,6 +222,10 @@ func benchDelivery(b *testing.B, n, releases int) {
 		b.ReportMetric(took.Seconds()/(4*soak+30), "4-waves-ratio-to-target")
 	}
 
+	if releases == 1 {
+		benchRollback(ctx, b, registry, ns, n)
+	}
+
 	deliveries := float64(n * releases)
 	b.ReportMetric(elapsed.Seconds(), "s-to-ready")
 	b.ReportMetric(float64(readyAt.Sub(lastApply).Milliseconds()), "status-lag-ms")
@@ -351,4 +359,48 @@ func benchChartDelivery(b *testing.B, n int) {
 	b.ReportMetric(float64(delivery.ChartRenders()-renders), "renders")
 	b.ReportMetric(elapsed.Seconds(), "s-to-ready")
 	b.ReportMetric(float64(n)/elapsed.Seconds(), "deliveries/s")
+}
+
+// benchRollback rolls out a revision of Release app-0 that fails on its first wave's members, with
+// onFailure Rollback, and reports how long until every member is Ready back at the revision
+// before (BenchmarkDelivery says more).
+func benchRollback(ctx context.Context, b *testing.B, registry versioned.Interface, ns string, n int) {
+	const soak = 5
+	releases := registry.ClusterregistryV1alpha1().Releases(ns)
+	var good string
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		cur, err := releases.Get(ctx, "app-0", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		good = cur.Status.Revision
+		cur.Spec.Source.Manifests[0] = runtime.RawExtension{Raw: []byte(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"app-0-0"},"data":{"k":"v3"}}`)}
+		cur.Spec.Source.Manifests = append(cur.Spec.Source.Manifests, runtime.RawExtension{Raw: []byte(
+			`{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"not-served"},"spec":{"selector":{"matchLabels":{"a":"b"}},"template":{"metadata":{"labels":{"a":"b"}},"spec":{"containers":[{"name":"c","image":"c"}]}}}}`)})
+		cur.Spec.Rollout = &v1alpha1.ReleaseRollout{Strategy: v1alpha1.RolloutConcurrency, MaxConcurrency: ptr.To(intstr.FromString("25%")),
+			SoakSeconds: soak, OnFailure: v1alpha1.FailureRollback}
+		_, err = releases.Update(ctx, cur, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	start := time.Now()
+	for deadline := start.Add(5 * time.Minute); ; time.Sleep(100 * time.Millisecond) {
+		r, err := releases.Get(ctx, "app-0", metav1.GetOptions{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		stalled := meta.FindStatusCondition(r.Status.Conditions, v1alpha1.ReleaseStalled)
+		if r.Status.ObservedGeneration == r.Generation && r.Status.Revision == good && int(r.Status.Ready) == n &&
+			stalled != nil && stalled.Reason == "RolledBack" {
+			break
+		}
+		if time.Now().After(deadline) {
+			b.Fatalf("not rolled back in 5 minutes: %+v", r.Status)
+		}
+	}
+	took := time.Since(start)
+	b.ReportMetric(took.Seconds(), "s-rollback-soak-5s")
+	b.ReportMetric(took.Seconds()/(4*soak+30), "rollback-ratio-to-target")
 }

@@ -853,10 +853,18 @@ func (c *Controller) applyMember(ctx context.Context, rel *v1alpha1.Release, b *
 	previous := ms.objects
 	c.mu.Unlock()
 
+	// A failed apply may have changed some objects before the error: what the watch said
+	// meanwhile is judged as after a whole apply (an object now at the failed revision is drift
+	// from the revision the member runs), not dropped.
 	fail := func(err *memberError) {
 		c.mu.Lock()
-		defer c.mu.Unlock()
+		during := ms.during
 		ms.fail(b.Revision, err, time.Now())
+		changed := c.replay(relKey, ms, during)
+		c.mu.Unlock()
+		if changed {
+			c.queue.Add(relKey)
+		}
 	}
 	if m == nil {
 		fail(&memberError{class: v1alpha1.FailureClusterNotFound, err: fmt.Errorf("no Cluster %s in the registry (or not among this controller's members)", key)})
@@ -881,18 +889,25 @@ func (c *Controller) recordApplied(relKey types.NamespacedName, ms *memberState,
 	}
 	ms.revision, ms.applied, ms.objects = revision, appliedAt, objects
 	ms.err, ms.failedRev, ms.attempts, ms.drifted, ms.drift, ms.readyAt = nil, "", 0, false, "", time.Time{}
-	changed := false
-	for _, ev := range ms.during {
-		if a := ms.objects[ev.r]; a != nil && c.observe(relKey, ms, a, ev.deleted, ev.obj) {
-			changed = true
-		}
-	}
+	changed := c.replay(relKey, ms, ms.during)
 	ms.during = nil
 	ms.settle(time.Now())
 	c.mu.Unlock()
 	if changed {
 		c.queue.Add(relKey)
 	}
+}
+
+// replay judges, with c.mu held, the watch's events that came while the member was being applied
+// to, over what the apply left; it reports whether any changed what the plan depends on.
+func (c *Controller) replay(relKey types.NamespacedName, ms *memberState, during []watched) bool {
+	changed := false
+	for _, ev := range during {
+		if a := ms.objects[ev.r]; a != nil && c.observe(relKey, ms, a, ev.deleted, ev.obj) {
+			changed = true
+		}
+	}
+	return changed
 }
 
 // prune removes from a member what the previous revision applied and this one does not, in

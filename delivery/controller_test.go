@@ -964,6 +964,39 @@ func forgeCompleteRevision(t *testing.T, env *deliveryEnv, name string) (reached
 	}
 }
 
+// A revision whose apply fails part way (a ConfigMap changed, then a kind the member does not
+// serve) leaves the member with part of it: a rollback puts that part back too. (The watch's event
+// of the changed ConfigMap came while the member was being applied to, and was dropped with the
+// failure: the member stayed Progressing at the old revision with the new ConfigMap, found by
+// BenchmarkDelivery's rollback at 1,000 members.)
+func TestRollbackOfAPartlyAppliedRevision(t *testing.T) {
+	env := startDelivery(t)
+	env.decide(t, "member-1")
+	name := "partly-" + env.ns
+	rel := &v1alpha1.Release{ObjectMeta: metav1.ObjectMeta{Name: "partly", Namespace: env.ns}, Spec: v1alpha1.ReleaseSpec{
+		Source:    v1alpha1.ReleaseSource{Manifests: manifests(t, configMap(name, map[string]string{"color": "blue"}))},
+		Placement: v1alpha1.ReleasePlacement{Name: "web"},
+		Rollout:   &v1alpha1.ReleaseRollout{OnFailure: v1alpha1.FailureRollback},
+	}}
+	_, err := env.registry.ClusterregistryV1alpha1().Releases(env.ns).Create(t.Context(), rel, metav1.CreateOptions{})
+	require.NoError(t, err)
+	good := env.waitRelease(t, "partly", "complete", func(r *v1alpha1.Release) bool { return r.Status.LastCompleteRevision != "" }).Status.Revision
+
+	env.updateRelease(t, env.ns, "partly", func(cur *v1alpha1.Release) {
+		cur.Spec.Source.Manifests = append(manifests(t, configMap(name, map[string]string{"color": "red"})),
+			runtime.RawExtension{Raw: []byte(`{"apiVersion":"widgets.example.com/v1","kind":"Widget","metadata":{"name":"w"}}`)})
+	})
+	got := env.waitRelease(t, "partly", "rolled back, Ready", func(r *v1alpha1.Release) bool {
+		st := meta.FindStatusCondition(r.Status.Conditions, v1alpha1.ReleaseStalled)
+		return st != nil && st.Reason == "RolledBack" && r.Status.Ready == 1
+	})
+	require.Equal(t, good, got.Status.Revision)
+	cm, err := env.members["member-1"].CoreV1().ConfigMaps("default").Get(t.Context(), name, metav1.GetOptions{})
+	require.NoError(t, err)
+	require.Equal(t, "blue", cm.Data["color"], "the part of the failed revision that was applied stayed")
+	require.NoError(t, env.registry.ClusterregistryV1alpha1().Releases(env.ns).Delete(t.Context(), "partly", metav1.DeleteOptions{}))
+}
+
 // serviceAccountWithRoles is a config of a new service account of ns bound there to the shipped
 // releases and health roles, each as change (if set) leaves it.
 func serviceAccountWithRoles(t *testing.T, ns, name string, change func(*rbacv1.ClusterRole)) *rest.Config {

@@ -7,10 +7,14 @@ import (
 	"io"
 	"os"
 	"strings"
+	"sync"
 
 	"github.com/pmezard/go-difflib/difflib"
 	"github.com/spf13/cobra"
+	"golang.org/x/sync/errgroup"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/cli-runtime/pkg/printers"
 	cpversioned "sigs.k8s.io/cluster-inventory-api/client/clientset/versioned"
 	"sigs.k8s.io/yaml"
@@ -127,14 +131,19 @@ func (o *DiffReleaseOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return exitStatus{2, fmt.Errorf("release %s/%s: its placement's decision: %w", rel.Namespace, rel.Name, err)}
 	}
-	resolver, err := o.Trust.ToResolver(reg.Kube, "clusterregistry-diff")
+	resolver, err := o.resolver(reg)
 	if err != nil {
 		return exitStatus{2, err}
 	}
+	clusters, err := reg.Clusters.ClusterregistryV1alpha1().Clusters(rel.Namespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return exitStatus{2, fmt.Errorf("release %s/%s: its cluster set's Clusters: %w", rel.Namespace, rel.Name, err)}
+	}
 	current := o.currentObjects(ctx, reg, rel)
+	results := diffMembers(ctx, resolver, rel, b, dec.Clusters, clusters.Items, current)
 	changed, failed := false, 0
-	for _, k := range dec.Clusters {
-		diffs, err := diffMember(ctx, reg, resolver, rel, b, k.Name, current[k.Name])
+	for i, k := range dec.Clusters {
+		diffs, err := results[i].diffs, results[i].err
 		if err != nil {
 			failed++
 			fmt.Fprintf(o.errOut, "error: member %s: %s\n", k.Name, printers.EscapeTerminal(err.Error()))
@@ -205,20 +214,81 @@ func (o *DiffReleaseOptions) currentObjects(ctx context.Context, reg *registry, 
 	return out
 }
 
-// diffMember diffs the Release on one member.
-func diffMember(ctx context.Context, reg *registry, resolver *access.Resolver, rel *v1alpha1.Release, b *delivery.Bundle, member string, current []v1alpha1.ReleaseObjectStatus) ([]delivery.ObjectDiff, error) {
-	cluster, err := reg.Clusters.ClusterregistryV1alpha1().Clusters(rel.Namespace).Get(ctx, member, metav1.GetOptions{})
-	if err != nil {
-		return nil, err
-	}
-	cfg, err := resolver.Config(ctx, cluster)
-	if err != nil {
-		return nil, err
-	}
-	return delivery.Diff(ctx, rel, b, cluster, cfg, "", current)
+// diffConcurrency is how many members diff release dry-runs at once: a member's diff waits on
+// its discovery and dry runs, not on this process.
+const diffConcurrency = 16
+
+// memberDiff is one member's diffs, or why it has none.
+type memberDiff struct {
+	diffs []delivery.ObjectDiff
+	err   error
 }
 
-// printDiff writes one object's diff, as kubectl diff does with diff -u -N.
+// diffMembers diffs the Release on each of members, diffConcurrency at a time, in their order.
+func diffMembers(ctx context.Context, resolver *access.Resolver, rel *v1alpha1.Release, b *delivery.Bundle,
+	members []types.NamespacedName, clusters []v1alpha1.Cluster, current map[string][]v1alpha1.ReleaseObjectStatus) []memberDiff {
+	byName := map[string]*v1alpha1.Cluster{}
+	for i := range clusters {
+		byName[clusters[i].Name] = &clusters[i]
+	}
+	out := make([]memberDiff, len(members))
+	var g errgroup.Group
+	g.SetLimit(diffConcurrency)
+	for i, k := range members {
+		g.Go(func() error {
+			cluster := byName[k.Name]
+			if cluster == nil {
+				out[i].err = fmt.Errorf("no Cluster %s in cluster set %s", k.Name, rel.Namespace)
+				return nil
+			}
+			cfg, err := resolver.Config(ctx, cluster)
+			if err != nil {
+				out[i].err = err
+				return nil
+			}
+			out[i].diffs, out[i].err = delivery.Diff(ctx, rel, b, cluster, cfg, "", current[k.Name])
+			return nil
+		})
+	}
+	_ = g.Wait()
+	return out
+}
+
+// resolver reaches members as the trust flags say, reading each Secret once per run: members
+// that share a Secret cost the registry one read, not one each.
+func (o *DiffReleaseOptions) resolver(reg *registry) (*access.Resolver, error) {
+	opts, err := o.Trust.ResolverOptions()
+	if err != nil {
+		return nil, trustflags.InFlagTerms(err)
+	}
+	opts.Secrets, opts.UserAgent = secretsOnce(access.SecretsFromClient(reg.Kube)), "clusterregistry-diff"
+	r, err := access.NewResolver(opts)
+	return r, trustflags.InFlagTerms(err)
+}
+
+// secretsOnce reads each Secret through next once, then answers from what it read.
+func secretsOnce(next access.SecretGetter) access.SecretGetter {
+	var mu sync.Mutex
+	read := map[types.NamespacedName]*corev1.Secret{}
+	return access.SecretGetterFunc(func(ctx context.Context, namespace, name string) (*corev1.Secret, error) {
+		key := types.NamespacedName{Namespace: namespace, Name: name}
+		mu.Lock()
+		s := read[key]
+		mu.Unlock()
+		if s != nil {
+			return s, nil
+		}
+		s, err := next.GetSecret(ctx, namespace, name)
+		if err != nil {
+			return nil, err
+		}
+		mu.Lock()
+		read[key] = s
+		mu.Unlock()
+		return s, nil
+	})
+}
+
 func printDiff(out io.Writer, member string, d delivery.ObjectDiff) {
 	live, merged := member+"/LIVE/"+d.Object, member+"/MERGED/"+d.Object
 	text, _ := difflib.GetUnifiedDiffString(difflib.UnifiedDiff{A: difflib.SplitLines(d.Live), B: difflib.SplitLines(d.Merged),
