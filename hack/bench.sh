@@ -34,7 +34,9 @@
 #                             placements' decisions rewritten, writes to unaffected placements,
 #                             writes after an unrelated join
 #   BenchmarkDelivery         delivery: Releases (manifests, and a chart over 3 regions) to 1,000
-#                             simulated members: time to Ready, renders, writes at steady state
+#                             simulated members: time to Ready, renders, writes at steady state,
+#                             a rollout in waves and a failed one rolled back
+#   BenchmarkDiffRelease      clusterregistry diff release across 100 members (target 10 s)
 #   BenchmarkDecide           delivery: one pass's planning (a pure function) over 10,000 members
 #                             in 40 waves midway through a rollout: ns per member
 #   BenchmarkHelmMode         helmrelease: Helm's install then upgrade on 100 members, 10 at a
@@ -74,6 +76,7 @@ go test ./shard/ -run '^$' -bench 'ShardedHealth' -benchtime 1x -timeout 30m | t
 go test ./scheduler/ -run '^$' -bench 'Scheduler' -benchtime 1x -timeout 30m | tee -a "$out" >&2
 go test ./delivery/ -run '^$' -bench 'Delivery' -benchtime 1x -members 1000 -timeout 30m | tee -a "$out" >&2
 go test ./delivery/ -run '^$' -bench 'Decide' -benchtime 20x | tee -a "$out" >&2
+go test ./cmd/clusterregistry/ -run '^$' -bench 'DiffRelease' -benchtime 1x -timeout 30m | tee -a "$out" >&2
 go test ./helmrelease/ -run '^$' -bench 'HelmMode' -benchtime 1x -timeout 30m | tee -a "$out" >&2
 go test ./chartrender/ -run '^$' -bench 'Render' -benchtime 20x | tee -a "$out" >&2
 
