@@ -43,12 +43,7 @@ func BenchmarkHelmMode(b *testing.B) {
 		ms := make([]*helmrelease.Member, members)
 		counts := make([]*atomic.Int64, members)
 		for m := range members {
-			config, n := countingDiscoveries(server.Registry.Config)
-			member, err := helmrelease.NewMember(config, nil, nil)
-			if err != nil {
-				b.Fatal(err)
-			}
-			ms[m], counts[m] = member, n
+			ms[m], counts[m] = countedMember(b, server.Registry.Config)
 		}
 		start := time.Now()
 		for _, ch := range [][]byte{archive, upgraded} {

@@ -20,6 +20,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
@@ -75,9 +77,7 @@ func TestHelmActionsOnAMember(t *testing.T) {
 	kube := kubernetes.NewForConfigOrDie(server.Registry.Config)
 	_, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
 	require.NoError(t, err)
-	config, discoveries := countingDiscoveries(server.Registry.Config)
-	member, err := helmrelease.NewMember(config, nil, nil)
-	require.NoError(t, err)
+	member, discoveries := countedMember(t, server.Registry.Config)
 	getter := member.Getter(ns)
 	opts := helmrelease.Options{Timeout: time.Minute}
 	greeting := func(rel string) string {
@@ -225,6 +225,17 @@ func TestApplyAtTheSameRevisionDoesNothing(t *testing.T) {
 	_, err = helmrelease.Apply(ctx, getter, "shop", ns, chartAt(t, "0.1.0"), nil, helmrelease.Options{Revision: "not a label value!"})
 	require.ErrorContains(t, err, `Options.Revision "not a label value!" is not a label value`)
 	require.NoError(t, helmrelease.Uninstall(ctx, getter, "shop", ns, helmrelease.Options{Timeout: time.Minute}))
+}
+
+// countedMember is the member reached with config, and the count of full discoveries (GET
+// /apis) its shared discovery makes.
+func countedMember(tb testing.TB, config *rest.Config) (*helmrelease.Member, *atomic.Int64) {
+	counting, n := countingDiscoveries(config)
+	dc, err := discovery.NewDiscoveryClientForConfig(counting)
+	require.NoError(tb, err)
+	member, err := helmrelease.NewMember(config, memory.NewMemCacheClient(dc), nil)
+	require.NoError(tb, err)
+	return member, n
 }
 
 // countingDiscoveries is config counting the full discoveries (GET /apis) made with it.
