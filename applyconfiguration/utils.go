@@ -70,6 +70,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &clusterregistryv1alpha1.ReleaseChartStatusApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("ReleaseConfigMapSource"):
 		return &clusterregistryv1alpha1.ReleaseConfigMapSourceApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("ReleaseDependency"):
+		return &clusterregistryv1alpha1.ReleaseDependencyApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("ReleaseDrift"):
 		return &clusterregistryv1alpha1.ReleaseDriftApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("ReleaseIgnoredFields"):

@@ -206,7 +206,16 @@ func (c *Controller) informers() error {
 		inf cache.SharedIndexInformer
 		fn  func(obj any)
 	}{
-		{rel.Informer(), enqueue},
+		// A Release's change (its spec, its status's revision) may let those that depend on it go
+		// on, or break a cycle they are in.
+		{rel.Informer(), func(obj any) {
+			enqueue(obj)
+			if r, ok := obj.(*v1alpha1.Release); ok {
+				for _, d := range c.dependents(r) {
+					c.queue.Add(d)
+				}
+			}
+		}},
 		{dec.Informer(), func(obj any) { c.enqueueFor(obj, c.releasesOfDecision) }},
 		{cms.Informer(), func(obj any) { c.enqueueFor(obj, c.releasesOfConfigMap) }},
 		// Another replica's report (sharded) moves the waves, the Release's status and the
@@ -665,6 +674,10 @@ func (c *Controller) deliver(ctx context.Context, rel *v1alpha1.Release, st *rel
 	case err != nil:
 		return 0, c.writeStatus(ctx, rel, bundle, nil, progress{stalledReason: "DecisionNotFound", stalledMessage: err.Error()})
 	}
+	if cycle := c.dependencyCycle(rel); cycle != "" {
+		return c.opts.RetryAfter, c.writeStatus(ctx, rel, bundle, dec, progress{stalledReason: "DependencyCycle",
+			stalledMessage: "spec.dependsOn makes a cycle: " + cycle + "; nothing of it is applied until one of them stops depending on the next"})
+	}
 	c.shareWith(rel, st, bundle.Revision, ownsRelease)
 	g := gatesOf(rel, len(dec.Clusters), c.opts.RetryAfter)
 	g.approved = Approved(rel, bundle.Revision)
@@ -698,15 +711,21 @@ func (c *Controller) pass(ctx context.Context, rel *v1alpha1.Release, st *releas
 	snap.resync = st.restarted != nil && *st.restarted != restart
 	st.restarted = &restart
 	c.mu.Unlock()
+	snap.waiting, snap.held = c.dependencyGates(rel, dec.Clusters, snap.leaving)
 	p := decide(snap)
 	wait := p.wait
 	if len(p.apply) > 0 || len(p.remove) > 0 {
 		c.act(ctx, rel, st, t.bundle, p, byName)
+		if len(p.remove) > 0 {
+			c.tellDependencies(rel)
+		}
 		// Status says where the acts left the rollout, from a plan of what they left; what they
 		// changed is judged again at the next pass, with the watch's first events in.
 		snap = c.snapshot(st, dec, t.waves, t.bundle.Revision, t.gates, byName)
+		snap.waiting, snap.held = c.dependencyGates(rel, dec.Clusters, snap.leaving)
 		p, wait = decide(snap), time.Second
 	}
+	defer c.tellDependents(rel, st, t.bundle.Revision, p)
 	pr := progress{snap: &snap, plan: &p}
 	switch {
 	case t.stall != nil:
@@ -1003,6 +1022,10 @@ func (c *Controller) finalize(ctx context.Context, rel *v1alpha1.Release, st *re
 		}
 	}
 	c.mu.Unlock()
+	// Dependents leave a member first: where one still has its objects, this Release waits.
+	_, held := c.dependencyGates(rel, nil, keys)
+	keys = slices.DeleteFunc(keys, func(k types.NamespacedName) bool { return held[k] != "" })
+	defer c.tellDependencies(rel)
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(c.opts.MemberConcurrency)
 	for _, k := range keys {
@@ -1020,7 +1043,12 @@ func (c *Controller) finalize(ctx context.Context, rel *v1alpha1.Release, st *re
 	}
 	if left > 0 || !ownsRelease {
 		snap := c.snapshot(st, nil, nil, "", gates{}, nil)
-		err := c.writeStatus(ctx, rel, nil, nil, progress{snap: &snap, stalledReason: "Removing", stalledMessage: fmt.Sprintf("%d members still have the Release's objects", left)})
+		msg := fmt.Sprintf("%d members still have the Release's objects", left)
+		for _, why := range held {
+			msg += fmt.Sprintf(" (%d wait: %s)", len(held), why)
+			break
+		}
+		err := c.writeStatus(ctx, rel, nil, nil, progress{snap: &snap, stalledReason: "Removing", stalledMessage: msg})
 		if left == 0 {
 			return 0, err // this replica's part is done; the Release's owner lets it go
 		}

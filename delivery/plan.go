@@ -116,6 +116,9 @@ type snapshot struct {
 	fresh bool
 	// resync: deliver again now to every member whose wave has begun (rollout restart).
 	resync bool
+	// waiting are the members not to apply to yet, and why (a dependency not Ready there);
+	// held the leaving members not to remove from yet, and why (a dependent still there).
+	waiting, held map[types.NamespacedName]string
 }
 
 // judgement is a member's phase as status shows it.
@@ -191,6 +194,10 @@ func decide(s snapshot) plan {
 			if i > open || !s.mine[k] || !starts {
 				continue
 			}
+			if why := s.waiting[k]; why != "" && v.revision != s.revision {
+				p.judged[k] = judgement{v1alpha1.PhasePending, "DependencyNotReady", why}
+				continue // its dependency's change calls
+			}
 			switch due := s.retryDue(v); {
 			case v.applying || v.removing:
 			case s.resync:
@@ -207,7 +214,11 @@ func decide(s snapshot) plan {
 	}
 	p.held = s.empty && len(s.leaving) > 0
 	if !p.held && s.fresh {
-		p.remove = s.leaving
+		for _, k := range s.leaving {
+			if s.held[k] == "" { // dependents leave first
+				p.remove = append(p.remove, k)
+			}
+		}
 	}
 	return p
 }

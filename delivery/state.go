@@ -23,6 +23,9 @@ type releaseState struct {
 	restarted *string
 	// checked is when the applied objects were last compared with the watch caches (recheck.go).
 	checked time.Time
+	// readySig is the revision and the members the Release was last Ready on, as its dependents
+	// were told (dependencies.go).
+	readySig string
 }
 
 // memberState is one Release on one member.

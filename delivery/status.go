@@ -66,10 +66,13 @@ func leaving(v view, deleting bool) judgement {
 }
 
 // judgeOwn judges a member this replica reports, as the plan does: a member the plan says will
-// not begin its wave is RolloutStopped.
+// not begin its wave is RolloutStopped; one it holds for an approval or a dependency says so.
 func (p progress) judgeOwn(key types.NamespacedName, v view) judgement {
 	if v.removing {
 		return leaving(v, false)
+	}
+	if j := p.plan.judged[key]; j.reason == "AwaitingApproval" || j.reason == "DependencyNotReady" {
+		return j
 	}
 	return p.snap.judge(v, p.plan.judged[key].reason == "RolloutStopped")
 }

@@ -365,6 +365,13 @@ var schemaYAML = typed.YAMLObject(`types:
       type:
         scalar: string
       default: ""
+- name: com.github.cluster-registry.sdk.clusterregistry.v1alpha1.ReleaseDependency
+  map:
+    fields:
+    - name: name
+      type:
+        scalar: string
+      default: ""
 - name: com.github.cluster-registry.sdk.clusterregistry.v1alpha1.ReleaseDrift
   map:
     fields:
@@ -542,6 +549,14 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: deletionPolicy
       type:
         scalar: string
+    - name: dependsOn
+      type:
+        list:
+          elementType:
+            namedType: com.github.cluster-registry.sdk.clusterregistry.v1alpha1.ReleaseDependency
+          elementRelationship: associative
+          keys:
+          - name
     - name: drift
       type:
         namedType: com.github.cluster-registry.sdk.clusterregistry.v1alpha1.ReleaseDrift

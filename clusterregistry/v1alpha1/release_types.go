@@ -26,7 +26,7 @@ import (
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:scope=Namespaced,shortName=rrel,categories=clusterregistry
 // +kubebuilder:metadata:annotations="api-approved.kubernetes.io=unapproved, not an official Kubernetes API; see https://github.com/cluster-registry/sdk"
-// +kubebuilder:metadata:annotations="clusterregistry.k8s.io/schema-version=11"
+// +kubebuilder:metadata:annotations="clusterregistry.k8s.io/schema-version=12"
 // +kubebuilder:printcolumn:name="Placement",type=string,JSONPath=`.spec.placement.name`
 // +kubebuilder:printcolumn:name="Revision",type=string,JSONPath=`.status.revision`
 // +kubebuilder:printcolumn:name="Members",type=integer,JSONPath=`.status.members`
@@ -35,6 +35,7 @@ import (
 // +kubebuilder:printcolumn:name="Reason",type=string,priority=1,JSONPath=`.status.conditions[?(@.type=="Progressing")].reason`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 // +kubebuilder:validation:XValidation:rule=`self.metadata.name.size() <= 63`,message="a Release's name is at most 63 characters: it labels every object the Release applies"
+// +kubebuilder:validation:XValidation:rule=`!has(self.spec.dependsOn) || self.spec.dependsOn.all(d, d.name != self.metadata.name)`,message="spec.dependsOn names the Release itself: a Release cannot wait for itself"
 type Release struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
@@ -55,6 +56,16 @@ type ReleaseSpec struct {
 
 	// placement is where: the members of a placement decision of the Release's namespace.
 	Placement ReleasePlacement `json:"placement"`
+
+	// dependsOn are Releases of the same cluster set that must be Ready on a member, at their
+	// current revision, before this Release is applied there: per member, so a slow member holds
+	// only itself. Removed from a member, this Release goes first, its dependencies after. A
+	// cycle stalls every Release in it (Stalled DependencyCycle, naming the cycle).
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=16
+	DependsOn []ReleaseDependency `json:"dependsOn,omitempty"`
 
 	// targetNamespace is the namespace of the namespaced objects that name none; "default" when
 	// empty, as kubectl apply would.
@@ -439,6 +450,15 @@ type ReleaseIgnoredFields struct {
 	Paths []string `json:"paths"`
 }
 
+// ReleaseDependency is a Release another waits for.
+type ReleaseDependency struct {
+	// name is a Release of the same cluster set (namespace): a Release never waits for another
+	// set's, so there is no namespace to give.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	Name string `json:"name"`
+}
+
 // ReleaseDeletionPolicy is what happens to a Release's objects on a member it no longer reaches.
 type ReleaseDeletionPolicy string
 
@@ -659,7 +679,7 @@ type ReleaseList struct {
 // +kubebuilder:object:root=true
 // +kubebuilder:resource:scope=Namespaced,categories=clusterregistry
 // +kubebuilder:metadata:annotations="api-approved.kubernetes.io=unapproved, not an official Kubernetes API; see https://github.com/cluster-registry/sdk"
-// +kubebuilder:metadata:annotations="clusterregistry.k8s.io/schema-version=11"
+// +kubebuilder:metadata:annotations="clusterregistry.k8s.io/schema-version=12"
 // +kubebuilder:printcolumn:name="Release",type=string,JSONPath=`.metadata.labels.clusterregistry\.k8s\.io/release`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type ReleaseStatusSlice struct {

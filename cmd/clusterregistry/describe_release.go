@@ -102,6 +102,13 @@ func describeRelease(out io.Writer, rel *v1alpha1.Release, members []v1alpha1.Re
 	fmt.Fprintf(w, "Name:\t%s\n", rel.Name)
 	fmt.Fprintf(w, "Namespace:\t%s\n", rel.Namespace)
 	fmt.Fprintf(w, "Placement:\t%s\n", esc(releasePlacement(rel)))
+	if len(rel.Spec.DependsOn) > 0 {
+		var names []string
+		for _, d := range rel.Spec.DependsOn {
+			names = append(names, esc(d.Name))
+		}
+		fmt.Fprintf(w, "Depends on:\t%s\n", strings.Join(names, ", "))
+	}
 	switch src := rel.Spec.Source; {
 	case src.ConfigMap != nil && src.ConfigMap.Key != "":
 		fmt.Fprintf(w, "Source:\tConfigMap %s, key %s\n", esc(src.ConfigMap.Name), esc(src.ConfigMap.Key))

@@ -32,3 +32,12 @@ func TestDescribeReleaseOfAChart(t *testing.T) {
 	require.Contains(t, out.String(), "Source:            chart in ConfigMap shop-chart, key chart.tgz\n")
 	require.NotContains(t, out.String(), "Chart:")
 }
+
+// A Release's dependencies are named, as text.
+func TestDescribeReleaseNamesItsDependencies(t *testing.T) {
+	rel := &v1alpha1.Release{ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: "fleet"}, Spec: v1alpha1.ReleaseSpec{
+		Placement: v1alpha1.ReleasePlacement{Name: "web"}, DependsOn: []v1alpha1.ReleaseDependency{{Name: "db"}, {Name: "crds\x1b[31m"}}}}
+	var out bytes.Buffer
+	require.NoError(t, describeRelease(&out, rel, nil, time.Now()))
+	require.Regexp(t, `(?m)^Depends on:\s+db, crds\^\[\[31m$`, out.String())
+}

@@ -233,6 +233,12 @@ func rolloutVerbs(t *testing.T, lf *localfleet.Fleet, ns, first string, cmd func
 		code, out, _ = cmd("rollout", "status", "release/web", "--watch=false")
 		return code == 0 && strings.Contains(out, "wave 1 of 1 of revision ") && strings.Contains(out, "awaits approval: clusterregistry rollout approve release/web")
 	}, 20*time.Second, 100*time.Millisecond, "not awaiting approval: %s", out)
+	// Each member of the held wave says why (it said WaitingForWave before).
+	require.Eventually(t, func() bool {
+		r, err := registry.Releases(ns).Get(t.Context(), "web", metav1.GetOptions{})
+		return err == nil && len(r.Status.Worst) > 0 && r.Status.Worst[0].Reason == "AwaitingApproval" &&
+			strings.Contains(r.Status.Worst[0].Message, "wave 1 awaits approval")
+	}, 10*time.Second, 100*time.Millisecond, "the members do not say they await approval")
 	time.Sleep(time.Second)
 	require.Equal(t, "hello", greeting(), "the wave began unapproved")
 	code, out, errOut = cmd("rollout", "approve", "release/web")

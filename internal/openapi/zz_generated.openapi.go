@@ -54,6 +54,7 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		"github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ReleaseChartSource":        schema_cluster_registry_sdk_clusterregistry_v1alpha1_ReleaseChartSource(ref),
 		"github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ReleaseChartStatus":        schema_cluster_registry_sdk_clusterregistry_v1alpha1_ReleaseChartStatus(ref),
 		"github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ReleaseConfigMapSource":    schema_cluster_registry_sdk_clusterregistry_v1alpha1_ReleaseConfigMapSource(ref),
+		"github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ReleaseDependency":         schema_cluster_registry_sdk_clusterregistry_v1alpha1_ReleaseDependency(ref),
 		"github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ReleaseDrift":              schema_cluster_registry_sdk_clusterregistry_v1alpha1_ReleaseDrift(ref),
 		"github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ReleaseIgnoredFields":      schema_cluster_registry_sdk_clusterregistry_v1alpha1_ReleaseIgnoredFields(ref),
 		"github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ReleaseList":               schema_cluster_registry_sdk_clusterregistry_v1alpha1_ReleaseList(ref),
@@ -1118,6 +1119,28 @@ func schema_cluster_registry_sdk_clusterregistry_v1alpha1_ReleaseConfigMapSource
 	}
 }
 
+func schema_cluster_registry_sdk_clusterregistry_v1alpha1_ReleaseDependency(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "ReleaseDependency is a Release another waits for.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"name": {
+						SchemaProps: spec.SchemaProps{
+							Description: "name is a Release of the same cluster set (namespace): a Release never waits for another set's, so there is no namespace to give.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+				},
+				Required: []string{"name"},
+			},
+		},
+	}
+}
+
 func schema_cluster_registry_sdk_clusterregistry_v1alpha1_ReleaseDrift(ref common.ReferenceCallback) common.OpenAPIDefinition {
 	return common.OpenAPIDefinition{
 		Schema: spec.Schema{
@@ -1649,6 +1672,27 @@ func schema_cluster_registry_sdk_clusterregistry_v1alpha1_ReleaseSpec(ref common
 							Ref:         ref("github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ReleasePlacement"),
 						},
 					},
+					"dependsOn": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-map-keys": []interface{}{
+									"name",
+								},
+								"x-kubernetes-list-type": "map",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "dependsOn are Releases of the same cluster set that must be Ready on a member, at their current revision, before this Release is applied there: per member, so a slow member holds only itself. Removed from a member, this Release goes first, its dependencies after. A cycle stalls every Release in it (Stalled DependencyCycle, naming the cycle).",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref("github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ReleaseDependency"),
+									},
+								},
+							},
+						},
+					},
 					"targetNamespace": {
 						SchemaProps: spec.SchemaProps{
 							Description: "targetNamespace is the namespace of the namespaced objects that name none; \"default\" when empty, as kubectl apply would.",
@@ -1694,7 +1738,7 @@ func schema_cluster_registry_sdk_clusterregistry_v1alpha1_ReleaseSpec(ref common
 			},
 		},
 		Dependencies: []string{
-			"github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ReleaseDrift", "github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ReleasePlacement", "github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ReleaseRollout", "github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ReleaseSource"},
+			"github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ReleaseDependency", "github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ReleaseDrift", "github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ReleasePlacement", "github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ReleaseRollout", "github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ReleaseSource"},
 	}
 }
 

@@ -31,6 +31,11 @@ type ReleaseSpecApplyConfiguration struct {
 	Source *ReleaseSourceApplyConfiguration `json:"source,omitempty"`
 	// placement is where: the members of a placement decision of the Release's namespace.
 	Placement *ReleasePlacementApplyConfiguration `json:"placement,omitempty"`
+	// dependsOn are Releases of the same cluster set that must be Ready on a member, at their
+	// current revision, before this Release is applied there: per member, so a slow member holds
+	// only itself. Removed from a member, this Release goes first, its dependencies after. A
+	// cycle stalls every Release in it (Stalled DependencyCycle, naming the cycle).
+	DependsOn []ReleaseDependencyApplyConfiguration `json:"dependsOn,omitempty"`
 	// targetNamespace is the namespace of the namespaced objects that name none; "default" when
 	// empty, as kubectl apply would.
 	TargetNamespace *string `json:"targetNamespace,omitempty"`
@@ -71,6 +76,19 @@ func (b *ReleaseSpecApplyConfiguration) WithSource(value *ReleaseSourceApplyConf
 // If called multiple times, the Placement field is set to the value of the last call.
 func (b *ReleaseSpecApplyConfiguration) WithPlacement(value *ReleasePlacementApplyConfiguration) *ReleaseSpecApplyConfiguration {
 	b.Placement = value
+	return b
+}
+
+// WithDependsOn adds the given value to the DependsOn field in the declarative configuration
+// and returns the receiver, so that objects can be build by chaining "With" function invocations.
+// If called multiple times, values provided by each call will be appended to the DependsOn field.
+func (b *ReleaseSpecApplyConfiguration) WithDependsOn(values ...*ReleaseDependencyApplyConfiguration) *ReleaseSpecApplyConfiguration {
+	for i := range values {
+		if values[i] == nil {
+			panic("nil value passed to WithDependsOn")
+		}
+		b.DependsOn = append(b.DependsOn, *values[i])
+	}
 	return b
 }
 
