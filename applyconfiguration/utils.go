@@ -74,6 +74,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &clusterregistryv1alpha1.ReleaseDependencyApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("ReleaseDrift"):
 		return &clusterregistryv1alpha1.ReleaseDriftApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("ReleaseHealthCheck"):
+		return &clusterregistryv1alpha1.ReleaseHealthCheckApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("ReleaseIgnoredFields"):
 		return &clusterregistryv1alpha1.ReleaseIgnoredFieldsApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("ReleaseMemberStatus"):

@@ -593,7 +593,11 @@ func (c *Controller) observe(key types.NamespacedName, ms *memberState, a *appli
 	if olderThan(obj.GetResourceVersion(), a.resourceVersion) {
 		return false // the watch is behind the apply's answer
 	}
-	status, msg := health(obj)
+	var checks *healthChecks
+	if st := c.releases[key]; st != nil {
+		checks = st.health
+	}
+	status, msg := checks.judge(obj)
 	changed := status != a.status || msg != a.message || a.gone
 	a.status, a.message, a.gone = status, msg, false
 	if ms.drifted {
@@ -649,6 +653,11 @@ func (c *Controller) reconcile(ctx context.Context, key types.NamespacedName) (r
 		return 0, c.writeStatus(ctx, rel, nil, nil, progress{stalledReason: "Suspended", stalledMessage: "spec.suspend is true: nothing is applied or removed"})
 	}
 
+	checks, err := compileHealth(rel)
+	if err != nil {
+		return 0, c.writeStatus(ctx, rel, nil, nil, progress{stalledReason: "InvalidHealth", stalledMessage: err.Error()})
+	}
+	c.setHealth(st, checks)
 	in, recheck, stall := c.src.inputs(ctx, rel)
 	// A Ready Release comes back at least every Recheck (recheck.go).
 	defer func() { requeue = pick(pick(requeue, recheck), c.opts.Recheck) }()

@@ -213,7 +213,7 @@ func message(err error) string { return safetext.OneLine(err.Error(), 1024) }
 // applyOne applies one object to a member: its namespace defaulted where the member says the
 // kind is namespaced, forced only when the object is already the Release's (else a field another
 // writer owns is a Conflict, so that an object nobody gave the Release is not taken over).
-func (mc *memberClients) applyOne(ctx context.Context, u *unstructured.Unstructured, defaultNS, manager string, owned func(ref) bool) (applied, error) {
+func (mc *memberClients) applyOne(ctx context.Context, u *unstructured.Unstructured, defaultNS, manager string, owned func(ref) bool, checks *healthChecks) (applied, error) {
 	gvk := u.GroupVersionKind()
 	m, err := mc.mapping(gvk)
 	if err != nil {
@@ -240,7 +240,7 @@ func (mc *memberClients) applyOne(ctx context.Context, u *unstructured.Unstructu
 		return applied{ref: r}, err
 	}
 	a := applied{ref: r, fields: managerFields(out, manager), uid: out.GetUID(), resourceVersion: out.GetResourceVersion()}
-	a.status, a.message = health(out)
+	a.status, a.message = checks.judge(out)
 	return a, nil
 }
 

@@ -384,6 +384,26 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: policy
       type:
         scalar: string
+- name: com.github.cluster-registry.sdk.clusterregistry.v1alpha1.ReleaseHealthCheck
+  map:
+    fields:
+    - name: current
+      type:
+        scalar: string
+      default: ""
+    - name: failed
+      type:
+        scalar: string
+    - name: group
+      type:
+        scalar: string
+    - name: inProgress
+      type:
+        scalar: string
+    - name: kind
+      type:
+        scalar: string
+      default: ""
 - name: com.github.cluster-registry.sdk.clusterregistry.v1alpha1.ReleaseIgnoredFields
   map:
     fields:
@@ -560,6 +580,12 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: drift
       type:
         namedType: com.github.cluster-registry.sdk.clusterregistry.v1alpha1.ReleaseDrift
+    - name: health
+      type:
+        list:
+          elementType:
+            namedType: com.github.cluster-registry.sdk.clusterregistry.v1alpha1.ReleaseHealthCheck
+          elementRelationship: atomic
     - name: placement
       type:
         namedType: com.github.cluster-registry.sdk.clusterregistry.v1alpha1.ReleasePlacement

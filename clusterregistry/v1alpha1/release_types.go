@@ -26,7 +26,7 @@ import (
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:scope=Namespaced,shortName=rrel,categories=clusterregistry
 // +kubebuilder:metadata:annotations="api-approved.kubernetes.io=unapproved, not an official Kubernetes API; see https://github.com/cluster-registry/sdk"
-// +kubebuilder:metadata:annotations="clusterregistry.k8s.io/schema-version=12"
+// +kubebuilder:metadata:annotations="clusterregistry.k8s.io/schema-version=13"
 // +kubebuilder:printcolumn:name="Placement",type=string,JSONPath=`.spec.placement.name`
 // +kubebuilder:printcolumn:name="Revision",type=string,JSONPath=`.status.revision`
 // +kubebuilder:printcolumn:name="Members",type=integer,JSONPath=`.status.members`
@@ -89,6 +89,15 @@ type ReleaseSpec struct {
 	// Correct when unset.
 	// +optional
 	Drift *ReleaseDrift `json:"drift,omitempty"`
+
+	// health judges the objects of the kinds it names, where kstatus (which judges the built-in
+	// kinds and any object with standard conditions) cannot: a custom resource whose operator
+	// reports its own way. For an object of a kind named here, inProgress is evaluated first,
+	// then failed, then current; the first that holds gives its status, and none InProgress.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=16
+	Health []ReleaseHealthCheck `json:"health,omitempty"`
 
 	// deletionPolicy says what happens to the objects on the members when the Release is deleted
 	// or a member leaves the decision: Delete (the default) removes them, Orphan leaves them.
@@ -450,6 +459,34 @@ type ReleaseIgnoredFields struct {
 	Paths []string `json:"paths"`
 }
 
+// ReleaseHealthCheck says when an object of a kind is healthy, as CEL expressions over the
+// object (self), as Flux's healthCheckExprs do. Each evaluation is bounded in cost, as the API
+// server bounds a CRD's validation rules; an expression that does not compile stalls the Release
+// (InvalidHealth), naming it.
+type ReleaseHealthCheck struct {
+	// group is the kind's API group; empty for the core group.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	Group string `json:"group,omitempty"`
+	// kind is the kind, as objects name it.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	Kind string `json:"kind"`
+	// current holds when the object is healthy.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=1024
+	Current string `json:"current"`
+	// inProgress holds when the object is on its way: neither healthy nor failed yet.
+	// +optional
+	// +kubebuilder:validation:MaxLength=1024
+	InProgress string `json:"inProgress,omitempty"`
+	// failed holds when the object failed: its member fails, as a Deployment past its deadline
+	// does.
+	// +optional
+	// +kubebuilder:validation:MaxLength=1024
+	Failed string `json:"failed,omitempty"`
+}
+
 // ReleaseDependency is a Release another waits for.
 type ReleaseDependency struct {
 	// name is a Release of the same cluster set (namespace): a Release never waits for another
@@ -679,7 +716,7 @@ type ReleaseList struct {
 // +kubebuilder:object:root=true
 // +kubebuilder:resource:scope=Namespaced,categories=clusterregistry
 // +kubebuilder:metadata:annotations="api-approved.kubernetes.io=unapproved, not an official Kubernetes API; see https://github.com/cluster-registry/sdk"
-// +kubebuilder:metadata:annotations="clusterregistry.k8s.io/schema-version=12"
+// +kubebuilder:metadata:annotations="clusterregistry.k8s.io/schema-version=13"
 // +kubebuilder:printcolumn:name="Release",type=string,JSONPath=`.metadata.labels.clusterregistry\.k8s\.io/release`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type ReleaseStatusSlice struct {

@@ -56,6 +56,7 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		"github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ReleaseConfigMapSource":    schema_cluster_registry_sdk_clusterregistry_v1alpha1_ReleaseConfigMapSource(ref),
 		"github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ReleaseDependency":         schema_cluster_registry_sdk_clusterregistry_v1alpha1_ReleaseDependency(ref),
 		"github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ReleaseDrift":              schema_cluster_registry_sdk_clusterregistry_v1alpha1_ReleaseDrift(ref),
+		"github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ReleaseHealthCheck":        schema_cluster_registry_sdk_clusterregistry_v1alpha1_ReleaseHealthCheck(ref),
 		"github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ReleaseIgnoredFields":      schema_cluster_registry_sdk_clusterregistry_v1alpha1_ReleaseIgnoredFields(ref),
 		"github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ReleaseList":               schema_cluster_registry_sdk_clusterregistry_v1alpha1_ReleaseList(ref),
 		"github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ReleaseMemberStatus":       schema_cluster_registry_sdk_clusterregistry_v1alpha1_ReleaseMemberStatus(ref),
@@ -1181,6 +1182,57 @@ func schema_cluster_registry_sdk_clusterregistry_v1alpha1_ReleaseDrift(ref commo
 	}
 }
 
+func schema_cluster_registry_sdk_clusterregistry_v1alpha1_ReleaseHealthCheck(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "ReleaseHealthCheck says when an object of a kind is healthy, as CEL expressions over the object (self), as Flux's healthCheckExprs do. Each evaluation is bounded in cost, as the API server bounds a CRD's validation rules; an expression that does not compile stalls the Release (InvalidHealth), naming it.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"group": {
+						SchemaProps: spec.SchemaProps{
+							Description: "group is the kind's API group; empty for the core group.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "kind is the kind, as objects name it.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"current": {
+						SchemaProps: spec.SchemaProps{
+							Description: "current holds when the object is healthy.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"inProgress": {
+						SchemaProps: spec.SchemaProps{
+							Description: "inProgress holds when the object is on its way: neither healthy nor failed yet.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"failed": {
+						SchemaProps: spec.SchemaProps{
+							Description: "failed holds when the object failed: its member fails, as a Deployment past its deadline does.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+				},
+				Required: []string{"kind", "current"},
+			},
+		},
+	}
+}
+
 func schema_cluster_registry_sdk_clusterregistry_v1alpha1_ReleaseIgnoredFields(ref common.ReferenceCallback) common.OpenAPIDefinition {
 	return common.OpenAPIDefinition{
 		Schema: spec.Schema{
@@ -1719,6 +1771,24 @@ func schema_cluster_registry_sdk_clusterregistry_v1alpha1_ReleaseSpec(ref common
 							Ref:         ref("github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ReleaseDrift"),
 						},
 					},
+					"health": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "health judges the objects of the kinds it names, where kstatus (which judges the built-in kinds and any object with standard conditions) cannot: a custom resource whose operator reports its own way. For an object of a kind named here, inProgress is evaluated first, then failed, then current; the first that holds gives its status, and none InProgress.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref("github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ReleaseHealthCheck"),
+									},
+								},
+							},
+						},
+					},
 					"deletionPolicy": {
 						SchemaProps: spec.SchemaProps{
 							Description: "deletionPolicy says what happens to the objects on the members when the Release is deleted or a member leaves the decision: Delete (the default) removes them, Orphan leaves them.",
@@ -1738,7 +1808,7 @@ func schema_cluster_registry_sdk_clusterregistry_v1alpha1_ReleaseSpec(ref common
 			},
 		},
 		Dependencies: []string{
-			"github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ReleaseDependency", "github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ReleaseDrift", "github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ReleasePlacement", "github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ReleaseRollout", "github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ReleaseSource"},
+			"github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ReleaseDependency", "github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ReleaseDrift", "github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ReleaseHealthCheck", "github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ReleasePlacement", "github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ReleaseRollout", "github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ReleaseSource"},
 	}
 }
 

@@ -50,6 +50,11 @@ type ReleaseSpecApplyConfiguration struct {
 	// drift says what to do when an object applied to a member is changed there by someone else;
 	// Correct when unset.
 	Drift *ReleaseDriftApplyConfiguration `json:"drift,omitempty"`
+	// health judges the objects of the kinds it names, where kstatus (which judges the built-in
+	// kinds and any object with standard conditions) cannot: a custom resource whose operator
+	// reports its own way. For an object of a kind named here, inProgress is evaluated first,
+	// then failed, then current; the first that holds gives its status, and none InProgress.
+	Health []ReleaseHealthCheckApplyConfiguration `json:"health,omitempty"`
 	// deletionPolicy says what happens to the objects on the members when the Release is deleted
 	// or a member leaves the decision: Delete (the default) removes them, Orphan leaves them.
 	DeletionPolicy *clusterregistryv1alpha1.ReleaseDeletionPolicy `json:"deletionPolicy,omitempty"`
@@ -121,6 +126,19 @@ func (b *ReleaseSpecApplyConfiguration) WithRollout(value *ReleaseRolloutApplyCo
 // If called multiple times, the Drift field is set to the value of the last call.
 func (b *ReleaseSpecApplyConfiguration) WithDrift(value *ReleaseDriftApplyConfiguration) *ReleaseSpecApplyConfiguration {
 	b.Drift = value
+	return b
+}
+
+// WithHealth adds the given value to the Health field in the declarative configuration
+// and returns the receiver, so that objects can be build by chaining "With" function invocations.
+// If called multiple times, values provided by each call will be appended to the Health field.
+func (b *ReleaseSpecApplyConfiguration) WithHealth(values ...*ReleaseHealthCheckApplyConfiguration) *ReleaseSpecApplyConfiguration {
+	for i := range values {
+		if values[i] == nil {
+			panic("nil value passed to WithHealth")
+		}
+		b.Health = append(b.Health, *values[i])
+	}
 	return b
 }
 
