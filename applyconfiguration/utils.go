@@ -74,6 +74,10 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &clusterregistryv1alpha1.ReleaseDependencyApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("ReleaseDrift"):
 		return &clusterregistryv1alpha1.ReleaseDriftApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("ReleaseFeedback"):
+		return &clusterregistryv1alpha1.ReleaseFeedbackApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("ReleaseFeedbackValue"):
+		return &clusterregistryv1alpha1.ReleaseFeedbackValueApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("ReleaseHealthCheck"):
 		return &clusterregistryv1alpha1.ReleaseHealthCheckApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("ReleaseIgnoredFields"):

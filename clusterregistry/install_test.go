@@ -215,6 +215,7 @@ func TestSchemaVersionIsRaisedWithTheSchema(t *testing.T) {
 		11: "f3d7a8723b5c1ee99e1c77aa6ff068d6b2b607e8e439e060b82f01d9cb6ee536", // a Release's status.lastCompleteRevision
 		12: "a3137a31103778098c07cb6f5ba464ef20b3d663794bb11bb27f7bbe52ab4168", // a Release's spec.dependsOn
 		13: "eacbeaadcad4ef5a7365f8d10e1a9bf842ba32e60e82b3308531137a14a692c3", // a Release's spec.health
+		14: "12a40d7b8ccca471853ebb442c5acc1a004946114fa8bfb994d2881c40d3fcbd", // a Release's spec.feedback and its members' feedback
 	}
 	if want := digests[clusterregistry.SchemaVersion]; digest != want {
 		t.Errorf("the CRD's schema changed (digest %s) without a new schema version: raise SchemaVersion and the "+

@@ -58,10 +58,10 @@ func (sa serverSideApplier) apply(ctx context.Context, rel *v1alpha1.Release, b 
 		return
 	}
 	objects := map[ref]*applied{}
-	checks := sa.c.healthOf(relKey)
+	rules := sa.c.rulesOf(relKey)
 	for _, u := range objs {
 		sa.c.writes.Add(1)
-		a, err := mc.applyOne(ctx, u, defaultNS, sa.c.fieldManager(relKey), owned, checks)
+		a, err := mc.applyOne(ctx, u, defaultNS, sa.c.fieldManager(relKey), owned, rules)
 		if err != nil {
 			if isNoMatchOrDiscovery(err) {
 				sa.c.clients.forget(m)

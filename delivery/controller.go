@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -593,13 +594,14 @@ func (c *Controller) observe(key types.NamespacedName, ms *memberState, a *appli
 	if olderThan(obj.GetResourceVersion(), a.resourceVersion) {
 		return false // the watch is behind the apply's answer
 	}
-	var checks *healthChecks
+	var rules objectRules
 	if st := c.releases[key]; st != nil {
-		checks = st.health
+		rules = st.rules
 	}
-	status, msg := checks.judge(obj)
-	changed := status != a.status || msg != a.message || a.gone
-	a.status, a.message, a.gone = status, msg, false
+	status, msg := rules.health.judge(obj)
+	fb := readFeedback(rules.feedback, obj)
+	changed := status != a.status || msg != a.message || a.gone || !maps.Equal(fb, a.feedback)
+	a.status, a.message, a.gone, a.feedback = status, msg, false, fb
 	if ms.drifted {
 		return changed
 	}
@@ -653,11 +655,11 @@ func (c *Controller) reconcile(ctx context.Context, key types.NamespacedName) (r
 		return 0, c.writeStatus(ctx, rel, nil, nil, progress{stalledReason: "Suspended", stalledMessage: "spec.suspend is true: nothing is applied or removed"})
 	}
 
-	checks, err := compileHealth(rel)
+	rules, invalid, err := compileRules(rel)
 	if err != nil {
-		return 0, c.writeStatus(ctx, rel, nil, nil, progress{stalledReason: "InvalidHealth", stalledMessage: err.Error()})
+		return 0, c.writeStatus(ctx, rel, nil, nil, progress{stalledReason: invalid, stalledMessage: err.Error()})
 	}
-	c.setHealth(st, checks)
+	c.setRules(st, rules)
 	in, recheck, stall := c.src.inputs(ctx, rel)
 	// A Ready Release comes back at least every Recheck (recheck.go).
 	defer func() { requeue = pick(pick(requeue, recheck), c.opts.Recheck) }()

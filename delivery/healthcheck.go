@@ -108,30 +108,50 @@ func (hc *healthChecks) judge(u *unstructured.Unstructured) (string, string) {
 	return "InProgress", fmt.Sprintf("none of spec.health[%d]'s expressions holds", c.index)
 }
 
-// setHealth keeps rel key's compiled checks; a change is judged again at once, from the watch
-// caches (recheck).
-func (c *Controller) setHealth(st *releaseState, hc *healthChecks) {
+// objectRules are what a Release says of its objects on members besides applying them: how to
+// judge their health (spec.health) and what to read from them (spec.feedback).
+type objectRules struct {
+	health   *healthChecks
+	feedback []feedbackReader
+	// spec is both as written: a change is judged again (recheck).
+	spec string
+}
+
+// compileRules compiles rel's spec.health and spec.feedback; the error names what does not
+// compile, with the reason status gives it.
+func compileRules(rel *v1alpha1.Release) (objectRules, string, error) {
+	hc, err := compileHealth(rel)
+	if err != nil {
+		return objectRules{}, "InvalidHealth", err
+	}
+	fb, err := compileFeedback(rel)
+	if err != nil {
+		return objectRules{}, "InvalidFeedback", err
+	}
+	r := objectRules{health: hc, feedback: fb, spec: fmt.Sprintf("%v", rel.Spec.Feedback)}
+	if hc != nil {
+		r.spec += hc.spec
+	}
+	return r, "", nil
+}
+
+// setRules keeps a Release's rules; a change is judged again at once, from the watch caches
+// (recheck).
+func (c *Controller) setRules(st *releaseState, r objectRules) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if specOf(st.health) != specOf(hc) {
-		st.health = hc
+	if st.rules.spec != r.spec {
+		st.rules = r
 		st.checked = st.checked.AddDate(-1, 0, 0) // due now
 	}
 }
 
-// healthOf is the Release key's checks; nil judges by kstatus.
-func (c *Controller) healthOf(key types.NamespacedName) *healthChecks {
+// rulesOf are the Release key's rules; the zero rules judge by kstatus and read nothing.
+func (c *Controller) rulesOf(key types.NamespacedName) objectRules {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if st := c.releases[key]; st != nil {
-		return st.health
+		return st.rules
 	}
-	return nil
-}
-
-func specOf(hc *healthChecks) string {
-	if hc == nil {
-		return ""
-	}
-	return hc.spec
+	return objectRules{}
 }

@@ -44,7 +44,8 @@ func TestHealthOfACustomResource(t *testing.T) {
 		Health: []v1alpha1.ReleaseHealthCheck{{Group: group, Kind: "Widget",
 			InProgress: `!has(self.status) || !has(self.status.phase) || self.status.phase == 'Starting'`,
 			Failed:     `self.status.phase == 'Broken'`,
-			Current:    `self.status.phase == 'Running'`}}}}, metav1.CreateOptions{})
+			Current:    `self.status.phase == 'Running'`}},
+		Feedback: []v1alpha1.ReleaseFeedback{{Name: "phase", Group: group, Kind: "Widget", ObjectName: "w", JSONPath: "{.status.phase}"}}}}, metav1.CreateOptions{})
 	require.NoError(t, err)
 
 	got := env.waitRelease(t, "widgets", "applied, in progress by its health", func(r *v1alpha1.Release) bool {
@@ -63,6 +64,16 @@ func TestHealthOfACustomResource(t *testing.T) {
 	}
 	setPhase("Running")
 	env.waitRelease(t, "widgets", "Ready by its health", func(r *v1alpha1.Release) bool { return r.Status.Ready == 1 })
+	// spec.feedback read the phase into member-1's status, from the watch.
+	slices := env.registry.ClusterregistryV1alpha1().ReleaseStatusSlices(env.ns)
+	require.Eventually(t, func() bool {
+		list, err := slices.List(t.Context(), metav1.ListOptions{LabelSelector: v1alpha1.ReleaseLabel + "=widgets"})
+		if err != nil || len(list.Items) != 1 || len(list.Items[0].Members) != 1 {
+			return false
+		}
+		fb := list.Items[0].Members[0].Feedback
+		return len(fb) == 1 && fb[0] == v1alpha1.ReleaseFeedbackValue{Name: "phase", Value: "Running"}
+	}, 10*time.Second, 100*time.Millisecond, "the phase was not fed back")
 	setPhase("Broken")
 	got = env.waitRelease(t, "widgets", "failed by its health", func(r *v1alpha1.Release) bool {
 		return len(r.Status.Worst) == 1 && r.Status.Worst[0].Phase == v1alpha1.PhaseFailed
@@ -70,7 +81,16 @@ func TestHealthOfACustomResource(t *testing.T) {
 	require.Equal(t, "ObjectFailed", got.Status.Worst[0].Reason)
 	require.Contains(t, got.Status.Worst[0].Message, "spec.health[0].failed holds")
 
-	env.updateRelease(t, env.ns, "widgets", func(cur *v1alpha1.Release) { cur.Spec.Health[0].Current = "self.status.phase ==" })
+	env.updateRelease(t, env.ns, "widgets", func(cur *v1alpha1.Release) { cur.Spec.Feedback[0].JSONPath = "{.status.phase" })
+	got = env.waitRelease(t, "widgets", "stalled by the path", func(r *v1alpha1.Release) bool {
+		st := meta.FindStatusCondition(r.Status.Conditions, v1alpha1.ReleaseStalled)
+		return st != nil && st.Reason == "InvalidFeedback"
+	})
+	require.Contains(t, meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ReleaseStalled).Message, "spec.feedback[0] (phase)")
+	env.updateRelease(t, env.ns, "widgets", func(cur *v1alpha1.Release) {
+		cur.Spec.Feedback = nil
+		cur.Spec.Health[0].Current = "self.status.phase =="
+	})
 	got = env.waitRelease(t, "widgets", "stalled by the expression", func(r *v1alpha1.Release) bool {
 		st := meta.FindStatusCondition(r.Status.Conditions, v1alpha1.ReleaseStalled)
 		return st != nil && st.Reason == "InvalidHealth"

@@ -57,6 +57,8 @@ type applied struct {
 	uid types.UID
 	// resourceVersion is the apply's answer's: the watch's events older than it are not news.
 	resourceVersion string
+	// feedback are the values spec.feedback read from it, by name.
+	feedback map[string]string
 }
 
 // memberClients are what the Controller keeps per member, for its applies and Helm mode's
@@ -213,7 +215,7 @@ func message(err error) string { return safetext.OneLine(err.Error(), 1024) }
 // applyOne applies one object to a member: its namespace defaulted where the member says the
 // kind is namespaced, forced only when the object is already the Release's (else a field another
 // writer owns is a Conflict, so that an object nobody gave the Release is not taken over).
-func (mc *memberClients) applyOne(ctx context.Context, u *unstructured.Unstructured, defaultNS, manager string, owned func(ref) bool, checks *healthChecks) (applied, error) {
+func (mc *memberClients) applyOne(ctx context.Context, u *unstructured.Unstructured, defaultNS, manager string, owned func(ref) bool, rules objectRules) (applied, error) {
 	gvk := u.GroupVersionKind()
 	m, err := mc.mapping(gvk)
 	if err != nil {
@@ -240,7 +242,8 @@ func (mc *memberClients) applyOne(ctx context.Context, u *unstructured.Unstructu
 		return applied{ref: r}, err
 	}
 	a := applied{ref: r, fields: managerFields(out, manager), uid: out.GetUID(), resourceVersion: out.GetResourceVersion()}
-	a.status, a.message = checks.judge(out)
+	a.status, a.message = rules.health.judge(out)
+	a.feedback = readFeedback(rules.feedback, out)
 	return a, nil
 }
 

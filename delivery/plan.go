@@ -35,8 +35,10 @@ type view struct {
 	failedAt   time.Time
 	attempts   int      // failed applies in a row, for the retry's backoff
 	notCurrent *applied // the first object (by name) that is not Current, if any
-	// objects are its objects as status lists them, by name.
-	objects []v1alpha1.ReleaseObjectStatus
+	// objects are its objects as status lists them, by name; feedback what spec.feedback read
+	// from them.
+	objects  []v1alpha1.ReleaseObjectStatus
+	feedback []v1alpha1.ReleaseFeedbackValue
 }
 
 // viewOf copies a member's state, with c.mu held.
@@ -50,7 +52,9 @@ func viewOf(ms *memberState) view {
 	if !ms.ready() {
 		v.readyAt = time.Time{}
 	}
-	for _, a := range ms.sortedObjects() {
+	sorted := ms.sortedObjects()
+	v.feedback = feedbackOf(sorted)
+	for _, a := range sorted {
 		st, msg := a.status, a.message
 		if a.gone {
 			st, msg = "NotFound", "deleted on the member"

@@ -23,8 +23,8 @@ type releaseState struct {
 	restarted *string
 	// checked is when the applied objects were last compared with the watch caches (recheck.go).
 	checked time.Time
-	// health are its compiled spec.health (healthcheck.go); nil judges by kstatus alone.
-	health *healthChecks
+	// rules are its compiled spec.health and spec.feedback (healthcheck.go).
+	rules objectRules
 	// readySig is the revision and the members the Release was last Ready on, as its dependents
 	// were told (dependencies.go).
 	readySig string

@@ -384,6 +384,38 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: policy
       type:
         scalar: string
+- name: com.github.cluster-registry.sdk.clusterregistry.v1alpha1.ReleaseFeedback
+  map:
+    fields:
+    - name: group
+      type:
+        scalar: string
+    - name: jsonPath
+      type:
+        scalar: string
+      default: ""
+    - name: kind
+      type:
+        scalar: string
+      default: ""
+    - name: name
+      type:
+        scalar: string
+      default: ""
+    - name: objectName
+      type:
+        scalar: string
+      default: ""
+- name: com.github.cluster-registry.sdk.clusterregistry.v1alpha1.ReleaseFeedbackValue
+  map:
+    fields:
+    - name: name
+      type:
+        scalar: string
+      default: ""
+    - name: value
+      type:
+        scalar: string
 - name: com.github.cluster-registry.sdk.clusterregistry.v1alpha1.ReleaseHealthCheck
   map:
     fields:
@@ -427,6 +459,14 @@ var schemaYAML = typed.YAMLObject(`types:
       type:
         scalar: string
       default: ""
+    - name: feedback
+      type:
+        list:
+          elementType:
+            namedType: com.github.cluster-registry.sdk.clusterregistry.v1alpha1.ReleaseFeedbackValue
+          elementRelationship: associative
+          keys:
+          - name
     - name: lastApplied
       type:
         namedType: io.k8s.apimachinery.pkg.apis.meta.v1.Time
@@ -580,6 +620,14 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: drift
       type:
         namedType: com.github.cluster-registry.sdk.clusterregistry.v1alpha1.ReleaseDrift
+    - name: feedback
+      type:
+        list:
+          elementType:
+            namedType: com.github.cluster-registry.sdk.clusterregistry.v1alpha1.ReleaseFeedback
+          elementRelationship: associative
+          keys:
+          - name
     - name: health
       type:
         list:

@@ -26,7 +26,7 @@ import (
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:scope=Namespaced,shortName=rrel,categories=clusterregistry
 // +kubebuilder:metadata:annotations="api-approved.kubernetes.io=unapproved, not an official Kubernetes API; see https://github.com/cluster-registry/sdk"
-// +kubebuilder:metadata:annotations="clusterregistry.k8s.io/schema-version=13"
+// +kubebuilder:metadata:annotations="clusterregistry.k8s.io/schema-version=14"
 // +kubebuilder:printcolumn:name="Placement",type=string,JSONPath=`.spec.placement.name`
 // +kubebuilder:printcolumn:name="Revision",type=string,JSONPath=`.status.revision`
 // +kubebuilder:printcolumn:name="Members",type=integer,JSONPath=`.status.members`
@@ -98,6 +98,16 @@ type ReleaseSpec struct {
 	// +listType=atomic
 	// +kubebuilder:validation:MaxItems=16
 	Health []ReleaseHealthCheck `json:"health,omitempty"`
+
+	// feedback reads values from the members' copies of the Release's objects (a Service's
+	// load-balancer address, an operator's reported version) into each member's entry in the
+	// status slices, from the controller's watch caches: no polling. Each value is cut to 256
+	// characters.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=8
+	Feedback []ReleaseFeedback `json:"feedback,omitempty"`
 
 	// deletionPolicy says what happens to the objects on the members when the Release is deleted
 	// or a member leaves the decision: Delete (the default) removes them, Orphan leaves them.
@@ -487,6 +497,43 @@ type ReleaseHealthCheck struct {
 	Failed string `json:"failed,omitempty"`
 }
 
+// ReleaseFeedback is one value read from one object of the Release on each member.
+type ReleaseFeedback struct {
+	// name names the value in each member's status.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$`
+	Name string `json:"name"`
+	// group is the object's API group; empty for the core group.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	Group string `json:"group,omitempty"`
+	// kind is the object's kind.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	Kind string `json:"kind"`
+	// objectName is the object's name (its namespace is the one it was applied to).
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	ObjectName string `json:"objectName"`
+	// jsonPath is what to read, as kubectl's -o jsonpath takes it:
+	// {.status.loadBalancer.ingress[0].ip}. A path the object lacks reads as empty.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=256
+	JSONPath string `json:"jsonPath"`
+}
+
+// ReleaseFeedbackValue is a value spec.feedback read on a member.
+type ReleaseFeedbackValue struct {
+	// name is the feedback's name.
+	// +kubebuilder:validation:MaxLength=63
+	Name string `json:"name"`
+	// value is what its path read (cut to 256 characters); empty when the object lacks it.
+	// +optional
+	// +kubebuilder:validation:MaxLength=256
+	Value string `json:"value,omitempty"`
+}
+
 // ReleaseDependency is a Release another waits for.
 type ReleaseDependency struct {
 	// name is a Release of the same cluster set (namespace): a Release never waits for another
@@ -649,6 +696,12 @@ type ReleaseMemberStatus struct {
 	// lastApplied is when the revision was last applied there.
 	// +optional
 	LastApplied *metav1.Time `json:"lastApplied,omitempty"`
+	// feedback are the values spec.feedback read from the objects there.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=8
+	Feedback []ReleaseFeedbackValue `json:"feedback,omitempty"`
 	// objects are the objects applied there, with their health; in ReleaseStatusSlices only.
 	// +optional
 	// +listType=atomic
@@ -716,7 +769,7 @@ type ReleaseList struct {
 // +kubebuilder:object:root=true
 // +kubebuilder:resource:scope=Namespaced,categories=clusterregistry
 // +kubebuilder:metadata:annotations="api-approved.kubernetes.io=unapproved, not an official Kubernetes API; see https://github.com/cluster-registry/sdk"
-// +kubebuilder:metadata:annotations="clusterregistry.k8s.io/schema-version=13"
+// +kubebuilder:metadata:annotations="clusterregistry.k8s.io/schema-version=14"
 // +kubebuilder:printcolumn:name="Release",type=string,JSONPath=`.metadata.labels.clusterregistry\.k8s\.io/release`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type ReleaseStatusSlice struct {

@@ -214,5 +214,22 @@ func describeRelease(out io.Writer, rel *v1alpha1.Release, members []v1alpha1.Re
 		}
 		fmt.Fprintf(w, "  %s\t%s\t%s\t%s\t%s\t%s\n", esc(m.Cluster), m.Phase, orDash(m.Revision), orDash(esc(m.Reason)), applied, orDash(esc(strings.TrimPrefix(msg, "; "))))
 	}
+	describeFeedback(w, members)
 	return w.Flush()
+}
+
+// describeFeedback writes what spec.feedback read on each member, if anything, as text.
+func describeFeedback(w io.Writer, members []v1alpha1.ReleaseMemberStatus) {
+	if !slices.ContainsFunc(members, func(m v1alpha1.ReleaseMemberStatus) bool { return len(m.Feedback) > 0 }) {
+		return
+	}
+	esc := printers.EscapeTerminal
+	fmt.Fprintln(w, "Feedback:")
+	for _, m := range members {
+		var values []string
+		for _, f := range m.Feedback {
+			values = append(values, esc(f.Name)+"="+esc(f.Value))
+		}
+		fmt.Fprintf(w, "  %s\t%s\n", esc(m.Cluster), orDash(strings.Join(values, ", ")))
+	}
 }

@@ -41,3 +41,15 @@ func TestDescribeReleaseNamesItsDependencies(t *testing.T) {
 	require.NoError(t, describeRelease(&out, rel, nil, time.Now()))
 	require.Regexp(t, `(?m)^Depends on:\s+db, crds\^\[\[31m$`, out.String())
 }
+
+// What spec.feedback read on each member is shown, as text.
+func TestDescribeReleaseShowsFeedback(t *testing.T) {
+	rel := &v1alpha1.Release{ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: "fleet"}, Spec: v1alpha1.ReleaseSpec{Placement: v1alpha1.ReleasePlacement{Name: "web"}}}
+	members := []v1alpha1.ReleaseMemberStatus{
+		{Cluster: "m1", Phase: v1alpha1.PhaseReady, Feedback: []v1alpha1.ReleaseFeedbackValue{{Name: "address", Value: "10.0.0.1"}, {Name: "version", Value: "v2\x1b[2J"}}},
+		{Cluster: "m2", Phase: v1alpha1.PhasePending},
+	}
+	var out bytes.Buffer
+	require.NoError(t, describeRelease(&out, rel, members, time.Now()))
+	require.Regexp(t, `(?m)^Feedback:\n\s+m1\s+address=10.0.0.1, version=v2\^\[\[2J\n\s+m2\s+-$`, out.String())
+}

@@ -56,6 +56,8 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		"github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ReleaseConfigMapSource":    schema_cluster_registry_sdk_clusterregistry_v1alpha1_ReleaseConfigMapSource(ref),
 		"github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ReleaseDependency":         schema_cluster_registry_sdk_clusterregistry_v1alpha1_ReleaseDependency(ref),
 		"github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ReleaseDrift":              schema_cluster_registry_sdk_clusterregistry_v1alpha1_ReleaseDrift(ref),
+		"github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ReleaseFeedback":           schema_cluster_registry_sdk_clusterregistry_v1alpha1_ReleaseFeedback(ref),
+		"github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ReleaseFeedbackValue":      schema_cluster_registry_sdk_clusterregistry_v1alpha1_ReleaseFeedbackValue(ref),
 		"github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ReleaseHealthCheck":        schema_cluster_registry_sdk_clusterregistry_v1alpha1_ReleaseHealthCheck(ref),
 		"github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ReleaseIgnoredFields":      schema_cluster_registry_sdk_clusterregistry_v1alpha1_ReleaseIgnoredFields(ref),
 		"github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ReleaseList":               schema_cluster_registry_sdk_clusterregistry_v1alpha1_ReleaseList(ref),
@@ -1182,6 +1184,88 @@ func schema_cluster_registry_sdk_clusterregistry_v1alpha1_ReleaseDrift(ref commo
 	}
 }
 
+func schema_cluster_registry_sdk_clusterregistry_v1alpha1_ReleaseFeedback(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "ReleaseFeedback is one value read from one object of the Release on each member.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"name": {
+						SchemaProps: spec.SchemaProps{
+							Description: "name names the value in each member's status.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"group": {
+						SchemaProps: spec.SchemaProps{
+							Description: "group is the object's API group; empty for the core group.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "kind is the object's kind.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"objectName": {
+						SchemaProps: spec.SchemaProps{
+							Description: "objectName is the object's name (its namespace is the one it was applied to).",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"jsonPath": {
+						SchemaProps: spec.SchemaProps{
+							Description: "jsonPath is what to read, as kubectl's -o jsonpath takes it: {.status.loadBalancer.ingress[0].ip}. A path the object lacks reads as empty.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+				},
+				Required: []string{"name", "kind", "objectName", "jsonPath"},
+			},
+		},
+	}
+}
+
+func schema_cluster_registry_sdk_clusterregistry_v1alpha1_ReleaseFeedbackValue(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "ReleaseFeedbackValue is a value spec.feedback read on a member.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"name": {
+						SchemaProps: spec.SchemaProps{
+							Description: "name is the feedback's name.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"value": {
+						SchemaProps: spec.SchemaProps{
+							Description: "value is what its path read (cut to 256 characters); empty when the object lacks it.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+				},
+				Required: []string{"name"},
+			},
+		},
+	}
+}
+
 func schema_cluster_registry_sdk_clusterregistry_v1alpha1_ReleaseHealthCheck(ref common.ReferenceCallback) common.OpenAPIDefinition {
 	return common.OpenAPIDefinition{
 		Schema: spec.Schema{
@@ -1379,6 +1463,27 @@ func schema_cluster_registry_sdk_clusterregistry_v1alpha1_ReleaseMemberStatus(re
 							Ref:         ref(v1.Time{}.OpenAPIModelName()),
 						},
 					},
+					"feedback": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-map-keys": []interface{}{
+									"name",
+								},
+								"x-kubernetes-list-type": "map",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "feedback are the values spec.feedback read from the objects there.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref("github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ReleaseFeedbackValue"),
+									},
+								},
+							},
+						},
+					},
 					"objects": {
 						VendorExtensible: spec.VendorExtensible{
 							Extensions: spec.Extensions{
@@ -1402,7 +1507,7 @@ func schema_cluster_registry_sdk_clusterregistry_v1alpha1_ReleaseMemberStatus(re
 			},
 		},
 		Dependencies: []string{
-			"github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ReleaseObjectStatus", v1.Time{}.OpenAPIModelName()},
+			"github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ReleaseFeedbackValue", "github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ReleaseObjectStatus", v1.Time{}.OpenAPIModelName()},
 	}
 }
 
@@ -1789,6 +1894,27 @@ func schema_cluster_registry_sdk_clusterregistry_v1alpha1_ReleaseSpec(ref common
 							},
 						},
 					},
+					"feedback": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-map-keys": []interface{}{
+									"name",
+								},
+								"x-kubernetes-list-type": "map",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "feedback reads values from the members' copies of the Release's objects (a Service's load-balancer address, an operator's reported version) into each member's entry in the status slices, from the controller's watch caches: no polling. Each value is cut to 256 characters.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref("github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ReleaseFeedback"),
+									},
+								},
+							},
+						},
+					},
 					"deletionPolicy": {
 						SchemaProps: spec.SchemaProps{
 							Description: "deletionPolicy says what happens to the objects on the members when the Release is deleted or a member leaves the decision: Delete (the default) removes them, Orphan leaves them.",
@@ -1808,7 +1934,7 @@ func schema_cluster_registry_sdk_clusterregistry_v1alpha1_ReleaseSpec(ref common
 			},
 		},
 		Dependencies: []string{
-			"github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ReleaseDependency", "github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ReleaseDrift", "github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ReleaseHealthCheck", "github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ReleasePlacement", "github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ReleaseRollout", "github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ReleaseSource"},
+			"github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ReleaseDependency", "github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ReleaseDrift", "github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ReleaseFeedback", "github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ReleaseHealthCheck", "github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ReleasePlacement", "github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ReleaseRollout", "github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ReleaseSource"},
 	}
 }
 

@@ -42,6 +42,8 @@ type ReleaseMemberStatusApplyConfiguration struct {
 	Message *string `json:"message,omitempty"`
 	// lastApplied is when the revision was last applied there.
 	LastApplied *v1.Time `json:"lastApplied,omitempty"`
+	// feedback are the values spec.feedback read from the objects there.
+	Feedback []ReleaseFeedbackValueApplyConfiguration `json:"feedback,omitempty"`
 	// objects are the objects applied there, with their health; in ReleaseStatusSlices only.
 	Objects []ReleaseObjectStatusApplyConfiguration `json:"objects,omitempty"`
 }
@@ -97,6 +99,19 @@ func (b *ReleaseMemberStatusApplyConfiguration) WithMessage(value string) *Relea
 // If called multiple times, the LastApplied field is set to the value of the last call.
 func (b *ReleaseMemberStatusApplyConfiguration) WithLastApplied(value v1.Time) *ReleaseMemberStatusApplyConfiguration {
 	b.LastApplied = &value
+	return b
+}
+
+// WithFeedback adds the given value to the Feedback field in the declarative configuration
+// and returns the receiver, so that objects can be build by chaining "With" function invocations.
+// If called multiple times, values provided by each call will be appended to the Feedback field.
+func (b *ReleaseMemberStatusApplyConfiguration) WithFeedback(values ...*ReleaseFeedbackValueApplyConfiguration) *ReleaseMemberStatusApplyConfiguration {
+	for i := range values {
+		if values[i] == nil {
+			panic("nil value passed to WithFeedback")
+		}
+		b.Feedback = append(b.Feedback, *values[i])
+	}
 	return b
 }
 

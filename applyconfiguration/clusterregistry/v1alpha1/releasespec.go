@@ -55,6 +55,11 @@ type ReleaseSpecApplyConfiguration struct {
 	// reports its own way. For an object of a kind named here, inProgress is evaluated first,
 	// then failed, then current; the first that holds gives its status, and none InProgress.
 	Health []ReleaseHealthCheckApplyConfiguration `json:"health,omitempty"`
+	// feedback reads values from the members' copies of the Release's objects (a Service's
+	// load-balancer address, an operator's reported version) into each member's entry in the
+	// status slices, from the controller's watch caches: no polling. Each value is cut to 256
+	// characters.
+	Feedback []ReleaseFeedbackApplyConfiguration `json:"feedback,omitempty"`
 	// deletionPolicy says what happens to the objects on the members when the Release is deleted
 	// or a member leaves the decision: Delete (the default) removes them, Orphan leaves them.
 	DeletionPolicy *clusterregistryv1alpha1.ReleaseDeletionPolicy `json:"deletionPolicy,omitempty"`
@@ -138,6 +143,19 @@ func (b *ReleaseSpecApplyConfiguration) WithHealth(values ...*ReleaseHealthCheck
 			panic("nil value passed to WithHealth")
 		}
 		b.Health = append(b.Health, *values[i])
+	}
+	return b
+}
+
+// WithFeedback adds the given value to the Feedback field in the declarative configuration
+// and returns the receiver, so that objects can be build by chaining "With" function invocations.
+// If called multiple times, values provided by each call will be appended to the Feedback field.
+func (b *ReleaseSpecApplyConfiguration) WithFeedback(values ...*ReleaseFeedbackApplyConfiguration) *ReleaseSpecApplyConfiguration {
+	for i := range values {
+		if values[i] == nil {
+			panic("nil value passed to WithFeedback")
+		}
+		b.Feedback = append(b.Feedback, *values[i])
 	}
 	return b
 }
