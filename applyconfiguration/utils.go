@@ -88,6 +88,10 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &clusterregistryv1alpha1.ReleaseMemberValueApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("ReleaseObjectStatus"):
 		return &clusterregistryv1alpha1.ReleaseObjectStatusApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("ReleaseOverride"):
+		return &clusterregistryv1alpha1.ReleaseOverrideApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("ReleasePatch"):
+		return &clusterregistryv1alpha1.ReleasePatchApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("ReleasePhaseCount"):
 		return &clusterregistryv1alpha1.ReleasePhaseCountApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("ReleasePlacement"):

@@ -79,5 +79,5 @@ func (sa serverSideApplier) apply(ctx context.Context, rel *v1alpha1.Release, b 
 		sa.c.mu.Unlock()
 		return
 	}
-	sa.c.recordApplied(relKey, ms, b.Revision, objects)
+	sa.c.recordApplied(relKey, ms, b.revisionFor(m.Cluster()), objects)
 }

@@ -668,7 +668,11 @@ func (c *Controller) reconcile(ctx context.Context, key types.NamespacedName) (r
 	}
 	bundle, err := Render(rel, in)
 	if err != nil {
-		return 0, c.writeStatus(ctx, rel, nil, nil, progress{stalledReason: "InvalidSource", stalledMessage: err.Error()})
+		reason := "InvalidSource"
+		if oe := (*OverrideError)(nil); errors.As(err, &oe) {
+			reason = "InvalidOverride"
+		}
+		return 0, c.writeStatus(ctx, rel, nil, nil, progress{stalledReason: reason, stalledMessage: err.Error()})
 	}
 	return c.deliver(ctx, rel, st, bundle, ownsRelease)
 }
@@ -716,7 +720,7 @@ type target struct {
 func (c *Controller) pass(ctx context.Context, rel *v1alpha1.Release, st *releaseState, dec *decision.Decision, t target, ownsRelease bool) (time.Duration, error) {
 	byName := c.memberIndex()
 	c.recheck(types.NamespacedName{Namespace: rel.Namespace, Name: rel.Name}, st, time.Now())
-	snap := c.snapshot(st, dec, t.waves, t.bundle.Revision, t.gates, byName)
+	snap := c.snapshot(st, dec, t.waves, t.bundle, t.gates, byName)
 	restart := rel.Annotations[v1alpha1.RestartedAtAnnotation]
 	c.mu.Lock()
 	snap.resync = st.restarted != nil && *st.restarted != restart
@@ -732,7 +736,7 @@ func (c *Controller) pass(ctx context.Context, rel *v1alpha1.Release, st *releas
 		}
 		// Status says where the acts left the rollout, from a plan of what they left; what they
 		// changed is judged again at the next pass, with the watch's first events in.
-		snap = c.snapshot(st, dec, t.waves, t.bundle.Revision, t.gates, byName)
+		snap = c.snapshot(st, dec, t.waves, t.bundle, t.gates, byName)
 		snap.waiting, snap.held = c.dependencyGates(rel, dec.Clusters, snap.leaving)
 		p, wait = decide(snap), time.Second
 	}
@@ -775,7 +779,22 @@ func (c *Controller) report(ctx context.Context, rel *v1alpha1.Release, st *rele
 
 // snapshot copies, with the Controller's lock, what a pass decides from (see decide). dec nil
 // is a Release being deleted: only the members this replica holds.
-func (c *Controller) snapshot(st *releaseState, dec *decision.Decision, waves [][]types.NamespacedName, revision string, g gates, byName map[types.NamespacedName]*multicluster.Member) snapshot {
+func (c *Controller) snapshot(st *releaseState, dec *decision.Decision, waves [][]types.NamespacedName, b *Bundle, g gates, byName map[types.NamespacedName]*multicluster.Member) snapshot {
+	revision := ""
+	if b != nil {
+		revision = b.Revision
+	}
+	// want is the revision a member should run: with the overrides that choose it, when this
+	// replica knows its Cluster.
+	want := func(k types.NamespacedName) string {
+		if m := byName[k]; m != nil && b != nil {
+			return b.revisionFor(m.Cluster())
+		}
+		if b != nil && len(b.overrides) == 0 {
+			return revision
+		}
+		return ""
+	}
 	s := snapshot{now: time.Now(), revision: revision, gates: g, waves: waves, views: map[types.NamespacedName]view{},
 		own: map[types.NamespacedName]view{}, mine: map[types.NamespacedName]bool{}, fresh: c.opts.Fresh == nil || c.opts.Fresh()}
 	named := map[types.NamespacedName]bool{}
@@ -786,14 +805,14 @@ func (c *Controller) snapshot(st *releaseState, dec *decision.Decision, waves []
 		for _, k := range dec.Clusters {
 			named[k] = true
 			if ms := st.at(c, k); ms != nil {
-				s.views[k] = viewOf(ms)
+				s.views[k] = viewOf(ms, revision, want(k))
 			}
 			// Sharded, a member not yet in this replica's view waits until it is.
 			s.mine[k] = c.owns(k) && (c.opts.Sharding == nil || byName[k] != nil)
 		}
 	}
 	for k, ms := range st.members {
-		s.own[k] = viewOf(ms)
+		s.own[k] = viewOf(ms, revision, want(k))
 		if dec != nil && !named[k] && c.owns(k) {
 			s.leaving = append(s.leaving, k)
 		}
@@ -889,7 +908,11 @@ func (c *Controller) applyMember(ctx context.Context, rel *v1alpha1.Release, b *
 	fail := func(err *memberError) {
 		c.mu.Lock()
 		during := ms.during
-		ms.fail(b.Revision, err, time.Now())
+		revision := b.Revision
+		if m != nil {
+			revision = b.revisionFor(m.Cluster())
+		}
+		ms.fail(revision, err, time.Now())
 		changed := c.replay(relKey, ms, during)
 		c.mu.Unlock()
 		if changed {
@@ -1053,7 +1076,7 @@ func (c *Controller) finalize(ctx context.Context, rel *v1alpha1.Release, st *re
 		left += reported
 	}
 	if left > 0 || !ownsRelease {
-		snap := c.snapshot(st, nil, nil, "", gates{}, nil)
+		snap := c.snapshot(st, nil, nil, nil, gates{}, nil)
 		msg := fmt.Sprintf("%d members still have the Release's objects", left)
 		for _, why := range held {
 			msg += fmt.Sprintf(" (%d wait: %s)", len(held), why)

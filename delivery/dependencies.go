@@ -122,7 +122,7 @@ func (c *Controller) readyOn(key types.NamespacedName, revision string, k types.
 		return false
 	}
 	ms := st.members[k]
-	return ms != nil && !ms.applying && ms.revision == revision && ms.err == nil && ms.ready()
+	return ms != nil && !ms.applying && ofRevision(ms.revision, revision) && ms.err == nil && ms.ready()
 }
 
 // tellDependents makes the Releases that depend on rel look again when the members it is Ready

@@ -42,6 +42,7 @@ type RevisionRecord struct {
 	CreateNamespace bool                         `json:"createNamespace,omitempty"`
 	Drift           *v1alpha1.ReleaseDrift       `json:"drift,omitempty"`
 	Chart           *v1alpha1.ReleaseChartStatus `json:"chart,omitempty"`
+	Overrides       []v1alpha1.ReleaseOverride   `json:"overrides,omitempty"`
 }
 
 // WaveTimes are when one wave of a revision's rollout started and, once every member of it was
@@ -101,8 +102,8 @@ func revisionOf(cr *appsv1.ControllerRevision) Revision {
 func Undo(rel *v1alpha1.Release, to Revision) *v1alpha1.Release {
 	out := rel.DeepCopy()
 	rec := to.Record.DeepCopy()
-	out.Spec.Source, out.Spec.TargetNamespace, out.Spec.CreateNamespace, out.Spec.Drift =
-		rec.Source, rec.TargetNamespace, rec.CreateNamespace, rec.Drift
+	out.Spec.Source, out.Spec.TargetNamespace, out.Spec.CreateNamespace, out.Spec.Drift, out.Spec.Overrides =
+		rec.Source, rec.TargetNamespace, rec.CreateNamespace, rec.Drift, rec.Overrides
 	if ch := out.Spec.Source.Chart; ch != nil && ch.Repository != nil && rec.Chart != nil {
 		ch.Repository.Version, ch.Repository.Digest = rec.Chart.Version, rec.Chart.Digest
 	}
@@ -124,13 +125,17 @@ func (r *RevisionRecord) DeepCopy() *RevisionRecord {
 		c := *r.Chart
 		out.Chart = &c
 	}
+	out.Overrides = nil
+	for _, o := range r.Overrides {
+		out.Overrides = append(out.Overrides, *o.DeepCopy())
+	}
 	return &out
 }
 
 // recordOf is what rel's revision b is made from.
 func recordOf(rel *v1alpha1.Release, b *Bundle) RevisionRecord {
 	return RevisionRecord{Source: rel.Spec.Source, TargetNamespace: rel.Spec.TargetNamespace,
-		CreateNamespace: rel.Spec.CreateNamespace, Drift: rel.Spec.Drift, Chart: b.chartStatus()}
+		CreateNamespace: rel.Spec.CreateNamespace, Drift: rel.Spec.Drift, Chart: b.chartStatus(), Overrides: rel.Spec.Overrides}
 }
 
 // revisionName is the ControllerRevision of a Release's revision.

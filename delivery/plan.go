@@ -22,8 +22,11 @@ import (
 // view is one member of a Release as a pass sees it: a copy of its memberState, so that deciding
 // reads no memory another goroutine writes.
 type view struct {
-	known      bool // the Controller has a state for the member (it applied there, or is told of it)
-	revision   string
+	known bool // the Controller has a state for the member (it applied there, or is told of it)
+	// revision is what the member runs, as the plan compares it (viewOf); memberRevision as its
+	// objects' labels and status name it.
+	revision       string
+	memberRevision string
 	applied    time.Time
 	readyAt    time.Time // zero: not every object Current at revision
 	applying   bool
@@ -41,13 +44,27 @@ type view struct {
 	feedback []v1alpha1.ReleaseFeedbackValue
 }
 
-// viewOf copies a member's state, with c.mu held.
-func viewOf(ms *memberState) view {
+// viewOf copies a member's state, with c.mu held. base is the Release's revision the pass
+// delivers and want the member's (base, with the overrides that choose it; "" when this replica
+// cannot tell, sharded, for another replica's member): the view says base where the member runs,
+// or failed at, what it should, so that the plan compares every member with base alone.
+func viewOf(ms *memberState, base, want string) view {
 	if ms == nil {
 		return view{}
 	}
-	v := view{known: true, revision: ms.revision, applied: ms.applied, readyAt: ms.readyAt, applying: ms.applying,
-		removing: ms.removing, drifted: ms.drifted, drift: ms.drift, err: ms.err, failedRev: ms.failedRev,
+	at := func(r string) string {
+		switch {
+		case r == "":
+			return r
+		case r == want || (want == "" && ofRevision(r, base)):
+			return base
+		case r == base:
+			return base + "-" // what the member ran before an override chose it: not base now
+		}
+		return r
+	}
+	v := view{known: true, revision: at(ms.revision), memberRevision: ms.revision, applied: ms.applied, readyAt: ms.readyAt,
+		applying: ms.applying, removing: ms.removing, drifted: ms.drifted, drift: ms.drift, err: ms.err, failedRev: at(ms.failedRev),
 		failedAt: ms.failedAt, attempts: ms.attempts}
 	if !ms.ready() {
 		v.readyAt = time.Time{}
@@ -311,8 +328,8 @@ func (s snapshot) judge(v view, notStarted bool) judgement {
 		if notStarted {
 			j.reason, j.message = "RolloutStopped", "the rollout stopped before this member's wave"
 		}
-		if v.revision != "" {
-			j.message = safetext.OneLine(fmt.Sprintf("runs revision %s; %s", v.revision, cmp.Or(j.message, "waits for its wave")), 1024)
+		if v.memberRevision != "" {
+			j.message = safetext.OneLine(fmt.Sprintf("runs revision %s; %s", v.memberRevision, cmp.Or(j.message, "waits for its wave")), 1024)
 		}
 		return j
 	}
@@ -354,8 +371,8 @@ func (s snapshot) judge(v view, notStarted bool) judgement {
 // awaitingApproval is the judgement of a member whose wave waits for approval.
 func (s snapshot) awaitingApproval(v view, wave int) judgement {
 	msg := fmt.Sprintf("wave %d awaits approval (clusterregistry rollout approve)", wave)
-	if v.revision != "" {
-		msg += "; runs revision " + v.revision
+	if v.memberRevision != "" {
+		msg += "; runs revision " + v.memberRevision
 	}
 	return judgement{v1alpha1.PhasePending, "AwaitingApproval", msg}
 }

@@ -34,6 +34,8 @@ type Bundle struct {
 
 	rel   *v1alpha1.Release
 	chart *chartSource
+	// overrides are the Release's spec.overrides, compiled (overrides.go).
+	overrides []override
 }
 
 // chartStatus is the chart the Bundle delivers, for the Release's status; nil when its source
@@ -49,15 +51,24 @@ func (b *Bundle) chartStatus() *v1alpha1.ReleaseChartStatus {
 // objectsFor are the objects to apply to the member of cluster: Objects, or the chart rendered
 // with the member's values, labelled and ordered as Objects are.
 func (b *Bundle) objectsFor(cluster *v1alpha1.Cluster) ([]*unstructured.Unstructured, error) {
-	if b.chart == nil {
-		return b.Objects, nil
+	objs := b.Objects
+	if b.chart != nil {
+		var err error
+		if objs, err = b.chart.objects(cluster); err != nil {
+			return nil, err
+		}
+		finish(b.rel, objs, b.Revision)
 	}
-	objs, err := b.chart.objects(cluster)
+	ch := chosen(b.overrides, cluster)
+	if len(ch) == 0 {
+		return objs, nil
+	}
+	patched, err := applyOverrides(objs, ch)
 	if err != nil {
 		return nil, err
 	}
-	finish(b.rel, objs, b.Revision)
-	return objs, nil
+	finish(b.rel, patched, memberRevision(b.Revision, ch))
+	return patched, nil
 }
 
 // SourceError is a Release's source that cannot be rendered: Where names the manifest (its index,
@@ -87,8 +98,21 @@ type Inputs struct {
 // engine (package chartrender) for each member as it is applied to, and here with the Release's
 // values alone, to check it. Namespaced objects without a namespace get rel.Spec.TargetNamespace
 // ("default" when empty) once namespaced is known, in Place; here every object is only checked
-// and labelled. Errors are *SourceError.
+// and labelled. Overrides (spec.overrides) are checked against those objects, and applied for
+// each member as it is applied to. Errors are *SourceError, or *OverrideError.
 func Render(rel *v1alpha1.Release, in Inputs) (*Bundle, error) {
+	b, err := renderSource(rel, in)
+	if err != nil {
+		return nil, err
+	}
+	if err := b.withOverrides(rel); err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
+// renderSource is Render without the overrides.
+func renderSource(rel *v1alpha1.Release, in Inputs) (*Bundle, error) {
 	configMap := in.ConfigMap
 	var objs []*unstructured.Unstructured
 	sum := sha256.New()

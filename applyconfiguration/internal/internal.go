@@ -534,6 +534,42 @@ var schemaYAML = typed.YAMLObject(`types:
       type:
         scalar: string
       default: ""
+- name: com.github.cluster-registry.sdk.clusterregistry.v1alpha1.ReleaseOverride
+  map:
+    fields:
+    - name: clusterSelector
+      type:
+        namedType: io.k8s.apimachinery.pkg.apis.meta.v1.LabelSelector
+    - name: name
+      type:
+        scalar: string
+      default: ""
+    - name: patches
+      type:
+        list:
+          elementType:
+            namedType: com.github.cluster-registry.sdk.clusterregistry.v1alpha1.ReleasePatch
+          elementRelationship: atomic
+- name: com.github.cluster-registry.sdk.clusterregistry.v1alpha1.ReleasePatch
+  map:
+    fields:
+    - name: group
+      type:
+        scalar: string
+    - name: kind
+      type:
+        scalar: string
+      default: ""
+    - name: name
+      type:
+        scalar: string
+    - name: patch
+      type:
+        scalar: string
+      default: ""
+    - name: type
+      type:
+        scalar: string
 - name: com.github.cluster-registry.sdk.clusterregistry.v1alpha1.ReleasePhaseCount
   map:
     fields:
@@ -634,6 +670,14 @@ var schemaYAML = typed.YAMLObject(`types:
           elementType:
             namedType: com.github.cluster-registry.sdk.clusterregistry.v1alpha1.ReleaseHealthCheck
           elementRelationship: atomic
+    - name: overrides
+      type:
+        list:
+          elementType:
+            namedType: com.github.cluster-registry.sdk.clusterregistry.v1alpha1.ReleaseOverride
+          elementRelationship: associative
+          keys:
+          - name
     - name: placement
       type:
         namedType: com.github.cluster-registry.sdk.clusterregistry.v1alpha1.ReleasePlacement

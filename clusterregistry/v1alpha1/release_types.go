@@ -26,7 +26,7 @@ import (
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:scope=Namespaced,shortName=rrel,categories=clusterregistry
 // +kubebuilder:metadata:annotations="api-approved.kubernetes.io=unapproved, not an official Kubernetes API; see https://github.com/cluster-registry/sdk"
-// +kubebuilder:metadata:annotations="clusterregistry.k8s.io/schema-version=14"
+// +kubebuilder:metadata:annotations="clusterregistry.k8s.io/schema-version=15"
 // +kubebuilder:printcolumn:name="Placement",type=string,JSONPath=`.spec.placement.name`
 // +kubebuilder:printcolumn:name="Revision",type=string,JSONPath=`.status.revision`
 // +kubebuilder:printcolumn:name="Members",type=integer,JSONPath=`.status.members`
@@ -108,6 +108,18 @@ type ReleaseSpec struct {
 	// +listMapKey=name
 	// +kubebuilder:validation:MaxItems=8
 	Feedback []ReleaseFeedback `json:"feedback,omitempty"`
+
+	// overrides change the rendered objects on the members they choose (manifests, and charts in
+	// Render mode), after rendering: another hostname, replica count or image registry per
+	// region. A member's revision (the label on its objects, its entry in status) includes the
+	// overrides that choose it, so changing an override rolls out only to those members. A patch
+	// that does not apply stalls the Release (InvalidOverride), naming the override and the
+	// object.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=32
+	Overrides []ReleaseOverride `json:"overrides,omitempty"`
 
 	// deletionPolicy says what happens to the objects on the members when the Release is deleted
 	// or a member leaves the decision: Delete (the default) removes them, Orphan leaves them.
@@ -497,6 +509,61 @@ type ReleaseHealthCheck struct {
 	Failed string `json:"failed,omitempty"`
 }
 
+// ReleaseOverride is patches for the members a selector chooses.
+type ReleaseOverride struct {
+	// name names the override in members' revisions, status and errors.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	Name string `json:"name"`
+	// clusterSelector chooses the members by their Cluster's labels; every member when unset.
+	// +optional
+	ClusterSelector *metav1.LabelSelector `json:"clusterSelector,omitempty"`
+	// patches are applied in order, each to the objects it targets.
+	// +listType=atomic
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=16
+	Patches []ReleasePatch `json:"patches"`
+}
+
+// ReleasePatchType is how a patch is applied.
+// +kubebuilder:validation:Enum=StrategicMerge;Merge;JSON
+type ReleasePatchType string
+
+// Patch types.
+const (
+	// PatchStrategicMerge is kubectl's strategic merge patch for the built-in kinds (lists of
+	// containers merge by name); a JSON merge patch for other kinds.
+	PatchStrategicMerge ReleasePatchType = "StrategicMerge"
+	// PatchMerge is a JSON merge patch (RFC 7386).
+	PatchMerge ReleasePatchType = "Merge"
+	// PatchJSON is a JSON patch (RFC 6902): a list of operations.
+	PatchJSON ReleasePatchType = "JSON"
+)
+
+// ReleasePatch is one patch of the objects it targets.
+type ReleasePatch struct {
+	// group is the targets' API group; empty for the core group.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	Group string `json:"group,omitempty"`
+	// kind is the targets' kind.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	Kind string `json:"kind"`
+	// name is the target's name; every object of the kind when empty.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name,omitempty"`
+	// type is how patch applies; StrategicMerge when unset.
+	// +optional
+	Type ReleasePatchType `json:"type,omitempty"`
+	// patch is the patch, as JSON or YAML.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=16384
+	Patch string `json:"patch"`
+}
+
 // ReleaseFeedback is one value read from one object of the Release on each member.
 type ReleaseFeedback struct {
 	// name names the value in each member's status.
@@ -769,7 +836,7 @@ type ReleaseList struct {
 // +kubebuilder:object:root=true
 // +kubebuilder:resource:scope=Namespaced,categories=clusterregistry
 // +kubebuilder:metadata:annotations="api-approved.kubernetes.io=unapproved, not an official Kubernetes API; see https://github.com/cluster-registry/sdk"
-// +kubebuilder:metadata:annotations="clusterregistry.k8s.io/schema-version=14"
+// +kubebuilder:metadata:annotations="clusterregistry.k8s.io/schema-version=15"
 // +kubebuilder:printcolumn:name="Release",type=string,JSONPath=`.metadata.labels.clusterregistry\.k8s\.io/release`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type ReleaseStatusSlice struct {

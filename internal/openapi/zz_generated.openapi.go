@@ -64,6 +64,8 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		"github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ReleaseMemberStatus":       schema_cluster_registry_sdk_clusterregistry_v1alpha1_ReleaseMemberStatus(ref),
 		"github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ReleaseMemberValue":        schema_cluster_registry_sdk_clusterregistry_v1alpha1_ReleaseMemberValue(ref),
 		"github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ReleaseObjectStatus":       schema_cluster_registry_sdk_clusterregistry_v1alpha1_ReleaseObjectStatus(ref),
+		"github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ReleaseOverride":           schema_cluster_registry_sdk_clusterregistry_v1alpha1_ReleaseOverride(ref),
+		"github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ReleasePatch":              schema_cluster_registry_sdk_clusterregistry_v1alpha1_ReleasePatch(ref),
 		"github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ReleasePhaseCount":         schema_cluster_registry_sdk_clusterregistry_v1alpha1_ReleasePhaseCount(ref),
 		"github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ReleasePlacement":          schema_cluster_registry_sdk_clusterregistry_v1alpha1_ReleasePlacement(ref),
 		"github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ReleaseRollout":            schema_cluster_registry_sdk_clusterregistry_v1alpha1_ReleaseRollout(ref),
@@ -1622,6 +1624,105 @@ func schema_cluster_registry_sdk_clusterregistry_v1alpha1_ReleaseObjectStatus(re
 	}
 }
 
+func schema_cluster_registry_sdk_clusterregistry_v1alpha1_ReleaseOverride(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "ReleaseOverride is patches for the members a selector chooses.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"name": {
+						SchemaProps: spec.SchemaProps{
+							Description: "name names the override in members' revisions, status and errors.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"clusterSelector": {
+						SchemaProps: spec.SchemaProps{
+							Description: "clusterSelector chooses the members by their Cluster's labels; every member when unset.",
+							Ref:         ref(v1.LabelSelector{}.OpenAPIModelName()),
+						},
+					},
+					"patches": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "patches are applied in order, each to the objects it targets.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref("github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ReleasePatch"),
+									},
+								},
+							},
+						},
+					},
+				},
+				Required: []string{"name", "patches"},
+			},
+		},
+		Dependencies: []string{
+			"github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ReleasePatch", v1.LabelSelector{}.OpenAPIModelName()},
+	}
+}
+
+func schema_cluster_registry_sdk_clusterregistry_v1alpha1_ReleasePatch(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "ReleasePatch is one patch of the objects it targets.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"group": {
+						SchemaProps: spec.SchemaProps{
+							Description: "group is the targets' API group; empty for the core group.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "kind is the targets' kind.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"name": {
+						SchemaProps: spec.SchemaProps{
+							Description: "name is the target's name; every object of the kind when empty.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"type": {
+						SchemaProps: spec.SchemaProps{
+							Description: "type is how patch applies; StrategicMerge when unset.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"patch": {
+						SchemaProps: spec.SchemaProps{
+							Description: "patch is the patch, as JSON or YAML.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+				},
+				Required: []string{"kind", "patch"},
+			},
+		},
+	}
+}
+
 func schema_cluster_registry_sdk_clusterregistry_v1alpha1_ReleasePhaseCount(ref common.ReferenceCallback) common.OpenAPIDefinition {
 	return common.OpenAPIDefinition{
 		Schema: spec.Schema{
@@ -1915,6 +2016,27 @@ func schema_cluster_registry_sdk_clusterregistry_v1alpha1_ReleaseSpec(ref common
 							},
 						},
 					},
+					"overrides": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-map-keys": []interface{}{
+									"name",
+								},
+								"x-kubernetes-list-type": "map",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "overrides change the rendered objects on the members they choose (manifests, and charts in Render mode), after rendering: another hostname, replica count or image registry per region. A member's revision (the label on its objects, its entry in status) includes the overrides that choose it, so changing an override rolls out only to those members. A patch that does not apply stalls the Release (InvalidOverride), naming the override and the object.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref("github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ReleaseOverride"),
+									},
+								},
+							},
+						},
+					},
 					"deletionPolicy": {
 						SchemaProps: spec.SchemaProps{
 							Description: "deletionPolicy says what happens to the objects on the members when the Release is deleted or a member leaves the decision: Delete (the default) removes them, Orphan leaves them.",
@@ -1934,7 +2056,7 @@ func schema_cluster_registry_sdk_clusterregistry_v1alpha1_ReleaseSpec(ref common
 			},
 		},
 		Dependencies: []string{
-			"github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ReleaseDependency", "github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ReleaseDrift", "github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ReleaseFeedback", "github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ReleaseHealthCheck", "github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ReleasePlacement", "github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ReleaseRollout", "github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ReleaseSource"},
+			"github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ReleaseDependency", "github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ReleaseDrift", "github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ReleaseFeedback", "github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ReleaseHealthCheck", "github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ReleaseOverride", "github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ReleasePlacement", "github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ReleaseRollout", "github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ReleaseSource"},
 	}
 }
 

@@ -60,6 +60,13 @@ type ReleaseSpecApplyConfiguration struct {
 	// status slices, from the controller's watch caches: no polling. Each value is cut to 256
 	// characters.
 	Feedback []ReleaseFeedbackApplyConfiguration `json:"feedback,omitempty"`
+	// overrides change the rendered objects on the members they choose (manifests, and charts in
+	// Render mode), after rendering: another hostname, replica count or image registry per
+	// region. A member's revision (the label on its objects, its entry in status) includes the
+	// overrides that choose it, so changing an override rolls out only to those members. A patch
+	// that does not apply stalls the Release (InvalidOverride), naming the override and the
+	// object.
+	Overrides []ReleaseOverrideApplyConfiguration `json:"overrides,omitempty"`
 	// deletionPolicy says what happens to the objects on the members when the Release is deleted
 	// or a member leaves the decision: Delete (the default) removes them, Orphan leaves them.
 	DeletionPolicy *clusterregistryv1alpha1.ReleaseDeletionPolicy `json:"deletionPolicy,omitempty"`
@@ -156,6 +163,19 @@ func (b *ReleaseSpecApplyConfiguration) WithFeedback(values ...*ReleaseFeedbackA
 			panic("nil value passed to WithFeedback")
 		}
 		b.Feedback = append(b.Feedback, *values[i])
+	}
+	return b
+}
+
+// WithOverrides adds the given value to the Overrides field in the declarative configuration
+// and returns the receiver, so that objects can be build by chaining "With" function invocations.
+// If called multiple times, values provided by each call will be appended to the Overrides field.
+func (b *ReleaseSpecApplyConfiguration) WithOverrides(values ...*ReleaseOverrideApplyConfiguration) *ReleaseSpecApplyConfiguration {
+	for i := range values {
+		if values[i] == nil {
+			panic("nil value passed to WithOverrides")
+		}
+		b.Overrides = append(b.Overrides, *values[i])
 	}
 	return b
 }
