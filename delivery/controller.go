@@ -207,16 +207,7 @@ func (c *Controller) informers() error {
 		inf cache.SharedIndexInformer
 		fn  func(obj any)
 	}{
-		// A Release's change (its spec, its status's revision) may let those that depend on it go
-		// on, or break a cycle they are in.
-		{rel.Informer(), func(obj any) {
-			enqueue(obj)
-			if r, ok := obj.(*v1alpha1.Release); ok {
-				for _, d := range c.dependents(r) {
-					c.queue.Add(d)
-				}
-			}
-		}},
+		{rel.Informer(), func(obj any) { enqueue(obj); c.enqueueDependents(obj) }},
 		{dec.Informer(), func(obj any) { c.enqueueFor(obj, c.releasesOfDecision) }},
 		{cms.Informer(), func(obj any) { c.enqueueFor(obj, c.releasesOfConfigMap) }},
 		// Another replica's report (sharded) moves the waves, the Release's status and the

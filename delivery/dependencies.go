@@ -155,3 +155,13 @@ func (c *Controller) tellDependencies(rel *v1alpha1.Release) {
 		c.queue.Add(types.NamespacedName{Namespace: rel.Namespace, Name: d.Name})
 	}
 }
+
+// enqueueDependents, on a Release's change (its spec, its status's revision), makes those that
+// depend on it look again: it may let them go on, or break a cycle they are in.
+func (c *Controller) enqueueDependents(obj any) {
+	if r, ok := obj.(*v1alpha1.Release); ok {
+		for _, d := range c.dependents(r) {
+			c.queue.Add(d)
+		}
+	}
+}

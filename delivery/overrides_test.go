@@ -34,7 +34,9 @@ func TestOverrides(t *testing.T) {
 		}}}
 	b, err := Render(rel, Inputs{})
 	require.NoError(t, err)
-	cluster := func(l map[string]string) *v1alpha1.Cluster { return &v1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Labels: l}} }
+	cluster := func(l map[string]string) *v1alpha1.Cluster {
+		return &v1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Labels: l}}
+	}
 
 	us := cluster(map[string]string{"region": "us"})
 	require.Equal(t, b.Revision, b.revisionFor(us))

@@ -27,17 +27,17 @@ type view struct {
 	// objects' labels and status name it.
 	revision       string
 	memberRevision string
-	applied    time.Time
-	readyAt    time.Time // zero: not every object Current at revision
-	applying   bool
-	removing   bool
-	drifted    bool
-	drift      string // what drifted, for the member's message
-	err        *memberError
-	failedRev  string
-	failedAt   time.Time
-	attempts   int      // failed applies in a row, for the retry's backoff
-	notCurrent *applied // the first object (by name) that is not Current, if any
+	applied        time.Time
+	readyAt        time.Time // zero: not every object Current at revision
+	applying       bool
+	removing       bool
+	drifted        bool
+	drift          string // what drifted, for the member's message
+	err            *memberError
+	failedRev      string
+	failedAt       time.Time
+	attempts       int      // failed applies in a row, for the retry's backoff
+	notCurrent     *applied // the first object (by name) that is not Current, if any
 	// objects are its objects as status lists them, by name; feedback what spec.feedback read
 	// from them.
 	objects  []v1alpha1.ReleaseObjectStatus
