@@ -72,6 +72,8 @@ type chartMember struct {
 	Revision string `json:"revision,omitempty"`
 	Reason   string `json:"reason,omitempty"`
 	Message  string `json:"message,omitempty"`
+	// Feedback are the values the Release's spec.feedback read on the member.
+	Feedback map[string]string `json:"feedback,omitempty"`
 }
 
 // chartRequest is the body of POST /charts and PUT /charts/{namespace}/{name}; PATCH takes
@@ -124,7 +126,14 @@ func releaseOf(rel *v1alpha1.Release, slices []v1alpha1.ReleaseStatusSlice) char
 		out.Conditions = append(out.Conditions, chartCondition{Type: c.Type, Status: string(c.Status), Reason: c.Reason, Message: c.Message})
 	}
 	for _, m := range v1alpha1.MembersOf(rel, slices) {
-		out.PerMember = append(out.PerMember, chartMember{Cluster: m.Cluster, Phase: string(m.Phase), Revision: m.Revision, Reason: m.Reason, Message: m.Message})
+		cm := chartMember{Cluster: m.Cluster, Phase: string(m.Phase), Revision: m.Revision, Reason: m.Reason, Message: m.Message}
+		for _, f := range m.Feedback {
+			if cm.Feedback == nil {
+				cm.Feedback = map[string]string{}
+			}
+			cm.Feedback[f.Name] = f.Value
+		}
+		out.PerMember = append(out.PerMember, cm)
 	}
 	slicesSortMembers(out.PerMember)
 	return out
