@@ -217,6 +217,7 @@ func TestSchemaVersionIsRaisedWithTheSchema(t *testing.T) {
 		13: "eacbeaadcad4ef5a7365f8d10e1a9bf842ba32e60e82b3308531137a14a692c3", // a Release's spec.health
 		14: "12a40d7b8ccca471853ebb442c5acc1a004946114fa8bfb994d2881c40d3fcbd", // a Release's spec.feedback and its members' feedback
 		15: "2ce88cc2801326c214b6d6ced600edcf470974789125afce482d39f87f056a9e", // a Release's spec.overrides
+		16: "84891fe5f10c795805efc5b8970c81ea8280dcc11228e28ba617ca585af9b027", // an override's cel
 	}
 	if want := digests[clusterregistry.SchemaVersion]; digest != want {
 		t.Errorf("the CRD's schema changed (digest %s) without a new schema version: raise SchemaVersion and the "+

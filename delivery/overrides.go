@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
+	"github.com/cluster-registry/sdk/placement"
 )
 
 // A Release's spec.overrides patch its rendered objects on the members they choose. A member's
@@ -47,6 +48,7 @@ func (e *OverrideError) Unwrap() error { return e.Err }
 type override struct {
 	name     string
 	selector labels.Selector // nil chooses every member
+	cel      *placement.ClusterExpression
 	patches  []patch
 	// sum is a hash of the override as written: it makes the revision of the members it chooses.
 	sum string
@@ -73,6 +75,13 @@ func compileOverrides(rel *v1alpha1.Release) ([]override, error) {
 			}
 			ov.selector = sel
 		}
+		if o.CEL != "" {
+			expr, err := placement.CompileClusterExpression(o.CEL)
+			if err != nil {
+				return nil, &OverrideError{Where: where + ".cel", Err: err}
+			}
+			ov.cel = expr
+		}
 		for j, p := range o.Patches {
 			data, err := yaml.YAMLToJSON([]byte(p.Patch))
 			if err != nil {
@@ -93,11 +102,23 @@ func compileOverrides(rel *v1alpha1.Release) ([]override, error) {
 func chosen(overrides []override, cluster *v1alpha1.Cluster) []override {
 	var out []override
 	for _, o := range overrides {
-		if cluster != nil && (o.selector == nil || o.selector.Matches(labels.Set(cluster.Labels))) {
+		if cluster != nil && o.chooses(cluster) {
 			out = append(out, o)
 		}
 	}
 	return out
+}
+
+// chooses: the override's selector and cel both keep cluster.
+func (o override) chooses(cluster *v1alpha1.Cluster) bool {
+	if o.selector != nil && !o.selector.Matches(labels.Set(cluster.Labels)) {
+		return false
+	}
+	if o.cel != nil {
+		ok, err := o.cel.Matches(cluster)
+		return err == nil && ok
+	}
+	return true
 }
 
 // memberRevision is the revision of a member that overrides choose: the Release's, a dash, and

@@ -28,10 +28,14 @@ func TestOverrides(t *testing.T) {
 				{Group: "apps", Kind: "Deployment", Patch: "spec:\n  replicas: 3\n  template:\n    spec:\n      containers:\n      - name: web\n        image: eu.registry.example/web:1\n"},
 				{Group: "example.com", Kind: "Widget", Name: "w", Patch: `{"spec":{"color":"green"}}`},
 			}},
-			{Name: "big", ClusterSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"size": "big"}}, Patches: []v1alpha1.ReleasePatch{
+			{Name: "big", CEL: `"size" in cluster.labels && cluster.labels["size"] == "big"`, Patches: []v1alpha1.ReleasePatch{
 				{Group: "example.com", Kind: "Widget", Type: v1alpha1.PatchJSON, Patch: `[{"op":"replace","path":"/spec/size","value":9}]`},
 			}},
 		}}}
+	rel.Spec.Overrides[1].CEL = `cluster.labels["size"] ==`
+	_, err := Render(rel, Inputs{})
+	require.ErrorContains(t, err, "spec.overrides[1] (big).cel: ")
+	rel.Spec.Overrides[1].CEL = `"size" in cluster.labels && cluster.labels["size"] == "big"`
 	b, err := Render(rel, Inputs{})
 	require.NoError(t, err)
 	cluster := func(l map[string]string) *v1alpha1.Cluster {

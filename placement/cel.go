@@ -65,3 +65,21 @@ func stringMap(m map[string]string) map[string]string {
 	}
 	return m
 }
+
+// ClusterExpression is a compiled CEL expression over a Cluster, as a Placement's cel field takes
+// it: the same variables (`cluster`, with `name`, `namespace`, `labels`, `annotations`, `version`
+// and `ready`) and the same bound on each evaluation's cost. Other choices of Clusters that should
+// read as a Placement's use it (a Release's overrides do).
+type ClusterExpression struct{ p *program }
+
+// CompileClusterExpression compiles expr, which must be a bool.
+func CompileClusterExpression(expr string) (*ClusterExpression, error) {
+	p, err := compileCEL(expr)
+	if err != nil {
+		return nil, err
+	}
+	return &ClusterExpression{p: p}, nil
+}
+
+// Matches is expr's value for c; an error (a missing key, the cost limit) says why there is none.
+func (e *ClusterExpression) Matches(c *v1alpha1.Cluster) (bool, error) { return e.p.eval(c) }

@@ -46,3 +46,17 @@ func Example() {
 	// prod-eu-2  Chosen    fits the policy
 	// prod-us-1  Chosen    fits the policy
 }
+
+// A CEL expression over a Cluster, as a Placement's cel takes it, for a choice of Clusters
+// outside a Placement (a Release's overrides).
+func ExampleCompileClusterExpression() {
+	expr, err := placement.CompileClusterExpression(`cluster.labels["tier"] == "gold" && cluster.version.startsWith("v1.3")`)
+	if err != nil {
+		panic(err)
+	}
+	c := &v1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: "eu-1", Labels: map[string]string{"tier": "gold"}},
+		Status: v1alpha1.ClusterStatus{Version: "v1.35.2"}}
+	ok, err := expr.Matches(c)
+	fmt.Println(ok, err)
+	// Output: true <nil>
+}

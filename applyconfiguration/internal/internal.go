@@ -537,6 +537,9 @@ var schemaYAML = typed.YAMLObject(`types:
 - name: com.github.cluster-registry.sdk.clusterregistry.v1alpha1.ReleaseOverride
   map:
     fields:
+    - name: cel
+      type:
+        scalar: string
     - name: clusterSelector
       type:
         namedType: io.k8s.apimachinery.pkg.apis.meta.v1.LabelSelector

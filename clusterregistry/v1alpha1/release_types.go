@@ -26,7 +26,7 @@ import (
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:scope=Namespaced,shortName=rrel,categories=clusterregistry
 // +kubebuilder:metadata:annotations="api-approved.kubernetes.io=unapproved, not an official Kubernetes API; see https://github.com/cluster-registry/sdk"
-// +kubebuilder:metadata:annotations="clusterregistry.k8s.io/schema-version=15"
+// +kubebuilder:metadata:annotations="clusterregistry.k8s.io/schema-version=16"
 // +kubebuilder:printcolumn:name="Placement",type=string,JSONPath=`.spec.placement.name`
 // +kubebuilder:printcolumn:name="Revision",type=string,JSONPath=`.status.revision`
 // +kubebuilder:printcolumn:name="Members",type=integer,JSONPath=`.status.members`
@@ -519,6 +519,12 @@ type ReleaseOverride struct {
 	// clusterSelector chooses the members by their Cluster's labels; every member when unset.
 	// +optional
 	ClusterSelector *metav1.LabelSelector `json:"clusterSelector,omitempty"`
+	// cel, if set, chooses only the members for which it is true, as a Placement's cel does (the
+	// same `cluster` variable and cost bound): cluster.labels["tier"] == "gold". A member for
+	// which it cannot be evaluated (a missing key) is not chosen.
+	// +optional
+	// +kubebuilder:validation:MaxLength=4096
+	CEL string `json:"cel,omitempty"`
 	// patches are applied in order, each to the objects it targets.
 	// +listType=atomic
 	// +kubebuilder:validation:MinItems=1
@@ -836,7 +842,7 @@ type ReleaseList struct {
 // +kubebuilder:object:root=true
 // +kubebuilder:resource:scope=Namespaced,categories=clusterregistry
 // +kubebuilder:metadata:annotations="api-approved.kubernetes.io=unapproved, not an official Kubernetes API; see https://github.com/cluster-registry/sdk"
-// +kubebuilder:metadata:annotations="clusterregistry.k8s.io/schema-version=15"
+// +kubebuilder:metadata:annotations="clusterregistry.k8s.io/schema-version=16"
 // +kubebuilder:printcolumn:name="Release",type=string,JSONPath=`.metadata.labels.clusterregistry\.k8s\.io/release`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type ReleaseStatusSlice struct {

@@ -1645,6 +1645,13 @@ func schema_cluster_registry_sdk_clusterregistry_v1alpha1_ReleaseOverride(ref co
 							Ref:         ref(v1.LabelSelector{}.OpenAPIModelName()),
 						},
 					},
+					"cel": {
+						SchemaProps: spec.SchemaProps{
+							Description: "cel, if set, chooses only the members for which it is true, as a Placement's cel does (the same `cluster` variable and cost bound): cluster.labels[\"tier\"] == \"gold\". A member for which it cannot be evaluated (a missing key) is not chosen.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
 					"patches": {
 						VendorExtensible: spec.VendorExtensible{
 							Extensions: spec.Extensions{

@@ -31,6 +31,10 @@ type ReleaseOverrideApplyConfiguration struct {
 	Name *string `json:"name,omitempty"`
 	// clusterSelector chooses the members by their Cluster's labels; every member when unset.
 	ClusterSelector *v1.LabelSelectorApplyConfiguration `json:"clusterSelector,omitempty"`
+	// cel, if set, chooses only the members for which it is true, as a Placement's cel does (the
+	// same `cluster` variable and cost bound): cluster.labels["tier"] == "gold". A member for
+	// which it cannot be evaluated (a missing key) is not chosen.
+	CEL *string `json:"cel,omitempty"`
 	// patches are applied in order, each to the objects it targets.
 	Patches []ReleasePatchApplyConfiguration `json:"patches,omitempty"`
 }
@@ -54,6 +58,14 @@ func (b *ReleaseOverrideApplyConfiguration) WithName(value string) *ReleaseOverr
 // If called multiple times, the ClusterSelector field is set to the value of the last call.
 func (b *ReleaseOverrideApplyConfiguration) WithClusterSelector(value *v1.LabelSelectorApplyConfiguration) *ReleaseOverrideApplyConfiguration {
 	b.ClusterSelector = value
+	return b
+}
+
+// WithCEL sets the CEL field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the CEL field is set to the value of the last call.
+func (b *ReleaseOverrideApplyConfiguration) WithCEL(value string) *ReleaseOverrideApplyConfiguration {
+	b.CEL = &value
 	return b
 }
 
