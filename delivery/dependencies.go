@@ -128,6 +128,10 @@ func (c *Controller) readyOn(key types.NamespacedName, revision string, k types.
 // tellDependents makes the Releases that depend on rel look again when the members it is Ready
 // on at revision changed since it last told them (p is this pass's plan).
 func (c *Controller) tellDependents(rel *v1alpha1.Release, st *releaseState, revision string, p plan) {
+	dependents := c.dependents(rel)
+	if len(dependents) == 0 {
+		return // most Releases: no signature to work out over every member, each pass
+	}
 	ready := []string{revision}
 	for k, j := range p.judged {
 		if j.phase == v1alpha1.PhaseReady {
@@ -143,7 +147,7 @@ func (c *Controller) tellDependents(rel *v1alpha1.Release, st *releaseState, rev
 	if !changed {
 		return
 	}
-	for _, d := range c.dependents(rel) {
+	for _, d := range dependents {
 		c.queue.Add(d)
 	}
 }

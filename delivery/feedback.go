@@ -39,6 +39,11 @@ type feedbackReader struct {
 func compileFeedback(rel *v1alpha1.Release) ([]feedbackReader, error) {
 	var out []feedbackReader
 	for i, f := range rel.Spec.Feedback {
+		// A Secret's values never reach status, which the set's viewers read: a member's
+		// controllers fill some in (a service account's token).
+		if f.Group == "" && f.Kind == "Secret" {
+			return nil, fmt.Errorf("spec.feedback[%d] (%s): reads a Secret; a Secret's values are not copied into status, where the cluster set's viewers read them", i, f.Name)
+		}
 		p := jsonpath.New(f.Name).AllowMissingKeys(true)
 		if err := p.Parse(f.JSONPath); err != nil {
 			return nil, fmt.Errorf("spec.feedback[%d] (%s): jsonPath %q: %w", i, f.Name, f.JSONPath, err)

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/utils/ptr"
 
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
 )
@@ -32,7 +33,7 @@ func TestHealthOfACustomResource(t *testing.T) {
 			Versions: []apiextensionsv1.CustomResourceDefinitionVersion{{Name: "v1", Served: true, Storage: true,
 				Subresources: &apiextensionsv1.CustomResourceSubresources{Status: &apiextensionsv1.CustomResourceSubresourceStatus{}},
 				Schema: &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{Type: "object",
-					XPreserveUnknownFields: ptrTrue()}}}}}}
+					XPreserveUnknownFields: ptr.To(true)}}}}}}
 	releases := env.registry.ClusterregistryV1alpha1().Releases(env.ns)
 	_, err := releases.Create(t.Context(), &v1alpha1.Release{ObjectMeta: metav1.ObjectMeta{Name: "crds"}, Spec: v1alpha1.ReleaseSpec{
 		Source: v1alpha1.ReleaseSource{Manifests: manifests(t, crd)}, Placement: v1alpha1.ReleasePlacement{Name: "web"}}}, metav1.CreateOptions{})
@@ -104,5 +105,3 @@ func TestHealthOfACustomResource(t *testing.T) {
 		return err == nil && len(list.Items) == 0
 	}, 30*time.Second, 100*time.Millisecond, "the Releases were not removed")
 }
-
-func ptrTrue() *bool { b := true; return &b }

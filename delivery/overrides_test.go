@@ -80,3 +80,16 @@ func nested(t *testing.T, u *unstructured.Unstructured, path ...string) any {
 	require.True(t, ok, "%v", path)
 	return v
 }
+
+// A Secret's values never reach status through spec.feedback: a member's controllers fill some
+// in (a service account's token), and the cluster set's viewers read status.
+func TestFeedbackRefusesSecrets(t *testing.T) {
+	rel := &v1alpha1.Release{Spec: v1alpha1.ReleaseSpec{Feedback: []v1alpha1.ReleaseFeedback{
+		{Name: "phase", Kind: "Pod", ObjectName: "p", JSONPath: "{.status.phase}"},
+		{Name: "token", Kind: "Secret", ObjectName: "sa-token", JSONPath: "{.data.token}"}}}}
+	_, err := compileFeedback(rel)
+	require.ErrorContains(t, err, "spec.feedback[1] (token): reads a Secret")
+	rel.Spec.Feedback[1].Group = "example.com" // another group's Secret kind is not the core Secret
+	_, err = compileFeedback(rel)
+	require.NoError(t, err)
+}

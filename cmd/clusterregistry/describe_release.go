@@ -102,13 +102,7 @@ func describeRelease(out io.Writer, rel *v1alpha1.Release, members []v1alpha1.Re
 	fmt.Fprintf(w, "Name:\t%s\n", rel.Name)
 	fmt.Fprintf(w, "Namespace:\t%s\n", rel.Namespace)
 	fmt.Fprintf(w, "Placement:\t%s\n", esc(releasePlacement(rel)))
-	if len(rel.Spec.DependsOn) > 0 {
-		var names []string
-		for _, d := range rel.Spec.DependsOn {
-			names = append(names, esc(d.Name))
-		}
-		fmt.Fprintf(w, "Depends on:\t%s\n", strings.Join(names, ", "))
-	}
+	describeDependencies(w, rel)
 	switch src := rel.Spec.Source; {
 	case src.ConfigMap != nil && src.ConfigMap.Key != "":
 		fmt.Fprintf(w, "Source:\tConfigMap %s, key %s\n", esc(src.ConfigMap.Name), esc(src.ConfigMap.Key))
@@ -216,6 +210,18 @@ func describeRelease(out io.Writer, rel *v1alpha1.Release, members []v1alpha1.Re
 	}
 	describeFeedback(w, members)
 	return w.Flush()
+}
+
+// describeDependencies names the Releases rel depends on, if any, as text.
+func describeDependencies(w io.Writer, rel *v1alpha1.Release) {
+	if len(rel.Spec.DependsOn) == 0 {
+		return
+	}
+	var names []string
+	for _, d := range rel.Spec.DependsOn {
+		names = append(names, printers.EscapeTerminal(d.Name))
+	}
+	fmt.Fprintf(w, "Depends on:\t%s\n", strings.Join(names, ", "))
 }
 
 // describeFeedback writes what spec.feedback read on each member, if anything, as text.
