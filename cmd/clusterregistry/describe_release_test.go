@@ -53,3 +53,21 @@ func TestDescribeReleaseShowsFeedback(t *testing.T) {
 	require.NoError(t, describeRelease(&out, rel, members, time.Now()))
 	require.Regexp(t, `(?m)^Feedback:\n\s+m1\s+address=10.0.0.1, version=v2\^\[\[2J\n\s+m2\s+-$`, out.String())
 }
+
+// get releases -o wide sums what spec.feedback read up: a value all members agree on once, values
+// that differ the commonest first with their counts, at most three and the rest counted, as text.
+func TestSummarizeFeedback(t *testing.T) {
+	member := func(values ...string) v1alpha1.ReleaseMemberStatus {
+		m := v1alpha1.ReleaseMemberStatus{Phase: v1alpha1.PhaseReady}
+		for i := 0; i+1 < len(values); i += 2 {
+			m.Feedback = append(m.Feedback, v1alpha1.ReleaseFeedbackValue{Name: values[i], Value: values[i+1]})
+		}
+		return m
+	}
+	require.Equal(t, "-", summarizeFeedback([]v1alpha1.ReleaseMemberStatus{member(), member()}))
+	require.Equal(t, "address=10.0.0.1(1),<none>(1) version=1.2", summarizeFeedback([]v1alpha1.ReleaseMemberStatus{
+		member("version", "1.2", "address", "10.0.0.1"), member("version", "1.2", "address", ""), member()}))
+	require.Equal(t, "version=1.1(3),2.0^[[2J(2),0.9(1),+1", summarizeFeedback([]v1alpha1.ReleaseMemberStatus{
+		member("version", "1.1"), member("version", "2.0\x1b[2J"), member("version", "1.1"), member("version", "1.0"),
+		member("version", "1.1"), member("version", "2.0\x1b[2J"), member("version", "0.9")}))
+}

@@ -142,7 +142,7 @@ func clusterKind(reg *registry) getKind[v1alpha1.Cluster, *v1alpha1.Cluster] {
 		watch: func(ctx context.Context, ns string, opts metav1.ListOptions) (watch.Interface, error) {
 			return clusters.Clusters(ns).Watch(ctx, opts)
 		},
-		table: func(ctx context.Context, items []v1alpha1.Cluster) *metav1.Table {
+		table: func(ctx context.Context, items []v1alpha1.Cluster, _ bool) *metav1.Table {
 			return overview(ctx, expiries, items)
 		},
 		order: notReadyFirst,
@@ -293,7 +293,7 @@ func (o *GetOptions[T, P]) print(ctx context.Context, out io.Writer, table print
 	if o.columns != nil {
 		t = customColumnsTable[T, P](o.kind.kind, o.columns, items)
 	} else {
-		t = o.kind.table(ctx, items)
+		t = o.kind.table(ctx, items, o.wide)
 	}
 	return table.PrintObj(t, out)
 }

@@ -24,8 +24,9 @@ type getKind[T any, P object[T]] struct {
 	get          func(ctx context.Context, namespace, name string) (*T, error)
 	watch        func(ctx context.Context, namespace string, opts metav1.ListOptions) (watch.Interface, error)
 	// table is the overview of items, in their order, with each row's object set (the printer
-	// reads namespaces and labels from it).
-	table func(ctx context.Context, items []T) *metav1.Table
+	// reads namespaces and labels from it); wide says whether -o wide asked for the priority-1
+	// columns, which some kinds read more to fill.
+	table func(ctx context.Context, items []T, wide bool) *metav1.Table
 	// order is the overview's order, where --sort-by does not say.
 	order func(items []T)
 }

@@ -84,7 +84,9 @@ func placementKind(reg *registry) getKind[v1alpha1.Placement, *v1alpha1.Placemen
 		watch: func(ctx context.Context, ns string, opts metav1.ListOptions) (watch.Interface, error) {
 			return placements.Placements(ns).Watch(ctx, opts)
 		},
-		table: func(_ context.Context, items []v1alpha1.Placement) *metav1.Table { return placementTable(items) },
+		table: func(_ context.Context, items []v1alpha1.Placement, _ bool) *metav1.Table {
+			return placementTable(items)
+		},
 		order: func(items []v1alpha1.Placement) {
 			slices.SortFunc(items, func(a, b v1alpha1.Placement) int {
 				return strings.Compare(a.Namespace+"/"+a.Name, b.Namespace+"/"+b.Name)

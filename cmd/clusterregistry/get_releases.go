@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -10,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/duration"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
@@ -23,8 +25,9 @@ const (
 	getReleasesLong = `get releases shows the cluster set's Releases: the Placement each follows, the revision it
 delivers, how many members its decision names and how many run that revision healthy, whether it
 is Available and why it stands where it does; with -o wide, the rollout's wave, the members counted
-by phase, and the message of the worst member (or of the Stalled condition). describe release
-NAME lists the members one by one.
+by phase, the message of the worst member (or of the Stalled condition), and what spec.feedback
+read across the members: a value all of them read once, values that differ with how many members
+read each. describe release NAME lists the members one by one.
 
 As kubectl get: -w follows changes, --no-headers, --show-labels, -L, --sort-by, and -o yaml,
 json, name, jsonpath=..., go-template=... and custom-columns=... print what kubectl's printers
@@ -77,7 +80,13 @@ func releaseKind(reg *registry) getKind[v1alpha1.Release, *v1alpha1.Release] {
 		watch: func(ctx context.Context, ns string, opts metav1.ListOptions) (watch.Interface, error) {
 			return releases.Releases(ns).Watch(ctx, opts)
 		},
-		table: func(_ context.Context, items []v1alpha1.Release) *metav1.Table { return releaseTable(items) },
+		table: func(ctx context.Context, items []v1alpha1.Release, wide bool) *metav1.Table {
+			var feedback map[types.UID]string
+			if wide {
+				feedback = releaseFeedback(ctx, reg.Clusters, items)
+			}
+			return releaseTable(items, feedback)
+		},
 		order: func(items []v1alpha1.Release) {
 			slices.SortFunc(items, func(a, b v1alpha1.Release) int {
 				return strings.Compare(a.Namespace+"/"+a.Name, b.Namespace+"/"+b.Name)
@@ -116,8 +125,9 @@ func releaseState(r *v1alpha1.Release) (available, reason, message string) {
 	return available, reason, message
 }
 
-// releaseTable is the overview of Releases.
-func releaseTable(items []v1alpha1.Release) *metav1.Table {
+// releaseTable is the overview of Releases; feedback is the Feedback column's cells, by
+// Release, when -o wide asked for them.
+func releaseTable(items []v1alpha1.Release, feedback map[types.UID]string) *metav1.Table {
 	t := &metav1.Table{ColumnDefinitions: []metav1.TableColumnDefinition{
 		{Name: "Name", Type: "string", Format: "name"},
 		{Name: "Placement", Type: "string"},
@@ -130,6 +140,7 @@ func releaseTable(items []v1alpha1.Release) *metav1.Table {
 		{Name: "Wave", Type: "string", Priority: 1},
 		{Name: "Phases", Type: "string", Priority: 1},
 		{Name: "Message", Type: "string", Priority: 1},
+		{Name: "Feedback", Type: "string", Priority: 1},
 	}}
 	for i := range items {
 		r := &items[i]
@@ -145,7 +156,7 @@ func releaseTable(items []v1alpha1.Release) *metav1.Table {
 		t.Rows = append(t.Rows, metav1.TableRow{
 			Cells: []any{r.Name, printers.EscapeTerminal(releasePlacement(r)), orDash(r.Status.Revision), r.Status.Members, r.Status.Ready, available, reason,
 				duration.HumanDuration(metav1.Now().Sub(r.CreationTimestamp.Time)), wave, orDash(strings.Join(phases, ",")),
-				printers.EscapeTerminal(message)},
+				printers.EscapeTerminal(message), cmp.Or(feedback[r.UID], "-")},
 			Object: runtime.RawExtension{Object: r},
 		})
 	}

@@ -35,7 +35,8 @@ func TestReleasesCommand(t *testing.T) {
 	cm := `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"` + ns + `"},"data":{"greeting":"hello"}}`
 	_, err = registry.Releases(ns).Create(t.Context(), &v1alpha1.Release{ObjectMeta: metav1.ObjectMeta{Name: "web"}, Spec: v1alpha1.ReleaseSpec{
 		Source:    v1alpha1.ReleaseSource{Manifests: []runtime.RawExtension{{Raw: []byte(cm)}}},
-		Placement: v1alpha1.ReleasePlacement{Name: "web"}}}, metav1.CreateOptions{})
+		Placement: v1alpha1.ReleasePlacement{Name: "web"},
+		Feedback:  []v1alpha1.ReleaseFeedback{{Name: "greeting", Kind: "ConfigMap", ObjectName: ns, JSONPath: "{.data.greeting}"}}}}, metav1.CreateOptions{})
 	require.NoError(t, err)
 
 	ctx, cancel := context.WithCancel(t.Context())
@@ -72,7 +73,8 @@ func TestReleasesCommand(t *testing.T) {
 	require.Regexp(t, `(?m)^web\s+web\s+`+rel.Status.Revision+`\s+2\s+2\s+True\s+Complete\s+\S+$`, out)
 	code, out, errOut = cmd("get", "releases", "-o", "wide")
 	require.Equal(t, 0, code, errOut)
-	require.Regexp(t, `(?m)^web\s+web\s+\S+\s+2\s+2\s+True\s+Complete\s+\S+\s+1/1\s+Ready=2\s+2 of 2 members ready$`, out)
+	// What spec.feedback read, from the status slices: both members read the same value.
+	require.Regexp(t, `(?m)^web\s+web\s+\S+\s+2\s+2\s+True\s+Complete\s+\S+\s+1/1\s+Ready=2\s+2 of 2 members ready\s+greeting=hello$`, out)
 	code, out, errOut = cmd("get", "releases", "-o", "name")
 	require.Equal(t, 0, code, errOut)
 	require.Equal(t, "release.clusterregistry.k8s.io/web\n", out)

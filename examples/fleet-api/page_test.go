@@ -115,8 +115,10 @@ func TestDashboardInABrowser(t *testing.T) {
 		Labels:          map[string]string{v1alpha1.ReleaseLabel: "shop"},
 		OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(rel, v1alpha1.SchemeGroupVersion.WithKind("Release"))}},
 		Members: []v1alpha1.ReleaseMemberStatus{
-			{Cluster: "member-1", Phase: v1alpha1.PhaseReady, Revision: "r1"},
-			{Cluster: "member-2", Phase: v1alpha1.PhaseFailed, Revision: "r1", Reason: "ApplyFailed", Message: hostile},
+			{Cluster: "member-1", Phase: v1alpha1.PhaseReady, Revision: "r1", Feedback: []v1alpha1.ReleaseFeedbackValue{
+				{Name: "version", Value: "1.2.3"}, {Name: "address", Value: "10.0.0.1:443"}}},
+			{Cluster: "member-2", Phase: v1alpha1.PhaseFailed, Revision: "r1", Reason: "ApplyFailed", Message: hostile,
+				Feedback: []v1alpha1.ReleaseFeedbackValue{{Name: "version", Value: hostile}}},
 		}}, metav1.CreateOptions{})
 	require.NoError(t, err)
 	releaseRow := `tr[data-release="` + lf.Namespace + `/shop"]`
@@ -126,8 +128,9 @@ func TestDashboardInABrowser(t *testing.T) {
 	require.Contains(t, shown, "shop 1.2.3", "the version delivered")
 	require.Contains(t, shown, "oci://registry.example.com/charts/<b>shop</b> ~1.2, Render mode", "the chart asked for, as text, and its mode")
 	require.Contains(t, shown, "1 of 2")
-	require.Contains(t, shown, "member-1: Ready at r1")
+	require.Contains(t, shown, "member-1: Ready at r1 · address=10.0.0.1:443, version=1.2.3", "what spec.feedback read, by name")
 	require.Contains(t, shown, hostile, "a member's message, as text")
+	require.Contains(t, shown, " · version="+hostile, "a member's feedback, as text")
 	injected, err = chromedp.Run(tab, chromedp.Evaluate[bool](`document.getElementById("injected2") !== null || document.querySelector(`+strconv.Quote(releaseRow+" b")+`) !== null || document.title === "owned"`))
 	require.NoError(t, err)
 	require.False(t, injected, "a release's text became markup in the page")

@@ -105,7 +105,7 @@ function source(r) {
 }
 
 // renderReleases shows each release: what it delivers, how many members are ready, its
-// conditions, and each member's phase and revision.
+// conditions, and each member's phase and revision, with what spec.feedback read there.
 function renderReleases() {
   const body = $("releases").querySelector("tbody");
   const trs = [...releases.keys()].sort().map((k) => {
@@ -119,7 +119,8 @@ function renderReleases() {
     members.replaceChildren(...r.perMember.map((m) => {
       const line = document.createElement("span");
       line.className = "member phase-" + m.phase;
-      line.textContent = m.cluster + ": " + m.phase + (m.revision ? " at " + m.revision : "") + (m.reason ? " (" + m.reason + ")" : "") + (m.message ? " " + m.message : "");
+      const fed = Object.keys(m.feedback || {}).sort().map((name) => name + "=" + m.feedback[name]);
+      line.textContent = m.cluster + ": " + m.phase + (m.revision ? " at " + m.revision : "") + (m.reason ? " (" + m.reason + ")" : "") + (m.message ? " " + m.message : "") + (fed.length ? " · " + fed.join(", ") : "");
       return line;
     }));
     tr.append(
