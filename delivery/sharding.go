@@ -68,7 +68,7 @@ func (c *Controller) live() map[string]bool {
 
 // report is one member as another replica's slice reports it.
 type report struct {
-	status v1alpha1.ReleaseMemberStatus
+	status *v1alpha1.ReleaseMemberStatus // the slice's, in the informer's cache: read, never written
 	// from is the slice, as "name@resourceVersion": a member taken from a slice is not taken
 	// again from the same version of it.
 	from    string
@@ -98,7 +98,11 @@ func (c *Controller) slicesOf(rel *v1alpha1.Release) (mine, others []*v1alpha1.R
 // when that one reports it (a member moving between replicas is in two slices for a while),
 // otherwise by a live replica, otherwise by the first slice that names it.
 func (c *Controller) reports(others []*v1alpha1.ReleaseStatusSlice, live map[string]bool) map[types.NamespacedName]report {
-	out := map[types.NamespacedName]report{}
+	n := 0
+	for _, s := range others {
+		n += len(s.Members)
+	}
+	out := make(map[types.NamespacedName]report, n)
 	rank := func(r report, key types.NamespacedName) int {
 		switch {
 		case c.opts.Sharding != nil && r.live && replicaHash(c.opts.Sharding.Owner(key.String())) == r.replica:
@@ -109,10 +113,11 @@ func (c *Controller) reports(others []*v1alpha1.ReleaseStatusSlice, live map[str
 		return 0
 	}
 	for _, s := range others {
-		replica := s.Labels[v1alpha1.ReplicaLabel]
-		for _, m := range s.Members {
+		replica, from := s.Labels[v1alpha1.ReplicaLabel], s.Name+"@"+s.ResourceVersion
+		for i := range s.Members {
+			m := &s.Members[i]
 			key := types.NamespacedName{Namespace: s.Namespace, Name: m.Cluster}
-			r := report{status: m, from: s.Name + "@" + s.ResourceVersion, replica: replica, live: live[replica]}
+			r := report{status: m, from: from, replica: replica, live: live[replica]}
 			if have, ok := out[key]; !ok || rank(r, key) > rank(have, key) {
 				out[key] = r
 			}
@@ -135,43 +140,57 @@ func (c *Controller) share(st *releaseState, reps map[types.NamespacedName]repor
 		switch {
 		case ms == nil && len(r.status.Objects) > 0 && (owned || (ownsRelease && !r.live)) && st.taken[key] != r.from:
 			st.taken[key] = r.from
-			st.members[key] = inventory(r.status)
+			st.members[key] = inventory(*r.status)
 		case ms != nil && !owned && r.live && c.opts.Sharding != nil && replicaHash(c.opts.Sharding.Owner(key.String())) == r.replica && !ms.applying && !ms.removing:
 			// The member's owner reports it now: it has what this replica applied there.
 			delete(st.members, key)
 		}
 	}
-	// What the others report of the members this replica does not hold, for the waves. A
-	// member's readiness is as old as this replica's first sight of it Ready at the revision.
-	foreign := map[types.NamespacedName]*memberState{}
+	// What the others report of the members this replica does not hold, for the waves. A report
+	// read before, from the same version of its slice and for the same revision, is kept as it
+	// was read: a pass that no slice changed reads none again (BenchmarkShare), and a member's
+	// readiness stays as old as this replica's first sight of it Ready at the revision.
+	foreign := make(map[types.NamespacedName]*memberState, len(st.foreign))
 	for key, r := range reps {
 		if st.members[key] != nil && c.owns(key) {
 			continue
 		}
-		ms := inventory(r.status)
-		for _, o := range r.status.Objects {
-			a := ms.objects[refOf(o)]
-			a.status, a.message, a.gone = o.Status, o.Message, o.Status == "NotFound"
+		old := st.foreign[key]
+		if old != nil && old.source == r.from && old.judgedAt == revision {
+			foreign[key] = old
+			continue
 		}
-		if r.status.LastApplied != nil {
-			ms.applied = r.status.LastApplied.Time
-		}
-		ms.revision = r.status.Revision
-		if r.status.Phase == v1alpha1.PhaseFailed || r.status.Phase == v1alpha1.PhaseUnreachable {
-			// The report does not say at which revision it failed: counted as failed at this
-			// one until its replica reports it again (on the same events as this one's turn).
-			ms.err, ms.failedRev, ms.failedAt = &memberError{class: r.status.Reason}, revision, time.Now()
-		}
-		if old := st.foreign[key]; old != nil && old.revision == ms.revision && r.status.Phase == v1alpha1.PhaseReady {
-			ms.readyAt = old.readyAt
-		}
-		if r.status.Phase != v1alpha1.PhaseReady {
-			ms.objects = map[ref]*applied{} // not ready, whatever its objects say
-		}
-		ms.settle(time.Now())
-		foreign[key] = ms
+		foreign[key] = foreignState(r, revision, old)
 	}
 	st.foreign = foreign
+}
+
+// foreignState is a member as another replica's report says it stands, judged at revision; old
+// is what the last report said of it, if anything.
+func foreignState(r report, revision string, old *memberState) *memberState {
+	ms := inventory(*r.status)
+	ms.source, ms.judgedAt = r.from, revision
+	for _, o := range r.status.Objects {
+		a := ms.objects[refOf(o)]
+		a.status, a.message, a.gone = o.Status, o.Message, o.Status == "NotFound"
+	}
+	if r.status.LastApplied != nil {
+		ms.applied = r.status.LastApplied.Time
+	}
+	ms.revision = r.status.Revision
+	if r.status.Phase == v1alpha1.PhaseFailed || r.status.Phase == v1alpha1.PhaseUnreachable {
+		// The report does not say at which revision it failed: counted as failed at this one
+		// until its replica reports it again (on the same events as this one's turn).
+		ms.err, ms.failedRev, ms.failedAt = &memberError{class: r.status.Reason}, revision, time.Now()
+	}
+	if old != nil && old.revision == ms.revision && r.status.Phase == v1alpha1.PhaseReady {
+		ms.readyAt = old.readyAt
+	}
+	if r.status.Phase != v1alpha1.PhaseReady {
+		ms.objects = map[ref]*applied{} // not ready, whatever its objects say
+	}
+	ms.settle(time.Now())
+	return ms
 }
 
 // inventory is a member's state as a slice reports it: the objects applied there.

@@ -44,9 +44,12 @@ type memberState struct {
 	applying  bool
 	// during are the watch's events that came while applying: replayed over the apply's answers
 	// once it is done, so that an edit or a delete made meanwhile is not lost.
-	during   []watched
-	readyAt  time.Time // when every object was first seen Current at revision (settle keeps it)
-	removing bool
+	during  []watched
+	readyAt time.Time // when every object was first seen Current at revision (settle keeps it)
+	// source and judgedAt are, for a member another replica reports (sharding.go), the report's
+	// slice version it was read from and the revision it was judged at.
+	source, judgedAt string
+	removing         bool
 	// reported is the revision, and when it was applied, that this member's status said before
 	// this Controller started (loadInventory): what a Helm-mode apply that finds the release
 	// unchanged keeps, so that a restart rewrites no status.

@@ -270,7 +270,7 @@ func (c *Controller) memberStatuses(rel *v1alpha1.Release, dec *decision.Decisio
 				mine = append(mine, m)
 			}
 			if r, ok := reps[k]; ok && (!c.owns(k) || !held) {
-				m = r.status
+				m = *r.status
 			} else if m.Cluster == "" {
 				m = memberStatus(k, view{}, p.judgeOwn(k, view{})) // nobody reports it yet
 			}
@@ -294,7 +294,7 @@ func (c *Controller) memberStatuses(rel *v1alpha1.Release, dec *decision.Decisio
 	}
 	for k, r := range reps {
 		if !named[k] && (dec != nil || deleting) && len(r.status.Objects) > 0 && !slices.ContainsFunc(mine, func(m v1alpha1.ReleaseMemberStatus) bool { return m.Cluster == k.Name }) {
-			members = append(members, r.status)
+			members = append(members, *r.status)
 		}
 	}
 	if dec == nil && !deleting {

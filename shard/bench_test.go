@@ -11,6 +11,8 @@ import (
 	"net/netip"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"runtime/pprof"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -162,6 +164,9 @@ func startReplicaProcess(b *testing.B, spec replicaSpec) *replicaProcess {
 	encoded, _ := json.Marshal(spec)
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), replicaEnv+"="+string(encoded))
+	if procs := os.Getenv("SHARD_BENCH_REPLICA_GOMAXPROCS"); procs != "" {
+		cmd.Env = append(cmd.Env, "GOMAXPROCS="+procs)
+	}
 	cmd.Stderr = os.Stderr
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
@@ -267,6 +272,7 @@ func runReplica(spec replicaSpec, in io.Reader, out io.Writer) error {
 	lines := bufio.NewScanner(in)
 	var cpu0 time.Duration
 	var status0, lease0, throttled0 int64
+	stopProfile := func() {}
 	for lines.Scan() {
 		switch lines.Text() {
 		case "writes": // since the replica started
@@ -274,10 +280,12 @@ func runReplica(spec replicaSpec, in io.Reader, out io.Writer) error {
 				return err
 			}
 		case "start":
+			stopProfile = profileWindow(spec)
 			probed.reset()
 			cpu0 = simmembers.ProcessCPU()
 			status0, lease0, throttled0 = traffic.statusWrites.Load(), traffic.leaseWrites.Load(), traffic.throttled.Load()
 		case "stop":
+			stopProfile()
 			r := replicaResult{
 				Probed: probed.snapshot(), CPU: simmembers.ProcessCPU() - cpu0,
 				StatusWrites: int(traffic.statusWrites.Load() - status0), LeaseWrites: int(traffic.leaseWrites.Load() - lease0),
@@ -291,6 +299,31 @@ func runReplica(spec replicaSpec, in io.Reader, out io.Writer) error {
 		}
 	}
 	return nil
+}
+
+// profileEnv names a directory: when set, each replica writes a CPU profile of its window there
+// (replicas-N-IDENTITY.pprof), to find where the sharded replicas spend what one replica does not.
+const profileEnv = "SHARD_BENCH_CPUPROFILE"
+
+// profileWindow starts the CPU profile of a window when profileEnv asks for one; the function it
+// returns stops it.
+func profileWindow(spec replicaSpec) func() {
+	dir := os.Getenv(profileEnv)
+	if dir == "" {
+		return func() {}
+	}
+	f, err := os.Create(filepath.Join(dir, fmt.Sprintf("replicas-%d-%s.pprof", spec.Replicas, spec.Identity)))
+	if err == nil {
+		err = pprof.StartCPUProfile(f)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "replica: no CPU profile:", err)
+		return func() {}
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		_ = f.Close()
+	}
 }
 
 // probeLog is a logr sink that counts the health controller's "probed" lines by member: who
