@@ -21,6 +21,10 @@ func TestMain(m *testing.M) {
 	if code, child := simmembers.Main(); child {
 		os.Exit(code)
 	}
+	// BenchmarkShardedDelivery's replicas too.
+	if code, child := deliveryReplicaMain(); child {
+		os.Exit(code)
+	}
 	fleettest.Main(m, &lf, localfleet.Options{Members: 2, Workloads: &localfleet.Workloads{}}, func(lf *localfleet.Fleet) error {
 		return fleettest.InstallPlacementDecisionCRD(context.Background(), lf.Registry.Config)
 	})

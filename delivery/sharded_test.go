@@ -46,16 +46,8 @@ func startReplica(t *testing.T, ns, identity string) *replica {
 	view := shard.NewView(fleet, peers)
 	ctrl, err := delivery.NewController(view, registry, kube, cpversioned.NewForConfigOrDie(lf.Registry.Config), delivery.ControllerOptions{
 		Namespace: ns, MemberTimeout: 10 * time.Second, RetryAfter: 2 * time.Second,
-		Fresh: func() bool { return fleet.Status().Fresh() },
-		Sharding: &delivery.Sharding{Replica: identity,
-			Owner: func(key string) string { return shard.Owner(key, peers.Live()) },
-			Live: func() []string {
-				var ids []string
-				for _, p := range peers.Live() {
-					ids = append(ids, p.ID)
-				}
-				return ids
-			}},
+		Fresh:    func() bool { return fleet.Status().Fresh() },
+		Sharding: shardingOf(identity, peers),
 	})
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -82,6 +74,19 @@ func startReplica(t *testing.T, ns, identity string) *replica {
 	}
 	t.Cleanup(r.stop)
 	return r
+}
+
+// shardingOf is a releases controller's Sharding as replica identity of peers' group.
+func shardingOf(identity string, peers *shard.Peers) *delivery.Sharding {
+	return &delivery.Sharding{Replica: identity,
+		Owner: func(key string) string { return shard.Owner(key, peers.Live()) },
+		Live: func() []string {
+			var ids []string
+			for _, p := range peers.Live() {
+				ids = append(ids, p.ID)
+			}
+			return ids
+		}}
 }
 
 // splitIdentities finds two replica identities that divide the two members between them (a on

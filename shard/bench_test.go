@@ -1,16 +1,12 @@
 package shard_test
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"maps"
 	"net/http"
-	"net/netip"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime/pprof"
 	"strings"
@@ -25,12 +21,12 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
-	"github.com/cluster-registry/sdk/access"
 	"github.com/cluster-registry/sdk/clientset/versioned"
 	"github.com/cluster-registry/sdk/health"
 	"github.com/cluster-registry/sdk/multicluster"
 	"github.com/cluster-registry/sdk/shard"
 	"github.com/cluster-registry/sdk/testkit/fleettest"
+	"github.com/cluster-registry/sdk/testkit/replicaproc"
 	"github.com/cluster-registry/sdk/testkit/simmembers"
 )
 
@@ -83,21 +79,26 @@ type measured struct {
 // runReplicas runs replicas processes of the health controller (of one shard group when more than
 // one) until every member's status is written by them once, and 10 s more; then measures a window.
 func runReplicas(b *testing.B, ns string, replicas, n int, window time.Duration) measured {
-	procs := make([]*replicaProcess, replicas)
+	var extraEnv []string
+	if procs := os.Getenv(gomaxprocsEnv); procs != "" {
+		extraEnv = append(extraEnv, "GOMAXPROCS="+procs)
+	}
+	procs := make([]*replicaproc.Proc, replicas)
 	for i := range procs {
-		procs[i] = startReplicaProcess(b, replicaSpec{Kubeconfig: lf.Registry.Kubeconfig, Namespace: ns, Replicas: replicas, Identity: fmt.Sprintf("replica-%d", i)})
+		procs[i] = replicaproc.Start(b, replicaEnv, replicaSpec{Kubeconfig: lf.Registry.Kubeconfig, Namespace: ns, Replicas: replicas, Identity: fmt.Sprintf("replica-%d", i)}, extraEnv...)
 	}
 	defer func() {
 		for _, p := range procs {
-			p.stop()
+			p.Stop()
 		}
 	}()
 	// First pass: a new controller writes every status once.
 	for deadline := time.Now().Add(5 * time.Minute); ; time.Sleep(time.Second) {
 		written := 0
 		for _, p := range procs {
-			p.send("writes")
-			written += p.result(b).StatusWrites
+			var r replicaResult
+			p.Ask(b, "writes", &r)
+			written += r.StatusWrites
 		}
 		if written >= n {
 			break
@@ -109,15 +110,15 @@ func runReplicas(b *testing.B, ns string, replicas, n int, window time.Duration)
 	time.Sleep(10 * time.Second)
 
 	for _, p := range procs {
-		p.send("start")
+		p.Ask(b, "start", &struct{}{})
 	}
 	time.Sleep(window)
 	var m measured
 	var cpu time.Duration
 	probes, by := 0, map[string]int{}
 	for _, p := range procs {
-		p.send("stop")
-		r := p.result(b)
+		var r replicaResult
+		p.Ask(b, "stop", &r)
 		cpu += r.CPU
 		m.leaseWrites += float64(r.LeaseWrites) / window.Seconds()
 		m.statusWrites += float64(r.StatusWrites) / window.Seconds()
@@ -154,71 +155,14 @@ type replicaResult struct {
 
 const replicaEnv = "SHARD_BENCH_REPLICA"
 
-type replicaProcess struct {
-	cmd   *exec.Cmd
-	stdin io.WriteCloser
-	out   *bufio.Reader
-}
+// gomaxprocsEnv, when set, is the GOMAXPROCS of every replica process (a Deployment's replicas
+// with a CPU limit get theirs from it).
+const gomaxprocsEnv = "SHARD_BENCH_REPLICA_GOMAXPROCS"
 
-func startReplicaProcess(b *testing.B, spec replicaSpec) *replicaProcess {
-	encoded, _ := json.Marshal(spec)
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), replicaEnv+"="+string(encoded))
-	if procs := os.Getenv("SHARD_BENCH_REPLICA_GOMAXPROCS"); procs != "" {
-		cmd.Env = append(cmd.Env, "GOMAXPROCS="+procs)
-	}
-	cmd.Stderr = os.Stderr
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		b.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		b.Fatal(err)
-	}
-	return &replicaProcess{cmd: cmd, stdin: stdin, out: bufio.NewReader(stdout)}
-}
-
-func (p *replicaProcess) send(line string) { _, _ = io.WriteString(p.stdin, line+"\n") }
-
-func (p *replicaProcess) result(b *testing.B) replicaResult {
-	line, err := p.out.ReadBytes('\n')
-	var r replicaResult
-	if err != nil || json.Unmarshal(line, &r) != nil {
-		b.Fatalf("a replica gave no result: %v %q", err, line)
-	}
-	return r
-}
-
-// stop closes the replica's input, which ends it, and waits for it.
-func (p *replicaProcess) stop() {
-	_ = p.stdin.Close()
-	_ = p.cmd.Wait()
-}
-
-// replicaMain is a replica process's main (TestMain calls it when replicaEnv is set): it runs the
-// health controller as its spec says, measures the window between "start" and "stop" on its
-// input, prints the result (and, asked "writes", the status writes it made so far), and exits
-// when its input closes.
-func replicaMain() (code int, child bool) {
-	encoded := os.Getenv(replicaEnv)
-	if encoded == "" {
-		return 0, false
-	}
-	var spec replicaSpec
-	if err := json.Unmarshal([]byte(encoded), &spec); err != nil {
-		fmt.Fprintln(os.Stderr, "replica:", err)
-		return 1, true
-	}
-	if err := runReplica(spec, os.Stdin, os.Stdout); err != nil {
-		fmt.Fprintln(os.Stderr, "replica:", err)
-		return 1, true
-	}
-	return 0, true
-}
+// replicaMain is a replica process's main (TestMain calls it): it runs the health controller as
+// its spec says, measures the window between "start" and "stop" requests, answers "stop" with the
+// result and "writes" with the status writes it made so far, and exits when its input closes.
+func replicaMain() (code int, child bool) { return replicaproc.Main(replicaEnv, runReplica) }
 
 func runReplica(spec replicaSpec, in io.Reader, out io.Writer) error {
 	heap0, _ := simmembers.SettledHeapAndGoroutines()
@@ -228,11 +172,7 @@ func runReplica(spec replicaSpec, in io.Reader, out io.Writer) error {
 	}
 	var traffic counts
 	cfg = traffic.config(cfg)
-	resolver, err := access.NewResolver(access.ResolverOptions{ClientIP: netip.MustParseAddr("127.0.0.1"), Providers: map[string]access.Provider{
-		simmembers.ProviderType: access.ProviderFunc(func(context.Context, *access.Request) (*access.Credentials, error) {
-			return &access.Credentials{BearerToken: simmembers.Token}, nil
-		}),
-	}})
+	resolver, err := simmembers.NewResolver()
 	if err != nil {
 		return err
 	}
@@ -269,21 +209,19 @@ func runReplica(spec replicaSpec, in io.Reader, out io.Writer) error {
 	}
 	wg.Go(func() { _ = c.Run(ctx) })
 
-	lines := bufio.NewScanner(in)
 	var cpu0 time.Duration
 	var status0, lease0, throttled0 int64
 	stopProfile := func() {}
-	for lines.Scan() {
-		switch lines.Text() {
+	return replicaproc.Serve(in, out, func(request string) (any, error) {
+		switch request {
 		case "writes": // since the replica started
-			if err := json.NewEncoder(out).Encode(replicaResult{StatusWrites: int(traffic.statusWrites.Load())}); err != nil {
-				return err
-			}
+			return replicaResult{StatusWrites: int(traffic.statusWrites.Load())}, nil
 		case "start":
 			stopProfile = profileWindow(spec)
 			probed.reset()
 			cpu0 = simmembers.ProcessCPU()
 			status0, lease0, throttled0 = traffic.statusWrites.Load(), traffic.leaseWrites.Load(), traffic.throttled.Load()
+			return struct{}{}, nil
 		case "stop":
 			stopProfile()
 			r := replicaResult{
@@ -293,12 +231,10 @@ func runReplica(spec replicaSpec, in io.Reader, out io.Writer) error {
 			}
 			heap1, _ := simmembers.SettledHeapAndGoroutines()
 			r.Heap = heap1 - heap0
-			if err := json.NewEncoder(out).Encode(r); err != nil {
-				return err
-			}
+			return r, nil
 		}
-	}
-	return nil
+		return nil, fmt.Errorf("unknown request %q", request)
+	})
 }
 
 // profileEnv names a directory: when set, each replica writes a CPU profile of its window there
