@@ -36,10 +36,15 @@
 #   BenchmarkDelivery         delivery: Releases (manifests, and a chart over 3 regions) to 1,000
 #                             simulated members: time to Ready, renders, writes at steady state,
 #                             a rollout in waves and a failed one rolled back
+#   BenchmarkShardedDelivery  delivery: a Release to 10,000 simulated members by 3 sharded replicas,
+#                             each a process: time to Ready (target 60 s), status slices and the
+#                             most members in one (target 100 of at most 100), heap per delivery
+#   BenchmarkShare            delivery: a sharded replica's bookkeeping of the other replicas'
+#                             members in one pass, ns per member at 1,000 and 10,000 (linear: flat)
 #   BenchmarkDiffRelease      clusterregistry diff release across 100 members (target 10 s)
 #   BenchmarkDecide           delivery: one pass's planning (a pure function) over 10,000 members
 #                             in 40 waves midway through a rollout: ns per member
-#   BenchmarkHelmMode         helmrelease: Helm's install then upgrade on 100 members, 10 at a
+#   BenchmarkHelmMode         helmrelease: Helm's install then upgrade on 1,000 members, 10 at a
 #                             time: full discoveries per member (target 1), heap per member, ms
 #                             per operation
 #   BenchmarkRender           chartrender: a chart that loops through template functions,
@@ -74,10 +79,12 @@ go test ./rotation/ -run '^$' -bench 'Rotate' -benchtime 1x -timeout 30m | tee -
 go test ./health/ -run '^$' -bench 'Health' -benchtime 1x -timeout 30m | tee -a "$out" >&2
 go test ./shard/ -run '^$' -bench 'ShardedHealth' -benchtime 1x -timeout 30m | tee -a "$out" >&2
 go test ./scheduler/ -run '^$' -bench 'Scheduler' -benchtime 1x -timeout 30m | tee -a "$out" >&2
-go test ./delivery/ -run '^$' -bench 'Delivery' -benchtime 1x -members 1000 -timeout 30m | tee -a "$out" >&2
+go test ./delivery/ -run '^$' -bench '^Benchmark(Chart)?Delivery$' -benchtime 1x -members 1000 -timeout 30m | tee -a "$out" >&2
+go test ./delivery/ -run '^$' -bench 'ShardedDelivery' -benchtime 1x -sharded-members 10000 -timeout 30m | tee -a "$out" >&2
+go test ./delivery/ -run '^$' -bench 'Share' -benchtime 200x | tee -a "$out" >&2
 go test ./delivery/ -run '^$' -bench 'Decide' -benchtime 20x | tee -a "$out" >&2
 go test ./cmd/clusterregistry/ -run '^$' -bench 'DiffRelease' -benchtime 1x -timeout 30m | tee -a "$out" >&2
-go test ./helmrelease/ -run '^$' -bench 'HelmMode' -benchtime 1x -timeout 30m | tee -a "$out" >&2
+go test ./helmrelease/ -run '^$' -bench 'HelmMode' -benchtime 1x -helm-members 1000 -timeout 30m | tee -a "$out" >&2
 go test ./chartrender/ -run '^$' -bench 'Render' -benchtime 20x | tee -a "$out" >&2
 
 # Each result line is: name iterations value unit value unit ...; print one row per benchmark.
