@@ -16,6 +16,7 @@ import (
 
 	"github.com/cluster-registry/sdk/clientset/versioned"
 	"github.com/cluster-registry/sdk/clusterprofile"
+	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
 	"github.com/cluster-registry/sdk/delivery"
 	"github.com/cluster-registry/sdk/health"
 	"github.com/cluster-registry/sdk/multicluster"
@@ -175,6 +176,7 @@ func New(opts Options) (*Host, error) {
 					}
 					return ids
 				},
+				Cluster: h.clusterOf,
 			}
 		}
 		if o.Logger.GetSink() == nil {
@@ -288,3 +290,12 @@ type everyReplica func(context.Context) error
 func (f everyReplica) Start(ctx context.Context) error { return f(ctx) }
 
 func (everyReplica) NeedLeaderElection() bool { return false }
+
+// clusterOf is any member's Cluster as the host's Fleet holds it, owned by this replica or not;
+// nil when the Fleet has no such member.
+func (h *Host) clusterOf(key types.NamespacedName) *v1alpha1.Cluster {
+	if m := h.fleet.Member(key.Namespace, key.Name); m != nil {
+		return m.Cluster()
+	}
+	return nil
+}

@@ -778,8 +778,8 @@ func (c *Controller) snapshot(st *releaseState, dec *decision.Decision, waves []
 	// want is the revision a member should run: with the overrides that choose it, when this
 	// replica knows its Cluster.
 	want := func(k types.NamespacedName) string {
-		if m := byName[k]; m != nil && b != nil {
-			return b.revisionFor(m.Cluster())
+		if cl := c.clusterOf(k, byName); cl != nil && b != nil {
+			return b.revisionFor(cl)
 		}
 		if b != nil && len(b.overrides) == 0 {
 			return revision

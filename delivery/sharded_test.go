@@ -13,6 +13,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	cpversioned "sigs.k8s.io/cluster-inventory-api/client/clientset/versioned"
 
@@ -47,7 +48,7 @@ func startReplica(t *testing.T, ns, identity string) *replica {
 	ctrl, err := delivery.NewController(view, registry, kube, cpversioned.NewForConfigOrDie(lf.Registry.Config), delivery.ControllerOptions{
 		Namespace: ns, MemberTimeout: 10 * time.Second, RetryAfter: 2 * time.Second,
 		Fresh:    func() bool { return fleet.Status().Fresh() },
-		Sharding: shardingOf(identity, peers),
+		Sharding: shardingOf(identity, peers, fleet),
 	})
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -76,9 +77,16 @@ func startReplica(t *testing.T, ns, identity string) *replica {
 	return r
 }
 
-// shardingOf is a releases controller's Sharding as replica identity of peers' group.
-func shardingOf(identity string, peers *shard.Peers) *delivery.Sharding {
+// shardingOf is a releases controller's Sharding as replica identity of peers' group, over
+// fleet's Clusters, as clusterregistry controllers --shard-group makes it.
+func shardingOf(identity string, peers *shard.Peers, fleet *multicluster.Fleet) *delivery.Sharding {
 	return &delivery.Sharding{Replica: identity,
+		Cluster: func(key types.NamespacedName) *v1alpha1.Cluster {
+			if m := fleet.Member(key.Namespace, key.Name); m != nil {
+				return m.Cluster()
+			}
+			return nil
+		},
 		Owner: func(key string) string { return shard.Owner(key, peers.Live()) },
 		Live: func() []string {
 			var ids []string

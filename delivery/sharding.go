@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
+	"github.com/cluster-registry/sdk/multicluster"
 )
 
 // Sharding divides the members of every Release between the replicas of a group (see package
@@ -35,6 +36,26 @@ type Sharding struct {
 	Owner func(key string) string
 	// Live are the live replicas' identities, as this replica sees the group now.
 	Live func() []string
+	// Cluster is any member's Cluster as this replica's Fleet holds it, owned or not; nil when
+	// it holds none. A replica judges the waves from every replica's reports, and a member that
+	// spec.overrides choose runs the Release's revision with a hash of the overrides
+	// (REVISION-HASH): knowing the Cluster, a replica tells whether another replica's member runs
+	// the overrides that choose it now, rather than counting any REVISION-HASH as the revision.
+	// Optional, but without it a member whose overrides changed counts as done in its wave
+	// before its replica has applied them.
+	Cluster func(key types.NamespacedName) *v1alpha1.Cluster
+}
+
+// clusterOf is a member's Cluster, as this replica's members or else its Fleet (Sharding.Cluster)
+// hold it; nil when neither does.
+func (c *Controller) clusterOf(key types.NamespacedName, byName map[types.NamespacedName]*multicluster.Member) *v1alpha1.Cluster {
+	if m := byName[key]; m != nil {
+		return m.Cluster()
+	}
+	if s := c.opts.Sharding; s != nil && s.Cluster != nil {
+		return s.Cluster(key)
+	}
+	return nil
 }
 
 // replicaHash is the label value and slice name part that names a replica: identities may be
