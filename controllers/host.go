@@ -99,96 +99,121 @@ func New(opts Options) (*Host, error) {
 		h.add(Rotation, r.Run)
 	}
 	if opts.ClusterProfiles != nil {
-		profiles, err := cpversioned.NewForConfig(opts.Config)
-		if err != nil {
-			return nil, &ControllerError{Controller: ClusterProfiles, Err: err}
+		if err := h.addClusterProfiles(opts, registry); err != nil {
+			return nil, err
 		}
-		// Refused before anything starts: without the CRD, the publisher could only log a
-		// failed watch every second or two.
-		if err := clusterprofile.Served(profiles.Discovery()); err != nil {
-			return nil, &ControllerError{Controller: ClusterProfiles, Err: err}
-		}
-		o := *opts.ClusterProfiles
-		// The shared Fleet's members (this replica's, when sharded): no watch of its own.
-		o.Members, o.Namespaces, o.Resolver = h.members, opts.Namespaces, opts.Resolver
-		if o.Logger.GetSink() == nil {
-			o.Logger = log.WithName(ClusterProfiles)
-		}
-		p, err := clusterprofile.NewPublisher(registry, profiles, o)
-		if err != nil {
-			return nil, &ControllerError{Controller: ClusterProfiles, Invalid: true, Err: err}
-		}
-		h.add(ClusterProfiles, p.Run)
 	}
 	if opts.Placements != nil {
-		decisions, err := cpversioned.NewForConfig(opts.Config)
-		if err != nil {
-			return nil, &ControllerError{Controller: Placements, Err: err}
+		if err := h.addPlacements(opts, registry); err != nil {
+			return nil, err
 		}
-		if err := scheduler.Served(decisions.Discovery()); err != nil {
-			return nil, &ControllerError{Controller: Placements, Err: err}
-		}
-		o := *opts.Placements
-		o.Fresh = func() bool { return h.fleet.Status().Fresh() }
-		if o.Namespace == "" && len(opts.Namespaces) == 1 {
-			o.Namespace = opts.Namespaces[0]
-		}
-		if h.sharding != nil {
-			// Each replica decides the Placements it owns among the live replicas, each over
-			// every member of the Fleet: a decision weighs them all.
-			peers := h.sharding.peers
-			self := peers.Self().ID
-			o.Owns = func(key types.NamespacedName) bool { return shard.Owner(key.String(), peers.Live()) == self }
-		}
-		if o.Logger.GetSink() == nil {
-			o.Logger = log.WithName(Placements)
-		}
-		// The whole Fleet, not this replica's shard of it.
-		c, err := scheduler.NewController(h.fleet, registry, decisions, o)
-		if err != nil {
-			return nil, &ControllerError{Controller: Placements, Invalid: true, Err: err}
-		}
-		h.add(Placements, c.Run)
 	}
 	if opts.Releases != nil {
-		decisions, err := cpversioned.NewForConfig(opts.Config)
-		if err != nil {
-			return nil, &ControllerError{Controller: Releases, Err: err}
+		if err := h.addReleases(opts, registry, kube); err != nil {
+			return nil, err
 		}
-		if err := delivery.Served(decisions.Discovery()); err != nil {
-			return nil, &ControllerError{Controller: Releases, Err: err}
-		}
-		o := *opts.Releases
-		o.Fresh = func() bool { return h.fleet.Status().Fresh() }
-		if o.Namespace == "" && len(opts.Namespaces) == 1 {
-			o.Namespace = opts.Namespaces[0]
-		}
-		if h.sharding != nil {
-			// Each replica applies to the members it owns; the Release's owner writes its status.
-			peers := h.sharding.peers
-			o.Sharding = &delivery.Sharding{
-				Replica: peers.Self().ID,
-				Owner:   func(key string) string { return shard.Owner(key, peers.Live()) },
-				Live: func() []string {
-					var ids []string
-					for _, p := range peers.Live() {
-						ids = append(ids, p.ID)
-					}
-					return ids
-				},
-				Cluster: h.clusterOf,
-			}
-		}
-		if o.Logger.GetSink() == nil {
-			o.Logger = log.WithName(Releases)
-		}
-		c, err := delivery.NewController(h.members, registry, kube, decisions, o)
-		if err != nil {
-			return nil, &ControllerError{Controller: Releases, Invalid: true, Err: err}
-		}
-		h.add(Releases, c.Run)
 	}
 	return h, nil
+}
+
+// addClusterProfiles adds the ClusterProfile publisher over the host's members.
+func (h *Host) addClusterProfiles(opts Options, registry versioned.Interface) error {
+	profiles, err := cpversioned.NewForConfig(opts.Config)
+	if err != nil {
+		return &ControllerError{Controller: ClusterProfiles, Err: err}
+	}
+	// Refused before anything starts: without the CRD, the publisher could only log a
+	// failed watch every second or two.
+	if err := clusterprofile.Served(profiles.Discovery()); err != nil {
+		return &ControllerError{Controller: ClusterProfiles, Err: err}
+	}
+	o := *opts.ClusterProfiles
+	// The shared Fleet's members (this replica's, when sharded): no watch of its own.
+	o.Members, o.Namespaces, o.Resolver = h.members, opts.Namespaces, opts.Resolver
+	if o.Logger.GetSink() == nil {
+		o.Logger = h.log.WithName(ClusterProfiles)
+	}
+	p, err := clusterprofile.NewPublisher(registry, profiles, o)
+	if err != nil {
+		return &ControllerError{Controller: ClusterProfiles, Invalid: true, Err: err}
+	}
+	h.add(ClusterProfiles, p.Run)
+	return nil
+}
+
+// addPlacements adds the placements controller, over the whole Fleet (a decision weighs every
+// member), deciding the Placements this replica owns when sharded.
+func (h *Host) addPlacements(opts Options, registry versioned.Interface) error {
+	decisions, err := cpversioned.NewForConfig(opts.Config)
+	if err != nil {
+		return &ControllerError{Controller: Placements, Err: err}
+	}
+	if err := scheduler.Served(decisions.Discovery()); err != nil {
+		return &ControllerError{Controller: Placements, Err: err}
+	}
+	o := *opts.Placements
+	o.Fresh = func() bool { return h.fleet.Status().Fresh() }
+	if o.Namespace == "" && len(opts.Namespaces) == 1 {
+		o.Namespace = opts.Namespaces[0]
+	}
+	if h.sharding != nil {
+		// Each replica decides the Placements it owns among the live replicas, each over
+		// every member of the Fleet: a decision weighs them all.
+		peers := h.sharding.peers
+		self := peers.Self().ID
+		o.Owns = func(key types.NamespacedName) bool { return shard.Owner(key.String(), peers.Live()) == self }
+	}
+	if o.Logger.GetSink() == nil {
+		o.Logger = h.log.WithName(Placements)
+	}
+	// The whole Fleet, not this replica's shard of it.
+	c, err := scheduler.NewController(h.fleet, registry, decisions, o)
+	if err != nil {
+		return &ControllerError{Controller: Placements, Invalid: true, Err: err}
+	}
+	h.add(Placements, c.Run)
+	return nil
+}
+
+// addReleases adds the releases controller over the host's members (this replica's, sharded).
+func (h *Host) addReleases(opts Options, registry versioned.Interface, kube kubernetes.Interface) error {
+	decisions, err := cpversioned.NewForConfig(opts.Config)
+	if err != nil {
+		return &ControllerError{Controller: Releases, Err: err}
+	}
+	if err := delivery.Served(decisions.Discovery()); err != nil {
+		return &ControllerError{Controller: Releases, Err: err}
+	}
+	o := *opts.Releases
+	o.Fresh = func() bool { return h.fleet.Status().Fresh() }
+	if o.Namespace == "" && len(opts.Namespaces) == 1 {
+		o.Namespace = opts.Namespaces[0]
+	}
+	if h.sharding != nil {
+		// Each replica applies to the members it owns; the Release's owner writes its status.
+		peers := h.sharding.peers
+		o.Sharding = &delivery.Sharding{
+			Replica: peers.Self().ID,
+			Owner:   func(key string) string { return shard.Owner(key, peers.Live()) },
+			Live: func() []string {
+				var ids []string
+				for _, p := range peers.Live() {
+					ids = append(ids, p.ID)
+				}
+				return ids
+			},
+			Cluster: h.clusterOf,
+		}
+	}
+	if o.Logger.GetSink() == nil {
+		o.Logger = h.log.WithName(Releases)
+	}
+	c, err := delivery.NewController(h.members, registry, kube, decisions, o)
+	if err != nil {
+		return &ControllerError{Controller: Releases, Invalid: true, Err: err}
+	}
+	h.add(Releases, c.Run)
+	return nil
 }
 
 func (h *Host) add(name string, run func(context.Context) error) {
