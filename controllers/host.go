@@ -16,7 +16,6 @@ import (
 
 	"github.com/cluster-registry/sdk/clientset/versioned"
 	"github.com/cluster-registry/sdk/clusterprofile"
-	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
 	"github.com/cluster-registry/sdk/delivery"
 	"github.com/cluster-registry/sdk/health"
 	"github.com/cluster-registry/sdk/multicluster"
@@ -191,19 +190,7 @@ func (h *Host) addReleases(opts Options, registry versioned.Interface, kube kube
 	}
 	if h.sharding != nil {
 		// Each replica applies to the members it owns; the Release's owner writes its status.
-		peers := h.sharding.peers
-		o.Sharding = &delivery.Sharding{
-			Replica: peers.Self().ID,
-			Owner:   func(key string) string { return shard.Owner(key, peers.Live()) },
-			Live: func() []string {
-				var ids []string
-				for _, p := range peers.Live() {
-					ids = append(ids, p.ID)
-				}
-				return ids
-			},
-			Cluster: h.clusterOf,
-		}
+		o.Sharding = delivery.NewSharding(h.sharding.peers, h.fleet)
 	}
 	if o.Logger.GetSink() == nil {
 		o.Logger = h.log.WithName(Releases)
@@ -315,12 +302,3 @@ type everyReplica func(context.Context) error
 func (f everyReplica) Start(ctx context.Context) error { return f(ctx) }
 
 func (everyReplica) NeedLeaderElection() bool { return false }
-
-// clusterOf is any member's Cluster as the host's Fleet holds it, owned by this replica or not;
-// nil when the Fleet has no such member.
-func (h *Host) clusterOf(key types.NamespacedName) *v1alpha1.Cluster {
-	if m := h.fleet.Member(key.Namespace, key.Name); m != nil {
-		return m.Cluster()
-	}
-	return nil
-}

@@ -181,7 +181,7 @@ func runDeliveryReplica(spec deliveryReplicaSpec, in io.Reader, out io.Writer) e
 	view := shard.NewView(fleet, peers)
 	ctrl, err := delivery.NewController(view, registry, kube, cpversioned.NewForConfigOrDie(cfg), delivery.ControllerOptions{
 		Namespace: spec.Namespace, MemberConcurrency: 128, Fresh: func() bool { return fleet.Status().Fresh() },
-		Sharding: shardingOf(spec.Identity, peers, fleet),
+		Sharding: delivery.NewSharding(peers, fleet),
 	})
 	if err != nil {
 		return err

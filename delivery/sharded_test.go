@@ -13,7 +13,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	cpversioned "sigs.k8s.io/cluster-inventory-api/client/clientset/versioned"
 
@@ -48,7 +47,7 @@ func startReplica(t *testing.T, ns, identity string) *replica {
 	ctrl, err := delivery.NewController(view, registry, kube, cpversioned.NewForConfigOrDie(lf.Registry.Config), delivery.ControllerOptions{
 		Namespace: ns, MemberTimeout: 10 * time.Second, RetryAfter: 2 * time.Second,
 		Fresh:    func() bool { return fleet.Status().Fresh() },
-		Sharding: shardingOf(identity, peers, fleet),
+		Sharding: delivery.NewSharding(peers, fleet),
 	})
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -75,26 +74,6 @@ func startReplica(t *testing.T, ns, identity string) *replica {
 	}
 	t.Cleanup(r.stop)
 	return r
-}
-
-// shardingOf is a releases controller's Sharding as replica identity of peers' group, over
-// fleet's Clusters, as clusterregistry controllers --shard-group makes it.
-func shardingOf(identity string, peers *shard.Peers, fleet *multicluster.Fleet) *delivery.Sharding {
-	return &delivery.Sharding{Replica: identity,
-		Cluster: func(key types.NamespacedName) *v1alpha1.Cluster {
-			if m := fleet.Member(key.Namespace, key.Name); m != nil {
-				return m.Cluster()
-			}
-			return nil
-		},
-		Owner: func(key string) string { return shard.Owner(key, peers.Live()) },
-		Live: func() []string {
-			var ids []string
-			for _, p := range peers.Live() {
-				ids = append(ids, p.ID)
-			}
-			return ids
-		}}
 }
 
 // splitIdentities finds two replica identities that divide the two members between them (a on

@@ -14,6 +14,7 @@ import (
 
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
 	"github.com/cluster-registry/sdk/multicluster"
+	"github.com/cluster-registry/sdk/shard"
 )
 
 // Sharding divides the members of every Release between the replicas of a group (see package
@@ -44,6 +45,30 @@ type Sharding struct {
 	// Optional, but without it a member whose overrides changed counts as done in its wave
 	// before its replica has applied them.
 	Cluster func(key types.NamespacedName) *v1alpha1.Cluster
+}
+
+// NewSharding is the Sharding of this replica of peers' group: it owns what shard.Owner gives it
+// among the live peers, as it sees them now, and finds any member's Cluster in fleet, the Fleet
+// its members are a shard.View of. It is what clusterregistry controllers --shard-group gives
+// its releases controller.
+func NewSharding(peers *shard.Peers, fleet *multicluster.Fleet) *Sharding {
+	return &Sharding{
+		Replica: peers.Self().ID,
+		Owner:   func(key string) string { return shard.Owner(key, peers.Live()) },
+		Live: func() []string {
+			var ids []string
+			for _, p := range peers.Live() {
+				ids = append(ids, p.ID)
+			}
+			return ids
+		},
+		Cluster: func(key types.NamespacedName) *v1alpha1.Cluster {
+			if m := fleet.Member(key.Namespace, key.Name); m != nil {
+				return m.Cluster()
+			}
+			return nil
+		},
+	}
 }
 
 // clusterOf is a member's Cluster, as this replica's members or else its Fleet (Sharding.Cluster)
