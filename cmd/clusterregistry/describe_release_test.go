@@ -2,6 +2,8 @@ package main
 
 import (
 	"bytes"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -70,4 +72,18 @@ func TestSummarizeFeedback(t *testing.T) {
 	require.Equal(t, "version=1.1(3),2.0^[[2J(2),0.9(1),+1", summarizeFeedback([]v1alpha1.ReleaseMemberStatus{
 		member("version", "1.1"), member("version", "2.0\x1b[2J"), member("version", "1.1"), member("version", "1.0"),
 		member("version", "1.1"), member("version", "2.0\x1b[2J"), member("version", "0.9")}))
+}
+
+// get releases -o wide reads the slices of the Releases it prints, by name when they are few.
+func TestFeedbackReadsTheSlicesOfWhatItPrints(t *testing.T) {
+	rel := func(name string) *v1alpha1.Release {
+		return &v1alpha1.Release{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	}
+	require.Equal(t, "clusterregistry.k8s.io/release in (db,web)", slicesOf([]*v1alpha1.Release{rel("web"), rel("db")}))
+	many := make([]*v1alpha1.Release, 21)
+	for i := range many {
+		many[i] = rel(fmt.Sprintf("r%d", i))
+	}
+	require.Equal(t, v1alpha1.ReleaseLabel, slicesOf(many))
+	require.Equal(t, v1alpha1.ReleaseLabel, slicesOf([]*v1alpha1.Release{rel(strings.Repeat("a", 64))}), "no slice carries a name past a label value's 63 characters")
 }

@@ -10,6 +10,8 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/cli-runtime/pkg/printers"
 
@@ -35,7 +37,7 @@ func releaseFeedback(ctx context.Context, clusters versioned.Interface, items []
 		}
 	}
 	for ns, releases := range byNamespace {
-		list, err := clusters.ClusterregistryV1alpha1().ReleaseStatusSlices(ns).List(ctx, metav1.ListOptions{LabelSelector: v1alpha1.ReleaseLabel})
+		list, err := clusters.ClusterregistryV1alpha1().ReleaseStatusSlices(ns).List(ctx, metav1.ListOptions{LabelSelector: slicesOf(releases)})
 		for _, r := range releases {
 			if err != nil {
 				out[r.UID] = "<slices unreadable: " + string(apierrors.ReasonForError(err)) + ">"
@@ -45,6 +47,24 @@ func releaseFeedback(ctx context.Context, clusters versioned.Interface, items []
 		}
 	}
 	return out
+}
+
+// slicesOf selects the status slices of releases, all of one namespace: by their names when they
+// are few (get -w prints one Release an event, and a set holds up to 100 slices a Release), else
+// every Release's.
+func slicesOf(releases []*v1alpha1.Release) string {
+	if len(releases) > 20 {
+		return v1alpha1.ReleaseLabel
+	}
+	names := make([]string, len(releases))
+	for i, r := range releases {
+		names[i] = r.Name
+	}
+	req, err := labels.NewRequirement(v1alpha1.ReleaseLabel, selection.In, names)
+	if err != nil { // a name that is no label value: no slice carries it either
+		return v1alpha1.ReleaseLabel
+	}
+	return labels.NewSelector().Add(*req).String()
 }
 
 // membersOf are a Release's members as its slices report them (the slices it controls).
