@@ -9,7 +9,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/cluster-registry/sdk/clientset/versioned/fake"
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
 )
 
@@ -86,4 +88,21 @@ func TestFeedbackReadsTheSlicesOfWhatItPrints(t *testing.T) {
 	}
 	require.Equal(t, v1alpha1.ReleaseLabel, slicesOf(many))
 	require.Equal(t, v1alpha1.ReleaseLabel, slicesOf([]*v1alpha1.Release{rel(strings.Repeat("a", 64))}), "no slice carries a name past a label value's 63 characters")
+}
+
+// A member two slices name (handed between sharded replicas) counts once in the column, as the
+// slice that last applied there says.
+func TestFeedbackCountsAMemberInTwoSlicesOnce(t *testing.T) {
+	rel := &v1alpha1.Release{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "fleet", UID: "u1"},
+		Spec: v1alpha1.ReleaseSpec{Feedback: []v1alpha1.ReleaseFeedback{{Name: "version", Kind: "ConfigMap", ObjectName: "v", JSONPath: "{.data.v}"}}}}
+	owner := []metav1.OwnerReference{*metav1.NewControllerRef(rel, v1alpha1.SchemeGroupVersion.WithKind("Release"))}
+	at := func(s int) *metav1.Time { return &metav1.Time{Time: time.Unix(int64(s), 0)} }
+	slice := func(name, value string, applied int) *v1alpha1.ReleaseStatusSlice {
+		return &v1alpha1.ReleaseStatusSlice{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "fleet", OwnerReferences: owner,
+			Labels: map[string]string{v1alpha1.ReleaseLabel: "web"}},
+			Members: []v1alpha1.ReleaseMemberStatus{{Cluster: "m1", Phase: v1alpha1.PhaseReady, LastApplied: at(applied),
+				Feedback: []v1alpha1.ReleaseFeedbackValue{{Name: "version", Value: value}}}}}
+	}
+	clientset := fake.NewClientset(slice("web-a-0", "1.0", 100), slice("web-b-0", "1.1", 200))
+	require.Equal(t, map[types.UID]string{"u1": "version=1.1"}, releaseFeedback(t.Context(), clientset, []v1alpha1.Release{*rel}))
 }

@@ -43,7 +43,7 @@ func releaseFeedback(ctx context.Context, clusters versioned.Interface, items []
 				out[r.UID] = "<slices unreadable: " + string(apierrors.ReasonForError(err)) + ">"
 				continue
 			}
-			out[r.UID] = summarizeFeedback(membersOf(r, list.Items))
+			out[r.UID] = summarizeFeedback(v1alpha1.MembersOf(r, list.Items))
 		}
 	}
 	return out
@@ -65,18 +65,6 @@ func slicesOf(releases []*v1alpha1.Release) string {
 		return v1alpha1.ReleaseLabel
 	}
 	return labels.NewSelector().Add(*req).String()
-}
-
-// membersOf are a Release's members as its slices report them (the slices it controls).
-func membersOf(r *v1alpha1.Release, all []v1alpha1.ReleaseStatusSlice) []v1alpha1.ReleaseMemberStatus {
-	var out []v1alpha1.ReleaseMemberStatus
-	for i := range all {
-		s := &all[i]
-		if s.Labels[v1alpha1.ReleaseLabel] == r.Name && metav1.IsControlledBy(s, r) {
-			out = append(out, s.Members...)
-		}
-	}
-	return out
 }
 
 // summarizeFeedback is "name=value" per feedback name, sorted by name: the value alone when the
