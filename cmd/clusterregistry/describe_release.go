@@ -103,6 +103,33 @@ func describeRelease(out io.Writer, rel *v1alpha1.Release, members []v1alpha1.Re
 	fmt.Fprintf(w, "Namespace:\t%s\n", rel.Namespace)
 	fmt.Fprintf(w, "Placement:\t%s\n", esc(releasePlacement(rel)))
 	describeDependencies(w, rel)
+	describeSource(w, rel)
+	fmt.Fprintf(w, "Target Namespace:\t%s\n", esc(rel.TargetNamespaceOrDefault()))
+	describeRollout(w, rel)
+	fmt.Fprintf(w, "Deletion:\t%s\n", cmp.Or(rel.Spec.DeletionPolicy, v1alpha1.DeletionDelete))
+	if rel.Spec.Suspend {
+		fmt.Fprintf(w, "Suspended:\ttrue\n")
+	}
+	fmt.Fprintf(w, "Revision:\t%s (generation %d, status of %d)\n", orDash(rel.Status.Revision), rel.Generation, rel.Status.ObservedGeneration)
+	if rel.Status.Waves > 0 {
+		fmt.Fprintf(w, "Wave:\t%d of %d\n", rel.Status.Wave, rel.Status.Waves)
+	}
+	var phases []string
+	for _, p := range rel.Status.Phases {
+		phases = append(phases, fmt.Sprintf("%s=%d", p.Phase, p.Count))
+	}
+	fmt.Fprintf(w, "Members:\t%d, %d ready (%s)\n", rel.Status.Members, rel.Status.Ready, orDash(strings.Join(phases, ", ")))
+	if rel.DeletionTimestamp != nil {
+		fmt.Fprintf(w, "Deleting:\tsince %s; the members' objects are removed first\n", rel.DeletionTimestamp.UTC().Format(time.RFC3339))
+	}
+	describeConditions(w, rel, now)
+	describeMembers(w, members, now)
+	return w.Flush()
+}
+
+// describeSource says what rel delivers, and the chart its status says was delivered.
+func describeSource(w io.Writer, rel *v1alpha1.Release) {
+	esc := printers.EscapeTerminal
 	switch src := rel.Spec.Source; {
 	case src.ConfigMap != nil && src.ConfigMap.Key != "":
 		fmt.Fprintf(w, "Source:\tConfigMap %s, key %s\n", esc(src.ConfigMap.Name), esc(src.ConfigMap.Key))
@@ -136,7 +163,11 @@ func describeRelease(out io.Writer, rel *v1alpha1.Release, members []v1alpha1.Re
 			fmt.Fprintf(w, "Chart Mode:\tRender (rendered here, applied as manifests)\n")
 		}
 	}
-	fmt.Fprintf(w, "Target Namespace:\t%s\n", esc(rel.TargetNamespaceOrDefault()))
+}
+
+// describeRollout says how rel rolls out and what it does about drift.
+func describeRollout(w io.Writer, rel *v1alpha1.Release) {
+	esc := printers.EscapeTerminal
 	rollout := "All"
 	if r := rel.Spec.Rollout; r != nil {
 		parts := []string{string(cmp.Or(r.Strategy, v1alpha1.RolloutAll))}
@@ -163,22 +194,11 @@ func describeRelease(out io.Writer, rel *v1alpha1.Release, members []v1alpha1.Re
 		}
 	}
 	fmt.Fprintf(w, "Drift:\t%s\n", drift)
-	fmt.Fprintf(w, "Deletion:\t%s\n", cmp.Or(rel.Spec.DeletionPolicy, v1alpha1.DeletionDelete))
-	if rel.Spec.Suspend {
-		fmt.Fprintf(w, "Suspended:\ttrue\n")
-	}
-	fmt.Fprintf(w, "Revision:\t%s (generation %d, status of %d)\n", orDash(rel.Status.Revision), rel.Generation, rel.Status.ObservedGeneration)
-	if rel.Status.Waves > 0 {
-		fmt.Fprintf(w, "Wave:\t%d of %d\n", rel.Status.Wave, rel.Status.Waves)
-	}
-	var phases []string
-	for _, p := range rel.Status.Phases {
-		phases = append(phases, fmt.Sprintf("%s=%d", p.Phase, p.Count))
-	}
-	fmt.Fprintf(w, "Members:\t%d, %d ready (%s)\n", rel.Status.Members, rel.Status.Ready, orDash(strings.Join(phases, ", ")))
-	if rel.DeletionTimestamp != nil {
-		fmt.Fprintf(w, "Deleting:\tsince %s; the members' objects are removed first\n", rel.DeletionTimestamp.UTC().Format(time.RFC3339))
-	}
+}
+
+// describeConditions lists rel's conditions.
+func describeConditions(w io.Writer, rel *v1alpha1.Release, now time.Time) {
+	esc := printers.EscapeTerminal
 	fmt.Fprintln(w, "Conditions:")
 	if len(rel.Status.Conditions) == 0 {
 		fmt.Fprintln(w, "  (none: the releases controller has not reported)")
@@ -188,10 +208,16 @@ func describeRelease(out io.Writer, rel *v1alpha1.Release, members []v1alpha1.Re
 			fmt.Fprintf(w, "  %s\t%s\t%s\t%s\t%s\n", c.Type, c.Status, esc(c.Reason), duration.HumanDuration(now.Sub(c.LastTransitionTime.Time)), esc(c.Message))
 		}
 	}
+}
+
+// describeMembers writes a row per member, the worst object's health in its message, then what
+// spec.feedback read there.
+func describeMembers(w io.Writer, members []v1alpha1.ReleaseMemberStatus, now time.Time) {
+	esc := printers.EscapeTerminal
 	fmt.Fprintln(w, "Per member:")
 	if len(members) == 0 {
 		fmt.Fprintln(w, "  (none reported)")
-		return w.Flush()
+		return
 	}
 	slices.SortFunc(members, func(a, b v1alpha1.ReleaseMemberStatus) int { return cmp.Compare(a.Cluster, b.Cluster) })
 	fmt.Fprintln(w, "  CLUSTER\tPHASE\tREVISION\tREASON\tLAST APPLIED\tMESSAGE")
@@ -209,7 +235,6 @@ func describeRelease(out io.Writer, rel *v1alpha1.Release, members []v1alpha1.Re
 		fmt.Fprintf(w, "  %s\t%s\t%s\t%s\t%s\t%s\n", esc(m.Cluster), m.Phase, orDash(m.Revision), orDash(esc(m.Reason)), applied, orDash(esc(strings.TrimPrefix(msg, "; "))))
 	}
 	describeFeedback(w, members)
-	return w.Flush()
 }
 
 // describeDependencies names the Releases rel depends on, if any, as text.
