@@ -6,12 +6,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash"
 	"io"
 	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
@@ -113,62 +115,19 @@ func Render(rel *v1alpha1.Release, in Inputs) (*Bundle, error) {
 
 // renderSource is Render without the overrides.
 func renderSource(rel *v1alpha1.Release, in Inputs) (*Bundle, error) {
-	configMap := in.ConfigMap
 	var objs []*unstructured.Unstructured
 	sum := sha256.New()
 	src := rel.Spec.Source
 	switch {
 	case len(src.Manifests) > 0:
-		for i, raw := range src.Manifests {
-			where := fmt.Sprintf("spec.source.manifests[%d]", i)
-			// Decoded as a plain map: unstructured's own decoder quotes the whole object in its
-			// errors, and a manifest may hold a Secret's data.
-			var obj map[string]any
-			if err := json.Unmarshal(raw.Raw, &obj); err != nil || obj == nil {
-				return nil, &SourceError{Where: where, Err: errors.New("not a JSON object")}
-			}
-			u := &unstructured.Unstructured{Object: obj}
-			if err := check(u); err != nil {
-				return nil, &SourceError{Where: where, Err: err}
-			}
-			objs = append(objs, u)
-			sum.Write(raw.Raw)
-			sum.Write([]byte{0})
+		var err error
+		if objs, err = manifestObjects(src.Manifests, sum); err != nil {
+			return nil, err
 		}
 	case src.ConfigMap != nil:
-		if configMap == nil {
-			return nil, &SourceError{Where: "spec.source.configMap", Err: fmt.Errorf("ConfigMap %s not found in namespace %s", src.ConfigMap.Name, rel.Namespace)}
-		}
-		keys := []string{src.ConfigMap.Key}
-		if src.ConfigMap.Key == "" {
-			keys = make([]string, 0, len(configMap.Data))
-			for k := range configMap.Data {
-				keys = append(keys, k)
-			}
-			slices.Sort(keys)
-		}
-		for _, key := range keys {
-			data, ok := configMap.Data[key]
-			if !ok {
-				return nil, &SourceError{Where: fmt.Sprintf("ConfigMap %s", configMap.Name), Err: fmt.Errorf("no key %q", key)}
-			}
-			docs, err := decodeStream(data)
-			if err != nil {
-				return nil, &SourceError{Where: fmt.Sprintf("ConfigMap %s key %s", configMap.Name, key), Err: err}
-			}
-			for i, u := range docs {
-				if err := check(u); err != nil {
-					return nil, &SourceError{Where: fmt.Sprintf("ConfigMap %s key %s document %d", configMap.Name, key, i+1), Err: err}
-				}
-				objs = append(objs, u)
-			}
-			sum.Write([]byte(key))
-			sum.Write([]byte{0})
-			sum.Write([]byte(data))
-			sum.Write([]byte{0})
-		}
-		if len(objs) == 0 {
-			return nil, &SourceError{Where: fmt.Sprintf("ConfigMap %s", configMap.Name), Err: errors.New("holds no objects")}
+		var err error
+		if objs, err = configMapObjects(rel, in.ConfigMap, sum); err != nil {
+			return nil, err
 		}
 	case src.Chart != nil:
 		cs, err := renderChart(rel, in, sum)
@@ -199,6 +158,70 @@ func renderSource(rel *v1alpha1.Release, in Inputs) (*Bundle, error) {
 	revision := hex.EncodeToString(sum.Sum(nil))[:16]
 	finish(rel, objs, revision)
 	return &Bundle{Objects: objs, Revision: revision, rel: rel}, nil
+}
+
+// manifestObjects decodes the inline manifests, checked, into sum as they are written.
+func manifestObjects(manifests []runtime.RawExtension, sum hash.Hash) ([]*unstructured.Unstructured, error) {
+	var objs []*unstructured.Unstructured
+	for i, raw := range manifests {
+		where := fmt.Sprintf("spec.source.manifests[%d]", i)
+		// Decoded as a plain map: unstructured's own decoder quotes the whole object in its
+		// errors, and a manifest may hold a Secret's data.
+		var obj map[string]any
+		if err := json.Unmarshal(raw.Raw, &obj); err != nil || obj == nil {
+			return nil, &SourceError{Where: where, Err: errors.New("not a JSON object")}
+		}
+		u := &unstructured.Unstructured{Object: obj}
+		if err := check(u); err != nil {
+			return nil, &SourceError{Where: where, Err: err}
+		}
+		objs = append(objs, u)
+		sum.Write(raw.Raw)
+		sum.Write([]byte{0})
+	}
+	return objs, nil
+}
+
+// configMapObjects decodes the source ConfigMap's key (or every key, in order), checked, into
+// sum with each key's name.
+func configMapObjects(rel *v1alpha1.Release, configMap *corev1.ConfigMap, sum hash.Hash) ([]*unstructured.Unstructured, error) {
+	src := rel.Spec.Source
+	var objs []*unstructured.Unstructured
+	if configMap == nil {
+		return nil, &SourceError{Where: "spec.source.configMap", Err: fmt.Errorf("ConfigMap %s not found in namespace %s", src.ConfigMap.Name, rel.Namespace)}
+	}
+	keys := []string{src.ConfigMap.Key}
+	if src.ConfigMap.Key == "" {
+		keys = make([]string, 0, len(configMap.Data))
+		for k := range configMap.Data {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+	}
+	for _, key := range keys {
+		data, ok := configMap.Data[key]
+		if !ok {
+			return nil, &SourceError{Where: fmt.Sprintf("ConfigMap %s", configMap.Name), Err: fmt.Errorf("no key %q", key)}
+		}
+		docs, err := decodeStream(data)
+		if err != nil {
+			return nil, &SourceError{Where: fmt.Sprintf("ConfigMap %s key %s", configMap.Name, key), Err: err}
+		}
+		for i, u := range docs {
+			if err := check(u); err != nil {
+				return nil, &SourceError{Where: fmt.Sprintf("ConfigMap %s key %s document %d", configMap.Name, key, i+1), Err: err}
+			}
+			objs = append(objs, u)
+		}
+		sum.Write([]byte(key))
+		sum.Write([]byte{0})
+		sum.Write([]byte(data))
+		sum.Write([]byte{0})
+	}
+	if len(objs) == 0 {
+		return nil, &SourceError{Where: fmt.Sprintf("ConfigMap %s", configMap.Name), Err: errors.New("holds no objects")}
+	}
+	return objs, nil
 }
 
 // finish labels objs as the Release's at revision, leaves out the fields the Release ignores,
