@@ -36,6 +36,36 @@ func browser(t *testing.T) string {
 	return ""
 }
 
+// browserTempDir gives the browser a TMPDIR of the test's own, and fails the test if the browser
+// left anything in the machine's: Chromium makes its profile's lock (a directory holding
+// SingletonCookie and SingletonSocket) in TMPDIR and removes it only when it exits by itself, so
+// a browser the test stops left one in /tmp at every run.
+func browserTempDir(t *testing.T) chromedp.ExecAllocatorOption {
+	t.Helper()
+	leftBefore := chromiumLeftovers(t)
+	dir := t.TempDir() // removed after the browser is stopped: cleanups run after the test's defers
+	t.Cleanup(func() {
+		for name := range chromiumLeftovers(t) {
+			if !leftBefore[name] {
+				t.Errorf("the browser left %s in %s", name, os.TempDir())
+			}
+		}
+	})
+	return chromedp.Env("TMPDIR=" + dir)
+}
+
+// chromiumLeftovers are the directories Chromium's profile locks leave in the machine's TMPDIR.
+func chromiumLeftovers(t *testing.T) map[string]bool {
+	t.Helper()
+	matches, err := filepath.Glob(filepath.Join(os.TempDir(), "org.chromium.Chromium.*"))
+	require.NoError(t, err)
+	left := map[string]bool{}
+	for _, m := range matches {
+		left[filepath.Base(m)] = true
+	}
+	return left
+}
+
 // The dashboard in a real browser: after login with a token it shows every member the caller may
 // see, shows a display name holding markup as text, turns a stopped member's caches stale
 // without a reload, and fits a phone's screen. Screenshots of the hostile name and the stale
@@ -56,7 +86,7 @@ func TestDashboardInABrowser(t *testing.T) {
 	})
 
 	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(path), chromedp.NoSandbox, chromedp.WindowSize(1280, 720))...)
+		chromedp.ExecPath(path), chromedp.NoSandbox, chromedp.WindowSize(1280, 720), browserTempDir(t))...)
 	defer cancelAlloc()
 	tab, cancelTab := chromedp.NewContext(allocCtx)
 	defer cancelTab()

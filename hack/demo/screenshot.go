@@ -19,8 +19,15 @@ func (a *fleetAPI) screenshot(ctx context.Context, path string) error {
 	if err != nil {
 		return err
 	}
+	// A TMPDIR of its own, removed after it: Chromium leaves its profile's lock there when it is
+	// stopped rather than exits by itself.
+	tmp, err := os.MkdirTemp("", "demo-chromium-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp)
 	allocCtx, cancelAlloc := chromedp.NewExecAllocator(ctx, append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(browser), chromedp.NoSandbox, chromedp.WindowSize(1280, 800))...)
+		chromedp.ExecPath(browser), chromedp.NoSandbox, chromedp.WindowSize(1280, 800), chromedp.Env("TMPDIR="+tmp))...)
 	defer cancelAlloc()
 	tab, cancelTab := chromedp.NewContext(allocCtx)
 	defer cancelTab()
