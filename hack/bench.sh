@@ -28,7 +28,9 @@
 #   BenchmarkShardedHealth    shard: health over 10,000 simulated members as one replica, then as
 #                             3 replicas of a shard group in the same run: members probed twice or
 #                             not at all in a steady minute, coordination writes beside health's,
-#                             heap per replica over the single one's, probes/s/core of both
+#                             heap per replica over the single one's, probes/s/core of both,
+#                             and of two controls: 3 processes on fixed thirds with no shard
+#                             group, watching every Cluster or only their own
 #   BenchmarkScheduler        scheduler: 1,000 Placements over 10,000 Clusters of a real registry,
 #                             decided by the placements controller: first decisions and statuses, p99 from a chosen member going Unreachable to its
 #                             placements' decisions rewritten, writes to unaffected placements,

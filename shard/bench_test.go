@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/pprof"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -17,6 +18,8 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -35,14 +38,20 @@ import (
 // doing everything, then as 3 replicas of one shard group, in the same run. Each replica is a
 // process of its own (this test binary, run again), as in a Deployment, so that its heap and CPU
 // are its own and no variant's leftovers count in another's. Run it once (-benchtime 1x); it
-// takes about 5 minutes. Reported, over a steady window (a minute for the 3 replicas):
+// takes about 10 minutes. Reported, over a steady window (a minute for 3 replicas):
 //   - members-probed-twice: members probed by two replicas (target 0); members-unprobed: by none;
 //   - coordination-writes/s (the group's Lease renewals) beside health-writes/s (status writes),
 //     and throttled: requests the registry answered 429 (target 0);
 //   - heap-MiB-single and heap-MiB-per-replica (the busiest), and their ratio
 //     heap-per-replica/single (target ≤ 0.45);
 //   - probes/s/core of the 3 replicas together beside probes/s/core-single, and their ratio
-//     (target ≥ 1).
+//     (target ≥ 1);
+//   - the same ratio for two controls, 3 replicas that each probe a fixed third of the members
+//     (by the index in their names) with no shard group: probes/s/core-parts/single, each
+//     replica following every Cluster as a shard group's does, and
+//     probes/s/core-parts-own-watch/single, each following only its third's Clusters (a label
+//     the registry filters by). The first is what three processes on this machine cost without
+//     any coordination; the second, what a replica that watched only its share would save.
 func BenchmarkShardedHealth(b *testing.B) {
 	if testing.Short() {
 		b.Skip("needs kube-apiserver and etcd")
@@ -50,11 +59,17 @@ func BenchmarkShardedHealth(b *testing.B) {
 	const n = 10000
 	sims := simmembers.Start(b, n, 20*time.Millisecond)
 	const ns = "sharded-bench"
-	fleettest.CreateClusters(b, lf.Registry.Config, ns, sims.Clusters(ns), nil)
+	clusters := sims.Clusters(ns)
+	for i := range clusters {
+		clusters[i].Labels = map[string]string{partLabel: strconv.Itoa(i % parts)}
+	}
+	fleettest.CreateClusters(b, lf.Registry.Config, ns, clusters, nil)
 
 	for range b.N {
-		single := runReplicas(b, ns, 1, n, 30*time.Second)
-		sharded := runReplicas(b, ns, 3, n, time.Minute)
+		single := runReplicas(b, ns, oneReplica, n, 30*time.Second)
+		sharded := runReplicas(b, ns, shardGroup, n, time.Minute)
+		fixed := runReplicas(b, ns, fixedParts, n, time.Minute)
+		ownWatch := runReplicas(b, ns, fixedPartsOwnWatch, n, time.Minute)
 		b.ReportMetric(float64(sharded.twice), "members-probed-twice")
 		b.ReportMetric(float64(sharded.unprobed), "members-unprobed")
 		b.ReportMetric(sharded.leaseWrites, "coordination-writes/s")
@@ -66,7 +81,34 @@ func BenchmarkShardedHealth(b *testing.B) {
 		b.ReportMetric(single.probesPerCore, "probes/s/core-single")
 		b.ReportMetric(sharded.probesPerCore, "probes/s/core")
 		b.ReportMetric(sharded.probesPerCore/single.probesPerCore, "probes/s/core-sharded/single")
+		b.ReportMetric(fixed.probesPerCore/single.probesPerCore, "probes/s/core-parts/single")
+		b.ReportMetric(ownWatch.probesPerCore/single.probesPerCore, "probes/s/core-parts-own-watch/single")
 	}
+}
+
+// layout is how the replicas of a run divide the members.
+type layout string
+
+const (
+	oneReplica layout = "one" // one replica probes every member
+	shardGroup layout = "sharded"
+	// fixedParts: parts replicas, each probing the members whose index is its own modulo parts,
+	// with no shard group, each following every Cluster as a shard group's replica does.
+	fixedParts layout = "parts"
+	// fixedPartsOwnWatch: as fixedParts, each following only its part's Clusters (partLabel).
+	fixedPartsOwnWatch layout = "parts-own-watch"
+)
+
+// parts is how many replicas the layouts other than oneReplica run.
+const parts = 3
+
+// partLabel is a member's part (its index modulo parts), for fixedPartsOwnWatch's watches.
+const partLabel = "bench.clusterregistry.k8s.io/part"
+
+// inPart reports whether the member named name (member-NNNNN, simmembers' names) is in part.
+func inPart(name string, part int) bool {
+	i, err := strconv.Atoi(strings.TrimPrefix(name, "member-"))
+	return err == nil && i%parts == part
 }
 
 // measured is what some replicas measured together over a steady window.
@@ -76,16 +118,20 @@ type measured struct {
 	heapMiB, probesPerCore     float64 // heapMiB: the busiest replica's
 }
 
-// runReplicas runs replicas processes of the health controller (of one shard group when more than
-// one) until every member's status is written by them once, and 10 s more; then measures a window.
-func runReplicas(b *testing.B, ns string, replicas, n int, window time.Duration) measured {
+// runReplicas runs processes of the health controller, dividing the members as layout says, until
+// every member's status is written by them once, and 10 s more; then measures a window.
+func runReplicas(b *testing.B, ns string, layout layout, n int, window time.Duration) measured {
+	replicas := parts
+	if layout == oneReplica {
+		replicas = 1
+	}
 	var extraEnv []string
 	if procs := os.Getenv(gomaxprocsEnv); procs != "" {
 		extraEnv = append(extraEnv, "GOMAXPROCS="+procs)
 	}
 	procs := make([]*replicaproc.Proc, replicas)
 	for i := range procs {
-		procs[i] = replicaproc.Start(b, replicaEnv, replicaSpec{Kubeconfig: lf.Registry.Kubeconfig, Namespace: ns, Replicas: replicas, Identity: fmt.Sprintf("replica-%d", i)}, extraEnv...)
+		procs[i] = replicaproc.Start(b, replicaEnv, replicaSpec{Kubeconfig: lf.Registry.Kubeconfig, Namespace: ns, Layout: layout, Part: i, Identity: fmt.Sprintf("replica-%d", i)}, extraEnv...)
 	}
 	defer func() {
 		for _, p := range procs {
@@ -142,7 +188,8 @@ func runReplicas(b *testing.B, ns string, replicas, n int, window time.Duration)
 // replicaSpec is what a replica process is told to run, in replicaEnv.
 type replicaSpec struct {
 	Kubeconfig, Namespace, Identity string
-	Replicas                        int
+	Layout                          layout
+	Part                            int // this replica's part, in the fixed layouts
 }
 
 // replicaResult is what a replica process measured over the window, as a JSON line.
@@ -182,22 +229,18 @@ func runReplica(spec replicaSpec, in io.Reader, out io.Writer) error {
 	defer wg.Wait()
 	defer cancel() // before the wait
 
-	fleet := multicluster.NewFleet(versioned.NewForConfigOrDie(cfg), resolver, multicluster.FleetOptions{Namespaces: []string{spec.Namespace}})
+	fleetOpts := multicluster.FleetOptions{Namespaces: []string{spec.Namespace}}
+	if spec.Layout == fixedPartsOwnWatch {
+		fleetOpts.Selector = labels.SelectorFromSet(labels.Set{partLabel: strconv.Itoa(spec.Part)})
+	}
+	fleet := multicluster.NewFleet(versioned.NewForConfigOrDie(cfg), resolver, fleetOpts)
 	if err := fleet.Start(ctx); err != nil {
 		return err
 	}
 	defer fleet.Stop()
-	var members multicluster.MemberSource = fleet
-	if spec.Replicas > 1 {
-		peers, err := shard.NewPeers(kubernetes.NewForConfigOrDie(cfg).CoordinationV1(), shard.PeerOptions{
-			Namespace: spec.Namespace, Group: "bench", Identity: spec.Identity})
-		if err != nil {
-			return err
-		}
-		view := shard.NewView(fleet, peers)
-		wg.Go(func() { _ = peers.Run(ctx) })
-		wg.Go(func() { _ = view.Run(ctx) })
-		members = view
+	members, err := replicaMembers(ctx, &wg, cfg, spec, fleet)
+	if err != nil {
+		return err
 	}
 	probed := newProbeLog()
 	c, err := health.New(health.Options{
@@ -237,8 +280,32 @@ func runReplica(spec replicaSpec, in io.Reader, out io.Writer) error {
 	})
 }
 
+// replicaMembers are the members a replica probes, as its layout divides them: a shard group's
+// (whose goroutines wg waits for), a fixed part of the fleet's, or all of them.
+func replicaMembers(ctx context.Context, wg *sync.WaitGroup, cfg *rest.Config, spec replicaSpec, fleet *multicluster.Fleet) (multicluster.MemberSource, error) {
+	switch spec.Layout {
+	case shardGroup:
+		peers, err := shard.NewPeers(kubernetes.NewForConfigOrDie(cfg).CoordinationV1(), shard.PeerOptions{
+			Namespace: spec.Namespace, Group: "bench", Identity: spec.Identity})
+		if err != nil {
+			return nil, err
+		}
+		view := shard.NewView(fleet, peers)
+		wg.Go(func() { _ = peers.Run(ctx) })
+		wg.Go(func() { _ = view.Run(ctx) })
+		return view, nil
+	case fixedParts:
+		part := multicluster.NewSubset()
+		part.Keep(func(key types.NamespacedName) bool { return inPart(key.Name, spec.Part) })
+		stop := part.Follow(fleet)
+		context.AfterFunc(ctx, stop)
+		return part, nil
+	}
+	return fleet, nil // one replica, or a part the registry's watch already keeps
+}
+
 // profileEnv names a directory: when set, each replica writes a CPU profile of its window there
-// (replicas-N-IDENTITY.pprof), to find where the sharded replicas spend what one replica does not.
+// (LAYOUT-IDENTITY.pprof), to find where the sharded replicas spend what one replica does not.
 const profileEnv = "SHARD_BENCH_CPUPROFILE"
 
 // profileWindow starts the CPU profile of a window when profileEnv asks for one; the function it
@@ -248,7 +315,7 @@ func profileWindow(spec replicaSpec) func() {
 	if dir == "" {
 		return func() {}
 	}
-	f, err := os.Create(filepath.Join(dir, fmt.Sprintf("replicas-%d-%s.pprof", spec.Replicas, spec.Identity)))
+	f, err := os.Create(filepath.Join(dir, fmt.Sprintf("%s-%s.pprof", spec.Layout, spec.Identity)))
 	if err == nil {
 		err = pprof.StartCPUProfile(f)
 	}
