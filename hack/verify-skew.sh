@@ -10,8 +10,11 @@
 #
 # Each version is built once from the Go module proxy, like the newest, and cached by version; of
 # the older kubectl's release only kubectl is built.
-# Tests run without the race detector here: hack/test.sh runs them with it on the newest. Like
-# hack/test.sh, this runs go test through hack/gotest.sh, which keeps the linked test binaries.
+# Tests run with the race detector, as hack/test.sh runs them on the newest: then their packages
+# are the ones that run compiled, and a fresh cache compiles each once, not a second time without
+# -race for this pass alone (every dependency of the five packages, on the same two cores as the
+# tests). Like hack/test.sh, this runs go test through hack/gotest.sh, which keeps the linked test
+# binaries.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -48,7 +51,7 @@ export GOFLAGS="${GOFLAGS:+$GOFLAGS }-ldflags=-s -trimpath"
 # server stays out of this list.
 clock_tests='^(TestControllersShardedFailover|TestLeaderElectionFailover|TestKeepConnectionsSeesAReinstalledCluster|TestCredentialsExpiringAndExpired|TestRotatedSecretIsPickedUp|TestExecPluginHonoursExpiry|TestFleetFreshnessAcrossARegistryRestart|TestMapRetriesWhatIsSafeToRetry)$'
 echo "== registry, members and kubectl at Kubernetes $OLDEST"
-KUBEBUILDER_ASSETS="$oldest" hack/gotest.sh -count=1 -timeout=30m -vet=off -skip "$clock_tests" ./clusterregistry/ ./access/ ./multicluster/ ./health/ ./cmd/clusterregistry/
+KUBEBUILDER_ASSETS="$oldest" hack/gotest.sh -race -count=1 -timeout=30m -vet=off -skip "$clock_tests" ./clusterregistry/ ./access/ ./multicluster/ ./health/ ./cmd/clusterregistry/
 
 # Only the tests that run kubectl: the others would repeat hack/test.sh's run on the same server.
 # A new test that runs kubectl joins this list (TestKubectl* and *Steps* join by their names).
@@ -64,4 +67,4 @@ if [ -n "$missing" ]; then
   exit 1
 fi
 echo "== kubectl $OLDEST_KUBECTL against the newest API server"
-KUBEBUILDER_ASSETS="$mixed" hack/gotest.sh -count=1 -timeout=30m -vet=off -run "$kubectl_tests" ./clusterregistry/ ./cmd/clusterregistry/ ./internal/readme/
+KUBEBUILDER_ASSETS="$mixed" hack/gotest.sh -race -count=1 -timeout=30m -vet=off -run "$kubectl_tests" ./clusterregistry/ ./cmd/clusterregistry/ ./internal/readme/
