@@ -12,7 +12,7 @@
 # the older kubectl's release only kubectl is built.
 # Tests run with the race detector, as hack/test.sh runs them on the newest: then their packages
 # are the ones that run compiled, and a fresh cache compiles each once, not a second time without
-# -race for this pass alone (every dependency of the five packages, on the same two cores as the
+# -race for this pass alone (every dependency of its six packages, on the same two cores as the
 # tests). Like hack/test.sh, this runs go test through hack/gotest.sh, which keeps the linked test
 # binaries.
 set -euo pipefail
