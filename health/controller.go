@@ -183,7 +183,7 @@ func (c *Controller) source(ctx context.Context) (multicluster.MemberSource, fun
 	return fleet, fleet.Stop, nil
 }
 
-// onMembership follows the Fleet: a new member is probed within one interval, at a random point
+// onMembership follows the Fleet: a new member is probed within one interval, at a random tick
 // of it so that a fleet's probes spread out; a member whose endpoints changed is probed at once.
 func (c *Controller) onMembership(ev multicluster.MemberEvent) {
 	c.mu.Lock()
@@ -193,7 +193,7 @@ func (c *Controller) onMembership(ev multicluster.MemberEvent) {
 	case multicluster.MemberAdded:
 		t := &tracked{member: ev.Member, added: time.Now()}
 		c.members[key] = t
-		c.schedule(t, time.Now().Add(time.Duration(rand.Int64N(int64(c.opts.Interval)))))
+		c.scheduleOnTick(t, time.Now().Add(time.Duration(rand.Int64N(int64(c.opts.Interval)))))
 	case multicluster.MemberReachChanged:
 		// A probe in flight goes on, and schedules the next as usual.
 		if t := c.members[key]; t != nil && t.probing.IsZero() {
@@ -290,7 +290,7 @@ func (c *Controller) due(key types.NamespacedName) *tracked {
 }
 
 // probeAndWrite probes one member, writes its status if that changes it, and schedules the next
-// probe one interval (jittered by a tenth) after this one began.
+// probe one interval (jittered by a tenth) after this one began, on the tick after that.
 func (c *Controller) probeAndWrite(ctx context.Context, t *tracked) {
 	start := time.Now()
 	o, v, _, _, ok := c.probeWrite(ctx, t, start, true)
@@ -303,7 +303,7 @@ func (c *Controller) probeAndWrite(ctx context.Context, t *tracked) {
 		c.metrics.setReason(t.member.Name(), v.condition.Reason)
 		c.metrics.setExpiry(t.member.Name(), o.expires)
 		jitter := time.Duration(rand.Int64N(int64(c.opts.Interval)/5+1)) - c.opts.Interval/10
-		c.schedule(t, start.Add(c.opts.Interval+jitter))
+		c.scheduleOnTick(t, start.Add(c.opts.Interval+jitter))
 	}
 }
 

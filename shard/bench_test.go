@@ -51,7 +51,9 @@ import (
 //     replica following every Cluster as a shard group's does, and
 //     probes/s/core-parts-own-watch/single, each following only its third's Clusters (a label
 //     the registry filters by). The first is what three processes on this machine cost without
-//     any coordination; the second, what a replica that watched only its share would save.
+//     any coordination; the second, what a replica that watched only its share would save;
+//   - and probes/s/core-part-alone/single: one replica probing a third of the members, alone, so
+//     with a third of the load and none of the others' competition for the cores.
 func BenchmarkShardedHealth(b *testing.B) {
 	if testing.Short() {
 		b.Skip("needs kube-apiserver and etcd")
@@ -70,6 +72,7 @@ func BenchmarkShardedHealth(b *testing.B) {
 		sharded := runReplicas(b, ns, shardGroup, n, time.Minute)
 		fixed := runReplicas(b, ns, fixedParts, n, time.Minute)
 		ownWatch := runReplicas(b, ns, fixedPartsOwnWatch, n, time.Minute)
+		alone := runReplicas(b, ns, partAlone, n, time.Minute)
 		b.ReportMetric(float64(sharded.twice), "members-probed-twice")
 		b.ReportMetric(float64(sharded.unprobed), "members-unprobed")
 		b.ReportMetric(sharded.leaseWrites, "coordination-writes/s")
@@ -83,6 +86,7 @@ func BenchmarkShardedHealth(b *testing.B) {
 		b.ReportMetric(sharded.probesPerCore/single.probesPerCore, "probes/s/core-sharded/single")
 		b.ReportMetric(fixed.probesPerCore/single.probesPerCore, "probes/s/core-parts/single")
 		b.ReportMetric(ownWatch.probesPerCore/single.probesPerCore, "probes/s/core-parts-own-watch/single")
+		b.ReportMetric(alone.probesPerCore/single.probesPerCore, "probes/s/core-part-alone/single")
 	}
 }
 
@@ -97,6 +101,9 @@ const (
 	fixedParts layout = "parts"
 	// fixedPartsOwnWatch: as fixedParts, each following only its part's Clusters (partLabel).
 	fixedPartsOwnWatch layout = "parts-own-watch"
+	// partAlone: one replica probing fixedParts' first part, alone on the machine, as fixedParts'
+	// replicas each do beside two others.
+	partAlone layout = "part-alone"
 )
 
 // parts is how many replicas the layouts other than oneReplica run.
@@ -121,9 +128,12 @@ type measured struct {
 // runReplicas runs processes of the health controller, dividing the members as layout says, until
 // every member's status is written by them once, and 10 s more; then measures a window.
 func runReplicas(b *testing.B, ns string, layout layout, n int, window time.Duration) measured {
-	replicas := parts
+	replicas, target := parts, n
 	if layout == oneReplica {
 		replicas = 1
+	}
+	if layout == partAlone {
+		replicas, target = 1, (n+parts-1)/parts // part 0 holds the remainder
 	}
 	var extraEnv []string
 	if procs := os.Getenv(gomaxprocsEnv); procs != "" {
@@ -146,7 +156,7 @@ func runReplicas(b *testing.B, ns string, layout layout, n int, window time.Dura
 			p.Ask(b, "writes", &r)
 			written += r.StatusWrites
 		}
-		if written >= n {
+		if written >= target {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -180,7 +190,7 @@ func runReplicas(b *testing.B, ns string, layout layout, n int, window time.Dura
 			m.twice++
 		}
 	}
-	m.unprobed = n - len(by)
+	m.unprobed = target - len(by)
 	m.probesPerCore = float64(probes) / cpu.Seconds()
 	return m
 }
@@ -294,7 +304,7 @@ func replicaMembers(ctx context.Context, wg *sync.WaitGroup, cfg *rest.Config, s
 		wg.Go(func() { _ = peers.Run(ctx) })
 		wg.Go(func() { _ = view.Run(ctx) })
 		return view, nil
-	case fixedParts:
+	case fixedParts, partAlone:
 		part := multicluster.NewSubset()
 		part.Keep(func(key types.NamespacedName) bool { return inPart(key.Name, spec.Part) })
 		stop := part.Follow(fleet)

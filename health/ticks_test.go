@@ -1,0 +1,65 @@
+package health
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/workqueue"
+
+	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
+	"github.com/cluster-registry/sdk/multicluster"
+)
+
+// A probe time moves to the first tick at or after it, never before it and never a whole tick
+// later; an interval too short to divide leaves it as it is.
+func TestOnTick(t *testing.T) {
+	const interval = 10 * time.Second
+	tick := interval / ticksPerInterval
+	base := time.Date(2026, 11, 28, 17, 0, 0, 0, time.UTC)
+	for _, offset := range []time.Duration{0, time.Nanosecond, tick / 2, tick - time.Nanosecond, tick, 7*tick + 3*time.Millisecond} {
+		at := base.Add(offset)
+		got := onTick(at, interval)
+		require.False(t, got.Before(at), "%v: %v is before it", offset, got)
+		require.Less(t, got.Sub(at), tick, "%v: %v is a tick or more after it", offset, got)
+		require.Equal(t, got, got.Truncate(tick), "%v: %v is not on a tick", offset, got)
+	}
+	require.Equal(t, base.Add(time.Nanosecond), onTick(base.Add(time.Nanosecond), ticksPerInterval-1))
+}
+
+// Members whose probes fall due within one tick come out of the queue together, at that tick,
+// and none before it: the process wakes once for them.
+func TestProbesDueWithinATickAreReleasedTogether(t *testing.T) {
+	const interval = 5 * time.Second // a tick of 100ms
+	tick := interval / ticksPerInterval
+	c := &Controller{opts: Options{Interval: interval}, members: map[types.NamespacedName]*tracked{}, queue: workqueue.NewTypedDelayingQueue[types.NamespacedName]()}
+	defer c.queue.ShutDown()
+
+	// Five members due at points spread over the tick after the next one.
+	start := onTick(time.Now().Add(tick), interval)
+	var due []*tracked
+	c.mu.Lock()
+	for i := range 5 {
+		m := multicluster.NewMember(&v1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: "fleet", Name: string(rune('a' + i))}}, multicluster.Clients{})
+		tr := &tracked{member: m}
+		c.members[m.Name()] = tr
+		c.scheduleOnTick(tr, start.Add(time.Duration(i+1)*tick/6))
+		due = append(due, tr)
+	}
+	c.mu.Unlock()
+	for _, tr := range due {
+		require.Equal(t, start.Add(tick), tr.next, "%s is not due at the tick after its time", tr.member.Name())
+	}
+
+	var out []time.Time
+	for range due {
+		key, _ := c.queue.Get()
+		out = append(out, time.Now())
+		require.NotNil(t, c.due(key), "%s came out before it was due", key)
+		c.queue.Done(key)
+	}
+	require.False(t, out[0].Before(start.Add(tick)), "the first came out before its tick")
+	require.Less(t, out[len(out)-1].Sub(out[0]), tick/2, "the tick's members came out at different times: %v", out)
+}
