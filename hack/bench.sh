@@ -29,8 +29,9 @@
 #                             3 replicas of a shard group in the same run: members probed twice or
 #                             not at all in a steady minute, coordination writes beside health's,
 #                             heap per replica over the single one's, probes/s/core of both,
-#                             and of two controls: 3 processes on fixed thirds with no shard
-#                             group, watching every Cluster or only their own
+#                             and of three controls: 3 processes on fixed thirds with no shard
+#                             group, watching every Cluster or only their own, and one process
+#                             on a third alone
 #   BenchmarkScheduler        scheduler: 1,000 Placements over 10,000 Clusters of a real registry,
 #                             decided by the placements controller: first decisions and statuses, p99 from a chosen member going Unreachable to its
 #                             placements' decisions rewritten, writes to unaffected placements,

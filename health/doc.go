@@ -13,6 +13,8 @@
 // does not flap it. The registry sees a write only when something changed, or once per
 // heartbeat to refresh lastProbeTime, and a Kubernetes Event on every transition. Probes are
 // bounded in number, jittered, and scheduled from one queue: an idle member holds no goroutine.
+// They fall due on ticks (a fiftieth of the interval), so that a process wakes once for a tick's
+// probes rather than once for each.
 //
 // Run it in a tool with New and Run, or as the `clusterregistry health` command.
 package health
