@@ -24,9 +24,13 @@ func TestOnTick(t *testing.T) {
 		got := onTick(at, interval)
 		require.False(t, got.Before(at), "%v: %v is before it", offset, got)
 		require.Less(t, got.Sub(at), tick, "%v: %v is a tick or more after it", offset, got)
-		require.Equal(t, got, got.Truncate(tick), "%v: %v is not on a tick", offset, got)
+		require.True(t, got.Equal(got.Truncate(tick)), "%v: %v is not on a tick", offset, got)
 	}
 	require.Equal(t, base.Add(time.Nanosecond), onTick(base.Add(time.Nanosecond), ticksPerInterval-1))
+
+	// A due time keeps the monotonic clock reading of the time it came from, so that it is
+	// compared with time.Now() by that clock, not the wall clock, which can be stepped back.
+	require.Contains(t, onTick(time.Now(), interval).String(), " m=", "the tick lost its monotonic reading")
 }
 
 // Members whose probes fall due within one tick come out of the queue together, at that tick,
@@ -50,7 +54,7 @@ func TestProbesDueWithinATickAreReleasedTogether(t *testing.T) {
 	}
 	c.mu.Unlock()
 	for _, tr := range due {
-		require.Equal(t, start.Add(tick), tr.next, "%s is not due at the tick after its time", tr.member.Name())
+		require.True(t, start.Add(tick).Equal(tr.next), "%s is due at %v, not at the tick after its time", tr.member.Name(), tr.next)
 	}
 
 	var out []time.Time
