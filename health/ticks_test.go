@@ -36,7 +36,9 @@ func TestOnTick(t *testing.T) {
 // Members whose probes fall due within one tick come out of the queue together, at that tick,
 // and none before it: the process wakes once for them.
 func TestProbesDueWithinATickAreReleasedTogether(t *testing.T) {
-	const interval = 5 * time.Second // a tick of 100ms
+	// A tick of 500ms: unrounded, the five would come out over 333ms, so a bound of half a tick
+	// on how far apart they come out tells the two apart with room for a busy machine.
+	const interval = 25 * time.Second
 	tick := interval / ticksPerInterval
 	c := &Controller{opts: Options{Interval: interval}, members: map[types.NamespacedName]*tracked{}, queue: workqueue.NewTypedDelayingQueue[types.NamespacedName]()}
 	defer c.queue.ShutDown()
