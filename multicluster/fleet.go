@@ -176,6 +176,21 @@ func (f *Fleet) Stop() {
 	f.setStatus(FleetStatus{Since: time.Now()})
 }
 
+// Reselect makes selector the Fleet's Selector and follows the registry anew with it, returning
+// once the Fleet holds every Cluster that matches, as Start does: members whose Clusters still
+// match keep their Member (and its clients), those that no longer match are removed, and those
+// that now match are added. A Fleet that was stopped is started. It is how a view that watches
+// only some Clusters (package shard's, by bucket) changes what it watches without reconnecting
+// to the members it keeps.
+func (f *Fleet) Reselect(ctx context.Context, selector labels.Selector) error {
+	f.Stop()
+	f.life.Lock()
+	// No goroutine of the Fleet runs between Stop and Start: none reads the options.
+	f.opts.Selector = selector
+	f.life.Unlock()
+	return f.Start(ctx)
+}
+
 // listWatch lists and watches one namespace's Clusters, recording in the Fleet's status whether
 // the registry answers.
 //

@@ -91,8 +91,9 @@ func TestCoverageThroughChanges(t *testing.T) {
 		next++
 		p := &Peers{opts: PeerOptions{Identity: id}}
 		v := NewView(fleet, p)
-		v.subset.Keep(v.owner())
-		v.subset.Follow(fleet)
+		subset := v.owned.(*multicluster.Subset)
+		subset.Keep(ownerByName(p.Live(), id))
+		subset.Follow(fleet)
 		replicas[id] = &replica{peers: p, view: v}
 	}
 	// settle gives every replica the same group, as each would read it from the Leases, and
@@ -107,7 +108,8 @@ func TestCoverageThroughChanges(t *testing.T) {
 			rep.peers.mu.Lock()
 			rep.peers.live = live
 			rep.peers.mu.Unlock()
-			rep.view.subset.Keep(rep.view.owner()) // what Run does when the group changes
+			// What Run does when the group changes.
+			rep.view.owned.(*multicluster.Subset).Keep(ownerByName(rep.peers.Live(), id))
 			for _, m := range rep.view.Members() {
 				other, twice := owner[m.Name()]
 				require.False(t, twice, "step %d: %s owned by %s and %s", step, m.Name(), other, id)

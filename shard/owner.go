@@ -33,12 +33,16 @@ func Owner(key string, peers []Peer) string {
 // the peer with the smallest score owns the key, and a peer's chance of that is its weight's
 // share of the weights.
 func score(key string, p Peer) float64 {
-	w := p.Weight
-	if w <= 0 {
-		w = 1
-	}
 	u := (float64(hash(key, p.ID)>>11) + 0.5) / (1 << 53)
-	return -math.Log(u) / w
+	return -math.Log(u) / weightOf(p)
+}
+
+// weightOf is p's Weight, 0 (or less) counting as 1.
+func weightOf(p Peer) float64 {
+	if p.Weight <= 0 {
+		return 1
+	}
+	return p.Weight
 }
 
 // hash is a 64-bit hash of the pair: FNV-1a over both, with a separator no Kubernetes name holds,

@@ -20,61 +20,72 @@ import (
 // may run twice then must be safe twice (the health controller's status is server-side applied;
 // the rotator's Secret update is guarded by its resourceVersion, so one of two renewals loses).
 type View struct {
-	fleet  multicluster.MemberSource
-	peers  *Peers
-	subset *multicluster.Subset
+	peers *Peers
+	owned ownedSet
+	run   func(ctx context.Context) error
+}
+
+// ownedSet is what a View tells of: the members owned now.
+type ownedSet interface {
+	multicluster.ChangeSource
+	Has(key types.NamespacedName) bool
 }
 
 // NewView is the members of fleet that self owns among peers. Run it (it follows both) after
-// starting the Fleet.
+// starting the Fleet. Each replica follows every member (the Fleet's), and owns some by their
+// names; NewBucketView's replicas follow only what they own.
 func NewView(fleet multicluster.MemberSource, peers *Peers) *View {
-	return &View{fleet: fleet, peers: peers, subset: multicluster.NewSubset()}
+	subset := multicluster.NewSubset()
+	return &View{peers: peers, owned: subset, run: func(ctx context.Context) error { return followAll(ctx, fleet, subset, peers) }}
 }
 
 // Members is the members this replica owns now, ordered by cluster set and name.
-func (v *View) Members() []*multicluster.Member { return v.subset.Members() }
+func (v *View) Members() []*multicluster.Member { return v.owned.Members() }
 
 // Owns reports whether this replica owns the member now.
-func (v *View) Owns(key types.NamespacedName) bool { return v.subset.Has(key) }
+func (v *View) Owns(key types.NamespacedName) bool { return v.owned.Has(key) }
 
 // Subscribe calls fn with MemberAdded for each member owned now, then with each change of what
 // this replica owns (a MemberReachChanged of an owned member included), in order, one call at a
 // time, until unsubscribe.
 func (v *View) Subscribe(fn func(multicluster.MemberEvent)) (unsubscribe func()) {
-	return v.subset.Subscribe(fn)
+	return v.owned.Subscribe(fn)
 }
 
 // SubscribeChanges calls fn with an owned member each time its Cluster changes (see
 // multicluster.ChangeSource), in order, one call at a time, until unsubscribe. It is never called
 // when the View's Fleet does not tell of changes (is no multicluster.ChangeSource).
 func (v *View) SubscribeChanges(fn func(*multicluster.Member)) (unsubscribe func()) {
-	return v.subset.SubscribeChanges(fn)
+	return v.owned.SubscribeChanges(fn)
 }
 
 // Run follows the Fleet and the group until ctx ends; then the view owns nothing, and says so.
-func (v *View) Run(ctx context.Context) error {
-	changed := v.peers.changed()
-	v.subset.Keep(v.owner())
-	stop := v.subset.Follow(v.fleet)
+func (v *View) Run(ctx context.Context) error { return v.run(ctx) }
+
+// followAll is NewView's Run: subset keeps the members of fleet that the group gives this
+// replica, by their names.
+func followAll(ctx context.Context, fleet multicluster.MemberSource, subset *multicluster.Subset, peers *Peers) error {
+	changed := peers.changed()
+	subset.Keep(ownerByName(peers.Live(), peers.Self().ID))
+	stop := subset.Follow(fleet)
 	defer stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-changed:
-			v.subset.Keep(v.owner())
+			subset.Keep(ownerByName(peers.Live(), peers.Self().ID))
 		}
 	}
 }
 
-// owner is the rule of what this replica owns among the live peers as it sees them now: what
+// ownerByName is the rule of what self owns among the live peers as it sees them now: what
 // Owner gives it, and nothing until it sees itself live.
-func (v *View) owner() func(types.NamespacedName) bool {
-	live, self := v.peers.Live(), v.peers.Self()
-	if !slices.ContainsFunc(live, func(p Peer) bool { return p.ID == self.ID }) {
+func ownerByName(live []Peer, self string) func(types.NamespacedName) bool {
+	if !slices.ContainsFunc(live, func(p Peer) bool { return p.ID == self }) {
 		return func(types.NamespacedName) bool { return false }
 	}
-	return func(key types.NamespacedName) bool { return Owner(key.String(), live) == self.ID }
+	return func(key types.NamespacedName) bool { return Owner(key.String(), live) == self }
 }
 
 var _ multicluster.ChangeSource = (*View)(nil)

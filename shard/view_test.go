@@ -68,21 +68,7 @@ func startReplica(t *testing.T, ns, id string, fleet multicluster.MemberSource) 
 	peers, err := shard.NewPeers(kubernetes.NewForConfigOrDie(lf.Registry.Config).CoordinationV1(), shard.PeerOptions{
 		Namespace: ns, Group: "health", Identity: id, LeaseDuration: leaseDuration, RenewPeriod: renewPeriod})
 	require.NoError(t, err)
-	ctx, cancel := context.WithCancel(context.Background())
-	r := &replica{peers: peers, view: shard.NewView(fleet, peers), stop: cancel, done: make(chan struct{}), events: newTracker()}
-	unsubscribe := r.view.Subscribe(r.events.on)
-	peersDone := make(chan struct{})
-	go func() {
-		defer close(peersDone)
-		_ = peers.Run(ctx)
-	}()
-	go func() {
-		defer close(r.done)
-		defer unsubscribe()
-		_ = r.view.Run(ctx)
-		<-peersDone // its Lease deleted
-	}()
-	return r
+	return runView(peers, shard.NewView(fleet, peers))
 }
 
 func (r *replica) halt() {

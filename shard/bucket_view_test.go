@@ -1,0 +1,201 @@
+package shard_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"github.com/cluster-registry/sdk/access"
+	"github.com/cluster-registry/sdk/clientset/versioned"
+	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
+	"github.com/cluster-registry/sdk/multicluster"
+	"github.com/cluster-registry/sdk/shard"
+	"github.com/cluster-registry/sdk/testkit/fleettest"
+)
+
+// selectors records the label selectors of a replica's requests for Clusters.
+type selectors struct {
+	mu  sync.Mutex
+	all []string
+}
+
+func (s *selectors) wrap(rt http.RoundTripper) http.RoundTripper {
+	return roundTripper(func(req *http.Request) (*http.Response, error) {
+		if strings.Contains(req.URL.Path, "/clusters") {
+			s.mu.Lock()
+			s.all = append(s.all, req.URL.Query().Get("labelSelector"))
+			s.mu.Unlock()
+		}
+		return rt.RoundTrip(req)
+	})
+}
+
+// watched is the buckets of the last "in" selector the replica asked for.
+func (s *selectors) watched(t *testing.T) []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, sel := range slices.Backward(s.all) {
+		parsed, err := labels.Parse(sel)
+		require.NoError(t, err)
+		reqs, _ := parsed.Requirements()
+		for _, r := range reqs {
+			if r.Key() == shard.BucketLabel && r.Operator() == selection.In {
+				return r.Values().List()
+			}
+		}
+	}
+	return nil
+}
+
+// unfiltered reports whether the replica asked for Clusters without selecting on their bucket.
+func (s *selectors) unfiltered() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.ContainsFunc(s.all, func(sel string) bool { return !strings.Contains(sel, shard.BucketLabel) })
+}
+
+type roundTripper func(*http.Request) (*http.Response, error)
+
+func (f roundTripper) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }
+
+// bucketReplica is a replica of a bucket view, with the selectors it asked the registry for.
+type bucketReplica struct {
+	*replica
+	asked *selectors
+}
+
+func startBucketReplica(t *testing.T, ns, id string) *bucketReplica {
+	t.Helper()
+	asked := &selectors{}
+	cfg := rest.CopyConfig(lf.Registry.Config)
+	cfg.Wrap(asked.wrap)
+	kube := kubernetes.NewForConfigOrDie(cfg)
+	peers, err := shard.NewPeers(kube.CoordinationV1(), shard.PeerOptions{
+		Namespace: ns, Group: "health", Identity: id, LeaseDuration: leaseDuration, RenewPeriod: renewPeriod})
+	require.NoError(t, err)
+	resolver, err := access.NewResolver(access.ResolverOptions{Secrets: access.SecretsFromClient(kube)})
+	require.NoError(t, err)
+	view, err := shard.NewBucketView(versioned.NewForConfigOrDie(cfg), resolver, multicluster.FleetOptions{Namespaces: []string{ns}}, peers)
+	require.NoError(t, err)
+	return &bucketReplica{replica: runView(peers, view), asked: asked}
+}
+
+// Three replicas of bucket views divide a fleet whose Clusters are labelled with their buckets,
+// and some that are not, or are labelled with values that name no bucket (an attacker's "07",
+// which the registry would not match to bucket 7), or with a bucket that is not their name's:
+// each is owned by exactly one replica. Each replica asks the registry only for its buckets'
+// Clusters and those in no bucket, and the buckets they ask for are disjoint and cover all.
+// Relabelling moves a member; a replica that stops gives up its buckets to the others.
+func TestBucketViewsDivideTheFleet(t *testing.T) {
+	if testing.Short() {
+		t.Skip("needs kube-apiserver and etcd; run without -short")
+	}
+	t.Cleanup(func() { goleak.VerifyNone(t, append(fleettest.IgnoreIdleConnections, goleak.IgnoreCurrent())...) })
+	ctx := t.Context()
+	ns := fleettest.NewSet(t, lf)
+	clusters := versioned.NewForConfigOrDie(lf.Registry.Config).ClusterregistryV1alpha1().Clusters(ns)
+	labelled := map[string]string{}
+	for i := range 40 {
+		name := fmt.Sprintf("member-%02d", i)
+		labelled[name] = shard.BucketOf(ns, name)
+	}
+	others := map[string]string{"unlabelled-a": "", "unlabelled-b": "", "leading-zero": "07", "out-of-range": "64", "not-a-number": "x", "elsewhere": "3"}
+	for name, bucket := range others {
+		labelled[name] = bucket
+	}
+	for name, bucket := range labelled {
+		c := &v1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: name},
+			Spec: v1alpha1.ClusterSpec{KubernetesAPIEndpoints: v1alpha1.KubernetesAPIEndpoints{ServerEndpoints: []v1alpha1.ServerAddressByClientCIDR{
+				{ClientCIDR: "0.0.0.0/0", ServerAddress: "https://" + name + ".example:6443"}}}}}
+		if bucket != "" {
+			c.Labels = map[string]string{shard.BucketLabel: bucket}
+		}
+		_, err := clusters.Create(ctx, c, metav1.CreateOptions{})
+		require.NoError(t, err)
+	}
+	members := len(labelled)
+
+	r0, r1, r2 := startBucketReplica(t, ns, "x-0"), startBucketReplica(t, ns, "x-1"), startBucketReplica(t, ns, "x-2")
+	requireDivided(t, members, 30*time.Second, r0.replica, r1.replica, r2.replica)
+	requireBucketsDivided(t, 30*time.Second, r0, r1, r2)
+
+	// Relabelled into no bucket, into a bucket, and from one bucket to another: still owned once.
+	relabel := func(name, bucket string) {
+		c, err := clusters.Get(ctx, name, metav1.GetOptions{})
+		require.NoError(t, err)
+		c.Labels = map[string]string{shard.BucketLabel: bucket}
+		if bucket == "" {
+			c.Labels = nil
+		}
+		_, err = clusters.Update(ctx, c, metav1.UpdateOptions{})
+		require.NoError(t, err)
+	}
+	relabel("member-00", "")
+	relabel("unlabelled-a", shard.BucketOf(ns, "unlabelled-a"))
+	relabel("member-01", "0")
+	relabel("member-02", "63")
+	requireDivided(t, members, 30*time.Second, r0.replica, r1.replica, r2.replica)
+
+	// x-1 stops: its buckets go to the others, who ask for them.
+	r1.halt()
+	requireDivided(t, members, 30*time.Second, r0.replica, r2.replica)
+	requireBucketsDivided(t, 30*time.Second, r0, r2)
+	r0.halt()
+	r2.halt()
+	require.Empty(t, r0.view.Members(), "a stopped view still owns members")
+}
+
+// requireBucketsDivided waits until the buckets the replicas ask the registry for are disjoint and
+// cover every bucket, and checks that none asked for Clusters without selecting on their bucket.
+func requireBucketsDivided(t *testing.T, within time.Duration, replicas ...*bucketReplica) {
+	t.Helper()
+	require.Eventually(t, func() bool {
+		seen := map[string]int{}
+		for _, r := range replicas {
+			for _, b := range r.asked.watched(t) {
+				seen[b]++
+			}
+		}
+		for b := range shard.Buckets {
+			if seen[fmt.Sprint(b)] != 1 {
+				return false
+			}
+		}
+		return len(seen) == shard.Buckets
+	}, within, 50*time.Millisecond, "the replicas' watches do not divide the buckets")
+	for _, r := range replicas {
+		require.False(t, r.asked.unfiltered(), "a replica asked for every Cluster: %v", r.asked.all)
+	}
+}
+
+// runView runs peers and view until halted, telling events of what the view owns.
+func runView(peers *shard.Peers, view *shard.View) *replica {
+	ctx, cancel := context.WithCancel(context.Background())
+	r := &replica{peers: peers, view: view, stop: cancel, done: make(chan struct{}), events: newTracker()}
+	unsubscribe := r.view.Subscribe(r.events.on)
+	peersDone := make(chan struct{})
+	go func() {
+		defer close(peersDone)
+		_ = peers.Run(ctx)
+	}()
+	go func() {
+		defer close(r.done)
+		defer unsubscribe()
+		_ = r.view.Run(ctx)
+		<-peersDone // its Lease deleted
+	}()
+	return r
+}
