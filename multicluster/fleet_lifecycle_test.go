@@ -185,3 +185,54 @@ func TestFleetStartNeedsRegistry(t *testing.T) {
 // ignoreRegistryConnections leaves out the idle HTTP/2 connections to the shared registry: client-go
 // shares transports between clients of one config, so they outlive the test that opened them.
 var ignoreRegistryConnections = goleak.IgnoreAnyFunction("golang.org/x/net/http2.(*ClientConn).readLoop")
+
+// Reselect changes what a Fleet follows: members that still match keep their Member (and so
+// their clients), those that no longer match are removed, those that now match are added, and
+// the Fleet follows the registry with the new selector afterwards.
+func TestFleetReselect(t *testing.T) {
+	integration(t)
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent(), ignoreRegistryConnections)
+	ns := newNamespace(t, registry)
+	for name, zone := range map[string]string{"a": "1", "b": "1", "c": "2", "d": "3"} {
+		c := offlineCluster(name, name+".example.com", nil)
+		c.Namespace, c.UID, c.Labels = ns, "", map[string]string{"zone": zone}
+		_, err := versioned.NewForConfigOrDie(registry.Config).ClusterregistryV1alpha1().Clusters(ns).Create(testContext(t), c, metav1.CreateOptions{})
+		require.NoError(t, err)
+	}
+	fleet := NewFleet(versioned.NewForConfigOrDie(registry.Config), newResolver(t, access.ResolverOptions{}),
+		FleetOptions{Namespaces: []string{ns}, Selector: labels.SelectorFromSet(labels.Set{"zone": "1"})})
+	require.NoError(t, fleet.Start(testContext(t)))
+	defer fleet.Stop()
+	a := fleet.Member(ns, "a")
+	events := make(chan string, 100)
+	defer fleet.Subscribe(func(ev MemberEvent) { events <- ev.Type.String() + " " + ev.Member.Name().Name })()
+	require.Equal(t, "Added a", <-events)
+	require.Equal(t, "Added b", <-events)
+
+	zones, err := labels.Parse("zone in (1,2)")
+	require.NoError(t, err)
+	require.NoError(t, fleet.Reselect(testContext(t), zones))
+	require.Equal(t, fmt.Sprintf("[%s/a %s/b %s/c]", ns, ns, ns), fmt.Sprint(fleet.Members()))
+	require.Same(t, a, fleet.Member(ns, "a"), "a member that still matches was made anew")
+	require.Equal(t, "Added c", <-events)
+
+	zones, err = labels.Parse("zone in (2,3)")
+	require.NoError(t, err)
+	require.NoError(t, fleet.Reselect(testContext(t), zones))
+	require.Equal(t, fmt.Sprintf("[%s/c %s/d]", ns, ns), fmt.Sprint(fleet.Members()))
+	var told []string
+	for range 3 {
+		told = append(told, <-events)
+	}
+	require.ElementsMatch(t, []string{"Removed a", "Removed b", "Added d"}, told)
+	require.True(t, fleet.Status().Fresh())
+
+	// Followed with the new selector: a Cluster of zone 1 created now is not a member.
+	storedCluster(t, ns, "e", "e.example.com", nil)
+	c := offlineCluster("f", "f.example.com", nil)
+	c.Namespace, c.UID, c.Labels = ns, "", map[string]string{"zone": "3"}
+	_, err = versioned.NewForConfigOrDie(registry.Config).ClusterregistryV1alpha1().Clusters(ns).Create(testContext(t), c, metav1.CreateOptions{})
+	require.NoError(t, err)
+	require.Equal(t, "Added f", <-events)
+	require.Equal(t, 3, fleet.Len())
+}
