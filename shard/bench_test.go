@@ -24,6 +24,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/cluster-registry/sdk/access"
 	"github.com/cluster-registry/sdk/clientset/versioned"
 	"github.com/cluster-registry/sdk/health"
 	"github.com/cluster-registry/sdk/multicluster"
@@ -35,10 +36,10 @@ import (
 
 // BenchmarkShardedHealth: the health controller over 10,000 simulated members (20 ms latency, in
 // other processes; kept connections, a probe every 10 s, a 60 s heartbeat), first as one replica
-// doing everything, then as 3 replicas of one shard group, in the same run. Each replica is a
+// doing everything, then as 3 replicas of one shard group, in the same run, beside controls. Each replica is a
 // process of its own (this test binary, run again), as in a Deployment, so that its heap and CPU
 // are its own and no variant's leftovers count in another's. Run it once (-benchtime 1x); it
-// takes about 10 minutes. Reported, over a steady window (a minute for 3 replicas):
+// takes about 12 minutes. Reported, over a steady window (a minute for 3 replicas):
 //   - members-probed-twice: members probed by two replicas (target 0); members-unprobed: by none;
 //   - coordination-writes/s (the group's Lease renewals) beside health-writes/s (status writes),
 //     and throttled: requests the registry answered 429 (target 0);
@@ -46,14 +47,14 @@ import (
 //     heap-per-replica/single (target ≤ 0.45);
 //   - probes/s/core of the 3 replicas together beside probes/s/core-single, and their ratio
 //     (target ≥ 0.9);
-//   - the same ratio for controls: 3 replicas that each probe a fixed third of the members
-//     (by the index in their names) with no shard group: probes/s/core-parts/single, each
-//     replica following every Cluster as a shard group's does, and
-//     probes/s/core-parts-own-watch/single, each following only its third's Clusters (a label
-//     the registry filters by). The first is what three processes on this machine cost without
-//     any coordination; the second, what a replica that watched only its share would save;
-//   - and probes/s/core-part-alone/single: one replica probing a third of the members, alone, so
-//     with a third of the load and none of the others' competition for the cores.
+//   - the same ratio for the shard group of views of a whole Fleet (shard.NewView), each replica
+//     following every Cluster: probes/s/core-sharded-by-name/single; the shard group measured
+//     above is of bucket views (shard.NewBucketView), each replica watching only its buckets;
+//   - and for controls with no shard group: probes/s/core-parts-own-watch/single, 3 replicas that
+//     each probe a fixed third of the members (by the index in their names), following only its
+//     third's Clusters (a label the registry filters by), so what three processes on this machine
+//     cost without any coordination; and probes/s/core-part-alone/single: one of those, alone,
+//     so with a third of the load and none of the others' competition for the cores.
 func BenchmarkShardedHealth(b *testing.B) {
 	if testing.Short() {
 		b.Skip("needs kube-apiserver and etcd")
@@ -64,13 +65,14 @@ func BenchmarkShardedHealth(b *testing.B) {
 	clusters := sims.Clusters(ns)
 	for i := range clusters {
 		clusters[i].Labels = map[string]string{partLabel: strconv.Itoa(i % parts)}
+		shard.SetBucket(&clusters[i]) // as clusterregistry join does
 	}
 	fleettest.CreateClusters(b, lf.Registry.Config, ns, clusters, nil)
 
 	for range b.N {
 		single := runReplicas(b, ns, oneReplica, n, 30*time.Second)
 		sharded := runReplicas(b, ns, shardGroup, n, time.Minute)
-		fixed := runReplicas(b, ns, fixedParts, n, time.Minute)
+		byName := runReplicas(b, ns, shardByName, n, time.Minute)
 		ownWatch := runReplicas(b, ns, fixedPartsOwnWatch, n, time.Minute)
 		alone := runReplicas(b, ns, partAlone, n, time.Minute)
 		b.ReportMetric(float64(sharded.twice), "members-probed-twice")
@@ -84,7 +86,7 @@ func BenchmarkShardedHealth(b *testing.B) {
 		b.ReportMetric(single.probesPerCore, "probes/s/core-single")
 		b.ReportMetric(sharded.probesPerCore, "probes/s/core")
 		b.ReportMetric(sharded.probesPerCore/single.probesPerCore, "probes/s/core-sharded/single")
-		b.ReportMetric(fixed.probesPerCore/single.probesPerCore, "probes/s/core-parts/single")
+		b.ReportMetric(byName.probesPerCore/single.probesPerCore, "probes/s/core-sharded-by-name/single")
 		b.ReportMetric(ownWatch.probesPerCore/single.probesPerCore, "probes/s/core-parts-own-watch/single")
 		b.ReportMetric(alone.probesPerCore/single.probesPerCore, "probes/s/core-part-alone/single")
 	}
@@ -95,14 +97,17 @@ type layout string
 
 const (
 	oneReplica layout = "one" // one replica probes every member
+	// shardGroup: a shard group of bucket views (shard.NewBucketView), each replica watching
+	// the buckets it owns.
 	shardGroup layout = "sharded"
-	// fixedParts: parts replicas, each probing the members whose index is its own modulo parts,
-	// with no shard group, each following every Cluster as a shard group's replica does.
-	fixedParts layout = "parts"
-	// fixedPartsOwnWatch: as fixedParts, each following only its part's Clusters (partLabel).
+	// shardByName: a shard group of views of a whole Fleet (shard.NewView), each replica
+	// following every Cluster and owning some by their names.
+	shardByName layout = "sharded-by-name"
+	// fixedPartsOwnWatch: parts replicas, each probing the members whose index is its own modulo
+	// parts, with no shard group, each following only its part's Clusters (partLabel).
 	fixedPartsOwnWatch layout = "parts-own-watch"
-	// partAlone: one replica probing fixedParts' first part, alone on the machine, as fixedParts'
-	// replicas each do beside two others.
+	// partAlone: one replica probing fixedPartsOwnWatch's first part, alone on the machine, as
+	// fixedPartsOwnWatch's replicas each do beside two others.
 	partAlone layout = "part-alone"
 )
 
@@ -239,16 +244,7 @@ func runReplica(spec replicaSpec, in io.Reader, out io.Writer) error {
 	defer wg.Wait()
 	defer cancel() // before the wait
 
-	fleetOpts := multicluster.FleetOptions{Namespaces: []string{spec.Namespace}}
-	if spec.Layout == fixedPartsOwnWatch {
-		fleetOpts.Selector = labels.SelectorFromSet(labels.Set{partLabel: strconv.Itoa(spec.Part)})
-	}
-	fleet := multicluster.NewFleet(versioned.NewForConfigOrDie(cfg), resolver, fleetOpts)
-	if err := fleet.Start(ctx); err != nil {
-		return err
-	}
-	defer fleet.Stop()
-	members, err := replicaMembers(ctx, &wg, cfg, spec, fleet)
+	members, err := replicaMembers(ctx, &wg, cfg, resolver, spec)
 	if err != nil {
 		return err
 	}
@@ -291,24 +287,44 @@ func runReplica(spec replicaSpec, in io.Reader, out io.Writer) error {
 }
 
 // replicaMembers are the members a replica probes, as its layout divides them: a shard group's
-// (whose goroutines wg waits for), a fixed part of the fleet's, or all of them.
-func replicaMembers(ctx context.Context, wg *sync.WaitGroup, cfg *rest.Config, spec replicaSpec, fleet *multicluster.Fleet) (multicluster.MemberSource, error) {
-	switch spec.Layout {
-	case shardGroup:
-		peers, err := shard.NewPeers(kubernetes.NewForConfigOrDie(cfg).CoordinationV1(), shard.PeerOptions{
-			Namespace: spec.Namespace, Group: "bench", Identity: spec.Identity})
+// (whose goroutines, and Fleet's, wg waits for), a fixed part of the fleet's, or all of them.
+func replicaMembers(ctx context.Context, wg *sync.WaitGroup, cfg *rest.Config, resolver *access.Resolver, spec replicaSpec) (multicluster.MemberSource, error) {
+	fleetOpts := multicluster.FleetOptions{Namespaces: []string{spec.Namespace}}
+	registry := versioned.NewForConfigOrDie(cfg)
+	var peers *shard.Peers
+	if spec.Layout == shardGroup || spec.Layout == shardByName {
+		var err error
+		if peers, err = shard.NewPeers(kubernetes.NewForConfigOrDie(cfg).CoordinationV1(), shard.PeerOptions{
+			Namespace: spec.Namespace, Group: "bench", Identity: spec.Identity}); err != nil {
+			return nil, err
+		}
+		wg.Go(func() { _ = peers.Run(ctx) })
+	}
+	if spec.Layout == shardGroup { // watches what it owns, with Fleets of its own
+		view, err := shard.NewBucketView(registry, resolver, fleetOpts, peers)
 		if err != nil {
 			return nil, err
 		}
-		view := shard.NewView(fleet, peers)
-		wg.Go(func() { _ = peers.Run(ctx) })
 		wg.Go(func() { _ = view.Run(ctx) })
 		return view, nil
-	case fixedParts, partAlone:
+	}
+	if spec.Layout == fixedPartsOwnWatch {
+		fleetOpts.Selector = labels.SelectorFromSet(labels.Set{partLabel: strconv.Itoa(spec.Part)})
+	}
+	fleet := multicluster.NewFleet(registry, resolver, fleetOpts)
+	if err := fleet.Start(ctx); err != nil {
+		return nil, err
+	}
+	context.AfterFunc(ctx, fleet.Stop)
+	switch spec.Layout {
+	case shardByName:
+		view := shard.NewView(fleet, peers)
+		wg.Go(func() { _ = view.Run(ctx) })
+		return view, nil
+	case partAlone:
 		part := multicluster.NewSubset()
 		part.Keep(func(key types.NamespacedName) bool { return inPart(key.Name, spec.Part) })
-		stop := part.Follow(fleet)
-		context.AfterFunc(ctx, stop)
+		context.AfterFunc(ctx, part.Follow(fleet))
 		return part, nil
 	}
 	return fleet, nil // one replica, or a part the registry's watch already keeps

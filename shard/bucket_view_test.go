@@ -33,7 +33,7 @@ type selectors struct {
 }
 
 func (s *selectors) wrap(rt http.RoundTripper) http.RoundTripper {
-	return roundTripper(func(req *http.Request) (*http.Response, error) {
+	return roundTripperFunc(func(req *http.Request) (*http.Response, error) {
 		if strings.Contains(req.URL.Path, "/clusters") {
 			s.mu.Lock()
 			s.all = append(s.all, req.URL.Query().Get("labelSelector"))
@@ -66,10 +66,6 @@ func (s *selectors) unfiltered() bool {
 	defer s.mu.Unlock()
 	return slices.ContainsFunc(s.all, func(sel string) bool { return !strings.Contains(sel, shard.BucketLabel) })
 }
-
-type roundTripper func(*http.Request) (*http.Response, error)
-
-func (f roundTripper) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }
 
 // bucketReplica is a replica of a bucket view, with the selectors it asked the registry for.
 type bucketReplica struct {
