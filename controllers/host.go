@@ -68,8 +68,14 @@ func New(opts Options) (*Host, error) {
 		if err != nil {
 			return nil, fmt.Errorf("controllers: %w", err)
 		}
-		h.sharding = &sharding{peers: peers, view: shard.NewView(h.fleet, peers), handoffs: &handoffLog{log: log.WithName("shard")}, metrics: opts.Metrics}
-		h.members = h.sharding.view
+		view, err := h.shardView(opts, registry, peers)
+		if err != nil {
+			return nil, err
+		}
+		h.sharding = &sharding{peers: peers, view: view, handoffs: &handoffLog{log: log.WithName("shard")}, metrics: opts.Metrics}
+		h.members = view
+	} else if opts.WatchOwned {
+		return nil, errors.New("controllers: Options.WatchOwned needs Options.Shard: a replica owns members only in a shard group")
 	}
 	// In the order they start: allControllers.
 	if opts.Health != nil {
@@ -113,6 +119,23 @@ func New(opts Options) (*Host, error) {
 		}
 	}
 	return h, nil
+}
+
+// shardView is this replica's view of the members it owns: of the Host's Fleet, or, with
+// WatchOwned, of Fleets of its own that watch only what it owns (and then the Host has no Fleet).
+func (h *Host) shardView(opts Options, registry versioned.Interface, peers *shard.Peers) (*shard.View, error) {
+	if !opts.WatchOwned {
+		return shard.NewView(h.fleet, peers), nil
+	}
+	if opts.Placements != nil || opts.Releases != nil {
+		return nil, errors.New("controllers: Options.WatchOwned: placements and releases weigh every member, so their replicas follow every Cluster; run them without WatchOwned, in a Deployment of their own")
+	}
+	view, err := shard.NewBucketView(registry, opts.Resolver, multicluster.FleetOptions{Namespaces: opts.Namespaces, Selector: opts.Selector}, peers)
+	if err != nil {
+		return nil, fmt.Errorf("controllers: %w", err)
+	}
+	h.fleet = nil
+	return view, nil
 }
 
 // addClusterProfiles adds the ClusterProfile publisher over the host's members.
@@ -212,7 +235,8 @@ func (h *Host) add(name string, run func(context.Context) error) {
 func (h *Host) Controllers() []string { return slices.Clone(h.names) }
 
 // Fleet is the Host's one Fleet of the registry's Clusters: a tool's own controllers may share
-// it (it is started when the Manager starts, on every replica).
+// it (it is started when the Manager starts, on every replica). It is nil with
+// Options.WatchOwned, where each replica watches only the members it owns (Members).
 func (h *Host) Fleet() *multicluster.Fleet { return h.fleet }
 
 // Members are the members this replica's controllers work on: the Fleet's, or, when sharded,
@@ -230,6 +254,9 @@ func (h *Host) Shard() *shard.Peers {
 // Ready is a readiness check (healthz.Checker): ready once the Fleet follows the registry, leader
 // or not, so that a rolling update does not wait on the Lease. AddToManager adds it as "registry".
 func (h *Host) Ready(*http.Request) error {
+	if h.fleet == nil {
+		return h.sharding.view.Ready()
+	}
 	if st := h.fleet.Status(); !st.Fresh() {
 		return errors.New(st.String())
 	}
@@ -242,7 +269,9 @@ func (h *Host) Ready(*http.Request) error {
 // stops the others and the Manager.
 func (h *Host) AddToManager(mgr manager.Manager) error {
 	synced := make(chan struct{})
-	if err := mgr.Add(follower{fleet: h.fleet, synced: synced}); err != nil {
+	if h.fleet == nil {
+		close(synced) // the shard's view follows the registry itself, as it runs
+	} else if err := mgr.Add(follower{fleet: h.fleet, synced: synced}); err != nil {
 		return err
 	}
 	if err := mgr.AddReadyzCheck("registry", h.Ready); err != nil {

@@ -31,6 +31,7 @@ import (
 	"github.com/cluster-registry/sdk/health"
 	"github.com/cluster-registry/sdk/rotation"
 	"github.com/cluster-registry/sdk/scheduler"
+	"github.com/cluster-registry/sdk/shard"
 	"github.com/cluster-registry/sdk/testkit/fleettest"
 )
 
@@ -149,4 +150,19 @@ func TestNewRefusesWhatCannotRun(t *testing.T) {
 
 	_, err = controllers.New(controllers.Options{Config: lf.Registry.Config})
 	require.ErrorContains(t, err, "Resolver are required")
+
+	// A replica that watches only what it owns has no Fleet of every member to decide
+	// placements or judge Releases' waves over; and only a shard group's replicas own.
+	owned := base
+	owned.WatchOwned = true
+	_, err = controllers.New(owned)
+	require.ErrorContains(t, err, "WatchOwned needs Options.Shard")
+	owned.Shard = &shard.PeerOptions{Namespace: ns, Group: "g"}
+	owned.Placements = &scheduler.ControllerOptions{}
+	_, err = controllers.New(owned)
+	require.ErrorContains(t, err, "placements and releases weigh every member")
+	owned.Placements, owned.Health = nil, &health.Options{}
+	host, err := controllers.New(owned)
+	require.NoError(t, err)
+	require.Nil(t, host.Fleet(), "a replica that watches only what it owns has no Fleet of every member")
 }

@@ -60,6 +60,13 @@ type Options struct {
 	// (package shard): the controllers then run on every replica, each on the members it owns,
 	// and placements on the Placements it owns. Without it they run on the Manager's leader.
 	Shard *shard.PeerOptions
+	// WatchOwned, with Shard, makes each replica watch only the Clusters it owns
+	// (shard.NewBucketView: the buckets it owns, and the Clusters in no bucket), rather than
+	// follow every Cluster and drop the others': the replicas of a group then receive each
+	// status write once between them, not once each. The Host then has no Fleet of every member
+	// (Fleet is nil), so New refuses it with Placements or Releases, which weigh every member:
+	// run those in a Deployment of their own.
+	WatchOwned bool
 
 	// Logger logs what the host and its controllers do; each controller's is named after it.
 	// Default: discard.

@@ -21,6 +21,7 @@ import (
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
 	"github.com/cluster-registry/sdk/join"
 	"github.com/cluster-registry/sdk/multicluster"
+	"github.com/cluster-registry/sdk/shard"
 )
 
 // resolve reaches the member as a tool of the set would: through the registry's Cluster and the
@@ -47,7 +48,8 @@ func TestJoinAndUnjoin(t *testing.T) {
 	require.NoError(t, err, progress.String())
 	require.Equal(t, "created", res.ClusterChange)
 	require.Equal(t, "Development", res.Cluster.Spec.DisplayName)
-	require.Equal(t, map[string]string{"env": "dev"}, res.Cluster.Labels)
+	// Its bucket too, so that a shard group's bucket views watch it where it is owned.
+	require.Equal(t, map[string]string{"env": "dev", shard.BucketLabel: shard.BucketOf(reg.Namespace, "dev")}, res.Cluster.Labels)
 	require.Equal(t, lf.Members[0].URL(), res.Cluster.Spec.KubernetesAPIEndpoints.ServerEndpoints[0].ServerAddress)
 	require.Equal(t, join.AccountFor(reg.ID(ctx), reg.Namespace, "dev"), res.Account)
 	require.WithinDuration(t, time.Now().Add(join.DefaultTokenTTL), res.TokenExpires, 5*time.Minute)

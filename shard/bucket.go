@@ -48,6 +48,16 @@ func SetBucket(c *v1alpha1.Cluster) {
 	c.Labels[BucketLabel] = BucketOf(c.Namespace, c.Name)
 }
 
+// ClusterOwner is the ID of the peer that owns c in a group of bucket views (NewBucketView) whose
+// live replicas are peers, or "" when there are none: the owner of the bucket its label names,
+// or, for a Cluster in no bucket, Owner of its name. Every replica computes the same answer.
+func ClusterOwner(c *v1alpha1.Cluster, peers []Peer) string {
+	if b, ok := parseBucket(c.Labels[BucketLabel]); ok {
+		return bucketOwners(peers)[b]
+	}
+	return Owner(c.Namespace+"/"+c.Name, peers)
+}
+
 // parseBucket is the bucket a BucketLabel value names: only as BucketOf writes it ("7", not "07"
 // or "+7"), so that each value the registry matches exactly names one bucket, and a Cluster is in
 // either one bucket's selector or the selector of those in none (bucketValues).

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"sync/atomic"
 
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
@@ -51,7 +52,7 @@ func NewBucketView(registry versioned.Interface, resolver *access.Resolver, opts
 		owned:      multicluster.NewFleet(registry, resolver, opts),
 		byName:     multicluster.NewSubset(), byBucket: multicluster.NewSubset(), union: newUnion(),
 	}
-	return &View{peers: peers, owned: b.union, run: b.run}, nil
+	return &View{peers: peers, owned: b.union, run: b.run, ready: b.ready}, nil
 }
 
 // bucketed is a bucket view's parts: two Fleets, the members each keeps, and their union.
@@ -66,6 +67,8 @@ type bucketed struct {
 	owned    *multicluster.Fleet
 	byBucket *multicluster.Subset
 	union    *union
+	// watching is whether owned follows some buckets (this replica owns some).
+	watching atomic.Bool
 }
 
 // run follows the group and both Fleets until ctx ends; then it stops both, and the view owns
@@ -101,8 +104,20 @@ func (b *bucketed) run(ctx context.Context) error {
 	}
 }
 
+// ready is nil while both Fleets are fresh: the owned Fleet only once it follows buckets.
+func (b *bucketed) ready() error {
+	if err := fresh(b.unlabelled.Status()); err != nil {
+		return err
+	}
+	if st := b.owned.Status(); !st.Fresh() && b.watching.Load() {
+		return fresh(st)
+	}
+	return nil
+}
+
 // watch makes the owned Fleet follow the Clusters of buckets, or none.
 func (b *bucketed) watch(ctx context.Context, buckets []int) error {
+	b.watching.Store(len(buckets) > 0)
 	if len(buckets) == 0 {
 		b.owned.Stop()
 		return nil

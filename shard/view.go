@@ -2,6 +2,7 @@ package shard
 
 import (
 	"context"
+	"errors"
 	"slices"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -23,6 +24,8 @@ type View struct {
 	peers *Peers
 	owned ownedSet
 	run   func(ctx context.Context) error
+	// ready is Ready's answer.
+	ready func() error
 }
 
 // ownedSet is what a View tells of: the members owned now.
@@ -36,7 +39,25 @@ type ownedSet interface {
 // names; NewBucketView's replicas follow only what they own.
 func NewView(fleet multicluster.MemberSource, peers *Peers) *View {
 	subset := multicluster.NewSubset()
-	return &View{peers: peers, owned: subset, run: func(ctx context.Context) error { return followAll(ctx, fleet, subset, peers) }}
+	v := &View{peers: peers, owned: subset, ready: func() error { return nil }}
+	v.run = func(ctx context.Context) error { return followAll(ctx, fleet, subset, peers) }
+	if f, ok := fleet.(*multicluster.Fleet); ok {
+		v.ready = func() error { return fresh(f.Status()) }
+	}
+	return v
+}
+
+// Ready is nil when the view follows the registry: the Fleet given to NewView is fresh (any
+// other MemberSource is taken as ready), or a bucket view's Fleets are. Otherwise it says since
+// when the view is stale, and why.
+func (v *View) Ready() error { return v.ready() }
+
+// fresh is nil for a fresh Fleet's status, else an error that says why it is not.
+func fresh(st multicluster.FleetStatus) error {
+	if st.Fresh() {
+		return nil
+	}
+	return errors.New(st.String())
 }
 
 // Members is the members this replica owns now, ordered by cluster set and name.

@@ -11,7 +11,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/cluster-registry/sdk/clientset/versioned"
@@ -20,7 +19,8 @@ import (
 )
 
 // Three replicas of `controllers --shard-group`, each a process of its own, divide 12 members
-// (Clusters of the two real members). One is killed (SIGKILL: no goodbye, its Lease stands until
+// (Clusters of the two real members; half labelled with their shard bucket, half in none), each
+// watching only the Clusters it owns. One is killed (SIGKILL: no goodbye, its Lease stands until
 // it expires): every member it owned is probed again by the others within 30 s. Another stops as a
 // rolling update stops it (SIGTERM): its members are probed again within 10 s.
 func TestControllersShardedFailover(t *testing.T) {
@@ -32,7 +32,10 @@ func TestControllersShardedFailover(t *testing.T) {
 	for i := range 12 {
 		c, err := clusters.Get(t.Context(), fmt.Sprintf("member-%d", i%2+1), metav1.GetOptions{})
 		require.NoError(t, err)
-		c.ObjectMeta = metav1.ObjectMeta{Name: fmt.Sprintf("m-%02d", i)}
+		c.ObjectMeta = metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("m-%02d", i)}
+		if i%2 == 0 {
+			shard.SetBucket(c) // as join would; the others are in no bucket, owned by name
+		}
 		_, err = clusters.Create(t.Context(), c, metav1.CreateOptions{})
 		require.NoError(t, err)
 		names = append(names, c.Name)
@@ -96,7 +99,8 @@ func TestControllersShardedFailover(t *testing.T) {
 	}
 	probedAfter(names, time.Now(), 60*time.Second)
 
-	// owned is what Owner gives replica r among the live ones, as every replica computes it.
+	// owned is what replica r owns among the live ones, as every replica computes it: each
+	// watches only its buckets' Clusters and those in no bucket (no placements or releases).
 	leases := kubernetes.NewForConfigOrDie(lf.Registry.Config).CoordinationV1().Leases(ns)
 	owned := func(r *replica, live ...*replica) []string {
 		var peers []shard.Peer
@@ -105,7 +109,9 @@ func TestControllersShardedFailover(t *testing.T) {
 		}
 		var mine []string
 		for _, name := range names {
-			if shard.Owner(types.NamespacedName{Namespace: ns, Name: name}.String(), peers) == r.id {
+			c, err := clusters.Get(t.Context(), name, metav1.GetOptions{})
+			require.NoError(t, err)
+			if shard.ClusterOwner(c, peers) == r.id {
 				mine = append(mine, name)
 			}
 		}

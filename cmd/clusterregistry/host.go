@@ -54,28 +54,7 @@ func (o *HealthOptions) runControllers(ctx context.Context, reg *registry, opts 
 	if leaseNamespace == "" {
 		leaseNamespace = reg.Namespace // with -A, Validate requires the flag
 	}
-	hostOpts := controllers.Options{Config: reg.Config, Resolver: opts.Resolver, Namespaces: opts.Namespaces, Selector: opts.Selector,
-		Logger: opts.Logger, Metrics: ctrlmetrics.Registry}
-	if chosen[controllers.Health] {
-		hostOpts.Health = &opts
-	}
-	if chosen[controllers.Rotation] {
-		hostOpts.Rotation = &rotation.Options{RenewAt: o.RenewAt, Interval: o.RotateInterval}
-	}
-	if chosen[controllers.ClusterProfiles] {
-		hostOpts.ClusterProfiles = &clusterprofile.PublishOptions{ManagerName: o.ClusterManager}
-	}
-	if chosen[controllers.Placements] {
-		hostOpts.Placements = &scheduler.ControllerOptions{Options: scheduler.Options{SchedulerName: schedulerName}}
-	}
-	if chosen[controllers.Releases] {
-		hostOpts.Releases = o.releasesOptions(leaseNamespace)
-	}
-	// With --shard-group the replicas divide the members among themselves, each working on its
-	// own; without, each works on them all, and --leader-elect makes them take turns.
-	if o.ShardGroup != "" {
-		hostOpts.Shard = &shard.PeerOptions{Namespace: leaseNamespace, Group: o.ShardGroup, Weight: o.ShardWeight}
-	}
+	hostOpts := o.hostOptions(reg, opts, chosen, leaseNamespace)
 	host, err := controllers.New(hostOpts)
 	if cerr := (*controllers.ControllerError)(nil); errors.As(err, &cerr) {
 		if cerr.Invalid {
@@ -131,6 +110,37 @@ func (o *HealthOptions) runControllers(ctx context.Context, reg *registry, opts 
 	opts.Logger.Info("starting controllers", "controllers", host.Controllers(), "namespaces", namespaces, "selector", o.Selector,
 		"leaderElection", leading, "shardGroup", sharded, "metrics", orDash(o.MetricsAddr), "probes", orDash(o.ProbeAddr))
 	return mgr.Start(ctx)
+}
+
+// hostOptions are package controllers' Options for the chosen controllers, from the flags; opts
+// is the health controller's.
+func (o *HealthOptions) hostOptions(reg *registry, opts health.Options, chosen map[string]bool, leaseNamespace string) controllers.Options {
+	hostOpts := controllers.Options{Config: reg.Config, Resolver: opts.Resolver, Namespaces: opts.Namespaces, Selector: opts.Selector,
+		Logger: opts.Logger, Metrics: ctrlmetrics.Registry}
+	if chosen[controllers.Health] {
+		hostOpts.Health = &opts
+	}
+	if chosen[controllers.Rotation] {
+		hostOpts.Rotation = &rotation.Options{RenewAt: o.RenewAt, Interval: o.RotateInterval}
+	}
+	if chosen[controllers.ClusterProfiles] {
+		hostOpts.ClusterProfiles = &clusterprofile.PublishOptions{ManagerName: o.ClusterManager}
+	}
+	if chosen[controllers.Placements] {
+		hostOpts.Placements = &scheduler.ControllerOptions{Options: scheduler.Options{SchedulerName: schedulerName}}
+	}
+	if chosen[controllers.Releases] {
+		hostOpts.Releases = o.releasesOptions(leaseNamespace)
+	}
+	// With --shard-group the replicas divide the members among themselves, each working on its
+	// own; without, each works on them all, and --leader-elect makes them take turns.
+	if o.ShardGroup != "" {
+		hostOpts.Shard = &shard.PeerOptions{Namespace: leaseNamespace, Group: o.ShardGroup, Weight: o.ShardWeight}
+		// Each replica then watches only the Clusters it owns, unless a controller weighs every
+		// member (placements, releases).
+		hostOpts.WatchOwned = !chosen[controllers.Placements] && !chosen[controllers.Releases]
+	}
+	return hostOpts
 }
 
 // metricsServer serves /metrics over TLS to callers the registry authenticates (a bearer token
