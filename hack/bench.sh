@@ -26,12 +26,12 @@
 #                             registry, all due at once: renewals/s, registry writes/s, CPU per
 #                             renewal; then a pass with nothing due (time, registry reads)
 #   BenchmarkShardedHealth    shard: health over 10,000 simulated members as one replica, then as
-#                             3 replicas of a shard group in the same run: members probed twice or
-#                             not at all in a steady minute, coordination writes beside health's,
-#                             heap per replica over the single one's, probes/s/core of both,
-#                             and of three controls: 3 processes on fixed thirds with no shard
-#                             group, watching every Cluster or only their own, and one process
-#                             on a third alone
+#                             3 replicas of a shard group of bucket views in the same run: members
+#                             probed twice or not at all in a steady minute, coordination writes
+#                             beside health's, heap per replica over the single one's,
+#                             probes/s/core of both, and of a shard group following every Cluster
+#                             and two controls: 3 processes on fixed thirds with no shard group,
+#                             each watching only its own, and one process on a third alone
 #   BenchmarkScheduler        scheduler: 1,000 Placements over 10,000 Clusters of a real registry,
 #                             decided by the placements controller: first decisions and statuses, p99 from a chosen member going Unreachable to its
 #                             placements' decisions rewritten, writes to unaffected placements,

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"strings"
 	"time"
 
@@ -20,6 +21,7 @@ import (
 	"github.com/cluster-registry/sdk/boundtoken"
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
 	"github.com/cluster-registry/sdk/internal/clusterapply"
+	"github.com/cluster-registry/sdk/shard"
 )
 
 // DefaultTokenTTL is the life of the tokens Join asks for unless Options.TokenTTL says otherwise:
@@ -286,11 +288,12 @@ func checkNameFree(ctx context.Context, out io.Writer, reg Registry, name, serve
 }
 
 // clusterFor is the Cluster Join applies: the member at server, verified by ca, reached with
-// provider, and the name, labels and display name of the options.
+// provider, and the name, labels and display name of the options, and its shard bucket unless the
+// labels name one (so that a shard group's bucket views watch it only where it is owned).
 func clusterFor(namespace, server string, ca []byte, o *Options, provider v1alpha1.AuthProviderConfig) v1alpha1.Cluster {
-	return v1alpha1.Cluster{
+	c := v1alpha1.Cluster{
 		TypeMeta:   metav1.TypeMeta{APIVersion: v1alpha1.SchemeGroupVersion.String(), Kind: "Cluster"},
-		ObjectMeta: metav1.ObjectMeta{Name: o.Name, Namespace: namespace, Labels: o.Labels},
+		ObjectMeta: metav1.ObjectMeta{Name: o.Name, Namespace: namespace, Labels: maps.Clone(o.Labels)},
 		Spec: v1alpha1.ClusterSpec{
 			DisplayName: o.DisplayName,
 			KubernetesAPIEndpoints: v1alpha1.KubernetesAPIEndpoints{
@@ -300,4 +303,6 @@ func clusterFor(namespace, server string, ca []byte, o *Options, provider v1alph
 			AuthInfo: v1alpha1.AuthInfo{Providers: []v1alpha1.AuthProviderConfig{provider}},
 		},
 	}
+	shard.SetBucket(&c)
+	return c
 }

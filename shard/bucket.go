@@ -13,7 +13,7 @@ import (
 // BucketLabel on a Cluster names its bucket, one of Buckets: "0" to "63". A replica of a
 // NewBucketView owns whole buckets, and asks the registry for its buckets' Clusters alone (a label
 // selector the registry filters by), so that it neither receives nor decodes the others' status
-// writes. `clusterregistry join` and `import` set it; a tool that creates Clusters sets it with
+// writes. `clusterregistry join` and `import --shard-buckets` set it; a tool that creates Clusters sets it with
 // SetBucket. A Cluster without it, or with a value that names no bucket, is still owned by exactly
 // one replica, by its name, as NewView owns every member (each replica then watches it).
 //

@@ -21,6 +21,7 @@ import (
 	"github.com/cluster-registry/sdk/clientset/versioned"
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
 	"github.com/cluster-registry/sdk/localfleet"
+	"github.com/cluster-registry/sdk/shard"
 	"github.com/cluster-registry/sdk/testkit/fleettest"
 )
 
@@ -115,6 +116,20 @@ func TestExportImportRoundTrip(t *testing.T) {
 		require.Equal(t, after.Items[i].Spec, c.Spec)
 		require.NotEmpty(t, c.UID, "the object as the registry returned it")
 		require.Empty(t, c.ManagedFields)
+	}
+
+	// --shard-buckets labels each Cluster with its shard bucket, unless it names one; without it
+	// (above), the file is applied as it is.
+	unplaced.Items[1].Labels = map[string]string{"fleet": "local", shard.BucketLabel: "5"}
+	data, err = yaml.Marshal(unplaced)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(anywhere, data, 0o600))
+	code, out, stderr = otherCLI("import", anywhere, "--shard-buckets")
+	require.Equal(t, 0, code, "%s%s", out, stderr)
+	for name, bucket := range map[string]string{"member-1": shard.BucketOf(other, "member-1"), "member-2": "5"} {
+		c, err := others.Get(ctx, name, metav1.GetOptions{})
+		require.NoError(t, err)
+		require.Equal(t, map[string]string{"fleet": "local", shard.BucketLabel: bucket}, c.Labels, name)
 	}
 
 	// Two bad entries and a good one: an http endpoint, and an inline credential.

@@ -303,7 +303,7 @@ With --shard-group, health, rotation and clusterprofiles divide the members amon
 placements divides the Placements (each decided over every member), and releases divides each
 Release's members (each replica applies to its own; the Release's owner writes its status).
 Without placements and releases, each replica watches only the Clusters it owns: those of the
-buckets it owns (the clusterregistry.k8s.io/shard-bucket label, which join and import set) and
+buckets it owns (the clusterregistry.k8s.io/shard-bucket label, which join and import --shard-buckets set) and
 those in no bucket.`
 
 	controllersExample = `  # Everything, for the "fleet" cluster set, with two replicas taking turns

@@ -19,6 +19,7 @@ import (
 	"github.com/cluster-registry/sdk/clientset/versioned"
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
 	"github.com/cluster-registry/sdk/internal/clusterapply"
+	"github.com/cluster-registry/sdk/shard"
 )
 
 // errSomeFailed is import's error when some objects were not applied; the report names them.
@@ -31,6 +32,7 @@ type ImportOptions struct {
 	Force              bool
 	FromKubeconfig     bool
 	DropCredentialArgs bool
+	ShardBuckets       bool
 	Output             appliedOutput
 
 	path    string
@@ -78,7 +80,7 @@ func (o *ImportOptions) Run(ctx context.Context) error {
 	}
 	// As kubectl apply: an -n that contradicts the file's namespaces is refused, not ignored.
 	run := importRun{out: report, stdout: o.cmd.OutOrStdout(), output: &o.Output, client: reg.Clusters, secrets: reg.Kube.CoreV1(),
-		path: o.path, namespace: reg.Namespace, enforceNamespace: reg.NamespaceGiven, dryRun: o.dryRun, force: o.Force}
+		path: o.path, namespace: reg.Namespace, enforceNamespace: reg.NamespaceGiven, dryRun: o.dryRun, force: o.Force, shardBuckets: o.ShardBuckets}
 	return run.run(ctx, clusters, problems)
 }
 
@@ -106,7 +108,11 @@ credential (such as --oidc-client-secret=...); a context whose plugin has one is
   clusterregistry import --from-kubeconfig ~/.kube/config -n fleet
 
   # The names of the Clusters applied, for a script (the report goes to stderr)
-  clusterregistry import fleet.yaml -o name`
+  clusterregistry import fleet.yaml -o name
+
+  # Give the Clusters of a file, or those already registered (export, then import), their shard
+  # buckets
+  clusterregistry export -n fleet > fleet.yaml && clusterregistry import fleet.yaml --shard-buckets`
 )
 
 func newImport(f *factory) *cobra.Command {
@@ -127,6 +133,7 @@ func newImport(f *factory) *cobra.Command {
 	o.DryRun = addDryRunFlag(cmd, "server", "asks the registry to check each change without making it", nil)
 	cmd.Flags().BoolVar(&o.Force, "force-conflicts", false, "take over fields that another field manager owns")
 	cmd.Flags().BoolVar(&o.FromKubeconfig, "from-kubeconfig", false, "FILE is a kubeconfig: import a Cluster for each of its contexts")
+	cmd.Flags().BoolVar(&o.ShardBuckets, "shard-buckets", false, "label each Cluster that has no "+shard.BucketLabel+" label with its bucket, so that a --shard-group's replicas each watch only the Clusters they own (without it, the file is applied as it is)")
 	cmd.Flags().BoolVar(&o.DropCredentialArgs, dropCredentialArgsFlag, false, "with --from-kubeconfig: leave out exec plugin arguments that pass a credential (--client-secret=..., --password ...) instead of refusing the context")
 	o.Output.addFlag(cmd)
 	return cmd
@@ -156,6 +163,8 @@ type importRun struct {
 	namespace        string
 	enforceNamespace bool
 	dryRun, force    bool
+	// shardBuckets labels each Cluster that has no shard bucket with its own (shard.SetBucket).
+	shardBuckets bool
 }
 
 // run validates and applies each Cluster, one report line each, after a line for each of the
@@ -186,6 +195,9 @@ func (r *importRun) run(ctx context.Context, clusters []v1alpha1.Cluster, proble
 		c := portable(clusters[i])
 		if c.Namespace == "" {
 			c.Namespace = r.namespace
+		}
+		if r.shardBuckets {
+			shard.SetBucket(&c)
 		}
 		name := fmt.Sprintf("%s: cluster %s/%s", r.path, c.Namespace, c.Name)
 		if clusters[i].Kind != "" && clusters[i].Kind != "Cluster" {

@@ -10,7 +10,6 @@ import (
 
 	"github.com/cluster-registry/sdk/clientset/versioned"
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
-	"github.com/cluster-registry/sdk/shard"
 )
 
 // What Apply did to a Cluster, in kubectl apply's words.
@@ -22,11 +21,8 @@ const (
 
 // Apply applies c as fieldManager (forcing conflicts if force; checking without storing if
 // dryRun), and returns the Cluster as the registry has it after, and whether it was Created,
-// Configured or left Unchanged. A Cluster without a shard.BucketLabel is given its bucket, so
-// that the replicas of a bucket view watch it only where it is owned.
+// Configured or left Unchanged.
 func Apply(ctx context.Context, client versioned.Interface, c *v1alpha1.Cluster, fieldManager string, dryRun, force bool) (*v1alpha1.Cluster, string, error) {
-	c = c.DeepCopy()
-	shard.SetBucket(c)
 	clusters := client.ClusterregistryV1alpha1().Clusters(c.Namespace)
 	before, err := clusters.Get(ctx, c.Name, metav1.GetOptions{})
 	switch {
