@@ -168,37 +168,19 @@ func joinToken(ctx context.Context, member *rest.Config, server string, reg Regi
 	if err != nil {
 		return nil, err
 	}
-	// A binding to a role that does not exist grants nothing, silently; reading the role also
-	// shows that the member answers, before anything is made.
-	if _, err := memberKube.RbacV1().ClusterRoles().Get(ctx, o.ClusterRole, metav1.GetOptions{}); apierrors.IsNotFound(err) {
-		return nil, &NoClusterRoleError{ClusterRole: o.ClusterRole, Server: server}
-	} else if err != nil {
-		return nil, fmt.Errorf("member: reaching %s to read ClusterRole %s (nothing was done): %w", server, o.ClusterRole, err)
+	if err := checkClusterRole(ctx, memberKube, o.ClusterRole, server); err != nil {
+		return nil, err
 	}
-	// What the registry would refuse (a cluster set that does not exist, no right to write
-	// Secrets or Clusters there, an invalid Cluster) is found before the member is changed.
 	regID := reg.ID(ctx)
 	account := AccountFor(regID, namespace, o.Name)
 	owner := owner(regID, namespace, o.Name)
-	dry, what, err := clusterapply.Apply(ctx, reg.Clusters, &c, o.FieldManager, true, true)
-	if err == nil {
-		dryApply := metav1.ApplyOptions{FieldManager: o.FieldManager, Force: true, DryRun: []string{metav1.DryRunAll}}
-		_, err = reg.Kube.CoreV1().Secrets(namespace).Apply(ctx, tokenSecret(namespace, secretName, server, "dry-run", ca), dryApply)
-	}
+	dry, what, err := dryRunInRegistry(ctx, reg, &c, o.FieldManager, tokenSecret(namespace, secretName, server, "dry-run", ca))
 	if err != nil {
-		hint := ""
-		if apierrors.IsNotFound(err) {
-			hint = fmt.Sprintf("; make the cluster set with: clusterregistry install --create-namespace -n %s", namespace)
-		}
-		return nil, fmt.Errorf("registry: the registry refuses cluster %s/%s or its Secret (nothing was done): %w%s", namespace, o.Name, err, hint)
+		return nil, err
 	}
 	result := &Result{Account: account, Secret: types.NamespacedName{Namespace: namespace, Name: secretName}}
 	if o.DryRun {
-		fmt.Fprintf(out, "member: would apply Namespace %s and ServiceAccount %s, and bind it to ClusterRole %s (dry run)\n", account.Namespace, account, o.ClusterRole)
-		fmt.Fprintf(out, "member: would apply Role and RoleBinding %s: the account may renew its own token, nothing else (dry run)\n", account)
-		fmt.Fprintf(out, "member: would ask for a token of %s valid %s, and revoke the ones it replaces (dry run)\n", account, o.TokenTTL)
-		fmt.Fprintf(out, "registry: would apply Secret %s/%s with a new token, pinned to %s (dry run)\n", namespace, secretName, server)
-		fmt.Fprintf(out, "registry: Cluster %s/%s would be %s (server dry run)\n", namespace, o.Name, what)
+		sayDryRun(out, o, account, result.Secret, server, what)
 		result.Cluster, result.ClusterChange = dry, what
 		return result, nil
 	}
@@ -236,11 +218,8 @@ func joinToken(ctx context.Context, member *rest.Config, server string, reg Regi
 	fmt.Fprintf(out, "registry: Secret %s/%s applied, pinned to %s, token valid until %s\n", namespace, secretName, server, token.ExpirationTimestamp.Format(time.RFC3339))
 	// Joining again replaces the token: the ones it replaces stop working, and what an earlier
 	// release made in kube-system goes.
-	if result.Revoked, err = boundtoken.Revoke(ctx, memberKube.CoreV1(), account.Namespace, account.Name, token.Token); err != nil {
-		return nil, fmt.Errorf("member: %w (the new token is stored; join again to retry)", err)
-	}
-	if result.Revoked > 0 {
-		fmt.Fprintf(out, "member: %d replaced token(s) revoked\n", result.Revoked)
+	if result.Revoked, err = revokeReplaced(ctx, out, memberKube, account, token.Token); err != nil {
+		return nil, err
 	}
 	if err := removeLegacyAccount(ctx, out, memberKube, account.Name, owner); err != nil {
 		return nil, err
@@ -250,6 +229,59 @@ func joinToken(ctx context.Context, member *rest.Config, server string, reg Regi
 	}
 	fmt.Fprintf(out, "registry: Cluster %s/%s %s\n", namespace, o.Name, result.ClusterChange)
 	return result, nil
+}
+
+// checkClusterRole refuses a ClusterRole the member does not have: a binding to a role that does
+// not exist grants nothing, silently. Reading it also shows that the member answers, before
+// anything is made.
+func checkClusterRole(ctx context.Context, memberKube kubernetes.Interface, role, server string) error {
+	if _, err := memberKube.RbacV1().ClusterRoles().Get(ctx, role, metav1.GetOptions{}); apierrors.IsNotFound(err) {
+		return &NoClusterRoleError{ClusterRole: role, Server: server}
+	} else if err != nil {
+		return fmt.Errorf("member: reaching %s to read ClusterRole %s (nothing was done): %w", server, role, err)
+	}
+	return nil
+}
+
+// dryRunInRegistry finds what the registry would refuse (a cluster set that does not exist, no
+// right to write Secrets or Clusters there, an invalid Cluster) before the member is changed: a
+// server-side dry run of c and of secret. It returns c as the registry would have it, and whether
+// it would be created, configured or left unchanged.
+func dryRunInRegistry(ctx context.Context, reg Registry, c *v1alpha1.Cluster, fieldManager string, secret *corev1ac.SecretApplyConfiguration) (*v1alpha1.Cluster, string, error) {
+	dry, what, err := clusterapply.Apply(ctx, reg.Clusters, c, fieldManager, true, true)
+	if err == nil {
+		dryApply := metav1.ApplyOptions{FieldManager: fieldManager, Force: true, DryRun: []string{metav1.DryRunAll}}
+		_, err = reg.Kube.CoreV1().Secrets(c.Namespace).Apply(ctx, secret, dryApply)
+	}
+	if err != nil {
+		hint := ""
+		if apierrors.IsNotFound(err) {
+			hint = fmt.Sprintf("; make the cluster set with: clusterregistry install --create-namespace -n %s", c.Namespace)
+		}
+		return nil, "", fmt.Errorf("registry: the registry refuses cluster %s/%s or its Secret (nothing was done): %w%s", c.Namespace, c.Name, err, hint)
+	}
+	return dry, what, nil
+}
+
+// sayDryRun says what a join would do, where a dry run stops.
+func sayDryRun(out io.Writer, o *Options, account Account, secret types.NamespacedName, server, clusterChange string) {
+	fmt.Fprintf(out, "member: would apply Namespace %s and ServiceAccount %s, and bind it to ClusterRole %s (dry run)\n", account.Namespace, account, o.ClusterRole)
+	fmt.Fprintf(out, "member: would apply Role and RoleBinding %s: the account may renew its own token, nothing else (dry run)\n", account)
+	fmt.Fprintf(out, "member: would ask for a token of %s valid %s, and revoke the ones it replaces (dry run)\n", account, o.TokenTTL)
+	fmt.Fprintf(out, "registry: would apply Secret %s with a new token, pinned to %s (dry run)\n", secret, server)
+	fmt.Fprintf(out, "registry: Cluster %s/%s would be %s (server dry run)\n", secret.Namespace, o.Name, clusterChange)
+}
+
+// revokeReplaced revokes the account's tokens other than keep, and says how many it revoked.
+func revokeReplaced(ctx context.Context, out io.Writer, memberKube kubernetes.Interface, account Account, keep string) (int, error) {
+	revoked, err := boundtoken.Revoke(ctx, memberKube.CoreV1(), account.Namespace, account.Name, keep)
+	if err != nil {
+		return 0, fmt.Errorf("member: %w (the new token is stored; join again to retry)", err)
+	}
+	if revoked > 0 {
+		fmt.Fprintf(out, "member: %d replaced token(s) revoked\n", revoked)
+	}
+	return revoked, nil
 }
 
 // tokenSecret is the Secret Join stores a member's token in: pinned to the member's server, with

@@ -118,20 +118,6 @@ func TestExportImportRoundTrip(t *testing.T) {
 		require.Empty(t, c.ManagedFields)
 	}
 
-	// --shard-buckets labels each Cluster with its shard bucket, unless it names one; without it
-	// (above), the file is applied as it is.
-	unplaced.Items[1].Labels = map[string]string{"fleet": "local", shard.BucketLabel: "5"}
-	data, err = yaml.Marshal(unplaced)
-	require.NoError(t, err)
-	require.NoError(t, os.WriteFile(anywhere, data, 0o600))
-	code, out, stderr = otherCLI("import", anywhere, "--shard-buckets")
-	require.Equal(t, 0, code, "%s%s", out, stderr)
-	for name, bucket := range map[string]string{"member-1": shard.BucketOf(other, "member-1"), "member-2": "5"} {
-		c, err := others.Get(ctx, name, metav1.GetOptions{})
-		require.NoError(t, err)
-		require.Equal(t, map[string]string{"fleet": "local", shard.BucketLabel: bucket}, c.Labels, name)
-	}
-
 	// Two bad entries and a good one: an http endpoint, and an inline credential.
 	var list v1alpha1.ClusterList
 	require.NoError(t, yaml.Unmarshal([]byte(exported), &list))
@@ -221,4 +207,40 @@ func TestImportFromKubeconfig(t *testing.T) {
 
 	// On the same registry, to spare the test run one of its own.
 	t.Run("get and describe do not drive the terminal", func(t *testing.T) { getAndDescribeDoNotDriveTheTerminal(t, lf) })
+}
+
+// import --shard-buckets labels each Cluster with its shard bucket, unless it names one, and
+// export then import labels those already registered; without it, the file is applied as it is.
+func TestImportShardBuckets(t *testing.T) {
+	if testing.Short() {
+		t.Skip("needs kube-apiserver and etcd; run without -short")
+	}
+	lf := sharedSet(t, "member-1", "member-2")
+	ctx := t.Context()
+	cli := commandLine(ctx, lf.Registry.Kubeconfig, lf.Namespace)
+	clusters := versioned.NewForConfigOrDie(lf.Registry.Config).ClusterregistryV1alpha1().Clusters(lf.Namespace)
+	code, exported, stderr := cli("export")
+	require.Equal(t, 0, code, stderr)
+	var list v1alpha1.ClusterList
+	require.NoError(t, yaml.Unmarshal([]byte(exported), &list))
+	list.Items[1].Labels = map[string]string{"fleet": "local", shard.BucketLabel: "5"}
+	data, err := yaml.Marshal(list)
+	require.NoError(t, err)
+	file := filepath.Join(t.TempDir(), "fleet.yaml")
+	require.NoError(t, os.WriteFile(file, data, 0o600))
+
+	code, out, stderr := cli("import", file)
+	require.Equal(t, 0, code, "%s%s", out, stderr)
+	c, err := clusters.Get(ctx, "member-1", metav1.GetOptions{})
+	require.NoError(t, err)
+	require.Equal(t, map[string]string{"fleet": "local"}, c.Labels, "import without --shard-buckets labelled a Cluster")
+
+	code, out, stderr = cli("import", file, "--shard-buckets")
+	require.Equal(t, 0, code, "%s%s", out, stderr)
+	require.Contains(t, out, "cluster "+lf.Namespace+"/member-1: configured")
+	for name, bucket := range map[string]string{"member-1": shard.BucketOf(lf.Namespace, "member-1"), "member-2": "5"} {
+		c, err := clusters.Get(ctx, name, metav1.GetOptions{})
+		require.NoError(t, err)
+		require.Equal(t, map[string]string{"fleet": "local", shard.BucketLabel: bucket}, c.Labels, name)
+	}
 }
