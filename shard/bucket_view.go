@@ -32,6 +32,15 @@ import (
 // member (placements, or delivery's sharding) follows a whole Fleet anyway, and NewView over it
 // costs no watch more.
 func NewBucketView(registry versioned.Interface, resolver *access.Resolver, opts multicluster.FleetOptions, peers *Peers) (*View, error) {
+	b, err := newBucketed(registry, resolver, opts, peers)
+	if err != nil {
+		return nil, err
+	}
+	return &View{peers: peers, owned: b.union, run: b.run, ready: b.ready}, nil
+}
+
+// newBucketed is a bucket view's parts, not yet following anything.
+func newBucketed(registry versioned.Interface, resolver *access.Resolver, opts multicluster.FleetOptions, peers *Peers) (*bucketed, error) {
 	base := opts.Selector
 	if base == nil {
 		base = labels.Everything()
@@ -46,13 +55,12 @@ func NewBucketView(registry versioned.Interface, resolver *access.Resolver, opts
 	}
 	unlabelled := opts
 	unlabelled.Selector = base.Add(*inNone)
-	b := &bucketed{
+	return &bucketed{
 		peers: peers, base: base,
 		unlabelled: multicluster.NewFleet(registry, resolver, unlabelled),
 		owned:      multicluster.NewFleet(registry, resolver, opts),
 		byName:     multicluster.NewSubset(), byBucket: multicluster.NewSubset(), union: newUnion(),
-	}
-	return &View{peers: peers, owned: b.union, run: b.run, ready: b.ready}, nil
+	}, nil
 }
 
 // bucketed is a bucket view's parts: two Fleets, the members each keeps, and their union.
@@ -126,7 +134,14 @@ func (b *bucketed) watch(ctx context.Context, buckets []int) error {
 	if err != nil {
 		return err
 	}
-	return b.owned.Reselect(ctx, b.base.Add(*in))
+	if err := b.owned.Reselect(ctx, b.base.Add(*in)); err != nil {
+		return err
+	}
+	// The rule again, now that the Fleet holds these buckets alone: a member it kept through the
+	// change, relabelled between the old watch's end and the new list from a bucket lost to one
+	// kept, was dropped by the rule and never left the Fleet, so nothing else would add it back.
+	b.byBucket.Keep(b.inBuckets(buckets))
+	return nil
 }
 
 // inBuckets is the rule of which of the owned Fleet's members are kept: those whose label names

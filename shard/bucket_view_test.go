@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
@@ -195,4 +196,43 @@ func runView(peers *shard.Peers, view *shard.View) *replica {
 		<-peersDone // its Lease deleted
 	}()
 	return r
+}
+
+// A member kept through a change of the buckets a replica owns, relabelled from a bucket it lost
+// to one it kept between the old watch's end and the new list, is kept once the new buckets are
+// watched: it never left the owned Fleet, so no MemberAdded would bring it back.
+func TestBucketViewKeepsAMemberRelabelledWhileItsWatchChanges(t *testing.T) {
+	if testing.Short() {
+		t.Skip("needs kube-apiserver and etcd; run without -short")
+	}
+	t.Cleanup(func() { goleak.VerifyNone(t, append(fleettest.IgnoreIdleConnections, goleak.IgnoreCurrent())...) })
+	ctx := t.Context()
+	ns := fleettest.NewSet(t, lf)
+	clusters := versioned.NewForConfigOrDie(lf.Registry.Config).ClusterregistryV1alpha1().Clusters(ns)
+	c, err := clusters.Create(ctx, &v1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: "moved", Labels: map[string]string{shard.BucketLabel: "1"}},
+		Spec: v1alpha1.ClusterSpec{KubernetesAPIEndpoints: v1alpha1.KubernetesAPIEndpoints{ServerEndpoints: []v1alpha1.ServerAddressByClientCIDR{
+			{ClientCIDR: "0.0.0.0/0", ServerAddress: "https://moved.example:6443"}}}}}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	key := types.NamespacedName{Namespace: ns, Name: "moved"}
+	resolver, err := access.NewResolver(access.ResolverOptions{Secrets: access.SecretsFromClient(kubernetes.NewForConfigOrDie(lf.Registry.Config))})
+	require.NoError(t, err)
+	parts, err := shard.NewBucketParts(versioned.NewForConfigOrDie(lf.Registry.Config), resolver, multicluster.FleetOptions{Namespaces: []string{ns}})
+	require.NoError(t, err)
+	defer parts.Follow()()
+	defer parts.StopWatching()
+
+	parts.Keep([]int{1})
+	require.NoError(t, parts.Watch(ctx, []int{1}))
+	require.Eventually(t, func() bool { return parts.Kept(key) }, 10*time.Second, 20*time.Millisecond)
+
+	// The group changes: bucket 1 lost, 2 gained. The rule drops the member at once; the old
+	// watch ends; the member is relabelled into bucket 2; then the new buckets are listed.
+	parts.Keep([]int{2})
+	require.False(t, parts.Kept(key))
+	parts.StopWatching()
+	c.Labels[shard.BucketLabel] = "2"
+	_, err = clusters.Update(ctx, c, metav1.UpdateOptions{})
+	require.NoError(t, err)
+	require.NoError(t, parts.Watch(ctx, []int{2}))
+	require.True(t, parts.Kept(key), "a member of a bucket this replica owns is not kept")
 }
