@@ -91,7 +91,7 @@ func TestCoverageThroughChanges(t *testing.T) {
 		next++
 		p := &Peers{opts: PeerOptions{Identity: id}}
 		v := NewView(fleet, p)
-		subset := v.owned.(*multicluster.Subset)
+		subset := v.impl.(*wholeFleet).subset
 		subset.Keep(ownerByName(p.Live(), id))
 		subset.Follow(fleet)
 		replicas[id] = &replica{peers: p, view: v}
@@ -109,7 +109,7 @@ func TestCoverageThroughChanges(t *testing.T) {
 			rep.peers.live = live
 			rep.peers.mu.Unlock()
 			// What Run does when the group changes.
-			rep.view.owned.(*multicluster.Subset).Keep(ownerByName(rep.peers.Live(), id))
+			rep.view.impl.(*wholeFleet).subset.Keep(ownerByName(rep.peers.Live(), id))
 			for _, m := range rep.view.Members() {
 				other, twice := owner[m.Name()]
 				require.False(t, twice, "step %d: %s owned by %s and %s", step, m.Name(), other, id)

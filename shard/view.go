@@ -22,10 +22,15 @@ import (
 // the rotator's Secret update is guarded by its resourceVersion, so one of two renewals loses).
 type View struct {
 	peers *Peers
-	owned ownedSet
-	run   func(ctx context.Context) error
-	// ready is Ready's answer.
-	ready func() error
+	impl  following
+}
+
+// following is how a View follows the registry and the group: NewView's (wholeFleet) or
+// NewBucketView's (bucketed).
+type following interface {
+	members() ownedSet
+	run(ctx context.Context) error
+	ready() error
 }
 
 // ownedSet is what a View tells of: the members owned now.
@@ -38,19 +43,31 @@ type ownedSet interface {
 // starting the Fleet. Each replica follows every member (the Fleet's), and owns some by their
 // names; NewBucketView's replicas follow only what they own.
 func NewView(fleet multicluster.MemberSource, peers *Peers) *View {
-	subset := multicluster.NewSubset()
-	v := &View{peers: peers, owned: subset, ready: func() error { return nil }}
-	v.run = func(ctx context.Context) error { return followAll(ctx, fleet, subset, peers) }
-	if f, ok := fleet.(*multicluster.Fleet); ok {
-		v.ready = func() error { return fresh(f.Status()) }
+	return &View{peers: peers, impl: &wholeFleet{fleet: fleet, peers: peers, subset: multicluster.NewSubset()}}
+}
+
+// wholeFleet is NewView's way: a Fleet of every member, of which subset keeps the members the
+// group gives this replica, by their names.
+type wholeFleet struct {
+	fleet  multicluster.MemberSource
+	peers  *Peers
+	subset *multicluster.Subset
+}
+
+func (w *wholeFleet) members() ownedSet { return w.subset }
+
+// ready is the Fleet's freshness; any other MemberSource is taken as ready.
+func (w *wholeFleet) ready() error {
+	if f, ok := w.fleet.(*multicluster.Fleet); ok {
+		return fresh(f.Status())
 	}
-	return v
+	return nil
 }
 
 // Ready is nil when the view follows the registry: the Fleet given to NewView is fresh (any
 // other MemberSource is taken as ready), or a bucket view's Fleets are. Otherwise it says since
 // when the view is stale, and why.
-func (v *View) Ready() error { return v.ready() }
+func (v *View) Ready() error { return v.impl.ready() }
 
 // fresh is nil for a fresh Fleet's status, else an error that says why it is not.
 func fresh(st multicluster.FleetStatus) error {
@@ -61,41 +78,40 @@ func fresh(st multicluster.FleetStatus) error {
 }
 
 // Members is the members this replica owns now, ordered by cluster set and name.
-func (v *View) Members() []*multicluster.Member { return v.owned.Members() }
+func (v *View) Members() []*multicluster.Member { return v.impl.members().Members() }
 
 // Owns reports whether this replica owns the member now.
-func (v *View) Owns(key types.NamespacedName) bool { return v.owned.Has(key) }
+func (v *View) Owns(key types.NamespacedName) bool { return v.impl.members().Has(key) }
 
 // Subscribe calls fn with MemberAdded for each member owned now, then with each change of what
 // this replica owns (a MemberReachChanged of an owned member included), in order, one call at a
 // time, until unsubscribe.
 func (v *View) Subscribe(fn func(multicluster.MemberEvent)) (unsubscribe func()) {
-	return v.owned.Subscribe(fn)
+	return v.impl.members().Subscribe(fn)
 }
 
 // SubscribeChanges calls fn with an owned member each time its Cluster changes (see
 // multicluster.ChangeSource), in order, one call at a time, until unsubscribe. It is never called
 // when the View's Fleet does not tell of changes (is no multicluster.ChangeSource).
 func (v *View) SubscribeChanges(fn func(*multicluster.Member)) (unsubscribe func()) {
-	return v.owned.SubscribeChanges(fn)
+	return v.impl.members().SubscribeChanges(fn)
 }
 
 // Run follows the Fleet and the group until ctx ends; then the view owns nothing, and says so.
-func (v *View) Run(ctx context.Context) error { return v.run(ctx) }
+func (v *View) Run(ctx context.Context) error { return v.impl.run(ctx) }
 
-// followAll is NewView's Run: subset keeps the members of fleet that the group gives this
-// replica, by their names.
-func followAll(ctx context.Context, fleet multicluster.MemberSource, subset *multicluster.Subset, peers *Peers) error {
-	changed := peers.changed()
-	subset.Keep(ownerByName(peers.Live(), peers.Self().ID))
-	stop := subset.Follow(fleet)
+// run follows the Fleet and the group until ctx ends.
+func (w *wholeFleet) run(ctx context.Context) error {
+	changed := w.peers.changed()
+	w.subset.Keep(ownerByName(w.peers.Live(), w.peers.Self().ID))
+	stop := w.subset.Follow(w.fleet)
 	defer stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-changed:
-			subset.Keep(ownerByName(peers.Live(), peers.Self().ID))
+			w.subset.Keep(ownerByName(w.peers.Live(), w.peers.Self().ID))
 		}
 	}
 }
