@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-	"go.uber.org/goleak"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
@@ -19,12 +18,9 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
-	"github.com/cluster-registry/sdk/access"
 	"github.com/cluster-registry/sdk/clientset/versioned"
-	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
 	"github.com/cluster-registry/sdk/multicluster"
 	"github.com/cluster-registry/sdk/shard"
-	"github.com/cluster-registry/sdk/testkit/fleettest"
 )
 
 // selectors records the label selectors of a replica's requests for Clusters.
@@ -83,9 +79,7 @@ func startBucketReplica(t *testing.T, ns, id string) *bucketReplica {
 	peers, err := shard.NewPeers(kube.CoordinationV1(), shard.PeerOptions{
 		Namespace: ns, Group: "health", Identity: id, LeaseDuration: leaseDuration, RenewPeriod: renewPeriod})
 	require.NoError(t, err)
-	resolver, err := access.NewResolver(access.ResolverOptions{Secrets: access.SecretsFromClient(kube)})
-	require.NoError(t, err)
-	view, err := shard.NewBucketView(versioned.NewForConfigOrDie(cfg), resolver, multicluster.FleetOptions{Namespaces: []string{ns}}, peers)
+	view, err := shard.NewBucketView(versioned.NewForConfigOrDie(cfg), newResolver(t, kube), multicluster.FleetOptions{Namespaces: []string{ns}}, peers)
 	require.NoError(t, err)
 	return &bucketReplica{replica: runView(peers, view), asked: asked}
 }
@@ -97,13 +91,8 @@ func startBucketReplica(t *testing.T, ns, id string) *bucketReplica {
 // Clusters and those in no bucket, and the buckets they ask for are disjoint and cover all.
 // Relabelling moves a member; a replica that stops gives up its buckets to the others.
 func TestBucketViewsDivideTheFleet(t *testing.T) {
-	if testing.Short() {
-		t.Skip("needs kube-apiserver and etcd; run without -short")
-	}
-	t.Cleanup(func() { goleak.VerifyNone(t, append(fleettest.IgnoreIdleConnections, goleak.IgnoreCurrent())...) })
 	ctx := t.Context()
-	ns := fleettest.NewSet(t, lf)
-	clusters := versioned.NewForConfigOrDie(lf.Registry.Config).ClusterregistryV1alpha1().Clusters(ns)
+	ns, clusters := newSet(t)
 	labelled := map[string]string{}
 	for i := range 40 {
 		name := fmt.Sprintf("member-%02d", i)
@@ -114,14 +103,11 @@ func TestBucketViewsDivideTheFleet(t *testing.T) {
 		labelled[name] = bucket
 	}
 	for name, bucket := range labelled {
-		c := &v1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: name},
-			Spec: v1alpha1.ClusterSpec{KubernetesAPIEndpoints: v1alpha1.KubernetesAPIEndpoints{ServerEndpoints: []v1alpha1.ServerAddressByClientCIDR{
-				{ClientCIDR: "0.0.0.0/0", ServerAddress: "https://" + name + ".example:6443"}}}}}
+		var labels map[string]string
 		if bucket != "" {
-			c.Labels = map[string]string{shard.BucketLabel: bucket}
+			labels = map[string]string{shard.BucketLabel: bucket}
 		}
-		_, err := clusters.Create(ctx, c, metav1.CreateOptions{})
-		require.NoError(t, err)
+		createCluster(t, clusters, name, labels)
 	}
 	members := len(labelled)
 
@@ -202,20 +188,11 @@ func runView(peers *shard.Peers, view *shard.View) *replica {
 // to one it kept between the old watch's end and the new list, is kept once the new buckets are
 // watched: it never left the owned Fleet, so no MemberAdded would bring it back.
 func TestBucketViewKeepsAMemberRelabelledWhileItsWatchChanges(t *testing.T) {
-	if testing.Short() {
-		t.Skip("needs kube-apiserver and etcd; run without -short")
-	}
-	t.Cleanup(func() { goleak.VerifyNone(t, append(fleettest.IgnoreIdleConnections, goleak.IgnoreCurrent())...) })
 	ctx := t.Context()
-	ns := fleettest.NewSet(t, lf)
-	clusters := versioned.NewForConfigOrDie(lf.Registry.Config).ClusterregistryV1alpha1().Clusters(ns)
-	c, err := clusters.Create(ctx, &v1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: "moved", Labels: map[string]string{shard.BucketLabel: "1"}},
-		Spec: v1alpha1.ClusterSpec{KubernetesAPIEndpoints: v1alpha1.KubernetesAPIEndpoints{ServerEndpoints: []v1alpha1.ServerAddressByClientCIDR{
-			{ClientCIDR: "0.0.0.0/0", ServerAddress: "https://moved.example:6443"}}}}}, metav1.CreateOptions{})
-	require.NoError(t, err)
+	ns, clusters := newSet(t)
+	c := createCluster(t, clusters, "moved", map[string]string{shard.BucketLabel: "1"})
 	key := types.NamespacedName{Namespace: ns, Name: "moved"}
-	resolver, err := access.NewResolver(access.ResolverOptions{Secrets: access.SecretsFromClient(kubernetes.NewForConfigOrDie(lf.Registry.Config))})
-	require.NoError(t, err)
+	resolver := newResolver(t, kubernetes.NewForConfigOrDie(lf.Registry.Config))
 	parts, err := shard.NewBucketParts(versioned.NewForConfigOrDie(lf.Registry.Config), resolver, multicluster.FleetOptions{Namespaces: []string{ns}})
 	require.NoError(t, err)
 	defer parts.Follow()()

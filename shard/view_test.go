@@ -7,19 +7,15 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-	"go.uber.org/goleak"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 
-	"github.com/cluster-registry/sdk/access"
 	"github.com/cluster-registry/sdk/clientset/versioned"
-	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
 	"github.com/cluster-registry/sdk/multicluster"
 	"github.com/cluster-registry/sdk/shard"
-	"github.com/cluster-registry/sdk/testkit/fleettest"
 )
 
 // replica is one replica of a controller: its membership of the group, and its view of the Fleet.
@@ -110,22 +106,13 @@ func requireDivided(t *testing.T, members int, within time.Duration, replicas ..
 // (its Lease left to expire) has its members taken within the Lease's duration and a renewal; one
 // that stops gracefully (its Lease deleted) within a renewal; a replica that joins takes its share.
 func TestReplicasDivideTheFleet(t *testing.T) {
-	if testing.Short() {
-		t.Skip("needs kube-apiserver and etcd; run without -short")
-	}
-	t.Cleanup(func() { goleak.VerifyNone(t, append(fleettest.IgnoreIdleConnections, goleak.IgnoreCurrent())...) })
 	ctx := t.Context()
-	ns := fleettest.NewSet(t, lf)
-	clusters := versioned.NewForConfigOrDie(lf.Registry.Config).ClusterregistryV1alpha1().Clusters(ns)
+	ns, clusters := newSet(t)
 	const members = 60
 	for i := range members {
-		_, err := clusters.Create(ctx, &v1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("member-%02d", i)},
-			Spec: v1alpha1.ClusterSpec{KubernetesAPIEndpoints: v1alpha1.KubernetesAPIEndpoints{ServerEndpoints: []v1alpha1.ServerAddressByClientCIDR{
-				{ClientCIDR: "0.0.0.0/0", ServerAddress: fmt.Sprintf("https://member-%02d.example:6443", i)}}}}}, metav1.CreateOptions{})
-		require.NoError(t, err)
+		createCluster(t, clusters, fmt.Sprintf("member-%02d", i), nil)
 	}
-	resolver, err := access.NewResolver(access.ResolverOptions{Secrets: access.SecretsFromClient(kubernetes.NewForConfigOrDie(lf.Registry.Config))})
-	require.NoError(t, err)
+	resolver := newResolver(t, kubernetes.NewForConfigOrDie(lf.Registry.Config))
 	fleet := multicluster.NewFleet(versioned.NewForConfigOrDie(lf.Registry.Config), resolver, multicluster.FleetOptions{Namespaces: []string{ns}})
 	require.NoError(t, fleet.Start(ctx))
 	defer fleet.Stop()
@@ -137,10 +124,7 @@ func TestReplicasDivideTheFleet(t *testing.T) {
 	}
 
 	// A member that joins is owned by one replica; one that leaves by none.
-	_, err = clusters.Create(ctx, &v1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: "late"},
-		Spec: v1alpha1.ClusterSpec{KubernetesAPIEndpoints: v1alpha1.KubernetesAPIEndpoints{ServerEndpoints: []v1alpha1.ServerAddressByClientCIDR{
-			{ClientCIDR: "0.0.0.0/0", ServerAddress: "https://late.example:6443"}}}}}, metav1.CreateOptions{})
-	require.NoError(t, err)
+	createCluster(t, clusters, "late", nil)
 	requireDivided(t, members+1, 30*time.Second, r0, r1, r2)
 	require.NoError(t, clusters.Delete(ctx, "late", metav1.DeleteOptions{}))
 	requireDivided(t, members, 30*time.Second, r0, r1, r2)
@@ -150,7 +134,7 @@ func TestReplicasDivideTheFleet(t *testing.T) {
 	leases := kubernetes.NewForConfigOrDie(lf.Registry.Config).CoordinationV1().Leases(ns)
 	r1.halt()
 	now := metav1.NewMicroTime(time.Now())
-	_, err = leases.Create(ctx, &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "health-x-1", Labels: map[string]string{shard.GroupLabel: "health"}},
+	_, err := leases.Create(ctx, &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "health-x-1", Labels: map[string]string{shard.GroupLabel: "health"}},
 		Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To("x-1"), RenewTime: &now, LeaseDurationSeconds: ptr.To(int32(leaseDuration / time.Second))}}, metav1.CreateOptions{})
 	require.NoError(t, err, "the crashed replica's Lease, as it would have been left")
 	took := requireDivided(t, members, 30*time.Second, r0, r2)
