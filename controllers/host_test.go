@@ -166,3 +166,59 @@ func TestNewRefusesWhatCannotRun(t *testing.T) {
 	require.NoError(t, err)
 	require.Nil(t, host.Fleet(), "a replica that watches only what it owns has no Fleet of every member")
 }
+
+// One replica of a shard group that watches only the Clusters it owns, in a Manager: with the
+// group to itself it owns every bucket and every Cluster in none, probes them all (one member
+// labelled with its bucket, one in no bucket), and is ready once its view follows the registry.
+func TestHostWatchingOwnedMembers(t *testing.T) {
+	ignore := append([]goleak.Option{goleak.IgnoreCurrent()}, fleettest.IgnoreIdleConnections...)
+	defer goleak.VerifyNone(t, ignore...)
+	ns := fleettest.CopySet(t, lf)
+	clusters := versioned.NewForConfigOrDie(lf.Registry.Config).ClusterregistryV1alpha1().Clusters(ns)
+	list, err := clusters.List(t.Context(), metav1.ListOptions{})
+	require.NoError(t, err)
+	require.GreaterOrEqual(t, len(list.Items), 2)
+	labelled := list.Items[0]
+	shard.SetBucket(&labelled)
+	_, err = clusters.Update(t.Context(), &labelled, metav1.UpdateOptions{})
+	require.NoError(t, err)
+
+	host, err := controllers.New(controllers.Options{
+		Config: lf.Registry.Config, Resolver: resolver(t), Namespaces: []string{ns},
+		Health:     &health.Options{Interval: 300 * time.Millisecond, FailureThreshold: 1, SuccessThreshold: 1},
+		Shard:      &shard.PeerOptions{Namespace: ns, Group: "probers", RenewPeriod: 500 * time.Millisecond, LeaseDuration: 3 * time.Second},
+		WatchOwned: true,
+	})
+	require.NoError(t, err)
+	mgr, err := manager.New(lf.Registry.Config, manager.Options{Metrics: metricsserver.Options{BindAddress: "0"},
+		GracefulShutdownTimeout: ptr.To(10 * time.Second)})
+	require.NoError(t, err)
+	require.NoError(t, host.AddToManager(mgr))
+	require.Error(t, host.Ready(&http.Request{}), "ready before the view has listed the registry")
+
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	defer func() {
+		cancel()
+		select {
+		case err := <-done:
+			require.NoError(t, err)
+		case <-time.After(20 * time.Second):
+			t.Fatal("the Manager did not stop")
+		}
+	}()
+	require.Eventually(t, func() bool {
+		list, err := clusters.List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false
+		}
+		for _, c := range list.Items {
+			if c.Status.LastProbeTime == nil {
+				return false
+			}
+		}
+		return len(host.Members().Members()) == len(list.Items)
+	}, 60*time.Second, 100*time.Millisecond, "the replica did not own and probe every member")
+	require.NoError(t, host.Ready(&http.Request{}))
+}
