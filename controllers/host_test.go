@@ -41,6 +41,22 @@ func resolver(t *testing.T) *access.Resolver {
 	return r
 }
 
+// startManager starts mgr; stop stops it, and fails the test unless it stops cleanly within 20 s.
+func startManager(t *testing.T, mgr manager.Manager) (ctx context.Context, stop func()) {
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	return ctx, func() {
+		cancel()
+		select {
+		case err := <-done:
+			require.NoError(t, err)
+		case <-time.After(20 * time.Second):
+			t.Fatal("the Manager did not stop")
+		}
+	}
+}
+
 // A tool hosts the SDK's controllers in its own Manager, beside a controller of its own: the
 // health controller probes the set's members and writes their status, the tool's reconciler
 // reconciles its ConfigMap and reads the host's Fleet, readiness waits for the Fleet, and the
@@ -75,18 +91,8 @@ func TestHostBesideAToolsOwnController(t *testing.T) {
 		})))
 	require.Error(t, host.Ready(&http.Request{}), "ready before the Fleet has listed the registry")
 
-	ctx, cancel := context.WithCancel(t.Context())
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
-	defer func() {
-		cancel()
-		select {
-		case err := <-done:
-			require.NoError(t, err)
-		case <-time.After(20 * time.Second):
-			t.Fatal("the Manager did not stop")
-		}
-	}()
+	ctx, stop := startManager(t, mgr)
+	defer stop()
 
 	clusters := versioned.NewForConfigOrDie(lf.Registry.Config).ClusterregistryV1alpha1().Clusters(ns)
 	require.Eventually(t, func() bool {
@@ -196,18 +202,8 @@ func TestHostWatchingOwnedMembers(t *testing.T) {
 	require.NoError(t, host.AddToManager(mgr))
 	require.Error(t, host.Ready(&http.Request{}), "ready before the view has listed the registry")
 
-	ctx, cancel := context.WithCancel(t.Context())
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
-	defer func() {
-		cancel()
-		select {
-		case err := <-done:
-			require.NoError(t, err)
-		case <-time.After(20 * time.Second):
-			t.Fatal("the Manager did not stop")
-		}
-	}()
+	ctx, stop := startManager(t, mgr)
+	defer stop()
 	require.Eventually(t, func() bool {
 		list, err := clusters.List(ctx, metav1.ListOptions{})
 		if err != nil {
