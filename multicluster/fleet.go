@@ -181,7 +181,8 @@ func (f *Fleet) Stop() {
 // match keep their Member (and its clients), those that no longer match are removed, and those
 // that now match are added. A Fleet that was stopped is started. It is how a view that watches
 // only some Clusters (package shard's, by bucket) changes what it watches without reconnecting
-// to the members it keeps.
+// to the members it keeps. It is Stop then Start, not one step: do not call Start or Stop from
+// another goroutine meanwhile.
 func (f *Fleet) Reselect(ctx context.Context, selector labels.Selector) error {
 	f.Stop()
 	f.life.Lock()
