@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 	corev1 "k8s.io/api/core/v1"
@@ -216,5 +217,9 @@ func TestHostWatchingOwnedMembers(t *testing.T) {
 		}
 		return len(host.Members().Members()) == len(list.Items)
 	}, 60*time.Second, 100*time.Millisecond, "the replica did not own and probe every member")
-	require.NoError(t, host.Ready(&http.Request{}))
+	// A member is owned, and may be probed, as soon as its Fleet's list adds it, which is before
+	// that Fleet has seen its whole list (Start polls for it every 100 ms): readiness follows.
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		assert.NoError(c, host.Ready(&http.Request{}), "the replica owns and probes every member but is not ready")
+	}, 10*time.Second, 20*time.Millisecond)
 }
