@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// exitCase is one command line and the exit status the rule (main.go, README's "Exit status")
+// exitCase is one command line and the exit status the rule (doc.go, README's "Exit status")
 // gives it, with a piece of what it must say.
 type exitCase struct {
 	args []string

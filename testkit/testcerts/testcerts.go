@@ -1,4 +1,3 @@
-// Package testcerts makes throwaway certificates for this module's tests.
 package testcerts
 
 import (

@@ -1,0 +1,62 @@
+// Command fleet-api answers "what runs where" for every member cluster of a registry, from watch
+// caches on the members (package fleetcache) rather than a request per member per question: the
+// seeds' Optikon /cluster API, as an example of the SDK's caches.
+//
+//	fleet-api -n fleet --listen 127.0.0.1:8080
+//
+//	GET    /clusters                    every member the caller may list: Ready, reason, version,
+//	                                    nodes, Pods and Deployments (each ready of total), and
+//	                                    how current the member's caches are (Synced, or Stale
+//	                                    since when and why); ?labelSelector= and ?fieldSelector=
+//	                                    (metadata.name, metadata.namespace) choose
+//	GET    /watch/clusters              a stream of what GET /clusters answers and its changes, one
+//	                                    JSON event a line (ADDED, MODIFIED, DELETED, BOOKMARK);
+//	                                    ?resourceVersion=N resumes after the revision a list or an
+//	                                    event gave (410 Expired when no longer kept); a member
+//	                                    is sent again only when what GET /clusters says of it
+//	                                    changed
+//	GET    /watch/clusters/{namespace}/{name}
+//	                                    one member's stream (RBAC: watch on that Cluster)
+//	GET    /clusters/{namespace}/{name} one member, with its nodes and Deployments (and its Pods counted)
+//	POST   /clusters                    register a Cluster (a JSON Cluster, metadata.namespace set)
+//	PUT    /clusters/{namespace}/{name} replace a Cluster (a JSON Cluster)
+//	PATCH  /clusters/{namespace}/{name} change a Cluster (a JSON merge patch)
+//	DELETE /clusters/{namespace}/{name} remove a Cluster from the registry
+//	DELETE /clusters?namespace=NS       remove the set's Clusters that ?labelSelector= and
+//	                                    ?fieldSelector= choose (every one without them), as the
+//	                                    registry's deletecollection; answers what it deleted
+//	GET    /releases                    every Release of the sets where the caller may list
+//	                                    Releases, whatever its source (manifests, a ConfigMap, a
+//	                                    chart and its mode), with conditions and each member's phase
+//	GET    /watch/releases              what GET /releases answers, then each change
+//	GET    /charts                      the chart releases (Releases whose source is a chart) of
+//	                                    the sets where the caller may list Releases, each with
+//	                                    its chart, the version and digest delivered, conditions
+//	                                    and every member's phase (?namespace= for one set)
+//	GET    /charts/{namespace}/{name}   one chart release
+//	POST   /charts                      release a chart on a Placement's members: {namespace,
+//	                                    name, placement, targetNamespace, chart: {url, chart,
+//	                                    version, digest, secretRef} or {configMap}, values,
+//	                                    memberValues}, a Release created as the caller
+//	PUT    /charts/{namespace}/{name}   replace its chart, values and member values (same body)
+//	PATCH  /charts/{namespace}/{name}   change its version and values: {version, values}
+//	DELETE /charts/{namespace}/{name}   remove it (the releases controller removes its objects)
+//	GET    /watch/charts                what GET /charts answers, then each change (a version
+//	                                    delivered, a member's phase), one JSON event a line, as
+//	                                    /watch/clusters streams members (?namespace= for one set)
+//
+// Every request acts for its caller: it must carry credentials the registry accepts (a bearer
+// token, checked with a TokenReview; with TLS and --client-ca-file, a client certificate), and
+// sees and changes only what the registry's RBAC lets that caller see and change in the registry
+// itself (list, watch, get, create, update, patch, delete, deletecollection on clusters in a
+// cluster set). Writes are sent
+// as the caller (impersonation), so the registry decides and its audit log names them. Answers
+// about a caller are kept for 10 seconds. Without TLS it serves only on a loopback address.
+//
+// Errors are Kubernetes Status objects, as an API server writes them. The registry is reached with
+// kubectl's connection flags (--kubeconfig, --context, -n, ...), the members with the credentials
+// their Clusters point to, within the trust flags (--allow-exec, --file-root, ...). Its own
+// identity in the registry needs: create tokenreviews and subjectaccessreviews; impersonate users,
+// groups, serviceaccounts and userextras; list and watch clusters, releases and
+// releasestatusslices, and get secrets, in the sets it serves.
+package main

@@ -1,0 +1,2 @@
+// Package testcerts makes throwaway certificates for this module's tests.
+package testcerts
