@@ -97,65 +97,78 @@ func (c *Compiled) Decide(in Input) Decision {
 		if i > 0 && byName(clusters[i-1], cl) == 0 {
 			continue // the same Cluster given twice
 		}
-		key := types.NamespacedName{Namespace: cl.Namespace, Name: cl.Name}
-		if r, msg := c.screen(cl, key); r != "" {
+		f, r, msg := c.fit(cl, i, in, previous)
+		if f == nil {
 			out(i, r, msg)
 			continue
 		}
-		f := &candidate{key: key, index: i, previous: -1, included: names(p.Include, key)}
-		if j, ok := previous[key]; ok {
-			f.previous, f.group = j, in.Previous[j].Group
-		}
-		if cond := cl.Status.Condition(v1alpha1.ConditionReady); cond == nil || cond.Status != metav1.ConditionTrue {
-			state := readiness(cond, in.Now)
-			if f.previous < 0 {
-				out(i, ReasonNotReady, state+"; a member is first chosen only once Ready")
-				continue
-			}
-			ok, until := c.tolerated(cond, in.Now)
-			if !ok {
-				out(i, ReasonNotReady, state+", beyond the policy's tolerations")
-				continue
-			}
-			f.tolerate, f.until = true, until
-		}
-		if s := p.Spread; s != nil {
-			v, ok := cl.Labels[s.Label]
-			if !ok {
-				out(i, ReasonSpread, "no "+s.Label+" label, which the spread needs")
-				continue
-			}
-			f.domain = v
-		}
-		f.rank = rank(in.Key, key)
 		fits = append(fits, f)
 	}
 
 	chosen := c.choose(fits, func(f *candidate, r Reason, msg string) { out(f.index, r, msg) })
 	for _, f := range chosen {
-		switch {
-		case f.tolerate:
-			msg := "chosen before; not Ready, tolerated"
-			if !f.until.IsZero() {
-				msg += " until " + f.until.UTC().Format(time.RFC3339)
-				if d.RecheckAt.IsZero() || f.until.Before(d.RecheckAt) {
-					d.RecheckAt = f.until
-				}
-			}
-			out(f.index, ReasonTolerated, msg)
-		case f.previous >= 0:
-			out(f.index, ReasonKept, "chosen before, and still fits")
-		case f.included:
-			out(f.index, ReasonIncluded, "named in include")
-		default:
-			out(f.index, ReasonChosen, "fits the policy")
+		r, msg := chosenFor(f)
+		out(f.index, r, msg)
+		if f.tolerate && !f.until.IsZero() && (d.RecheckAt.IsZero() || f.until.Before(d.RecheckAt)) {
+			d.RecheckAt = f.until
 		}
-		d.Chosen = append(d.Chosen, Choice{Cluster: f.key, Reason: explanations[f.index].Reason})
+		d.Chosen = append(d.Chosen, Choice{Cluster: f.key, Reason: r})
 	}
 	c.group(d.Chosen, chosen)
 	d.Satisfied = p.Count == nil || len(d.Chosen) == int(*p.Count)
 	d.Explanations = slices.DeleteFunc(explanations, func(e Explanation) bool { return e.Reason == "" })
 	return d
+}
+
+// fit is cl (clusters[i]) as a candidate that fits the policy, or nil and why it does not: it is
+// screened out, not Ready beyond what the policy tolerates, or lacks the spread's label.
+func (c *Compiled) fit(cl *v1alpha1.Cluster, i int, in Input, previous map[types.NamespacedName]int) (*candidate, Reason, string) {
+	p := &c.policy
+	key := types.NamespacedName{Namespace: cl.Namespace, Name: cl.Name}
+	if r, msg := c.screen(cl, key); r != "" {
+		return nil, r, msg
+	}
+	f := &candidate{key: key, index: i, previous: -1, included: names(p.Include, key)}
+	if j, ok := previous[key]; ok {
+		f.previous, f.group = j, in.Previous[j].Group
+	}
+	if cond := cl.Status.Condition(v1alpha1.ConditionReady); cond == nil || cond.Status != metav1.ConditionTrue {
+		state := readiness(cond, in.Now)
+		if f.previous < 0 {
+			return nil, ReasonNotReady, state + "; a member is first chosen only once Ready"
+		}
+		ok, until := c.tolerated(cond, in.Now)
+		if !ok {
+			return nil, ReasonNotReady, state + ", beyond the policy's tolerations"
+		}
+		f.tolerate, f.until = true, until
+	}
+	if s := p.Spread; s != nil {
+		v, ok := cl.Labels[s.Label]
+		if !ok {
+			return nil, ReasonSpread, "no " + s.Label + " label, which the spread needs"
+		}
+		f.domain = v
+	}
+	f.rank = rank(in.Key, key)
+	return f, "", ""
+}
+
+// chosenFor is why a chosen candidate was chosen, and in words.
+func chosenFor(f *candidate) (Reason, string) {
+	switch {
+	case f.tolerate:
+		msg := "chosen before; not Ready, tolerated"
+		if !f.until.IsZero() {
+			msg += " until " + f.until.UTC().Format(time.RFC3339)
+		}
+		return ReasonTolerated, msg
+	case f.previous >= 0:
+		return ReasonKept, "chosen before, and still fits"
+	case f.included:
+		return ReasonIncluded, "named in include"
+	}
+	return ReasonChosen, "fits the policy"
 }
 
 // Candidate reports whether cl is a candidate of the policy at all: not excluded, of its cluster
@@ -198,25 +211,7 @@ func (c *Compiled) choose(fits []*candidate, out func(*candidate, Reason, string
 	if p.Count != nil {
 		room = int(*p.Count)
 	}
-	slices.SortStableFunc(fits, func(a, b *candidate) int {
-		switch {
-		case (a.previous >= 0) != (b.previous >= 0): // kept ones first
-			if a.previous >= 0 {
-				return -1
-			}
-			return 1
-		case a.previous >= 0:
-			return cmp.Compare(a.previous, b.previous)
-		case a.included != b.included:
-			if a.included {
-				return -1
-			}
-			return 1
-		case a.included:
-			return cmp.Compare(a.key.String(), b.key.String())
-		}
-		return cmp.Or(cmp.Compare(a.rank, b.rank), cmp.Compare(a.key.String(), b.key.String()))
-	})
+	slices.SortStableFunc(fits, preferred)
 	var chosen []*candidate
 	rest := fits
 	// Members chosen before stay, spread or not: moving them to even out domains is the churn a
@@ -240,8 +235,37 @@ func (c *Compiled) choose(fits []*candidate, out func(*candidate, Reason, string
 		}
 		return chosen
 	}
-	// Spread: fill the domain with fewest chosen first, while no domain exceeds the one with
-	// fewest (among those with candidates) by more than MaxSkew.
+	return c.spread(chosen, rest, room, out)
+}
+
+// preferred orders candidates as choose takes them: those chosen before, in their previous
+// order; then those included by name; then the rest by rank.
+func preferred(a, b *candidate) int {
+	switch {
+	case (a.previous >= 0) != (b.previous >= 0): // kept ones first
+		if a.previous >= 0 {
+			return -1
+		}
+		return 1
+	case a.previous >= 0:
+		return cmp.Compare(a.previous, b.previous)
+	case a.included != b.included:
+		if a.included {
+			return -1
+		}
+		return 1
+	case a.included:
+		return cmp.Compare(a.key.String(), b.key.String())
+	}
+	return cmp.Or(cmp.Compare(a.rank, b.rank), cmp.Compare(a.key.String(), b.key.String()))
+}
+
+// spread picks from rest, after chosen (those kept), up to room: the domain with fewest chosen
+// first, while no domain exceeds the one with fewest (among those with candidates) by more than
+// MaxSkew. Those not picked are explained with out.
+func (c *Compiled) spread(chosen, rest []*candidate, room int, out func(*candidate, Reason, string)) []*candidate {
+	p := &c.policy
+	overCount := fmt.Sprintf("count is %d, and %d members came first", room, room)
 	skew := int(max(p.Spread.MaxSkew, 1))
 	count, waiting := map[string]int{}, map[string][]*candidate{}
 	for _, f := range chosen {
