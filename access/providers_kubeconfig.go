@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
 )
@@ -82,98 +83,65 @@ type kubeconfigSource struct {
 // ExecPlugins policy as the exec provider type. Its insecure-skip-tls-verify, proxy-url and
 // impersonation are ignored: those are the caller's choices alone.
 func kubeconfigCredentials(req *Request, data []byte, contextName string, src kubeconfigSource) (*Credentials, error) {
+	cluster, auth, err := kubeconfigContext(data, contextName, src)
+	if err != nil {
+		return nil, err
+	}
+	if err := src.pin(cluster.Server); err != nil {
+		return nil, err
+	}
+	refs := kubeconfigRefs{req: req, src: src}
+	creds := &Credentials{CAData: clone(cluster.CertificateAuthorityData), TLSServerName: cluster.TLSServerName}
+	if len(creds.CAData) == 0 && cluster.CertificateAuthority != "" {
+		if creds.CAData, err = refs.readCA(cluster.CertificateAuthority); err != nil {
+			return nil, fmt.Errorf("%s: certificate-authority: %w", src.desc, err)
+		}
+	}
+	if err := refs.userCredentials(creds, cluster, auth); err != nil {
+		return nil, err
+	}
+	return creds, nil
+}
+
+// kubeconfigContext is the cluster and user of one context of a kubeconfig (its current one when
+// contextName is empty).
+func kubeconfigContext(data []byte, contextName string, src kubeconfigSource) (*clientcmdapi.Cluster, *clientcmdapi.AuthInfo, error) {
 	cfg, err := clientcmd.Load(data)
 	if err != nil {
 		// The parser's message can quote the document, which holds credentials.
-		return nil, fmt.Errorf("%s is not a valid kubeconfig", src.desc)
+		return nil, nil, fmt.Errorf("%s is not a valid kubeconfig", src.desc)
 	}
 	if contextName == "" {
 		contextName = cfg.CurrentContext
 	}
 	kctx := cfg.Contexts[contextName]
 	if kctx == nil {
-		return nil, fmt.Errorf("%s has no such context (config.context, or its current-context)", src.desc)
+		return nil, nil, fmt.Errorf("%s has no such context (config.context, or its current-context)", src.desc)
 	}
 	cluster, auth := cfg.Clusters[kctx.Cluster], cfg.AuthInfos[kctx.AuthInfo]
 	if cluster == nil || auth == nil {
-		return nil, fmt.Errorf("%s: the context names a cluster or user it does not define", src.desc)
+		return nil, nil, fmt.Errorf("%s: the context names a cluster or user it does not define", src.desc)
 	}
-	if err := src.pin(cluster.Server); err != nil {
-		return nil, err
-	}
+	return cluster, auth, nil
+}
 
-	// What the kubeconfig names on the caller's side, checked by the caller's rules.
-	refsAllowed := src.callerOwned || req.resolver.opts.AllowKubeconfigSecretRefs
-	checkRef := func(what string) error {
-		if refsAllowed {
-			return nil
-		}
-		return fmt.Errorf("%w: %s: its %s is on the caller's side; a kubeconfig Secret may name the caller's files and exec plugins only with ResolverOptions.AllowKubeconfigSecretRefs",
-			ErrNotAllowed, src.desc, what)
-	}
-	path := func(p string) string {
-		if src.baseDir != "" && !filepath.IsAbs(p) {
-			return filepath.Join(src.baseDir, p)
-		}
-		return p
-	}
-	readCA := func(p string) ([]byte, error) {
-		if err := checkRef("certificate-authority file"); err != nil {
-			return nil, err
-		}
-		_, data, err := req.ReadFile(path(p))
-		return data, err
-	}
-	// A credential file is tied to the kubeconfig's server when the kubeconfig is the caller's,
-	// and to its FileRoot's SendTo otherwise.
-	credentialFile := func(what, p string) (string, error) {
-		if err := checkRef(what); err != nil {
-			return "", err
-		}
-		if src.callerOwned {
-			return req.ResolvePath(path(p))
-		}
-		return req.CredentialFile(path(p))
-	}
-	readCredential := func(what, p string) ([]byte, error) {
-		resolved, err := credentialFile(what, p)
-		if err != nil {
-			return nil, err
-		}
-		return readResolved(resolved)
-	}
-
-	creds := &Credentials{CAData: clone(cluster.CertificateAuthorityData), TLSServerName: cluster.TLSServerName}
-	if len(creds.CAData) == 0 && cluster.CertificateAuthority != "" {
-		if creds.CAData, err = readCA(cluster.CertificateAuthority); err != nil {
-			return nil, fmt.Errorf("%s: certificate-authority: %w", src.desc, err)
-		}
-	}
+// userCredentials sets creds from the context's user: one kind of credential, its files and exec
+// plugin checked by the caller's rules.
+func (r kubeconfigRefs) userCredentials(creds *Credentials, cluster *clientcmdapi.Cluster, auth *clientcmdapi.AuthInfo) error {
+	desc := r.src.desc
+	var err error
 	switch {
 	case auth.Token != "":
 		creds.BearerToken = auth.Token
 	case auth.TokenFile != "":
-		if creds.TokenFile, err = credentialFile("tokenFile", auth.TokenFile); err != nil {
-			return nil, fmt.Errorf("%s: tokenFile: %w", src.desc, err)
+		if creds.TokenFile, err = r.credentialFile("tokenFile", auth.TokenFile); err != nil {
+			return fmt.Errorf("%s: tokenFile: %w", desc, err)
 		}
 	case len(auth.ClientCertificateData) > 0 || auth.ClientCertificate != "":
-		creds.CertData, creds.KeyData = clone(auth.ClientCertificateData), clone(auth.ClientKeyData)
-		if len(creds.CertData) == 0 {
-			if creds.CertData, err = readCredential("client-certificate file", auth.ClientCertificate); err != nil {
-				return nil, fmt.Errorf("%s: client-certificate: %w", src.desc, err)
-			}
-		}
-		if len(creds.KeyData) == 0 && auth.ClientKey != "" {
-			if creds.KeyData, err = readCredential("client-key file", auth.ClientKey); err != nil {
-				return nil, fmt.Errorf("%s: client-key: %w", src.desc, err)
-			}
-		}
-		if len(creds.KeyData) == 0 {
-			return nil, fmt.Errorf("%s: the context's user has a client certificate but no key", src.desc)
-		}
+		return r.clientCertificate(creds, auth)
 	case auth.Exec != nil:
-		if err := checkRef("exec plugin"); err != nil {
-			return nil, err
+		if err := r.checkRef("exec plugin"); err != nil {
+			return err
 		}
 		spec := ExecSpec{
 			Command:            auth.Exec.Command,
@@ -183,17 +151,90 @@ func kubeconfigCredentials(req *Request, data []byte, contextName string, src ku
 			ProvideClusterInfo: auth.Exec.ProvideClusterInfo,
 			ClusterConfig:      extensionJSON(cluster.Extensions[execExtension]),
 		}
-		if creds.Exec, err = req.exec(spec, src.desc+": the context's user", src.callerOwned); err != nil {
-			return nil, err
-		}
+		creds.Exec, err = r.req.exec(spec, desc+": the context's user", r.src.callerOwned)
+		return err
 	case auth.AuthProvider != nil:
-		return nil, fmt.Errorf("%s: the context's user uses a legacy auth-provider; use an exec plugin", src.desc)
+		return fmt.Errorf("%s: the context's user uses a legacy auth-provider; use an exec plugin", desc)
 	case auth.Username != "" || auth.Password != "":
-		return nil, fmt.Errorf("%s: the context's user uses basic auth, which is not supported", src.desc)
+		return fmt.Errorf("%s: the context's user uses basic auth, which is not supported", desc)
 	default:
-		return nil, fmt.Errorf("%s: the context's user has no credentials", src.desc)
+		return fmt.Errorf("%s: the context's user has no credentials", desc)
 	}
-	return creds, nil
+	return nil
+}
+
+// clientCertificate sets creds' certificate and key from the context's user, inline or from files.
+func (r kubeconfigRefs) clientCertificate(creds *Credentials, auth *clientcmdapi.AuthInfo) error {
+	desc := r.src.desc
+	var err error
+	creds.CertData, creds.KeyData = clone(auth.ClientCertificateData), clone(auth.ClientKeyData)
+	if len(creds.CertData) == 0 {
+		if creds.CertData, err = r.readCredential("client-certificate file", auth.ClientCertificate); err != nil {
+			return fmt.Errorf("%s: client-certificate: %w", desc, err)
+		}
+	}
+	if len(creds.KeyData) == 0 && auth.ClientKey != "" {
+		if creds.KeyData, err = r.readCredential("client-key file", auth.ClientKey); err != nil {
+			return fmt.Errorf("%s: client-key: %w", desc, err)
+		}
+	}
+	if len(creds.KeyData) == 0 {
+		return fmt.Errorf("%s: the context's user has a client certificate but no key", desc)
+	}
+	return nil
+}
+
+// kubeconfigRefs reads what a kubeconfig names on the caller's side (files, exec plugins), checked
+// by the caller's rules.
+type kubeconfigRefs struct {
+	req *Request
+	src kubeconfigSource
+}
+
+// checkRef refuses what names the caller's side unless the kubeconfig is the caller's, or the
+// caller allows a kubeconfig Secret to.
+func (r kubeconfigRefs) checkRef(what string) error {
+	if r.src.callerOwned || r.req.resolver.opts.AllowKubeconfigSecretRefs {
+		return nil
+	}
+	return fmt.Errorf("%w: %s: its %s is on the caller's side; a kubeconfig Secret may name the caller's files and exec plugins only with ResolverOptions.AllowKubeconfigSecretRefs",
+		ErrNotAllowed, r.src.desc, what)
+}
+
+// path is p relative to the kubeconfig's directory, when it has one.
+func (r kubeconfigRefs) path(p string) string {
+	if r.src.baseDir != "" && !filepath.IsAbs(p) {
+		return filepath.Join(r.src.baseDir, p)
+	}
+	return p
+}
+
+func (r kubeconfigRefs) readCA(p string) ([]byte, error) {
+	if err := r.checkRef("certificate-authority file"); err != nil {
+		return nil, err
+	}
+	_, data, err := r.req.ReadFile(r.path(p))
+	return data, err
+}
+
+// credentialFile resolves a credential file's path. It is tied to the kubeconfig's server when
+// the kubeconfig is the caller's, and to its FileRoot's SendTo otherwise.
+func (r kubeconfigRefs) credentialFile(what, p string) (string, error) {
+	if err := r.checkRef(what); err != nil {
+		return "", err
+	}
+	if r.src.callerOwned {
+		return r.req.ResolvePath(r.path(p))
+	}
+	return r.req.CredentialFile(r.path(p))
+}
+
+func (r kubeconfigRefs) readCredential(what, p string) ([]byte, error) {
+	resolved, err := r.credentialFile(what, p)
+	if err != nil {
+		return nil, err
+	}
+	return readResolved(resolved)
 }
 
 // extensionJSON is a kubeconfig extension's content as JSON, nil when there is none. clientcmd
