@@ -13,6 +13,7 @@ import (
 	"github.com/go-logr/logr"
 	"golang.org/x/sync/errgroup"
 	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	utilnet "k8s.io/apimachinery/pkg/util/net"
@@ -297,31 +298,14 @@ func resolvedWith(m *multicluster.Member, a *access.Resolved, key types.Namespac
 // revokes the one it replaces. It returns the renewal and an error both when the renewal was
 // done but the revocation was not.
 func (r *Rotator) renewIfDue(ctx context.Context, m *multicluster.Member, key types.NamespacedName, now time.Time) (*Renewal, error) {
-	secrets := r.opts.Kube.CoreV1().Secrets(key.Namespace)
 	if due, ok := r.due.Load(key); ok && now.Before(due.(time.Time)) {
 		return nil, nil
 	}
-	// The member's resolution first: it reads the Secret within the Resolver's policy and checks
-	// its pinning, and the token read below goes to its server, so it must be the same Secret.
-	a, err := m.Access(ctx)
-	if err != nil {
-		return nil, err
-	}
-	if err := resolvedWith(m, a, key); err != nil {
-		return nil, err
-	}
-	s, err := secrets.Get(ctx, key.Name, metav1.GetOptions{})
-	if err != nil {
-		return nil, fmt.Errorf("reading the Secret: %w", err)
-	}
-	// Read again since the resolution: it must still pin its token to the resolution's server.
-	if err := a.CheckPinned(s); err != nil {
+	a, s, err := r.joinedSecret(ctx, m, key)
+	if err != nil || s == nil {
 		return nil, err
 	}
 	account := s.Annotations[v1alpha1.ServiceAccountAnnotation]
-	if account == "" {
-		return nil, nil // not a token join made: nothing this Rotator can renew
-	}
 	saNamespace, saName, ok := strings.Cut(account, "/")
 	if !ok || saNamespace == "" || saName == "" {
 		return nil, fmt.Errorf("annotation %s is %q, want namespace/name", v1alpha1.ServiceAccountAnnotation, account)
@@ -343,73 +327,131 @@ func (r *Rotator) renewIfDue(ctx context.Context, m *multicluster.Member, key ty
 	if ttl <= 0 {
 		ttl = life
 	}
+	t := renewing{a: a, secret: s, key: key, member: m.Name(), saNamespace: saNamespace, saName: saName, ttl: ttl, expires: expires}
+	return r.renew(ctx, t, now)
+}
+
+// joinedSecret is the member's resolution and its Secret as read now, the Secret nil when join
+// did not make it (it names no ServiceAccount): nothing this Rotator can renew.
+func (r *Rotator) joinedSecret(ctx context.Context, m *multicluster.Member, key types.NamespacedName) (*access.Resolved, *corev1.Secret, error) {
+	// The member's resolution first: it reads the Secret within the Resolver's policy and checks
+	// its pinning, and the token read below goes to its server, so it must be the same Secret.
+	a, err := m.Access(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := resolvedWith(m, a, key); err != nil {
+		return nil, nil, err
+	}
+	s, err := r.opts.Kube.CoreV1().Secrets(key.Namespace).Get(ctx, key.Name, metav1.GetOptions{})
+	if err != nil {
+		return nil, nil, fmt.Errorf("reading the Secret: %w", err)
+	}
+	// Read again since the resolution: it must still pin its token to the resolution's server.
+	if err := a.CheckPinned(s); err != nil {
+		return nil, nil, err
+	}
+	if s.Annotations[v1alpha1.ServiceAccountAnnotation] == "" {
+		return a, nil, nil
+	}
+	return a, s, nil
+}
+
+// renewing is one renewal's inputs: the member's resolution, its Secret as read, and the token's
+// account, lifetime and current expiry.
+type renewing struct {
+	a           *access.Resolved
+	secret      *corev1.Secret
+	key         types.NamespacedName
+	member      types.NamespacedName
+	saNamespace string
+	saName      string
+	ttl         time.Duration
+	expires     time.Time
+}
+
+// renew asks the member for a new token with the current one, writes it into the Secret, and
+// revokes the replaced one where it is bound.
+func (r *Rotator) renew(ctx context.Context, t renewing, now time.Time) (*Renewal, error) {
 	// The requests go through the member's resolution (its pinning to the member's server, and
 	// its CA) with the Secret's current token: the resolution may be older than the Secret.
-	current := string(s.Data[v1alpha1.SecretTokenKey])
-	kube, done, err := withToken(a, current)
+	current := string(t.secret.Data[v1alpha1.SecretTokenKey])
+	kube, done, err := withToken(t.a, current)
 	if err != nil {
 		return nil, err
 	}
 	defer done()
 	bound := boundtoken.BoundSecret(current) != ""
-	var fresh *authenticationv1.TokenRequestStatus
-	if bound {
-		err = r.atMember(ctx, func(ctx context.Context) (err error) {
-			fresh, err = boundtoken.Issue(ctx, kube, saNamespace, saName, ttl)
-			return err
-		})
-	} else {
-		// A token of an earlier join, not bound to a Secret: its account may not make Secrets
-		// (it lives in kube-system, where that would be unsafe), so its renewal is not bound
-		// either. Join again to move it to a namespace of its own.
-		seconds := int64(ttl.Seconds())
-		err = r.atMember(ctx, func(ctx context.Context) error {
-			tr, err := kube.ServiceAccounts(saNamespace).CreateToken(ctx, saName,
-				&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &seconds}}, metav1.CreateOptions{})
-			if err == nil {
-				fresh = &tr.Status
-			}
-			return err
-		})
-	}
+	fresh, err := r.issue(ctx, kube, t, bound)
 	if err != nil {
-		return nil, fmt.Errorf("asking the member for a new token of %s with the current one: %w", account, err)
+		return nil, fmt.Errorf("asking the member for a new token of %s/%s with the current one: %w", t.saNamespace, t.saName, err)
 	}
+	s := t.secret
 	s.Data[v1alpha1.SecretTokenKey] = []byte(fresh.Token)
 	if s.Annotations == nil {
 		s.Annotations = map[string]string{}
 	}
 	s.Annotations[v1alpha1.TokenExpiresAnnotation] = fresh.ExpirationTimestamp.UTC().Format(time.RFC3339)
-	if _, err := secrets.Update(ctx, s, metav1.UpdateOptions{FieldManager: fieldManager}); err != nil {
+	if _, err := r.opts.Kube.CoreV1().Secrets(t.key.Namespace).Update(ctx, s, metav1.UpdateOptions{FieldManager: fieldManager}); err != nil {
 		if bound { // nobody will use the new token: revoke it, and only it (another replica's may have won)
 			cleanup, cancel := detached(ctx, r.opts.Timeout)
 			defer cancel()
-			_ = kube.Secrets(saNamespace).Delete(cleanup, boundtoken.BoundSecret(fresh.Token), metav1.DeleteOptions{})
+			_ = kube.Secrets(t.saNamespace).Delete(cleanup, boundtoken.BoundSecret(fresh.Token), metav1.DeleteOptions{})
 		}
 		return nil, fmt.Errorf("writing the new token into the Secret: %w", err)
 	}
-	r.due.Store(key, r.dueAt(now, fresh.ExpirationTimestamp.Time, ttl))
-	r.next.Store(key, Due{Member: m.Name(), Secret: key,
-		At: fresh.ExpirationTimestamp.Add(-time.Duration(float64(ttl) * (1 - r.opts.RenewAt)))})
-	renewal := &Renewal{Member: m.Name(), Secret: key, Expires: fresh.ExpirationTimestamp.Time}
+	r.due.Store(t.key, r.dueAt(now, fresh.ExpirationTimestamp.Time, t.ttl))
+	r.next.Store(t.key, Due{Member: t.member, Secret: t.key,
+		At: fresh.ExpirationTimestamp.Add(-time.Duration(float64(t.ttl) * (1 - r.opts.RenewAt)))})
+	renewal := &Renewal{Member: t.member, Secret: t.key, Expires: fresh.ExpirationTimestamp.Time}
 	if !bound {
 		return renewal, nil
 	}
-	// The replaced token stops working. The request is sent with the new token: the member's
-	// cached resolution may still carry the one being revoked, which would be refused halfway.
-	renewed, doneRenewed, err := withToken(a, fresh.Token)
+	return renewal, r.revokeReplaced(ctx, t, renewal, fresh.Token)
+}
+
+// issue asks the member for a new token of the account, bound to a Secret of its own when the
+// current one is.
+func (r *Rotator) issue(ctx context.Context, kube corev1client.CoreV1Interface, t renewing, bound bool) (fresh *authenticationv1.TokenRequestStatus, err error) {
+	if bound {
+		err = r.atMember(ctx, func(ctx context.Context) (err error) {
+			fresh, err = boundtoken.Issue(ctx, kube, t.saNamespace, t.saName, t.ttl)
+			return err
+		})
+		return fresh, err
+	}
+	// A token of an earlier join, not bound to a Secret: its account may not make Secrets (it
+	// lives in kube-system, where that would be unsafe), so its renewal is not bound either. Join
+	// again to move it to a namespace of its own.
+	seconds := int64(t.ttl.Seconds())
+	err = r.atMember(ctx, func(ctx context.Context) error {
+		tr, err := kube.ServiceAccounts(t.saNamespace).CreateToken(ctx, t.saName,
+			&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &seconds}}, metav1.CreateOptions{})
+		if err == nil {
+			fresh = &tr.Status
+		}
+		return err
+	})
+	return fresh, err
+}
+
+// revokeReplaced makes the replaced token stop working. The request is sent with the new token:
+// the member's cached resolution may still carry the one being revoked, which would be refused
+// halfway.
+func (r *Rotator) revokeReplaced(ctx context.Context, t renewing, renewal *Renewal, token string) error {
+	renewed, doneRenewed, err := withToken(t.a, token)
 	if err == nil {
 		defer doneRenewed()
 		err = r.atMember(ctx, func(ctx context.Context) (err error) {
-			renewal.Revoked, err = boundtoken.Revoke(ctx, renewed, saNamespace, saName, fresh.Token)
+			renewal.Revoked, err = boundtoken.Revoke(ctx, renewed, t.saNamespace, t.saName, token)
 			return err
 		})
 	}
 	if err != nil {
-		return renewal, fmt.Errorf("renewed, but the replaced token still works until it expires at %s (the next renewal tries again): %w",
-			expires.UTC().Format(time.RFC3339), err)
+		return fmt.Errorf("renewed, but the replaced token still works until it expires at %s (the next renewal tries again): %w",
+			t.expires.UTC().Format(time.RFC3339), err)
 	}
-	return renewal, nil
+	return nil
 }
 
 // atMember runs a step that waits on the member with Options.Timeout, and says so when the
