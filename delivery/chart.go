@@ -38,28 +38,59 @@ type chartSource struct {
 // makes the revision to sum.
 func renderChart(rel *v1alpha1.Release, in Inputs, sum hash.Hash) (*chartSource, error) {
 	src := rel.Spec.Source.Chart
-	var chart *chartrender.Chart
-	var archive []byte
+	chart, archive, err := loadChart(rel, in)
+	if err != nil {
+		return nil, err
+	}
+	values, err := chartValues(src, in, sum)
+	if err != nil {
+		return nil, err
+	}
+	cs := &chartSource{rel: rel, chart: chart, values: values, helm: src.Mode == v1alpha1.ChartModeHelm, archive: archive}
+	fmt.Fprintf(sum, "chart=%s;", chart.Digest)
+	if cs.helm {
+		sum.Write([]byte("mode=Helm;"))
+	}
+	if src.Values != nil {
+		sum.Write(src.Values.Raw)
+	}
+	for _, mv := range src.MemberValues {
+		fmt.Fprintf(sum, ";member=%s:%s:%s", mv.Path, mv.From, mv.Key)
+	}
+	sum.Write([]byte{0})
+	if cs.helm {
+		return cs, nil // Helm runs the chart, hooks and all, on each member
+	}
+	if _, err := cs.objects(nil); err != nil {
+		return nil, err
+	}
+	return cs, nil
+}
+
+// loadChart is the Release's chart, loaded from what the controller read of its source, and the
+// archive it came in.
+func loadChart(rel *v1alpha1.Release, in Inputs) (*chartrender.Chart, []byte, error) {
+	src := rel.Spec.Source.Chart
 	switch {
 	case src.Repository != nil:
 		if in.Chart == nil {
-			return nil, &SourceError{Where: "spec.source.chart.repository", Err: fmt.Errorf("the chart at %s was not fetched", src.Repository.URL)}
+			return nil, nil, &SourceError{Where: "spec.source.chart.repository", Err: fmt.Errorf("the chart at %s was not fetched", src.Repository.URL)}
 		}
 		c, err := chartrender.Load(in.Chart.Archive)
 		if err != nil {
-			return nil, &SourceError{Where: fmt.Sprintf("chart at %s version %s", src.Repository.URL, in.Chart.Version), Err: err}
+			return nil, nil, &SourceError{Where: fmt.Sprintf("chart at %s version %s", src.Repository.URL, in.Chart.Version), Err: err}
 		}
-		chart, archive = c, in.Chart.Archive
+		return c, in.Chart.Archive, nil
 	case src.Secret != nil:
 		// The controller read the Secret's key into in.Chart (chartInSecret).
 		if in.Chart == nil {
-			return nil, &SourceError{Where: "spec.source.chart.secret", Err: fmt.Errorf("the chart in Secret %s was not read", src.Secret.Name)}
+			return nil, nil, &SourceError{Where: "spec.source.chart.secret", Err: fmt.Errorf("the chart in Secret %s was not read", src.Secret.Name)}
 		}
 		c, err := chartrender.Load(in.Chart.Archive)
 		if err != nil {
-			return nil, &SourceError{Where: fmt.Sprintf("Secret %s key %s", src.Secret.Name, chartKey(src.Secret)), Err: err}
+			return nil, nil, &SourceError{Where: fmt.Sprintf("Secret %s key %s", src.Secret.Name, chartKey(src.Secret)), Err: err}
 		}
-		chart, archive = c, in.Chart.Archive
+		return c, in.Chart.Archive, nil
 	case src.ConfigMap != nil:
 		configMap := in.ConfigMap
 		key := src.ConfigMap.Key
@@ -67,21 +98,26 @@ func renderChart(rel *v1alpha1.Release, in Inputs, sum hash.Hash) (*chartSource,
 			key = defaultChartKey
 		}
 		if configMap == nil {
-			return nil, &SourceError{Where: "spec.source.chart.configMap", Err: fmt.Errorf("ConfigMap %s not found in namespace %s", src.ConfigMap.Name, rel.Namespace)}
+			return nil, nil, &SourceError{Where: "spec.source.chart.configMap", Err: fmt.Errorf("ConfigMap %s not found in namespace %s", src.ConfigMap.Name, rel.Namespace)}
 		}
 		data, ok := configMap.BinaryData[key]
 		if !ok {
-			return nil, &SourceError{Where: fmt.Sprintf("ConfigMap %s", configMap.Name),
+			return nil, nil, &SourceError{Where: fmt.Sprintf("ConfigMap %s", configMap.Name),
 				Err: fmt.Errorf("no binaryData key %q: put the packaged chart there (kubectl create configmap %s --from-file=%s=CHART.tgz)", key, configMap.Name, key)}
 		}
 		c, err := chartrender.Load(data)
 		if err != nil {
-			return nil, &SourceError{Where: fmt.Sprintf("ConfigMap %s key %s", configMap.Name, key), Err: err}
+			return nil, nil, &SourceError{Where: fmt.Sprintf("ConfigMap %s key %s", configMap.Name, key), Err: err}
 		}
-		chart, archive = c, data
+		return c, data, nil
 	default:
-		return nil, &SourceError{Where: "spec.source.chart", Err: errors.New("set configMap, secret or repository")}
+		return nil, nil, &SourceError{Where: "spec.source.chart", Err: errors.New("set configMap, secret or repository")}
 	}
+}
+
+// chartValues merges the Release's values: valuesFrom in order, then the inline values. What was
+// read of valuesFrom goes into sum.
+func chartValues(src *v1alpha1.ReleaseChartSource, in Inputs, sum hash.Hash) (map[string]any, error) {
 	values := map[string]any{}
 	if len(in.ValuesFrom) != len(src.ValuesFrom) {
 		return nil, &SourceError{Where: "spec.source.chart.valuesFrom", Err: errors.New("not read")}
@@ -108,25 +144,7 @@ func renderChart(rel *v1alpha1.Release, in Inputs, sum hash.Hash) (*chartSource,
 		}
 		mergeValues(values, inline)
 	}
-	cs := &chartSource{rel: rel, chart: chart, values: values, helm: src.Mode == v1alpha1.ChartModeHelm, archive: archive}
-	fmt.Fprintf(sum, "chart=%s;", chart.Digest)
-	if cs.helm {
-		sum.Write([]byte("mode=Helm;"))
-	}
-	if src.Values != nil {
-		sum.Write(src.Values.Raw)
-	}
-	for _, mv := range src.MemberValues {
-		fmt.Fprintf(sum, ";member=%s:%s:%s", mv.Path, mv.From, mv.Key)
-	}
-	sum.Write([]byte{0})
-	if cs.helm {
-		return cs, nil // Helm runs the chart, hooks and all, on each member
-	}
-	if _, err := cs.objects(nil); err != nil {
-		return nil, err
-	}
-	return cs, nil
+	return values, nil
 }
 
 // valuesFor are the chart's values for a member's Cluster (nil: the Release's values alone).
