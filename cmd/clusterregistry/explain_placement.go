@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/cli-runtime/pkg/printers"
+	"k8s.io/client-go/rest"
 	cpversioned "sigs.k8s.io/cluster-inventory-api/client/clientset/versioned"
 	"sigs.k8s.io/yaml"
 
@@ -133,22 +134,37 @@ func (o *ExplainPlacementOptions) Run(ctx context.Context) error {
 		in.Candidates = append(in.Candidates, &list.Items[i])
 	}
 	if o.Decision != "" {
-		profiles, err := cpversioned.NewForConfig(reg.Config)
-		if err != nil {
+		if in.Previous, err = o.previous(ctx, reg.Config, reg.Namespace); err != nil {
 			return err
-		}
-		previous, err := decision.Read(ctx, profiles, reg.Namespace, o.Decision)
-		switch {
-		case errors.Is(err, decision.ErrNoDecision) && o.Name != "":
-			// Not decided yet: explained as a first decision.
-		case err != nil:
-			return fmt.Errorf("--decision %s: %w", o.Decision, err)
-		}
-		for _, c := range previous.Clusters {
-			in.Previous = append(in.Previous, placement.Choice{Cluster: c, Group: previous.Groups[c]})
 		}
 	}
 	d := o.policy.Decide(in)
+	return o.print(d)
+}
+
+// previous is what --decision says was chosen before, in its order; none when a Placement named
+// with --name has not been decided yet.
+func (o *ExplainPlacementOptions) previous(ctx context.Context, config *rest.Config, namespace string) ([]placement.Choice, error) {
+	profiles, err := cpversioned.NewForConfig(config)
+	if err != nil {
+		return nil, err
+	}
+	var choices []placement.Choice
+	previous, err := decision.Read(ctx, profiles, namespace, o.Decision)
+	switch {
+	case errors.Is(err, decision.ErrNoDecision) && o.Name != "":
+		// Not decided yet: explained as a first decision.
+	case err != nil:
+		return nil, fmt.Errorf("--decision %s: %w", o.Decision, err)
+	}
+	for _, c := range previous.Clusters {
+		choices = append(choices, placement.Choice{Cluster: c, Group: previous.Groups[c]})
+	}
+	return choices, nil
+}
+
+// print writes a row per candidate, and a line that sums the decision up.
+func (o *ExplainPlacementOptions) print(d placement.Decision) error {
 	groups := map[string]int{}
 	for _, ch := range d.Chosen {
 		groups[ch.Cluster.String()] = ch.Group
