@@ -120,6 +120,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stdout, "[%d/%d] %s %s\n", done, len(members), o.Member, progress(o))
 		}),
 	)...)
+	return report(results, stdout, stderr)
+}
+
+// report prints the fan-out's table, what was skipped and each member's error in full, and
+// returns the exit status: 1 when a member failed or was never started on.
+func report(results multicluster.Results[string], stdout, stderr io.Writer) int {
 	fmt.Fprintln(stdout)
 	_ = results.WriteTable(stdout)
 	if skipped := results.Skipped(); len(skipped) > 0 {
@@ -314,11 +320,126 @@ func deployment(opts *options) func(context.Context, *multicluster.Member) (stri
 func parseFlags(args []string, stdout io.Writer) (*options, error) {
 	opts := &options{registry: genericclioptions.NewConfigFlags(true)}
 	var selector, dryRun string
-	trust := &opts.trust
 	cmd := &cobra.Command{
-		Use:   "fanout-deploy (--name NAME --image IMAGE | -f FILE...) [-l SELECTOR | --placement NAME] [flags]",
-		Short: "Apply a Deployment, or any manifests, to every member cluster the registry selects",
-		Long: `Apply (or delete) a Deployment on every member cluster that the registry's Clusters in one
+		Use:           "fanout-deploy (--name NAME --image IMAGE | -f FILE...) [-l SELECTOR | --placement NAME] [flags]",
+		Short:         "Apply a Deployment, or any manifests, to every member cluster the registry selects",
+		Long:          longHelp,
+		Example:       exampleHelp,
+		Args:          cobra.ArbitraryArgs, // checked below, with the other flags
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		RunE:          func(*cobra.Command, []string) error { return nil },
+	}
+	cmd.SetArgs(args)
+	cmd.SetOut(stdout)
+	fs := cmd.Flags()
+	opts.registry.AddFlags(fs)
+	addFlags(fs, opts, &selector, &dryRun)
+	opts.trust.AddFlags(fs)
+	version := fs.Bool("version", false, "print the version (the SDK release and the commit it was built from) and exit")
+	if err := cmd.Execute(); err != nil {
+		return nil, err
+	}
+	if help, _ := fs.GetBool("help"); help {
+		return nil, pflag.ErrHelp
+	}
+	if *version {
+		fmt.Fprintln(stdout, "fanout-deploy", buildinfo.Read())
+		return nil, pflag.ErrHelp // done, as for --help
+	}
+	opts.replicasGiven = fs.Changed("replicas")
+	if !opts.replicasGiven {
+		opts.replicas = 1
+	}
+	return opts, errors.Join(opts.validate(fs, selector, dryRun)...)
+}
+
+// addFlags adds the command's own flags (kubectl's connection flags and the trust flags apart).
+func addFlags(fs *pflag.FlagSet, opts *options, selector, dryRun *string) {
+	fs.StringVarP(selector, "selector", "l", "", "label selector over the Clusters, e.g. env=prod,region!=eu")
+	fs.StringVar(&opts.placement, "placement", "", "the members a placement chose: the PlacementDecisions of -n's namespace with this decision key, whoever wrote them")
+	fs.StringArrayVarP(&opts.files, "filename", "f", nil, "apply the objects of this file or directory (YAML or JSON, several documents each) instead of one Deployment; repeatable")
+	fs.StringVar(&opts.name, "name", "", "the Deployment's name (required without -f)")
+	fs.StringVar(&opts.image, "image", "", "the container image (required without -f, unless --delete)")
+	// No default in the flag: pflag would print "(default 1)" beside the usage's own words, and
+	// an existing Deployment keeps its count without the flag (replicasGiven).
+	fs.IntVar(&opts.replicas, "replicas", 0, "replicas on each member; without it, a new Deployment gets 1 and an existing one keeps its count")
+	fs.StringVar(&opts.memberNamespace, "member-namespace", "default", "namespace of the Deployment on each member")
+	fs.IntVar(&opts.concurrency, "concurrency", 0, "members at once (0: all)")
+	fs.DurationVar(&opts.timeout, "timeout", 30*time.Second, "time allowed per member, retries included")
+	fs.StringVar(dryRun, "dry-run", "none", `"server" asks each member to validate the change without making it; "none" makes it`)
+	fs.Lookup("dry-run").NoOptDefVal = "server"
+	fs.BoolVar(&opts.delete, "delete", false, "delete what would be applied instead: the Deployment, or every -f object in the reverse order (a kind a member does not serve is nothing to delete there)")
+	fs.IntVar(&opts.canaries, "canary", 0, "run on this many members first, and on the rest only if all of those succeed (0: all at once)")
+	fs.BoolVar(&opts.wait, "wait", false, "after applying, wait for each member's rollout to complete, within --timeout (as kubectl rollout status)")
+	fs.BoolVar(&opts.skipNotReady, "skip-not-ready", false, "skip members whose Ready condition is False (they are listed, and do not fail the run)")
+}
+
+// validate checks the flags together, and reads -f's files: every problem, not the first.
+func (o *options) validate(fs *pflag.FlagSet, selector, dryRun string) []error {
+	var errs []error
+	if args := fs.Args(); len(args) > 0 {
+		errs = append(errs, fmt.Errorf("unexpected argument %q: everything is given by flags", args[0]))
+	}
+	switch dryRun {
+	case "server":
+		o.dryRun = true
+	case "none":
+	default:
+		errs = append(errs, fmt.Errorf("--dry-run=%s: want server or none (a change to other clusters cannot be checked client-side)", dryRun))
+	}
+	switch {
+	case len(o.files) > 0:
+		for _, flag := range []string{"name", "image", "replicas"} {
+			if fs.Changed(flag) {
+				errs = append(errs, fmt.Errorf("-f and --%s conflict: the files say what to apply", flag))
+			}
+		}
+		if len(errs) == 0 {
+			var err error
+			if o.manifests, err = readManifests(o.files); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	case o.name == "":
+		errs = append(errs, errors.New("--name is required (or -f FILE)"))
+	default:
+		if msgs := validation.IsDNS1123Subdomain(o.name); len(msgs) > 0 {
+			errs = append(errs, fmt.Errorf("--name %q is not a valid Deployment name: %s", o.name, strings.Join(msgs, "; ")))
+		}
+	}
+	if len(o.files) == 0 && o.image == "" && !o.delete {
+		errs = append(errs, errors.New("--image is required, unless --delete or -f"))
+	}
+	if msgs := validation.IsDNS1123Label(o.memberNamespace); len(msgs) > 0 {
+		errs = append(errs, fmt.Errorf("--member-namespace %q: %s", o.memberNamespace, strings.Join(msgs, "; ")))
+	}
+	if o.replicas < 0 || o.replicas > 1<<20 {
+		errs = append(errs, fmt.Errorf("--replicas %d: want 0 to %d", o.replicas, 1<<20))
+	}
+	if o.canaries < 0 {
+		errs = append(errs, fmt.Errorf("--canary %d: want 0 (none) or more", o.canaries))
+	}
+	if o.concurrency < 0 {
+		errs = append(errs, fmt.Errorf("--concurrency %d: want 0 (all) or more", o.concurrency))
+	}
+	if o.timeout <= 0 {
+		errs = append(errs, fmt.Errorf("--timeout %v: want a positive duration", o.timeout))
+	}
+	if o.placement != "" && selector != "" {
+		errs = append(errs, errors.New("--placement and --selector conflict: the placement's decision chose the members"))
+	}
+	var err error
+	if o.selector, err = labels.Parse(selector); err != nil {
+		errs = append(errs, fmt.Errorf("--selector: %w", err))
+	}
+	if _, err = o.trust.ResolverOptions(); err != nil {
+		errs = append(errs, err)
+	}
+	return errs
+}
+
+const longHelp = `Apply (or delete) a Deployment on every member cluster that the registry's Clusters in one
 namespace (cluster set) select, all at once, and report what happened on each.
 
 With -f, apply any objects instead: files and directories of YAML or JSON (several documents a
@@ -335,8 +456,9 @@ there, since a dry run makes no Namespace; dry-run the Namespace first, or apply
 Without --replicas, a Deployment that exists keeps its replica count.
 
 The registry is reached with kubectl's connection flags; each member with the credentials its
-Cluster points to, read with your own permissions.`,
-		Example: `  # Two replicas of nginx on every production member of the "fleet" cluster set
+Cluster points to, read with your own permissions.`
+
+const exampleHelp = `  # Two replicas of nginx on every production member of the "fleet" cluster set
   fanout-deploy -n fleet -l env=prod --name web --image nginx:1.27 --replicas 2
 
   # Check first: each member validates the change without making it
@@ -353,112 +475,7 @@ Cluster points to, read with your own permissions.`,
   fanout-deploy -n fleet --placement web --name web --image nginx:1.27 --canary 1
 
   # Remove it again, from the registry of another kubeconfig context
-  fanout-deploy --context ops -n fleet --name web --delete`,
-		Args:          cobra.ArbitraryArgs, // checked below, with the other flags
-		SilenceUsage:  true,
-		SilenceErrors: true,
-		RunE:          func(*cobra.Command, []string) error { return nil },
-	}
-	cmd.SetArgs(args)
-	cmd.SetOut(stdout)
-	fs := cmd.Flags()
-	opts.registry.AddFlags(fs)
-	fs.StringVarP(&selector, "selector", "l", "", "label selector over the Clusters, e.g. env=prod,region!=eu")
-	fs.StringVar(&opts.placement, "placement", "", "the members a placement chose: the PlacementDecisions of -n's namespace with this decision key, whoever wrote them")
-	fs.StringArrayVarP(&opts.files, "filename", "f", nil, "apply the objects of this file or directory (YAML or JSON, several documents each) instead of one Deployment; repeatable")
-	fs.StringVar(&opts.name, "name", "", "the Deployment's name (required without -f)")
-	fs.StringVar(&opts.image, "image", "", "the container image (required without -f, unless --delete)")
-	// No default in the flag: pflag would print "(default 1)" beside the usage's own words, and
-	// an existing Deployment keeps its count without the flag (replicasGiven).
-	fs.IntVar(&opts.replicas, "replicas", 0, "replicas on each member; without it, a new Deployment gets 1 and an existing one keeps its count")
-	fs.StringVar(&opts.memberNamespace, "member-namespace", "default", "namespace of the Deployment on each member")
-	fs.IntVar(&opts.concurrency, "concurrency", 0, "members at once (0: all)")
-	fs.DurationVar(&opts.timeout, "timeout", 30*time.Second, "time allowed per member, retries included")
-	fs.StringVar(&dryRun, "dry-run", "none", `"server" asks each member to validate the change without making it; "none" makes it`)
-	fs.Lookup("dry-run").NoOptDefVal = "server"
-	fs.BoolVar(&opts.delete, "delete", false, "delete what would be applied instead: the Deployment, or every -f object in the reverse order (a kind a member does not serve is nothing to delete there)")
-	fs.IntVar(&opts.canaries, "canary", 0, "run on this many members first, and on the rest only if all of those succeed (0: all at once)")
-	fs.BoolVar(&opts.wait, "wait", false, "after applying, wait for each member's rollout to complete, within --timeout (as kubectl rollout status)")
-	fs.BoolVar(&opts.skipNotReady, "skip-not-ready", false, "skip members whose Ready condition is False (they are listed, and do not fail the run)")
-	trust.AddFlags(fs)
-	version := fs.Bool("version", false, "print the version (the SDK release and the commit it was built from) and exit")
-	if err := cmd.Execute(); err != nil {
-		return nil, err
-	}
-	if help, _ := fs.GetBool("help"); help {
-		return nil, pflag.ErrHelp
-	}
-	if *version {
-		fmt.Fprintln(stdout, "fanout-deploy", buildinfo.Read())
-		return nil, pflag.ErrHelp // done, as for --help
-	}
-	fsArgs := fs.Args()
-	opts.replicasGiven = fs.Changed("replicas")
-	if !opts.replicasGiven {
-		opts.replicas = 1
-	}
-
-	var errs []error
-	if len(fsArgs) > 0 {
-		errs = append(errs, fmt.Errorf("unexpected argument %q: everything is given by flags", fsArgs[0]))
-	}
-	switch dryRun {
-	case "server":
-		opts.dryRun = true
-	case "none":
-	default:
-		errs = append(errs, fmt.Errorf("--dry-run=%s: want server or none (a change to other clusters cannot be checked client-side)", dryRun))
-	}
-	switch {
-	case len(opts.files) > 0:
-		for _, flag := range []string{"name", "image", "replicas"} {
-			if fs.Changed(flag) {
-				errs = append(errs, fmt.Errorf("-f and --%s conflict: the files say what to apply", flag))
-			}
-		}
-		if len(errs) == 0 {
-			var err error
-			if opts.manifests, err = readManifests(opts.files); err != nil {
-				errs = append(errs, err)
-			}
-		}
-	case opts.name == "":
-		errs = append(errs, errors.New("--name is required (or -f FILE)"))
-	default:
-		if msgs := validation.IsDNS1123Subdomain(opts.name); len(msgs) > 0 {
-			errs = append(errs, fmt.Errorf("--name %q is not a valid Deployment name: %s", opts.name, strings.Join(msgs, "; ")))
-		}
-	}
-	if len(opts.files) == 0 && opts.image == "" && !opts.delete {
-		errs = append(errs, errors.New("--image is required, unless --delete or -f"))
-	}
-	if msgs := validation.IsDNS1123Label(opts.memberNamespace); len(msgs) > 0 {
-		errs = append(errs, fmt.Errorf("--member-namespace %q: %s", opts.memberNamespace, strings.Join(msgs, "; ")))
-	}
-	if opts.replicas < 0 || opts.replicas > 1<<20 {
-		errs = append(errs, fmt.Errorf("--replicas %d: want 0 to %d", opts.replicas, 1<<20))
-	}
-	if opts.canaries < 0 {
-		errs = append(errs, fmt.Errorf("--canary %d: want 0 (none) or more", opts.canaries))
-	}
-	if opts.concurrency < 0 {
-		errs = append(errs, fmt.Errorf("--concurrency %d: want 0 (all) or more", opts.concurrency))
-	}
-	if opts.timeout <= 0 {
-		errs = append(errs, fmt.Errorf("--timeout %v: want a positive duration", opts.timeout))
-	}
-	if opts.placement != "" && selector != "" {
-		errs = append(errs, errors.New("--placement and --selector conflict: the placement's decision chose the members"))
-	}
-	var err error
-	if opts.selector, err = labels.Parse(selector); err != nil {
-		errs = append(errs, fmt.Errorf("--selector: %w", err))
-	}
-	if _, err = trust.ResolverOptions(); err != nil {
-		errs = append(errs, err)
-	}
-	return opts, errors.Join(errs...)
-}
+  fanout-deploy --context ops -n fleet --name web --delete`
 
 // waitForRollout waits until the Deployment's controller has rolled out generation: every
 // replica updated and available, none of an older template left, as kubectl rollout status
