@@ -66,9 +66,67 @@ func parseFlags(args []string, stdout io.Writer) (*options, error) {
 	opts := &options{registry: genericclioptions.NewConfigFlags(true)}
 	trust := &opts.trust
 	cmd := &cobra.Command{
-		Use:   "fleet-api [-n NAMESPACE | -A] [--listen ADDRESS] [flags]",
-		Short: "Serve what runs on each member cluster of a registry, from watch caches",
-		Long: `fleet-api serves what runs on each member cluster of a registry, from watch caches of every
+		Use:           "fleet-api [-n NAMESPACE | -A] [--listen ADDRESS] [flags]",
+		Short:         "Serve what runs on each member cluster of a registry, from watch caches",
+		Long:          longHelp,
+		Example:       exampleHelp,
+		Args:          cobra.NoArgs,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		RunE:          func(*cobra.Command, []string) error { return nil },
+	}
+	cmd.SetArgs(args)
+	cmd.SetOut(stdout)
+	fs := cmd.Flags()
+	opts.registry.AddFlags(fs)
+	fs.BoolVarP(&opts.allNamespaces, "all-namespaces", "A", false, "every cluster set of the registry")
+	fs.StringVar(&opts.listen, "listen", "127.0.0.1:8080", "address to serve on")
+	fs.StringVar(&opts.certFile, "tls-cert-file", "", "serve TLS with this certificate (PEM), and --tls-private-key-file's key")
+	fs.StringVar(&opts.keyFile, "tls-private-key-file", "", "the key of --tls-cert-file")
+	fs.BoolVar(&opts.selfSigned, "self-signed", false, "serve TLS with a certificate made at start for the listen address and localhost, for local use; its path is printed")
+	fs.StringVar(&opts.clientCAFile, "client-ca-file", "", "with TLS: callers may also authenticate with a client certificate that these CAs (PEM) signed, as the registry's x509 authentication reads it")
+	fs.StringSliceVar(&opts.allowedHosts, "allowed-host", nil, "host names (or host:port) that callers may reach this server by, besides its listen address (and localhost on loopback); other Host headers are refused")
+	fs.DurationVar(&opts.syncTimeout, "sync-timeout", 30*time.Second, "how long to wait for each member's caches before serving (members not synced then are shown as syncing)")
+	trust.AddFlags(fs)
+	if err := cmd.Execute(); err != nil {
+		return nil, err
+	}
+	if help, _ := fs.GetBool("help"); help {
+		return nil, pflag.ErrHelp
+	}
+	if err := opts.validate(); err != nil {
+		return nil, err
+	}
+	return opts, nil
+}
+
+// validate checks the flags together: TLS, the listen address and the trust flags.
+func (o *options) validate() error {
+	if _, err := o.trust.ResolverOptions(); err != nil {
+		return err
+	}
+	host, _, err := net.SplitHostPort(o.listen)
+	if err != nil {
+		return fmt.Errorf("--listen %q: %w", o.listen, err)
+	}
+	switch {
+	case (o.certFile == "") != (o.keyFile == ""):
+		return errors.New("--tls-cert-file and --tls-private-key-file go together")
+	case o.selfSigned && o.certFile != "":
+		return errors.New("--self-signed and --tls-cert-file conflict: choose one certificate")
+	case !o.tls() && o.clientCAFile != "":
+		return errors.New("--client-ca-file needs TLS: give --tls-cert-file and --tls-private-key-file, or --self-signed")
+	case !o.tls() && !loopback(host):
+		return fmt.Errorf("--listen %q: without TLS, only a loopback address (127.0.0.1, ::1, localhost), since tokens would cross the network in the clear; "+
+			"give --tls-cert-file and --tls-private-key-file, or --self-signed", o.listen)
+	}
+	if o.syncTimeout <= 0 {
+		return fmt.Errorf("--sync-timeout %s: want a positive duration", o.syncTimeout)
+	}
+	return nil
+}
+
+const longHelp = `fleet-api serves what runs on each member cluster of a registry, from watch caches of every
 member's Nodes, Pods and Deployments, and a dashboard at /. Every request acts for its caller: a bearer
 token (or, with TLS and --client-ca-file, a client certificate) that the registry accepts, and
 only what the registry's RBAC lets the caller do there.
@@ -113,8 +171,9 @@ only what the registry's RBAC lets the caller do there.
 
 Writes are checked (RBAC, then the Cluster's validation, naming each bad field) and sent to the
 registry as the caller. Errors are Kubernetes Status objects, 404 and 405 included; a body that
-is not JSON is 415. Without TLS it serves only on a loopback address.`,
-		Example: `  # The members of the "fleet" cluster set, on localhost:8080; callers send a token of theirs
+is not JSON is 415. Without TLS it serves only on a loopback address.`
+
+const exampleHelp = `  # The members of the "fleet" cluster set, on localhost:8080; callers send a token of theirs
   fleet-api -n fleet
   curl -H "Authorization: Bearer $(kubectl create token my-account -n fleet)" localhost:8080/clusters
 
@@ -134,54 +193,7 @@ is not JSON is 415. Without TLS it serves only on a loopback address.`,
     -d '{"version":"1.3.0"}' localhost:8080/charts/fleet/shop
 
   # Serve other machines: TLS, with a certificate for the name they use
-  fleet-api -A --listen :8443 --tls-cert-file tls.crt --tls-private-key-file tls.key --allowed-host fleet.example.com`,
-		Args:          cobra.NoArgs,
-		SilenceUsage:  true,
-		SilenceErrors: true,
-		RunE:          func(*cobra.Command, []string) error { return nil },
-	}
-	cmd.SetArgs(args)
-	cmd.SetOut(stdout)
-	fs := cmd.Flags()
-	opts.registry.AddFlags(fs)
-	fs.BoolVarP(&opts.allNamespaces, "all-namespaces", "A", false, "every cluster set of the registry")
-	fs.StringVar(&opts.listen, "listen", "127.0.0.1:8080", "address to serve on")
-	fs.StringVar(&opts.certFile, "tls-cert-file", "", "serve TLS with this certificate (PEM), and --tls-private-key-file's key")
-	fs.StringVar(&opts.keyFile, "tls-private-key-file", "", "the key of --tls-cert-file")
-	fs.BoolVar(&opts.selfSigned, "self-signed", false, "serve TLS with a certificate made at start for the listen address and localhost, for local use; its path is printed")
-	fs.StringVar(&opts.clientCAFile, "client-ca-file", "", "with TLS: callers may also authenticate with a client certificate that these CAs (PEM) signed, as the registry's x509 authentication reads it")
-	fs.StringSliceVar(&opts.allowedHosts, "allowed-host", nil, "host names (or host:port) that callers may reach this server by, besides its listen address (and localhost on loopback); other Host headers are refused")
-	fs.DurationVar(&opts.syncTimeout, "sync-timeout", 30*time.Second, "how long to wait for each member's caches before serving (members not synced then are shown as syncing)")
-	trust.AddFlags(fs)
-	if err := cmd.Execute(); err != nil {
-		return nil, err
-	}
-	if help, _ := fs.GetBool("help"); help {
-		return nil, pflag.ErrHelp
-	}
-	if _, err := trust.ResolverOptions(); err != nil {
-		return nil, err
-	}
-	host, _, err := net.SplitHostPort(opts.listen)
-	if err != nil {
-		return nil, fmt.Errorf("--listen %q: %w", opts.listen, err)
-	}
-	switch {
-	case (opts.certFile == "") != (opts.keyFile == ""):
-		return nil, errors.New("--tls-cert-file and --tls-private-key-file go together")
-	case opts.selfSigned && opts.certFile != "":
-		return nil, errors.New("--self-signed and --tls-cert-file conflict: choose one certificate")
-	case !opts.tls() && opts.clientCAFile != "":
-		return nil, errors.New("--client-ca-file needs TLS: give --tls-cert-file and --tls-private-key-file, or --self-signed")
-	case !opts.tls() && !loopback(host):
-		return nil, fmt.Errorf("--listen %q: without TLS, only a loopback address (127.0.0.1, ::1, localhost), since tokens would cross the network in the clear; "+
-			"give --tls-cert-file and --tls-private-key-file, or --self-signed", opts.listen)
-	}
-	if opts.syncTimeout <= 0 {
-		return nil, fmt.Errorf("--sync-timeout %s: want a positive duration", opts.syncTimeout)
-	}
-	return opts, nil
-}
+  fleet-api -A --listen :8443 --tls-cert-file tls.crt --tls-private-key-file tls.key --allowed-host fleet.example.com`
 
 func serve(ctx context.Context, opts *options, stdout io.Writer) error {
 	config, err := opts.registry.ToRESTConfig()
