@@ -34,6 +34,7 @@ func serveH2(ln net.Listener, config *tls.Config, m *member, latency time.Durati
 	}
 }
 
+// serveH2Conn serves one client connection of HTTP/2 frames until it ends.
 func serveH2Conn(conn net.Conn, m *member, latency time.Duration) {
 	defer conn.Close()
 	br := bufio.NewReader(conn)
@@ -41,139 +42,164 @@ func serveH2Conn(conn net.Conn, m *member, latency time.Duration) {
 	if _, err := io.ReadFull(br, preface); err != nil || string(preface) != http2.ClientPreface {
 		return
 	}
-	bw := bufio.NewWriter(conn)
-	fr := http2.NewFramer(bw, br)
-	fr.ReadMetaHeaders = hpack.NewDecoder(4096, nil)
-
-	// Writes come from the read loop and from the latency timers; one at a time.
-	var mu sync.Mutex
-	var headers bytes.Buffer
-	enc := hpack.NewEncoder(&headers)
-	write := func(f func() error) {
-		mu.Lock()
-		defer mu.Unlock()
-		if f() == nil {
-			_ = bw.Flush()
-		}
-	}
-	respond := func(stream uint32, status int, contentType, body string) {
-		write(func() error {
-			headers.Reset()
-			_ = enc.WriteField(hpack.HeaderField{Name: ":status", Value: strconv.Itoa(status)})
-			_ = enc.WriteField(hpack.HeaderField{Name: "content-type", Value: contentType})
-			_ = enc.WriteField(hpack.HeaderField{Name: "content-length", Value: strconv.Itoa(len(body))})
-			if err := fr.WriteHeaders(http2.HeadersFrameParam{StreamID: stream, BlockFragment: headers.Bytes(), EndHeaders: true, EndStream: body == ""}); err != nil || body == "" {
-				return err
-			}
-			return writeData(fr, stream, []byte(body), true)
-		})
-	}
-	// A watch answers with headers, then a DATA frame per event until the client resets the
-	// stream or the connection ends.
-	var watches []*watcher
+	c := &h2Conn{m: m, latency: latency, bw: bufio.NewWriter(conn), bodies: map[uint32]*pending{}}
+	c.fr = http2.NewFramer(c.bw, br)
+	c.fr.ReadMetaHeaders = hpack.NewDecoder(4096, nil)
+	c.enc = hpack.NewEncoder(&c.headers)
 	defer func() {
-		for _, w := range watches {
+		for _, w := range c.watches {
 			m.unwatch(w)
 		}
 	}()
-	// startWatch opens a watch on stream, sends initial, and registers it with register (the
-	// fixed ConfigMaps' watchers, or the applied store's).
-	startWatch := func(stream uint32, metadata bool, initial []byte, register func(*watcher)) {
-		w := &watcher{stream: stream, metadata: metadata}
-		w.send = func(event []byte) {
-			write(func() error { return writeData(fr, stream, event, false) })
-		}
-		write(func() error {
-			headers.Reset()
-			_ = enc.WriteField(hpack.HeaderField{Name: ":status", Value: "200"})
-			_ = enc.WriteField(hpack.HeaderField{Name: "content-type", Value: "application/json"})
-			if err := fr.WriteHeaders(http2.HeadersFrameParam{StreamID: stream, BlockFragment: headers.Bytes(), EndHeaders: true}); err != nil || len(initial) == 0 {
-				return err
-			}
-			return writeData(fr, stream, initial, false)
-		})
-		watches = append(watches, w)
-		register(w)
-	}
-
-	// Requests with a body (a server-side apply) are answered once it has all come.
-	type pending struct {
-		method, path, auth, accept string
-		body                       bytes.Buffer
-	}
-	bodies := map[uint32]*pending{}
-	reply := func(stream uint32, method, path, auth, accept string, body []byte) {
-		status, contentType, answerBody := m.answerBody(method, path, auth, accept, body)
-		if latency > 0 && !strings.HasPrefix(path, "/debug/") {
-			time.AfterFunc(latency, func() { respond(stream, status, contentType, answerBody) })
-		} else {
-			respond(stream, status, contentType, answerBody)
-		}
-	}
-
-	write(func() error { return fr.WriteSettings() })
+	c.write(func() error { return c.fr.WriteSettings() })
 	for {
-		frame, err := fr.ReadFrame()
+		frame, err := c.fr.ReadFrame()
 		if err != nil {
 			return
 		}
 		switch f := frame.(type) {
 		case *http2.SettingsFrame:
 			if !f.IsAck() {
-				write(fr.WriteSettingsAck)
+				c.write(c.fr.WriteSettingsAck)
 			}
 		case *http2.PingFrame:
 			if !f.IsAck() {
-				write(func() error { return fr.WritePing(true, f.Data) })
+				c.write(func() error { return c.fr.WritePing(true, f.Data) })
 			}
 		case *http2.MetaHeadersFrame:
-			method, path, auth, accept := f.PseudoValue("method"), f.PseudoValue("path"), "", ""
-			for _, h := range f.RegularFields() {
-				switch h.Name {
-				case "authorization":
-					auth = h.Value
-				case "accept":
-					accept = h.Value
-				}
-			}
-			stream := f.StreamID
-			if authorized(auth) && isSelectedWatch(path) {
-				startWatch(stream, false, m.applied.initialEvents(path), m.applied.watch)
-				continue
-			}
-			if !f.StreamEnded() {
-				bodies[stream] = &pending{method: method, path: path, auth: auth, accept: accept}
-				continue
-			}
-			if m.isWatch(path, auth) {
-				metadata := asMetadata(accept)
-				startWatch(stream, metadata, m.initialEvents(path, metadata), m.watch) // at once: a watch's latency is its events'
-				continue
-			}
-			reply(stream, method, path, auth, accept, nil)
+			c.onHeaders(f)
 		case *http2.DataFrame:
-			// A request's body is kept until it ends; its bytes are given back to the
-			// connection's flow-control window, or it would stall after 64 KiB of them (a
-			// stream's own window is far larger than the small bodies sent here).
-			if p := bodies[f.StreamID]; p != nil {
-				p.body.Write(f.Data())
-				if f.StreamEnded() {
-					delete(bodies, f.StreamID)
-					reply(f.StreamID, p.method, p.path, p.auth, p.accept, p.body.Bytes())
-				}
-			}
-			if n := uint32(len(f.Data())); n > 0 {
-				write(func() error { return fr.WriteWindowUpdate(0, n) })
-			}
+			c.onData(f)
 		case *http2.RSTStreamFrame:
-			for i, w := range watches {
-				if w.stream == f.StreamID {
-					m.unwatch(w)
-					watches = append(watches[:i], watches[i+1:]...)
-					break
-				}
-			}
+			c.onReset(f.StreamID)
 		case *http2.GoAwayFrame:
+			return
+		}
+	}
+}
+
+// h2Conn is one client connection of a simulated member.
+type h2Conn struct {
+	m       *member
+	latency time.Duration
+	fr      *http2.Framer
+	bw      *bufio.Writer
+	// mu keeps writes one at a time: they come from the read loop and from the latency timers.
+	mu      sync.Mutex
+	headers bytes.Buffer
+	enc     *hpack.Encoder
+	// watches answer with headers, then a DATA frame per event until the client resets the
+	// stream or the connection ends. Only the read loop touches them, and bodies.
+	watches []*watcher
+	// bodies are the requests with a body (a server-side apply), answered once it has all come.
+	bodies map[uint32]*pending
+}
+
+// pending is a request whose body is still coming.
+type pending struct {
+	method, path, auth, accept string
+	body                       bytes.Buffer
+}
+
+func (c *h2Conn) write(f func() error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if f() == nil {
+		_ = c.bw.Flush()
+	}
+}
+
+func (c *h2Conn) respond(stream uint32, status int, contentType, body string) {
+	c.write(func() error {
+		c.headers.Reset()
+		_ = c.enc.WriteField(hpack.HeaderField{Name: ":status", Value: strconv.Itoa(status)})
+		_ = c.enc.WriteField(hpack.HeaderField{Name: "content-type", Value: contentType})
+		_ = c.enc.WriteField(hpack.HeaderField{Name: "content-length", Value: strconv.Itoa(len(body))})
+		if err := c.fr.WriteHeaders(http2.HeadersFrameParam{StreamID: stream, BlockFragment: c.headers.Bytes(), EndHeaders: true, EndStream: body == ""}); err != nil || body == "" {
+			return err
+		}
+		return writeData(c.fr, stream, []byte(body), true)
+	})
+}
+
+// startWatch opens a watch on stream, sends initial, and registers it with register (the fixed
+// ConfigMaps' watchers, or the applied store's).
+func (c *h2Conn) startWatch(stream uint32, metadata bool, initial []byte, register func(*watcher)) {
+	w := &watcher{stream: stream, metadata: metadata}
+	w.send = func(event []byte) {
+		c.write(func() error { return writeData(c.fr, stream, event, false) })
+	}
+	c.write(func() error {
+		c.headers.Reset()
+		_ = c.enc.WriteField(hpack.HeaderField{Name: ":status", Value: "200"})
+		_ = c.enc.WriteField(hpack.HeaderField{Name: "content-type", Value: "application/json"})
+		if err := c.fr.WriteHeaders(http2.HeadersFrameParam{StreamID: stream, BlockFragment: c.headers.Bytes(), EndHeaders: true}); err != nil || len(initial) == 0 {
+			return err
+		}
+		return writeData(c.fr, stream, initial, false)
+	})
+	c.watches = append(c.watches, w)
+	register(w)
+}
+
+// reply answers a request, after the member's latency (but for /debug/).
+func (c *h2Conn) reply(stream uint32, method, path, auth, accept string, body []byte) {
+	status, contentType, answerBody := c.m.answerBody(method, path, auth, accept, body)
+	if c.latency > 0 && !strings.HasPrefix(path, "/debug/") {
+		time.AfterFunc(c.latency, func() { c.respond(stream, status, contentType, answerBody) })
+	} else {
+		c.respond(stream, status, contentType, answerBody)
+	}
+}
+
+// onHeaders starts a request: a watch at once (a watch's latency is its events'), one with a body
+// once the body has come, any other after the latency.
+func (c *h2Conn) onHeaders(f *http2.MetaHeadersFrame) {
+	method, path, auth, accept := f.PseudoValue("method"), f.PseudoValue("path"), "", ""
+	for _, h := range f.RegularFields() {
+		switch h.Name {
+		case "authorization":
+			auth = h.Value
+		case "accept":
+			accept = h.Value
+		}
+	}
+	stream := f.StreamID
+	switch {
+	case authorized(auth) && isSelectedWatch(path):
+		c.startWatch(stream, false, c.m.applied.initialEvents(path), c.m.applied.watch)
+	case !f.StreamEnded():
+		c.bodies[stream] = &pending{method: method, path: path, auth: auth, accept: accept}
+	case c.m.isWatch(path, auth):
+		metadata := asMetadata(accept)
+		c.startWatch(stream, metadata, c.m.initialEvents(path, metadata), c.m.watch)
+	default:
+		c.reply(stream, method, path, auth, accept, nil)
+	}
+}
+
+// onData keeps a request's body until it ends; its bytes are given back to the connection's
+// flow-control window, or it would stall after 64 KiB of them (a stream's own window is far
+// larger than the small bodies sent here).
+func (c *h2Conn) onData(f *http2.DataFrame) {
+	if p := c.bodies[f.StreamID]; p != nil {
+		p.body.Write(f.Data())
+		if f.StreamEnded() {
+			delete(c.bodies, f.StreamID)
+			c.reply(f.StreamID, p.method, p.path, p.auth, p.accept, p.body.Bytes())
+		}
+	}
+	if n := uint32(len(f.Data())); n > 0 {
+		c.write(func() error { return c.fr.WriteWindowUpdate(0, n) })
+	}
+}
+
+// onReset ends the watch on stream, if there is one.
+func (c *h2Conn) onReset(stream uint32) {
+	for i, w := range c.watches {
+		if w.stream == stream {
+			c.m.unwatch(w)
+			c.watches = append(c.watches[:i], c.watches[i+1:]...)
 			return
 		}
 	}
