@@ -2,13 +2,10 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"os"
-	"os/exec"
 	"os/signal"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -41,11 +38,9 @@ func main() {
 	}
 }
 
-func run(ctx context.Context, fanoutDeploy, fleetAPI, clusterregistry string, keep bool) error {
+func run(ctx context.Context, fanoutDeploy, fleetAPIPath, clusterregistry string, keep bool) error {
 	start := time.Now()
-	step("Starting a local fleet: a registry and 3 member clusters, each a real kube-apiserver with etcd;\n" +
-		"   the members run kube-controller-manager, kube-scheduler and KWOK with 2 simulated Nodes each")
-	lf, err := localfleet.Start(ctx, localfleet.Options{Members: 3, Labels: map[string]string{"env": "demo"}, Workloads: &localfleet.Workloads{Nodes: 2}})
+	lf, err := startFleet(ctx)
 	if err != nil {
 		return err
 	}
@@ -56,293 +51,42 @@ func run(ctx context.Context, fanoutDeploy, fleetAPI, clusterregistry string, ke
 			fmt.Fprintln(os.Stderr, "demo: stopping:", err)
 		}
 	}()
-	fmt.Printf("registry at %s; members:\n", lf.Registry.URL())
-	for _, m := range lf.Members {
-		how := "a service-account token in a Secret pinned to its server"
-		if m.ProviderType == v1alpha1.ProviderTypeKubeconfigSecret {
-			how = "a kubeconfig Secret"
-		}
-		fmt.Printf("  %s at %s, reached through %s (provider type %s)\n", m.Name, m.URL(), how, m.ProviderType)
-	}
 	fmt.Printf("(started in %s)\n", time.Since(start).Round(100*time.Millisecond))
-
-	// Both commands reach the registry, and only the registry, through $KUBECONFIG.
-	sh := func(name, path string, args ...string) error {
-		fmt.Printf("\n$ %s %s\n", name, strings.Join(args, " "))
-		cmd := exec.CommandContext(ctx, path, args...)
-		cmd.Env = append(os.Environ(), "KUBECONFIG="+lf.Registry.Kubeconfig)
-		cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
-		return cmd.Run()
-	}
-	kubectl := func(args ...string) error { return sh("kubectl", lf.Kubectl, args...) }
-	deploy := func(args ...string) error { return sh("fanout-deploy", fanoutDeploy, args...) }
-
-	// The scheduler writes SIG Multicluster's PlacementDecisions, whose CRD a registry installs
-	// from cluster-inventory-api (here from the module this one requires, as the go command
-	// keeps it).
-	inventory, err := exec.CommandContext(ctx, "go", "list", "-m", "-f", "{{.Dir}}", "sigs.k8s.io/cluster-inventory-api").Output()
-	if err != nil {
-		return fmt.Errorf("finding the cluster-inventory-api module: %w", err)
-	}
-	step("The registry's ClusterRoles (clusterregistry-view and -edit, aggregated into view, edit and admin),\n" +
-		"   as an operator installs them; the CRD localfleet installed is already current")
-	if err := sh("clusterregistry", clusterregistry, "install"); err != nil {
-		return err
-	}
-	step("SIG Multicluster's CRDs: PlacementDecisions, where placement decisions go, and ClusterProfiles,\n" +
-		"   which the clusterprofiles controller publishes (docs/library.md)")
-	crds := filepath.Join(strings.TrimSpace(string(inventory)), "config", "crd", "bases")
-	if err := kubectl("apply", "--server-side", "-f", filepath.Join(crds, "multicluster.x-k8s.io_placementdecisions.yaml"),
-		"-f", filepath.Join(crds, "multicluster.x-k8s.io_clusterprofiles.yaml")); err != nil {
-		return err
-	}
-	if err := kubectl("wait", "--for", "condition=Established", "crd/placementdecisions.multicluster.x-k8s.io",
-		"crd/clusterprofiles.multicluster.x-k8s.io", "--timeout", "60s"); err != nil {
-		return err
-	}
-	step("The controllers: health probes every member and writes what it sees into each Cluster's status;\n" +
-		"   placements decides each Placement and writes its decision as PlacementDecisions;\n" +
-		"   releases delivers each Release to the members of its decision, and keeps it there")
-	health := exec.CommandContext(ctx, clusterregistry, "controllers", "-n", lf.Namespace, "--controllers", "health,placements,releases",
-		"--interval", "1s", "--failure-threshold", "2", "--success-threshold", "1")
-	health.Env = append(os.Environ(), "KUBECONFIG="+lf.Registry.Kubeconfig)
-	health.Stdout, health.Stderr = os.Stdout, os.Stdout
-	health.Cancel = func() error { return health.Process.Signal(os.Interrupt) }
-	fmt.Printf("$ clusterregistry %s &\n", strings.Join(health.Args[1:], " "))
-	if err := health.Start(); err != nil {
-		return err
-	}
-	defer func() { _ = health.Process.Signal(os.Interrupt); _ = health.Wait() }()
-	clusters := versioned.NewForConfigOrDie(lf.Registry.Config).ClusterregistryV1alpha1().Clusters(lf.Namespace)
-	// waitReady waits until the controller has written Ready with the reason for the member.
-	waitReady := func(name, reason string) error {
-		for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
-			c, err := clusters.Get(ctx, name, metav1.GetOptions{})
-			if err != nil {
-				return err
-			}
-			if r := c.Status.Condition(v1alpha1.ConditionReady); r != nil && r.Reason == reason && c.Status.ClusterID != "" {
-				return nil
-			}
-		}
-		return fmt.Errorf("%s: the health controller did not report %s within a minute", name, reason)
-	}
-	for _, m := range lf.Members {
-		if err := waitReady(m.Name, v1alpha1.ReasonReachable); err != nil {
-			return err
-		}
-	}
-
-	step("The registry: one Cluster per member, with pointers to credentials, never the credentials")
-	if err := kubectl("get", "clusters", "-n", lf.Namespace, "-o", "wide"); err != nil {
-		return err
-	}
-
-	step("A Placement chooses where hello runs: the demo members that are Ready, keeping one that\n" +
-		"   becomes Unreachable for 5 minutes, so that a flap does not move the workload")
-	placementFile, err := writeTemp("hello-placement-*.yaml", placementYAML)
+	d := &demo{ctx: ctx, lf: lf, fanoutDeploy: fanoutDeploy, clusterregistry: clusterregistry,
+		clusters: versioned.NewForConfigOrDie(lf.Registry.Config).ClusterregistryV1alpha1().Clusters(lf.Namespace)}
+	stopControllers, err := d.setUp()
 	if err != nil {
 		return err
 	}
-	defer os.Remove(placementFile)
-	fmt.Print(placementYAML)
-	if err := kubectl("apply", "-n", lf.Namespace, "-f", placementFile); err != nil {
+	defer stopControllers()
+	if err := d.place(); err != nil {
 		return err
 	}
-	if err := waitPlaced(ctx, lf, "hello", len(lf.Members)); err != nil {
-		return err
+	releaseFile, err := d.release()
+	if releaseFile != "" {
+		defer os.Remove(releaseFile)
 	}
-	cr := func(args ...string) error { return sh("clusterregistry", clusterregistry, args...) }
-	if err := cr("get", "placements", "-n", lf.Namespace, "-o", "wide"); err != nil {
-		return err
-	}
-	if err := cr("explain-placement", "hello", "-n", lf.Namespace); err != nil {
-		return err
-	}
-
-	step("fanout-deploy applies a Deployment to the members the placement chose, at once")
-	if err := deploy("-n", lf.Namespace, "--placement", "hello", "--name", "hello", "--image", "registry.example/hello:1", "--replicas", "2"); err != nil {
-		return fmt.Errorf("fanout-deploy: %w", err)
-	}
-	fmt.Printf("\n$ kubectl --kubeconfig <member-1's admin kubeconfig> get deployments\n")
-	cmd := exec.CommandContext(ctx, lf.Kubectl, "--kubeconfig", lf.Members[0].Kubeconfig, "get", "deployments", "-n", "default")
-	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
-	if err := cmd.Run(); err != nil {
-		return err
-	}
-
-	step("A Release delivers an app to the members the placement chose, and keeps it there: server-side\n" +
-		"   apply, health from a watch of what it applied, waves by the placement's rollout groups")
-	releaseFile, err := writeTemp("web-release-*.yaml", releaseYAML("blue"))
 	if err != nil {
 		return err
 	}
-	defer os.Remove(releaseFile)
-	fmt.Print(releaseYAML("blue"))
-	if err := kubectl("apply", "-n", lf.Namespace, "-f", releaseFile); err != nil {
+	if err := rollouts(ctx, lf, demoShell{kubectl: d.kubectl, clusterregistry: d.cr, member: d.member}); err != nil {
 		return err
 	}
-	if err := waitRelease(ctx, lf, "web", func(r *v1alpha1.Release) bool { return r.Status.Ready == int32(len(lf.Members)) }); err != nil {
-		return err
-	}
-	if err := cr("get", "releases", "-n", lf.Namespace, "-o", "wide"); err != nil {
-		return err
-	}
-	if err := cr("describe", "release", "web", "-n", lf.Namespace); err != nil {
-		return err
-	}
-	memberKubectl := func(m *localfleet.Member, args ...string) error {
-		fmt.Printf("\n$ kubectl --kubeconfig <%s's admin kubeconfig> %s\n", m.Name, strings.Join(args, " "))
-		cmd := exec.CommandContext(ctx, lf.Kubectl, append([]string{"--kubeconfig", m.Kubeconfig}, args...)...)
-		cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
-		return cmd.Run()
-	}
-	step("Someone edits the app on member-1 by hand; the releases controller sees it from its watch and puts it back")
-	if err := memberKubectl(lf.Members[0], "patch", "configmap", "web-config", "-n", "default", "--type", "merge", "-p", `{"data":{"color":"red"}}`); err != nil {
-		return err
-	}
-	time.Sleep(time.Second)
-	if err := memberKubectl(lf.Members[0], "get", "configmap", "web-config", "-n", "default", "-o", "jsonpath={.data.color}{\"\\n\"}"); err != nil {
-		return err
-	}
-
-	if err := rollouts(ctx, lf, demoShell{kubectl: kubectl, clusterregistry: cr, member: memberKubectl}); err != nil {
-		return err
-	}
-
 	step("fleet-api answers what runs where from watch caches on every member (package fleetcache)")
-	api, err := startFleetAPI(ctx, fleetAPI, lf)
+	api, err := startFleetAPI(ctx, fleetAPIPath, lf)
 	if err != nil {
 		return err
 	}
 	defer api.stop()
-	if err := api.show(ctx, "", "Synced"); err != nil {
-		return err
-	}
-	if err := api.stream(ctx, len(lf.Members)); err != nil {
-		return err
-	}
-
-	step("A Helm chart, released through fleet-api's /charts (the seeds' Optikon route) as an editor of\n" +
-		"   the set: rendered once per distinct member value, applied to the placement's members")
-	if err := api.releaseChart(ctx, lf); err != nil {
-		return err
-	}
-	if err := memberKubectl(lf.Members[0], "get", "configmap", "greeter-greeting", "-n", "default", "-o", "jsonpath={.data}{\"\\n\"}"); err != nil {
-		return err
-	}
-	if screenshotPath != "" {
-		if err := api.screenshot(ctx, screenshotPath); err != nil {
+	for _, part := range []func(*fleetAPI) error{d.charts, d.outage, func(api *fleetAPI) error { return d.newRevision(releaseFile) }, d.recovery, d.exclude} {
+		if err := part(api); err != nil {
 			return err
 		}
 	}
-
-	step("Stopping member-2's API server, as an outage would; the health controller sees it")
-	if err := lf.Member("member-2").StopAPIServer(); err != nil {
-		return err
-	}
-	if err := waitReady("member-2", v1alpha1.ReasonUnreachable); err != nil {
-		return err
-	}
-	if err := kubectl("get", "clusters", "-n", lf.Namespace, "-o", "wide"); err != nil {
-		return err
-	}
-	fmt.Println("\nThe placement keeps member-2 within its toleration: its decision does not change.")
-	if err := cr("explain-placement", "hello", "-n", lf.Namespace); err != nil {
-		return err
-	}
-	fmt.Println("\nfleet-api shows member-2's caches as stale since the outage, with what they held then:")
-	if err := api.show(ctx, "member-2", "Stale"); err != nil {
-		return err
-	}
-
-	step("fanout-deploy again: the other members are updated, member-2 is reported and named")
-	err = deploy("-n", lf.Namespace, "--placement", "hello", "--name", "hello", "--image", "registry.example/hello:2", "--timeout", "10s")
-	var exitErr *exec.ExitError
-	if !errors.As(err, &exitErr) || exitErr.ExitCode() != 1 {
-		return fmt.Errorf("fanout-deploy with a member down: %v, want exit status 1", err)
-	}
-	fmt.Println("(exit status 1, as expected)")
-
-	step("A new revision of the Release rolls out in waves, one rollout group after the other; member-2,\n" +
-		"   unreachable, costs the rollout one failure (maxFailures: 1) and keeps the revision it had")
-	if err := os.WriteFile(releaseFile, []byte(releaseYAML("green")), 0o600); err != nil {
-		return err
-	}
-	if err := kubectl("apply", "-n", lf.Namespace, "-f", releaseFile); err != nil {
-		return err
-	}
-	if err := waitRelease(ctx, lf, "web", func(r *v1alpha1.Release) bool {
-		return r.Status.ObservedGeneration == r.Generation && r.Status.Ready == int32(len(lf.Members)-1) && r.Status.Wave == r.Status.Waves
-	}); err != nil {
-		return err
-	}
-	if err := cr("describe", "release", "web", "-n", lf.Namespace); err != nil {
-		return err
-	}
-
-	step("member-2 comes back; the health controller marks it Ready again")
-	if err := lf.Member("member-2").StartAPIServer(); err != nil {
-		return err
-	}
-	if err := waitReady("member-2", v1alpha1.ReasonReachable); err != nil {
-		return err
-	}
-	if err := kubectl("get", "clusters", "-n", lf.Namespace, "-o", "wide"); err != nil {
-		return err
-	}
-	if err := kubectl("describe", "cluster", "member-2", "-n", lf.Namespace); err != nil {
-		return err
-	}
-	fmt.Println("\nfleet-api follows member-2 again, with the same caches:")
-	if err := api.show(ctx, "member-2", "Synced"); err != nil {
-		return err
-	}
-	fmt.Println("\nThe Release reaches member-2 again: every member runs the new revision.")
-	if err := waitRelease(ctx, lf, "web", func(r *v1alpha1.Release) bool { return r.Status.Ready == int32(len(lf.Members)) }); err != nil {
-		return err
-	}
-	if err := cr("get", "releases", "-n", lf.Namespace, "-o", "wide"); err != nil {
-		return err
-	}
-
-	step("member-3 leaves the placement (excluded); the Release's objects are removed from it")
-	if err := kubectl("patch", "placement", "hello", "-n", lf.Namespace, "--type", "merge", "-p", `{"spec":{"exclude":["member-3"]}}`); err != nil {
-		return err
-	}
-	if err := waitRelease(ctx, lf, "web", func(r *v1alpha1.Release) bool {
-		return r.Status.Members == int32(len(lf.Members)-1) && len(r.Status.Worst) == 0
-	}); err != nil {
-		return err
-	}
-	if err := memberKubectl(lf.Members[2], "get", "configmaps,services", "-n", "default", "-l", v1alpha1.ReleaseLabel+"=web"); err != nil {
-		return err
-	}
-
 	if keep {
-		kubeconfig, err := fleetKubeconfig(lf)
-		if err != nil {
+		if err := d.keep(api); err != nil {
 			return err
 		}
-		defer os.Remove(kubeconfig)
-		abs := func(p string) string {
-			if a, err := filepath.Abs(p); err == nil {
-				return a
-			}
-			return p
-		}
-		step("The fleet is up. In another shell:")
-		fmt.Printf("  export KUBECONFIG=%s   # contexts: registry (current), %s\n", kubeconfig, memberNames(lf))
-		fmt.Printf("  %s get clusters -n %s\n", lf.Kubectl, lf.Namespace)
-		fmt.Printf("  %s --context member-1 get deployments\n", lf.Kubectl)
-		fmt.Printf("  %s get -n %s\n", abs(clusterregistry), lf.Namespace)
-		fmt.Printf("  %s get placements -n %s\n", abs(clusterregistry), lf.Namespace)
-		fmt.Printf("  %s describe release web -n %s\n", abs(clusterregistry), lf.Namespace)
-		fmt.Printf("  %s -n %s --placement hello --name hello --image nginx\n", abs(fanoutDeploy), lf.Namespace)
-		fmt.Printf("  curl -H \"Authorization: Bearer $(%s create token %s -n %s)\" %s/clusters   # fleet-api acts for its caller\n",
-			lf.Kubectl, viewerAccount, lf.Namespace, api.url)
-		fmt.Println("Press Ctrl-C to stop.")
-		<-ctx.Done()
 	}
 	fmt.Printf("\n(demo took %s)\n", time.Since(start).Round(100*time.Millisecond))
 	return nil
