@@ -141,140 +141,175 @@ func TestHealthAgainstRealMembers(t *testing.T) {
 		// connections (they end with their servers).
 		goleak.VerifyNone(t, ignore)
 	}()
+	f := &realMembers{ctx: ctx, lf: lf, registryKube: registryKube, logs: &logs}
+	t.Run("every member reachable, with its version and identity", f.everyMemberReachableWithItsVersionAndIdentity)
+	t.Run("a stopped member is Unreachable, and Reachable again once back", f.aStoppedMemberIsUnreachableAndReachableAgainOnceBack)
+	t.Run("a revoked token is Unauthorized", f.aRevokedTokenIsUnauthorized)
+	t.Run("a deleted Secret is CredentialsUnavailable, naming the provider", f.aDeletedSecretIsCredentialsUnavailableNamingTheProvider)
+	t.Run("a member whose etcd is frozen is NotReady, naming the check", f.aMemberWhoseEtcdIsFrozenIsNotReadyNamingTheCheck)
+	t.Run("a Cluster with no endpoint for the controller's network is NoEndpoint", f.aClusterWithNoEndpointForTheControllersNetworkIsNoEndpoint)
+	t.Run("an endpoint that leads to another cluster is IdentityChanged", f.anEndpointThatLeadsToAnotherClusterIsIdentityChanged)
+	t.Run("at steady state the registry sees no writes", f.atSteadyStateTheRegistrySeesNoWrites)
+	t.Run("nothing in status, events or logs holds a credential", f.nothingInStatusEventsOrLogsHoldsACredential)
+}
 
-	t.Run("every member reachable, with its version and identity", func(t *testing.T) {
-		for _, m := range lf.Members {
-			ns, err := kubernetes.NewForConfigOrDie(m.Config).CoreV1().Namespaces().Get(ctx, metav1.NamespaceSystem, metav1.GetOptions{})
-			require.NoError(t, err)
-			var c *v1alpha1.Cluster
-			for deadline := time.Now().Add(time.Minute); ; time.Sleep(50 * time.Millisecond) {
-				if _, c = ready(t, lf, m.Name); c.Status.ClusterID == string(ns.UID) {
-					break
-				}
-				require.True(t, time.Now().Before(deadline), "%s: clusterID %q, want %q", m.Name, c.Status.ClusterID, ns.UID)
+// realMembers is what the subtests of TestHealthAgainstRealMembers share.
+type realMembers struct {
+	ctx          context.Context
+	lf           *localfleet.Fleet
+	registryKube *kubernetes.Clientset
+	logs         *lockedBuffer
+}
+
+// everyMemberReachableWithItsVersionAndIdentity is the subtest "every member reachable, with its version and identity" of TestHealthAgainstRealMembers.
+func (f *realMembers) everyMemberReachableWithItsVersionAndIdentity(t *testing.T) {
+	ctx, lf := f.ctx, f.lf
+	for _, m := range lf.Members {
+		ns, err := kubernetes.NewForConfigOrDie(m.Config).CoreV1().Namespaces().Get(ctx, metav1.NamespaceSystem, metav1.GetOptions{})
+		require.NoError(t, err)
+		var c *v1alpha1.Cluster
+		for deadline := time.Now().Add(time.Minute); ; time.Sleep(50 * time.Millisecond) {
+			if _, c = ready(t, lf, m.Name); c.Status.ClusterID == string(ns.UID) {
+				break
 			}
-			cond := c.Status.Condition(v1alpha1.ConditionReady)
-			require.Equal(t, metav1.ConditionTrue, cond.Status)
-			require.Equal(t, v1alpha1.ReasonReachable, cond.Reason)
-			require.Equal(t, m.Version, c.Status.Version)
-			require.NotNil(t, c.Status.LastProbeTime)
+			require.True(t, time.Now().Before(deadline), "%s: clusterID %q, want %q", m.Name, c.Status.ClusterID, ns.UID)
 		}
-	})
+		cond := c.Status.Condition(v1alpha1.ConditionReady)
+		require.Equal(t, metav1.ConditionTrue, cond.Status)
+		require.Equal(t, v1alpha1.ReasonReachable, cond.Reason)
+		require.Equal(t, m.Version, c.Status.Version)
+		require.NotNil(t, c.Status.LastProbeTime)
+	}
+}
 
-	t.Run("a stopped member is Unreachable, and Reachable again once back", func(t *testing.T) {
-		require.NoError(t, lf.Member("member-3").StopAPIServer())
-		c := waitFor(t, lf, "member-3", "False/Unreachable")
-		require.Contains(t, c.Status.Condition(v1alpha1.ConditionReady).Message, "connection refused")
-		require.NoError(t, lf.Member("member-3").StartAPIServer())
-		waitFor(t, lf, "member-3", "True/Reachable")
-		requireEvent(t, registryKube, lf.Namespace, "member-3", "Unreachable")
-		requireEvent(t, registryKube, lf.Namespace, "member-3", "Reachable")
-	})
+// aStoppedMemberIsUnreachableAndReachableAgainOnceBack is the subtest "a stopped member is Unreachable, and Reachable again once back" of TestHealthAgainstRealMembers.
+func (f *realMembers) aStoppedMemberIsUnreachableAndReachableAgainOnceBack(t *testing.T) {
+	lf, registryKube := f.lf, f.registryKube
+	require.NoError(t, lf.Member("member-3").StopAPIServer())
+	c := waitFor(t, lf, "member-3", "False/Unreachable")
+	require.Contains(t, c.Status.Condition(v1alpha1.ConditionReady).Message, "connection refused")
+	require.NoError(t, lf.Member("member-3").StartAPIServer())
+	waitFor(t, lf, "member-3", "True/Reachable")
+	requireEvent(t, registryKube, lf.Namespace, "member-3", "Unreachable")
+	requireEvent(t, registryKube, lf.Namespace, "member-3", "Reachable")
+}
 
-	t.Run("a revoked token is Unauthorized", func(t *testing.T) {
-		secrets := registryKube.CoreV1().Secrets(lf.Namespace)
-		s, err := secrets.Get(ctx, "member-1-token", metav1.GetOptions{})
-		require.NoError(t, err)
-		good := s.Data["token"]
-		s.Data["token"] = []byte("revoked.token.value")
-		s, err = secrets.Update(ctx, s, metav1.UpdateOptions{})
-		require.NoError(t, err)
-		c := waitFor(t, lf, "member-1", "False/Unauthorized")
-		require.NotContains(t, fmt.Sprint(c.Status), "revoked.token.value")
+// aRevokedTokenIsUnauthorized is the subtest "a revoked token is Unauthorized" of TestHealthAgainstRealMembers.
+func (f *realMembers) aRevokedTokenIsUnauthorized(t *testing.T) {
+	ctx, lf, registryKube := f.ctx, f.lf, f.registryKube
+	secrets := registryKube.CoreV1().Secrets(lf.Namespace)
+	s, err := secrets.Get(ctx, "member-1-token", metav1.GetOptions{})
+	require.NoError(t, err)
+	good := s.Data["token"]
+	s.Data["token"] = []byte("revoked.token.value")
+	s, err = secrets.Update(ctx, s, metav1.UpdateOptions{})
+	require.NoError(t, err)
+	c := waitFor(t, lf, "member-1", "False/Unauthorized")
+	require.NotContains(t, fmt.Sprint(c.Status), "revoked.token.value")
 
-		s.Data["token"] = good
-		_, err = secrets.Update(ctx, s, metav1.UpdateOptions{})
-		require.NoError(t, err)
-		waitFor(t, lf, "member-1", "True/Reachable")
-	})
+	s.Data["token"] = good
+	_, err = secrets.Update(ctx, s, metav1.UpdateOptions{})
+	require.NoError(t, err)
+	waitFor(t, lf, "member-1", "True/Reachable")
+}
 
-	t.Run("a deleted Secret is CredentialsUnavailable, naming the provider", func(t *testing.T) {
-		secrets := registryKube.CoreV1().Secrets(lf.Namespace)
-		s, err := secrets.Get(ctx, "member-2-kubeconfig", metav1.GetOptions{})
-		require.NoError(t, err)
-		require.NoError(t, secrets.Delete(ctx, s.Name, metav1.DeleteOptions{}))
-		c := waitFor(t, lf, "member-2", "False/CredentialsUnavailable")
-		msg := c.Status.Condition(v1alpha1.ConditionReady).Message
-		require.Contains(t, msg, "kubeconfig (kubeconfig-secret)")
-		require.NotContains(t, msg, "BEGIN")
+// aDeletedSecretIsCredentialsUnavailableNamingTheProvider is the subtest "a deleted Secret is CredentialsUnavailable, naming the provider" of TestHealthAgainstRealMembers.
+func (f *realMembers) aDeletedSecretIsCredentialsUnavailableNamingTheProvider(t *testing.T) {
+	ctx, lf, registryKube := f.ctx, f.lf, f.registryKube
+	secrets := registryKube.CoreV1().Secrets(lf.Namespace)
+	s, err := secrets.Get(ctx, "member-2-kubeconfig", metav1.GetOptions{})
+	require.NoError(t, err)
+	require.NoError(t, secrets.Delete(ctx, s.Name, metav1.DeleteOptions{}))
+	c := waitFor(t, lf, "member-2", "False/CredentialsUnavailable")
+	msg := c.Status.Condition(v1alpha1.ConditionReady).Message
+	require.Contains(t, msg, "kubeconfig (kubeconfig-secret)")
+	require.NotContains(t, msg, "BEGIN")
 
-		s.ResourceVersion, s.UID = "", ""
-		_, err = secrets.Create(ctx, s, metav1.CreateOptions{})
-		require.NoError(t, err)
-		waitFor(t, lf, "member-2", "True/Reachable")
-	})
+	s.ResourceVersion, s.UID = "", ""
+	_, err = secrets.Create(ctx, s, metav1.CreateOptions{})
+	require.NoError(t, err)
+	waitFor(t, lf, "member-2", "True/Reachable")
+}
 
-	t.Run("a member whose etcd is frozen is NotReady, naming the check", func(t *testing.T) {
-		require.NoError(t, lf.Member("member-3").PauseEtcd())
-		c := waitFor(t, lf, "member-3", "False/NotReady")
-		require.NoError(t, lf.Member("member-3").ResumeEtcd())
-		require.Contains(t, c.Status.Condition(v1alpha1.ConditionReady).Message, "etcd")
-		waitFor(t, lf, "member-3", "True/Reachable")
-	})
+// aMemberWhoseEtcdIsFrozenIsNotReadyNamingTheCheck is the subtest "a member whose etcd is frozen is NotReady, naming the check" of TestHealthAgainstRealMembers.
+func (f *realMembers) aMemberWhoseEtcdIsFrozenIsNotReadyNamingTheCheck(t *testing.T) {
+	lf := f.lf
+	require.NoError(t, lf.Member("member-3").PauseEtcd())
+	c := waitFor(t, lf, "member-3", "False/NotReady")
+	require.NoError(t, lf.Member("member-3").ResumeEtcd())
+	require.Contains(t, c.Status.Condition(v1alpha1.ConditionReady).Message, "etcd")
+	waitFor(t, lf, "member-3", "True/Reachable")
+}
 
-	t.Run("a Cluster with no endpoint for the controller's network is NoEndpoint", func(t *testing.T) {
-		clusters := versioned.NewForConfigOrDie(lf.Registry.Config).ClusterregistryV1alpha1().Clusters(lf.Namespace)
-		_, err := clusters.Create(ctx, &v1alpha1.Cluster{
-			ObjectMeta: metav1.ObjectMeta{Name: "elsewhere"},
-			Spec: v1alpha1.ClusterSpec{KubernetesAPIEndpoints: v1alpha1.KubernetesAPIEndpoints{ServerEndpoints: []v1alpha1.ServerAddressByClientCIDR{
-				{ClientCIDR: "10.0.0.0/8", ServerAddress: "https://10.1.2.3:6443"}}}},
-		}, metav1.CreateOptions{})
-		require.NoError(t, err)
-		waitFor(t, lf, "elsewhere", "False/NoEndpoint")
-		require.NoError(t, clusters.Delete(ctx, "elsewhere", metav1.DeleteOptions{}))
-	})
+// aClusterWithNoEndpointForTheControllersNetworkIsNoEndpoint is the subtest "a Cluster with no endpoint for the controller's network is NoEndpoint" of TestHealthAgainstRealMembers.
+func (f *realMembers) aClusterWithNoEndpointForTheControllersNetworkIsNoEndpoint(t *testing.T) {
+	ctx, lf := f.ctx, f.lf
+	clusters := versioned.NewForConfigOrDie(lf.Registry.Config).ClusterregistryV1alpha1().Clusters(lf.Namespace)
+	_, err := clusters.Create(ctx, &v1alpha1.Cluster{
+		ObjectMeta: metav1.ObjectMeta{Name: "elsewhere"},
+		Spec: v1alpha1.ClusterSpec{KubernetesAPIEndpoints: v1alpha1.KubernetesAPIEndpoints{ServerEndpoints: []v1alpha1.ServerAddressByClientCIDR{
+			{ClientCIDR: "10.0.0.0/8", ServerAddress: "https://10.1.2.3:6443"}}}},
+	}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	waitFor(t, lf, "elsewhere", "False/NoEndpoint")
+	require.NoError(t, clusters.Delete(ctx, "elsewhere", metav1.DeleteOptions{}))
+}
 
-	t.Run("an endpoint that leads to another cluster is IdentityChanged", func(t *testing.T) {
-		_, before := ready(t, lf, "member-2")
-		// member-2's credentials are a client certificate, which the new cluster accepts too.
-		require.NoError(t, lf.Member("member-2").Reinstall())
-		c := waitFor(t, lf, "member-2", "False/IdentityChanged")
-		require.Equal(t, before.Status.ClusterID, c.Status.ClusterID, "the recorded identity is kept")
-		requireEvent(t, registryKube, lf.Namespace, "member-2", "IdentityChanged")
+// anEndpointThatLeadsToAnotherClusterIsIdentityChanged is the subtest "an endpoint that leads to another cluster is IdentityChanged" of TestHealthAgainstRealMembers.
+func (f *realMembers) anEndpointThatLeadsToAnotherClusterIsIdentityChanged(t *testing.T) {
+	ctx, lf, registryKube := f.ctx, f.lf, f.registryKube
+	_, before := ready(t, lf, "member-2")
+	// member-2's credentials are a client certificate, which the new cluster accepts too.
+	require.NoError(t, lf.Member("member-2").Reinstall())
+	c := waitFor(t, lf, "member-2", "False/IdentityChanged")
+	require.Equal(t, before.Status.ClusterID, c.Status.ClusterID, "the recorded identity is kept")
+	requireEvent(t, registryKube, lf.Namespace, "member-2", "IdentityChanged")
 
-		// Whoever knows the cluster was reinstalled accepts it by removing the recorded identity.
-		_, err := versioned.NewForConfigOrDie(lf.Registry.Config).ClusterregistryV1alpha1().Clusters(lf.Namespace).Patch(ctx, "member-2",
-			types.JSONPatchType, []byte(`[{"op":"remove","path":"/status/clusterID"}]`), metav1.PatchOptions{}, "status")
-		require.NoError(t, err)
-		c = waitFor(t, lf, "member-2", "True/Reachable")
-		require.NotEqual(t, before.Status.ClusterID, c.Status.ClusterID)
-		require.NotEmpty(t, c.Status.ClusterID)
-	})
+	// Whoever knows the cluster was reinstalled accepts it by removing the recorded identity.
+	_, err := versioned.NewForConfigOrDie(lf.Registry.Config).ClusterregistryV1alpha1().Clusters(lf.Namespace).Patch(ctx, "member-2",
+		types.JSONPatchType, []byte(`[{"op":"remove","path":"/status/clusterID"}]`), metav1.PatchOptions{}, "status")
+	require.NoError(t, err)
+	c = waitFor(t, lf, "member-2", "True/Reachable")
+	require.NotEqual(t, before.Status.ClusterID, c.Status.ClusterID)
+	require.NotEmpty(t, c.Status.ClusterID)
+}
 
-	t.Run("at steady state the registry sees no writes", func(t *testing.T) {
-		for _, m := range lf.Members {
-			waitFor(t, lf, m.Name, "True/Reachable")
-		}
-		versions := map[string]string{}
-		for _, m := range lf.Members {
-			_, c := ready(t, lf, m.Name)
-			versions[m.Name] = c.ResourceVersion
-		}
-		time.Sleep(3 * time.Second) // ten probes of each member
-		for _, m := range lf.Members {
-			_, c := ready(t, lf, m.Name)
-			require.Equal(t, versions[m.Name], c.ResourceVersion, "%s was written at steady state", m.Name)
-		}
-	})
+// atSteadyStateTheRegistrySeesNoWrites is the subtest "at steady state the registry sees no writes" of TestHealthAgainstRealMembers.
+func (f *realMembers) atSteadyStateTheRegistrySeesNoWrites(t *testing.T) {
+	lf := f.lf
+	for _, m := range lf.Members {
+		waitFor(t, lf, m.Name, "True/Reachable")
+	}
+	versions := map[string]string{}
+	for _, m := range lf.Members {
+		_, c := ready(t, lf, m.Name)
+		versions[m.Name] = c.ResourceVersion
+	}
+	time.Sleep(3 * time.Second) // ten probes of each member
+	for _, m := range lf.Members {
+		_, c := ready(t, lf, m.Name)
+		require.Equal(t, versions[m.Name], c.ResourceVersion, "%s was written at steady state", m.Name)
+	}
+}
 
-	t.Run("nothing in status, events or logs holds a credential", func(t *testing.T) {
-		events, err := registryKube.CoreV1().Events(lf.Namespace).List(ctx, metav1.ListOptions{})
-		require.NoError(t, err)
-		secrets, err := registryKube.CoreV1().Secrets(lf.Namespace).List(ctx, metav1.ListOptions{})
-		require.NoError(t, err)
-		clusters, err := versioned.NewForConfigOrDie(lf.Registry.Config).ClusterregistryV1alpha1().Clusters(lf.Namespace).List(ctx, metav1.ListOptions{})
-		require.NoError(t, err)
-		seen := fmt.Sprint(events.Items) + fmt.Sprint(clusters.Items) + logs.String()
-		require.Contains(t, logs.String(), "Ready changed", "the logs were not captured")
-		for _, s := range secrets.Items {
-			for k, v := range s.Data {
-				if len(v) > 16 && k != "ca.crt" {
-					require.NotContains(t, seen, string(v[len(v)/2:len(v)/2+12]), "Secret %s key %s leaked", s.Name, k)
-				}
+// nothingInStatusEventsOrLogsHoldsACredential is the subtest "nothing in status, events or logs holds a credential" of TestHealthAgainstRealMembers.
+func (f *realMembers) nothingInStatusEventsOrLogsHoldsACredential(t *testing.T) {
+	ctx, lf, registryKube, logs := f.ctx, f.lf, f.registryKube, f.logs
+	events, err := registryKube.CoreV1().Events(lf.Namespace).List(ctx, metav1.ListOptions{})
+	require.NoError(t, err)
+	secrets, err := registryKube.CoreV1().Secrets(lf.Namespace).List(ctx, metav1.ListOptions{})
+	require.NoError(t, err)
+	clusters, err := versioned.NewForConfigOrDie(lf.Registry.Config).ClusterregistryV1alpha1().Clusters(lf.Namespace).List(ctx, metav1.ListOptions{})
+	require.NoError(t, err)
+	seen := fmt.Sprint(events.Items) + fmt.Sprint(clusters.Items) + logs.String()
+	require.Contains(t, logs.String(), "Ready changed", "the logs were not captured")
+	for _, s := range secrets.Items {
+		for k, v := range s.Data {
+			if len(v) > 16 && k != "ca.crt" {
+				require.NotContains(t, seen, string(v[len(v)/2:len(v)/2+12]), "Secret %s key %s leaked", s.Name, k)
 			}
 		}
-	})
-
+	}
 }
 
 // requireEvent finds an Event on the Cluster with the reason.
