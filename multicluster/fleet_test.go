@@ -113,7 +113,7 @@ func TestFleetAgainstRealMembers(t *testing.T) {
 	if fleet.Len() != 3 {
 		t.Fatalf("fleet has %d members, want 3", fleet.Len())
 	}
-	f := &realFleet{ignore: ignore, ctx: ctx, lf: lf, ns: ns, members: members, clusters: clusters, resolver: resolver, fleet: fleet, stopFleet: stopFleet}
+	f := &realFleet{ctx: ctx, lf: lf, ns: ns, members: members, clusters: clusters, resolver: resolver, fleet: fleet}
 	t.Run("apply to every member", f.applyToEveryMember)
 	t.Run("dynamic and controller-runtime clients", f.dynamicAndControllerRuntimeClients)
 	t.Run("built-in types travel as protobuf", f.builtInTypesTravelAsProtobuf)
@@ -133,15 +133,13 @@ func TestFleetAgainstRealMembers(t *testing.T) {
 
 // realFleet is what the subtests of TestFleetAgainstRealMembers share.
 type realFleet struct {
-	ignore    goleak.Option
-	ctx       context.Context
-	lf        *localfleet.Fleet
-	ns        string
-	members   []*localfleet.Member
-	clusters  crv1alpha1.ClusterInterface
-	resolver  *access.Resolver
-	fleet     *Fleet
-	stopFleet func()
+	ctx      context.Context
+	lf       *localfleet.Fleet
+	ns       string
+	members  []*localfleet.Member
+	clusters crv1alpha1.ClusterInterface
+	resolver *access.Resolver
+	fleet    *Fleet
 }
 
 // applyToEveryMember is the subtest "apply to every member" of TestFleetAgainstRealMembers.
