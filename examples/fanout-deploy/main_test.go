@@ -151,7 +151,7 @@ func TestEndToEnd(t *testing.T) {
 		}
 		return got
 	}
-	f := &endToEnd{ctx: ctx, bin: bin, lf: lf, registryKube: registryKube, token: token, fanoutDeploy: fanoutDeploy, deployments: deployments}
+	f := &endToEnd{ctx: ctx, bin: bin, lf: lf, registryKube: registryKube, fanoutDeploy: fanoutDeploy, deployments: deployments}
 	t.Run("applies to every member", f.appliesToEveryMember)
 	t.Run("without --replicas, a Deployment keeps its count", f.withoutReplicasADeploymentKeepsItsCount)
 	t.Run("manifests from files, mapped on each member", f.manifestsFromFilesMappedOnEachMember)
@@ -172,7 +172,6 @@ type endToEnd struct {
 	bin          string
 	lf           *localfleet.Fleet
 	registryKube *kubernetes.Clientset
-	token        *corev1.Secret
 	fanoutDeploy func(*testing.T, ...string) (int, string, string)
 	deployments  func(*testing.T, ...*localfleet.Member) []string
 }
