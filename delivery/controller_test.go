@@ -272,176 +272,212 @@ func TestReleaseLifecycle(t *testing.T) {
 	require.Len(t, slices.Items, 1)
 	require.Len(t, slices.Items[0].Members, 2)
 	require.Len(t, slices.Items[0].Members[0].Objects, 2)
-
-	t.Run("steady state writes nothing", func(t *testing.T) {
-		before, events := env.ctrl.Writes(), env.releaseEvents(t, "web")
-		time.Sleep(3 * time.Second)
-		require.Equal(t, before, env.ctrl.Writes(), "writes at steady state")
-		require.Equal(t, events, env.releaseEvents(t, "web"), "events at steady state")
-		require.Len(t, events[delivery.EventRolloutComplete], 1, "%v", events)
-	})
-
+	f := &releaseLifecycle{parent: parent, env: env, appNS: appNS, revision: revision}
+	t.Run("steady state writes nothing", f.steadyStateWritesNothing)
 	// A restart (a new version, a failover) is not a change: what the members were reported at
 	// stays as it was, lastApplied included.
-	t.Run("a restarted controller rewrites no status", func(t *testing.T) {
-		rels := env.registry.ClusterregistryV1alpha1().Releases(env.ns)
-		slices := env.registry.ClusterregistryV1alpha1().ReleaseStatusSlices(env.ns)
-		before, err := rels.Get(t.Context(), "web", metav1.GetOptions{})
-		require.NoError(t, err)
-		sl, err := slices.List(t.Context(), metav1.ListOptions{LabelSelector: v1alpha1.ReleaseLabel + "=web"})
-		require.NoError(t, err)
-		time.Sleep(1100 * time.Millisecond)
-		env.stop()
-		// Watched from before the stop: whatever either controller writes from then on shows.
-		w, err := rels.Watch(t.Context(), metav1.ListOptions{ResourceVersion: before.ResourceVersion, FieldSelector: "metadata.name=web"})
-		require.NoError(t, err)
-		defer w.Stop()
-		ws, err := slices.Watch(t.Context(), metav1.ListOptions{ResourceVersion: sl.ResourceVersion, LabelSelector: v1alpha1.ReleaseLabel + "=web"})
-		require.NoError(t, err)
-		defer ws.Stop()
-		*env = *startDeliveryIn(parent, env.ns, nil)
-		// Its pass applies both objects on both members again (server-side apply of what is
-		// there changes nothing on them); its status would be written right after.
-		require.Eventually(t, func() bool { return env.ctrl.Writes() >= 4 }, 30*time.Second, 20*time.Millisecond,
-			"the restarted controller did not reach the members")
-		deadline := time.After(2 * time.Second)
-		for {
-			select {
-			case ev := <-w.ResultChan():
-				b, _ := json.MarshalIndent(ev.Object, "", " ")
-				t.Errorf("Release written after the restart: %s %s", ev.Type, b)
-			case ev := <-ws.ResultChan():
-				b, _ := json.MarshalIndent(ev.Object, "", " ")
-				t.Errorf("slice written after the restart: %s %s", ev.Type, b)
-			case <-deadline:
-				return
-			}
-		}
-	})
-
-	t.Run("a member edited by hand is corrected from the watch", func(t *testing.T) {
-		kube := env.members["member-1"]
-		cm, err := kube.CoreV1().ConfigMaps(appNS).Get(t.Context(), "web-config", metav1.GetOptions{})
-		require.NoError(t, err)
-		cm.Data["color"] = "red"
-		_, err = kube.CoreV1().ConfigMaps(appNS).Update(t.Context(), cm, metav1.UpdateOptions{FieldManager: "kubectl-edit"})
-		require.NoError(t, err)
-		edited := time.Now()
-		require.Eventually(t, func() bool {
-			cm, err := kube.CoreV1().ConfigMaps(appNS).Get(t.Context(), "web-config", metav1.GetOptions{})
-			return err == nil && cm.Data["color"] == "blue"
-		}, 10*time.Second, 50*time.Millisecond, "the edit was not corrected")
-		t.Logf("drift corrected %s after the edit", time.Since(edited).Round(10*time.Millisecond))
-		// And a deleted object is put back.
-		require.NoError(t, kube.CoreV1().ConfigMaps(appNS).Delete(t.Context(), "web-config", metav1.DeleteOptions{}))
-		require.Eventually(t, func() bool {
-			_, err := kube.CoreV1().ConfigMaps(appNS).Get(t.Context(), "web-config", metav1.GetOptions{})
-			return err == nil
-		}, 10*time.Second, 50*time.Millisecond, "the deleted object was not put back")
-	})
-
-	t.Run("a new revision prunes what it no longer has", func(t *testing.T) {
-		env.updateRelease(t, env.ns, "web", func(cur *v1alpha1.Release) {
-			cur.Spec.Source.Manifests = manifests(t, configMap("web-config", map[string]string{"color": "green"}))
-		})
-		got := env.waitRelease(t, "web", "new revision ready", func(r *v1alpha1.Release) bool {
-			return r.Status.Revision != revision && r.Status.Ready == 2
-		})
-		for name, kube := range env.members {
-			cm, err := kube.CoreV1().ConfigMaps(appNS).Get(t.Context(), "web-config", metav1.GetOptions{})
-			require.NoError(t, err, name)
-			require.Equal(t, "green", cm.Data["color"])
-			require.Equal(t, got.Status.Revision, cm.Labels[v1alpha1.RevisionLabel])
-			_, err = kube.AppsV1().Deployments(appNS).Get(t.Context(), "web", metav1.GetOptions{})
-			require.True(t, apierrors.IsNotFound(err), "%s: the Deployment the revision dropped is still there: %v", name, err)
-		}
-	})
-
+	t.Run("a restarted controller rewrites no status", f.aRestartedControllerRewritesNoStatus)
+	t.Run("a member edited by hand is corrected from the watch", f.aMemberEditedByHandIsCorrectedFromTheWatch)
+	t.Run("a new revision prunes what it no longer has", f.aNewRevisionPrunesWhatItNoLongerHas)
 	// Each revision is recorded, with when its waves ran; undo puts one back, which rolls out
 	// as the newest revision, as kubectl rollout undo does for a Deployment.
-	t.Run("history and undo", func(t *testing.T) {
-		rel, err := env.registry.ClusterregistryV1alpha1().Releases(env.ns).Get(t.Context(), "web", metav1.GetOptions{})
-		require.NoError(t, err)
-		history, err := delivery.History(t.Context(), kubernetes.NewForConfigOrDie(lf.Registry.Config), rel)
-		require.NoError(t, err)
-		require.Len(t, history, 3, "%+v", history)
-		for i, h := range history {
-			require.Equal(t, int64(i+1), h.Number)
-			require.Len(t, h.Waves, 1)
-			// The first, a bad image, never became healthy: its wave never finished.
-			require.Equal(t, i > 0, h.Waves[0].Finished != nil, "revision %d's wave: %+v", h.Number, h.Waves[0])
-		}
-		require.Equal(t, rel.Status.Revision, history[2].Hash)
-		require.Equal(t, revision, history[1].Hash)
-		require.Len(t, history[2].Record.Source.Manifests, 1)
-
-		env.updateRelease(t, env.ns, "web", func(cur *v1alpha1.Release) { *cur = *delivery.Undo(cur, history[1]) })
-		env.waitRelease(t, "web", "back at revision 2", func(r *v1alpha1.Release) bool {
-			return r.Status.Revision == revision && r.Status.Ready == 2
-		})
-		require.Eventually(t, func() bool {
-			history, err = delivery.History(t.Context(), kubernetes.NewForConfigOrDie(lf.Registry.Config), rel)
-			return err == nil && len(history) == 3 && history[2].Hash == revision && history[2].Number == 4 && history[2].Waves[0].Finished != nil
-		}, 10*time.Second, 100*time.Millisecond, "the undone revision is not the newest: %+v", history)
-		require.Equal(t, "rollout undo to revision 2 ("+revision+")", history[2].ChangeCause)
-		cm, err := env.members["member-1"].CoreV1().ConfigMaps(appNS).Get(t.Context(), "web-config", metav1.GetOptions{})
-		require.NoError(t, err)
-		require.Equal(t, "blue", cm.Data["color"])
-		// Forward again, to the revision the next steps expect.
-		env.updateRelease(t, env.ns, "web", func(cur *v1alpha1.Release) { *cur = *delivery.Undo(cur, history[1]) })
-		env.waitRelease(t, "web", "forward again", func(r *v1alpha1.Release) bool { return r.Status.Revision == history[1].Hash && r.Status.Ready == 2 })
-	})
-
+	t.Run("history and undo", f.historyAndUndo)
 	// A restore from backup, or an exported manifest applied again: the object carries an older
 	// revision's label and values. It is drift like any edit, corrected.
-	t.Run("an older revision's copy put back is corrected", func(t *testing.T) {
-		kube := env.members["member-1"]
+	t.Run("an older revision's copy put back is corrected", f.anOlderRevisionsCopyPutBackIsCorrected)
+	t.Run("a member that leaves the decision has its objects removed", f.aMemberThatLeavesTheDecisionHasItsObjectsRemoved)
+	t.Run("an empty decision removes nothing", f.anEmptyDecisionRemovesNothing)
+	t.Run("deleting the Release removes its objects", f.deletingTheReleaseRemovesItsObjects)
+}
+
+// releaseLifecycle is what the subtests of TestReleaseLifecycle share.
+type releaseLifecycle struct {
+	parent   *testing.T
+	env      *deliveryEnv
+	appNS    string
+	revision string
+}
+
+// steadyStateWritesNothing is the subtest "steady state writes nothing" of TestReleaseLifecycle.
+func (f *releaseLifecycle) steadyStateWritesNothing(t *testing.T) {
+	env := f.env
+	before, events := env.ctrl.Writes(), env.releaseEvents(t, "web")
+	time.Sleep(3 * time.Second)
+	require.Equal(t, before, env.ctrl.Writes(), "writes at steady state")
+	require.Equal(t, events, env.releaseEvents(t, "web"), "events at steady state")
+	require.Len(t, events[delivery.EventRolloutComplete], 1, "%v", events)
+}
+
+// aRestartedControllerRewritesNoStatus is the subtest "a restarted controller rewrites no status" of TestReleaseLifecycle.
+func (f *releaseLifecycle) aRestartedControllerRewritesNoStatus(t *testing.T) {
+	parent, env := f.parent, f.env
+	rels := env.registry.ClusterregistryV1alpha1().Releases(env.ns)
+	slices := env.registry.ClusterregistryV1alpha1().ReleaseStatusSlices(env.ns)
+	before, err := rels.Get(t.Context(), "web", metav1.GetOptions{})
+	require.NoError(t, err)
+	sl, err := slices.List(t.Context(), metav1.ListOptions{LabelSelector: v1alpha1.ReleaseLabel + "=web"})
+	require.NoError(t, err)
+	time.Sleep(1100 * time.Millisecond)
+	env.stop()
+	// Watched from before the stop: whatever either controller writes from then on shows.
+	w, err := rels.Watch(t.Context(), metav1.ListOptions{ResourceVersion: before.ResourceVersion, FieldSelector: "metadata.name=web"})
+	require.NoError(t, err)
+	defer w.Stop()
+	ws, err := slices.Watch(t.Context(), metav1.ListOptions{ResourceVersion: sl.ResourceVersion, LabelSelector: v1alpha1.ReleaseLabel + "=web"})
+	require.NoError(t, err)
+	defer ws.Stop()
+	*env = *startDeliveryIn(parent, env.ns, nil)
+	// Its pass applies both objects on both members again (server-side apply of what is
+	// there changes nothing on them); its status would be written right after.
+	require.Eventually(t, func() bool { return env.ctrl.Writes() >= 4 }, 30*time.Second, 20*time.Millisecond,
+		"the restarted controller did not reach the members")
+	deadline := time.After(2 * time.Second)
+	for {
+		select {
+		case ev := <-w.ResultChan():
+			b, _ := json.MarshalIndent(ev.Object, "", " ")
+			t.Errorf("Release written after the restart: %s %s", ev.Type, b)
+		case ev := <-ws.ResultChan():
+			b, _ := json.MarshalIndent(ev.Object, "", " ")
+			t.Errorf("slice written after the restart: %s %s", ev.Type, b)
+		case <-deadline:
+			return
+		}
+	}
+}
+
+// aMemberEditedByHandIsCorrectedFromTheWatch is the subtest "a member edited by hand is corrected from the watch" of TestReleaseLifecycle.
+func (f *releaseLifecycle) aMemberEditedByHandIsCorrectedFromTheWatch(t *testing.T) {
+	env, appNS := f.env, f.appNS
+	kube := env.members["member-1"]
+	cm, err := kube.CoreV1().ConfigMaps(appNS).Get(t.Context(), "web-config", metav1.GetOptions{})
+	require.NoError(t, err)
+	cm.Data["color"] = "red"
+	_, err = kube.CoreV1().ConfigMaps(appNS).Update(t.Context(), cm, metav1.UpdateOptions{FieldManager: "kubectl-edit"})
+	require.NoError(t, err)
+	edited := time.Now()
+	require.Eventually(t, func() bool {
 		cm, err := kube.CoreV1().ConfigMaps(appNS).Get(t.Context(), "web-config", metav1.GetOptions{})
-		require.NoError(t, err)
-		current := cm.Labels[v1alpha1.RevisionLabel]
-		cm.Labels[v1alpha1.RevisionLabel], cm.Data["color"] = revision, "blue"
-		_, err = kube.CoreV1().ConfigMaps(appNS).Update(t.Context(), cm, metav1.UpdateOptions{FieldManager: "velero-restore"})
-		require.NoError(t, err)
-		require.Eventually(t, func() bool {
-			cm, err := kube.CoreV1().ConfigMaps(appNS).Get(t.Context(), "web-config", metav1.GetOptions{})
-			return err == nil && cm.Data["color"] == "green" && cm.Labels[v1alpha1.RevisionLabel] == current
-		}, 10*time.Second, 50*time.Millisecond, "the older copy stood")
-	})
+		return err == nil && cm.Data["color"] == "blue"
+	}, 10*time.Second, 50*time.Millisecond, "the edit was not corrected")
+	t.Logf("drift corrected %s after the edit", time.Since(edited).Round(10*time.Millisecond))
+	// And a deleted object is put back.
+	require.NoError(t, kube.CoreV1().ConfigMaps(appNS).Delete(t.Context(), "web-config", metav1.DeleteOptions{}))
+	require.Eventually(t, func() bool {
+		_, err := kube.CoreV1().ConfigMaps(appNS).Get(t.Context(), "web-config", metav1.GetOptions{})
+		return err == nil
+	}, 10*time.Second, 50*time.Millisecond, "the deleted object was not put back")
+}
 
-	t.Run("a member that leaves the decision has its objects removed", func(t *testing.T) {
-		env.decide(t, "member-1")
-		require.Eventually(t, func() bool {
-			_, err := env.members["member-2"].CoreV1().ConfigMaps(appNS).Get(t.Context(), "web-config", metav1.GetOptions{})
-			return apierrors.IsNotFound(err)
-		}, 20*time.Second, 100*time.Millisecond, "member-2 kept the Release's objects")
-		env.waitRelease(t, "web", "one member", func(r *v1alpha1.Release) bool { return r.Status.Members == 1 && r.Status.Ready == 1 })
+// aNewRevisionPrunesWhatItNoLongerHas is the subtest "a new revision prunes what it no longer has" of TestReleaseLifecycle.
+func (f *releaseLifecycle) aNewRevisionPrunesWhatItNoLongerHas(t *testing.T) {
+	env, appNS, revision := f.env, f.appNS, f.revision
+	env.updateRelease(t, env.ns, "web", func(cur *v1alpha1.Release) {
+		cur.Spec.Source.Manifests = manifests(t, configMap("web-config", map[string]string{"color": "green"}))
 	})
+	got := env.waitRelease(t, "web", "new revision ready", func(r *v1alpha1.Release) bool {
+		return r.Status.Revision != revision && r.Status.Ready == 2
+	})
+	for name, kube := range env.members {
+		cm, err := kube.CoreV1().ConfigMaps(appNS).Get(t.Context(), "web-config", metav1.GetOptions{})
+		require.NoError(t, err, name)
+		require.Equal(t, "green", cm.Data["color"])
+		require.Equal(t, got.Status.Revision, cm.Labels[v1alpha1.RevisionLabel])
+		_, err = kube.AppsV1().Deployments(appNS).Get(t.Context(), "web", metav1.GetOptions{})
+		require.True(t, apierrors.IsNotFound(err), "%s: the Deployment the revision dropped is still there: %v", name, err)
+	}
+}
 
-	t.Run("an empty decision removes nothing", func(t *testing.T) {
-		env.decide(t) // the placement lost every member
-		got := env.waitRelease(t, "web", "stalled on the empty decision", func(r *v1alpha1.Release) bool {
-			c := meta.FindStatusCondition(r.Status.Conditions, v1alpha1.ReleaseStalled)
-			return c != nil && c.Status == metav1.ConditionTrue && c.Reason == "EmptyDecision"
-		})
-		require.Contains(t, meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ReleaseStalled).Message, "nothing is removed from the 1 members")
-		time.Sleep(time.Second)
-		_, err := env.members["member-1"].CoreV1().ConfigMaps(appNS).Get(t.Context(), "web-config", metav1.GetOptions{})
-		require.NoError(t, err, "an empty decision uninstalled the Release")
-		env.decide(t, "member-1")
-		env.waitRelease(t, "web", "back on member-1", func(r *v1alpha1.Release) bool {
-			return r.Status.Ready == 1 && condition(r, v1alpha1.ReleaseStalled) == metav1.ConditionFalse
-		})
-	})
+// historyAndUndo is the subtest "history and undo" of TestReleaseLifecycle.
+func (f *releaseLifecycle) historyAndUndo(t *testing.T) {
+	env, appNS, revision := f.env, f.appNS, f.revision
+	rel, err := env.registry.ClusterregistryV1alpha1().Releases(env.ns).Get(t.Context(), "web", metav1.GetOptions{})
+	require.NoError(t, err)
+	history, err := delivery.History(t.Context(), kubernetes.NewForConfigOrDie(lf.Registry.Config), rel)
+	require.NoError(t, err)
+	require.Len(t, history, 3, "%+v", history)
+	for i, h := range history {
+		require.Equal(t, int64(i+1), h.Number)
+		require.Len(t, h.Waves, 1)
+		// The first, a bad image, never became healthy: its wave never finished.
+		require.Equal(t, i > 0, h.Waves[0].Finished != nil, "revision %d's wave: %+v", h.Number, h.Waves[0])
+	}
+	require.Equal(t, rel.Status.Revision, history[2].Hash)
+	require.Equal(t, revision, history[1].Hash)
+	require.Len(t, history[2].Record.Source.Manifests, 1)
 
-	t.Run("deleting the Release removes its objects", func(t *testing.T) {
-		require.NoError(t, env.registry.ClusterregistryV1alpha1().Releases(env.ns).Delete(t.Context(), "web", metav1.DeleteOptions{}))
-		require.Eventually(t, func() bool {
-			_, err := env.registry.ClusterregistryV1alpha1().Releases(env.ns).Get(t.Context(), "web", metav1.GetOptions{})
-			return apierrors.IsNotFound(err)
-		}, 20*time.Second, 100*time.Millisecond, "the Release was not finalized")
-		_, err := env.members["member-1"].CoreV1().ConfigMaps(appNS).Get(t.Context(), "web-config", metav1.GetOptions{})
-		require.True(t, apierrors.IsNotFound(err), "member-1 kept the Release's objects: %v", err)
+	env.updateRelease(t, env.ns, "web", func(cur *v1alpha1.Release) { *cur = *delivery.Undo(cur, history[1]) })
+	env.waitRelease(t, "web", "back at revision 2", func(r *v1alpha1.Release) bool {
+		return r.Status.Revision == revision && r.Status.Ready == 2
 	})
+	require.Eventually(t, func() bool {
+		history, err = delivery.History(t.Context(), kubernetes.NewForConfigOrDie(lf.Registry.Config), rel)
+		return err == nil && len(history) == 3 && history[2].Hash == revision && history[2].Number == 4 && history[2].Waves[0].Finished != nil
+	}, 10*time.Second, 100*time.Millisecond, "the undone revision is not the newest: %+v", history)
+	require.Equal(t, "rollout undo to revision 2 ("+revision+")", history[2].ChangeCause)
+	cm, err := env.members["member-1"].CoreV1().ConfigMaps(appNS).Get(t.Context(), "web-config", metav1.GetOptions{})
+	require.NoError(t, err)
+	require.Equal(t, "blue", cm.Data["color"])
+	// Forward again, to the revision the next steps expect.
+	env.updateRelease(t, env.ns, "web", func(cur *v1alpha1.Release) { *cur = *delivery.Undo(cur, history[1]) })
+	env.waitRelease(t, "web", "forward again", func(r *v1alpha1.Release) bool { return r.Status.Revision == history[1].Hash && r.Status.Ready == 2 })
+}
+
+// anOlderRevisionsCopyPutBackIsCorrected is the subtest "an older revision's copy put back is corrected" of TestReleaseLifecycle.
+func (f *releaseLifecycle) anOlderRevisionsCopyPutBackIsCorrected(t *testing.T) {
+	env, appNS, revision := f.env, f.appNS, f.revision
+	kube := env.members["member-1"]
+	cm, err := kube.CoreV1().ConfigMaps(appNS).Get(t.Context(), "web-config", metav1.GetOptions{})
+	require.NoError(t, err)
+	current := cm.Labels[v1alpha1.RevisionLabel]
+	cm.Labels[v1alpha1.RevisionLabel], cm.Data["color"] = revision, "blue"
+	_, err = kube.CoreV1().ConfigMaps(appNS).Update(t.Context(), cm, metav1.UpdateOptions{FieldManager: "velero-restore"})
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		cm, err := kube.CoreV1().ConfigMaps(appNS).Get(t.Context(), "web-config", metav1.GetOptions{})
+		return err == nil && cm.Data["color"] == "green" && cm.Labels[v1alpha1.RevisionLabel] == current
+	}, 10*time.Second, 50*time.Millisecond, "the older copy stood")
+}
+
+// aMemberThatLeavesTheDecisionHasItsObjectsRemoved is the subtest "a member that leaves the decision has its objects removed" of TestReleaseLifecycle.
+func (f *releaseLifecycle) aMemberThatLeavesTheDecisionHasItsObjectsRemoved(t *testing.T) {
+	env, appNS := f.env, f.appNS
+	env.decide(t, "member-1")
+	require.Eventually(t, func() bool {
+		_, err := env.members["member-2"].CoreV1().ConfigMaps(appNS).Get(t.Context(), "web-config", metav1.GetOptions{})
+		return apierrors.IsNotFound(err)
+	}, 20*time.Second, 100*time.Millisecond, "member-2 kept the Release's objects")
+	env.waitRelease(t, "web", "one member", func(r *v1alpha1.Release) bool { return r.Status.Members == 1 && r.Status.Ready == 1 })
+}
+
+// anEmptyDecisionRemovesNothing is the subtest "an empty decision removes nothing" of TestReleaseLifecycle.
+func (f *releaseLifecycle) anEmptyDecisionRemovesNothing(t *testing.T) {
+	env, appNS := f.env, f.appNS
+	env.decide(t) // the placement lost every member
+	got := env.waitRelease(t, "web", "stalled on the empty decision", func(r *v1alpha1.Release) bool {
+		c := meta.FindStatusCondition(r.Status.Conditions, v1alpha1.ReleaseStalled)
+		return c != nil && c.Status == metav1.ConditionTrue && c.Reason == "EmptyDecision"
+	})
+	require.Contains(t, meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ReleaseStalled).Message, "nothing is removed from the 1 members")
+	time.Sleep(time.Second)
+	_, err := env.members["member-1"].CoreV1().ConfigMaps(appNS).Get(t.Context(), "web-config", metav1.GetOptions{})
+	require.NoError(t, err, "an empty decision uninstalled the Release")
+	env.decide(t, "member-1")
+	env.waitRelease(t, "web", "back on member-1", func(r *v1alpha1.Release) bool {
+		return r.Status.Ready == 1 && condition(r, v1alpha1.ReleaseStalled) == metav1.ConditionFalse
+	})
+}
+
+// deletingTheReleaseRemovesItsObjects is the subtest "deleting the Release removes its objects" of TestReleaseLifecycle.
+func (f *releaseLifecycle) deletingTheReleaseRemovesItsObjects(t *testing.T) {
+	env, appNS := f.env, f.appNS
+	require.NoError(t, env.registry.ClusterregistryV1alpha1().Releases(env.ns).Delete(t.Context(), "web", metav1.DeleteOptions{}))
+	require.Eventually(t, func() bool {
+		_, err := env.registry.ClusterregistryV1alpha1().Releases(env.ns).Get(t.Context(), "web", metav1.GetOptions{})
+		return apierrors.IsNotFound(err)
+	}, 20*time.Second, 100*time.Millisecond, "the Release was not finalized")
+	_, err := env.members["member-1"].CoreV1().ConfigMaps(appNS).Get(t.Context(), "web-config", metav1.GetOptions{})
+	require.True(t, apierrors.IsNotFound(err), "member-1 kept the Release's objects: %v", err)
 }
 
 // An object already on a member that the Release was not given, with other values, is not taken
