@@ -76,7 +76,40 @@ func TestJoin(t *testing.T) {
 	cli := commandLine(ctx, kubeconfig, joined)
 	code, _, stderr := cli("install", "--create-namespace")
 	require.Equal(t, 0, code, stderr)
+	memberKube := kubernetes.NewForConfigOrDie(lf.Members[0].Config)
+	regID := registryID(ctx, lf)
+	s := &joinScenario{lf: lf, joined: joined, ctx: ctx, kubeconfig: kubeconfig, cli: cli, memberKube: memberKube, regID: regID}
+	s.refusals(t)
+	s.joinsAndJoinsAgain(t)
+	s.cleansUpEarlierBuilds(t)
+	s.get(t)
+	s.toolsReachMembers(t)
+	s.rotation(t)
+	s.ownership(t)
+	s.refusedJoins(t)
+	s.unjoin(t)
+}
 
+// joinScenario is what the parts of TestJoin share, in order: each part starts where the one
+// before it left the registry and the members.
+type joinScenario struct {
+	lf         *localfleet.Fleet
+	joined     string
+	ctx        context.Context
+	kubeconfig string
+	cli        func(args ...string) (int, string, string)
+	memberKube *kubernetes.Clientset
+	regID      string
+	registry   *versioned.Clientset
+	resolver   *access.Resolver
+	list       *v1alpha1.ClusterList
+	replaced   []*corev1.Secret
+}
+
+// refusals: a dry run, a ClusterRole the member lacks and a missing cluster set each do nothing on
+// the member.
+func (s *joinScenario) refusals(t *testing.T) {
+	lf, joined, ctx, kubeconfig, cli, memberKube := s.lf, s.joined, s.ctx, s.kubeconfig, s.cli, s.memberKube
 	// A dry run checks and says what it would do, and does nothing; so does a role the member lacks.
 	code, out, stderr := cli("join", "alpha", "--dry-run", "--labels", "env=test")
 	require.Equal(t, 0, code, "%s%s", out, stderr)
@@ -87,7 +120,6 @@ func TestJoin(t *testing.T) {
 	code, _, stderr = cli("join", "alpha", "--cluster-role", "no-such-role")
 	require.Equal(t, 1, code, "a ClusterRole the member lacks is found by asking it: not a usage error")
 	require.Contains(t, stderr, `member: ClusterRole "no-such-role" does not exist on `+lf.Members[0].URL()+" (nothing was done)")
-	memberKube := kubernetes.NewForConfigOrDie(lf.Members[0].Config)
 	require.Empty(t, joinAccounts(t, memberKube, joined), "a dry run or refused join made a service account")
 	// So does a cluster set the registry does not have: nothing is made on the member.
 	code, _, stderr = commandLine(ctx, kubeconfig, "nosuchns")("join", "alpha")
@@ -95,15 +127,19 @@ func TestJoin(t *testing.T) {
 	require.Contains(t, stderr, `namespaces "nosuchns" not found; make the cluster set with: clusterregistry install --create-namespace -n nosuchns`)
 	require.Contains(t, stderr, "(nothing was done)")
 	require.Empty(t, joinAccounts(t, memberKube, joined), "a join into a missing cluster set made a service account")
+}
 
+// joinsAndJoinsAgain: both contexts join; joined again, a Cluster is unchanged; -o prints it.
+func (s *joinScenario) joinsAndJoinsAgain(t *testing.T) {
+	lf, joined, cli := s.lf, s.joined, s.cli
 	for _, name := range []string{"alpha", "beta"} {
-		code, out, stderr = cli("join", name, "--labels", "env=test,joined=yes", "--cluster-role", "cluster-admin")
+		code, out, stderr := cli("join", name, "--labels", "env=test,joined=yes", "--cluster-role", "cluster-admin")
 		require.Equal(t, 0, code, "%s%s", out, stderr)
 		require.Contains(t, out, "registry: Cluster "+joined+"/"+name+" created")
 		require.Contains(t, out, "next: clusterregistry health -n "+joined+" probes the members")
 		require.Contains(t, out, "next: clusterregistry health -n "+joined+" --rotate-credentials renews the token")
 	}
-	code, out, stderr = cli("join", "alpha", "--labels", "env=test,joined=yes", "--cluster-role", "cluster-admin")
+	code, out, stderr := cli("join", "alpha", "--labels", "env=test,joined=yes", "--cluster-role", "cluster-admin")
 	require.Equal(t, 0, code, "%s%s", out, stderr)
 	require.Contains(t, out, "registry: Cluster "+joined+"/alpha unchanged", "a second join duplicated or changed the Cluster")
 	// -o: the Cluster on stdout, as the registry has it, and the report on stderr.
@@ -119,10 +155,14 @@ func TestJoin(t *testing.T) {
 	code, out, stderr = cli("join", "beta", "--dry-run", "-o", "name")
 	require.Equal(t, 0, code, stderr)
 	require.Equal(t, "cluster.clusterregistry.k8s.io/beta\n", out)
+}
 
+// cleansUpEarlierBuilds: what earlier builds made in kube-system for this Cluster goes on a join,
+// and others' stays.
+func (s *joinScenario) cleansUpEarlierBuilds(t *testing.T) {
+	lf, joined, ctx, cli, regID := s.lf, s.joined, s.ctx, s.cli, s.regID
 	// What join made in kube-system in earlier builds of main for this Cluster goes when it is joined again, and
 	// what it made for others stays.
-	regID := registryID(ctx, lf)
 	betaKube := kubernetes.NewForConfigOrDie(lf.Members[1].Config)
 	for _, owner := range []string{"beta", "someone-else"} {
 		meta := metav1.ObjectMeta{Name: join.AccountFor(regID, joined, owner).Name, Annotations: ownerAnnotations(regID, joined, "beta")}
@@ -134,7 +174,7 @@ func TestJoin(t *testing.T) {
 		_, err = betaKube.RbacV1().Roles("kube-system").Create(ctx, &rbacv1.Role{ObjectMeta: meta}, metav1.CreateOptions{})
 		require.NoError(t, err)
 	}
-	code, out, stderr = cli("join", "beta", "--labels", "env=test,joined=yes", "--cluster-role", "cluster-admin")
+	code, out, stderr := cli("join", "beta", "--labels", "env=test,joined=yes", "--cluster-role", "cluster-admin")
 	require.Equal(t, 0, code, "%s%s", out, stderr)
 	require.Contains(t, out, "member: ServiceAccount kube-system/"+join.AccountFor(regID, joined, "beta").Name+", made by an earlier join, deleted\n")
 	require.Contains(t, out, "member: Role kube-system/"+join.AccountFor(regID, joined, "beta").Name+", made by an earlier join, deleted\n")
@@ -143,10 +183,14 @@ func TestJoin(t *testing.T) {
 	require.NoError(t, betaKube.CoreV1().ServiceAccounts("kube-system").Delete(ctx, join.AccountFor(regID, joined, "someone-else").Name, metav1.DeleteOptions{}),
 		"another Cluster's account was removed")
 	require.NoError(t, betaKube.RbacV1().Roles("kube-system").Delete(ctx, join.AccountFor(regID, joined, "someone-else").Name, metav1.DeleteOptions{}))
+}
 
+// get: the overview and kubectl's formats, never a token.
+func (s *joinScenario) get(t *testing.T) {
+	lf, joined, ctx, kubeconfig, cli := s.lf, s.joined, s.ctx, s.kubeconfig, s.cli
 	// get: the overview, with the expiry of the token join stored (and never the token), and the
 	// Clusters themselves in kubectl's formats.
-	code, out, stderr = cli("get")
+	code, out, stderr := cli("get")
 	require.Equal(t, 0, code, stderr)
 	lines := strings.Split(strings.TrimSpace(out), "\n")
 	require.Len(t, lines, 3, out)
@@ -181,7 +225,11 @@ func TestJoin(t *testing.T) {
 	require.Equal(t, 2, code)
 	require.Contains(t, stderr, "-o table: want wide, custom-columns=..., or one of")
 	t.Run("completion", func(t *testing.T) { testCompletion(t, kubeconfig, joined) })
+}
 
+// toolsReachMembers: a tool reaches each member through the registry alone.
+func (s *joinScenario) toolsReachMembers(t *testing.T) {
+	lf, joined, ctx := s.lf, s.joined, s.ctx
 	// A tool reaches each member through the registry alone.
 	registry := versioned.NewForConfigOrDie(lf.Registry.Config)
 	resolver, err := access.NewResolver(access.ResolverOptions{Secrets: access.SecretsFromClient(kubernetes.NewForConfigOrDie(lf.Registry.Config))})
@@ -202,6 +250,13 @@ func TestJoin(t *testing.T) {
 			return string(ns.UID), nil
 		})
 	require.NoError(t, results.Err())
+	s.registry, s.resolver, s.list = registry, resolver, list
+}
+
+// rotation: the account join made renews its own token (a rotator, join again, the rotate command),
+// each replaced token revoked.
+func (s *joinScenario) rotation(t *testing.T) {
+	lf, joined, ctx, cli, resolver, list := s.lf, s.joined, s.ctx, s.cli, s.resolver, s.list
 	secret, err := kubernetes.NewForConfigOrDie(lf.Registry.Config).CoreV1().Secrets(joined).Get(ctx, "alpha-token", metav1.GetOptions{})
 	require.NoError(t, err)
 	require.Equal(t, lf.Members[0].URL(), secret.Annotations[v1alpha1.ServersAnnotation])
@@ -233,7 +288,7 @@ func TestJoin(t *testing.T) {
 	requireWorks(t, rotated)
 	secret = rotated
 	// Joining again replaces the rotator's token, and revokes it.
-	code, out, stderr = cli("join", "alpha", "--labels", "env=test,joined=yes", "--cluster-role", "cluster-admin")
+	code, out, stderr := cli("join", "alpha", "--labels", "env=test,joined=yes", "--cluster-role", "cluster-admin")
 	require.Equal(t, 0, code, "%s%s", out, stderr)
 	require.Contains(t, out, "member: 1 replaced token(s) revoked\n")
 	replaced = append(replaced, secret)
@@ -257,7 +312,14 @@ func TestJoin(t *testing.T) {
 	secret, err = kubernetes.NewForConfigOrDie(lf.Registry.Config).CoreV1().Secrets(joined).Get(ctx, "alpha-token", metav1.GetOptions{})
 	require.NoError(t, err)
 	requireWorks(t, secret)
+	s.replaced = replaced
+}
 
+// ownership: the same member joined in another set and under another name gets objects of its own,
+// which unjoin removes alone.
+func (s *joinScenario) ownership(t *testing.T) {
+	lf, joined, ctx, kubeconfig, cli, memberKube, regID, resolver, list := s.lf, s.joined, s.ctx, s.kubeconfig, s.cli, s.memberKube, s.regID, s.resolver, s.list
+	regAccount := join.AccountFor(regID, joined, "alpha")
 	// What join made on the member records its owner, and is this Cluster's alone: the same
 	// member joined in another set, and under another name in this one (with a warning), gets
 	// objects of its own, and unjoin of those leaves "+joined+"/alpha's token working.
@@ -267,9 +329,9 @@ func TestJoin(t *testing.T) {
 	require.Equal(t, regID, sa.Annotations["clusterregistry.k8s.io/registry"])
 	otherSet := fleettest.NewSet(t, lf)
 	other := commandLine(ctx, kubeconfig, otherSet)
-	code, _, stderr = other("install", "--create-namespace")
+	code, _, stderr := other("install", "--create-namespace")
 	require.Equal(t, 0, code, stderr)
-	code, out, stderr = other("join", "alpha")
+	code, out, stderr := other("join", "alpha")
 	require.Equal(t, 0, code, "%s%s", out, stderr)
 	code, out, stderr = cli("join", "alpha", "--name", "alpha-again")
 	require.Equal(t, 0, code, "%s%s", out, stderr)
@@ -292,9 +354,14 @@ func TestJoin(t *testing.T) {
 			_, err = kube.CoreV1().Namespaces().Get(ctx, "kube-system", metav1.GetOptions{})
 			return "", err
 		}).Err(), "unjoin of another set's or name's join revoked "+joined+"/alpha's token")
+}
 
+// refusedJoins: a taken name, a missing context, a member that does not answer and a server-less
+// context are refused, registering nothing.
+func (s *joinScenario) refusedJoins(t *testing.T) {
+	joined, ctx, kubeconfig, cli, registry := s.joined, s.ctx, s.kubeconfig, s.cli, s.registry
 	// Refused, with what to do.
-	code, _, stderr = cli("join", "beta", "--name", "alpha")
+	code, _, stderr := cli("join", "beta", "--name", "alpha")
 	require.Equal(t, 1, code)
 	require.Contains(t, stderr, "cluster "+joined+"/alpha already exists for another server; choose another --name, or unjoin it first")
 	code, _, stderr = cli("join", "gamma")
@@ -323,10 +390,15 @@ func TestJoin(t *testing.T) {
 		_, err = registry.ClusterregistryV1alpha1().Clusters(joined).Get(ctx, name, metav1.GetOptions{})
 		require.True(t, apierrors.IsNotFound(err), "a failed join registered %s: %v", name, err)
 	}
+}
 
+// unjoin: a dry run removes nothing; unjoin leaves nothing on either side; again, it finds nothing;
+// --registry-only leaves the member alone.
+func (s *joinScenario) unjoin(t *testing.T) {
+	lf, joined, ctx, cli, memberKube, registry, replaced := s.lf, s.joined, s.ctx, s.cli, s.memberKube, s.registry, s.replaced
 	// unjoin by the Cluster's name: a dry run says what it would remove and removes nothing;
 	// then nothing is left behind on either side, and a second unjoin finds nothing, saying so.
-	code, out, stderr = cli("unjoin", "alpha", "--dry-run")
+	code, out, stderr := cli("unjoin", "alpha", "--dry-run")
 	require.Equal(t, 0, code, "%s%s", out, stderr)
 	require.Equal(t, 6, strings.Count(out, ": would be deleted (dry run)\n"), out)
 	require.Len(t, joinAccounts(t, memberKube, joined), 1)
