@@ -1,8 +1,10 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
+	"net/http/httptest"
 	"testing"
 	"time"
 
@@ -13,6 +15,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/cluster-registry/sdk/clientset/versioned"
+	crv1alpha1 "github.com/cluster-registry/sdk/clientset/versioned/typed/clusterregistry/v1alpha1"
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
 	"github.com/cluster-registry/sdk/testkit/fleettest"
 )
@@ -63,7 +66,34 @@ func TestChartsAsEachCaller(t *testing.T) {
 		require.NoError(t, json.Unmarshal(out, &got))
 		return got.Charts
 	}
+	s := &chartsCallers{ctx: ctx, set: set, viewer: viewer, editor: editor, otherEditor: otherEditor, srv: srv, web: web, registry: registry, shop: shop, list: list}
+	s.refusals(t)
+	s.release(t)
+	s.listReleases(t)
+	s.watchCharts(t)
+	s.change(t)
+	s.remove(t)
+}
 
+// chartsCallers is what the parts of TestChartsAsEachCaller share, in order: each starts where the
+// one before it left the registry.
+type chartsCallers struct {
+	ctx         context.Context
+	set         string
+	viewer      string
+	editor      string
+	otherEditor string
+	srv         *server
+	web         *httptest.Server
+	registry    crv1alpha1.ClusterregistryV1alpha1Interface
+	shop        map[string]any
+	list        func(token string) []chartRelease
+}
+
+// refusals: nobody, a viewer, another set's editor and a page of another site may not release a
+// chart.
+func (s *chartsCallers) refusals(t *testing.T) {
+	viewer, editor, otherEditor, web, shop := s.viewer, s.editor, s.otherEditor, s.web, s.shop
 	code, out := callAs(t, "", http.MethodGet, web.URL+"/charts", nil, nil)
 	require.Equal(t, http.StatusUnauthorized, code, string(out))
 	code, out = callAs(t, "", http.MethodPost, web.URL+"/charts", shop, nil)
@@ -80,9 +110,14 @@ func TestChartsAsEachCaller(t *testing.T) {
 	require.Equal(t, http.StatusForbidden, code, string(out))
 	code, out = callAs(t, editor, http.MethodPost, web.URL+"/charts", shop, http.Header{"Content-Type": {"text/plain"}})
 	require.Equal(t, http.StatusUnsupportedMediaType, code, string(out))
+}
 
+// release: the set's editor releases the chart, beside a Release of manifests; what the controller
+// reports is listed.
+func (s *chartsCallers) release(t *testing.T) {
+	ctx, set, viewer, editor, otherEditor, web, registry, shop, list := s.ctx, s.set, s.viewer, s.editor, s.otherEditor, s.web, s.registry, s.shop, s.list
 	// The set's editor releases the chart; a bad request names what is wrong.
-	code, out = callAs(t, editor, http.MethodPost, web.URL+"/charts", map[string]any{"namespace": set, "name": "bad", "placement": "web", "chart": map[string]any{}}, nil)
+	code, out := callAs(t, editor, http.MethodPost, web.URL+"/charts", map[string]any{"namespace": set, "name": "bad", "placement": "web", "chart": map[string]any{}}, nil)
 	require.Equal(t, http.StatusBadRequest, code, string(out))
 	require.Contains(t, status(t, out).Message, "chart: set url")
 	code, out = callAs(t, editor, http.MethodPost, web.URL+"/charts", map[string]any{"namespace": set, "name": "bad", "placement": "web", "chart": map[string]any{"url": "ftp://x/y"}}, nil)
@@ -131,6 +166,12 @@ func TestChartsAsEachCaller(t *testing.T) {
 		require.True(t, meta.IsStatusConditionFalse(toConditions(c.Conditions), v1alpha1.ReleaseAvailable))
 	}
 	require.Empty(t, list(otherEditor), "another set's editor saw this set's chart release")
+}
+
+// listReleases: GET /releases lists every Release, whatever it delivers, as the caller may list
+// them.
+func (s *chartsCallers) listReleases(t *testing.T) {
+	viewer, otherEditor, web := s.viewer, s.otherEditor, s.web
 	// GET /releases: every Release, whatever it delivers, as the caller may list them.
 	listAll := func(token string) map[string]chartRelease {
 		code, out := callAs(t, token, http.MethodGet, web.URL+"/releases", nil, nil)
@@ -150,13 +191,18 @@ func TestChartsAsEachCaller(t *testing.T) {
 	require.Equal(t, "manifests", all["plain"].ConfigMap)
 	require.Zero(t, all["plain"].Chart, "a Release of manifests shown with a chart")
 	require.Empty(t, listAll(otherEditor), "another set's editor saw this set's releases")
-	code, _ = callAs(t, "", http.MethodGet, web.URL+"/releases", nil, nil)
+	code, _ := callAs(t, "", http.MethodGet, web.URL+"/releases", nil, nil)
 	require.Equal(t, http.StatusUnauthorized, code)
+}
 
+// watchCharts: the streams start with what the caller may see, send its changes, and nothing when
+// only times change.
+func (s *chartsCallers) watchCharts(t *testing.T) {
+	ctx, set, viewer, otherEditor, srv, web, registry := s.ctx, s.set, s.viewer, s.otherEditor, s.srv, s.web, s.registry
 	// GET /watch/charts: the viewer's stream starts with the chart release and sends its changes;
 	// nobody gets 401; another set's editor's stream sends nothing of this set; a status written
 	// again with only its times changed sends nothing.
-	_, code = watch(t, "", web.URL+"/watch/charts")
+	_, code := watch(t, "", web.URL+"/watch/charts")
 	require.Equal(t, http.StatusUnauthorized, code)
 	_, code = watch(t, otherEditor, web.URL+"/watch/charts?namespace="+set)
 	require.Equal(t, http.StatusForbidden, code)
@@ -190,7 +236,7 @@ func TestChartsAsEachCaller(t *testing.T) {
 	require.Equal(t, map[string]string{"shop": "Chart", "plain": "ConfigMap"}, sources)
 	otherEvents, code := watch(t, otherEditor, web.URL+"/watch/charts")
 	require.Equal(t, http.StatusOK, code)
-	rel, err = registry.Releases(set).Get(ctx, "shop", metav1.GetOptions{})
+	rel, err := registry.Releases(set).Get(ctx, "shop", metav1.GetOptions{})
 	require.NoError(t, err)
 	rel.Status.Conditions[0].LastTransitionTime = metav1.NewTime(rel.Status.Conditions[0].LastTransitionTime.Add(time.Minute))
 	rel, err = registry.Releases(set).UpdateStatus(ctx, rel, metav1.UpdateOptions{})
@@ -214,15 +260,20 @@ func TestChartsAsEachCaller(t *testing.T) {
 		}
 		break
 	}
+}
 
+// change: the viewer may not change the chart release; the editor changes its version and values;
+// what PATCH does not take is named.
+func (s *chartsCallers) change(t *testing.T) {
+	ctx, set, viewer, editor, otherEditor, web, registry := s.ctx, s.set, s.viewer, s.editor, s.otherEditor, s.web, s.registry
 	// Changing it: the viewer may not; the editor changes the version and the values.
-	code, out = callAs(t, viewer, http.MethodPatch, web.URL+"/charts/"+set+"/shop", map[string]any{"version": "1.3.0"}, nil)
+	code, out := callAs(t, viewer, http.MethodPatch, web.URL+"/charts/"+set+"/shop", map[string]any{"version": "1.3.0"}, nil)
 	require.Equal(t, http.StatusForbidden, code, string(out))
 	code, out = callAs(t, otherEditor, http.MethodPatch, web.URL+"/charts/"+set+"/shop", map[string]any{"version": "1.3.0"}, nil)
 	require.Equal(t, http.StatusForbidden, code, string(out))
 	code, out = callAs(t, editor, http.MethodPatch, web.URL+"/charts/"+set+"/shop", map[string]any{"version": "1.3.0", "values": map[string]any{"replicas": 5}}, nil)
 	require.Equal(t, http.StatusOK, code, string(out))
-	rel, err = registry.Releases(set).Get(ctx, "shop", metav1.GetOptions{})
+	rel, err := registry.Releases(set).Get(ctx, "shop", metav1.GetOptions{})
 	require.NoError(t, err)
 	require.Equal(t, "1.3.0", rel.Spec.Source.Chart.Repository.Version)
 	require.JSONEq(t, `{"replicas":5}`, string(rel.Spec.Source.Chart.Values.Raw))
@@ -246,15 +297,19 @@ func TestChartsAsEachCaller(t *testing.T) {
 		require.Equal(t, http.StatusBadRequest, code, string(out))
 		require.Contains(t, string(out), "takes its chart from "+kind+" shop-chart, which has no version to change", kind)
 	}
+}
 
+// remove: the editor removes it.
+func (s *chartsCallers) remove(t *testing.T) {
+	ctx, set, viewer, editor, otherEditor, web, registry := s.ctx, s.set, s.viewer, s.editor, s.otherEditor, s.web, s.registry
 	// Removing it.
 	for _, token := range []string{viewer, otherEditor} {
-		code, out = callAs(t, token, http.MethodDelete, web.URL+"/charts/"+set+"/shop", nil, nil)
+		code, out := callAs(t, token, http.MethodDelete, web.URL+"/charts/"+set+"/shop", nil, nil)
 		require.Equal(t, http.StatusForbidden, code, string(out))
 	}
-	code, out = callAs(t, editor, http.MethodDelete, web.URL+"/charts/"+set+"/shop", nil, nil)
+	code, out := callAs(t, editor, http.MethodDelete, web.URL+"/charts/"+set+"/shop", nil, nil)
 	require.Equal(t, http.StatusOK, code, string(out))
-	_, err = registry.Releases(set).Get(ctx, "shop", metav1.GetOptions{})
+	_, err := registry.Releases(set).Get(ctx, "shop", metav1.GetOptions{})
 	require.Error(t, err)
 }
 
