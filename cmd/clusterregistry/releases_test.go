@@ -13,10 +13,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/yaml"
 
 	"github.com/cluster-registry/sdk/clientset/versioned"
+	crv1alpha1 "github.com/cluster-registry/sdk/clientset/versioned/typed/clusterregistry/v1alpha1"
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
 	"github.com/cluster-registry/sdk/localfleet"
 	"github.com/cluster-registry/sdk/testkit/fleettest"
@@ -107,6 +109,33 @@ func rolloutVerbs(t *testing.T, lf *localfleet.Fleet, ns, first string, cmd func
 		require.NoError(t, err)
 		return cm.Data["greeting"]
 	}
+	s := &rollout{lf: lf, ns: ns, first: first, cmd: cmd, registry: registry, member: member, greeting: greeting}
+	s.historyAndStatus(t)
+	s.undo(t)
+	s.forgedRecord(t)
+	s.pauseAndResume(t)
+	s.restart(t)
+	s.approval(t)
+	s.diff(t)
+	s.usageErrors(t)
+}
+
+// rollout is what the parts of rolloutVerbs share, in order: each starts where the one before it
+// left Release web.
+type rollout struct {
+	lf       *localfleet.Fleet
+	ns       string
+	first    string
+	cmd      func(args ...string) (int, string, string)
+	registry crv1alpha1.ClusterregistryV1alpha1Interface
+	member   corev1client.ConfigMapInterface
+	greeting func() string
+}
+
+// historyAndStatus: rollout history lists the revisions; rollout status waits for a change with a
+// cause.
+func (s *rollout) historyAndStatus(t *testing.T) {
+	ns, first, cmd, registry, greeting := s.ns, s.first, s.cmd, s.registry, s.greeting
 	code, out, errOut := cmd("rollout", "history", "release/web")
 	require.Equal(t, 0, code, errOut)
 	require.Regexp(t, `(?m)^REVISION\s+HASH\s+CREATED\s+WAVES\s+CHANGE-CAUSE$`, out)
@@ -139,9 +168,13 @@ func rolloutVerbs(t *testing.T, lf *localfleet.Fleet, ns, first string, cmd func
 	code, _, errOut = cmd("rollout", "history", "release/web", "--revision", "9")
 	require.Equal(t, 1, code)
 	require.Contains(t, errOut, "unable to find revision 9 in its history")
+}
 
+// undo: rollout undo rolls the previous revision out again, recorded as the newest.
+func (s *rollout) undo(t *testing.T) {
+	first, cmd, greeting := s.first, s.cmd, s.greeting
 	// Undo: the previous revision rolls out again, recorded as the newest.
-	code, out, errOut = cmd("rollout", "undo", "release/web")
+	code, out, errOut := cmd("rollout", "undo", "release/web")
 	require.Equal(t, 0, code, errOut)
 	require.Equal(t, "release.clusterregistry.k8s.io/web rolled back to revision 1 ("+first+")\n", out)
 	code, out, errOut = cmd("rollout", "status", "release/web", "--timeout", "60s")
@@ -154,7 +187,12 @@ func rolloutVerbs(t *testing.T, lf *localfleet.Fleet, ns, first string, cmd func
 	code, _, errOut = cmd("rollout", "undo", "release/web", "--to-revision", "7")
 	require.Equal(t, 1, code)
 	require.Contains(t, errOut, "unable to find revision 7 in its history")
+}
 
+// forgedRecord: a record of a revision replaced by whoever may write ControllerRevisions is not
+// delivered by undo.
+func (s *rollout) forgedRecord(t *testing.T) {
+	lf, ns, cmd, registry := s.lf, s.ns, s.cmd, s.registry
 	// The attacker: whoever may write ControllerRevisions in the cluster set replaces revision 2's
 	// record (its data is immutable: deleted and made again, labels, owner and number kept) with
 	// one whose source is theirs, so that undo would deliver it.
@@ -173,16 +211,20 @@ func rolloutVerbs(t *testing.T, lf *localfleet.Fleet, ns, first string, cmd func
 		}
 	}
 	require.Equal(t, 1, forged, "revision 2's record")
-	code, _, errOut = cmd("rollout", "undo", "release/web", "--to-revision", "2")
+	code, _, errOut := cmd("rollout", "undo", "release/web", "--to-revision", "2")
 	require.Equal(t, 1, code, errOut)
 	require.Contains(t, errOut, "revision 2's record renders to revision ")
 	require.Contains(t, errOut, "it is not put back")
 	cur, err := registry.Releases(ns).Get(t.Context(), "web", metav1.GetOptions{})
 	require.NoError(t, err)
 	require.NotContains(t, string(cur.Spec.Source.Manifests[0].Raw), "forged", "the forged record was put back")
+}
 
+// pauseAndResume: rollout pause and resume, with kubectl's errors.
+func (s *rollout) pauseAndResume(t *testing.T) {
+	cmd := s.cmd
 	// Pause and resume, with kubectl's errors; a paused Release's status ends at once, exit 1.
-	code, out, errOut = cmd("rollout", "pause", "release/web")
+	code, out, errOut := cmd("rollout", "pause", "release/web")
 	require.Equal(t, 0, code, errOut)
 	require.Equal(t, "release.clusterregistry.k8s.io/web paused\n", out)
 	code, _, errOut = cmd("rollout", "pause", "release/web")
@@ -197,9 +239,13 @@ func rolloutVerbs(t *testing.T, lf *localfleet.Fleet, ns, first string, cmd func
 	code, _, errOut = cmd("rollout", "resume", "release/web")
 	require.Equal(t, 1, code)
 	require.Contains(t, errOut, "is not paused")
+}
 
+// restart: rollout restart delivers again now.
+func (s *rollout) restart(t *testing.T) {
+	ns, cmd, registry, member, greeting := s.ns, s.cmd, s.registry, s.member, s.greeting
 	// Restart delivers again now: under drift Ignore an edit by hand stays, until a restart.
-	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		rel, err := registry.Releases(ns).Get(t.Context(), "web", metav1.GetOptions{})
 		require.NoError(t, err)
 		rel.Spec.Drift = &v1alpha1.ReleaseDrift{Policy: v1alpha1.DriftIgnore}
@@ -207,7 +253,7 @@ func rolloutVerbs(t *testing.T, lf *localfleet.Fleet, ns, first string, cmd func
 		return err
 	})
 	require.NoError(t, err)
-	code, out, errOut = cmd("rollout", "status", "release/web", "--timeout", "60s")
+	code, out, errOut := cmd("rollout", "status", "release/web", "--timeout", "60s")
 	require.Equal(t, 0, code, "%s%s", out, errOut)
 	cm, err := member.Get(t.Context(), ns, metav1.GetOptions{})
 	require.NoError(t, err)
@@ -220,9 +266,13 @@ func rolloutVerbs(t *testing.T, lf *localfleet.Fleet, ns, first string, cmd func
 	require.Equal(t, 0, code, errOut)
 	require.Equal(t, "release.clusterregistry.k8s.io/web restarted\n", out)
 	require.Eventually(t, func() bool { return greeting() == "hello" }, 20*time.Second, 100*time.Millisecond, "the restart did not deliver again")
+}
 
+// approval: a change waits at its first wave until approved.
+func (s *rollout) approval(t *testing.T) {
+	ns, cmd, registry, greeting := s.ns, s.cmd, s.registry, s.greeting
 	// Manual approval: a change waits at its first wave until approved.
-	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		rel, err := registry.Releases(ns).Get(t.Context(), "web", metav1.GetOptions{})
 		require.NoError(t, err)
 		rel.Spec.Rollout = &v1alpha1.ReleaseRollout{Approval: v1alpha1.ApprovalManual}
@@ -231,6 +281,8 @@ func rolloutVerbs(t *testing.T, lf *localfleet.Fleet, ns, first string, cmd func
 		return err
 	})
 	require.NoError(t, err)
+	var code int
+	var out string
 	require.Eventually(t, func() bool {
 		code, out, _ = cmd("rollout", "status", "release/web", "--watch=false")
 		return code == 0 && strings.Contains(out, "wave 1 of 1 of revision ") && strings.Contains(out, "awaits approval: clusterregistry rollout approve release/web")
@@ -243,7 +295,7 @@ func rolloutVerbs(t *testing.T, lf *localfleet.Fleet, ns, first string, cmd func
 	}, 10*time.Second, 100*time.Millisecond, "the members do not say they await approval")
 	time.Sleep(time.Second)
 	require.Equal(t, "hello", greeting(), "the wave began unapproved")
-	code, out, errOut = cmd("rollout", "approve", "release/web")
+	code, out, errOut := cmd("rollout", "approve", "release/web")
 	require.Equal(t, 0, code, errOut)
 	require.Regexp(t, `^release.clusterregistry.k8s.io/web wave 1 of revision \S+ approved\n$`, out)
 	code, out, errOut = cmd("rollout", "status", "release/web", "--timeout", "60s")
@@ -253,10 +305,14 @@ func rolloutVerbs(t *testing.T, lf *localfleet.Fleet, ns, first string, cmd func
 	code, _, errOut = cmd("rollout", "approve", "release/web")
 	require.Equal(t, 1, code)
 	require.Contains(t, errOut, "every wave (1) of revision")
+}
 
+// diff: diff shows what a file would change, member by member, and writes nothing.
+func (s *rollout) diff(t *testing.T) {
+	lf, ns, cmd, registry, greeting := s.lf, s.ns, s.cmd, s.registry, s.greeting
 	// diff: nothing would change for the Release as it is; a file's change shows member by
 	// member, and nothing is written.
-	code, out, errOut = cmd("diff", "release", "web")
+	code, out, errOut := cmd("diff", "release", "web")
 	require.Equal(t, 0, code, "%s%s", out, errOut)
 	require.Empty(t, out)
 	rel, err := registry.Releases(ns).Get(t.Context(), "web", metav1.GetOptions{})
@@ -276,10 +332,14 @@ func rolloutVerbs(t *testing.T, lf *localfleet.Fleet, ns, first string, cmd func
 	require.Contains(t, out, "-  greeting: approved\n+  greeting: diffed\n")
 	t.Logf("diff release -f web.yaml:\n%s", out)
 	require.Equal(t, "approved", greeting(), "diff wrote")
+}
 
+// usageErrors: usage errors exit 2.
+func (s *rollout) usageErrors(t *testing.T) {
+	cmd := s.cmd
 	// Usage errors exit 2.
 	for _, args := range [][]string{{"diff", "release"}, {"diff", "release", "web", "-f", "x.yaml"}, {"rollout", "history"}, {"rollout", "undo", "deployment/web"}, {"rollout", "status", "web"}, {"rollout", "undo", "release/web", "--to-revision", "-1"}} {
-		code, _, errOut = cmd(args...)
+		code, _, errOut := cmd(args...)
 		require.Equal(t, 2, code, "%v: %s", args, errOut)
 	}
 }
