@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -20,6 +21,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/cluster-registry/sdk/clientset/versioned"
+	crv1alpha1 "github.com/cluster-registry/sdk/clientset/versioned/typed/clusterregistry/v1alpha1"
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
 	"github.com/cluster-registry/sdk/testkit/fleettest"
 )
@@ -87,7 +89,37 @@ func TestCallersGetWhatTheRegistryGivesThem(t *testing.T) {
 		}
 		return out
 	}
+	fx := &fleetAPICallers{ctx: ctx, other: other, viewer: viewer, editor: editor, nobody: nobody, s: s, web: web, registry: registry, clusterCount: clusterCount, before: before, requireNoFleet: requireNoFleet, names: names}
+	fx.nobodyGetsNothing(t)
+	fx.crossSite(t)
+	fx.unservedRoutes(t)
+	fx.rebindingAndDashboard(t)
+	fx.noRights(t)
+	fx.viewerOfOneSet(t)
+	fx.editorOfOneSet(t)
+	fx.asTheCaller(t)
+}
 
+// fleetAPICallers is what the parts of TestCallersGetWhatTheRegistryGivesThem share, in order: each
+// starts where the one before it left the registry.
+type fleetAPICallers struct {
+	ctx            context.Context
+	other          string
+	viewer         string
+	editor         string
+	nobody         string
+	s              *server
+	web            *httptest.Server
+	registry       crv1alpha1.ClusterregistryV1alpha1Interface
+	clusterCount   func() int
+	before         int
+	requireNoFleet func(body []byte)
+	names          func(body []byte) []string
+}
+
+// nobodyGetsNothing: nobody (no credentials, or a token the registry does not take) gets nothing.
+func (fx *fleetAPICallers) nobodyGetsNothing(t *testing.T) {
+	viewer, web, requireNoFleet := fx.viewer, fx.web, fx.requireNoFleet
 	// Nobody: no credentials, or a token the registry does not take.
 	for _, token := range []string{"", "not-a-token", viewer + "x"} {
 		for _, r := range []struct{ method, path string }{
@@ -103,7 +135,11 @@ func TestCallersGetWhatTheRegistryGivesThem(t *testing.T) {
 			requireNoFleet(out)
 		}
 	}
+}
 
+// crossSite: a page of another site is refused, whatever credentials its browser sends.
+func (fx *fleetAPICallers) crossSite(t *testing.T) {
+	editor, web, requireNoFleet := fx.editor, fx.web, fx.requireNoFleet
 	// A page of another site: a form's text/plain post (no preflight), even one that a browser
 	// sends with a client certificate or a token it holds; an Origin or Sec-Fetch-Site elsewhere.
 	// A body that is not JSON is 415 Unsupported Media Type, as the registry answers it (it was
@@ -124,10 +160,15 @@ func TestCallersGetWhatTheRegistryGivesThem(t *testing.T) {
 	}
 	code, out := callAs(t, "", http.MethodPost, web.URL+"/clusters", newCluster(lf.Namespace, "cross-site"), http.Header{"Content-Type": {"text/plain"}})
 	require.Equal(t, http.StatusUnauthorized, code, string(out))
+}
 
+// unservedRoutes: a route not served, or a method a route does not take, is answered with a Status,
+// never before the caller is known.
+func (fx *fleetAPICallers) unservedRoutes(t *testing.T) {
+	viewer, web := fx.viewer, fx.web
 	// A route that is not served, or a method a route does not take, is answered with a Status,
 	// as --help promises (it was Go's plain text), and never before the caller is known.
-	code, out = callAs(t, viewer, http.MethodGet, web.URL+"/nodes", nil, nil)
+	code, out := callAs(t, viewer, http.MethodGet, web.URL+"/nodes", nil, nil)
 	require.Equal(t, http.StatusNotFound, code, string(out))
 	require.Equal(t, metav1.StatusReasonNotFound, status(t, out).Reason)
 	code, out = callAs(t, viewer, http.MethodPost, web.URL+"/watch/clusters", map[string]any{}, nil)
@@ -136,10 +177,15 @@ func TestCallersGetWhatTheRegistryGivesThem(t *testing.T) {
 	require.Contains(t, status(t, out).Message, "GET")
 	code, out = callAs(t, "", http.MethodGet, web.URL+"/nodes", nil, nil)
 	require.Equal(t, http.StatusUnauthorized, code, "nobody learns which routes exist: %s", out)
+}
 
+// rebindingAndDashboard: a page behind a rebinding host name is refused; the dashboard page is
+// served to anyone, under a policy that runs only its own script, but not through a rebinding host.
+func (fx *fleetAPICallers) rebindingAndDashboard(t *testing.T) {
+	ctx, viewer, web, requireNoFleet := fx.ctx, fx.viewer, fx.web, fx.requireNoFleet
 	// A page behind a rebinding host name reaches this server's address with another Host.
 	_, port, _ := strings.Cut(strings.TrimPrefix(web.URL, "http://"), ":")
-	code, out = callAs(t, viewer, http.MethodGet, web.URL+"/clusters", nil, http.Header{"Host": {"rebind.evil.example.com:" + port}})
+	code, out := callAs(t, viewer, http.MethodGet, web.URL+"/clusters", nil, http.Header{"Host": {"rebind.evil.example.com:" + port}})
 	require.Equal(t, http.StatusBadRequest, code, string(out))
 	requireNoFleet(out)
 
@@ -158,14 +204,22 @@ func TestCallersGetWhatTheRegistryGivesThem(t *testing.T) {
 	require.Contains(t, resp.Header.Get("Content-Security-Policy"), "frame-ancestors 'none'")
 	code, out = callAs(t, "", http.MethodGet, web.URL+"/", nil, http.Header{"Host": {"rebind.evil.example.com:" + port}})
 	require.Equal(t, http.StatusBadRequest, code, "the page through a rebinding host: %s", out)
+}
 
+// noRights: a caller the registry knows, with no rights on Clusters, sees no member.
+func (fx *fleetAPICallers) noRights(t *testing.T) {
+	nobody, web, names := fx.nobody, fx.web, fx.names
 	// A caller the registry knows, with no rights on Clusters, sees no member.
-	code, out = callAs(t, nobody, http.MethodGet, web.URL+"/clusters", nil, nil)
+	code, out := callAs(t, nobody, http.MethodGet, web.URL+"/clusters", nil, nil)
 	require.Equal(t, http.StatusOK, code, string(out))
 	require.Empty(t, names(out))
+}
 
+// viewerOfOneSet: a viewer of one set sees that set's members alone, and changes nothing.
+func (fx *fleetAPICallers) viewerOfOneSet(t *testing.T) {
+	other, viewer, web, names := fx.other, fx.viewer, fx.web, fx.names
 	// A viewer of one set sees that set's members alone, and changes nothing.
-	code, out = callAs(t, viewer, http.MethodGet, web.URL+"/clusters", nil, nil)
+	code, out := callAs(t, viewer, http.MethodGet, web.URL+"/clusters", nil, nil)
 	require.Equal(t, http.StatusOK, code, string(out))
 	require.ElementsMatch(t, []string{lf.Namespace + "/member-1", lf.Namespace + "/member-2"}, names(out))
 	code, out = callAs(t, viewer, http.MethodGet, web.URL+"/clusters/"+lf.Namespace+"/member-1", nil, nil)
@@ -187,9 +241,13 @@ func TestCallersGetWhatTheRegistryGivesThem(t *testing.T) {
 		require.Equal(t, metav1.StatusReasonForbidden, st.Reason)
 		require.Contains(t, st.Message, "system:serviceaccount:"+callers+":viewer", "the refusal names the caller, as the registry's does")
 	}
+}
 
+// editorOfOneSet: an editor of one set writes there, and not into another set.
+func (fx *fleetAPICallers) editorOfOneSet(t *testing.T) {
+	ctx, other, editor, web, registry, clusterCount, before := fx.ctx, fx.other, fx.editor, fx.web, fx.registry, fx.clusterCount, fx.before
 	// An editor of one set writes there, and not into another set.
-	code, out = callAs(t, editor, http.MethodPost, web.URL+"/clusters", newCluster(other, "smuggled"), nil)
+	code, out := callAs(t, editor, http.MethodPost, web.URL+"/clusters", newCluster(other, "smuggled"), nil)
 	require.Equal(t, http.StatusForbidden, code, string(out))
 	code, out = callAs(t, editor, http.MethodDelete, web.URL+"/clusters/"+other+"/member-2", nil, nil)
 	require.Equal(t, http.StatusForbidden, code, string(out))
@@ -216,7 +274,11 @@ func TestCallersGetWhatTheRegistryGivesThem(t *testing.T) {
 	require.Equal(t, http.StatusOK, code, string(out))
 	_, err = registry.Clusters(lf.Namespace).Get(ctx, "edited", metav1.GetOptions{})
 	require.True(t, apierrors.IsNotFound(err), "%v", err)
+}
 
+// asTheCaller: writes go to the registry as the caller, not as the server.
+func (fx *fleetAPICallers) asTheCaller(t *testing.T) {
+	ctx, s := fx.ctx, fx.s
 	// Writes go to the registry as the caller, not as the server: the registry itself sees the
 	// caller (and so decides, and audits, for them).
 	cfg, err := s.guard.callerConfig(genericrequest.WithUser(context.Background(), &user.DefaultInfo{
