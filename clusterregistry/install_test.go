@@ -55,21 +55,7 @@ func TestInstallUpgradesAndIsIdempotent(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := clusterregistry.CRD()
-	if n := len(upgraded.Spec.Versions[0].AdditionalPrinterColumns); n != len(want.Spec.Versions[0].AdditionalPrinterColumns) {
-		t.Errorf("printer columns not restored: %d", n)
-	}
-	if len(upgraded.Spec.Names.ShortNames) == 0 {
-		t.Error("short name not restored")
-	}
-	if got := upgraded.Annotations["api-approved.kubernetes.io"]; got != want.Annotations["api-approved.kubernetes.io"] {
-		t.Errorf("annotation not upgraded: %q", got)
-	}
-	if upgraded.Labels["owner"] != "someone-else" {
-		t.Error("Install dropped a label it does not own")
-	}
-	if !established(upgraded) {
-		t.Error("Install returned before the CRD was Established")
-	}
+	checkUpgraded(t, upgraded, want)
 
 	// The server's own controllers write the CRD's status after a spec change (accepted names);
 	// wait for them so that only Install could change it from here on.
@@ -100,6 +86,27 @@ func TestInstallUpgradesAndIsIdempotent(t *testing.T) {
 	// have touched the spec.
 	if again.Generation != upgraded.Generation {
 		t.Errorf("Install rewrote an up-to-date CRD: generation %d -> %d", upgraded.Generation, again.Generation)
+	}
+}
+
+// checkUpgraded fails unless Install made the CRD upgraded what want is (printer columns, short
+// names, its annotation), kept a label it does not own, and waited until it was Established.
+func checkUpgraded(t *testing.T, upgraded, want *apiextensionsv1.CustomResourceDefinition) {
+	t.Helper()
+	if n := len(upgraded.Spec.Versions[0].AdditionalPrinterColumns); n != len(want.Spec.Versions[0].AdditionalPrinterColumns) {
+		t.Errorf("printer columns not restored: %d", n)
+	}
+	if len(upgraded.Spec.Names.ShortNames) == 0 {
+		t.Error("short name not restored")
+	}
+	if got := upgraded.Annotations["api-approved.kubernetes.io"]; got != want.Annotations["api-approved.kubernetes.io"] {
+		t.Errorf("annotation not upgraded: %q", got)
+	}
+	if upgraded.Labels["owner"] != "someone-else" {
+		t.Error("Install dropped a label it does not own")
+	}
+	if !established(upgraded) {
+		t.Error("Install returned before the CRD was Established")
 	}
 }
 
