@@ -71,70 +71,75 @@ func setAddress(c *Cluster, addr string) {
 	c.Spec.KubernetesAPIEndpoints.ServerEndpoints[0].ServerAddress = addr
 }
 
+// invalidSecret is planted in invalid Clusters: no error may repeat it.
+const invalidSecret = "s3cr3t-Value-That-Must-Not-Leak"
+
+// invalidClusters are changes to a valid Cluster that ValidateCluster refuses, each with the field
+// its error must name and the kind of error.
+var invalidClusters = []struct {
+	name   string
+	mutate func(*Cluster)
+	field  string          // the field the error must name
+	typ    field.ErrorType // the kind of error
+}{
+	{"no name", func(c *Cluster) { c.Name = "" }, "metadata.name", field.ErrorTypeRequired},
+	{"bad name", func(c *Cluster) { c.Name = "Prod_EU" }, "metadata.name", field.ErrorTypeInvalid},
+	{"bad label", func(c *Cluster) { c.Labels["bad key!"] = "x" }, "metadata.labels", field.ErrorTypeInvalid},
+	{"long display name", func(c *Cluster) { c.Spec.DisplayName = strings.Repeat("x", MaxDisplayNameLength+1) }, "spec.displayName", field.ErrorTypeTooLong},
+	{"too many endpoints", func(c *Cluster) {
+		eps := make([]ServerAddressByClientCIDR, MaxServerEndpoints+1)
+		for i := range eps {
+			eps[i] = ServerAddressByClientCIDR{ClientCIDR: "10.0.0." + itoa(i) + "/32", ServerAddress: "a.example.com"}
+		}
+		c.Spec.KubernetesAPIEndpoints.ServerEndpoints = eps
+	}, "spec.kubernetesApiEndpoints.serverEndpoints", field.ErrorTypeTooMany},
+	{"duplicate clientCIDR", func(c *Cluster) {
+		c.Spec.KubernetesAPIEndpoints.ServerEndpoints[1].ClientCIDR = "0.0.0.0/0"
+	}, "spec.kubernetesApiEndpoints.serverEndpoints[1]", field.ErrorTypeDuplicate},
+	{"missing clientCIDR", func(c *Cluster) { c.Spec.KubernetesAPIEndpoints.ServerEndpoints[0].ClientCIDR = "" }, "spec.kubernetesApiEndpoints.serverEndpoints[0].clientCIDR", field.ErrorTypeRequired},
+	{"clientCIDR not a CIDR", func(c *Cluster) { c.Spec.KubernetesAPIEndpoints.ServerEndpoints[0].ClientCIDR = "10.0.0.0" }, "spec.kubernetesApiEndpoints.serverEndpoints[0].clientCIDR", field.ErrorTypeInvalid},
+	{"clientCIDR host bits", func(c *Cluster) { c.Spec.KubernetesAPIEndpoints.ServerEndpoints[1].ClientCIDR = "10.1.0.0/8" }, "spec.kubernetesApiEndpoints.serverEndpoints[1].clientCIDR", field.ErrorTypeInvalid},
+	{"clientCIDR not canonical IPv6", func(c *Cluster) { c.Spec.KubernetesAPIEndpoints.ServerEndpoints[2].ClientCIDR = "2001:DB8::/32" }, "spec.kubernetesApiEndpoints.serverEndpoints[2].clientCIDR", field.ErrorTypeInvalid},
+	{"clientCIDR IPv4-mapped", func(c *Cluster) { c.Spec.KubernetesAPIEndpoints.ServerEndpoints[2].ClientCIDR = "::ffff:10.0.0.0/104" }, "spec.kubernetesApiEndpoints.serverEndpoints[2].clientCIDR", field.ErrorTypeInvalid},
+	{"missing serverAddress", func(c *Cluster) { setAddress(c, "") }, "spec.kubernetesApiEndpoints.serverEndpoints[0].serverAddress", field.ErrorTypeRequired},
+	{"http scheme", func(c *Cluster) { setAddress(c, "http://api.example.com") }, "spec.kubernetesApiEndpoints.serverEndpoints[0].serverAddress", field.ErrorTypeInvalid},
+	{"user info", func(c *Cluster) { setAddress(c, "https://admin:"+invalidSecret+"@api.example.com") }, "spec.kubernetesApiEndpoints.serverEndpoints[0].serverAddress", field.ErrorTypeInvalid},
+	{"query", func(c *Cluster) { setAddress(c, "https://api.example.com/?token="+invalidSecret) }, "spec.kubernetesApiEndpoints.serverEndpoints[0].serverAddress", field.ErrorTypeInvalid},
+	{"port out of range", func(c *Cluster) { setAddress(c, "api.example.com:65536") }, "spec.kubernetesApiEndpoints.serverEndpoints[0].serverAddress", field.ErrorTypeInvalid},
+	{"space in path", func(c *Cluster) { setAddress(c, "api.example.com/a b") }, "spec.kubernetesApiEndpoints.serverEndpoints[0].serverAddress", field.ErrorTypeInvalid},
+	{"long serverAddress", func(c *Cluster) { setAddress(c, "https://a.example.com/"+strings.Repeat("p", MaxServerAddressLength)) }, "spec.kubernetesApiEndpoints.serverEndpoints[0].serverAddress", field.ErrorTypeTooLong},
+	{"caBundle not PEM", func(c *Cluster) { c.Spec.KubernetesAPIEndpoints.CABundle = []byte("not a certificate") }, "spec.kubernetesApiEndpoints.caBundle", field.ErrorTypeInvalid},
+	{"caBundle with a private key", func(c *Cluster) {
+		c.Spec.KubernetesAPIEndpoints.CABundle = append(append([]byte{}, testCAPEM...), "-----BEGIN PRIVATE KEY-----\nQUJD\n-----END PRIVATE KEY-----\n"...)
+	}, "spec.kubernetesApiEndpoints.caBundle", field.ErrorTypeInvalid},
+	{"caBundle too long", func(c *Cluster) {
+		c.Spec.KubernetesAPIEndpoints.CABundle = []byte(strings.Repeat(string(testCAPEM), MaxCABundleEncodedLength/len(testCAPEM)))
+	}, "spec.kubernetesApiEndpoints.caBundle", field.ErrorTypeTooLong},
+	{"too many providers", func(c *Cluster) {
+		ps := make([]AuthProviderConfig, MaxProviders+1)
+		for i := range ps {
+			ps[i] = AuthProviderConfig{Name: "p" + itoa(i), Type: AuthProviderType{Name: ProviderTypeExec}}
+		}
+		c.Spec.AuthInfo.Providers = ps
+	}, "spec.authInfo.providers", field.ErrorTypeTooMany},
+	{"duplicate provider name", func(c *Cluster) { c.Spec.AuthInfo.Providers[1].Name = "controller" }, "spec.authInfo.providers[1]", field.ErrorTypeDuplicate},
+	{"missing provider name", func(c *Cluster) { c.Spec.AuthInfo.Providers[0].Name = "" }, "spec.authInfo.providers[0].name", field.ErrorTypeRequired},
+	{"missing provider type", func(c *Cluster) { c.Spec.AuthInfo.Providers[1].Type.Name = "" }, "spec.authInfo.providers[1].type.name", field.ErrorTypeRequired},
+	{"inline token", func(c *Cluster) { c.Spec.AuthInfo.Providers[0].Config["token"] = invalidSecret }, "spec.authInfo.providers[0].config[token]", field.ErrorTypeForbidden},
+	{"inline password", func(c *Cluster) { c.Spec.AuthInfo.Providers[0].Config["Password"] = invalidSecret }, "spec.authInfo.providers[0].config[Password]", field.ErrorTypeForbidden},
+	{"inline client-key-data", func(c *Cluster) { c.Spec.AuthInfo.Providers[0].Config["client-key-data"] = invalidSecret }, "spec.authInfo.providers[0].config[client-key-data]", field.ErrorTypeForbidden},
+	{"inline clientCertificateData", func(c *Cluster) { c.Spec.AuthInfo.Providers[0].Config["clientCertificateData"] = invalidSecret }, "spec.authInfo.providers[0].config[clientCertificateData]", field.ErrorTypeForbidden},
+	{"inline client_key", func(c *Cluster) { c.Spec.AuthInfo.Providers[0].Config["client_key"] = invalidSecret }, "spec.authInfo.providers[0].config[client_key]", field.ErrorTypeForbidden},
+	{"private key value", func(c *Cluster) {
+		c.Spec.AuthInfo.Providers[1].Config["env"] = "KEY=-----BEGIN EC PRIVATE KEY-----\n" + invalidSecret + "\n-----END EC PRIVATE KEY-----"
+	}, "spec.authInfo.providers[1].config[env]", field.ErrorTypeForbidden},
+	{"long config value", func(c *Cluster) {
+		c.Spec.AuthInfo.Providers[1].Config["args"] = strings.Repeat("a", MaxProviderConfigValueLength+1)
+	}, "spec.authInfo.providers[1].config[args]", field.ErrorTypeTooLong},
+}
+
 func TestValidateClusterRejectsInvalid(t *testing.T) {
-	const secret = "s3cr3t-Value-That-Must-Not-Leak"
-	tests := []struct {
-		name   string
-		mutate func(*Cluster)
-		field  string          // the field the error must name
-		typ    field.ErrorType // the kind of error
-	}{
-		{"no name", func(c *Cluster) { c.Name = "" }, "metadata.name", field.ErrorTypeRequired},
-		{"bad name", func(c *Cluster) { c.Name = "Prod_EU" }, "metadata.name", field.ErrorTypeInvalid},
-		{"bad label", func(c *Cluster) { c.Labels["bad key!"] = "x" }, "metadata.labels", field.ErrorTypeInvalid},
-		{"long display name", func(c *Cluster) { c.Spec.DisplayName = strings.Repeat("x", MaxDisplayNameLength+1) }, "spec.displayName", field.ErrorTypeTooLong},
-		{"too many endpoints", func(c *Cluster) {
-			eps := make([]ServerAddressByClientCIDR, MaxServerEndpoints+1)
-			for i := range eps {
-				eps[i] = ServerAddressByClientCIDR{ClientCIDR: "10.0.0." + itoa(i) + "/32", ServerAddress: "a.example.com"}
-			}
-			c.Spec.KubernetesAPIEndpoints.ServerEndpoints = eps
-		}, "spec.kubernetesApiEndpoints.serverEndpoints", field.ErrorTypeTooMany},
-		{"duplicate clientCIDR", func(c *Cluster) {
-			c.Spec.KubernetesAPIEndpoints.ServerEndpoints[1].ClientCIDR = "0.0.0.0/0"
-		}, "spec.kubernetesApiEndpoints.serverEndpoints[1]", field.ErrorTypeDuplicate},
-		{"missing clientCIDR", func(c *Cluster) { c.Spec.KubernetesAPIEndpoints.ServerEndpoints[0].ClientCIDR = "" }, "spec.kubernetesApiEndpoints.serverEndpoints[0].clientCIDR", field.ErrorTypeRequired},
-		{"clientCIDR not a CIDR", func(c *Cluster) { c.Spec.KubernetesAPIEndpoints.ServerEndpoints[0].ClientCIDR = "10.0.0.0" }, "spec.kubernetesApiEndpoints.serverEndpoints[0].clientCIDR", field.ErrorTypeInvalid},
-		{"clientCIDR host bits", func(c *Cluster) { c.Spec.KubernetesAPIEndpoints.ServerEndpoints[1].ClientCIDR = "10.1.0.0/8" }, "spec.kubernetesApiEndpoints.serverEndpoints[1].clientCIDR", field.ErrorTypeInvalid},
-		{"clientCIDR not canonical IPv6", func(c *Cluster) { c.Spec.KubernetesAPIEndpoints.ServerEndpoints[2].ClientCIDR = "2001:DB8::/32" }, "spec.kubernetesApiEndpoints.serverEndpoints[2].clientCIDR", field.ErrorTypeInvalid},
-		{"clientCIDR IPv4-mapped", func(c *Cluster) { c.Spec.KubernetesAPIEndpoints.ServerEndpoints[2].ClientCIDR = "::ffff:10.0.0.0/104" }, "spec.kubernetesApiEndpoints.serverEndpoints[2].clientCIDR", field.ErrorTypeInvalid},
-		{"missing serverAddress", func(c *Cluster) { setAddress(c, "") }, "spec.kubernetesApiEndpoints.serverEndpoints[0].serverAddress", field.ErrorTypeRequired},
-		{"http scheme", func(c *Cluster) { setAddress(c, "http://api.example.com") }, "spec.kubernetesApiEndpoints.serverEndpoints[0].serverAddress", field.ErrorTypeInvalid},
-		{"user info", func(c *Cluster) { setAddress(c, "https://admin:"+secret+"@api.example.com") }, "spec.kubernetesApiEndpoints.serverEndpoints[0].serverAddress", field.ErrorTypeInvalid},
-		{"query", func(c *Cluster) { setAddress(c, "https://api.example.com/?token="+secret) }, "spec.kubernetesApiEndpoints.serverEndpoints[0].serverAddress", field.ErrorTypeInvalid},
-		{"port out of range", func(c *Cluster) { setAddress(c, "api.example.com:65536") }, "spec.kubernetesApiEndpoints.serverEndpoints[0].serverAddress", field.ErrorTypeInvalid},
-		{"space in path", func(c *Cluster) { setAddress(c, "api.example.com/a b") }, "spec.kubernetesApiEndpoints.serverEndpoints[0].serverAddress", field.ErrorTypeInvalid},
-		{"long serverAddress", func(c *Cluster) { setAddress(c, "https://a.example.com/"+strings.Repeat("p", MaxServerAddressLength)) }, "spec.kubernetesApiEndpoints.serverEndpoints[0].serverAddress", field.ErrorTypeTooLong},
-		{"caBundle not PEM", func(c *Cluster) { c.Spec.KubernetesAPIEndpoints.CABundle = []byte("not a certificate") }, "spec.kubernetesApiEndpoints.caBundle", field.ErrorTypeInvalid},
-		{"caBundle with a private key", func(c *Cluster) {
-			c.Spec.KubernetesAPIEndpoints.CABundle = append(append([]byte{}, testCAPEM...), "-----BEGIN PRIVATE KEY-----\nQUJD\n-----END PRIVATE KEY-----\n"...)
-		}, "spec.kubernetesApiEndpoints.caBundle", field.ErrorTypeInvalid},
-		{"caBundle too long", func(c *Cluster) {
-			c.Spec.KubernetesAPIEndpoints.CABundle = []byte(strings.Repeat(string(testCAPEM), MaxCABundleEncodedLength/len(testCAPEM)))
-		}, "spec.kubernetesApiEndpoints.caBundle", field.ErrorTypeTooLong},
-		{"too many providers", func(c *Cluster) {
-			ps := make([]AuthProviderConfig, MaxProviders+1)
-			for i := range ps {
-				ps[i] = AuthProviderConfig{Name: "p" + itoa(i), Type: AuthProviderType{Name: ProviderTypeExec}}
-			}
-			c.Spec.AuthInfo.Providers = ps
-		}, "spec.authInfo.providers", field.ErrorTypeTooMany},
-		{"duplicate provider name", func(c *Cluster) { c.Spec.AuthInfo.Providers[1].Name = "controller" }, "spec.authInfo.providers[1]", field.ErrorTypeDuplicate},
-		{"missing provider name", func(c *Cluster) { c.Spec.AuthInfo.Providers[0].Name = "" }, "spec.authInfo.providers[0].name", field.ErrorTypeRequired},
-		{"missing provider type", func(c *Cluster) { c.Spec.AuthInfo.Providers[1].Type.Name = "" }, "spec.authInfo.providers[1].type.name", field.ErrorTypeRequired},
-		{"inline token", func(c *Cluster) { c.Spec.AuthInfo.Providers[0].Config["token"] = secret }, "spec.authInfo.providers[0].config[token]", field.ErrorTypeForbidden},
-		{"inline password", func(c *Cluster) { c.Spec.AuthInfo.Providers[0].Config["Password"] = secret }, "spec.authInfo.providers[0].config[Password]", field.ErrorTypeForbidden},
-		{"inline client-key-data", func(c *Cluster) { c.Spec.AuthInfo.Providers[0].Config["client-key-data"] = secret }, "spec.authInfo.providers[0].config[client-key-data]", field.ErrorTypeForbidden},
-		{"inline clientCertificateData", func(c *Cluster) { c.Spec.AuthInfo.Providers[0].Config["clientCertificateData"] = secret }, "spec.authInfo.providers[0].config[clientCertificateData]", field.ErrorTypeForbidden},
-		{"inline client_key", func(c *Cluster) { c.Spec.AuthInfo.Providers[0].Config["client_key"] = secret }, "spec.authInfo.providers[0].config[client_key]", field.ErrorTypeForbidden},
-		{"private key value", func(c *Cluster) {
-			c.Spec.AuthInfo.Providers[1].Config["env"] = "KEY=-----BEGIN EC PRIVATE KEY-----\n" + secret + "\n-----END EC PRIVATE KEY-----"
-		}, "spec.authInfo.providers[1].config[env]", field.ErrorTypeForbidden},
-		{"long config value", func(c *Cluster) {
-			c.Spec.AuthInfo.Providers[1].Config["args"] = strings.Repeat("a", MaxProviderConfigValueLength+1)
-		}, "spec.authInfo.providers[1].config[args]", field.ErrorTypeTooLong},
-	}
-	for _, tt := range tests {
+	for _, tt := range invalidClusters {
 		t.Run(tt.name, func(t *testing.T) {
 			c := validCluster()
 			tt.mutate(c)
@@ -144,7 +149,7 @@ func TestValidateClusterRejectsInvalid(t *testing.T) {
 				if e.Field == tt.field && e.Type == tt.typ {
 					found = true
 				}
-				if strings.Contains(e.Error(), secret) {
+				if strings.Contains(e.Error(), invalidSecret) {
 					t.Errorf("error echoes a secret value: %v", e)
 				}
 			}
