@@ -35,37 +35,7 @@ func TestMaxAnswerBytes(t *testing.T) {
 	}
 	events := 3 * limit / len(event(0)) // a watch three times as long as the bound
 	var written atomic.Int64
-	hostile := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		if r.URL.Query().Get("watch") == "true" && strings.Contains(r.URL.Path, "/namespaces/endless/") {
-			// One event without end.
-			_, _ = io.WriteString(w, `{"type":"ADDED","object":{"kind":"ConfigMap","apiVersion":"v1","metadata":{"name":"cm"},"data":{"x":"`)
-			for {
-				n, err := io.WriteString(w, strings.Repeat("x", 4000))
-				written.Add(int64(n))
-				if err != nil {
-					return // the client hung up
-				}
-			}
-		}
-		if r.URL.Query().Get("watch") == "true" {
-			for i := range events {
-				if _, err := io.WriteString(w, event(i)); err != nil {
-					return
-				}
-			}
-			return
-		}
-		_, _ = io.WriteString(w, `{"kind":"ConfigMapList","apiVersion":"v1","metadata":{},"items":[`)
-		for i := 0; ; i++ { // without end
-			n, err := io.WriteString(w, fmt.Sprintf(`{"metadata":{"name":"cm-%d"},"data":{"x":"%s"}},`, i, strings.Repeat("x", 4000)))
-			written.Add(int64(n))
-			if err != nil {
-				return // the client hung up
-			}
-		}
-	}))
-	t.Cleanup(hostile.Close)
+	hostile := endlessAnswers(t, events, event, &written)
 
 	root := t.TempDir()
 	path := filepath.Join(root, "token")
@@ -114,6 +84,44 @@ func TestMaxAnswerBytes(t *testing.T) {
 		require.Contains(t, apierrors.FromObject(got[0].Object).Error(), "a watch event exceeds 1024 KiB", name)
 		require.Less(t, written.Load(), int64(32<<20), "%s: the endless event was read on", name)
 	}
+}
+
+// endlessAnswers is a member whose answers have no end: a list without end, a watch of events
+// (a watch of namespace "endless": one event without end); written counts what it sent of those
+// without end.
+func endlessAnswers(t *testing.T, events int, event func(int) string, written *atomic.Int64) *httptest.Server {
+	hostile := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		if r.URL.Query().Get("watch") == "true" && strings.Contains(r.URL.Path, "/namespaces/endless/") {
+			// One event without end.
+			_, _ = io.WriteString(w, `{"type":"ADDED","object":{"kind":"ConfigMap","apiVersion":"v1","metadata":{"name":"cm"},"data":{"x":"`)
+			for {
+				n, err := io.WriteString(w, strings.Repeat("x", 4000))
+				written.Add(int64(n))
+				if err != nil {
+					return // the client hung up
+				}
+			}
+		}
+		if r.URL.Query().Get("watch") == "true" {
+			for i := range events {
+				if _, err := io.WriteString(w, event(i)); err != nil {
+					return
+				}
+			}
+			return
+		}
+		_, _ = io.WriteString(w, `{"kind":"ConfigMapList","apiVersion":"v1","metadata":{},"items":[`)
+		for i := 0; ; i++ { // without end
+			n, err := io.WriteString(w, fmt.Sprintf(`{"metadata":{"name":"cm-%d"},"data":{"x":"%s"}},`, i, strings.Repeat("x", 4000)))
+			written.Add(int64(n))
+			if err != nil {
+				return // the client hung up
+			}
+		}
+	}))
+	t.Cleanup(hostile.Close)
+	return hostile
 }
 
 func must[T any](v T, err error) T {
