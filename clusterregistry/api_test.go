@@ -1,6 +1,7 @@
 package clusterregistry_test
 
 import (
+	"context"
 	"slices"
 	"testing"
 
@@ -9,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	crapply "github.com/cluster-registry/sdk/applyconfiguration/clusterregistry/v1alpha1"
+	crv1alpha1 "github.com/cluster-registry/sdk/clientset/versioned/typed/clusterregistry/v1alpha1"
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
 )
 
@@ -194,23 +196,7 @@ func TestServerSideApply(t *testing.T) {
 		t.Fatalf("forced apply: %v, %q", err, got.Spec.DisplayName)
 	}
 
-	// Extract reads a manager's intent back from what the server recorded, with the schema the
-	// apply configurations embed: it must agree with the CRD's on which lists are maps.
-	mine, err := crapply.ExtractCluster(got, "registrar")
-	if err != nil {
-		t.Fatalf("ExtractCluster: %v", err)
-	}
-	if mine.Spec.DisplayName != nil || mine.Labels["env"] != "prod" ||
-		len(mine.Spec.KubernetesAPIEndpoints.ServerEndpoints) != 1 || *mine.Spec.KubernetesAPIEndpoints.ServerEndpoints[0].ClientCIDR != "0.0.0.0/0" {
-		t.Errorf("registrar's fields after the forced apply took displayName: %+v", mine)
-	}
-	status := crapply.Cluster("delta", ns).WithStatus(crapply.ClusterStatus().WithVersion("v1.36.3"))
-	if got, err = clusters.ApplyStatus(ctx, status, metav1.ApplyOptions{FieldManager: "health"}); err != nil {
-		t.Fatalf("ApplyStatus: %v", err)
-	}
-	if probed, err := crapply.ExtractClusterStatus(got, "health"); err != nil || probed.Status == nil || *probed.Status.Version != "v1.36.3" {
-		t.Errorf("ExtractClusterStatus: %+v, %v", probed, err)
-	}
+	checkExtract(t, ctx, clusters, ns, got)
 
 	// The registrar applies again without its endpoint: the entry it alone owned goes, the network
 	// tool's stays.
@@ -232,6 +218,28 @@ func TestServerSideApply(t *testing.T) {
 	}
 	if len(got.Spec.KubernetesAPIEndpoints.ServerEndpoints) != 0 || len(got.Spec.AuthInfo.Providers) != 0 {
 		t.Errorf("entries left after their only manager gave them up: %+v", got.Spec)
+	}
+}
+
+// checkExtract: Extract reads a manager's intent back from got, as the server recorded it, with
+// the schema the apply configurations embed, which must agree with the CRD's on which lists are
+// maps; and a status applied by another manager reads back the same way.
+func checkExtract(t *testing.T, ctx context.Context, clusters crv1alpha1.ClusterInterface, ns string, got *v1alpha1.Cluster) {
+	t.Helper()
+	mine, err := crapply.ExtractCluster(got, "registrar")
+	if err != nil {
+		t.Fatalf("ExtractCluster: %v", err)
+	}
+	if mine.Spec.DisplayName != nil || mine.Labels["env"] != "prod" ||
+		len(mine.Spec.KubernetesAPIEndpoints.ServerEndpoints) != 1 || *mine.Spec.KubernetesAPIEndpoints.ServerEndpoints[0].ClientCIDR != "0.0.0.0/0" {
+		t.Errorf("registrar's fields after the forced apply took displayName: %+v", mine)
+	}
+	status := crapply.Cluster("delta", ns).WithStatus(crapply.ClusterStatus().WithVersion("v1.36.3"))
+	if got, err = clusters.ApplyStatus(ctx, status, metav1.ApplyOptions{FieldManager: "health"}); err != nil {
+		t.Fatalf("ApplyStatus: %v", err)
+	}
+	if probed, err := crapply.ExtractClusterStatus(got, "health"); err != nil || probed.Status == nil || *probed.Status.Version != "v1.36.3" {
+		t.Errorf("ExtractClusterStatus: %+v, %v", probed, err)
 	}
 }
 
