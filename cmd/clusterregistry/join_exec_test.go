@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -79,7 +80,25 @@ func TestJoinExec(t *testing.T) {
 	code, _, stderr = cli("join", "registry", "--exec")
 	require.Equal(t, 1, code)
 	require.Contains(t, stderr, `context "registry": its user runs no exec plugin`)
+	s := &joinExec{lf: lf, clouds: clouds, ctx: ctx, bin: bin, plugin: plugin, cli: cli}
+	s.joinWithExec(t)
+	s.readers(t)
+}
 
+// joinExec is what the parts of TestJoinExec share, in order.
+type joinExec struct {
+	lf     *localfleet.Fleet
+	clouds string
+	ctx    context.Context
+	bin    string
+	plugin string
+	cli    func(args ...string) (int, string, string)
+}
+
+// joinWithExec: join --exec registers the exec plugin's command and arguments, and stores no Secret
+// and makes no service account.
+func (s *joinExec) joinWithExec(t *testing.T) {
+	lf, clouds, ctx, plugin, cli := s.lf, s.clouds, s.ctx, s.plugin, s.cli
 	code, out, stderr := cli("join", "cloud", "--exec", "--labels", "provider=cloud")
 	require.Equal(t, 0, code, "%s%s", out, stderr)
 	require.Contains(t, out, "registry: Cluster "+clouds+"/cloud created, with exec provider "+plugin)
@@ -94,9 +113,14 @@ func TestJoinExec(t *testing.T) {
 	_, err = kubernetes.NewForConfigOrDie(lf.Registry.Config).CoreV1().Secrets(clouds).Get(ctx, "cloud-token", metav1.GetOptions{})
 	require.True(t, apierrors.IsNotFound(err), "join --exec stored a Secret: %v", err)
 	require.Empty(t, joinAccounts(t, kubernetes.NewForConfigOrDie(lf.Members[0].Config), clouds), "join --exec made a service account")
+}
 
+// readers: a reader runs the plugin only with the arguments it allowed, which an editor of the
+// Cluster cannot change.
+func (s *joinExec) readers(t *testing.T) {
+	lf, clouds, ctx, bin, plugin, cli := s.lf, s.clouds, s.ctx, s.bin, s.plugin, s.cli
 	// A reader who has not allowed the plugin gets no kubeconfig entry for it.
-	code, _, stderr = cli("export", "--format", "kubeconfig", "--credential-command", bin)
+	code, _, stderr := cli("export", "--format", "kubeconfig", "--credential-command", bin)
 	require.Equal(t, 1, code)
 	require.Contains(t, stderr, "not exported: cluster "+clouds+"/cloud")
 	// Nor does one who allowed the command alone: the Cluster gives it arguments.
@@ -109,7 +133,7 @@ func TestJoinExec(t *testing.T) {
 	// One who allowed what join said reaches the member with kubectl: the plugin's certificate,
 	// through credential. The flag, as a shell would pass it, is one argument.
 	allowArg := "--allow-exec-args=" + plugin + ` get-token --cluster "prod eu"`
-	code, out, stderr = cli("export", "--format", "kubeconfig", "--credential-command", bin, allowArg, "--send-to", lf.Members[0].URL())
+	code, out, stderr := cli("export", "--format", "kubeconfig", "--credential-command", bin, allowArg, "--send-to", lf.Members[0].URL())
 	require.Equal(t, 0, code, stderr)
 	exported := filepath.Join(t.TempDir(), "clouds.kubeconfig")
 	require.NoError(t, os.WriteFile(exported, []byte(out), 0o600))
@@ -121,7 +145,7 @@ func TestJoinExec(t *testing.T) {
 	// An editor of the Cluster now chooses the plugin's arguments: the reader's kubectl gets no
 	// credential, and the plugin does not run with them.
 	clusters := versioned.NewForConfigOrDie(lf.Registry.Config).ClusterregistryV1alpha1().Clusters(clouds)
-	c, err = clusters.Get(ctx, "cloud", metav1.GetOptions{})
+	c, err := clusters.Get(ctx, "cloud", metav1.GetOptions{})
 	require.NoError(t, err)
 	c.Spec.AuthInfo.Providers[0].Config["args"] = `["delete-everything","--yes"]`
 	_, err = clusters.Update(ctx, c, metav1.UpdateOptions{})
