@@ -20,6 +20,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/kubernetes"
@@ -88,7 +89,26 @@ func TestHelmActionsOnAMember(t *testing.T) {
 		require.NoError(t, err)
 		return cm.Data["greeting"] + "@" + cm.Data["chart"]
 	}
+	s := &helmActions{ctx: ctx, ns: ns, kube: kube, member: member, discoveries: discoveries, getter: getter, opts: opts, greeting: greeting}
+	s.installAndList(t)
+	s.concurrentAndLifecycle(t)
+}
 
+// helmActions is what the parts of TestHelmActionsOnAMember share, in order.
+type helmActions struct {
+	ctx         context.Context
+	ns          string
+	kube        *kubernetes.Clientset
+	member      *helmrelease.Member
+	discoveries *atomic.Int64
+	getter      genericclioptions.RESTClientGetter
+	opts        helmrelease.Options
+	greeting    func(rel string) string
+}
+
+// installAndList: a release installed as Helm installs it, and listed as helm ls lists it.
+func (s *helmActions) installAndList(t *testing.T) {
+	ctx, ns, kube, getter, opts, greeting := s.ctx, s.ns, s.kube, s.getter, s.opts, s.greeting
 	r, err := helmrelease.Apply(ctx, getter, "shop", ns, chartAt(t, "0.1.0"), map[string]any{"greeting": "hello"}, opts)
 	require.NoError(t, err)
 	require.Equal(t, helmrelease.Result{Installed: true, Revision: 1, Status: "deployed"}, r)
@@ -112,7 +132,12 @@ func TestHelmActionsOnAMember(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "shop", a.Name())
 	require.Equal(t, 2, a.Version())
+}
 
+// concurrentAndLifecycle: concurrent operations on the one member discover it once; then upgrade,
+// rollback and uninstall.
+func (s *helmActions) concurrentAndLifecycle(t *testing.T) {
+	ctx, ns, member, discoveries, getter, opts, greeting := s.ctx, s.ns, s.member, s.discoveries, s.getter, s.opts, s.greeting
 	// Concurrent operations on the one member, each with its own Configuration (one release
 	// each: the releases controller never runs two operations on one release at once).
 	var wg sync.WaitGroup
