@@ -82,8 +82,22 @@ func TestHealthOfACustomResource(t *testing.T) {
 	require.Equal(t, "ObjectFailed", got.Status.Worst[0].Reason)
 	require.Contains(t, got.Status.Worst[0].Message, "spec.health[0].failed holds")
 
+	requireStallsOnInvalidChecks(t, env, group)
+	for _, name := range []string{"widgets", "crds"} {
+		require.NoError(t, releases.Delete(t.Context(), name, metav1.DeleteOptions{}))
+	}
+	require.Eventually(t, func() bool {
+		list, err := releases.List(t.Context(), metav1.ListOptions{})
+		return err == nil && len(list.Items) == 0
+	}, 30*time.Second, 100*time.Millisecond, "the Releases were not removed")
+}
+
+// requireStallsOnInvalidChecks: Release widgets stalls, naming the field, on a feedback path that
+// does not parse, then on a health expression that does not compile.
+func requireStallsOnInvalidChecks(t *testing.T, env *deliveryEnv, group string) {
+	t.Helper()
 	env.updateRelease(t, env.ns, "widgets", func(cur *v1alpha1.Release) { cur.Spec.Feedback[0].JSONPath = "{.status.phase" })
-	got = env.waitRelease(t, "widgets", "stalled by the path", func(r *v1alpha1.Release) bool {
+	got := env.waitRelease(t, "widgets", "stalled by the path", func(r *v1alpha1.Release) bool {
 		st := meta.FindStatusCondition(r.Status.Conditions, v1alpha1.ReleaseStalled)
 		return st != nil && st.Reason == "InvalidFeedback"
 	})
@@ -97,11 +111,4 @@ func TestHealthOfACustomResource(t *testing.T) {
 		return st != nil && st.Reason == "InvalidHealth"
 	})
 	require.Contains(t, meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ReleaseStalled).Message, "spec.health[0].current ("+group+" Widget)")
-	for _, name := range []string{"widgets", "crds"} {
-		require.NoError(t, releases.Delete(t.Context(), name, metav1.DeleteOptions{}))
-	}
-	require.Eventually(t, func() bool {
-		list, err := releases.List(t.Context(), metav1.ListOptions{})
-		return err == nil && len(list.Items) == 0
-	}, 30*time.Second, 100*time.Millisecond, "the Releases were not removed")
 }
