@@ -14,6 +14,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	coordinationv1client "k8s.io/client-go/kubernetes/typed/coordination/v1"
 	"k8s.io/utils/ptr"
 
 	"github.com/cluster-registry/sdk/shard"
@@ -46,23 +47,7 @@ func TestPeersCollectCrashedReplicasLeases(t *testing.T) {
 		_, err := leases.Create(ctx, l, metav1.CreateOptions{})
 		require.NoError(t, err)
 	}
-	// The skewed replica keeps renewing, each time with a renew time an hour old.
-	renewCtx, stopRenewing := context.WithCancel(ctx)
-	renewing := make(chan struct{})
-	go func() {
-		defer close(renewing)
-		for renewCtx.Err() == nil {
-			if l, err := leases.Get(renewCtx, "health-skewed", metav1.GetOptions{}); err == nil {
-				l.Spec.RenewTime = &metav1.MicroTime{Time: time.Now().Add(-time.Hour)}
-				_, _ = leases.Update(renewCtx, l, metav1.UpdateOptions{})
-			}
-			select {
-			case <-renewCtx.Done():
-			case <-time.After(200 * time.Millisecond):
-			}
-		}
-	}()
-	defer func() { stopRenewing(); <-renewing }()
+	defer renewSkewed(ctx, leases)()
 
 	var mu sync.Mutex
 	var logs []string
@@ -107,4 +92,25 @@ func TestPeersCollectCrashedReplicasLeases(t *testing.T) {
 	require.Len(t, collected, 1, "%q", logs)
 	require.Contains(t, collected[0], `"lease"="health-crashed"`)
 	require.Contains(t, collected[0], `"replica"="health-crashed"`)
+}
+
+// renewSkewed keeps renewing Lease health-skewed as a replica whose clock is an hour behind
+// would, each renew time an hour old, until stopped.
+func renewSkewed(ctx context.Context, leases coordinationv1client.LeaseInterface) (stop func()) {
+	renewCtx, stopRenewing := context.WithCancel(ctx)
+	renewing := make(chan struct{})
+	go func() {
+		defer close(renewing)
+		for renewCtx.Err() == nil {
+			if l, err := leases.Get(renewCtx, "health-skewed", metav1.GetOptions{}); err == nil {
+				l.Spec.RenewTime = &metav1.MicroTime{Time: time.Now().Add(-time.Hour)}
+				_, _ = leases.Update(renewCtx, l, metav1.UpdateOptions{})
+			}
+			select {
+			case <-renewCtx.Done():
+			case <-time.After(200 * time.Millisecond):
+			}
+		}
+	}()
+	return func() { stopRenewing(); <-renewing }
 }
