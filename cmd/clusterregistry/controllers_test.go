@@ -79,19 +79,7 @@ func TestControllersTogether(t *testing.T) {
 	}()
 
 	getAs := func(url, token string, certs ...tls.Certificate) (int, string) {
-		req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, url, nil)
-		require.NoError(t, err)
-		if token != "" {
-			req.Header.Set("Authorization", "Bearer "+token)
-		}
-		client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true, Certificates: certs}}} //nolint:gosec // the test's own self-signed server
-		resp, err := client.Do(req)
-		if err != nil {
-			return 0, err.Error()
-		}
-		defer resp.Body.Close()
-		body, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, string(body)
+		return getOverTLS(t, url, token, certs...)
 	}
 	get := func(url, token string) (int, string) { return getAs(url, token) }
 	require.Eventually(t, func() bool { code, _ := get("http://127.0.0.1:"+probePort+"/readyz", ""); return code == http.StatusOK },
@@ -148,6 +136,24 @@ func TestControllersTogether(t *testing.T) {
 	lease, err := kubernetes.NewForConfigOrDie(lf.Registry.Config).CoordinationV1().Leases(ns).Get(t.Context(), "clusterregistry-controllers", metav1.GetOptions{})
 	require.NoError(t, err)
 	require.True(t, lease.Spec.HolderIdentity == nil || *lease.Spec.HolderIdentity == "", "the Lease was not given up on stop: %v", lease.Spec.HolderIdentity)
+}
+
+// getOverTLS GETs url with a bearer token, if any, and client certificates, trusting any server
+// certificate (the test's own servers sign their own): the status and body, or 0 and the error.
+func getOverTLS(t *testing.T, url, token string, certs ...tls.Certificate) (int, string) {
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, url, nil)
+	require.NoError(t, err)
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true, Certificates: certs}}} //nolint:gosec // the test's own self-signed server
+	resp, err := client.Do(req)
+	if err != nil {
+		return 0, err.Error()
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(body)
 }
 
 // deploy/controllers/deployment.yaml is what an API server takes (applied with kubectl, as a user
