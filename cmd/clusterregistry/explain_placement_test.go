@@ -14,6 +14,7 @@ import (
 
 	"github.com/cluster-registry/sdk/clientset/versioned"
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
+	"github.com/cluster-registry/sdk/localfleet"
 	"github.com/cluster-registry/sdk/testkit/fleettest"
 )
 
@@ -44,6 +45,23 @@ func TestExplainPlacement(t *testing.T) {
 		code := run(t.Context(), append([]string{"--kubeconfig", lf.Registry.Kubeconfig, "-n", ns, "explain-placement"}, args...), &stdout, &stderr)
 		return code, stdout.String(), stderr.String()
 	}
+	s := &explainPlacement{lf: lf, ns: ns, dir: dir, policy: policy, explain: explain}
+	s.decisions(t)
+	s.badInput(t)
+}
+
+// explainPlacement is what the parts of TestExplainPlacement share, in order.
+type explainPlacement struct {
+	lf      *localfleet.Fleet
+	ns      string
+	dir     string
+	policy  string
+	explain func(args ...string) (int, string, string)
+}
+
+// decisions: a policy file explained against the registry, alone and against the last decision.
+func (s *explainPlacement) decisions(t *testing.T) {
+	lf, ns, policy, explain := s.lf, s.ns, s.policy, s.explain
 	code, out, errOut := explain("-f", policy)
 	require.Equal(t, 0, code, errOut)
 	require.Regexp(t, `(?m)^CLUSTER\s+CHOSEN\s+REASON\s+WHY$`, out)
@@ -62,11 +80,16 @@ func TestExplainPlacement(t *testing.T) {
 	require.Regexp(t, `(?m)^`+regexp.QuoteMeta(ns)+`/member-2\s+yes\s+Tolerated\s+chosen before; not Ready, tolerated until `, out)
 	require.Regexp(t, `(?m)^`+regexp.QuoteMeta(ns)+`/member-1\s+no\s+OverCount\s+`, out)
 	require.Contains(t, out, "a toleration ends at ")
+}
 
+// badInput: bad input names the file and the field; a Placement file is taken whole, another kind
+// refused.
+func (s *explainPlacement) badInput(t *testing.T) {
+	ns, dir, policy, explain := s.ns, s.dir, s.policy, s.explain
 	// Bad input: each names the file and the field.
 	bad := filepath.Join(dir, "bad.yaml")
 	require.NoError(t, os.WriteFile(bad, []byte("count: 1\nspread: {maxSkew: 1}\ncel: 'cluster.(('\n"), 0o600))
-	code, _, errOut = explain("-f", bad)
+	code, _, errOut := explain("-f", bad)
 	require.Equal(t, 1, code)
 	require.Contains(t, errOut, "-f "+bad+": placement policy: ")
 	require.Contains(t, errOut, "spread.label: required")
@@ -86,7 +109,7 @@ spec:
   count: 1
   tolerations: [{reason: Unreachable, seconds: 300}]
 `), 0o600))
-	code, out, errOut = explain("-f", whole)
+	code, out, errOut := explain("-f", whole)
 	require.Equal(t, 0, code, errOut)
 	require.Contains(t, errOut, `Explaining the spec of Placement "web" of `+whole)
 	require.Contains(t, out, "1 of 2 candidates chosen")
