@@ -23,6 +23,7 @@ import (
 
 	"github.com/cluster-registry/sdk/access"
 	"github.com/cluster-registry/sdk/clientset/versioned"
+	crv1alpha1 "github.com/cluster-registry/sdk/clientset/versioned/typed/clusterregistry/v1alpha1"
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
 	"github.com/cluster-registry/sdk/localfleet"
 	"github.com/cluster-registry/sdk/multicluster"
@@ -79,7 +80,23 @@ func TestStartRegistersMembersBothWays(t *testing.T) {
 	if f.Kubectl == "" {
 		t.Error("no kubectl beside the test binaries")
 	}
+	sf := &startedFleet{ctx: ctx, f: f, registry: registry, list: list}
+	sf.reachedThroughRegistry(t)
+	sf.stoppedAndCleanedUp(t)
+}
 
+// startedFleet is what the parts of TestStartRegistersMembersBothWays share, in order.
+type startedFleet struct {
+	ctx      context.Context
+	f        *localfleet.Fleet
+	registry crv1alpha1.ClusterInterface
+	list     *v1alpha1.ClusterList
+}
+
+// reachedThroughRegistry: a tool reaches every member through the registry's pointers alone,
+// pinning enforced and TLS verified.
+func (sf *startedFleet) reachedThroughRegistry(t *testing.T) {
+	ctx, f, list := sf.ctx, sf.f, sf.list
 	// A tool reaches every member through the registry's pointers alone, with the Resolver's
 	// defaults: pinning enforced, TLS verified.
 	resolver, err := access.NewResolver(access.ResolverOptions{
@@ -105,7 +122,12 @@ func TestStartRegistersMembersBothWays(t *testing.T) {
 			t.Errorf("%s through the registry: %q, %v", r.Member, r.Value, r.Err)
 		}
 	}
+}
 
+// stoppedAndCleanedUp: stopping a member is an outage its Cluster says; Stop ends every server and
+// removes every file, once.
+func (sf *startedFleet) stoppedAndCleanedUp(t *testing.T) {
+	ctx, f, registry := sf.ctx, sf.f, sf.registry
 	// Stopping a member is an outage: the server is gone and, with MarkStopped, its Cluster says so.
 	m2 := f.Members[1]
 	if err := m2.Stop(); err != nil {
