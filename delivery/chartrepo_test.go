@@ -104,6 +104,15 @@ func TestReleaseOfAChartFromARepository(t *testing.T) {
 	require.Equal(t, "hello", greeting("member-1", "shop"))
 	require.Equal(t, "hello", greeting("member-2", "shop"))
 
+	requireRepositoriesRefused(t, env, redirecting, elsewhere, auth, release, greeting)
+}
+
+// requireRepositoriesRefused: a repository that redirects, and a Release that sends the set's
+// pull Secret to another host, stall Release redirected and borrowed; the other host hears
+// nothing, and neither Release changes a member.
+func requireRepositoriesRefused(t *testing.T, env *deliveryEnv, redirecting, elsewhere *chartserve.HTTPRepository, auth string,
+	release func(name string, repo v1alpha1.ReleaseChartRepository), greeting func(member, release string) string) {
+	t.Helper()
 	// The attacker's repository redirects: refused, and the host it names hears nothing.
 	release("redirected", v1alpha1.ReleaseChartRepository{URL: redirecting.URL(), Chart: "regional"})
 	// A Release that sends the set's pull Secret to another host: its credentials are for the
