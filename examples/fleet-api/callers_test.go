@@ -311,84 +311,102 @@ func TestWatchOneClusterAndDeleteACollection(t *testing.T) {
 	require.NoError(t, err)
 	_, web := startAPI(t, lf.Namespace, sweep)
 	registry := versioned.NewForConfigOrDie(lf.Registry.Config).ClusterregistryV1alpha1()
+	f := &sweepCallers{ctx: ctx, sweep: sweep, oneWatcher: oneWatcher, viewer: viewer, sweeper: sweeper, web: web, registry: registry}
+	t.Run("one Cluster's stream", f.oneClustersStream)
+	t.Run("deleting a set's chosen Clusters", f.deletingASetsChosenClusters)
+}
 
-	t.Run("one Cluster's stream", func(t *testing.T) {
-		_, code := watch(t, "", web.URL+"/watch/clusters/"+lf.Namespace+"/member-1")
-		require.Equal(t, http.StatusUnauthorized, code)
-		_, code = watch(t, oneWatcher, web.URL+"/watch/clusters/"+lf.Namespace+"/member-2")
-		require.Equal(t, http.StatusForbidden, code, "a Role naming member-1 watched member-2")
-		_, code = watch(t, viewer, web.URL+"/watch/clusters/"+lf.Namespace+"/member-1")
-		require.Equal(t, http.StatusForbidden, code, "a viewer of another set watched this one's member")
-		events, code := watch(t, oneWatcher, web.URL+"/watch/clusters/"+lf.Namespace+"/member-1")
-		require.Equal(t, http.StatusOK, code)
-		e := next(t, events, 10*time.Second)
-		require.Equal(t, eventAdded, e.Type)
-		require.Equal(t, "member-1", e.Cluster.Name)
-		// A change to the other member sends nothing; one to this member is MODIFIED.
-		for _, name := range []string{"member-2", "member-1"} {
-			_, err := registry.Clusters(lf.Namespace).Patch(ctx, name, types.MergePatchType, []byte(`{"metadata":{"labels":{"watched-one":"`+name+`"}}}`), metav1.PatchOptions{})
-			require.NoError(t, err)
-		}
-		// member-1's summary may change meanwhile for other reasons (its caches syncing): every
-		// event is member-1's, up to the label's and for a few polls after it.
-		for deadline := time.Now().Add(10 * time.Second); ; {
-			e = next(t, events, time.Until(deadline))
-			require.Equal(t, "member-1", e.Cluster.Name, "the stream of member-1 sent another member")
-			if e.Cluster.Labels["watched-one"] == "member-1" {
-				require.Equal(t, eventModified, e.Type)
-				break
-			}
-		}
-		for quiet := time.After(3 * feedInterval); ; {
-			select {
-			case e, ok := <-events:
-				require.True(t, ok, "the stream ended")
-				require.True(t, e.Type == eventBookmark || e.Cluster.Name == "member-1", "the stream of member-1 sent %s", e.Cluster.Name)
-				continue
-			case <-quiet:
-			}
+// sweepCallers is what the subtests of TestWatchOneClusterAndDeleteACollection share.
+type sweepCallers struct {
+	ctx        context.Context
+	sweep      string
+	oneWatcher string
+	viewer     string
+	sweeper    string
+	web        *httptest.Server
+	registry   crv1alpha1.ClusterregistryV1alpha1Interface
+}
+
+// oneClustersStream is the subtest "one Cluster's stream" of TestWatchOneClusterAndDeleteACollection.
+func (f *sweepCallers) oneClustersStream(t *testing.T) {
+	ctx, oneWatcher, viewer, web, registry := f.ctx, f.oneWatcher, f.viewer, f.web, f.registry
+	_, code := watch(t, "", web.URL+"/watch/clusters/"+lf.Namespace+"/member-1")
+	require.Equal(t, http.StatusUnauthorized, code)
+	_, code = watch(t, oneWatcher, web.URL+"/watch/clusters/"+lf.Namespace+"/member-2")
+	require.Equal(t, http.StatusForbidden, code, "a Role naming member-1 watched member-2")
+	_, code = watch(t, viewer, web.URL+"/watch/clusters/"+lf.Namespace+"/member-1")
+	require.Equal(t, http.StatusForbidden, code, "a viewer of another set watched this one's member")
+	events, code := watch(t, oneWatcher, web.URL+"/watch/clusters/"+lf.Namespace+"/member-1")
+	require.Equal(t, http.StatusOK, code)
+	e := next(t, events, 10*time.Second)
+	require.Equal(t, eventAdded, e.Type)
+	require.Equal(t, "member-1", e.Cluster.Name)
+	// A change to the other member sends nothing; one to this member is MODIFIED.
+	for _, name := range []string{"member-2", "member-1"} {
+		_, err := registry.Clusters(lf.Namespace).Patch(ctx, name, types.MergePatchType, []byte(`{"metadata":{"labels":{"watched-one":"`+name+`"}}}`), metav1.PatchOptions{})
+		require.NoError(t, err)
+	}
+	// member-1's summary may change meanwhile for other reasons (its caches syncing): every
+	// event is member-1's, up to the label's and for a few polls after it.
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		e = next(t, events, time.Until(deadline))
+		require.Equal(t, "member-1", e.Cluster.Name, "the stream of member-1 sent another member")
+		if e.Cluster.Labels["watched-one"] == "member-1" {
+			require.Equal(t, eventModified, e.Type)
 			break
 		}
-	})
+	}
+	for quiet := time.After(3 * feedInterval); ; {
+		select {
+		case e, ok := <-events:
+			require.True(t, ok, "the stream ended")
+			require.True(t, e.Type == eventBookmark || e.Cluster.Name == "member-1", "the stream of member-1 sent %s", e.Cluster.Name)
+			continue
+		case <-quiet:
+		}
+		break
+	}
+}
 
-	t.Run("deleting a set's chosen Clusters", func(t *testing.T) {
-		for _, name := range []string{"tmp-1", "tmp-2"} {
-			c := &v1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: sweep, Labels: map[string]string{"tmp": "yes"}},
-				Spec: v1alpha1.ClusterSpec{KubernetesAPIEndpoints: v1alpha1.KubernetesAPIEndpoints{ServerEndpoints: []v1alpha1.ServerAddressByClientCIDR{{ClientCIDR: "0.0.0.0/0", ServerAddress: "https://127.0.0.1:1"}}}}}
-			_, err := registry.Clusters(sweep).Create(ctx, c, metav1.CreateOptions{})
-			require.NoError(t, err)
+// deletingASetsChosenClusters is the subtest "deleting a set's chosen Clusters" of TestWatchOneClusterAndDeleteACollection.
+func (f *sweepCallers) deletingASetsChosenClusters(t *testing.T) {
+	ctx, sweep, viewer, sweeper, web, registry := f.ctx, f.sweep, f.viewer, f.sweeper, f.web, f.registry
+	for _, name := range []string{"tmp-1", "tmp-2"} {
+		c := &v1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: sweep, Labels: map[string]string{"tmp": "yes"}},
+			Spec: v1alpha1.ClusterSpec{KubernetesAPIEndpoints: v1alpha1.KubernetesAPIEndpoints{ServerEndpoints: []v1alpha1.ServerAddressByClientCIDR{{ClientCIDR: "0.0.0.0/0", ServerAddress: "https://127.0.0.1:1"}}}}}
+		_, err := registry.Clusters(sweep).Create(ctx, c, metav1.CreateOptions{})
+		require.NoError(t, err)
+	}
+	remaining := func(ns string) []string {
+		list, err := registry.Clusters(ns).List(ctx, metav1.ListOptions{})
+		require.NoError(t, err)
+		var out []string
+		for _, c := range list.Items {
+			out = append(out, c.Name)
 		}
-		remaining := func(ns string) []string {
-			list, err := registry.Clusters(ns).List(ctx, metav1.ListOptions{})
-			require.NoError(t, err)
-			var out []string
-			for _, c := range list.Items {
-				out = append(out, c.Name)
-			}
-			return out
-		}
-		code, out := callAs(t, "", http.MethodDelete, web.URL+"/clusters?namespace="+sweep, nil, nil)
-		require.Equal(t, http.StatusUnauthorized, code, string(out))
-		code, out = callAs(t, sweeper, http.MethodDelete, web.URL+"/clusters?labelSelector=tmp%3Dyes", nil, nil)
-		require.Equal(t, http.StatusBadRequest, code, string(out))
-		require.Contains(t, status(t, out).Message, "namespace")
-		code, out = callAs(t, viewer, http.MethodDelete, web.URL+"/clusters?namespace="+sweep, nil, nil)
-		require.Equal(t, http.StatusForbidden, code, "a viewer deleted a collection: %s", out)
-		code, out = callAs(t, sweeper, http.MethodDelete, web.URL+"/clusters?namespace="+lf.Namespace, nil, nil)
-		require.Equal(t, http.StatusForbidden, code, "a sweeper of one set deleted another's: %s", out)
-		require.ElementsMatch(t, []string{"member-1", "member-2"}, remaining(lf.Namespace))
-		require.ElementsMatch(t, []string{"member-1", "tmp-1", "tmp-2"}, remaining(sweep))
+		return out
+	}
+	code, out := callAs(t, "", http.MethodDelete, web.URL+"/clusters?namespace="+sweep, nil, nil)
+	require.Equal(t, http.StatusUnauthorized, code, string(out))
+	code, out = callAs(t, sweeper, http.MethodDelete, web.URL+"/clusters?labelSelector=tmp%3Dyes", nil, nil)
+	require.Equal(t, http.StatusBadRequest, code, string(out))
+	require.Contains(t, status(t, out).Message, "namespace")
+	code, out = callAs(t, viewer, http.MethodDelete, web.URL+"/clusters?namespace="+sweep, nil, nil)
+	require.Equal(t, http.StatusForbidden, code, "a viewer deleted a collection: %s", out)
+	code, out = callAs(t, sweeper, http.MethodDelete, web.URL+"/clusters?namespace="+lf.Namespace, nil, nil)
+	require.Equal(t, http.StatusForbidden, code, "a sweeper of one set deleted another's: %s", out)
+	require.ElementsMatch(t, []string{"member-1", "member-2"}, remaining(lf.Namespace))
+	require.ElementsMatch(t, []string{"member-1", "tmp-1", "tmp-2"}, remaining(sweep))
 
-		code, out = callAs(t, sweeper, http.MethodDelete, web.URL+"/clusters?namespace="+sweep+"&labelSelector=tmp%3Dyes", nil, nil)
-		require.Equal(t, http.StatusOK, code, string(out))
-		var deleted v1alpha1.ClusterList
-		require.NoError(t, json.Unmarshal(out, &deleted), string(out))
-		var names []string
-		for _, c := range deleted.Items {
-			names = append(names, c.Name)
-			require.Empty(t, c.ManagedFields)
-		}
-		require.ElementsMatch(t, []string{"tmp-1", "tmp-2"}, names, "the answer names what was deleted")
-		require.Equal(t, []string{"member-1"}, remaining(sweep))
-	})
+	code, out = callAs(t, sweeper, http.MethodDelete, web.URL+"/clusters?namespace="+sweep+"&labelSelector=tmp%3Dyes", nil, nil)
+	require.Equal(t, http.StatusOK, code, string(out))
+	var deleted v1alpha1.ClusterList
+	require.NoError(t, json.Unmarshal(out, &deleted), string(out))
+	var names []string
+	for _, c := range deleted.Items {
+		names = append(names, c.Name)
+		require.Empty(t, c.ManagedFields)
+	}
+	require.ElementsMatch(t, []string{"tmp-1", "tmp-2"}, names, "the answer names what was deleted")
+	require.Equal(t, []string{"member-1"}, remaining(sweep))
 }
