@@ -105,36 +105,11 @@ func TestWatchClusters(t *testing.T) {
 		require.NoError(t, err)
 	}
 	// Other changes (a cache's state, say) may come first; none is of the other set.
-	untilRenamed := func(events <-chan watchEvent) {
-		t.Helper()
-		for {
-			e := next(t, events, 10*time.Second)
-			require.Equal(t, lf.Namespace, e.Cluster.Namespace, "an event of a set the viewer may not list: %+v", e)
-			if e.Type == eventModified && e.Cluster.Name == "member-2" && e.Cluster.DisplayName == "Watched "+lf.Namespace {
-				return
-			}
-		}
-	}
-	untilRenamed(events)
+	untilRenamed(t, lf.Namespace, events)
 
 	// Nothing changes now: whatever comes (a cache's state may still turn), no event repeats
 	// what the stream last said of its member. Every member was sent again every 500 ms.
-	last := map[string]clusterSummary{}
-	for quiet := time.After(3 * time.Second); ; {
-		select {
-		case e := <-events:
-			if e.Type != eventModified {
-				continue
-			}
-			if prev, ok := last[e.Cluster.Name]; ok {
-				require.False(t, reflect.DeepEqual(prev, *e.Cluster), "a MODIFIED that changes nothing: %+v", e.Cluster)
-			}
-			last[e.Cluster.Name] = *e.Cluster
-			continue
-		case <-quiet:
-		}
-		break
-	}
+	requireNoRepeats(t, events, 3*time.Second)
 
 	// A selector's watch: a member that gains the label is ADDED, one that loses it DELETED.
 	gold, code := watch(t, viewer, web.URL+"/watch/clusters?labelSelector=tier%3Dgold")
@@ -160,10 +135,45 @@ func TestWatchClusters(t *testing.T) {
 	// Resumed from the list's revision: the change is replayed.
 	resumed, code := watch(t, viewer, web.URL+"/watch/clusters?resourceVersion="+strconv.FormatUint(listedAt, 10))
 	require.Equal(t, http.StatusOK, code)
-	untilRenamed(resumed)
+	untilRenamed(t, lf.Namespace, resumed)
 
 	_, code = watch(t, viewer, web.URL+"/watch/clusters?resourceVersion=999999999")
 	require.Equal(t, http.StatusGone, code)
 	_, code = watch(t, viewer, web.URL+"/watch/clusters?resourceVersion=yesterday")
 	require.Equal(t, http.StatusBadRequest, code)
+}
+
+// untilRenamed reads events until member-2 of ns is MODIFIED to its display name "Watched ns".
+// Other changes (a cache's state, say) may come first; none may be of another set.
+func untilRenamed(t *testing.T, ns string, events <-chan watchEvent) {
+	t.Helper()
+	for {
+		e := next(t, events, 10*time.Second)
+		require.Equal(t, ns, e.Cluster.Namespace, "an event of a set the viewer may not list: %+v", e)
+		if e.Type == eventModified && e.Cluster.Name == "member-2" && e.Cluster.DisplayName == "Watched "+ns {
+			return
+		}
+	}
+}
+
+// requireNoRepeats reads events for the while given: none may be a MODIFIED that repeats what
+// the stream last said of its member.
+func requireNoRepeats(t *testing.T, events <-chan watchEvent, while time.Duration) {
+	t.Helper()
+	last := map[string]clusterSummary{}
+	for quiet := time.After(while); ; {
+		select {
+		case e := <-events:
+			if e.Type != eventModified {
+				continue
+			}
+			if prev, ok := last[e.Cluster.Name]; ok {
+				require.False(t, reflect.DeepEqual(prev, *e.Cluster), "a MODIFIED that changes nothing: %+v", e.Cluster)
+			}
+			last[e.Cluster.Name] = *e.Cluster
+			continue
+		case <-quiet:
+		}
+		break
+	}
 }
