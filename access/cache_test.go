@@ -58,6 +58,25 @@ func TestCacheKeepsTransportUntilInputsChange(t *testing.T) {
 	if (&Resolved{Config: first.Config}).Current() {
 		t.Fatal("a Resolved made by hand is current")
 	}
+	cr := &cachedResolution{fake: fake, secrets: secrets, c: c, r: r, clk: clk, first: first}
+	cr.kept(t)
+	cr.renewed(t)
+}
+
+// cachedResolution is what the parts of TestCacheKeepsTransportUntilInputsChange share, in order.
+type cachedResolution struct {
+	fake    *fakeMember
+	secrets *memSecrets
+	c       *v1alpha1.Cluster
+	r       *Resolver
+	clk     *clock
+	first   *Resolved
+}
+
+// kept: an unchanged Cluster gets the same Resolved, one TLS handshake, its Secret reread at each
+// revalidation; a change that does not shape the result keeps it too.
+func (cr *cachedResolution) kept(t *testing.T) {
+	fake, secrets, c, r, clk, first := cr.fake, cr.secrets, cr.c, cr.r, cr.clk, cr.first
 	for i := range 50 {
 		a, err := r.Resolve(testContext(t), c)
 		if err != nil {
@@ -89,7 +108,12 @@ func TestCacheKeepsTransportUntilInputsChange(t *testing.T) {
 	if a, _ := r.Resolve(testContext(t), edited); a != first {
 		t.Error("a change that does not shape the result made a new Resolved")
 	}
+}
 
+// renewed: a rotated Secret, a 401 from the member, and a spec change that shapes the result each
+// make a new Resolved.
+func (cr *cachedResolution) renewed(t *testing.T) {
+	fake, secrets, c, r, clk, first := cr.fake, cr.secrets, cr.c, cr.r, cr.clk, cr.first
 	// Rotation: the Secret changes, and after revalidation the Access is new.
 	secrets.put(tokenSecret("fleet", "creds", "tok-2", pinnedTo(fake.URL)))
 	fake.token.Store("tok-2")
