@@ -103,6 +103,13 @@ func TestJoinAndUnjoin(t *testing.T) {
 	require.True(t, apierrors.IsForbidden(kube.CoreV1().Namespaces().Delete(ctx, made, metav1.DeleteOptions{})), "the joined account may delete a namespace")
 	require.NoError(t, member.CoreV1().Namespaces().Delete(ctx, made, metav1.DeleteOptions{}))
 
+	rejoinAndUnjoin(t, reg, res, member, token, &progress)
+}
+
+// rejoinAndUnjoin: joining again changes nothing in the registry but the token, and revokes the
+// one it replaced; unjoin leaves nothing on either side, and the current token stops working.
+func rejoinAndUnjoin(t *testing.T, reg join.Registry, res *join.Result, member kubernetes.Interface, token string, progress *bytes.Buffer) {
+	ctx := t.Context()
 	// Joining again changes nothing in the registry but the token, and revokes the one it replaces.
 	again, err := join.Join(ctx, lf.Members[0].Config, reg, join.Options{
 		Name: "dev", DisplayName: "Development", Labels: map[string]string{"env": "dev"}, ClusterRole: "view",
@@ -114,10 +121,10 @@ func TestJoinAndUnjoin(t *testing.T) {
 
 	// Unjoin: the member's side first, then the registry's; nothing is left, and the current
 	// token stops working.
-	secret, err = reg.Kube.CoreV1().Secrets(reg.Namespace).Get(ctx, res.Secret.Name, metav1.GetOptions{})
+	secret, err := reg.Kube.CoreV1().Secrets(reg.Namespace).Get(ctx, res.Secret.Name, metav1.GetOptions{})
 	require.NoError(t, err)
 	progress.Reset()
-	removed, err := join.Unjoin(ctx, reg, "dev", join.UnjoinOptions{Member: lf.Members[0].Config, Progress: &progress})
+	removed, err := join.Unjoin(ctx, reg, "dev", join.UnjoinOptions{Member: lf.Members[0].Config, Progress: progress})
 	require.NoError(t, err)
 	require.Len(t, removed.Deleted, 6, progress.String())
 	require.Empty(t, removed.LeftInPlace)
