@@ -105,6 +105,13 @@ data: {by: hook}
 		require.Equal(t, 2, records(name), "Helm's two revisions on %s", name)
 	}
 
+	restartThenUninstall(t, env, appNS, records)
+}
+
+// restartThenUninstall: a controller that restarts finds Release shop deployed at its revision
+// on each member and writes nothing; deleting the Release is helm uninstall on each member.
+func restartThenUninstall(t *testing.T, env *deliveryEnv, appNS string, records func(member string) int) {
+	t.Helper()
 	// A controller that restarts finds the release deployed at its revision on each member:
 	// no Helm revision, and no write anywhere (status included: it has not changed, and the
 	// restart comes a second later, so that a member's lastApplied taken anew would show).
