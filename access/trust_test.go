@@ -294,8 +294,14 @@ func TestClusterProfilePluginWorksUnchanged(t *testing.T) {
 		t.Errorf("an edited clusterConfig kept the old Resolved")
 	}
 
-	// A kubeconfig of the caller's: its cluster's client.authentication.k8s.io/exec extension is the
-	// config, as client-go passes it.
+	requireExecExtensionOfAKubeconfig(t, ns, dir, plugin, given)
+}
+
+// requireExecExtensionOfAKubeconfig: in a kubeconfig of the caller's, its cluster's
+// client.authentication.k8s.io/exec extension is the plugin's cluster config, as client-go passes
+// it; and that kubeconfig chooses its plugin's args and env (only the command must be listed).
+func requireExecExtensionOfAKubeconfig(t *testing.T, ns, dir, plugin string, given ExecPlugin) {
+	t.Helper()
 	kubeconfigPath := filepath.Join(dir, "members.kubeconfig")
 	if err := os.WriteFile(kubeconfigPath, []byte(fmt.Sprintf(`apiVersion: v1
 kind: Config
@@ -317,7 +323,7 @@ current-context: x
 		provider("file", v1alpha1.ProviderTypeKubeconfigFile, map[string]string{"path": kubeconfigPath}))
 	pinnedByFile := given
 	pinnedByFile.SendTo = nil // the caller's own kubeconfig pins its plugin
-	r = newResolver(t, ResolverOptions{FileRoots: []FileRoot{{Dir: dir}}, ExecPlugins: []ExecPlugin{pinnedByFile}})
+	r := newResolver(t, ResolverOptions{FileRoots: []FileRoot{{Dir: dir}}, ExecPlugins: []ExecPlugin{pinnedByFile}})
 	if err := attempt(t, r, fromFile); err != nil {
 		t.Errorf("kubeconfig file with the exec extension: %v", err)
 	}
