@@ -84,12 +84,49 @@ func TestImageReadBack(t *testing.T) {
 	}
 
 	// Its files: the binary, and a passwd naming the user.
+	runnable := filepath.Join(dir, "from-image")
+	files, passwd := imageFiles(t, read, runnable)
+	require.Contains(t, passwd, ":"+user+":"+group+":", "/etc/passwd does not name the image's user")
+	require.Contains(t, files, "tmp")
+	require.EqualValues(t, 0o1777, files["tmp"].Mode&0o7777)
+	home := files["home/nonroot"]
+	require.NotNil(t, home)
+	require.Equal(t, user, strconv.Itoa(home.Uid), "the user's home is not theirs")
+	bin := files["usr/local/bin/clusterregistry"]
+	require.NotNil(t, bin)
+	require.Zero(t, bin.Uid, "the binary must not be writable by the user who runs it")
+	require.EqualValues(t, 0o755, bin.Mode&0o7777)
+
+	requireRunnable(t, runnable)
+}
+
+// requireRunnable runs the image's binary: it knows its version and commit, whatever GOFLAGS says
+// of -buildvcs, and links CA roots, to verify public servers on the image's empty base.
+func requireRunnable(t *testing.T, runnable string) {
+	t.Helper()
+	out, err := exec.Command(runnable, "version").CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	require.True(t, strings.HasPrefix(string(out), "clusterregistry "), "%s", out)
+	// It knows its commit, whatever GOFLAGS says of -buildvcs.
+	head, err := exec.Command("git", "-C", "../..", "rev-parse", "HEAD").Output()
+	require.NoError(t, err, "the test runs in a checkout")
+	require.Contains(t, string(out), strings.TrimSpace(string(head)), "the image's command does not know its commit")
+	// It verifies public servers on the image's empty base: the roots are linked in.
+	bi, err := buildinfo.ReadFile(runnable)
+	require.NoError(t, err)
+	require.True(t, slices.ContainsFunc(bi.Deps, func(m *debug.Module) bool { return m.Path == fallbackRoots }),
+		"the image has no CA certificates, and its binary does not link %s", fallbackRoots)
+}
+
+// imageFiles reads the image's files: their headers, /etc/passwd's text, and the binary, written
+// to runnable. None may be setuid or setgid.
+func imageFiles(t *testing.T, img v1.Image, runnable string) (map[string]*tar.Header, string) {
+	t.Helper()
 	files := map[string]*tar.Header{}
 	var passwd string
-	rc := mutate.Extract(read)
+	rc := mutate.Extract(img)
 	defer rc.Close()
 	tr := tar.NewReader(rc)
-	runnable := filepath.Join(dir, "from-image")
 	for {
 		h, err := tr.Next()
 		if errors.Is(err, io.EOF) {
@@ -111,29 +148,7 @@ func TestImageReadBack(t *testing.T) {
 			require.NoError(t, f.Close())
 		}
 	}
-	require.Contains(t, passwd, ":"+user+":"+group+":", "/etc/passwd does not name the image's user")
-	require.Contains(t, files, "tmp")
-	require.EqualValues(t, 0o1777, files["tmp"].Mode&0o7777)
-	home := files["home/nonroot"]
-	require.NotNil(t, home)
-	require.Equal(t, user, strconv.Itoa(home.Uid), "the user's home is not theirs")
-	bin := files["usr/local/bin/clusterregistry"]
-	require.NotNil(t, bin)
-	require.Zero(t, bin.Uid, "the binary must not be writable by the user who runs it")
-	require.EqualValues(t, 0o755, bin.Mode&0o7777)
-
-	out, err := exec.Command(runnable, "version").CombinedOutput()
-	require.NoError(t, err, "%s", out)
-	require.True(t, strings.HasPrefix(string(out), "clusterregistry "), "%s", out)
-	// It knows its commit, whatever GOFLAGS says of -buildvcs.
-	head, err := exec.Command("git", "-C", "../..", "rev-parse", "HEAD").Output()
-	require.NoError(t, err, "the test runs in a checkout")
-	require.Contains(t, string(out), strings.TrimSpace(string(head)), "the image's command does not know its commit")
-	// It verifies public servers on the image's empty base: the roots are linked in.
-	bi, err := buildinfo.ReadFile(runnable)
-	require.NoError(t, err)
-	require.True(t, slices.ContainsFunc(bi.Deps, func(m *debug.Module) bool { return m.Path == fallbackRoots }),
-		"the image has no CA certificates, and its binary does not link %s", fallbackRoots)
+	return files, passwd
 }
 
 // fallbackRoots is the package that gives a binary Go's copy of the public roots.
