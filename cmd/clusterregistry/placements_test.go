@@ -17,8 +17,10 @@ import (
 	cpversioned "sigs.k8s.io/cluster-inventory-api/client/clientset/versioned"
 
 	"github.com/cluster-registry/sdk/clientset/versioned"
+	crv1alpha1 "github.com/cluster-registry/sdk/clientset/versioned/typed/clusterregistry/v1alpha1"
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
 	"github.com/cluster-registry/sdk/decision"
+	"github.com/cluster-registry/sdk/localfleet"
 	"github.com/cluster-registry/sdk/testkit/fleettest"
 )
 
@@ -82,49 +84,8 @@ func TestPlacementsCommand(t *testing.T) {
 	require.Equal(t, 1, code)
 	require.Contains(t, errOut, "no Placement nothere in namespace "+ns)
 
-	// What get has, get placements has: labels as columns, --sort-by, custom columns, -w.
-	_, err = registry.Placements(ns).Create(t.Context(), &v1alpha1.Placement{ObjectMeta: metav1.ObjectMeta{Name: "api", Labels: map[string]string{"tier": "gold"}},
-		Spec: v1alpha1.PlacementSpec{Count: ptr.To[int32](2)}}, metav1.CreateOptions{})
-	require.NoError(t, err)
-	code, out, errOut = cmd("get", "placements", "--show-labels", "-L", "tier")
-	require.Equal(t, 0, code, errOut)
-	require.Regexp(t, `(?m)^NAME\s+COUNT\s+CHOSEN\s+SATISFIED\s+REASON\s+AGE\s+TIER\s+LABELS$`, out)
-	require.Regexp(t, `(?m)^api\s+2\s+\d\s+\S+\s+\S+\s+\S+\s+gold\s+tier=gold$`, out)
-	code, out, errOut = cmd("get", "placements", "--sort-by", "{.spec.count}", "-o", "custom-columns=NAME:.metadata.name,COUNT:.spec.count", "--no-headers")
-	require.Equal(t, 0, code, errOut)
-	require.Regexp(t, `^web\s+1\napi\s+2\n$`, out)
-	code, out, errOut = cmd("get", "placements", "--sort-by", "{.spec.count}", "-o", "name", "-l", "tier=gold")
-	require.Equal(t, 0, code, errOut)
-	require.Equal(t, "placement.clusterregistry.k8s.io/api\n", out)
-
-	// The scheduler decides api (both members) before the watch starts, so that the row the
-	// watch lists first is the last until the patch: a decision landing between the list and the
-	// watch would be a second row, and this test asserts that the watch repeats nothing.
-	require.Eventually(t, func() bool {
-		p, err = registry.Placements(ns).Get(t.Context(), "api", metav1.GetOptions{})
-		return err == nil && p.Status.Chosen == 2 && p.Status.ObservedGeneration == p.Generation &&
-			meta.IsStatusConditionTrue(p.Status.Conditions, v1alpha1.PlacementSatisfied)
-	}, 60*time.Second, 100*time.Millisecond, "api never decided")
-	watchCtx, stopWatch := context.WithCancel(t.Context())
-	var watched syncBuffer
-	watchDone := make(chan int, 1)
-	go func() {
-		watchDone <- run(watchCtx, []string{"--kubeconfig", lf.Registry.Kubeconfig, "-n", ns, "get", "placements", "-w", "api"}, &watched, &watched)
-	}()
-	require.EventuallyWithT(t, func(c *assert.CollectT) {
-		assert.Equal(c, 1, strings.Count(watched.String(), "api "), "get -w printed:\n%s", watched.String())
-	}, 30*time.Second, 20*time.Millisecond)
-	_, err = registry.Placements(ns).Patch(t.Context(), "api", types.MergePatchType, []byte(`{"spec":{"count":3}}`), metav1.PatchOptions{})
-	require.NoError(t, err)
-	require.EventuallyWithT(t, func(c *assert.CollectT) {
-		assert.Regexp(c, `(?m)^api\s+3\s`, watched.String())
-	}, 30*time.Second, 20*time.Millisecond)
-	stopWatch()
-	require.Equal(t, 0, <-watchDone, watched.String())
-	header := strings.SplitN(watched.String(), "\n", 2)[0]
-	for _, line := range strings.Split(strings.TrimSpace(watched.String()), "\n")[1:] {
-		require.Equal(t, strings.Index(header, "REASON"), strings.Index(line, strings.Fields(line)[4]), "a -w row not under the header:\n%s", watched.String())
-	}
+	requireGetFormats(t, ns, registry, cmd)
+	requireWatchOfAPlacement(t, lf, ns, registry)
 
 	// explain-placement NAME: against its own decision, the chosen member is Kept.
 	code, out, errOut = cmd("explain-placement", "web")
@@ -139,5 +100,58 @@ func TestPlacementsCommand(t *testing.T) {
 		require.Equal(t, 0, code, logs.String())
 	case <-time.After(gracefulStop + 10*time.Second):
 		t.Fatalf("did not stop; logs:\n%s", logs.String())
+	}
+}
+
+// requireGetFormats: what get has, get placements has: labels as columns, --sort-by, custom
+// columns, names.
+func requireGetFormats(t *testing.T, ns string, registry crv1alpha1.ClusterregistryV1alpha1Interface, cmd func(args ...string) (int, string, string)) {
+	t.Helper()
+	_, err := registry.Placements(ns).Create(t.Context(), &v1alpha1.Placement{ObjectMeta: metav1.ObjectMeta{Name: "api", Labels: map[string]string{"tier": "gold"}},
+		Spec: v1alpha1.PlacementSpec{Count: ptr.To[int32](2)}}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	code, out, errOut := cmd("get", "placements", "--show-labels", "-L", "tier")
+	require.Equal(t, 0, code, errOut)
+	require.Regexp(t, `(?m)^NAME\s+COUNT\s+CHOSEN\s+SATISFIED\s+REASON\s+AGE\s+TIER\s+LABELS$`, out)
+	require.Regexp(t, `(?m)^api\s+2\s+\d\s+\S+\s+\S+\s+\S+\s+gold\s+tier=gold$`, out)
+	code, out, errOut = cmd("get", "placements", "--sort-by", "{.spec.count}", "-o", "custom-columns=NAME:.metadata.name,COUNT:.spec.count", "--no-headers")
+	require.Equal(t, 0, code, errOut)
+	require.Regexp(t, `^web\s+1\napi\s+2\n$`, out)
+	code, out, errOut = cmd("get", "placements", "--sort-by", "{.spec.count}", "-o", "name", "-l", "tier=gold")
+	require.Equal(t, 0, code, errOut)
+	require.Equal(t, "placement.clusterregistry.k8s.io/api\n", out)
+}
+
+// requireWatchOfAPlacement: get placements -w api lists Placement api once, then its change,
+// each row under the header, and repeats nothing.
+func requireWatchOfAPlacement(t *testing.T, lf *localfleet.Fleet, ns string, registry crv1alpha1.ClusterregistryV1alpha1Interface) {
+	t.Helper()
+	// The scheduler decides api (both members) before the watch starts, so that the row the
+	// watch lists first is the last until the patch: a decision landing between the list and the
+	// watch would be a second row, and this test asserts that the watch repeats nothing.
+	require.Eventually(t, func() bool {
+		p, err := registry.Placements(ns).Get(t.Context(), "api", metav1.GetOptions{})
+		return err == nil && p.Status.Chosen == 2 && p.Status.ObservedGeneration == p.Generation &&
+			meta.IsStatusConditionTrue(p.Status.Conditions, v1alpha1.PlacementSatisfied)
+	}, 60*time.Second, 100*time.Millisecond, "api never decided")
+	watchCtx, stopWatch := context.WithCancel(t.Context())
+	var watched syncBuffer
+	watchDone := make(chan int, 1)
+	go func() {
+		watchDone <- run(watchCtx, []string{"--kubeconfig", lf.Registry.Kubeconfig, "-n", ns, "get", "placements", "-w", "api"}, &watched, &watched)
+	}()
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		assert.Equal(c, 1, strings.Count(watched.String(), "api "), "get -w printed:\n%s", watched.String())
+	}, 30*time.Second, 20*time.Millisecond)
+	_, err := registry.Placements(ns).Patch(t.Context(), "api", types.MergePatchType, []byte(`{"spec":{"count":3}}`), metav1.PatchOptions{})
+	require.NoError(t, err)
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		assert.Regexp(c, `(?m)^api\s+3\s`, watched.String())
+	}, 30*time.Second, 20*time.Millisecond)
+	stopWatch()
+	require.Equal(t, 0, <-watchDone, watched.String())
+	header := strings.SplitN(watched.String(), "\n", 2)[0]
+	for _, line := range strings.Split(strings.TrimSpace(watched.String()), "\n")[1:] {
+		require.Equal(t, strings.Index(header, "REASON"), strings.Index(line, strings.Fields(line)[4]), "a -w row not under the header:\n%s", watched.String())
 	}
 }
