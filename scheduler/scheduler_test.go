@@ -16,6 +16,7 @@ import (
 	cpversioned "sigs.k8s.io/cluster-inventory-api/client/clientset/versioned"
 
 	"github.com/cluster-registry/sdk/clientset/versioned"
+	crv1alpha1 "github.com/cluster-registry/sdk/clientset/versioned/typed/clusterregistry/v1alpha1"
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
 	"github.com/cluster-registry/sdk/decision"
 	"github.com/cluster-registry/sdk/multicluster"
@@ -38,26 +39,12 @@ func TestScheduler(t *testing.T) {
 	clusters := versioned.NewForConfigOrDie(lf.Registry.Config).ClusterregistryV1alpha1().Clusters(ns)
 	setReady := func(name string, status metav1.ConditionStatus, reason string) {
 		t.Helper()
-		c, err := clusters.Get(ctx, name, metav1.GetOptions{})
-		require.NoError(t, err)
-		c.Status.Conditions = nil
-		c.Status.SetCondition(metav1.Condition{Type: v1alpha1.ConditionReady, Status: status, Reason: reason, Message: "set by the test",
-			LastTransitionTime: metav1.Now()})
-		_, err = clusters.UpdateStatus(ctx, c, metav1.UpdateOptions{})
-		require.NoError(t, err)
-	}
-	add := func(name, env string) {
-		t.Helper()
-		_, err := clusters.Create(ctx, &v1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"env": env}},
-			Spec: v1alpha1.ClusterSpec{KubernetesAPIEndpoints: v1alpha1.KubernetesAPIEndpoints{ServerEndpoints: []v1alpha1.ServerAddressByClientCIDR{
-				{ClientCIDR: "0.0.0.0/0", ServerAddress: "https://" + name + ".example:6443"}}}}}, metav1.CreateOptions{})
-		require.NoError(t, err)
-		setReady(name, metav1.ConditionTrue, v1alpha1.ReasonReachable)
+		setClusterReady(t, clusters, name, status, reason)
 	}
 	for _, n := range []string{"prod-1", "prod-2", "prod-3", "prod-4"} {
-		add(n, "prod")
+		addReadyCluster(t, clusters, n, "prod")
 	}
-	add("dev-1", "dev")
+	addReadyCluster(t, clusters, "dev-1", "dev")
 
 	fleet := multicluster.NewFleet(versioned.NewForConfigOrDie(lf.Registry.Config), nil, multicluster.FleetOptions{Namespaces: []string{ns}})
 	require.NoError(t, fleet.Start(ctx))
@@ -81,41 +68,19 @@ func TestScheduler(t *testing.T) {
 	go func() { done <- s.Run(runCtx) }()
 	defer func() { stop(); require.NoError(t, <-done) }()
 
-	read := func(key types.NamespacedName) []string {
-		d, err := decision.Read(ctx, client, key.Namespace, key.Name)
-		if err != nil {
-			return nil
-		}
-		var names []string
-		for _, c := range d.Clusters {
-			names = append(names, c.Name)
-		}
-		return names
-	}
 	waitFor := func(key types.NamespacedName, cond func([]string) bool, what string) []string {
 		t.Helper()
-		var got []string
-		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-			if got = read(key); cond(got) {
-				return got
-			}
-			require.True(t, time.Now().Before(deadline), "%s: %s, decision %v", key.Name, what, got)
-		}
+		return waitForDecision(t, client, key, cond, what)
 	}
 	chosenWeb := waitFor(web, func(n []string) bool { return len(n) == 2 }, "two members chosen")
 	waitFor(all, func(n []string) bool {
 		return slices.Equal(slices.Sorted(slices.Values(n)), []string{"prod-1", "prod-2", "prod-3", "prod-4"})
 	}, "every production member")
-	version := func(key types.NamespacedName) string {
-		list, err := client.ApisV1alpha1().PlacementDecisions(ns).List(ctx, metav1.ListOptions{LabelSelector: cpv1alpha1.DecisionKeyLabel + "=" + key.Name})
-		require.NoError(t, err)
-		require.Len(t, list.Items, 1)
-		return list.Items[0].ResourceVersion
-	}
+	version := func(key types.NamespacedName) string { return decisionVersion(t, client, key) }
 
 	// An unrelated Cluster joins: nothing is written.
 	writes, webVersion, allVersion := s.Writes(), version(web), version(all)
-	add("dev-2", "dev")
+	addReadyCluster(t, clusters, "dev-2", "dev")
 	time.Sleep(time.Second)
 	require.Equal(t, writes, s.Writes(), "an unrelated join wrote")
 	require.Equal(t, webVersion, version(web))
@@ -137,13 +102,75 @@ func TestScheduler(t *testing.T) {
 
 	// A removed placement's decision goes: no decision, not an empty one.
 	s.Remove(web)
+	waitForNoDecision(t, client, web)
+}
+
+// waitForNoDecision waits, 30 s at most, until key has no decision: not an empty one.
+func waitForNoDecision(t *testing.T, client cpversioned.Interface, key types.NamespacedName) {
+	t.Helper()
 	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		_, err := decision.Read(ctx, client, ns, "web")
+		_, err := decision.Read(t.Context(), client, key.Namespace, key.Name)
 		if errors.Is(err, decision.ErrNoDecision) {
-			break
+			return
 		}
 		require.True(t, time.Now().Before(deadline), "the removed placement's slices stay: %v", err)
 	}
+}
+
+// setClusterReady sets Cluster name's Ready condition, as the health controller would.
+func setClusterReady(t *testing.T, clusters crv1alpha1.ClusterInterface, name string, status metav1.ConditionStatus, reason string) {
+	t.Helper()
+	ctx := t.Context()
+	c, err := clusters.Get(ctx, name, metav1.GetOptions{})
+	require.NoError(t, err)
+	c.Status.Conditions = nil
+	c.Status.SetCondition(metav1.Condition{Type: v1alpha1.ConditionReady, Status: status, Reason: reason, Message: "set by the test",
+		LastTransitionTime: metav1.Now()})
+	_, err = clusters.UpdateStatus(ctx, c, metav1.UpdateOptions{})
+	require.NoError(t, err)
+}
+
+// addReadyCluster registers a Ready Cluster name, labelled env.
+func addReadyCluster(t *testing.T, clusters crv1alpha1.ClusterInterface, name, env string) {
+	t.Helper()
+	_, err := clusters.Create(t.Context(), &v1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"env": env}},
+		Spec: v1alpha1.ClusterSpec{KubernetesAPIEndpoints: v1alpha1.KubernetesAPIEndpoints{ServerEndpoints: []v1alpha1.ServerAddressByClientCIDR{
+			{ClientCIDR: "0.0.0.0/0", ServerAddress: "https://" + name + ".example:6443"}}}}}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	setClusterReady(t, clusters, name, metav1.ConditionTrue, v1alpha1.ReasonReachable)
+}
+
+// waitForDecision waits, 30 s at most, until the decision of key satisfies cond, and returns its
+// members' names, in its order.
+func waitForDecision(t *testing.T, client cpversioned.Interface, key types.NamespacedName, cond func([]string) bool, what string) []string {
+	t.Helper()
+	read := func() []string {
+		d, err := decision.Read(t.Context(), client, key.Namespace, key.Name)
+		if err != nil {
+			return nil
+		}
+		var names []string
+		for _, c := range d.Clusters {
+			names = append(names, c.Name)
+		}
+		return names
+	}
+	var got []string
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if got = read(); cond(got) {
+			return got
+		}
+		require.True(t, time.Now().Before(deadline), "%s: %s, decision %v", key.Name, what, got)
+	}
+}
+
+// decisionVersion is the resourceVersion of key's one PlacementDecision.
+func decisionVersion(t *testing.T, client cpversioned.Interface, key types.NamespacedName) string {
+	t.Helper()
+	list, err := client.ApisV1alpha1().PlacementDecisions(key.Namespace).List(t.Context(), metav1.ListOptions{LabelSelector: cpv1alpha1.DecisionKeyLabel + "=" + key.Name})
+	require.NoError(t, err)
+	require.Len(t, list.Items, 1)
+	return list.Items[0].ResourceVersion
 }
 
 // While the members are not fresh (the Fleet has not listed the registry, or lost its watch),
