@@ -153,14 +153,94 @@ func TestReleaseShardedBetweenReplicas(t *testing.T) {
 	env.waitRelease(t, "web", "available", func(r *v1alpha1.Release) bool {
 		return condition(r, v1alpha1.ReleaseAvailable) == metav1.ConditionTrue && r.Status.Ready == 2
 	})
-	sliceList := func() []v1alpha1.ReleaseStatusSlice {
-		l, err := env.registry.ClusterregistryV1alpha1().ReleaseStatusSlices(ns).List(t.Context(), metav1.ListOptions{LabelSelector: v1alpha1.ReleaseLabel + "=web"})
-		require.NoError(t, err)
-		return l.Items
+	sliceList := func() []v1alpha1.ReleaseStatusSlice { return releaseSlices(t, env, "web") }
+	requireEachMemberInOneSlice(t, sliceList(), revision)
+	f := &shardedRelease{env: env, ns: ns, appNS: appNS, a: a, b: b, revision: revision, sliceList: sliceList}
+	t.Run("steady state writes nothing", f.steadyStateWritesNothing)
+	t.Run("a replica that stops hands its member over with what was applied there", f.aReplicaThatStopsHandsItsMemberOverWithWhatWasAppliedThere)
+	t.Run("deleting the Release removes its objects from every member", f.deletingTheReleaseRemovesItsObjectsFromEveryMember)
+
+	b.stop()
+}
+
+// shardedRelease is what the subtests of TestReleaseShardedBetweenReplicas share.
+type shardedRelease struct {
+	env       *deliveryEnv
+	ns        string
+	appNS     string
+	a         *replica
+	b         *replica
+	revision  string
+	sliceList func() []v1alpha1.ReleaseStatusSlice
+}
+
+// steadyStateWritesNothing is the subtest "steady state writes nothing" of TestReleaseShardedBetweenReplicas.
+func (f *shardedRelease) steadyStateWritesNothing(t *testing.T) {
+	a, b := f.a, f.b
+	before := a.ctrl.Writes() + b.ctrl.Writes()
+	time.Sleep(3 * time.Second)
+	require.Equal(t, before, a.ctrl.Writes()+b.ctrl.Writes(), "writes at steady state")
+}
+
+// aReplicaThatStopsHandsItsMemberOverWithWhatWasAppliedThere is the subtest "a replica that stops hands its member over with what was applied there" of TestReleaseShardedBetweenReplicas.
+func (f *shardedRelease) aReplicaThatStopsHandsItsMemberOverWithWhatWasAppliedThere(t *testing.T) {
+	env, ns, appNS, a, b, revision, sliceList := f.env, f.ns, f.appNS, f.a, f.b, f.revision, f.sliceList
+	// Suspended while a stops, so that b cannot learn member-1's objects by applying the
+	// revision a applied: it must take them from a's slice.
+	env.updateRelease(t, ns, "web", func(cur *v1alpha1.Release) { cur.Spec.Suspend = true })
+	env.waitRelease(t, "web", "suspended", func(r *v1alpha1.Release) bool {
+		c := meta.FindStatusCondition(r.Status.Conditions, v1alpha1.ReleaseStalled)
+		return c != nil && c.Reason == "Suspended" && c.ObservedGeneration == r.Generation
+	})
+	a.stop()
+	require.Eventually(t, func() bool { return len(b.peers.Live()) == 1 }, 10*time.Second, 50*time.Millisecond, "b still sees a")
+	// A revision without the Deployment: b prunes it on member-1, where only a applied it.
+	env.updateRelease(t, ns, "web", func(cur *v1alpha1.Release) {
+		cur.Spec.Suspend = false
+		cur.Spec.Source.Manifests = manifests(t, configMap("web-config", map[string]string{"color": "green"}))
+	})
+	env.waitRelease(t, "web", "new revision ready on both", func(r *v1alpha1.Release) bool {
+		return r.Status.Revision != revision && r.Status.Ready == 2
+	})
+	for name, kube := range env.members {
+		_, err := kube.AppsV1().Deployments(appNS).Get(t.Context(), "web", metav1.GetOptions{})
+		require.True(t, apierrors.IsNotFound(err), "%s: the Deployment the revision dropped is still there: %v", name, err)
 	}
+	// b reports both members, and a's slices are gone.
+	require.Eventually(t, func() bool {
+		items := sliceList()
+		return len(items) == 1 && len(items[0].Members) == 2
+	}, 20*time.Second, 100*time.Millisecond, "replica b did not take over replica a's slices")
+}
+
+// deletingTheReleaseRemovesItsObjectsFromEveryMember is the subtest "deleting the Release removes its objects from every member" of TestReleaseShardedBetweenReplicas.
+func (f *shardedRelease) deletingTheReleaseRemovesItsObjectsFromEveryMember(t *testing.T) {
+	env, ns, appNS := f.env, f.ns, f.appNS
+	require.NoError(t, env.registry.ClusterregistryV1alpha1().Releases(ns).Delete(t.Context(), "web", metav1.DeleteOptions{}))
+	require.Eventually(t, func() bool {
+		_, err := env.registry.ClusterregistryV1alpha1().Releases(ns).Get(t.Context(), "web", metav1.GetOptions{})
+		return apierrors.IsNotFound(err)
+	}, 20*time.Second, 100*time.Millisecond, "the Release was not finalized")
+	for name, kube := range env.members {
+		_, err := kube.CoreV1().ConfigMaps(appNS).Get(t.Context(), "web-config", metav1.GetOptions{})
+		require.True(t, apierrors.IsNotFound(err), "%s kept the Release's objects: %v", name, err)
+	}
+}
+
+// releaseSlices are the status slices of Release name in env's set.
+func releaseSlices(t *testing.T, env *deliveryEnv, name string) []v1alpha1.ReleaseStatusSlice {
+	l, err := env.registry.ClusterregistryV1alpha1().ReleaseStatusSlices(env.ns).List(t.Context(), metav1.ListOptions{LabelSelector: v1alpha1.ReleaseLabel + "=" + name})
+	require.NoError(t, err)
+	return l.Items
+}
+
+// requireEachMemberInOneSlice: each member is in one of slices, at revision, and each replica
+// writes its own.
+func requireEachMemberInOneSlice(t *testing.T, items []v1alpha1.ReleaseStatusSlice, revision string) {
+	t.Helper()
 	var reported []string
 	replicas := map[string]bool{}
-	for _, s := range sliceList() {
+	for _, s := range items {
 		replicas[s.Labels[v1alpha1.ReplicaLabel]] = true
 		for _, m := range s.Members {
 			reported = append(reported, m.Cluster)
@@ -170,52 +250,4 @@ func TestReleaseShardedBetweenReplicas(t *testing.T) {
 	slices.Sort(reported)
 	require.Equal(t, []string{"member-1", "member-2"}, reported, "each member in one slice")
 	require.Len(t, replicas, 2, "each replica writes its own slices")
-
-	t.Run("steady state writes nothing", func(t *testing.T) {
-		before := a.ctrl.Writes() + b.ctrl.Writes()
-		time.Sleep(3 * time.Second)
-		require.Equal(t, before, a.ctrl.Writes()+b.ctrl.Writes(), "writes at steady state")
-	})
-
-	t.Run("a replica that stops hands its member over with what was applied there", func(t *testing.T) {
-		// Suspended while a stops, so that b cannot learn member-1's objects by applying the
-		// revision a applied: it must take them from a's slice.
-		env.updateRelease(t, ns, "web", func(cur *v1alpha1.Release) { cur.Spec.Suspend = true })
-		env.waitRelease(t, "web", "suspended", func(r *v1alpha1.Release) bool {
-			c := meta.FindStatusCondition(r.Status.Conditions, v1alpha1.ReleaseStalled)
-			return c != nil && c.Reason == "Suspended" && c.ObservedGeneration == r.Generation
-		})
-		a.stop()
-		require.Eventually(t, func() bool { return len(b.peers.Live()) == 1 }, 10*time.Second, 50*time.Millisecond, "b still sees a")
-		// A revision without the Deployment: b prunes it on member-1, where only a applied it.
-		env.updateRelease(t, ns, "web", func(cur *v1alpha1.Release) {
-			cur.Spec.Suspend = false
-			cur.Spec.Source.Manifests = manifests(t, configMap("web-config", map[string]string{"color": "green"}))
-		})
-		env.waitRelease(t, "web", "new revision ready on both", func(r *v1alpha1.Release) bool {
-			return r.Status.Revision != revision && r.Status.Ready == 2
-		})
-		for name, kube := range env.members {
-			_, err := kube.AppsV1().Deployments(appNS).Get(t.Context(), "web", metav1.GetOptions{})
-			require.True(t, apierrors.IsNotFound(err), "%s: the Deployment the revision dropped is still there: %v", name, err)
-		}
-		// b reports both members, and a's slices are gone.
-		require.Eventually(t, func() bool {
-			items := sliceList()
-			return len(items) == 1 && len(items[0].Members) == 2
-		}, 20*time.Second, 100*time.Millisecond, "replica b did not take over replica a's slices")
-	})
-
-	t.Run("deleting the Release removes its objects from every member", func(t *testing.T) {
-		require.NoError(t, env.registry.ClusterregistryV1alpha1().Releases(ns).Delete(t.Context(), "web", metav1.DeleteOptions{}))
-		require.Eventually(t, func() bool {
-			_, err := env.registry.ClusterregistryV1alpha1().Releases(ns).Get(t.Context(), "web", metav1.GetOptions{})
-			return apierrors.IsNotFound(err)
-		}, 20*time.Second, 100*time.Millisecond, "the Release was not finalized")
-		for name, kube := range env.members {
-			_, err := kube.CoreV1().ConfigMaps(appNS).Get(t.Context(), "web-config", metav1.GetOptions{})
-			require.True(t, apierrors.IsNotFound(err), "%s kept the Release's objects: %v", name, err)
-		}
-	})
-	b.stop()
 }
