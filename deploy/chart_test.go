@@ -19,6 +19,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -158,101 +159,18 @@ func TestChartRendersWhatTheRegistryTakes(t *testing.T) {
 	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(discovery.NewDiscoveryClientForConfigOrDie(lf.Registry.Config)))
 	want := deployRoles(t)
 
-	for _, tc := range []struct {
-		name    string
-		values  map[string]any
-		bound   string // the namespace of the roles' bindings; "" for cluster-wide
-		sharded bool
-		roles   []string
-		// fleetAPI: the chart also runs fleet-api
-		fleetAPI bool
-	}{
-		{name: "defaults", roles: []string{"clusterregistry-health", "clusterregistry-health-rotation", "clusterregistry-placements", "clusterregistry-releases"}},
-		{name: "with fleet-api",
-			values: map[string]any{"fleetAPI": map[string]any{"enabled": true, "tls": map[string]any{"secretName": "fleet-api-tls"}, "allowedHosts": []any{"fleet.example.com"}}},
-			roles:  []string{"clusterregistry-health", "clusterregistry-health-rotation", "clusterregistry-placements", "clusterregistry-releases", "clusterregistry-fleet-api"}, fleetAPI: true},
-		{name: "one set, sharded, with ClusterProfiles",
-			values: map[string]any{"clusterSet": lf.Namespace, "sharding": map[string]any{"enabled": true}, "controllers": []any{"health", "clusterprofiles", "releases"}, "image": map[string]any{"tag": "v9.9.9"}},
-			bound:  lf.Namespace, sharded: true,
-			roles: []string{"clusterregistry-health", "clusterregistry-health-clusterprofiles", "clusterregistry-releases"}},
-	} {
+	for _, tc := range chartCases(lf.Namespace) {
 		t.Run(tc.name, func(t *testing.T) {
 			objs, err := render(t, tc.values)
 			require.NoError(t, err)
 
-			var roles []string
-			for _, u := range objectsOf(objs, "ClusterRole") {
-				var role rbacv1.ClusterRole
-				require.NoError(t, runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &role))
-				shipped, ok := want["ClusterRole/"+role.Name]
-				require.True(t, ok, "the chart's ClusterRole %s is not in deploy/", role.Name)
-				require.Equal(t, shipped.Rules, role.Rules, "ClusterRole %s: the chart's rules differ from deploy/'s", role.Name)
-				if !strings.Contains(role.Name, "metrics") {
-					roles = append(roles, role.Name)
-				}
-			}
-			require.ElementsMatch(t, tc.roles, roles)
-			for _, kind := range []string{"RoleBinding", "ClusterRoleBinding"} {
-				for _, b := range objectsOf(objs, kind) {
-					ref, _, _ := unstructured.NestedString(b.Object, "roleRef", "name")
-					if !slices.Contains(tc.roles, ref) || strings.HasSuffix(b.GetName(), "-leases") {
-						continue
-					}
-					if tc.bound == "" {
-						require.Equal(t, "ClusterRoleBinding", kind, "%s binds %s", b.GetName(), ref)
-					} else {
-						require.Equal(t, "RoleBinding", kind, "%s binds %s cluster-wide", b.GetName(), ref)
-						require.Equal(t, tc.bound, b.GetNamespace())
-					}
-				}
-			}
+			requireChartRoles(t, objs, tc, want)
 
-			d := deploymentOf(t, objs, "-controllers")
-			pod := d.Spec.Template.Spec
-			require.True(t, *pod.SecurityContext.RunAsNonRoot)
-			require.EqualValues(t, 65532, *pod.SecurityContext.RunAsUser, "the image's user (hack/image)")
-			c := pod.Containers[0]
-			require.Empty(t, c.Command, "the image's entrypoint is the command")
-			require.Equal(t, "controllers", c.Args[0])
-			if tc.sharded {
-				require.Contains(t, c.Args, "--shard-group=controllers")
-				roles := objectsOf(objs, "Role")
-				require.Len(t, roles, 1, "a shard group's replicas need to list and collect Leases")
-				var role rbacv1.ClusterRole
-				require.NoError(t, runtime.DefaultUnstructuredConverter.FromUnstructured(roles[0].Object, &role))
-				require.Equal(t, want["Role/clusterregistry-controllers-shard"].Rules, role.Rules, "the shard Role's rules differ from deploy/controllers/shard-role.yaml's")
-				require.Contains(t, c.Args, "--namespace="+lf.Namespace)
-				require.True(t, strings.HasSuffix(c.Image, ":v9.9.9"), c.Image)
-			} else {
-				require.Contains(t, c.Args, "--leader-elect")
-				require.Contains(t, c.Args, "--all-namespaces")
-				require.True(t, strings.HasSuffix(c.Image, ":dev"), "the tag defaults to appVersion: %s", c.Image)
-			}
+			requireControllers(t, objs, tc, want, lf.Namespace)
 
-			if tc.fleetAPI {
-				api := deploymentOf(t, objs, "-fleet-api").Spec.Template.Spec
-				require.EqualValues(t, 65532, *api.SecurityContext.RunAsUser)
-				args := api.Containers[0].Args
-				require.Contains(t, args, "--tls-cert-file=/tls/tls.crt", "fleet-api serves other machines over TLS only")
-				require.Contains(t, args, "--allowed-host=clusterregistry-fleet-api,clusterregistry-fleet-api."+releaseNamespace+",clusterregistry-fleet-api."+releaseNamespace+".svc,fleet.example.com")
-				require.Equal(t, "fleet-api-tls", api.Volumes[0].Secret.SecretName)
-				require.Len(t, objectsOf(objs, "Service"), 1)
-			} else {
-				require.Empty(t, objectsOf(objs, "Service"), "fleet-api is off by default")
-			}
+			requireFleetAPI(t, objs, tc)
 
-			// What a registry takes: every object, dry run.
-			for _, o := range objs {
-				gvk := o.GroupVersionKind()
-				m, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
-				require.NoError(t, err, "%s %s", gvk, o.GetName())
-				var ri dynamic.ResourceInterface = dyn.Resource(m.Resource)
-				if ns := o.GetNamespace(); ns != "" {
-					ri = dyn.Resource(m.Resource).Namespace(ns)
-				}
-				_, err = ri.Apply(ctx, o.GetName(), o, metav1.ApplyOptions{FieldManager: "chart-test", DryRun: []string{metav1.DryRunAll}, Force: true})
-				require.NoError(t, err, "%s %s/%s", gvk.Kind, o.GetNamespace(), o.GetName())
-			}
+			requireRegistryTakes(t, ctx, objs, mapper, dyn)
 		})
 	}
 
@@ -264,6 +182,125 @@ func TestChartRendersWhatTheRegistryTakes(t *testing.T) {
 		_, err = render(t, map[string]any{"fleetAPI": map[string]any{"enabled": true}})
 		require.ErrorContains(t, err, "values.fleetAPI.tls.secretName")
 	})
+}
+
+// chartCase is a rendering of the chart: its values, and what the rendering must hold.
+type chartCase struct {
+	name    string
+	values  map[string]any
+	bound   string // the namespace of the roles' bindings; "" for cluster-wide
+	sharded bool
+	roles   []string
+	// fleetAPI: the chart also runs fleet-api
+	fleetAPI bool
+}
+
+// chartCases are the renderings TestChartRendersWhatTheRegistryTakes checks; ns is a cluster set.
+func chartCases(ns string) []chartCase {
+	return []chartCase{
+		{name: "defaults", roles: []string{"clusterregistry-health", "clusterregistry-health-rotation", "clusterregistry-placements", "clusterregistry-releases"}},
+		{name: "with fleet-api",
+			values: map[string]any{"fleetAPI": map[string]any{"enabled": true, "tls": map[string]any{"secretName": "fleet-api-tls"}, "allowedHosts": []any{"fleet.example.com"}}},
+			roles:  []string{"clusterregistry-health", "clusterregistry-health-rotation", "clusterregistry-placements", "clusterregistry-releases", "clusterregistry-fleet-api"}, fleetAPI: true},
+		{name: "one set, sharded, with ClusterProfiles",
+			values: map[string]any{"clusterSet": ns, "sharding": map[string]any{"enabled": true}, "controllers": []any{"health", "clusterprofiles", "releases"}, "image": map[string]any{"tag": "v9.9.9"}},
+			bound:  ns, sharded: true,
+			roles: []string{"clusterregistry-health", "clusterregistry-health-clusterprofiles", "clusterregistry-releases"}},
+	}
+}
+
+// requireChartRoles: the chart's ClusterRoles are deploy/'s, those tc names, bound cluster-wide or
+// in tc.bound.
+func requireChartRoles(t *testing.T, objs []*unstructured.Unstructured, tc chartCase, want map[string]rbacv1.ClusterRole) {
+	t.Helper()
+	var roles []string
+	for _, u := range objectsOf(objs, "ClusterRole") {
+		var role rbacv1.ClusterRole
+		require.NoError(t, runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &role))
+		shipped, ok := want["ClusterRole/"+role.Name]
+		require.True(t, ok, "the chart's ClusterRole %s is not in deploy/", role.Name)
+		require.Equal(t, shipped.Rules, role.Rules, "ClusterRole %s: the chart's rules differ from deploy/'s", role.Name)
+		if !strings.Contains(role.Name, "metrics") {
+			roles = append(roles, role.Name)
+		}
+	}
+	require.ElementsMatch(t, tc.roles, roles)
+	for _, kind := range []string{"RoleBinding", "ClusterRoleBinding"} {
+		for _, b := range objectsOf(objs, kind) {
+			ref, _, _ := unstructured.NestedString(b.Object, "roleRef", "name")
+			if !slices.Contains(tc.roles, ref) || strings.HasSuffix(b.GetName(), "-leases") {
+				continue
+			}
+			if tc.bound == "" {
+				require.Equal(t, "ClusterRoleBinding", kind, "%s binds %s", b.GetName(), ref)
+			} else {
+				require.Equal(t, "RoleBinding", kind, "%s binds %s cluster-wide", b.GetName(), ref)
+				require.Equal(t, tc.bound, b.GetNamespace())
+			}
+		}
+	}
+
+}
+
+// requireControllers: the controllers' Deployment runs the image's command as its user, sharded
+// or leader-elected as tc says.
+func requireControllers(t *testing.T, objs []*unstructured.Unstructured, tc chartCase, want map[string]rbacv1.ClusterRole, ns string) {
+	t.Helper()
+	d := deploymentOf(t, objs, "-controllers")
+	pod := d.Spec.Template.Spec
+	require.True(t, *pod.SecurityContext.RunAsNonRoot)
+	require.EqualValues(t, 65532, *pod.SecurityContext.RunAsUser, "the image's user (hack/image)")
+	c := pod.Containers[0]
+	require.Empty(t, c.Command, "the image's entrypoint is the command")
+	require.Equal(t, "controllers", c.Args[0])
+	if tc.sharded {
+		require.Contains(t, c.Args, "--shard-group=controllers")
+		roles := objectsOf(objs, "Role")
+		require.Len(t, roles, 1, "a shard group's replicas need to list and collect Leases")
+		var role rbacv1.ClusterRole
+		require.NoError(t, runtime.DefaultUnstructuredConverter.FromUnstructured(roles[0].Object, &role))
+		require.Equal(t, want["Role/clusterregistry-controllers-shard"].Rules, role.Rules, "the shard Role's rules differ from deploy/controllers/shard-role.yaml's")
+		require.Contains(t, c.Args, "--namespace="+ns)
+		require.True(t, strings.HasSuffix(c.Image, ":v9.9.9"), c.Image)
+	} else {
+		require.Contains(t, c.Args, "--leader-elect")
+		require.Contains(t, c.Args, "--all-namespaces")
+		require.True(t, strings.HasSuffix(c.Image, ":dev"), "the tag defaults to appVersion: %s", c.Image)
+	}
+
+}
+
+// requireFleetAPI: fleet-api runs, over TLS only, when tc says, and not otherwise.
+func requireFleetAPI(t *testing.T, objs []*unstructured.Unstructured, tc chartCase) {
+	t.Helper()
+	if tc.fleetAPI {
+		api := deploymentOf(t, objs, "-fleet-api").Spec.Template.Spec
+		require.EqualValues(t, 65532, *api.SecurityContext.RunAsUser)
+		args := api.Containers[0].Args
+		require.Contains(t, args, "--tls-cert-file=/tls/tls.crt", "fleet-api serves other machines over TLS only")
+		require.Contains(t, args, "--allowed-host=clusterregistry-fleet-api,clusterregistry-fleet-api."+releaseNamespace+",clusterregistry-fleet-api."+releaseNamespace+".svc,fleet.example.com")
+		require.Equal(t, "fleet-api-tls", api.Volumes[0].Secret.SecretName)
+		require.Len(t, objectsOf(objs, "Service"), 1)
+	} else {
+		require.Empty(t, objectsOf(objs, "Service"), "fleet-api is off by default")
+	}
+
+}
+
+// requireRegistryTakes: the registry takes every object, in a server dry run.
+func requireRegistryTakes(t *testing.T, ctx context.Context, objs []*unstructured.Unstructured, mapper meta.RESTMapper, dyn dynamic.Interface) {
+	t.Helper()
+	for _, o := range objs {
+		gvk := o.GroupVersionKind()
+		m, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+		require.NoError(t, err, "%s %s", gvk, o.GetName())
+		var ri dynamic.ResourceInterface = dyn.Resource(m.Resource)
+		if ns := o.GetNamespace(); ns != "" {
+			ri = dyn.Resource(m.Resource).Namespace(ns)
+		}
+		_, err = ri.Apply(ctx, o.GetName(), o, metav1.ApplyOptions{FieldManager: "chart-test", DryRun: []string{metav1.DryRunAll}, Force: true})
+		require.NoError(t, err, "%s %s/%s", gvk.Kind, o.GetNamespace(), o.GetName())
+	}
 }
 
 // The chart's values schema (values.schema.json) refuses what the templates refuse, so that helm
