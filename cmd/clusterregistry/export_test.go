@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -19,6 +20,7 @@ import (
 
 	"github.com/cluster-registry/sdk/access"
 	"github.com/cluster-registry/sdk/clientset/versioned"
+	crv1alpha1 "github.com/cluster-registry/sdk/clientset/versioned/typed/clusterregistry/v1alpha1"
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
 	"github.com/cluster-registry/sdk/localfleet"
 	"github.com/cluster-registry/sdk/shard"
@@ -67,14 +69,34 @@ func TestExportImportRoundTrip(t *testing.T) {
 	code, out, _ = cli("import", file)
 	require.Equal(t, 0, code)
 	require.Equal(t, 2, strings.Count(out, ": unchanged"), out)
+	s := &roundTrip{lf: lf, ctx: ctx, cli: cli, clusters: clusters, exported: exported, file: file, after: after}
+	s.intoAnotherSet(t)
+	s.printed(t)
+	s.badEntries(t)
+}
 
+// roundTrip is what the parts of TestExportImportRoundTrip share, in order.
+type roundTrip struct {
+	lf       *localfleet.Fleet
+	ctx      context.Context
+	cli      func(args ...string) (int, string, string)
+	clusters crv1alpha1.ClusterInterface
+	exported string
+	file     string
+	after    *v1alpha1.ClusterList
+}
+
+// intoAnotherSet: -n that contradicts the file's namespace is refused; without the file's
+// namespaces, Clusters go to -n's, naming the Secrets missing there.
+func (s *roundTrip) intoAnotherSet(t *testing.T) {
+	lf, ctx, cli, exported, file := s.lf, s.ctx, s.cli, s.exported, s.file
 	// -n that contradicts the file's namespace is refused, and nothing is imported; with the
 	// file's namespaces removed, the Clusters go to -n's, and the report names the Secrets they
 	// point at that are not there (import carries Clusters, not Secrets).
 	other := fleettest.NewSet(t, lf)
 	others := versioned.NewForConfigOrDie(lf.Registry.Config).ClusterregistryV1alpha1().Clusters(other)
 	otherCLI := commandLine(ctx, lf.Registry.Kubeconfig, other)
-	code, out, stderr = otherCLI("import", file)
+	code, out, stderr := otherCLI("import", file)
 	require.Equal(t, 1, code, out)
 	require.Contains(t, stderr, fmt.Sprintf("2 Clusters are of other namespaces than -n %[1]s (%[2]s/member-1, %[2]s/member-2); nothing was imported", other, lf.Namespace))
 	none, err := others.List(ctx, metav1.ListOptions{})
@@ -102,9 +124,13 @@ func TestExportImportRoundTrip(t *testing.T) {
 	code, out, _ = cli("import", file)
 	require.Equal(t, 0, code)
 	require.NotContains(t, out, "warning", "the Secrets are there in the Clusters' own namespace")
+}
 
+// printed: -o prints the applied Clusters, as the registry has them, and the report on stderr.
+func (s *roundTrip) printed(t *testing.T) {
+	cli, file, after := s.cli, s.file, s.after
 	// -o: the applied Clusters on stdout, as the registry has them, and the report on stderr.
-	code, out, stderr = cli("import", file, "-o", "yaml")
+	code, out, stderr := cli("import", file, "-o", "yaml")
 	require.Equal(t, 0, code, stderr)
 	require.Equal(t, 2, strings.Count(stderr, ": unchanged"), stderr)
 	var printed v1alpha1.ClusterList
@@ -117,7 +143,11 @@ func TestExportImportRoundTrip(t *testing.T) {
 		require.NotEmpty(t, c.UID, "the object as the registry returned it")
 		require.Empty(t, c.ManagedFields)
 	}
+}
 
+// badEntries: two bad entries and a good one: the bad are named, the good one imported.
+func (s *roundTrip) badEntries(t *testing.T) {
+	lf, ctx, cli, clusters, exported, file := s.lf, s.ctx, s.cli, s.clusters, s.exported, s.file
 	// Two bad entries and a good one: an http endpoint, and an inline credential.
 	var list v1alpha1.ClusterList
 	require.NoError(t, yaml.Unmarshal([]byte(exported), &list))
@@ -128,11 +158,11 @@ func TestExportImportRoundTrip(t *testing.T) {
 	good := list.Items[1].DeepCopy()
 	good.Name = "member-10"
 	list.Items = append(list.Items[:1], *withToken, *good)
-	data, err = yaml.Marshal(list)
+	data, err := yaml.Marshal(list)
 	require.NoError(t, err)
 	badFile := filepath.Join(t.TempDir(), "bad.yaml")
 	require.NoError(t, os.WriteFile(badFile, data, 0o600))
-	code, out, stderr = cli("import", badFile, "-o", "name")
+	code, out, stderr := cli("import", badFile, "-o", "name")
 	require.Equal(t, 1, code, "%s%s", out, stderr)
 	require.Equal(t, "cluster.clusterregistry.k8s.io/member-10\n", out, "-o name lists only what was applied")
 	require.Contains(t, stderr, "cluster "+lf.Namespace+"/member-1: invalid, not imported: spec.kubernetesApiEndpoints.serverEndpoints[0].serverAddress")
