@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -56,7 +57,25 @@ func TestInstall(t *testing.T) {
 	view, err := admin.RbacV1().ClusterRoles().Get(ctx, viewRole, metav1.GetOptions{})
 	require.NoError(t, err)
 	require.Equal(t, "true", view.Labels["rbac.authorization.k8s.io/aggregate-to-view"])
+	s := &installed{lf: lf, ctx: ctx, admin: admin, installs: installs}
+	s.rolesGrantWhatTheySay(t)
+	s.manifestsAreWhatInstallMakes(t)
+	s.missingSetNamed(t)
+	s.clusterProfilesRefused(t)
+}
 
+// installed is what the parts of TestInstall share, in order.
+type installed struct {
+	lf       *localfleet.Fleet
+	ctx      context.Context
+	admin    *kubernetes.Clientset
+	installs func(ns string) string
+}
+
+// rolesGrantWhatTheySay: the edit and view roles install makes grant what they say, on Clusters,
+// Placements and Releases.
+func (s *installed) rolesGrantWhatTheySay(t *testing.T) {
+	lf, ctx, admin := s.lf, s.ctx, s.admin
 	// alice edits team-a and views team-b.
 	for ns, role := range map[string]string{"team-a": editRole, "team-b": viewRole} {
 		_, err := admin.RbacV1().RoleBindings(ns).Create(ctx, &rbacv1.RoleBinding{
@@ -109,7 +128,12 @@ func TestInstall(t *testing.T) {
 	edit, err := admin.RbacV1().ClusterRoles().Get(ctx, editRole, metav1.GetOptions{})
 	require.NoError(t, err)
 	require.Contains(t, edit.Annotations["kubernetes.io/description"], "with the power of their accounts", "the edit role says what writing a Release grants")
+}
 
+// manifestsAreWhatInstallMakes: the dry run's manifests, applied with kubectl, are what install
+// makes.
+func (s *installed) manifestsAreWhatInstallMakes(t *testing.T) {
+	lf, ctx, installs := s.lf, s.ctx, s.installs
 	// The dry run's manifests, applied with kubectl, are what install makes: install then finds
 	// everything in place.
 	var manifests, stderr bytes.Buffer
@@ -118,23 +142,31 @@ func TestInstall(t *testing.T) {
 	require.NoError(t, os.WriteFile(file, manifests.Bytes(), 0o600))
 	applied, err := exec.CommandContext(ctx, lf.Kubectl, "--kubeconfig", lf.Registry.Kubeconfig, "apply", "--server-side", "--force-conflicts", "--field-manager", fieldManager, "-f", file).CombinedOutput()
 	require.NoError(t, err, "%s", applied)
-	out = installs("team-d")
+	out := installs("team-d")
 	require.Equal(t, len(clusterregistry.CRDs()), strings.Count(out, "is up to date"), out)
 	require.Contains(t, out, "Namespace team-d exists")
+}
 
+// missingSetNamed: -n without --create-namespace names a cluster set that does not exist, and does
+// not make it.
+func (s *installed) missingSetNamed(t *testing.T) {
+	lf, ctx, admin := s.lf, s.ctx, s.admin
 	// -n without --create-namespace: a cluster set that does not exist is named, not made.
-	var stdout bytes.Buffer
-	stderr.Reset()
+	var stdout, stderr bytes.Buffer
 	require.Equal(t, 0, run(ctx, []string{"install", "--kubeconfig", lf.Registry.Kubeconfig, "-n", "team-e"}, &stdout, &stderr), stderr.String())
 	require.Contains(t, stdout.String(), "note: namespace team-e does not exist, so there is no such cluster set yet; --create-namespace makes it")
-	_, err = admin.CoreV1().Namespaces().Get(ctx, "team-e", metav1.GetOptions{})
+	_, err := admin.CoreV1().Namespaces().Get(ctx, "team-e", metav1.GetOptions{})
 	require.True(t, apierrors.IsNotFound(err), "install made a namespace without --create-namespace: %v", err)
+}
 
+// clusterProfilesRefused: without the ClusterProfile CRD, health --cluster-profiles and
+// controllers' clusterprofiles are refused at start, naming the flag given.
+func (s *installed) clusterProfilesRefused(t *testing.T) {
+	lf, ctx := s.lf, s.ctx
 	// health --cluster-profiles on a registry without the ClusterProfile CRD (install does not
 	// make it) is refused at start, saying what to install; before, it ran on and logged a raw
 	// watch error every second or two.
-	stdout.Reset()
-	stderr.Reset()
+	var stdout, stderr bytes.Buffer
 	start := time.Now()
 	code := run(ctx, []string{"health", "--kubeconfig", lf.Registry.Kubeconfig, "-n", "team-a", "--cluster-profiles"}, &stdout, &stderr)
 	require.Equal(t, 1, code, "stdout: %s\nstderr: %s", stdout.String(), stderr.String())
