@@ -108,7 +108,28 @@ func TestCacheFollowsMembers(t *testing.T) {
 		sort.Strings(events)
 		return fmt.Sprint(events) == "[Added member-1 on-member-1 Added member-2 on-member-2]"
 	}, 10*time.Second, 20*time.Millisecond)
+	fc := &followingCache{ns: ns, ctx: ctx, c: c, cms: cms, selector: selector}
+	fc.lateChannel(t)
+	fc.metadataKind(t)
+	fc.dynamicKind(t)
+	fc.askedAgain(t)
+	fc.memberLeaves(t)
+}
 
+// followingCache is what the parts of TestCacheFollowsMembers share, in order.
+type followingCache struct {
+	ns         string
+	ctx        context.Context
+	c          *Cache
+	cms        *Kind[*corev1.ConfigMap]
+	selector   labels.Selector
+	namespaces *Kind[*metav1.PartialObjectMetadata]
+}
+
+// lateChannel: a channel asked for once objects are cached is first told of each, as Added, filled
+// as it is read.
+func (fc *followingCache) lateChannel(t *testing.T) {
+	ns, ctx, cms := fc.ns, fc.ctx, fc.cms
 	// A channel asked for once objects are cached is first told of each, as Added, even with a
 	// buffer smaller than what is cached: it is filled as it is read, not before Events returns.
 	lateCtx, stopLate := context.WithCancel(ctx)
@@ -126,7 +147,11 @@ func TestCacheFollowsMembers(t *testing.T) {
 	stopLate()
 	sort.Strings(lateSeen)
 	require.Equal(t, []string{"Added on-member-1", "Added on-member-2"}, lateSeen)
+}
 
+// metadataKind: a kind asked for after Start, metadata only, and a channel of its events.
+func (fc *followingCache) metadataKind(t *testing.T) {
+	ns, ctx, c := fc.ns, fc.ctx, fc.c
 	// A kind asked for after Start, metadata only, and a channel of its events.
 	namespaces, err := Metadata(c, corev1.SchemeGroupVersion.WithResource("namespaces"), KindOptions{})
 	require.NoError(t, err)
@@ -150,7 +175,12 @@ func TestCacheFollowsMembers(t *testing.T) {
 		}
 	}
 	stopEvents()
+	fc.namespaces = namespaces
+}
 
+// dynamicKind: the same resource, dynamic: unstructured objects, each named with its member.
+func (fc *followingCache) dynamicKind(t *testing.T) {
+	ctx, c, selector := fc.ctx, fc.c, fc.selector
 	// The same resource, dynamic: unstructured objects, each named with its member.
 	dyn, err := Dynamic(c, configMaps, KindOptions{})
 	require.NoError(t, err)
@@ -161,7 +191,11 @@ func TestCacheFollowsMembers(t *testing.T) {
 		require.Equal(t, "on-"+item.Member.Name().Name, item.Object.GetName())
 		require.Empty(t, item.Object.GetManagedFields())
 	}
+}
 
+// askedAgain: asking again for a kind gives the same Kind; as another type, it is refused.
+func (fc *followingCache) askedAgain(t *testing.T) {
+	c, cms := fc.c, fc.cms
 	// Asking again for a kind gives the same Kind; asking for it as another type is refused,
 	// whether the type is another resource's or another way of caching it.
 	again, err := Typed[*corev1.ConfigMap](c, configMaps, KindOptions{})
@@ -173,7 +207,11 @@ func TestCacheFollowsMembers(t *testing.T) {
 	require.ErrorContains(t, err, "secrets (v1) does not hold *v1.ConfigMap")
 	_, err = Typed[*corev1.ConfigMap](c, corev1.SchemeGroupVersion.WithResource("nosuchthings"), KindOptions{})
 	require.Error(t, err)
+}
 
+// memberLeaves: a member that leaves the registry leaves the caches.
+func (fc *followingCache) memberLeaves(t *testing.T) {
+	ns, ctx, cms, selector, namespaces := fc.ns, fc.ctx, fc.cms, fc.selector, fc.namespaces
 	// A member that leaves the registry leaves the caches.
 	require.NoError(t, versioned.NewForConfigOrDie(lf.Registry.Config).ClusterregistryV1alpha1().Clusters(ns).
 		Delete(ctx, lf.Members[1].Name, metav1.DeleteOptions{}))
@@ -181,7 +219,7 @@ func TestCacheFollowsMembers(t *testing.T) {
 	items := cms.ListAll(selector)
 	require.Len(t, items, 1)
 	require.Equal(t, "member-1", items[0].Member.Name().Name)
-	_, err = cms.List(key(ns, lf.Members[1]), nil)
+	_, err := cms.List(key(ns, lf.Members[1]), nil)
 	require.ErrorIs(t, err, ErrNoSuchMember)
 }
 
