@@ -14,6 +14,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/cluster-registry/sdk/clientset/versioned"
+	crv1alpha1 "github.com/cluster-registry/sdk/clientset/versioned/typed/clusterregistry/v1alpha1"
+	"github.com/cluster-registry/sdk/localfleet"
 	"github.com/cluster-registry/sdk/shard"
 	"github.com/cluster-registry/sdk/testkit/fleettest"
 )
@@ -44,79 +46,18 @@ func TestControllersShardedFailover(t *testing.T) {
 	require.NoError(t, clusters.Delete(t.Context(), "member-2", metav1.DeleteOptions{}))
 
 	// Every probe writes (a 1 s heartbeat), so that lastProbeTime says when a member was probed.
-	type replica struct {
-		cmd  *exec.Cmd
-		logs syncBuffer
-		id   string
-	}
-	replicas := make([]*replica, 3)
-	for i := range replicas {
-		r := &replica{}
-		r.cmd = exec.CommandContext(t.Context(), bin, "--kubeconfig", lf.Registry.Kubeconfig, "-n", ns, "controllers", "--controllers", "health",
-			"--shard-group", "probers", "--interval", "300ms", "--heartbeat", "1s", "--failure-threshold", "1", "--success-threshold", "1")
-		r.cmd.Stdout, r.cmd.Stderr = &r.logs, &r.logs
-		require.NoError(t, r.cmd.Start())
-		replicas[i] = r
-		t.Cleanup(func() {
-			_ = r.cmd.Process.Kill()
-			_ = r.cmd.Wait()
-		})
-	}
-	logs := func() string {
-		var all string
-		for i, r := range replicas {
-			all += fmt.Sprintf("--- replica %d:\n%s", i, r.logs.String())
-		}
-		return all
-	}
-	identity := regexp.MustCompile(`"shardGroup"="` + regexp.QuoteMeta(ns) + `/probers as ([^"]+)"`)
-	for _, r := range replicas {
-		for deadline := time.Now().Add(60 * time.Second); r.id == ""; time.Sleep(50 * time.Millisecond) {
-			if m := identity.FindStringSubmatch(r.logs.String()); m != nil {
-				r.id = m[1]
-			}
-			require.True(t, time.Now().Before(deadline), "a replica did not say who it is; logs:\n%s", logs())
-		}
-	}
-
-	// probedAfter waits until every member of keys is probed after since, and says how long that took.
-	probedAfter := func(keys []string, since time.Time, within time.Duration) time.Duration {
+	replicas := startProbers(t, bin, lf, ns, 3)
+	logs := func() string { return probersLogs(replicas) }
+	probed := func(keys []string, since time.Time, within time.Duration) time.Duration {
 		t.Helper()
-		for deadline := since.Add(within); ; time.Sleep(100 * time.Millisecond) {
-			var late []string
-			for _, name := range keys {
-				c, err := clusters.Get(t.Context(), name, metav1.GetOptions{})
-				require.NoError(t, err)
-				if c.Status.LastProbeTime == nil || !c.Status.LastProbeTime.After(since) {
-					late = append(late, name)
-				}
-			}
-			if len(late) == 0 {
-				return time.Since(since)
-			}
-			require.True(t, time.Now().Before(deadline), "%v not probed within %s; logs:\n%s", late, within, logs())
-		}
+		return probedAfter(t, clusters, keys, since, within, logs)
 	}
-	probedAfter(names, time.Now(), 60*time.Second)
+	probed(names, time.Now(), 60*time.Second)
 
 	// owned is what replica r owns among the live ones, as every replica computes it: each
 	// watches only its buckets' Clusters and those in no bucket (no placements or releases).
 	leases := kubernetes.NewForConfigOrDie(lf.Registry.Config).CoordinationV1().Leases(ns)
-	owned := func(r *replica, live ...*replica) []string {
-		var peers []shard.Peer
-		for _, l := range live {
-			peers = append(peers, shard.Peer{ID: l.id, Weight: 1})
-		}
-		var mine []string
-		for _, name := range names {
-			c, err := clusters.Get(t.Context(), name, metav1.GetOptions{})
-			require.NoError(t, err)
-			if shard.ClusterOwner(c, peers) == r.id {
-				mine = append(mine, name)
-			}
-		}
-		return mine
-	}
+	owned := func(r *prober, live ...*prober) []string { return ownedBy(t, clusters, names, r, live...) }
 	list, err := leases.List(t.Context(), metav1.ListOptions{LabelSelector: shard.GroupLabel + "=probers"})
 	require.NoError(t, err)
 	require.Len(t, list.Items, 3, "one Lease per replica")
@@ -127,7 +68,7 @@ func TestControllersShardedFailover(t *testing.T) {
 	require.NotEmpty(t, orphans, "the test needs the killed replica to own members")
 	require.NoError(t, killed.cmd.Process.Kill())
 	killedAt := time.Now()
-	took := probedAfter(orphans, killedAt, 30*time.Second)
+	took := probed(orphans, killedAt, 30*time.Second)
 	t.Logf("SIGKILL: the %d members of the killed replica were probed again after %s", len(orphans), took.Round(100*time.Millisecond))
 
 	// SIGTERM, as a rolling update stops a pod: the replica deletes its Lease on the way out, and
@@ -138,7 +79,7 @@ func TestControllersShardedFailover(t *testing.T) {
 	require.NoError(t, stopped.cmd.Process.Signal(syscall.SIGTERM))
 	stoppedAt := time.Now()
 	require.NoError(t, stopped.cmd.Wait(), "exit status after SIGTERM; logs:\n%s", logs())
-	took = probedAfter(orphans, stoppedAt, 10*time.Second)
+	took = probed(orphans, stoppedAt, 10*time.Second)
 	t.Logf("SIGTERM: the %d members of the stopped replica were probed again after %s", len(orphans), took.Round(100*time.Millisecond))
 	// The handoffs are in the survivor's log, not only in its metrics.
 	require.Eventually(t, func() bool { return strings.Contains(replicas[2].logs.String(), "took members from the group") },
@@ -152,4 +93,86 @@ func TestControllersShardedFailover(t *testing.T) {
 	require.NotContains(t, holders, stopped.id, "a replica stopped by SIGTERM left its Lease")
 	// The survivor owns every member.
 	require.Len(t, owned(replicas[2], replicas[2]), len(names))
+}
+
+// prober is a replica of the failover test's shard group, a process of its own.
+type prober struct {
+	cmd  *exec.Cmd
+	logs syncBuffer
+	id   string
+}
+
+// startProbers starts n replicas of a shard group of health controllers over ns, each probe a
+// write (a 1 s heartbeat, so that lastProbeTime says when a member was probed), and returns once
+// each has said who it is.
+func startProbers(t *testing.T, bin string, lf *localfleet.Fleet, ns string, n int) []*prober {
+	t.Helper()
+	replicas := make([]*prober, n)
+	for i := range replicas {
+		r := &prober{}
+		r.cmd = exec.CommandContext(t.Context(), bin, "--kubeconfig", lf.Registry.Kubeconfig, "-n", ns, "controllers", "--controllers", "health",
+			"--shard-group", "probers", "--interval", "300ms", "--heartbeat", "1s", "--failure-threshold", "1", "--success-threshold", "1")
+		r.cmd.Stdout, r.cmd.Stderr = &r.logs, &r.logs
+		require.NoError(t, r.cmd.Start())
+		replicas[i] = r
+		t.Cleanup(func() {
+			_ = r.cmd.Process.Kill()
+			_ = r.cmd.Wait()
+		})
+	}
+	identity := regexp.MustCompile(`"shardGroup"="` + regexp.QuoteMeta(ns) + `/probers as ([^"]+)"`)
+	for _, r := range replicas {
+		for deadline := time.Now().Add(60 * time.Second); r.id == ""; time.Sleep(50 * time.Millisecond) {
+			if m := identity.FindStringSubmatch(r.logs.String()); m != nil {
+				r.id = m[1]
+			}
+			require.True(t, time.Now().Before(deadline), "a replica did not say who it is; logs:\n%s", probersLogs(replicas))
+		}
+	}
+	return replicas
+}
+
+// probersLogs are every replica's logs, each headed with its number.
+func probersLogs(replicas []*prober) string {
+	var all string
+	for i, r := range replicas {
+		all += fmt.Sprintf("--- replica %d:\n%s", i, r.logs.String())
+	}
+	return all
+}
+
+// probedAfter waits until every member of keys is probed after since, and says how long that took.
+func probedAfter(t *testing.T, clusters crv1alpha1.ClusterInterface, keys []string, since time.Time, within time.Duration, logs func() string) time.Duration {
+	t.Helper()
+	for deadline := since.Add(within); ; time.Sleep(100 * time.Millisecond) {
+		var late []string
+		for _, name := range keys {
+			c, err := clusters.Get(t.Context(), name, metav1.GetOptions{})
+			require.NoError(t, err)
+			if c.Status.LastProbeTime == nil || !c.Status.LastProbeTime.After(since) {
+				late = append(late, name)
+			}
+		}
+		if len(late) == 0 {
+			return time.Since(since)
+		}
+		require.True(t, time.Now().Before(deadline), "%v not probed within %s; logs:\n%s", late, within, logs())
+	}
+}
+
+// ownedBy is what replica r owns of names among the live ones, as every replica computes it.
+func ownedBy(t *testing.T, clusters crv1alpha1.ClusterInterface, names []string, r *prober, live ...*prober) []string {
+	var peers []shard.Peer
+	for _, l := range live {
+		peers = append(peers, shard.Peer{ID: l.id, Weight: 1})
+	}
+	var mine []string
+	for _, name := range names {
+		c, err := clusters.Get(t.Context(), name, metav1.GetOptions{})
+		require.NoError(t, err)
+		if shard.ClusterOwner(c, peers) == r.id {
+			mine = append(mine, name)
+		}
+	}
+	return mine
 }
