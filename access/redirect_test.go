@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -134,10 +135,54 @@ func TestRedirectsDoNotCarryCredentials(t *testing.T) {
 		*storedCluster(t, ns, "by-certificate", hostile.URL, hostileCA, provider("p", v1alpha1.ProviderTypeSecret, map[string]string{"name": "cert"})),
 		*storedCluster(t, ns, "by-exec", hostile.URL, hostileCA, provider("p", v1alpha1.ProviderTypeExec, map[string]string{"command": plugin})),
 	}
-	resolve := r.Resolve
 
 	// Each way a tool reaches a member, with one request that the member redirects. The first
 	// four build clients as multicluster.Member does: on the Resolved's Config and HTTPClient.
+	uses := redirectedUses(r.Resolve, hostile.URL)
+
+	statuses := []int{http.StatusFound, http.StatusTemporaryRedirect, http.StatusPermanentRedirect}
+	i := 0
+	for _, scheme := range []string{"http", "https"} {
+		target := targets[scheme]
+		for name, use := range uses {
+			status := statuses[i%len(statuses)]
+			i++
+			t.Run(fmt.Sprintf("%s to %s (%d)", name, scheme, status), func(t *testing.T) {
+				hostile.target.Store(target.URL)
+				hostile.status.Store(int32(status))
+				requireOffServer(t, clusters, use, target.URL, scheme, status, token)
+				target.requireNothing(t)
+			})
+		}
+	}
+
+	// A redirect within the member's own server is still followed.
+	t.Run("same server", func(t *testing.T) {
+		for i := range clusters {
+			a, err := r.Resolve(testContext(t), &clusters[i])
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp, err := a.HTTPClient.Get(hostile.URL + "/same/x")
+			if err != nil {
+				t.Fatalf("%s: %v", clusters[i].Name, err)
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), "v1.36.3") {
+				t.Fatalf("%s: %s %s", clusters[i].Name, resp.Status, body)
+			}
+		}
+	})
+}
+
+// resolveFunc is Resolver.Resolve.
+type resolveFunc = func(ctx context.Context, c *v1alpha1.Cluster) (*Resolved, error)
+
+// redirectedUses are the ways a tool reaches a member, each with one request that the member
+// redirects. The first four build clients as multicluster.Member does: on the Resolved's Config
+// and HTTPClient.
+func redirectedUses(resolve resolveFunc, memberURL string) map[string]func(ctx context.Context, c *v1alpha1.Cluster) error {
 	uses := map[string]func(ctx context.Context, c *v1alpha1.Cluster) error{
 		"clientset GET": func(ctx context.Context, c *v1alpha1.Cluster) error {
 			kube, err := clientsetOf(ctx, resolve, c)
@@ -179,6 +224,15 @@ func TestRedirectsDoNotCarryCredentials(t *testing.T) {
 			}
 			return crc.Get(ctx, client.ObjectKey{Namespace: "default", Name: "x"}, &corev1.ConfigMap{})
 		},
+	}
+	maps.Copy(uses, configUses(resolve, memberURL))
+	return uses
+}
+
+// configUses are the ways a tool reaches a member with clients of its own, from Resolved.Config,
+// or with Resolved.HTTPClient alone.
+func configUses(resolve resolveFunc, memberURL string) map[string]func(ctx context.Context, c *v1alpha1.Cluster) error {
+	return map[string]func(ctx context.Context, c *v1alpha1.Cluster) error{
 		"a clientset of the caller's from Resolved.Config": func(ctx context.Context, c *v1alpha1.Cluster) error {
 			a, err := resolve(ctx, c)
 			if err != nil {
@@ -208,7 +262,7 @@ func TestRedirectsDoNotCarryCredentials(t *testing.T) {
 			if err != nil {
 				return err
 			}
-			req, _ := http.NewRequestWithContext(ctx, http.MethodPost, hostile.URL+"/apis/x", strings.NewReader("{}"))
+			req, _ := http.NewRequestWithContext(ctx, http.MethodPost, memberURL+"/apis/x", strings.NewReader("{}"))
 			resp, err := a.HTTPClient.Do(req)
 			if err == nil {
 				_, _ = io.Copy(io.Discard, resp.Body)
@@ -218,61 +272,33 @@ func TestRedirectsDoNotCarryCredentials(t *testing.T) {
 			return err
 		},
 	}
+}
 
-	statuses := []int{http.StatusFound, http.StatusTemporaryRedirect, http.StatusPermanentRedirect}
-	i := 0
-	for _, scheme := range []string{"http", "https"} {
-		target := targets[scheme]
-		for name, use := range uses {
-			status := statuses[i%len(statuses)]
-			i++
-			t.Run(fmt.Sprintf("%s to %s (%d)", name, scheme, status), func(t *testing.T) {
-				hostile.target.Store(target.URL)
-				hostile.status.Store(int32(status))
-				for i := range clusters {
-					c := &clusters[i]
-					key := c.Namespace + "/" + c.Name
-					err := use(testContext(t), c)
-					var off *OffServerError
-					if !errors.As(err, &off) || !errors.Is(err, ErrUnpinnedSecret) {
-						t.Fatalf("%s: got %v; want an *OffServerError", key, err)
-					}
-					if off.Cluster != key || off.RedirectStatus != status {
-						t.Errorf("%s: the error says cluster %q, status %d", key, off.Cluster, off.RedirectStatus)
-					}
-					targetHost := strings.TrimPrefix(target.URL, scheme+"://")
-					for _, want := range []string{key, targetHost, fmt.Sprint(status)} {
-						if !strings.Contains(err.Error(), want) {
-							t.Errorf("%s: the error does not say %q: %v", key, want, err)
-						}
-					}
-					if strings.Contains(err.Error(), token) || strings.Contains(err.Error(), "BEGIN") {
-						t.Errorf("%s: the error holds a credential: %v", key, err)
-					}
-				}
-				target.requireNothing(t)
-			})
+// requireOffServer: use, on each of clusters, is refused with an *OffServerError that names the
+// Cluster, the redirect's target and status, and holds no credential.
+func requireOffServer(t *testing.T, clusters []v1alpha1.Cluster, use func(ctx context.Context, c *v1alpha1.Cluster) error, targetURL, scheme string, status int, token string) {
+	t.Helper()
+	for i := range clusters {
+		c := &clusters[i]
+		key := c.Namespace + "/" + c.Name
+		err := use(testContext(t), c)
+		var off *OffServerError
+		if !errors.As(err, &off) || !errors.Is(err, ErrUnpinnedSecret) {
+			t.Fatalf("%s: got %v; want an *OffServerError", key, err)
+		}
+		if off.Cluster != key || off.RedirectStatus != status {
+			t.Errorf("%s: the error says cluster %q, status %d", key, off.Cluster, off.RedirectStatus)
+		}
+		targetHost := strings.TrimPrefix(targetURL, scheme+"://")
+		for _, want := range []string{key, targetHost, fmt.Sprint(status)} {
+			if !strings.Contains(err.Error(), want) {
+				t.Errorf("%s: the error does not say %q: %v", key, want, err)
+			}
+		}
+		if strings.Contains(err.Error(), token) || strings.Contains(err.Error(), "BEGIN") {
+			t.Errorf("%s: the error holds a credential: %v", key, err)
 		}
 	}
-
-	// A redirect within the member's own server is still followed.
-	t.Run("same server", func(t *testing.T) {
-		for i := range clusters {
-			a, err := r.Resolve(testContext(t), &clusters[i])
-			if err != nil {
-				t.Fatal(err)
-			}
-			resp, err := a.HTTPClient.Get(hostile.URL + "/same/x")
-			if err != nil {
-				t.Fatalf("%s: %v", clusters[i].Name, err)
-			}
-			body, _ := io.ReadAll(resp.Body)
-			resp.Body.Close()
-			if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), "v1.36.3") {
-				t.Fatalf("%s: %s %s", clusters[i].Name, resp.Status, body)
-			}
-		}
-	})
 }
 
 // The check compares origins as URLs mean them, and keeps a server's path prefix: a gateway that
