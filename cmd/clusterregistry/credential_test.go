@@ -73,9 +73,7 @@ func TestKubeconfigThroughRegistry(t *testing.T) {
 	}
 	noToken := func(what, text string) {
 		t.Helper()
-		for _, token := range tokens {
-			require.NotContains(t, text, token, "%s holds a member's token", what)
-		}
+		requireNoToken(t, tokens, what, text)
 	}
 
 	code, out, stderr := cli("export", "--format", "kubeconfig", "--credential-command", bin)
@@ -92,71 +90,22 @@ func TestKubeconfigThroughRegistry(t *testing.T) {
 	}
 
 	// A server that records whatever credentials reach it.
-	var mu sync.Mutex
-	var received []string
-	evil := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		mu.Lock()
-		received = append(received, r.Header.Get("Authorization"))
-		mu.Unlock()
-		http.Error(w, "{}", http.StatusUnauthorized)
-	}))
-	defer evil.Close()
-	evilCA := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: evil.Certificate().Raw})
+	evil, evilCA, received := recordingServer(t)
 
 	base, err := clientcmd.LoadFromFile(exported)
 	require.NoError(t, err)
 	alphaServer := base.Clusters["alpha"].Server
-	variant := func(edit func(c *clientcmdapi.Config)) string {
-		c := base.DeepCopy()
-		edit(c)
-		path := filepath.Join(t.TempDir(), "kubeconfig")
-		require.NoError(t, clientcmd.WriteToFile(*c, path))
-		return path
-	}
-	bobKubeconfig, err := lf.Registry.AddUser("bob") // no role in the registry
-	require.NoError(t, err)
-	bob, err := clientcmd.Load(bobKubeconfig)
-	require.NoError(t, err)
-	bob.Contexts = map[string]*clientcmdapi.Context{"registry": bob.Contexts[bob.CurrentContext]}
-	bobPath := filepath.Join(t.TempDir(), "bob")
-	require.NoError(t, clientcmd.WriteToFile(*bob, bobPath))
+	bobPath := registryUserKubeconfig(t, lf, "bob") // no role in the registry
 
-	for _, tc := range []struct {
-		name    string
-		edit    func(c *clientcmdapi.Config)
-		refusal string
-	}{
-		{"a kubeconfig that sends alpha's credentials to another server", func(c *clientcmdapi.Config) {
-			c.Clusters["alpha"].Server, c.Clusters["alpha"].CertificateAuthorityData = evil.URL, evilCA
-		}, "refused: the credentials are for " + alphaServer + ", but the client is about to call " + evil.URL},
-		{"a kubeconfig that trusts another CA for alpha's server", func(c *clientcmdapi.Config) {
-			c.Clusters["alpha"].CertificateAuthorityData = evilCA
-		}, "refused: the client would verify " + alphaServer + " with another certificate authority"},
-		{"a kubeconfig that does not verify alpha's server", func(c *clientcmdapi.Config) {
-			c.Clusters["alpha"].CertificateAuthorityData, c.Clusters["alpha"].InsecureSkipTLSVerify = nil, true
-		}, "refused: the kubeconfig skips verifying " + alphaServer},
-		{"a kubeconfig that hides the server from the plugin", func(c *clientcmdapi.Config) {
-			c.AuthInfos["alpha"].Exec.ProvideClusterInfo = false
-		}, "set provideClusterInfo: true"},
-		{"a user who may not read the Cluster", func(c *clientcmdapi.Config) {
-			args := c.AuthInfos["alpha"].Exec.Args
-			for i := range args {
-				if strings.HasPrefix(args[i], "--kubeconfig=") {
-					args[i] = "--kubeconfig=" + bobPath
-				}
-			}
-		}, "cluster " + joined + "/alpha: the registry (" + lf.Registry.URL() + ") does not let you read it; ask for the clusterregistry-view role (or view) in namespace " + joined},
-	} {
+	for _, tc := range kubeconfigAttacks(evil.URL, evilCA, alphaServer, bobPath, joined, lf.Registry.URL()) {
 		t.Run(tc.name, func(t *testing.T) {
-			_, stderr, err := kubectl(ctx, lf, variant(tc.edit), "--context", "alpha", "get", "ns")
+			_, stderr, err := kubectl(ctx, lf, kubeconfigVariant(t, base, tc.edit), "--context", "alpha", "get", "ns")
 			require.Error(t, err)
 			require.Contains(t, stderr, tc.refusal)
 			noToken("kubectl's error", stderr)
 		})
 	}
-	mu.Lock()
-	require.Empty(t, received, "a member's credentials reached the attacker's server")
-	mu.Unlock()
+	require.Empty(t, received(), "a member's credentials reached the attacker's server")
 
 	// The Cluster's editor points alpha at the attacker: the Secret is pinned to alpha's server,
 	// so the credential is not resolved, and the old kubeconfig gets nothing either.
@@ -175,20 +124,110 @@ func TestKubeconfigThroughRegistry(t *testing.T) {
 	require.Equal(t, 1, code, "export of a Cluster whose Secret is pinned elsewhere")
 	require.Contains(t, stderr, "not exported: cluster "+joined+"/alpha")
 	require.Contains(t, stderr, "1 of 2 Clusters not exported, named above")
-	mu.Lock()
-	require.Empty(t, received, "a member's credentials reached the attacker's server")
-	mu.Unlock()
+	require.Empty(t, received(), "a member's credentials reached the attacker's server")
 
+	requireAccessEnds(t, lf, cli, exported)
+}
+
+// requireNoToken: text holds none of tokens.
+func requireNoToken(t *testing.T, tokens []string, what, text string) {
+	t.Helper()
+	for _, token := range tokens {
+		require.NotContains(t, text, token, "%s holds a member's token", what)
+	}
+}
+
+// requireAccessEnds: once unjoined, the Cluster is gone, and so is access through it; and the
+// credential command refuses to run other than by kubectl.
+func requireAccessEnds(t *testing.T, lf *localfleet.Fleet, cli func(args ...string) (int, string, string), exported string) {
+	t.Helper()
 	// Unjoined: the Cluster is gone, and so is access through it.
-	code, _, stderr = cli("unjoin", "beta")
+	code, _, stderr := cli("unjoin", "beta")
 	require.Equal(t, 0, code, stderr)
-	_, stderr, err = kubectl(ctx, lf, exported, "--context", "beta", "get", "ns")
+	_, stderr, err := kubectl(t.Context(), lf, exported, "--context", "beta", "get", "ns")
 	require.Error(t, err)
-	require.Contains(t, stderr, "cluster "+joined+"/beta is not in the registry")
+	require.Contains(t, stderr, "cluster "+lf.Namespace+"/beta is not in the registry")
 
 	// Not run by kubectl.
 	t.Setenv(execcredential.InfoEnv, "")
 	code, _, stderr = cli("credential", "alpha")
 	require.Equal(t, 1, code)
 	require.Contains(t, stderr, "KUBERNETES_EXEC_INFO is not set")
+}
+
+// recordingServer is a server that records the credentials that reach it, and refuses them: its
+// CA, and what it received so far.
+func recordingServer(t *testing.T) (*httptest.Server, []byte, func() []string) {
+	var mu sync.Mutex
+	var received []string
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		received = append(received, r.Header.Get("Authorization"))
+		mu.Unlock()
+		http.Error(w, "{}", http.StatusUnauthorized)
+	}))
+	t.Cleanup(srv.Close)
+	ca := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
+	return srv, ca, func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(received)
+	}
+}
+
+// kubeconfigVariant writes base, as edit changes it, to a file of its own.
+func kubeconfigVariant(t *testing.T, base *clientcmdapi.Config, edit func(c *clientcmdapi.Config)) string {
+	c := base.DeepCopy()
+	edit(c)
+	path := filepath.Join(t.TempDir(), "kubeconfig")
+	require.NoError(t, clientcmd.WriteToFile(*c, path))
+	return path
+}
+
+// registryUserKubeconfig writes a kubeconfig of a new user of the registry, its one context named
+// "registry".
+func registryUserKubeconfig(t *testing.T, lf *localfleet.Fleet, user string) string {
+	kubeconfig, err := lf.Registry.AddUser(user)
+	require.NoError(t, err)
+	cfg, err := clientcmd.Load(kubeconfig)
+	require.NoError(t, err)
+	cfg.Contexts = map[string]*clientcmdapi.Context{"registry": cfg.Contexts[cfg.CurrentContext]}
+	path := filepath.Join(t.TempDir(), user)
+	require.NoError(t, clientcmd.WriteToFile(*cfg, path))
+	return path
+}
+
+// kubeconfigAttack is an edit of an exported kubeconfig, and how credential refuses it.
+type kubeconfigAttack struct {
+	name    string
+	edit    func(c *clientcmdapi.Config)
+	refusal string
+}
+
+// kubeconfigAttacks are the edits of an exported kubeconfig that credential refuses: evilURL is
+// the attacker's server, alphaServer alpha's own, bobPath a kubeconfig of a user who may not read
+// the Cluster.
+func kubeconfigAttacks(evilURL string, evilCA []byte, alphaServer, bobPath, joined, registryURL string) []kubeconfigAttack {
+	return []kubeconfigAttack{
+		{"a kubeconfig that sends alpha's credentials to another server", func(c *clientcmdapi.Config) {
+			c.Clusters["alpha"].Server, c.Clusters["alpha"].CertificateAuthorityData = evilURL, evilCA
+		}, "refused: the credentials are for " + alphaServer + ", but the client is about to call " + evilURL},
+		{"a kubeconfig that trusts another CA for alpha's server", func(c *clientcmdapi.Config) {
+			c.Clusters["alpha"].CertificateAuthorityData = evilCA
+		}, "refused: the client would verify " + alphaServer + " with another certificate authority"},
+		{"a kubeconfig that does not verify alpha's server", func(c *clientcmdapi.Config) {
+			c.Clusters["alpha"].CertificateAuthorityData, c.Clusters["alpha"].InsecureSkipTLSVerify = nil, true
+		}, "refused: the kubeconfig skips verifying " + alphaServer},
+		{"a kubeconfig that hides the server from the plugin", func(c *clientcmdapi.Config) {
+			c.AuthInfos["alpha"].Exec.ProvideClusterInfo = false
+		}, "set provideClusterInfo: true"},
+		{"a user who may not read the Cluster", func(c *clientcmdapi.Config) {
+			args := c.AuthInfos["alpha"].Exec.Args
+			for i := range args {
+				if strings.HasPrefix(args[i], "--kubeconfig=") {
+					args[i] = "--kubeconfig=" + bobPath
+				}
+			}
+		}, "cluster " + joined + "/alpha: the registry (" + registryURL + ") does not let you read it; ask for the clusterregistry-view role (or view) in namespace " + joined},
+	}
 }
