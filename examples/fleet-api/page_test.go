@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/cluster-registry/sdk/clientset/versioned"
+	crv1alpha1 "github.com/cluster-registry/sdk/clientset/versioned/typed/clusterregistry/v1alpha1"
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
 )
 
@@ -107,7 +108,37 @@ func TestDashboardInABrowser(t *testing.T) {
 		return s
 	}
 	row := func(member string) string { return `tr[data-member="` + lf.Namespace + `/` + member + `"]` }
+	screenshot := func(path string) {
+		t.Helper()
+		shot, err := chromedp.Run(tab, chromedp.FullScreenshot(100))
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(path, shot, 0o644))
+		t.Logf("screenshot: %s", path)
+	}
+	d := &dashboard{ctx: ctx, registry: registry, markup: markup, tab: tab, step: step, text: text, row: row, screenshot: screenshot}
+	d.signIn(t)
+	d.releases(t)
+	d.staleAndBack(t)
+	d.ordinary(t)
+	d.phone(t)
+}
 
+// dashboard is what the parts of TestDashboardInABrowser share, in order: one browser tab on fleet-
+// api's page.
+type dashboard struct {
+	ctx        context.Context
+	registry   crv1alpha1.ClusterInterface
+	markup     string
+	tab        context.Context
+	step       func(timeout time.Duration, steps ...chromedp.Action[chromedp.Void])
+	text       func(sel string) string
+	row        func(member string) string
+	screenshot func(path string)
+}
+
+// signIn: the operator signs in; the fleet is shown, a hostile display name as text.
+func (d *dashboard) signIn(t *testing.T) {
+	markup, tab, step, text, row := d.markup, d.tab, d.step, d.text, d.row
 	step(60*time.Second, // a first paint under a loaded machine (CI shares 2 cores) takes a while
 		chromedp.WaitVisible(chromedp.ID("token")),
 		chromedp.SendKeys(chromedp.ID("token"), operatorToken),
@@ -123,7 +154,11 @@ func TestDashboardInABrowser(t *testing.T) {
 	injected, err := chromedp.Run(tab, chromedp.Evaluate[bool](`document.getElementById("injected") !== null || document.title === "owned"`))
 	require.NoError(t, err)
 	require.False(t, injected, "a display name became markup in the page")
+}
 
+// releases: Releases are shown live with each member's phase, as text however hostile.
+func (d *dashboard) releases(t *testing.T) {
+	ctx, tab, step, text := d.ctx, d.tab, d.step, d.text
 	// A chart release appears in the releases view with each member's phase, live: what the
 	// releases controller reports (written here as it would) is shown as text, however hostile.
 	releases := versioned.NewForConfigOrDie(lf.Registry.Config).ClusterregistryV1alpha1()
@@ -161,7 +196,7 @@ func TestDashboardInABrowser(t *testing.T) {
 	require.Contains(t, shown, "member-1: Ready at r1 · address=10.0.0.1:443, version=1.2.3", "what spec.feedback read, by name")
 	require.Contains(t, shown, hostile, "a member's message, as text")
 	require.Contains(t, shown, " · version="+hostile, "a member's feedback, as text")
-	injected, err = chromedp.Run(tab, chromedp.Evaluate[bool](`document.getElementById("injected2") !== null || document.querySelector(`+strconv.Quote(releaseRow+" b")+`) !== null || document.title === "owned"`))
+	injected, err := chromedp.Run(tab, chromedp.Evaluate[bool](`document.getElementById("injected2") !== null || document.querySelector(`+strconv.Quote(releaseRow+" b")+`) !== null || document.title === "owned"`))
 	require.NoError(t, err)
 	require.False(t, injected, "a release's text became markup in the page")
 	rel.Status.Ready = 2
@@ -182,7 +217,12 @@ func TestDashboardInABrowser(t *testing.T) {
 	step(30*time.Second, chromedp.Poll[chromedp.Void](`(document.querySelector('`+siteRow+`') || {}).textContent?.includes("2 manifests")`,
 		chromedp.WithPollingTimeout(30*time.Second)))
 	require.Contains(t, text(siteRow), "inline")
+}
 
+// staleAndBack: a member that stops turns stale on the page, and synced again once back, with no
+// reload.
+func (d *dashboard) staleAndBack(t *testing.T) {
+	step, row, screenshot := d.step, d.row, d.screenshot
 	// The member stops: its caches turn stale on the page, with no reload.
 	require.NoError(t, lf.Members[1].StopAPIServer())
 	restarted := false
@@ -193,13 +233,6 @@ func TestDashboardInABrowser(t *testing.T) {
 	}()
 	step(60*time.Second, chromedp.Poll[chromedp.Void](`(document.querySelector('`+row("member-2")+` .cache') || {}).textContent?.startsWith("Stale")`,
 		chromedp.WithPollingTimeout(60*time.Second)))
-	screenshot := func(path string) {
-		t.Helper()
-		shot, err := chromedp.Run(tab, chromedp.FullScreenshot(100))
-		require.NoError(t, err)
-		require.NoError(t, os.WriteFile(path, shot, 0o644))
-		t.Logf("screenshot: %s", path)
-	}
 	// The hostile name and the stale member are the test's to show, in its own output.
 	screenshot(filepath.Join(t.TempDir(), "fleet-api-stale.png"))
 
@@ -207,14 +240,22 @@ func TestDashboardInABrowser(t *testing.T) {
 	restarted = true
 	step(90*time.Second, chromedp.Poll[chromedp.Void](`(document.querySelector('`+row("member-2")+` .cache') || {}).textContent?.startsWith("Synced")`,
 		chromedp.WithPollingTimeout(90*time.Second)))
+}
 
+// ordinary: an ordinary fleet, every member current.
+func (d *dashboard) ordinary(t *testing.T) {
+	ctx, registry, step, row, screenshot := d.ctx, d.registry, d.step, d.row, d.screenshot
 	// An ordinary fleet, every member current: the display name the stream sends is an ordinary one.
-	_, err = registry.Patch(ctx, "member-1", types.MergePatchType, []byte(`{"spec":{"displayName":"Production, eu-west"}}`), metav1.PatchOptions{})
+	_, err := registry.Patch(ctx, "member-1", types.MergePatchType, []byte(`{"spec":{"displayName":"Production, eu-west"}}`), metav1.PatchOptions{})
 	require.NoError(t, err)
 	step(30*time.Second, chromedp.Poll[chromedp.Void](`(document.querySelector('`+row("member-1")+`') || {}).textContent?.includes("Production, eu-west")`,
 		chromedp.WithPollingTimeout(30*time.Second)))
 	screenshot(filepath.Join(t.TempDir(), "fleet-api.png"))
+}
 
+// phone: on a phone's screen each member is a card, nothing wider than the screen.
+func (d *dashboard) phone(t *testing.T) {
+	tab, step := d.tab, d.step
 	// On a phone's screen each member is a card: no header row, nothing wider than the screen.
 	step(10*time.Second, chromedp.EmulateViewport(390, 844, chromedp.EmulateMobile))
 	fits, err := chromedp.Run(tab, chromedp.Evaluate[bool](`getComputedStyle(document.querySelector("thead")).display === "none" && `+
