@@ -28,6 +28,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/cluster-registry/sdk/clientset/versioned"
+	crv1alpha1 "github.com/cluster-registry/sdk/clientset/versioned/typed/clusterregistry/v1alpha1"
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
 	"github.com/cluster-registry/sdk/decision"
 	"github.com/cluster-registry/sdk/multicluster"
@@ -50,13 +51,7 @@ func TestControllerOfPlacements(t *testing.T) {
 	clusters := registry.ClusterregistryV1alpha1().Clusters(ns)
 	placements := registry.ClusterregistryV1alpha1().Placements(ns)
 	for _, m := range []struct{ name, env string }{{"prod-1", "prod"}, {"prod-2", "prod"}, {"prod-3", "prod"}, {"dev-1", "dev"}} {
-		c, err := clusters.Create(ctx, &v1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: m.name, Labels: map[string]string{"env": m.env}},
-			Spec: v1alpha1.ClusterSpec{KubernetesAPIEndpoints: v1alpha1.KubernetesAPIEndpoints{ServerEndpoints: []v1alpha1.ServerAddressByClientCIDR{
-				{ClientCIDR: "0.0.0.0/0", ServerAddress: "https://" + m.name + ".example:6443"}}}}}, metav1.CreateOptions{})
-		require.NoError(t, err)
-		c.Status.SetCondition(metav1.Condition{Type: v1alpha1.ConditionReady, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonReachable, Message: "set by the test"})
-		_, err = clusters.UpdateStatus(ctx, c, metav1.UpdateOptions{})
-		require.NoError(t, err)
+		addReadyCluster(t, clusters, m.name, m.env)
 	}
 
 	fleet := multicluster.NewFleet(registry, nil, multicluster.FleetOptions{Namespaces: []string{ns}})
@@ -76,45 +71,47 @@ func TestControllerOfPlacements(t *testing.T) {
 	defer func() { stop(); require.NoError(t, <-done) }()
 
 	chosen := func(name string) []string {
-		d, err := decision.Read(ctx, decisions, ns, name)
-		if err != nil {
-			return nil
-		}
-		var names []string
-		for _, c := range d.Clusters {
-			names = append(names, c.Name)
-		}
-		return slices.Sorted(slices.Values(names))
+		return chosenSorted(t, decisions, types.NamespacedName{Namespace: ns, Name: name})
 	}
 	waitStatus := func(name string, cond func(*v1alpha1.Placement) bool, what string) *v1alpha1.Placement {
 		t.Helper()
-		var p *v1alpha1.Placement
-		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-			var err error
-			p, err = placements.Get(ctx, name, metav1.GetOptions{})
-			require.NoError(t, err)
-			if cond(p) {
-				return p
-			}
-			require.True(t, time.Now().Before(deadline), "%s: %s; status %+v", name, what, p.Status)
-		}
+		return waitPlacementStatus(t, placements, name, cond, what)
 	}
-	condition := func(p *v1alpha1.Placement, typ string) metav1.Condition {
-		if c := meta.FindStatusCondition(p.Status.Conditions, typ); c != nil {
-			return *c
-		}
-		return metav1.Condition{}
-	}
+	condition := placementCondition
 	update := func(name string, change func(*v1alpha1.PlacementSpec)) int64 {
 		t.Helper()
-		p, err := placements.Get(ctx, name, metav1.GetOptions{})
-		require.NoError(t, err)
-		change(&p.Spec)
-		p, err = placements.Update(ctx, p, metav1.UpdateOptions{})
-		require.NoError(t, err)
-		return p.Generation
+		return updatePlacement(t, placements, name, change)
 	}
+	s := &placementsController{ctx: ctx, ns: ns, clusters: clusters, placements: placements, decisions: decisions, ownsBatch: &ownsBatch, chosen: chosen, waitStatus: waitStatus, condition: condition, update: update}
+	s.decided(t)
+	s.moreThanThereAre(t)
+	s.misconfigured(t)
+	s.fixed(t)
+	s.anotherReplicas(t)
+	s.givenUp(t)
+	s.anotherScheduler(t)
+	s.deletedWhileMisconfigured(t)
+}
 
+// placementsController is what the parts of TestControllerOfPlacements share, in order: each starts
+// where the one before it left the Placements.
+type placementsController struct {
+	ctx        context.Context
+	ns         string
+	clusters   crv1alpha1.ClusterInterface
+	placements crv1alpha1.PlacementInterface
+	decisions  *cpversioned.Clientset
+	ownsBatch  *atomic.Bool
+	chosen     func(name string) []string
+	waitStatus func(name string, cond func(*v1alpha1.Placement) bool, what string) *v1alpha1.Placement
+	condition  func(p *v1alpha1.Placement, typ string) metav1.Condition
+	update     func(name string, change func(*v1alpha1.PlacementSpec)) int64
+}
+
+// decided: a Placement is decided: its status counts the candidates' reasons, its slices are its
+// own; decided again with nothing to change, its status is not written again.
+func (s *placementsController) decided(t *testing.T) {
+	ctx, ns, placements, decisions, chosen, waitStatus, condition := s.ctx, s.ns, s.placements, s.decisions, s.chosen, s.waitStatus, s.condition
 	web, err := placements.Create(ctx, &v1alpha1.Placement{ObjectMeta: metav1.ObjectMeta{Name: "web"}, Spec: v1alpha1.PlacementSpec{
 		Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"env": "prod"}}, Count: ptr.To[int32](2)}}, metav1.CreateOptions{})
 	require.NoError(t, err)
@@ -136,10 +133,15 @@ func TestControllerOfPlacements(t *testing.T) {
 	again, err := placements.Get(ctx, "web", metav1.GetOptions{})
 	require.NoError(t, err)
 	require.Equal(t, settled, again.ResourceVersion, "the status was rewritten with nothing changed")
+}
 
+// moreThanThereAre: a count above the members there are: every one chosen, not Satisfied, saying
+// why.
+func (s *placementsController) moreThanThereAre(t *testing.T) {
+	chosen, waitStatus, condition, update := s.chosen, s.waitStatus, s.condition, s.update
 	// More than there are: every production member, not Satisfied, and the message says why.
 	gen := update("web", func(s *v1alpha1.PlacementSpec) { s.Count = ptr.To[int32](5) })
-	p = waitStatus("web", func(p *v1alpha1.Placement) bool { return p.Status.ObservedGeneration == gen }, "decided again")
+	p := waitStatus("web", func(p *v1alpha1.Placement) bool { return p.Status.ObservedGeneration == gen }, "decided again")
 	require.Equal(t, int32(3), p.Status.Chosen)
 	sat := condition(p, v1alpha1.PlacementSatisfied)
 	require.Equal(t, metav1.ConditionFalse, sat.Status)
@@ -147,11 +149,16 @@ func TestControllerOfPlacements(t *testing.T) {
 	require.Contains(t, sat.Message, "3 of 5 chosen")
 	require.Contains(t, sat.Message, "Selector 1")
 	require.Equal(t, []string{"prod-1", "prod-2", "prod-3"}, chosen("web"))
+}
 
+// misconfigured: a CEL expression that does not compile: Misconfigured, the decision kept as it
+// was.
+func (s *placementsController) misconfigured(t *testing.T) {
+	ctx, clusters, chosen, waitStatus, condition, update := s.ctx, s.clusters, s.chosen, s.waitStatus, s.condition, s.update
 	// A CEL expression that does not compile (the server cannot tell): Misconfigured, the
 	// decision kept as it was, even as a chosen member leaves.
-	gen = update("web", func(s *v1alpha1.PlacementSpec) { s.CEL = `cluster.labels[` })
-	p = waitStatus("web", func(p *v1alpha1.Placement) bool { return p.Status.ObservedGeneration == gen }, "misconfigured")
+	gen := update("web", func(s *v1alpha1.PlacementSpec) { s.CEL = `cluster.labels[` })
+	p := waitStatus("web", func(p *v1alpha1.Placement) bool { return p.Status.ObservedGeneration == gen }, "misconfigured")
 	mis := condition(p, v1alpha1.PlacementMisconfigured)
 	require.Equal(t, metav1.ConditionTrue, mis.Status)
 	require.Equal(t, v1alpha1.ReasonInvalidPolicy, mis.Reason)
@@ -160,39 +167,58 @@ func TestControllerOfPlacements(t *testing.T) {
 	require.NoError(t, clusters.Delete(ctx, "prod-3", metav1.DeleteOptions{}))
 	time.Sleep(500 * time.Millisecond)
 	require.Equal(t, []string{"prod-1", "prod-2", "prod-3"}, chosen("web"), "a misconfigured Placement's decision changed")
+}
 
+// fixed: fixed: decided again, from the registry as it is now.
+func (s *placementsController) fixed(t *testing.T) {
+	chosen, waitStatus, condition, update := s.chosen, s.waitStatus, s.condition, s.update
 	// Fixed: decided again, from the registry as it is now.
-	gen = update("web", func(s *v1alpha1.PlacementSpec) { s.CEL = `cluster.name != "prod-1"` })
-	p = waitStatus("web", func(p *v1alpha1.Placement) bool {
+	gen := update("web", func(s *v1alpha1.PlacementSpec) { s.CEL = `cluster.name != "prod-1"` })
+	p := waitStatus("web", func(p *v1alpha1.Placement) bool {
 		return p.Status.ObservedGeneration == gen && condition(p, v1alpha1.PlacementMisconfigured).Status == metav1.ConditionFalse
 	}, "fixed")
 	require.Equal(t, []string{"prod-2"}, chosen("web"))
 	require.Equal(t, int32(1), p.Status.Chosen)
+}
 
+// anotherReplicas: another replica's Placement is neither decided nor given a status here, until
+// owned.
+func (s *placementsController) anotherReplicas(t *testing.T) {
+	ctx, placements, ownsBatch, chosen, waitStatus := s.ctx, s.placements, s.ownsBatch, s.chosen, s.waitStatus
 	// Another replica's Placement: neither decided nor given a status here. Once owned, it is.
-	_, err = placements.Create(ctx, &v1alpha1.Placement{ObjectMeta: metav1.ObjectMeta{Name: "batch"}}, metav1.CreateOptions{})
+	_, err := placements.Create(ctx, &v1alpha1.Placement{ObjectMeta: metav1.ObjectMeta{Name: "batch"}}, metav1.CreateOptions{})
 	require.NoError(t, err)
 	time.Sleep(500 * time.Millisecond)
 	require.Nil(t, chosen("batch"), "decided a Placement this replica does not own")
-	p, err = placements.Get(ctx, "batch", metav1.GetOptions{})
+	p, err := placements.Get(ctx, "batch", metav1.GetOptions{})
 	require.NoError(t, err)
 	require.Zero(t, p.Status.ObservedGeneration)
 	ownsBatch.Store(true)
 	waitStatus("batch", func(p *v1alpha1.Placement) bool { return p.Status.ObservedGeneration == 1 }, "taken up once owned")
 	require.Equal(t, []string{"dev-1", "prod-1", "prod-2"}, chosen("batch"))
+}
+
+// givenUp: given up: its decision stays, for the replica that owns it now.
+func (s *placementsController) givenUp(t *testing.T) {
+	ownsBatch, chosen := s.ownsBatch, s.chosen
 	// Given up: its decision stays, for the replica that owns it now.
 	ownsBatch.Store(false)
 	time.Sleep(500 * time.Millisecond)
 	require.Equal(t, []string{"dev-1", "prod-1", "prod-2"}, chosen("batch"))
+}
 
+// anotherScheduler: another scheduler's decision of the same key is not overwritten, and the status
+// says why.
+func (s *placementsController) anotherScheduler(t *testing.T) {
+	ctx, ns, placements, decisions, waitStatus, condition := s.ctx, s.ns, s.placements, s.decisions, s.waitStatus, s.condition
 	// Another scheduler's decision of the same key: not overwritten, and the status says why.
-	_, err = decisions.ApisV1alpha1().PlacementDecisions(ns).Create(ctx, &cpv1alpha1.PlacementDecision{
+	_, err := decisions.ApisV1alpha1().PlacementDecisions(ns).Create(ctx, &cpv1alpha1.PlacementDecision{
 		ObjectMeta:    metav1.ObjectMeta{Name: "taken-0", Labels: map[string]string{cpv1alpha1.DecisionKeyLabel: "taken"}},
 		SchedulerName: "someone-else", Decisions: []cpv1alpha1.ClusterDecision{}}, metav1.CreateOptions{})
 	require.NoError(t, err)
 	_, err = placements.Create(ctx, &v1alpha1.Placement{ObjectMeta: metav1.ObjectMeta{Name: "taken"}}, metav1.CreateOptions{})
 	require.NoError(t, err)
-	p = waitStatus("taken", func(p *v1alpha1.Placement) bool {
+	p := waitStatus("taken", func(p *v1alpha1.Placement) bool {
 		return condition(p, v1alpha1.PlacementSatisfied).Reason == v1alpha1.ReasonDecisionNotWritten
 	}, "the foreign decision reported")
 	require.Contains(t, condition(p, v1alpha1.PlacementSatisfied).Message, `belongs to scheduler "someone-else"`)
@@ -200,10 +226,14 @@ func TestControllerOfPlacements(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "someone-else", foreign.SchedulerName)
 	require.Empty(t, foreign.Decisions, "another scheduler's decision was overwritten")
+}
 
+// deletedWhileMisconfigured: deleted while Misconfigured, its decision goes.
+func (s *placementsController) deletedWhileMisconfigured(t *testing.T) {
+	ctx, ns, placements, decisions, chosen, waitStatus, condition, update := s.ctx, s.ns, s.placements, s.decisions, s.chosen, s.waitStatus, s.condition, s.update
 	// Deleted while Misconfigured (its decision frozen): its decision goes (here, with no
 	// garbage collector, by the controller).
-	gen = update("web", func(s *v1alpha1.PlacementSpec) { s.CEL = `cluster.labels[` })
+	gen := update("web", func(s *v1alpha1.PlacementSpec) { s.CEL = `cluster.labels[` })
 	waitStatus("web", func(p *v1alpha1.Placement) bool {
 		return p.Status.ObservedGeneration == gen && condition(p, v1alpha1.PlacementMisconfigured).Status == metav1.ConditionTrue
 	}, "misconfigured again")
@@ -216,8 +246,55 @@ func TestControllerOfPlacements(t *testing.T) {
 		}
 		require.True(t, time.Now().Before(deadline), "the deleted Placement's decision is still there: %v", err)
 	}
-	_, err = decisions.ApisV1alpha1().PlacementDecisions(ns).Get(ctx, "web-0", metav1.GetOptions{})
+	_, err := decisions.ApisV1alpha1().PlacementDecisions(ns).Get(ctx, "web-0", metav1.GetOptions{})
 	require.True(t, apierrors.IsNotFound(err), "%v", err)
+}
+
+// chosenSorted is the names of the members key's decision chose, sorted; nil without one.
+func chosenSorted(t *testing.T, decisions cpversioned.Interface, key types.NamespacedName) []string {
+	d, err := decision.Read(t.Context(), decisions, key.Namespace, key.Name)
+	if err != nil {
+		return nil
+	}
+	var names []string
+	for _, c := range d.Clusters {
+		names = append(names, c.Name)
+	}
+	return slices.Sorted(slices.Values(names))
+}
+
+// waitPlacementStatus waits, 30 s at most, until Placement name satisfies cond, and returns it.
+func waitPlacementStatus(t *testing.T, placements crv1alpha1.PlacementInterface, name string, cond func(*v1alpha1.Placement) bool, what string) *v1alpha1.Placement {
+	t.Helper()
+	var p *v1alpha1.Placement
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		var err error
+		p, err = placements.Get(t.Context(), name, metav1.GetOptions{})
+		require.NoError(t, err)
+		if cond(p) {
+			return p
+		}
+		require.True(t, time.Now().Before(deadline), "%s: %s; status %+v", name, what, p.Status)
+	}
+}
+
+// placementCondition is p's condition of type typ, or a zero one.
+func placementCondition(p *v1alpha1.Placement, typ string) metav1.Condition {
+	if c := meta.FindStatusCondition(p.Status.Conditions, typ); c != nil {
+		return *c
+	}
+	return metav1.Condition{}
+}
+
+// updatePlacement changes Placement name's spec, and returns its new generation.
+func updatePlacement(t *testing.T, placements crv1alpha1.PlacementInterface, name string, change func(*v1alpha1.PlacementSpec)) int64 {
+	t.Helper()
+	p, err := placements.Get(t.Context(), name, metav1.GetOptions{})
+	require.NoError(t, err)
+	change(&p.Spec)
+	p, err = placements.Update(t.Context(), p, metav1.UpdateOptions{})
+	require.NoError(t, err)
+	return p.Generation
 }
 
 // The controller refuses a registry without Placements or PlacementDecisions, saying what to
