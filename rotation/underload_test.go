@@ -96,35 +96,88 @@ func TestRotationUnderLoad(t *testing.T) {
 	synced, _ := configMaps.Status(member)
 	require.True(t, synced.Fresh(), "%s", synced)
 
-	// The load: a fan-out that lists, back to back; a client built once, as caches and
-	// controllers build theirs, on the member's Transport, that lists too; and an administrator
-	// who makes ConfigMaps.
-	var calls, failed, longLivedCalls atomic.Int64
-	var firstFailure atomic.Value
-	loadCtx, stopLoad := context.WithCancel(ctx)
-	var load sync.WaitGroup
-	load.Add(3)
+	// The load (rotationLoad's doc says what it is).
+	load := startRotationLoad(t, ctx, fleet, ns, admin)
+
+	// The rotations, forced.
+	r, err := rotation.New(fleet, rotation.Options{Kube: registryKube, RenewAt: 1e-9, TTL: 10 * time.Minute, Interval: every})
+	require.NoError(t, err)
+	replaced, current := rotateFor(t, r, ns, token, runFor, every)
+	time.Sleep(2 * time.Second) // calls made right after the last rotation
+	load.stop()
+
+	t.Logf("%d rotations in %s; %d fan-out calls and %d calls of a long-lived client, %d failed; %d ConfigMaps made",
+		len(replaced), runFor, load.calls.Load(), load.longLivedCalls.Load(), load.failed.Load(), load.made)
+	require.Zero(t, load.failed.Load(), "a call failed across a rotation: %v", load.firstFailure.Load())
+	require.Greater(t, load.calls.Load(), int64(len(replaced)), "the fan-out loop hardly ran")
+	after, _ := configMaps.Status(member)
+	require.True(t, after.Fresh(), "%s", after)
+	require.Equal(t, synced.Since, after.Since, "the member's cache restarted or went stale: %s", after)
+	require.Eventually(t, func() bool {
+		items, _ := configMaps.List(member, labels.Everything())
+		return len(items) >= load.made
+	}, 10*time.Second, 50*time.Millisecond, "the cache misses ConfigMaps made during the rotations")
+	seenMu.Lock()
+	for i := range load.made {
+		require.Equal(t, 1, seen[fmt.Sprintf("made-%d", i)], "made-%d seen as Added %d times", i, seen[fmt.Sprintf("made-%d", i)])
+	}
+	seenMu.Unlock()
+
+	requireOnlyCurrentWorks(t, replaced, current)
+}
+
+// rotateFor renews the token of ns's member, starting from token, every every for runFor, each
+// renewal revoking the token it replaces: the tokens replaced, and the current one.
+func rotateFor(t *testing.T, r *rotation.Rotator, ns, token string, runFor, every time.Duration) (replaced []string, current string) {
+	replaced = []string{token}
+	for end := time.Now().Add(runFor); time.Now().Before(end); time.Sleep(every) {
+		renewed, errs := r.RenewDue(t.Context())
+		require.Empty(t, errs)
+		require.Len(t, renewed, 1)
+		require.Equal(t, 1, renewed[0].Revoked)
+		replaced = append(replaced, string(secretOf(t, ns).Data["token"]))
+	}
+	return replaced[:len(replaced)-1], replaced[len(replaced)-1]
+}
+
+// rotationLoad is the load on a member while its token rotates: a fan-out that lists, back to
+// back; a client built once, as caches and controllers build theirs, on the member's Transport,
+// that lists too; and an administrator who makes ConfigMaps. Read its counts after stop.
+type rotationLoad struct {
+	calls, failed, longLivedCalls atomic.Int64
+	firstFailure                  atomic.Value
+	made                          int // ConfigMaps made-0 to made-(made-1)
+	wg                            sync.WaitGroup
+	stop                          func() // ends the load, and waits for it
+}
+
+// startRotationLoad starts the load on member "edge" of ns, the ConfigMaps made by admin.
+func startRotationLoad(t *testing.T, ctx context.Context, fleet *multicluster.Fleet, ns string, admin kubernetes.Interface) *rotationLoad {
+	loadCtx, stop := context.WithCancel(ctx)
+	l := &rotationLoad{}
+	l.wg.Add(3)
+	l.stop = func() { stop(); l.wg.Wait() }
 	edge := fleet.Member(ns, "edge")
 	resolved, err := edge.Config(ctx)
 	require.NoError(t, err)
 	longLived, err := kubernetes.NewForConfigAndClient(rest.CopyConfig(resolved), &http.Client{Transport: edge.Transport()})
 	require.NoError(t, err)
 	go func() {
-		defer load.Done()
+		defer l.wg.Done()
 		for loadCtx.Err() == nil {
 			_, err := longLived.CoreV1().ConfigMaps("under-load").List(loadCtx, metav1.ListOptions{Limit: 1})
 			if loadCtx.Err() != nil {
 				return
 			}
-			longLivedCalls.Add(1)
+			l.longLivedCalls.Add(1)
 			if err != nil {
-				failed.Add(1)
-				firstFailure.CompareAndSwap(nil, "a client on Member.Transport: "+err.Error())
+				l.failed.Add(1)
+				l.firstFailure.CompareAndSwap(nil, "a client on Member.Transport: "+err.Error())
 			}
 		}
 	}()
 	go func() {
-		defer load.Done()
+		defer l.wg.Done()
 		for loadCtx.Err() == nil {
 			results := multicluster.ForEach(loadCtx, fleet.Members(), func(ctx context.Context, m *multicluster.Member) error {
 				kube, err := m.Kubernetes(ctx)
@@ -137,63 +190,33 @@ func TestRotationUnderLoad(t *testing.T) {
 			if loadCtx.Err() != nil {
 				return
 			}
-			calls.Add(1)
+			l.calls.Add(1)
 			if err := results.Err(); err != nil {
-				failed.Add(1)
-				firstFailure.CompareAndSwap(nil, err.Error())
+				l.failed.Add(1)
+				l.firstFailure.CompareAndSwap(nil, err.Error())
 			}
 		}
 	}()
-	made := 0
 	go func() {
-		defer load.Done()
+		defer l.wg.Done()
 		for i := 0; loadCtx.Err() == nil; i++ {
 			if _, err := admin.CoreV1().ConfigMaps("under-load").Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("made-%d", i)}}, metav1.CreateOptions{}); err != nil {
-				firstFailure.CompareAndSwap(nil, "making a ConfigMap: "+err.Error())
+				l.firstFailure.CompareAndSwap(nil, "making a ConfigMap: "+err.Error())
 				return
 			}
-			made = i + 1
+			l.made = i + 1
 			select {
 			case <-loadCtx.Done():
 			case <-time.After(200 * time.Millisecond):
 			}
 		}
 	}()
+	return l
+}
 
-	// The rotations, forced.
-	r, err := rotation.New(fleet, rotation.Options{Kube: registryKube, RenewAt: 1e-9, TTL: 10 * time.Minute, Interval: every})
-	require.NoError(t, err)
-	replaced := []string{token}
-	for end := time.Now().Add(runFor); time.Now().Before(end); time.Sleep(every) {
-		renewed, errs := r.RenewDue(ctx)
-		require.Empty(t, errs)
-		require.Len(t, renewed, 1)
-		require.Equal(t, 1, renewed[0].Revoked)
-		replaced = append(replaced, string(secretOf(t, ns).Data["token"]))
-	}
-	current := replaced[len(replaced)-1]
-	replaced = replaced[:len(replaced)-1]
-	time.Sleep(2 * time.Second) // calls made right after the last rotation
-	stopLoad()
-	load.Wait()
-
-	t.Logf("%d rotations in %s; %d fan-out calls and %d calls of a long-lived client, %d failed; %d ConfigMaps made",
-		len(replaced), runFor, calls.Load(), longLivedCalls.Load(), failed.Load(), made)
-	require.Zero(t, failed.Load(), "a call failed across a rotation: %v", firstFailure.Load())
-	require.Greater(t, calls.Load(), int64(len(replaced)), "the fan-out loop hardly ran")
-	after, _ := configMaps.Status(member)
-	require.True(t, after.Fresh(), "%s", after)
-	require.Equal(t, synced.Since, after.Since, "the member's cache restarted or went stale: %s", after)
-	require.Eventually(t, func() bool {
-		items, _ := configMaps.List(member, labels.Everything())
-		return len(items) >= made
-	}, 10*time.Second, 50*time.Millisecond, "the cache misses ConfigMaps made during the rotations")
-	seenMu.Lock()
-	for i := range made {
-		require.Equal(t, 1, seen[fmt.Sprintf("made-%d", i)], "made-%d seen as Added %d times", i, seen[fmt.Sprintf("made-%d", i)])
-	}
-	seenMu.Unlock()
-
+// requireOnlyCurrentWorks: every replaced token is refused by member-1, and the current one works.
+func requireOnlyCurrentWorks(t *testing.T, replaced []string, current string) {
+	ctx := t.Context()
 	with := func(token string) kubernetes.Interface {
 		return kubernetes.NewForConfigOrDie(&rest.Config{Host: lf.Members[0].URL(), BearerToken: token,
 			TLSClientConfig: rest.TLSClientConfig{CAData: lf.Members[0].Config.CAData}})
@@ -204,6 +227,6 @@ func TestRotationUnderLoad(t *testing.T) {
 			return apierrors.IsUnauthorized(err)
 		}, 10*time.Second, 100*time.Millisecond, "replaced token %d of %d still works", i+1, len(replaced))
 	}
-	_, err = with(current).CoreV1().ConfigMaps("under-load").List(ctx, metav1.ListOptions{Limit: 1})
+	_, err := with(current).CoreV1().ConfigMaps("under-load").List(ctx, metav1.ListOptions{Limit: 1})
 	require.NoError(t, err, "the current token does not work")
 }
