@@ -67,42 +67,8 @@ func BenchmarkCaches(b *testing.B) {
 			})
 		})
 	}
-	variant("sdk-idle", func(b *testing.B, sim *simmembers.Members, _ *http.Client) {
-		for b.Loop() {
-			heap0, g0 := simmembers.SettledHeapAndGoroutines()
-			members := multicluster.MembersOf(simmembers.Resolver(b), sim.Clusters("sim"), multicluster.FleetOptions{})
-			c := New(fleettest.Fixed(members))
-			if err := c.Start(context.Background()); err != nil {
-				b.Fatal(err)
-			}
-			heap1, g1 := simmembers.SettledHeapAndGoroutines()
-			b.ReportMetric(float64(heap1-heap0)/1024/float64(*benchMembers), "KiB/member")
-			b.ReportMetric(float64(g1-g0)/float64(*benchMembers), "goroutines/member")
-			c.Stop()
-			runtime.KeepAlive(members)
-		}
-	})
-	variant("sdk-connections", func(b *testing.B, sim *simmembers.Members, _ *http.Client) {
-		for b.Loop() {
-			heap0, g0 := simmembers.SettledHeapAndGoroutines()
-			members := multicluster.MembersOf(simmembers.Resolver(b), sim.Clusters("sim"), multicluster.FleetOptions{})
-			// One request each: the member's shared transport dials, and keeps, its connection.
-			if err := multicluster.ForEach(context.Background(), members, func(ctx context.Context, m *multicluster.Member) error {
-				kube, err := m.Kubernetes(ctx)
-				if err != nil {
-					return err
-				}
-				_, err = kube.CoreV1().ConfigMaps("default").Get(ctx, "cm-000", metav1.GetOptions{})
-				return err
-			}, multicluster.Concurrency(64)).Err(); err != nil {
-				b.Fatal(err)
-			}
-			heap1, g1 := simmembers.SettledHeapAndGoroutines()
-			b.ReportMetric(float64(heap1-heap0)/1024/float64(*benchMembers), "KiB/member")
-			b.ReportMetric(float64(g1-g0)/float64(*benchMembers), "goroutines/member")
-			runtime.KeepAlive(members)
-		}
-	})
+	variant("sdk-idle", benchIdle)
+	variant("sdk-connections", benchConnections)
 	variant("sdk", func(b *testing.B, sim *simmembers.Members, writer *http.Client) {
 		for b.Loop() {
 			benchCaches(b, sim, writer, startSDK)
@@ -142,6 +108,48 @@ func BenchmarkCaches(b *testing.B) {
 			benchCaches(b, sim, writer, startPeer)
 		}
 	})
+}
+
+// benchIdle measures what a Cache of every member costs, started and idle: heap and goroutines a
+// member.
+func benchIdle(b *testing.B, sim *simmembers.Members, _ *http.Client) {
+	for b.Loop() {
+		heap0, g0 := simmembers.SettledHeapAndGoroutines()
+		members := multicluster.MembersOf(simmembers.Resolver(b), sim.Clusters("sim"), multicluster.FleetOptions{})
+		c := New(fleettest.Fixed(members))
+		if err := c.Start(context.Background()); err != nil {
+			b.Fatal(err)
+		}
+		heap1, g1 := simmembers.SettledHeapAndGoroutines()
+		b.ReportMetric(float64(heap1-heap0)/1024/float64(*benchMembers), "KiB/member")
+		b.ReportMetric(float64(g1-g0)/float64(*benchMembers), "goroutines/member")
+		c.Stop()
+		runtime.KeepAlive(members)
+	}
+}
+
+// benchConnections measures what a member's kept connection costs, without a cache: heap and
+// goroutines a member, after one request each.
+func benchConnections(b *testing.B, sim *simmembers.Members, _ *http.Client) {
+	for b.Loop() {
+		heap0, g0 := simmembers.SettledHeapAndGoroutines()
+		members := multicluster.MembersOf(simmembers.Resolver(b), sim.Clusters("sim"), multicluster.FleetOptions{})
+		// One request each: the member's shared transport dials, and keeps, its connection.
+		if err := multicluster.ForEach(context.Background(), members, func(ctx context.Context, m *multicluster.Member) error {
+			kube, err := m.Kubernetes(ctx)
+			if err != nil {
+				return err
+			}
+			_, err = kube.CoreV1().ConfigMaps("default").Get(ctx, "cm-000", metav1.GetOptions{})
+			return err
+		}, multicluster.Concurrency(64)).Err(); err != nil {
+			b.Fatal(err)
+		}
+		heap1, g1 := simmembers.SettledHeapAndGoroutines()
+		b.ReportMetric(float64(heap1-heap0)/1024/float64(*benchMembers), "KiB/member")
+		b.ReportMetric(float64(g1-g0)/float64(*benchMembers), "goroutines/member")
+		runtime.KeepAlive(members)
+	}
 }
 
 // startCaches starts caches of ConfigMaps on every member, calling onEvent for each event, and
