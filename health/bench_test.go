@@ -142,8 +142,15 @@ func benchmarkHealth(b *testing.B, ctx context.Context, bulk *rest.Config, resol
 	b.ReportMetric(float64(g1-g0)/float64(n), "goroutines/member")
 	b.ReportMetric(float64(wrote)/window.Seconds(), "steady-writes/s")
 
-	// 10% of the members fail at once; each is written when its FailureThreshold is reached.
-	// They are made well again afterwards, for the next run.
+	benchOutage(b, ctx, resolver, items, &writes, &notReady)
+	runtime.KeepAlive(c)
+}
+
+// benchOutage fails a tenth of the members at once, and reports how long until the controller
+// has written each NotReady (each when its FailureThreshold is reached), and its writes a second
+// meanwhile; the members are made well again afterwards, for the next run.
+func benchOutage(b *testing.B, ctx context.Context, resolver *access.Resolver, items []v1alpha1.Cluster, writes, notReady *atomic.Int64) {
+	n := len(items)
 	failing := multicluster.MembersOf(resolver, items[:n/10], multicluster.FleetOptions{})
 	simPath := func(path string) error {
 		return multicluster.ForEach(ctx, failing, func(ctx context.Context, m *multicluster.Member) error {
@@ -169,7 +176,6 @@ func benchmarkHealth(b *testing.B, ctx context.Context, bulk *rest.Config, resol
 	if err := simPath("/debug/recover"); err != nil {
 		b.Fatal(err)
 	}
-	runtime.KeepAlive(c)
 }
 
 // cpuPerWrite is this process's CPU per status write as the controller's writer makes it (a
