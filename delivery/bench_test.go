@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	goruntime "runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -20,6 +21,7 @@ import (
 	"k8s.io/utils/ptr"
 	cpversioned "sigs.k8s.io/cluster-inventory-api/client/clientset/versioned"
 
+	"github.com/cluster-registry/sdk/access"
 	"github.com/cluster-registry/sdk/clientset/versioned"
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
 	"github.com/cluster-registry/sdk/decision"
@@ -72,20 +74,7 @@ func benchDelivery(b *testing.B, n, releases int) {
 	ns := fleettest.NewSet(b, lf)
 	resolver := simmembers.Resolver(b)
 
-	// The floor: the same members' connections alone, one GET each.
-	heap0, _ := simmembers.SettledHeapAndGoroutines()
-	floorMembers := multicluster.MembersOf(resolver, sim.Clusters(ns), multicluster.FleetOptions{})
-	multicluster.ForEach(context.Background(), floorMembers, func(ctx context.Context, m *multicluster.Member) error {
-		kube, err := m.Kubernetes(ctx)
-		if err != nil {
-			return err
-		}
-		_, err = kube.Discovery().ServerVersion()
-		return err
-	}, multicluster.Options{})
-	heapFloor, _ := simmembers.SettledHeapAndGoroutines()
-	floorPer := float64(heapFloor-heap0) / float64(n)
-	floorMembers = nil
+	floorPer := connectionFloor(resolver, sim, ns, n)
 
 	bulk := fleettest.Unthrottled(lf.Registry.Config) // the benchmark's own writes and the controller's
 	registry := versioned.NewForConfigOrDie(bulk)
@@ -113,35 +102,8 @@ func benchDelivery(b *testing.B, n, releases int) {
 	}()
 
 	start := time.Now()
-	for r := range releases {
-		var objs []runtime.RawExtension
-		for i := range 5 {
-			objs = append(objs, runtime.RawExtension{Raw: fmt.Appendf(nil, `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"app-%d-%d"},"data":{"k":"v"}}`, r, i)})
-		}
-		rel := &v1alpha1.Release{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("app-%d", r)}, Spec: v1alpha1.ReleaseSpec{
-			Source: v1alpha1.ReleaseSource{Manifests: objs}, Placement: v1alpha1.ReleasePlacement{Name: "web"}}}
-		if _, err := registry.ClusterregistryV1alpha1().Releases(ns).Create(ctx, rel, metav1.CreateOptions{}); err != nil {
-			b.Fatal(err)
-		}
-	}
-	for deadline := time.Now().Add(5 * time.Minute); ; time.Sleep(100 * time.Millisecond) {
-		list, err := registry.ClusterregistryV1alpha1().Releases(ns).List(ctx, metav1.ListOptions{})
-		if err != nil {
-			b.Fatal(err)
-		}
-		ready := 0
-		for _, r := range list.Items {
-			if r.Status.ObservedGeneration == r.Generation && int(r.Status.Ready) == n {
-				ready++
-			}
-		}
-		if ready == releases {
-			break
-		}
-		if time.Now().After(deadline) {
-			b.Fatalf("%d of %d Releases ready on every member after 5 minutes", ready, releases)
-		}
-	}
+	createReleases(ctx, b, registry, ns, releases)
+	waitReleasesReady(ctx, b, registry, ns, n, releases)
 	readyAt := time.Now()
 	elapsed := readyAt.Sub(start)
 	// Status latency: from the last change any member applied to the status saying all are Ready
@@ -161,65 +123,12 @@ func benchDelivery(b *testing.B, n, releases int) {
 	for _, m := range members[:min(20, len(members))] {
 		applies += debugCount(b, m, "/debug/applies")
 	}
-	// Drift: one object edited by hand on each of 100 members at once; how long until each is
-	// applied back, from the edit (target: p99 within 5 s).
 	if releases == 1 {
-		drifted := members[:min(100, len(members))]
-		for _, m := range drifted {
-			if debugCount(b, m, "/debug/drift") != 1 {
-				b.Fatalf("%s: nothing to drift", m)
-			}
-		}
-		var took []time.Duration
-		for deadline := time.Now().Add(time.Minute); len(took) < len(drifted); time.Sleep(50 * time.Millisecond) {
-			took = took[:0]
-			for _, m := range drifted {
-				took = append(took, debugTimes(b, m, "/debug/corrections")...)
-			}
-			if time.Now().After(deadline) {
-				b.Fatalf("%d of %d drifted objects applied back within a minute", len(took), len(drifted))
-			}
-		}
-		slices.Sort(took)
-		b.ReportMetric(float64(took[len(took)/2].Milliseconds()), "drift-p50-ms")
-		b.ReportMetric(float64(took[len(took)*99/100].Milliseconds()), "drift-p99-ms")
+		benchDrift(b, members)
 	}
 
-	// A new revision in 4 waves of a quarter each, each soaking 5 s (target: 4 × soak + 30 s).
 	if releases == 1 {
-		const soak = 5
-		var first string
-		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-			cur, err := registry.ClusterregistryV1alpha1().Releases(ns).Get(ctx, "app-0", metav1.GetOptions{})
-			if err != nil {
-				return err
-			}
-			first = cur.Status.Revision
-			cur.Spec.Source.Manifests[0] = runtime.RawExtension{Raw: []byte(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"app-0-0"},"data":{"k":"v2"}}`)}
-			cur.Spec.Rollout = &v1alpha1.ReleaseRollout{Strategy: v1alpha1.RolloutConcurrency, MaxConcurrency: ptr.To(intstr.FromString("25%")), SoakSeconds: soak}
-			_, err = registry.ClusterregistryV1alpha1().Releases(ns).Update(ctx, cur, metav1.UpdateOptions{})
-			return err
-		})
-		if err != nil {
-			b.Fatal(err)
-		}
-		start := time.Now()
-		for deadline := start.Add(5 * time.Minute); ; time.Sleep(100 * time.Millisecond) {
-			r, err := registry.ClusterregistryV1alpha1().Releases(ns).Get(ctx, "app-0", metav1.GetOptions{})
-			if err != nil {
-				b.Fatal(err)
-			}
-			if r.Status.ObservedGeneration == r.Generation && r.Status.Revision != first && int(r.Status.Ready) == n && r.Status.Waves == 4 &&
-				!meta.IsStatusConditionTrue(r.Status.Conditions, v1alpha1.ReleaseProgressing) {
-				break
-			}
-			if time.Now().After(deadline) {
-				b.Fatalf("the new revision not rolled out in 5 minutes: %+v", r.Status)
-			}
-		}
-		took := time.Since(start)
-		b.ReportMetric(took.Seconds(), "s-4-waves-soak-5s")
-		b.ReportMetric(took.Seconds()/(4*soak+30), "4-waves-ratio-to-target")
+		benchWaves(ctx, b, registry, ns, n)
 	}
 
 	if releases == 1 {
@@ -234,6 +143,123 @@ func benchDelivery(b *testing.B, n, releases int) {
 	b.ReportMetric(float64(applies)/float64(min(20, len(sim.Servers))*releases), "member-applies/delivery")
 	b.ReportMetric(float64(heap2-heap1)/deliveries/1024, "KiB/delivery")
 	b.ReportMetric(floorPer/1024, "KiB/member-floor")
+}
+
+// connectionFloor is the heap a member costs with its connection alone, one GET each: the floor
+// beneath what delivery costs.
+func connectionFloor(resolver *access.Resolver, sim *simmembers.Members, ns string, n int) float64 {
+	heap0, _ := simmembers.SettledHeapAndGoroutines()
+	floorMembers := multicluster.MembersOf(resolver, sim.Clusters(ns), multicluster.FleetOptions{})
+	multicluster.ForEach(context.Background(), floorMembers, func(ctx context.Context, m *multicluster.Member) error {
+		kube, err := m.Kubernetes(ctx)
+		if err != nil {
+			return err
+		}
+		_, err = kube.Discovery().ServerVersion()
+		return err
+	}, multicluster.Options{})
+	heapFloor, _ := simmembers.SettledHeapAndGoroutines()
+	goruntime.KeepAlive(floorMembers) // measured with the members held
+	return float64(heapFloor-heap0) / float64(n)
+}
+
+// createReleases creates Releases app-0 to app-(releases-1), of 5 ConfigMaps each, on placement web.
+func createReleases(ctx context.Context, b *testing.B, registry versioned.Interface, ns string, releases int) {
+	for r := range releases {
+		var objs []runtime.RawExtension
+		for i := range 5 {
+			objs = append(objs, runtime.RawExtension{Raw: fmt.Appendf(nil, `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"app-%d-%d"},"data":{"k":"v"}}`, r, i)})
+		}
+		rel := &v1alpha1.Release{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("app-%d", r)}, Spec: v1alpha1.ReleaseSpec{
+			Source: v1alpha1.ReleaseSource{Manifests: objs}, Placement: v1alpha1.ReleasePlacement{Name: "web"}}}
+		if _, err := registry.ClusterregistryV1alpha1().Releases(ns).Create(ctx, rel, metav1.CreateOptions{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// waitReleasesReady waits, 5 minutes at most, until every Release of ns is Ready on all n members.
+func waitReleasesReady(ctx context.Context, b *testing.B, registry versioned.Interface, ns string, n, releases int) {
+	for deadline := time.Now().Add(5 * time.Minute); ; time.Sleep(100 * time.Millisecond) {
+		list, err := registry.ClusterregistryV1alpha1().Releases(ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		ready := 0
+		for _, r := range list.Items {
+			if r.Status.ObservedGeneration == r.Generation && int(r.Status.Ready) == n {
+				ready++
+			}
+		}
+		if ready == releases {
+			break
+		}
+		if time.Now().After(deadline) {
+			b.Fatalf("%d of %d Releases ready on every member after 5 minutes", ready, releases)
+		}
+	}
+}
+
+// benchDrift edits one object by hand on each of 100 members at once, and reports how long until
+// each is applied back, from the edit (target: p99 within 5 s).
+func benchDrift(b *testing.B, members []*multicluster.Member) {
+	drifted := members[:min(100, len(members))]
+	for _, m := range drifted {
+		if debugCount(b, m, "/debug/drift") != 1 {
+			b.Fatalf("%s: nothing to drift", m)
+		}
+	}
+	var took []time.Duration
+	for deadline := time.Now().Add(time.Minute); len(took) < len(drifted); time.Sleep(50 * time.Millisecond) {
+		took = took[:0]
+		for _, m := range drifted {
+			took = append(took, debugTimes(b, m, "/debug/corrections")...)
+		}
+		if time.Now().After(deadline) {
+			b.Fatalf("%d of %d drifted objects applied back within a minute", len(took), len(drifted))
+		}
+	}
+	slices.Sort(took)
+	b.ReportMetric(float64(took[len(took)/2].Milliseconds()), "drift-p50-ms")
+	b.ReportMetric(float64(took[len(took)*99/100].Milliseconds()), "drift-p99-ms")
+}
+
+// benchWaves rolls a new revision of app-0 out in 4 waves of a quarter each, each soaking 5 s,
+// and reports how long it took (target: 4 × soak + 30 s).
+func benchWaves(ctx context.Context, b *testing.B, registry versioned.Interface, ns string, n int) {
+	const soak = 5
+	var first string
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		cur, err := registry.ClusterregistryV1alpha1().Releases(ns).Get(ctx, "app-0", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		first = cur.Status.Revision
+		cur.Spec.Source.Manifests[0] = runtime.RawExtension{Raw: []byte(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"app-0-0"},"data":{"k":"v2"}}`)}
+		cur.Spec.Rollout = &v1alpha1.ReleaseRollout{Strategy: v1alpha1.RolloutConcurrency, MaxConcurrency: ptr.To(intstr.FromString("25%")), SoakSeconds: soak}
+		_, err = registry.ClusterregistryV1alpha1().Releases(ns).Update(ctx, cur, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	start := time.Now()
+	for deadline := start.Add(5 * time.Minute); ; time.Sleep(100 * time.Millisecond) {
+		r, err := registry.ClusterregistryV1alpha1().Releases(ns).Get(ctx, "app-0", metav1.GetOptions{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if r.Status.ObservedGeneration == r.Generation && r.Status.Revision != first && int(r.Status.Ready) == n && r.Status.Waves == 4 &&
+			!meta.IsStatusConditionTrue(r.Status.Conditions, v1alpha1.ReleaseProgressing) {
+			break
+		}
+		if time.Now().After(deadline) {
+			b.Fatalf("the new revision not rolled out in 5 minutes: %+v", r.Status)
+		}
+	}
+	took := time.Since(start)
+	b.ReportMetric(took.Seconds(), "s-4-waves-soak-5s")
+	b.ReportMetric(took.Seconds()/(4*soak+30), "4-waves-ratio-to-target")
 }
 
 // debugCount reads a simulated member's counter over its existing connection.
