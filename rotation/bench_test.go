@@ -46,52 +46,8 @@ func BenchmarkRotate(b *testing.B) {
 	if _, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
 		b.Fatal(err)
 	}
-	// Tokens issued 50 minutes ago, of an hour: past two thirds of their life.
-	clusters := sims.Clusters(ns)
-	issued := time.Now().Add(-50 * time.Minute)
-	toCreate := make([]*multicluster.Member, n)
-	for i := range clusters {
-		c := &clusters[i]
-		c.Spec.AuthInfo.Providers = []v1alpha1.AuthProviderConfig{{Name: "token", Type: v1alpha1.AuthProviderType{Name: v1alpha1.ProviderTypeSecret},
-			Config: map[string]string{"name": c.Name + "-token"}}}
-		toCreate[i] = multicluster.NewMember(c, multicluster.Clients{})
-	}
-	if err := multicluster.ForEach(ctx, toCreate, func(ctx context.Context, m *multicluster.Member) error {
-		c := m.Cluster()
-		server := c.Spec.KubernetesAPIEndpoints.ServerEndpoints[0].ServerAddress
-		_, err := kube.CoreV1().Secrets(ns).Create(ctx, &corev1.Secret{
-			ObjectMeta: metav1.ObjectMeta{Name: c.Name + "-token", Annotations: map[string]string{
-				v1alpha1.ServersAnnotation: server, v1alpha1.ServiceAccountAnnotation: "clusterregistry-sim/sim"}},
-			Data: map[string][]byte{"token": []byte(simmembers.IssuedToken("clusterregistry-sim", "sim", "token-binding-0", issued)), "ca.crt": sims.CA},
-		}, metav1.CreateOptions{})
-		return err
-	}, multicluster.Concurrency(64), multicluster.RetryIf(multicluster.IsTransient)).Err(); err != nil {
-		b.Fatal(err)
-	}
-	// Tools resolve from an informer's Secrets, as the health command does.
-	factory := informers.NewSharedInformerFactoryWithOptions(kube, 0, informers.WithNamespace(ns))
-	secrets := factory.Core().V1().Secrets()
-	secrets.Informer()
-	stop := make(chan struct{})
-	defer close(stop)
-	factory.Start(stop)
-	factory.WaitForCacheSync(stop)
-	resolver, err := access.NewResolver(access.ResolverOptions{Secrets: access.SecretsFromLister(secrets.Lister())})
-	if err != nil {
-		b.Fatal(err)
-	}
-	members := multicluster.MembersOf(resolver, clusters, multicluster.FleetOptions{})
-	// Connected already, as in a process that probes or watches the members (health, a cache):
-	// CPU-µs/renewal is the renewal's, not the first connection's.
-	if err := multicluster.ForEach(ctx, members, func(ctx context.Context, m *multicluster.Member) error {
-		kube, err := m.Kubernetes(ctx)
-		if err == nil {
-			_, err = kube.Discovery().ServerVersion()
-		}
-		return err
-	}, multicluster.Concurrency(64)).Err(); err != nil {
-		b.Fatal(err)
-	}
+	clusters := createDueTokens(b, kube, sims, ns)
+	members := connectedMembers(b, kube, ns, clusters)
 	requests := &countingTransport{}
 	counted := rest.CopyConfig(bulk)
 	counted.Wrap(requests.wrap)
@@ -127,6 +83,63 @@ func BenchmarkRotate(b *testing.B) {
 		b.ReportMetric(float64(time.Since(start).Microseconds())/1000, "idle-pass-ms")
 		b.ReportMetric(float64(requests.reads.Load()-reads), "idle-registry-reads")
 	}
+}
+
+// createDueTokens stores, for each of sims' members, a Secret of a token issued 50 minutes ago,
+// of an hour (past two thirds of its life), and returns their Clusters, which point at them.
+func createDueTokens(b *testing.B, kube kubernetes.Interface, sims *simmembers.Members, ns string) []v1alpha1.Cluster {
+	ctx := context.Background()
+	clusters := sims.Clusters(ns)
+	issued := time.Now().Add(-50 * time.Minute)
+	toCreate := make([]*multicluster.Member, len(clusters))
+	for i := range clusters {
+		c := &clusters[i]
+		c.Spec.AuthInfo.Providers = []v1alpha1.AuthProviderConfig{{Name: "token", Type: v1alpha1.AuthProviderType{Name: v1alpha1.ProviderTypeSecret},
+			Config: map[string]string{"name": c.Name + "-token"}}}
+		toCreate[i] = multicluster.NewMember(c, multicluster.Clients{})
+	}
+	if err := multicluster.ForEach(ctx, toCreate, func(ctx context.Context, m *multicluster.Member) error {
+		c := m.Cluster()
+		server := c.Spec.KubernetesAPIEndpoints.ServerEndpoints[0].ServerAddress
+		_, err := kube.CoreV1().Secrets(ns).Create(ctx, &corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{Name: c.Name + "-token", Annotations: map[string]string{
+				v1alpha1.ServersAnnotation: server, v1alpha1.ServiceAccountAnnotation: "clusterregistry-sim/sim"}},
+			Data: map[string][]byte{"token": []byte(simmembers.IssuedToken("clusterregistry-sim", "sim", "token-binding-0", issued)), "ca.crt": sims.CA},
+		}, metav1.CreateOptions{})
+		return err
+	}, multicluster.Concurrency(64), multicluster.RetryIf(multicluster.IsTransient)).Err(); err != nil {
+		b.Fatal(err)
+	}
+	return clusters
+}
+
+// connectedMembers are the members of clusters, resolved from an informer's Secrets as the health
+// command does, and connected already, as in a process that probes or watches them (health, a
+// cache): CPU-µs/renewal is then the renewal's, not the first connection's.
+func connectedMembers(b *testing.B, kube kubernetes.Interface, ns string, clusters []v1alpha1.Cluster) []*multicluster.Member {
+	ctx := context.Background()
+	factory := informers.NewSharedInformerFactoryWithOptions(kube, 0, informers.WithNamespace(ns))
+	secrets := factory.Core().V1().Secrets()
+	secrets.Informer()
+	stop := make(chan struct{})
+	b.Cleanup(func() { close(stop) })
+	factory.Start(stop)
+	factory.WaitForCacheSync(stop)
+	resolver, err := access.NewResolver(access.ResolverOptions{Secrets: access.SecretsFromLister(secrets.Lister())})
+	if err != nil {
+		b.Fatal(err)
+	}
+	members := multicluster.MembersOf(resolver, clusters, multicluster.FleetOptions{})
+	if err := multicluster.ForEach(ctx, members, func(ctx context.Context, m *multicluster.Member) error {
+		kube, err := m.Kubernetes(ctx)
+		if err == nil {
+			_, err = kube.Discovery().ServerVersion()
+		}
+		return err
+	}, multicluster.Concurrency(64)).Err(); err != nil {
+		b.Fatal(err)
+	}
+	return members
 }
 
 // countingTransport counts a client's reads (GET) and writes (every other method).
