@@ -15,6 +15,7 @@ import (
 	cpversioned "sigs.k8s.io/cluster-inventory-api/client/clientset/versioned"
 
 	"github.com/cluster-registry/sdk/clientset/versioned"
+	crv1alpha1 "github.com/cluster-registry/sdk/clientset/versioned/typed/clusterregistry/v1alpha1"
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
 	"github.com/cluster-registry/sdk/decision"
 	"github.com/cluster-registry/sdk/multicluster"
@@ -42,6 +43,56 @@ func BenchmarkScheduler(b *testing.B) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	const ns = "scheduler-bench"
+	fleet, keys := schedulerBenchSet(ctx, b, ns, n, placements)
+	bulk := fleettest.Unthrottled(lf.Registry.Config)
+	clusters := versioned.NewForConfigOrDie(bulk).ClusterregistryV1alpha1().Clusters(ns)
+	client := cpversioned.NewForConfigOrDie(bulk)
+	registry := versioned.NewForConfigOrDie(bulk)
+
+	for range b.N {
+		ctrl, err := scheduler.NewController(fleet, registry, client, scheduler.ControllerOptions{Namespace: ns,
+			Options: scheduler.Options{SchedulerName: "bench", Workers: 8, Fresh: func() bool { return fleet.Status().Fresh() }}})
+		if err != nil {
+			b.Fatal(err)
+		}
+		s := ctrl.Scheduler()
+		start := time.Now()
+		runCtx, stop := context.WithCancel(ctx)
+		done := make(chan error, 1)
+		go func() { done <- ctrl.Run(runCtx) }()
+		for s.Writes() < placements {
+			if time.Since(start) > 5*time.Minute {
+				b.Fatalf("%d of %d decisions written after 5 minutes", s.Writes(), placements)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		b.ReportMetric(time.Since(start).Seconds(), "first-decisions-s")
+		waitStatuses(ctx, b, registry, ns, placements, start)
+		b.ReportMetric(time.Since(start).Seconds(), "first-status-s")
+		time.Sleep(2 * time.Second) // nothing more should come
+
+		benchChanges(ctx, b, s, client, clusters, ns, keys)
+
+		// A Cluster no placement selects joins.
+		before := s.Writes()
+		if _, err := clusters.Create(ctx, &v1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: "unrelated", Labels: map[string]string{"group": "none"}},
+			Spec: v1alpha1.ClusterSpec{KubernetesAPIEndpoints: v1alpha1.KubernetesAPIEndpoints{ServerEndpoints: []v1alpha1.ServerAddressByClientCIDR{
+				{ClientCIDR: "0.0.0.0/0", ServerAddress: "https://unrelated.example:6443"}}}}}, metav1.CreateOptions{}); err != nil {
+			b.Fatal(err)
+		}
+		time.Sleep(2 * time.Second)
+		b.ReportMetric(float64(s.Writes()-before), "join-writes")
+		stop()
+		if err := <-done; err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// schedulerBenchSet makes n Ready Clusters in 100 label groups and 5 regions, and placements
+// Placements, each of 5 members of one group spread over the regions; it returns a started Fleet
+// of them and the Placements' keys.
+func schedulerBenchSet(ctx context.Context, b *testing.B, ns string, n, placements int) (*multicluster.Fleet, []types.NamespacedName) {
 	bulk := fleettest.Unthrottled(lf.Registry.Config)
 	clusters := versioned.NewForConfigOrDie(bulk).ClusterregistryV1alpha1().Clusters(ns)
 	items := make([]v1alpha1.Cluster, n)
@@ -58,8 +109,7 @@ func BenchmarkScheduler(b *testing.B) {
 	if err := fleet.Start(ctx); err != nil {
 		b.Fatal(err)
 	}
-	defer fleet.Stop()
-	client := cpversioned.NewForConfigOrDie(bulk)
+	b.Cleanup(fleet.Stop)
 	registry := versioned.NewForConfigOrDie(bulk)
 	keys := make([]types.NamespacedName, placements)
 	for i := range keys {
@@ -80,113 +130,87 @@ func BenchmarkScheduler(b *testing.B) {
 	if err := g.Wait(); err != nil {
 		b.Fatal(err)
 	}
+	return fleet, keys
+}
 
-	for range b.N {
-		ctrl, err := scheduler.NewController(fleet, registry, client, scheduler.ControllerOptions{Namespace: ns,
-			Options: scheduler.Options{SchedulerName: "bench", Workers: 8, Fresh: func() bool { return fleet.Status().Fresh() }}})
+// waitStatuses waits, until 5 minutes after start, for every Placement of ns to report 5 chosen
+// at its generation.
+func waitStatuses(ctx context.Context, b *testing.B, registry versioned.Interface, ns string, placements int, start time.Time) {
+	for {
+		list, err := registry.ClusterregistryV1alpha1().Placements(ns).List(ctx, metav1.ListOptions{})
 		if err != nil {
 			b.Fatal(err)
 		}
-		s := ctrl.Scheduler()
-		start := time.Now()
-		runCtx, stop := context.WithCancel(ctx)
-		done := make(chan error, 1)
-		go func() { done <- ctrl.Run(runCtx) }()
-		for s.Writes() < placements {
-			if time.Since(start) > 5*time.Minute {
-				b.Fatalf("%d of %d decisions written after 5 minutes", s.Writes(), placements)
+		reported := 0
+		for _, p := range list.Items {
+			if p.Status.ObservedGeneration == p.Generation && p.Status.Chosen == 5 {
+				reported++
 			}
-			time.Sleep(10 * time.Millisecond)
 		}
-		b.ReportMetric(time.Since(start).Seconds(), "first-decisions-s")
-		for {
-			list, err := registry.ClusterregistryV1alpha1().Placements(ns).List(ctx, metav1.ListOptions{})
-			if err != nil {
-				b.Fatal(err)
-			}
-			reported := 0
-			for _, p := range list.Items {
-				if p.Status.ObservedGeneration == p.Generation && p.Status.Chosen == 5 {
-					reported++
-				}
-			}
-			if reported == placements {
-				break
-			}
-			if time.Since(start) > 5*time.Minute {
-				b.Fatalf("%d of %d statuses written after 5 minutes", reported, placements)
-			}
-			time.Sleep(100 * time.Millisecond)
+		if reported == placements {
+			break
 		}
-		b.ReportMetric(time.Since(start).Seconds(), "first-status-s")
-		time.Sleep(2 * time.Second) // nothing more should come
-
-		// 20 changes: a chosen member of placement i*50 turns Unreachable.
-		var latencies []time.Duration
-		var writes, unaffected int64
-		for k := range 20 {
-			key := keys[k*50]
-			d, err := decision.Read(ctx, client, ns, key.Name)
-			if err != nil || len(d.Clusters) == 0 {
-				b.Fatalf("decision %s: %v %v", key.Name, d, err)
-			}
-			victim := d.Clusters[0]
-			var choosers []types.NamespacedName
-			for j := k * 50 % 100; j < placements; j += 100 { // the placements of the same group
-				od, err := decision.Read(ctx, client, ns, keys[j].Name)
-				if err != nil {
-					b.Fatal(err)
-				}
-				if slices.Contains(od.Clusters, victim) {
-					choosers = append(choosers, keys[j])
-				}
-			}
-			before := s.Writes()
-			c, err := clusters.Get(ctx, victim.Name, metav1.GetOptions{})
-			if err != nil {
-				b.Fatal(err)
-			}
-			changed := time.Now()
-			if err := setStatus(ctx, clusters, c, metav1.ConditionFalse, v1alpha1.ReasonUnreachable); err != nil {
-				b.Fatal(err)
-			}
-			for _, ck := range choosers {
-				for {
-					od, err := decision.Read(ctx, client, ns, ck.Name)
-					if err == nil && !slices.Contains(od.Clusters, victim) {
-						break
-					}
-					if time.Since(changed) > time.Minute {
-						b.Fatalf("placement %s still chooses %s a minute after it turned Unreachable", ck.Name, victim)
-					}
-					time.Sleep(5 * time.Millisecond)
-				}
-			}
-			latencies = append(latencies, time.Since(changed))
-			time.Sleep(500 * time.Millisecond) // what else would be written
-			delta := s.Writes() - before
-			writes += delta
-			unaffected += delta - int64(len(choosers))
+		if time.Since(start) > 5*time.Minute {
+			b.Fatalf("%d of %d statuses written after 5 minutes", reported, placements)
 		}
-		sort.Slice(latencies, func(i, j int) bool { return latencies[i] < latencies[j] })
-		b.ReportMetric(float64(latencies[len(latencies)*99/100].Milliseconds()), "change-p99-ms")
-		b.ReportMetric(float64(writes)/20, "writes-per-change")
-		b.ReportMetric(float64(unaffected), "unaffected-writes")
-
-		// A Cluster no placement selects joins.
-		before := s.Writes()
-		if _, err := clusters.Create(ctx, &v1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: "unrelated", Labels: map[string]string{"group": "none"}},
-			Spec: v1alpha1.ClusterSpec{KubernetesAPIEndpoints: v1alpha1.KubernetesAPIEndpoints{ServerEndpoints: []v1alpha1.ServerAddressByClientCIDR{
-				{ClientCIDR: "0.0.0.0/0", ServerAddress: "https://unrelated.example:6443"}}}}}, metav1.CreateOptions{}); err != nil {
-			b.Fatal(err)
-		}
-		time.Sleep(2 * time.Second)
-		b.ReportMetric(float64(s.Writes()-before), "join-writes")
-		stop()
-		if err := <-done; err != nil {
-			b.Fatal(err)
-		}
+		time.Sleep(100 * time.Millisecond)
 	}
+}
+
+// benchChanges turns a chosen member of 20 placements Unreachable, one after the other, and
+// reports how long until every placement that chose it has let it go, and the writes each change
+// made (those to placements that did not choose it included).
+func benchChanges(ctx context.Context, b *testing.B, s *scheduler.Scheduler, client cpversioned.Interface, clusters crv1alpha1.ClusterInterface, ns string, keys []types.NamespacedName) {
+	var latencies []time.Duration
+	var writes, unaffected int64
+	for k := range 20 {
+		key := keys[k*50]
+		d, err := decision.Read(ctx, client, ns, key.Name)
+		if err != nil || len(d.Clusters) == 0 {
+			b.Fatalf("decision %s: %v %v", key.Name, d, err)
+		}
+		victim := d.Clusters[0]
+		var choosers []types.NamespacedName
+		for j := k * 50 % 100; j < len(keys); j += 100 { // the placements of the same group
+			od, err := decision.Read(ctx, client, ns, keys[j].Name)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if slices.Contains(od.Clusters, victim) {
+				choosers = append(choosers, keys[j])
+			}
+		}
+		before := s.Writes()
+		c, err := clusters.Get(ctx, victim.Name, metav1.GetOptions{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		changed := time.Now()
+		if err := setStatus(ctx, clusters, c, metav1.ConditionFalse, v1alpha1.ReasonUnreachable); err != nil {
+			b.Fatal(err)
+		}
+		for _, ck := range choosers {
+			for {
+				od, err := decision.Read(ctx, client, ns, ck.Name)
+				if err == nil && !slices.Contains(od.Clusters, victim) {
+					break
+				}
+				if time.Since(changed) > time.Minute {
+					b.Fatalf("placement %s still chooses %s a minute after it turned Unreachable", ck.Name, victim)
+				}
+				time.Sleep(5 * time.Millisecond)
+			}
+		}
+		latencies = append(latencies, time.Since(changed))
+		time.Sleep(500 * time.Millisecond) // what else would be written
+		delta := s.Writes() - before
+		writes += delta
+		unaffected += delta - int64(len(choosers))
+	}
+	sort.Slice(latencies, func(i, j int) bool { return latencies[i] < latencies[j] })
+	b.ReportMetric(float64(latencies[len(latencies)*99/100].Milliseconds()), "change-p99-ms")
+	b.ReportMetric(float64(writes)/20, "writes-per-change")
+	b.ReportMetric(float64(unaffected), "unaffected-writes")
 }
 
 func setStatus(ctx context.Context, clusters interface {
