@@ -127,12 +127,7 @@ func TestControllersTogether(t *testing.T) {
 	require.Equal(t, http.StatusUnauthorized, code, "a certificate no CA of the registry signed: %s", body)
 
 	cancel()
-	select {
-	case code := <-done:
-		require.Equal(t, 0, code, logs.String())
-	case <-time.After(gracefulStop + 10*time.Second):
-		t.Fatalf("did not stop; logs:\n%s", logs.String())
-	}
+	requireStopped(t, done, &logs)
 	lease, err := kubernetes.NewForConfigOrDie(lf.Registry.Config).CoordinationV1().Leases(ns).Get(t.Context(), "clusterregistry-controllers", metav1.GetOptions{})
 	require.NoError(t, err)
 	require.True(t, lease.Spec.HolderIdentity == nil || *lease.Spec.HolderIdentity == "", "the Lease was not given up on stop: %v", lease.Spec.HolderIdentity)
@@ -245,4 +240,16 @@ func TestControllersSharded(t *testing.T) {
 	ps, err := profiles.List(t.Context(), metav1.ListOptions{})
 	require.NoError(t, err)
 	require.Len(t, ps.Items, 2, "a replica that stopped deleted the profiles of the members it gave up")
+}
+
+// requireStopped waits for the command that was told to stop to exit 0, within its graceful
+// stop and 10 s more.
+func requireStopped(t *testing.T, done <-chan int, logs *syncBuffer) {
+	t.Helper()
+	select {
+	case code := <-done:
+		require.Equal(t, 0, code, logs.String())
+	case <-time.After(gracefulStop + 10*time.Second):
+		t.Fatalf("did not stop; logs:\n%s", logs.String())
+	}
 }

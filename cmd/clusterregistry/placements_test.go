@@ -95,12 +95,7 @@ func TestPlacementsCommand(t *testing.T) {
 	require.Contains(t, out, "1 of 2 candidates chosen")
 
 	cancel()
-	select {
-	case code := <-done:
-		require.Equal(t, 0, code, logs.String())
-	case <-time.After(gracefulStop + 10*time.Second):
-		t.Fatalf("did not stop; logs:\n%s", logs.String())
-	}
+	requireStopped(t, done, &logs)
 }
 
 // requireGetFormats: what get has, get placements has: labels as columns, --sort-by, custom
