@@ -30,13 +30,8 @@ import (
 // export, delete, import: the Clusters come back as they were; importing again changes nothing;
 // a file with bad entries applies the good ones, names each bad one, and exits 1.
 func TestExportImportRoundTrip(t *testing.T) {
-	if testing.Short() {
-		t.Skip("needs kube-apiserver and etcd; run without -short")
-	}
-	lf := sharedSet(t, "member-1", "member-2")
+	lf, cli, clusters := registeredSet(t)
 	ctx := t.Context()
-	cli := commandLine(ctx, lf.Registry.Kubeconfig, lf.Namespace)
-	clusters := versioned.NewForConfigOrDie(lf.Registry.Config).ClusterregistryV1alpha1().Clusters(lf.Namespace)
 	before, err := clusters.List(ctx, metav1.ListOptions{})
 	require.NoError(t, err)
 
@@ -242,13 +237,8 @@ func TestImportFromKubeconfig(t *testing.T) {
 // import --shard-buckets labels each Cluster with its shard bucket, unless it names one, and
 // export then import labels those already registered; without it, the file is applied as it is.
 func TestImportShardBuckets(t *testing.T) {
-	if testing.Short() {
-		t.Skip("needs kube-apiserver and etcd; run without -short")
-	}
-	lf := sharedSet(t, "member-1", "member-2")
+	lf, cli, clusters := registeredSet(t)
 	ctx := t.Context()
-	cli := commandLine(ctx, lf.Registry.Kubeconfig, lf.Namespace)
-	clusters := versioned.NewForConfigOrDie(lf.Registry.Config).ClusterregistryV1alpha1().Clusters(lf.Namespace)
 	code, exported, stderr := cli("export")
 	require.Equal(t, 0, code, stderr)
 	var list v1alpha1.ClusterList
@@ -273,4 +263,16 @@ func TestImportShardBuckets(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, map[string]string{"fleet": "local", shard.BucketLabel: bucket}, c.Labels, name)
 	}
+}
+
+// registeredSet is a cluster set of the test's own, with member-1 and member-2 registered: the
+// command line over it, and its Clusters.
+func registeredSet(t *testing.T) (*localfleet.Fleet, func(args ...string) (int, string, string), crv1alpha1.ClusterInterface) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("needs kube-apiserver and etcd; run without -short")
+	}
+	lf := sharedSet(t, "member-1", "member-2")
+	cli := commandLine(t.Context(), lf.Registry.Kubeconfig, lf.Namespace)
+	return lf, cli, versioned.NewForConfigOrDie(lf.Registry.Config).ClusterregistryV1alpha1().Clusters(lf.Namespace)
 }
