@@ -36,6 +36,10 @@ func (mc *memberClients) ensureNamespace(ctx context.Context, namespace string, 
 	if apierrors.IsAlreadyExists(err) { // made meanwhile, by someone else or an earlier turn
 		return nil
 	}
+	if apierrors.IsForbidden(err) {
+		return fmt.Errorf("creating namespace %s (spec.createNamespace): the member's account may not create namespaces (it lacks create on namespaces): "+
+			"join the member with --allow-namespace-creation (join.Options.AllowNamespaceCreation), or create the namespace there: %w", namespace, err)
+	}
 	if err != nil {
 		return fmt.Errorf("creating namespace %s (spec.createNamespace; the member's account must be allowed to create namespaces): %w", namespace, err)
 	}

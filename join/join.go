@@ -52,6 +52,11 @@ type Options struct {
 	// ClusterRole is the member's ClusterRole that the account is bound to, cluster-wide;
 	// DefaultClusterRole when empty. It must exist on the member.
 	ClusterRole string
+	// AllowNamespaceCreation also binds the account to NamespaceCreatorRole, so that it may
+	// create namespaces (and do nothing else with them): what a Release's createNamespace needs.
+	// Off, the account gets ClusterRole and nothing more, and a join run again without it takes
+	// an earlier join's right away. It goes without Exec.
+	AllowNamespaceCreation bool
 	// TokenTTL is how long the token is asked to be valid (the member may shorten it);
 	// DefaultTokenTTL when zero.
 	TokenTTL time.Duration
@@ -76,8 +81,8 @@ func (o *Options) defaults() error {
 	if errs := validation.IsDNS1123Subdomain(o.Name); len(errs) > 0 {
 		return fmt.Errorf("join.Options.Name %q: %s", o.Name, strings.Join(errs, "; "))
 	}
-	if o.Exec && (o.ClusterRole != "" || o.TokenTTL != 0) {
-		return errors.New("join.Options: ClusterRole and TokenTTL go without Exec, which makes no account or token")
+	if o.Exec && (o.ClusterRole != "" || o.TokenTTL != 0 || o.AllowNamespaceCreation) {
+		return errors.New("join.Options: ClusterRole, TokenTTL and AllowNamespaceCreation go without Exec, which makes no account or token")
 	}
 	if !o.Exec && o.DropCredentialArgs {
 		return errors.New("join.Options.DropCredentialArgs goes with Exec: without it, Join registers a token, not the plugin")
@@ -186,7 +191,7 @@ func joinToken(ctx context.Context, member *rest.Config, server string, reg Regi
 	}
 	// From here, a refusal of the member or the registry undoes the account if this run made it:
 	// a join either happens or leaves nothing behind.
-	isNew, err := applyAccount(ctx, out, memberKube, account, o.ClusterRole, owner, o.FieldManager)
+	isNew, err := applyAccount(ctx, out, memberKube, account, grants{role: o.ClusterRole, namespaces: o.AllowNamespaceCreation}, owner, o.FieldManager)
 	undo := func(err error) error {
 		if !isNew {
 			return err
@@ -266,6 +271,9 @@ func dryRunInRegistry(ctx context.Context, reg Registry, c *v1alpha1.Cluster, fi
 // sayDryRun says what a join would do, where a dry run stops.
 func sayDryRun(out io.Writer, o *Options, account Account, secret types.NamespacedName, server, clusterChange string) {
 	fmt.Fprintf(out, "member: would apply Namespace %s and ServiceAccount %s, and bind it to ClusterRole %s (dry run)\n", account.Namespace, account, o.ClusterRole)
+	if o.AllowNamespaceCreation {
+		fmt.Fprintf(out, "member: would bind %s to ClusterRole %s: it may create namespaces (dry run)\n", account, NamespaceCreatorRole)
+	}
 	fmt.Fprintf(out, "member: would apply Role and RoleBinding %s: the account may renew its own token, nothing else (dry run)\n", account)
 	fmt.Fprintf(out, "member: would ask for a token of %s valid %s, and revoke the ones it replaces (dry run)\n", account, o.TokenTTL)
 	fmt.Fprintf(out, "registry: would apply Secret %s with a new token, pinned to %s (dry run)\n", secret, server)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -95,13 +96,13 @@ func TestJoinAndUnjoin(t *testing.T) {
 	require.NoError(t, err)
 	_, err = kube.CoreV1().Pods("default").List(ctx, metav1.ListOptions{})
 	require.NoError(t, err, "the joined account cannot view the member")
-	// It may create a namespace (a Release's createNamespace), though its role (view) may not,
-	// and may not delete one.
+	// Joined as view, without AllowNamespaceCreation, it may not create a namespace: join grants
+	// exactly the role asked for.
 	made := "joined-" + reg.Namespace
 	_, err = kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: made}}, metav1.CreateOptions{})
-	require.NoError(t, err, "the joined account may not create a namespace")
-	require.True(t, apierrors.IsForbidden(kube.CoreV1().Namespaces().Delete(ctx, made, metav1.DeleteOptions{})), "the joined account may delete a namespace")
-	require.NoError(t, member.CoreV1().Namespaces().Delete(ctx, made, metav1.DeleteOptions{}))
+	require.True(t, apierrors.IsForbidden(err), "a view join's account may create a namespace: %v", err)
+	_, err = member.RbacV1().ClusterRoleBindings().Get(ctx, join.NamespaceCreatorBinding(res.Account), metav1.GetOptions{})
+	require.True(t, apierrors.IsNotFound(err), "a view join bound its account to the namespace creator: %v", err)
 
 	rejoinAndUnjoin(t, reg, res, member, token, &progress)
 }
@@ -110,13 +111,15 @@ func TestJoinAndUnjoin(t *testing.T) {
 // one it replaced; unjoin leaves nothing on either side, and the current token stops working.
 func rejoinAndUnjoin(t *testing.T, reg join.Registry, res *join.Result, member kubernetes.Interface, token string, progress *bytes.Buffer) {
 	ctx := t.Context()
-	// Joining again changes nothing in the registry but the token, and revokes the one it replaces.
+	// Joining again changes nothing in the registry but the token, and revokes the one it replaces;
+	// asked to, it grants the creation of namespaces too (and not their deletion).
 	again, err := join.Join(ctx, lf.Members[0].Config, reg, join.Options{
-		Name: "dev", DisplayName: "Development", Labels: map[string]string{"env": "dev"}, ClusterRole: "view",
+		Name: "dev", DisplayName: "Development", Labels: map[string]string{"env": "dev"}, ClusterRole: "view", AllowNamespaceCreation: true,
 	})
 	require.NoError(t, err)
 	require.Equal(t, "unchanged", again.ClusterChange)
 	require.Equal(t, 1, again.Revoked)
+	requireCreatesNamespaces(t, reg, member)
 	replaced := token // checked below, with the current one: each check waits out the member's 10 s memory
 
 	// Unjoin: the member's side first, then the registry's; nothing is left, and the current
@@ -391,4 +394,69 @@ func TestUnjoinRemovesNothingWhenTheMemberDoesNotAnswer(t *testing.T) {
 	require.NoError(t, err, "the Cluster was removed though the member did not answer")
 	_, err = join.Unjoin(ctx, reg, "dev", join.UnjoinOptions{Member: lf.Members[0].Config})
 	require.NoError(t, err)
+}
+
+// requireCreatesNamespaces: the set's member account (as the registry resolves it) may create a
+// namespace, and may not delete one.
+func requireCreatesNamespaces(t *testing.T, reg join.Registry, member kubernetes.Interface) {
+	t.Helper()
+	ctx := t.Context()
+	kube := joinedKube(t, reg, "dev")
+	made := "joined-" + reg.Namespace
+	_, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: made}}, metav1.CreateOptions{})
+	require.NoError(t, err, "the account joined with AllowNamespaceCreation may not create a namespace")
+	require.True(t, apierrors.IsForbidden(kube.CoreV1().Namespaces().Delete(ctx, made, metav1.DeleteOptions{})), "the joined account may delete a namespace")
+	require.NoError(t, member.CoreV1().Namespaces().Delete(ctx, made, metav1.DeleteOptions{}))
+}
+
+// joinedKube is a client of the member with the credentials the registry holds for Cluster name.
+func joinedKube(t *testing.T, reg join.Registry, name string) kubernetes.Interface {
+	t.Helper()
+	resolved, err := resolve(t, reg, name)
+	require.NoError(t, err)
+	kube, err := kubernetes.NewForConfigAndClient(resolved.Config, resolved.HTTPClient)
+	require.NoError(t, err)
+	return kube
+}
+
+// The attacker holds a view join's token (a fleet-api reader's member credentials, say) and
+// tries to write on the member with it: every write is refused, and the rules the member reports
+// for it hold no verb but reading outside the token's own renewal. A join run again without
+// AllowNamespaceCreation takes an earlier grant away.
+func TestViewJoinWritesNothing(t *testing.T) {
+	integration(t)
+	ctx := t.Context()
+	reg := newSet(t)
+	res, err := join.Join(ctx, lf.Members[0].Config, reg, join.Options{Name: "dev", ClusterRole: "view", AllowNamespaceCreation: true})
+	require.NoError(t, err)
+	res, err = join.Join(ctx, lf.Members[0].Config, reg, join.Options{Name: "dev", ClusterRole: "view"})
+	require.NoError(t, err)
+	_, err = memberKube().RbacV1().ClusterRoleBindings().Get(ctx, join.NamespaceCreatorBinding(res.Account), metav1.GetOptions{})
+	require.True(t, apierrors.IsNotFound(err), "joining again without AllowNamespaceCreation left the earlier grant: %v", err)
+
+	kube := joinedKube(t, reg, "dev")
+	name := "attacker-" + reg.Namespace
+	writes := map[string]error{}
+	_, writes["create a namespace"] = kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
+	_, writes["create a ConfigMap in default"] = kube.CoreV1().ConfigMaps("default").Create(ctx,
+		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
+	_, writes["bind itself to cluster-admin"] = kube.RbacV1().ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "cluster-admin"},
+		Subjects:   []rbacv1.Subject{{Kind: "ServiceAccount", Namespace: res.Account.Namespace, Name: res.Account.Name}},
+	}, metav1.CreateOptions{})
+	writes["delete the default namespace's ConfigMaps"] = kube.CoreV1().ConfigMaps("default").DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{})
+	for what, err := range writes {
+		require.True(t, apierrors.IsForbidden(err), "a view join's token may %s: %v", what, err)
+	}
+	for _, ns := range []string{"default", "kube-system"} {
+		review, err := kube.AuthorizationV1().SelfSubjectRulesReviews().Create(ctx, &authorizationv1.SelfSubjectRulesReview{
+			Spec: authorizationv1.SelfSubjectRulesReviewSpec{Namespace: ns}}, metav1.CreateOptions{})
+		require.NoError(t, err)
+		for _, r := range review.Status.ResourceRules {
+			for _, verb := range r.Verbs {
+				require.Contains(t, []string{"get", "list", "watch"}, verb, "in %s, a view join's token may %s %v", ns, verb, r.Resources)
+			}
+		}
+	}
 }

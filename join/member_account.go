@@ -16,13 +16,21 @@ import (
 	"github.com/cluster-registry/sdk/boundtoken"
 )
 
+// grants are what a join's account may do on the member: its ClusterRole, and, only when asked,
+// the creation of namespaces.
+type grants struct {
+	role       string
+	namespaces bool
+}
+
 // applyAccount makes, on the member, the account's namespace, the account, its binding to the
-// ClusterRole, and its right to renew its own tokens (boundtoken.Rules), all owner-annotated.
+// ClusterRole (and to NamespaceCreatorRole, when granted), and its right to renew its own tokens
+// (boundtoken.Rules), all owner-annotated.
 //
 // It reports whether the account is new: made by this call, so that a later step's failure may
 // take it away again (undoAccount) rather than leave a half-made join behind. An account that was
 // there before belongs to an earlier join, whose token may be in use, and is never undone.
-func applyAccount(ctx context.Context, out io.Writer, memberKube kubernetes.Interface, account Account, clusterRole string, owner map[string]string, fieldManager string) (isNew bool, err error) {
+func applyAccount(ctx context.Context, out io.Writer, memberKube kubernetes.Interface, account Account, g grants, owner map[string]string, fieldManager string) (isNew bool, err error) {
 	switch ns, err := memberKube.CoreV1().Namespaces().Get(ctx, account.Namespace, metav1.GetOptions{}); {
 	case apierrors.IsNotFound(err):
 		isNew = true
@@ -33,10 +41,11 @@ func applyAccount(ctx context.Context, out io.Writer, memberKube kubernetes.Inte
 	case ns.DeletionTimestamp != nil:
 		return false, fmt.Errorf("member: Namespace %s is being deleted (an unjoin); nothing was done: join again once it is gone", account.Namespace)
 	}
-	return isNew, makeAccount(ctx, out, memberKube, account, clusterRole, owner, fieldManager)
+	return isNew, makeAccount(ctx, out, memberKube, account, g, owner, fieldManager)
 }
 
-func makeAccount(ctx context.Context, out io.Writer, memberKube kubernetes.Interface, account Account, clusterRole string, owner map[string]string, fieldManager string) error {
+func makeAccount(ctx context.Context, out io.Writer, memberKube kubernetes.Interface, account Account, g grants, owner map[string]string, fieldManager string) error {
+	clusterRole := g.role
 	apply := metav1.ApplyOptions{FieldManager: fieldManager, Force: true}
 	if _, err := memberKube.CoreV1().Namespaces().Apply(ctx, corev1ac.Namespace(account.Namespace).WithAnnotations(owner), apply); err != nil {
 		return fmt.Errorf("member: creating Namespace %s (nothing was done): %w", account.Namespace, err)
@@ -54,11 +63,9 @@ func makeAccount(ctx context.Context, out io.Writer, memberKube kubernetes.Inter
 		return fmt.Errorf("member: binding %s to ClusterRole %s (the service account is made; unjoin removes it): %w", account.Name, clusterRole, err)
 	}
 	fmt.Fprintf(out, "member: ClusterRoleBinding %s to ClusterRole %s applied\n", account.Name, clusterRole)
-	if err := allowNamespaceCreation(ctx, memberKube, account, subject, owner, apply); err != nil {
+	if err := namespaceCreation(ctx, out, memberKube, account, subject, g.namespaces, owner, apply); err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "member: ClusterRoleBinding %s to ClusterRole %s applied: the account may create namespaces (a Release's createNamespace)\n",
-		NamespaceCreatorBinding(account), NamespaceCreatorRole)
 	// The account may renew its own token, bound to a Secret of its namespace, and nothing else:
 	// a rotator renews the token with the token (package rotation).
 	var rules []*rbacv1ac.PolicyRuleApplyConfiguration
@@ -80,12 +87,44 @@ func makeAccount(ctx context.Context, out io.Writer, memberKube kubernetes.Inter
 
 // NamespaceCreatorRole is the ClusterRole that lets join's accounts create namespaces, and do
 // nothing else with them: a Release with createNamespace makes its target namespace on members,
-// and join's default role (edit) may not create one. Every join on a member shares it; unjoin
-// leaves it in place (it grants nothing by itself) and removes the account's binding to it.
+// and join's default role (edit) may not create one. Join binds an account to it only when asked
+// (Options.AllowNamespaceCreation, join --allow-namespace-creation). Every join on a member that
+// asks shares it; unjoin leaves it in place (it grants nothing by itself) and removes the
+// account's binding to it.
 const NamespaceCreatorRole = "clusterregistry-namespace-creator"
 
 // NamespaceCreatorBinding is the name of the ClusterRoleBinding of account to NamespaceCreatorRole.
 func NamespaceCreatorBinding(account Account) string { return account.Name + "-namespaces" }
+
+// namespaceCreation grants account the creation of namespaces when allow says so, and otherwise
+// takes away a grant an earlier join of the same Cluster made: a join gives exactly what it is
+// asked for, run again too.
+func namespaceCreation(ctx context.Context, out io.Writer, memberKube kubernetes.Interface, account Account, subject *rbacv1ac.SubjectApplyConfiguration,
+	allow bool, owner map[string]string, apply metav1.ApplyOptions) error {
+	if allow {
+		if err := allowNamespaceCreation(ctx, memberKube, account, subject, owner, apply); err != nil {
+			return err
+		}
+		fmt.Fprintf(out, "member: ClusterRoleBinding %s to ClusterRole %s applied: the account may create namespaces (a Release's createNamespace)\n",
+			NamespaceCreatorBinding(account), NamespaceCreatorRole)
+		return nil
+	}
+	name := NamespaceCreatorBinding(account)
+	b, err := memberKube.RbacV1().ClusterRoleBindings().Get(ctx, name, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil
+	case err != nil:
+		return fmt.Errorf("member: reading ClusterRoleBinding %s, an earlier join's grant of namespace creation: %w", name, err)
+	case !ownedBy(b.Annotations, owner):
+		return nil // not this Cluster's: someone else's grant, not join's to take
+	}
+	if err := memberKube.RbacV1().ClusterRoleBindings().Delete(ctx, name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("member: deleting ClusterRoleBinding %s, an earlier join's grant of namespace creation (join again with --allow-namespace-creation to keep it): %w", name, err)
+	}
+	fmt.Fprintf(out, "member: ClusterRoleBinding %s deleted: the account may no longer create namespaces (join with --allow-namespace-creation to grant it)\n", name)
+	return nil
+}
 
 // allowNamespaceCreation applies NamespaceCreatorRole and binds account to it.
 func allowNamespaceCreation(ctx context.Context, memberKube kubernetes.Interface, account Account, subject *rbacv1ac.SubjectApplyConfiguration,

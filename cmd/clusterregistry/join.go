@@ -59,7 +59,7 @@ func (o *JoinOptions) Validate() error {
 		return usageError{fmt.Errorf("the context's name %q is not a Cluster name (%s): give one with --name", o.Name, strings.Join(errs, "; "))}
 	}
 	if o.Exec {
-		for _, name := range []string{"cluster-role", "token-ttl"} {
+		for _, name := range []string{"cluster-role", "token-ttl", "allow-namespace-creation"} {
 			if o.cmd.Flags().Changed(name) {
 				return usageError{fmt.Errorf("--%s and --exec conflict: --exec makes no service account or token", name)}
 			}
@@ -136,7 +136,9 @@ var (
 (the -n namespace, a cluster set). On the member, with the context's credentials, it makes a
 namespace and in it a service account of their own, clusterregistry-<set>-<name>-<digest>, binds
 the account to --cluster-role (default edit, bound cluster-wide: tools may change workloads
-everywhere but not RBAC; choose view to only read, or cluster-admin), lets it ask for tokens of
+everywhere but not RBAC; choose view to only read, or cluster-admin) and to nothing else (with
+--allow-namespace-creation, also to clusterregistry-namespace-creator: it may create namespaces,
+as a Release's createNamespace needs, and do nothing else with them), lets it ask for tokens of
 itself and make the Secrets of its namespace that they are bound to, and nothing else (so that a
 rotator, such as clusterregistry health --rotate-credentials, renews the token with the token, and
 revokes the one it replaces), and asks for a token for it, valid --token-ttl. In the registry it stores the token and the
@@ -161,6 +163,9 @@ as the registry returned it (yaml, json or name), and the report goes to stderr.
 
 	joinExample = `  # Register the kind-dev context as "dev", labelled env=dev, in the fleet cluster set
   clusterregistry join kind-dev --name dev --labels env=dev -n fleet
+
+  # Releases with createNamespace may make their namespace on this member
+  clusterregistry join kind-dev --name dev --allow-namespace-creation -n fleet
 
   # Read-only access for the registry's tools
   clusterregistry join prod-eu-1 --cluster-role view -n fleet
@@ -189,6 +194,7 @@ func newJoin(fac *factory) *cobra.Command {
 	f.StringVar(&o.DisplayName, "display-name", "", "the Cluster's display name")
 	f.StringVar(&o.Labels, "labels", "", "labels for the Cluster, e.g. env=prod,region=eu")
 	f.StringVar(&o.ClusterRole, "cluster-role", join.DefaultClusterRole, "the member's ClusterRole that the registry's tools act with")
+	f.BoolVar(&o.AllowNamespaceCreation, "allow-namespace-creation", false, "also let the account create namespaces (and nothing else with them), for Releases with createNamespace; off, a join run again takes an earlier grant away")
 	f.DurationVar(&o.TokenTTL, "token-ttl", join.DefaultTokenTTL, "how long the token is valid (the member may cap it); health --rotate-credentials renews it before it expires, or join again")
 	f.BoolVar(&o.Exec, "exec", false, "register the context's exec plugin instead of a token (cloud clusters)")
 	f.BoolVar(&o.DropCredentialArgs, dropCredentialArgsFlag, false, "with --exec: leave out the plugin's arguments that pass a credential (--client-secret=..., --password ...) instead of refusing to register it")
