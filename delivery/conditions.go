@@ -89,6 +89,10 @@ func setAvailable(status *v1alpha1.ReleaseStatus, rel *v1alpha1.Release, dec *de
 // stoppedMessage says why a rollout stopped, naming the failed members and the wave it stopped
 // in: the counter's wave.
 func stoppedMessage(pl *plan, maxFailures int) string {
+	if pl.recorded != nil && len(pl.failed) <= maxFailures {
+		// The failed members left, or were excluded: the stop stands as it was recorded.
+		return pl.recorded.Message + "; the stop is recorded and holds until the spec changes or rollout restart"
+	}
 	msg := fmt.Sprintf("%d members failed (%s), more than maxFailures (%d) allows: the rollout stopped in wave %d of %d",
 		len(pl.failed), namesOf(pl.failed, 5), maxFailures, pl.wave, pl.waves)
 	if pl.wave < pl.waves {

@@ -712,6 +712,11 @@ func (c *Controller) pass(ctx context.Context, rel *v1alpha1.Release, st *releas
 	byName := c.memberIndex()
 	c.recheck(types.NamespacedName{Namespace: rel.Namespace, Name: rel.Name}, st, time.Now())
 	snap := c.snapshot(st, dec, t.waves, t.bundle, t.gates, byName)
+	var stop *Stop
+	if t.stall == nil { // a rollback does not stop
+		stop = c.recordedStop(rel, t.bundle.Revision)
+	}
+	snap.stop = stop
 	restart := rel.Annotations[v1alpha1.RestartedAtAnnotation]
 	c.mu.Lock()
 	snap.resync = st.restarted != nil && *st.restarted != restart
@@ -719,6 +724,9 @@ func (c *Controller) pass(ctx context.Context, rel *v1alpha1.Release, st *releas
 	c.mu.Unlock()
 	snap.waiting, snap.held = c.dependencyGates(rel, dec.Clusters, snap.leaving)
 	p := decide(snap)
+	c.mu.Lock()
+	recordDepartures(st, p)
+	c.mu.Unlock()
 	wait := p.wait
 	if len(p.apply) > 0 || len(p.remove) > 0 {
 		c.act(ctx, rel, st, t.bundle, p, byName)
@@ -729,6 +737,7 @@ func (c *Controller) pass(ctx context.Context, rel *v1alpha1.Release, st *releas
 		// changed is judged again at the next pass, with the watch's first events in.
 		snap = c.snapshot(st, dec, t.waves, t.bundle, t.gates, byName)
 		snap.waiting, snap.held = c.dependencyGates(rel, dec.Clusters, snap.leaving)
+		snap.stop = stop
 		p, wait = decide(snap), time.Second
 	}
 	defer c.tellDependents(rel, st, t.bundle.Revision, p)
@@ -752,7 +761,11 @@ func (c *Controller) pass(ctx context.Context, rel *v1alpha1.Release, st *releas
 		}
 		return time.Millisecond, nil // the next pass rolls back
 	}
-	return wait, c.report(ctx, rel, st, t.bundle, dec, snap, p, ownsRelease, pr)
+	err := c.report(ctx, rel, st, t.bundle, dec, snap, p, ownsRelease, pr)
+	if p.stopped && ownsRelease && t.stall == nil {
+		err = errors.Join(err, c.recordStop(ctx, rel, t.bundle.Revision, p))
+	}
+	return wait, err
 }
 
 // report tells what the plan says: the Release's events and history (its owner's part) and its
@@ -802,10 +815,12 @@ func (c *Controller) snapshot(st *releaseState, dec *decision.Decision, waves []
 			s.mine[k] = c.owns(k) && (c.opts.Sharding == nil || byName[k] != nil)
 		}
 	}
+	s.health = map[types.NamespacedName]memberHealth{}
 	for k, ms := range st.members {
 		s.own[k] = viewOf(ms, revision, want(k))
 		if dec != nil && !named[k] && c.owns(k) {
 			s.leaving = append(s.leaving, k)
+			s.health[k] = healthOf(c.clusterOf(k, byName))
 		}
 	}
 	slices.SortFunc(s.leaving, func(a, b types.NamespacedName) int { return cmp.Compare(a.String(), b.String()) })

@@ -42,6 +42,8 @@ type view struct {
 	// from them.
 	objects  []v1alpha1.ReleaseObjectStatus
 	feedback []v1alpha1.ReleaseFeedbackValue
+	// departedAt is when the member left the decision for its health; zero otherwise.
+	departedAt time.Time
 }
 
 // viewOf copies a member's state, with c.mu held. base is the Release's revision the pass
@@ -65,7 +67,7 @@ func viewOf(ms *memberState, base, want string) view {
 	}
 	v := view{known: true, revision: at(ms.revision), memberRevision: ms.revision, applied: ms.applied, readyAt: ms.readyAt,
 		applying: ms.applying, removing: ms.removing, drifted: ms.drifted, drift: ms.drift, err: ms.err, failedRev: at(ms.failedRev),
-		failedAt: ms.failedAt, attempts: ms.attempts}
+		failedAt: ms.failedAt, attempts: ms.attempts, departedAt: ms.departedAt}
 	if !ms.ready() {
 		v.readyAt = time.Time{}
 	}
@@ -99,12 +101,19 @@ type gates struct {
 	// revision are (ApprovedAnnotation).
 	manual   bool
 	approved int
+	// grace is how long a member that left for its health keeps the objects once replaced
+	// (spec.departureGraceSeconds).
+	grace time.Duration
 }
 
 // gatesOf are rel's gates for a decision of total members.
 func gatesOf(rel *v1alpha1.Release, total int, retryAfter time.Duration) gates {
 	g := gates{deadline: 600 * time.Second, retryAfter: retryAfter, maxFailures: MaxFailures(rel.Spec.Rollout, total),
-		correctDrift: driftPolicy(rel) == v1alpha1.DriftCorrect, ignoreDrift: driftPolicy(rel) == v1alpha1.DriftIgnore}
+		correctDrift: driftPolicy(rel) == v1alpha1.DriftCorrect, ignoreDrift: driftPolicy(rel) == v1alpha1.DriftIgnore,
+		grace: DefaultDepartureGrace}
+	if s := rel.Spec.DepartureGraceSeconds; s != nil {
+		g.grace = time.Duration(*s) * time.Second
+	}
 	if r := rel.Spec.Rollout; r != nil {
 		g.manual = r.Approval == v1alpha1.ApprovalManual
 		g.soak = time.Duration(r.SoakSeconds) * time.Second
@@ -133,10 +142,14 @@ type snapshot struct {
 	// longer names; empty says the decision names no member.
 	leaving []types.NamespacedName
 	empty   bool
+	// health is, for each leaving member, how its Cluster stands (departure.go).
+	health map[types.NamespacedName]memberHealth
 	// fresh: the members are the registry's as they are now (nothing is removed otherwise).
 	fresh bool
 	// resync: deliver again now to every member whose wave has begun (rollout restart).
 	resync bool
+	// stop is the revision's recorded stop, while it holds (stop.go).
+	stop *Stop
 	// waiting are the members not to apply to yet, and why (a dependency not Ready there);
 	// held the leaving members not to remove from yet, and why (a dependent still there).
 	waiting, held map[types.NamespacedName]string
@@ -156,9 +169,11 @@ type plan struct {
 	// wave the rollout is in), the same number everywhere status shows it.
 	waves, wave int
 	// failed are the members that failed at the revision, in rollout order; stopped says there
-	// are more of them than maxFailures allows: no further wave begins.
-	failed  []types.NamespacedName
-	stopped bool
+	// are more of them than maxFailures allows, or that the revision's stop is recorded: no
+	// further wave begins, and no member that did not run the revision is given it.
+	failed   []types.NamespacedName
+	stopped  bool
+	recorded *Stop
 	// finished is how many waves have finished, in order.
 	finished int
 	// done: every wave has finished (each member Ready at the revision for the soak, or failed).
@@ -167,6 +182,9 @@ type plan struct {
 	awaiting int
 	// held: the decision names no member, and nothing is removed from those that have objects.
 	held bool
+	// departed are the leaving members that left for their health and keep the objects, and
+	// what they wait for (departure.go).
+	departed map[types.NamespacedName]departure
 	// wait is when the pass should be looked at again though nothing else calls (a soak, a
 	// retry, a deadline); zero for never.
 	wait time.Duration
@@ -182,7 +200,7 @@ func decide(s snapshot) plan {
 			}
 		}
 	}
-	p.stopped = len(p.failed) > s.gates.maxFailures
+	p.stopped, p.recorded = len(p.failed) > s.gates.maxFailures || s.stop != nil, s.stop
 	open, soakLeft := s.openWave()
 	p.done, p.finished = open == len(s.waves), open
 	// The wave the rollout is in: the last that has begun (a member of a wave done before may
@@ -207,7 +225,7 @@ func decide(s snapshot) plan {
 		for _, k := range w {
 			v := s.views[k]
 			approved := !s.gates.manual || i < s.gates.approved || s.tried(v)
-			starts := approved && (i < open || (i == open && (!p.stopped || s.tried(v))))
+			starts := approved && i <= open && (!p.stopped || s.tried(v))
 			p.judged[k] = s.judge(v, p.stopped && !starts)
 			if !starts && i == open && p.awaiting == i+1 {
 				p.judged[k] = s.awaitingApproval(v, i+1)
@@ -234,9 +252,15 @@ func decide(s snapshot) plan {
 		}
 	}
 	p.held = s.empty && len(s.leaving) > 0
+	p.departed = s.departures()
+	for _, d := range p.departed {
+		if !d.until.IsZero() {
+			p.wait = pick(p.wait, d.until.Sub(s.now))
+		}
+	}
 	if !p.held && s.fresh {
 		for _, k := range s.leaving {
-			if s.held[k] == "" { // dependents leave first
+			if _, kept := p.departed[k]; !kept && s.held[k] == "" { // dependents leave first
 				p.remove = append(p.remove, k)
 			}
 		}

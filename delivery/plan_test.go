@@ -27,6 +27,11 @@ type rollout struct {
 	revision int
 	// started is the highest wave in which a member was first applied at the revision.
 	started int
+	// churn, when set, has members leave the decision (for their health or deliberately), join
+	// it and come back (membership_test.go); nil keeps the decision as it began.
+	churn *churn
+	// stoppedAt is the revision whose rollout stopped, as the test saw it.
+	stoppedAt string
 }
 
 func newRollout(t *testing.T, seed uint64) *rollout {
@@ -41,6 +46,7 @@ func newRollout(t *testing.T, seed uint64) *rollout {
 	}
 	strategy := []v1alpha1.ReleaseRolloutStrategy{v1alpha1.RolloutAll, v1alpha1.RolloutGroups, v1alpha1.RolloutConcurrency}[rng.IntN(3)]
 	r := &rollout{t: t, rng: rng, order: map[types.NamespacedName]int{}, started: -1}
+	r.churn = &churn{members: members, groups: groups, strategy: strategy}
 	waves := Waves(members, groups, &v1alpha1.ReleaseRollout{Strategy: strategy})
 	for i, w := range waves {
 		for _, k := range w {
@@ -63,13 +69,17 @@ func newRollout(t *testing.T, seed uint64) *rollout {
 // step asks decide, checks the plan against the invariants, acts on it as members would answer,
 // then lets something happen.
 func (r *rollout) step(i int) {
-	p := decide(r.snap)
-	r.check(p, i)
+	s := r.snapshot()
+	p := decide(s)
+	r.check(s, p, i)
+	r.churn.acted(r, s, p, i)
 	for _, k := range p.apply {
 		v := r.snap.views[k]
 		if !r.snap.tried(v) {
-			require.GreaterOrEqual(r.t, r.order[k], r.started, "step %d: %s first applied in wave %d after wave %d began", i, k.Name, r.order[k], r.started)
-			r.started = r.order[k]
+			if !r.churn.moved {
+				require.GreaterOrEqual(r.t, r.order[k], r.started, "step %d: %s first applied in wave %d after wave %d began", i, k.Name, r.order[k], r.started)
+			}
+			r.started = max(r.started, r.order[k])
 		}
 		if r.rng.IntN(5) == 0 {
 			v.known, v.err, v.failedRev, v.failedAt = true, &memberError{class: v1alpha1.FailureInvalid, err: fmt.Errorf("refused")}, r.snap.revision, r.snap.now
@@ -86,9 +96,16 @@ func (r *rollout) step(i int) {
 // Release changes.
 func (r *rollout) happen() {
 	keys := sortedKeys(r.snap.mine)
+	if r.churn.on {
+		keys = r.churn.members
+	}
 	k := keys[r.rng.IntN(len(keys))]
 	v := r.snap.views[k]
-	switch r.rng.IntN(8) {
+	events := 8
+	if r.churn.on {
+		events = 12
+	}
+	switch e := r.rng.IntN(events); e {
 	case 0, 1, 2:
 		if v.known && v.err == nil && v.readyAt.IsZero() {
 			v.readyAt, v.notCurrent = r.snap.now, nil
@@ -106,9 +123,12 @@ func (r *rollout) happen() {
 			r.revision++
 			r.snap.revision, r.started = fmt.Sprintf("r%d", r.revision), -1
 			r.snap.gates.approved = 0 // approvals are of a revision
+			r.snap.stop, r.churn.moved = nil, false
 		}
 	case 6:
 		r.snap.gates.approved++ // someone approves the next wave
+	case 8, 9, 10, 11:
+		r.churn.happen(r, k, e)
 	}
 	if v.known {
 		r.snap.views[k] = v
@@ -116,9 +136,8 @@ func (r *rollout) happen() {
 	r.snap.now = r.snap.now.Add(time.Duration(r.rng.IntN(3000)) * time.Millisecond)
 }
 
-// check holds a plan to the invariants.
-func (r *rollout) check(p plan, i int) {
-	s := r.snap
+// check holds a plan of snapshot s to the invariants.
+func (r *rollout) check(s snapshot, p plan, i int) {
 	// A wave begins only when every earlier wave's member is Ready at the revision for the
 	// soak, or failed at it and not due to be tried again; never past maxFailures.
 	for _, k := range p.apply {
@@ -152,7 +171,7 @@ func (r *rollout) check(p plan, i int) {
 		}
 	}
 	require.Len(r.t, p.failed, failed, "step %d", i)
-	require.Equal(r.t, failed > s.gates.maxFailures, p.stopped, "step %d", i)
+	require.Equal(r.t, failed > s.gates.maxFailures || s.stop != nil, p.stopped, "step %d", i)
 
 	// The counter is the wave the rollout is in: every wave with a member tried has begun.
 	if len(s.waves) > 0 {
@@ -166,7 +185,7 @@ func (r *rollout) check(p plan, i int) {
 	}
 
 	// The conditions, written from the plan and the counts of its judgements, agree.
-	status := r.status(p)
+	status := r.status(s, p)
 	progressing := meta.FindStatusCondition(status.Conditions, v1alpha1.ReleaseProgressing)
 	stalled := meta.FindStatusCondition(status.Conditions, v1alpha1.ReleaseStalled)
 	if progressing.Reason == "Complete" {
@@ -177,14 +196,16 @@ func (r *rollout) check(p plan, i int) {
 		}
 	}
 	require.Equal(r.t, p.stopped, stalled.Status == metav1.ConditionTrue, "step %d", i)
-	if p.stopped {
+	if p.stopped && failed > s.gates.maxFailures {
 		require.Contains(r.t, stalled.Message, fmt.Sprintf("stopped in wave %d of %d", status.Wave, status.Waves))
+	}
+	if p.stopped {
 		require.Equal(r.t, metav1.ConditionFalse, progressing.Status)
 	}
 }
 
 // status is the status setConditions writes for a plan, its counts from the plan's judgements.
-func (r *rollout) status(p plan) v1alpha1.ReleaseStatus {
+func (r *rollout) status(s snapshot, p plan) v1alpha1.ReleaseStatus {
 	counts := map[v1alpha1.ReleaseMemberPhase]int32{}
 	var worst []v1alpha1.ReleaseMemberStatus
 	for k, j := range p.judged {
@@ -194,8 +215,8 @@ func (r *rollout) status(p plan) v1alpha1.ReleaseStatus {
 		}
 	}
 	status := v1alpha1.ReleaseStatus{Members: int32(len(p.judged)), Ready: counts[v1alpha1.PhaseReady], Wave: int32(p.wave), Waves: int32(p.waves)}
-	rel := &v1alpha1.Release{Spec: v1alpha1.ReleaseSpec{Rollout: &v1alpha1.ReleaseRollout{MaxFailures: ptr.To(intstr.FromInt(r.snap.gates.maxFailures))}}}
-	setConditions(&status, rel, &decision.Decision{}, progress{snap: &r.snap, plan: &p}, counts, worst)
+	rel := &v1alpha1.Release{Spec: v1alpha1.ReleaseSpec{Rollout: &v1alpha1.ReleaseRollout{MaxFailures: ptr.To(intstr.FromInt(s.gates.maxFailures))}}}
+	setConditions(&status, rel, &decision.Decision{}, progress{snap: &s, plan: &p}, counts, worst)
 	return status
 }
 
@@ -235,7 +256,7 @@ func TestPlanDefects(t *testing.T) {
 	p := decide(s)
 	require.True(t, p.stopped)
 	r := &rollout{snap: s}
-	st := r.status(p)
+	st := r.status(s, p)
 	require.Equal(t, "Stopped", meta.FindStatusCondition(st.Conditions, v1alpha1.ReleaseProgressing).Reason)
 	require.Contains(t, meta.FindStatusCondition(st.Conditions, v1alpha1.ReleaseStalled).Message, "3 members failed (m00, m01, m02), more than maxFailures (0) allows: the rollout stopped in wave 1 of 1")
 
@@ -290,8 +311,8 @@ func TestEventsOnlyOnChange(t *testing.T) {
 		r := newRollout(t, seed)
 		var before *told
 		for i := range 40 {
-			p := decide(r.snap)
-			now := toldOf(r.snap, p)
+			p := decide(r.snapshot())
+			now := toldOf(r.snapshot(), p)
 			if before == nil {
 				require.Empty(t, news(before, now, p), "a first plan told")
 			}

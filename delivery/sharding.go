@@ -250,6 +250,9 @@ func inventory(m v1alpha1.ReleaseMemberStatus) *memberState {
 	if m.LastApplied != nil {
 		ms.reported.applied = m.LastApplied.Time
 	}
+	if m.DepartedAt != nil {
+		ms.departedAt = m.DepartedAt.Time
+	}
 	return ms
 }
 

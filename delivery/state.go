@@ -50,6 +50,9 @@ type memberState struct {
 	// slice version it was read from and the revision it was judged at.
 	source, judgedAt string
 	removing         bool
+	// departedAt is when the member left the decision because of its health (departure.go);
+	// zero while it is in the decision, or left deliberately.
+	departedAt time.Time
 	// reported is the revision, and when it was applied, that this member's status said before
 	// this Controller started (loadInventory): what a Helm-mode apply that finds the release
 	// unchanged keeps, so that a restart rewrites no status.

@@ -37,7 +37,7 @@ type progress struct {
 
 // badness orders phases from worst to best, for Release.status.worst.
 var badness = []v1alpha1.ReleaseMemberPhase{
-	v1alpha1.PhaseFailed, v1alpha1.PhaseUnreachable, v1alpha1.PhaseDrifted, v1alpha1.PhaseRemoving,
+	v1alpha1.PhaseFailed, v1alpha1.PhaseUnreachable, v1alpha1.PhaseDrifted, v1alpha1.PhaseRemoving, v1alpha1.PhaseDeparted,
 	v1alpha1.PhaseProgressing, v1alpha1.PhaseApplying, v1alpha1.PhasePending, v1alpha1.PhaseReady,
 }
 
@@ -287,7 +287,18 @@ func (c *Controller) memberStatuses(rel *v1alpha1.Release, dec *decision.Decisio
 			if p.plan != nil && p.plan.held {
 				j = p.judgeOwn(k, v) // nothing is removed: they keep their phases
 			}
+			d, departed := departure{}, false
+			if p.plan != nil && !deleting {
+				d, departed = p.plan.departed[k]
+			}
+			if departed && !v.removing {
+				j = departedJudgement(d)
+			}
 			m := memberStatus(k, v, j)
+			if departed {
+				at := metav1.NewTime(d.since.Truncate(time.Second))
+				m.DepartedAt = &at
+			}
 			mine = append(mine, m)
 			members = append(members, m)
 		}

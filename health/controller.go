@@ -410,8 +410,9 @@ func (c *Controller) nextWrite(ctx context.Context) bool {
 	t.pending = nil
 	// A verdict decided against a write still queued may say the registry's condition again
 	// (Ready flapped and came back before the writes were made): it keeps the registry's
-	// transition time, as it would have had the writes been made at once.
-	if prev := t.confirmed.written; p != nil && prev != nil && prev.Status == p.v.condition.Status && prev.Reason == p.v.condition.Reason {
+	// transition time, as it would have had the writes been made at once (the status's, whatever
+	// the reason: see accept).
+	if prev := t.confirmed.written; p != nil && prev != nil && prev.Status == p.v.condition.Status {
 		p.v.condition.LastTransitionTime = prev.LastTransitionTime
 	}
 	if p == nil || ctx.Err() != nil {

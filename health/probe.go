@@ -255,15 +255,19 @@ func (c *Controller) failed(ctx context.Context, code int, body []byte, err erro
 	case apierrors.IsForbidden(err), code == http.StatusForbidden:
 		return observation{reason: v1alpha1.ReasonUnauthorized, message: "the credentials may not read the API server's health (403)"}, true
 	case code >= 500 && len(body) > 0:
-		return observation{reason: v1alpha1.ReasonNotReady, message: failingChecks(body)}, true
+		failing := failedChecks(body)
+		if starting(failing) {
+			return observation{reason: v1alpha1.ReasonStarting, message: checksMessage("starting: waiting for ", failing)}, true
+		}
+		return observation{reason: v1alpha1.ReasonNotReady, message: checksMessage("failing checks: ", failing)}, true
 	case code != 0:
 		return observation{reason: v1alpha1.ReasonNotReady, message: fmt.Sprintf("the API server answered %d", code)}, true
 	}
 	return observation{reason: v1alpha1.ReasonUnreachable, message: safetext.OneLine(err.Error(), 512)}, true
 }
 
-// failingChecks names the checks a /readyz answer marks failed ("[-]etcd failed: ...").
-func failingChecks(body []byte) string {
+// failedChecks are the checks a /readyz answer marks failed ("[-]etcd failed: ...").
+func failedChecks(body []byte) []string {
 	var failing []string
 	for line := range strings.Lines(string(body)) {
 		if name, ok := strings.CutPrefix(strings.TrimSpace(line), "[-]"); ok {
@@ -271,10 +275,27 @@ func failingChecks(body []byte) string {
 			failing = append(failing, name)
 		}
 	}
+	return failing
+}
+
+// starting reports whether the failing checks are only those of an API server that is still
+// starting: its post-start hooks, and its informers' first sync. Storage (etcd) failing, or a
+// server shutting down, is not starting.
+func starting(failing []string) bool {
+	for _, name := range failing {
+		if !strings.HasPrefix(name, "poststarthook/") && name != "informer-sync" {
+			return false
+		}
+	}
+	return len(failing) > 0
+}
+
+// checksMessage names the failing checks after prefix.
+func checksMessage(prefix string, failing []string) string {
 	if len(failing) == 0 {
 		return "readiness checks failed"
 	}
-	return safetext.OneLine("failing checks: "+strings.Join(failing, ", "), 512)
+	return safetext.OneLine(prefix+strings.Join(failing, ", "), 512)
 }
 
 // What a member reports goes into its Cluster's status, whose schema bounds each field. A value

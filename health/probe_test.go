@@ -82,6 +82,10 @@ func TestProbe(t *testing.T) {
 			w.WriteHeader(http.StatusInternalServerError)
 			_, _ = w.Write([]byte("[+]ping ok\n[-]etcd failed: reason withheld\n[-]poststarthook/rbac/bootstrap-roles failed: not finished\nreadyz check failed\n"))
 		}, nil, observation{resolved: true, reason: v1alpha1.ReasonNotReady, message: "failing checks: etcd, poststarthook/rbac/bootstrap-roles", opened: true}},
+		{"an API server whose post-start hooks still run is starting, not failed", func(w http.ResponseWriter, _ *http.Request) {
+			w.WriteHeader(http.StatusInternalServerError)
+			_, _ = w.Write([]byte("[+]ping ok\n[+]etcd ok\n[-]informer-sync failed: reason withheld\n[-]poststarthook/rbac/bootstrap-roles failed: not finished\nreadyz check failed\n"))
+		}, nil, observation{resolved: true, reason: v1alpha1.ReasonStarting, message: "starting: waiting for informer-sync, poststarthook/rbac/bootstrap-roles", opened: true}},
 		{"401", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusUnauthorized) }, nil,
 			observation{resolved: true, reason: v1alpha1.ReasonUnauthorized, message: "the API server refused the credentials (401)", opened: true}},
 	} {
@@ -241,7 +245,7 @@ func FuzzFailingChecks(f *testing.F) {
 	f.Add([]byte(strings.Repeat("[-]ééééééééé\n", 100)))
 	f.Add([]byte("[-]\x1b[2J\x1b]52;c;ZXZpbA==\x07\u009b1A\rcleared failed\n[-]\xff\xfe failed\n"))
 	f.Fuzz(func(t *testing.T, body []byte) {
-		got := failingChecks(body)
+		got := checksMessage("failing checks: ", failedChecks(body))
 		if len(got) > 512 {
 			t.Fatalf("%d bytes", len(got))
 		}

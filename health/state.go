@@ -110,10 +110,14 @@ func (s *memberState) decide(current *v1alpha1.Cluster, o observation, opts *Opt
 }
 
 func (s *memberState) accept(want metav1.Condition, v verdict, now time.Time) verdict {
+	// The transition time is when the status last changed, as metav1.Condition says, not the
+	// reason: a member that goes from Unreachable to Starting to NotReady is one outage, and
+	// placements measure their tolerations from when it began.
 	want.LastTransitionTime = metav1.NewTime(now)
-	if s.written != nil && s.written.Status == want.Status && s.written.Reason == want.Reason {
+	if s.written != nil && s.written.Status == want.Status {
 		want.LastTransitionTime = s.written.LastTransitionTime
-	} else {
+	}
+	if s.written == nil || s.written.Status != want.Status || s.written.Reason != want.Reason {
 		v.transition = true
 	}
 	s.candidates = 0

@@ -194,6 +194,44 @@ func TestTolerations(t *testing.T) {
 	require.False(t, d.Satisfied)
 }
 
+// A placement with no tolerations keeps a chosen member through an outage of up to
+// DefaultTolerationSeconds, whatever reasons it passes through, measured from when it stopped
+// being Ready; a reason named with seconds 0 is not tolerated; credentials are no outage.
+func TestDefaultTolerations(t *testing.T) {
+	p := placement.Policy{Count: ptr.To[int32](2)}
+	b, c := cluster("b"), cluster("c")
+	previous := []placement.Choice{{Cluster: key("a")}, {Cluster: key("b")}}
+	for _, reason := range []string{v1alpha1.ReasonUnreachable, v1alpha1.ReasonStarting, v1alpha1.ReasonNotReady} {
+		d := decide(t, p, previous, notReady(cluster("a"), reason, time.Minute), b, c)
+		require.Equal(t, []string{"a", "b"}, chosenNames(d), "a blip of %s moved the member", reason)
+		require.Equal(t, now.Add(4*time.Minute), d.RecheckAt, "the default toleration is 300 s from when %s began", reason)
+
+		d = decide(t, p, previous, notReady(cluster("a"), reason, 301*time.Second), b, c)
+		require.Equal(t, []string{"b", "c"}, chosenNames(d), "an outage of %s past the default toleration kept the member", reason)
+	}
+	d := decide(t, p, previous, notReady(cluster("a"), v1alpha1.ReasonUnauthorized, time.Second), b, c)
+	require.Equal(t, []string{"b", "c"}, chosenNames(d), "refused credentials are no outage, and not tolerated by default")
+
+	// Tolerating Unreachable for 60 s, as the demo's placement does, says nothing of Starting: a
+	// restart that is Unreachable for 50 s, then Starting, is still one outage of 50 s.
+	demo := placement.Policy{Count: ptr.To[int32](2), Tolerations: []placement.Toleration{{Reason: v1alpha1.ReasonUnreachable, Seconds: ptr.To[int64](60)}}}
+	d = decide(t, demo, previous, notReady(cluster("a"), v1alpha1.ReasonStarting, 50*time.Second), b, c)
+	require.Equal(t, []string{"a", "b"}, chosenNames(d))
+	d = decide(t, demo, previous, notReady(cluster("a"), v1alpha1.ReasonUnreachable, 70*time.Second), b, c)
+	require.Equal(t, []string{"b", "c"}, chosenNames(d), "the named toleration's 60 s no longer hold")
+
+	strict := placement.Policy{Count: ptr.To[int32](2), Tolerations: []placement.Toleration{{Reason: v1alpha1.ReasonNotReady, Seconds: ptr.To[int64](0)}}}
+	d = decide(t, strict, previous, notReady(cluster("a"), v1alpha1.ReasonNotReady, time.Second), b, c)
+	require.Equal(t, []string{"b", "c"}, chosenNames(d), "NotReady named with seconds 0 was tolerated")
+	compiled, err := placement.Compile(strict)
+	require.NoError(t, err)
+	require.Equal(t, []placement.Toleration{strict.Tolerations[0], {Reason: v1alpha1.ReasonUnreachable, Seconds: ptr.To[int64](300)},
+		{Reason: v1alpha1.ReasonStarting, Seconds: ptr.To[int64](300)}}, compiled.Tolerations(), "Unreachable and Starting keep their defaults")
+	compiled, err = placement.Compile(placement.Policy{Tolerations: []placement.Toleration{{}}})
+	require.NoError(t, err)
+	require.Len(t, compiled.Tolerations(), 1, "a toleration of every reason leaves no default")
+}
+
 func key(name string) types.NamespacedName {
 	return types.NamespacedName{Namespace: "fleet", Name: name}
 }

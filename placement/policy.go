@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
 )
@@ -101,7 +102,9 @@ func names(list []string, key types.NamespacedName) bool {
 }
 
 // tolerated reports whether a chosen member whose Ready condition is cond (not True) stays
-// chosen at now, and until when (zero: for as long as the reason lasts).
+// chosen at now, and until when (zero: for as long as the reason lasts). The time counts from the
+// condition's last transition, which the health controller moves only when Ready's status
+// changes: an outage that passes through several reasons is measured from its start.
 func (c *Compiled) tolerated(cond *metav1.Condition, now time.Time) (bool, time.Time) {
 	reason := v1alpha1.ReasonNotProbed // a Cluster with no Ready condition has not been probed
 	since := time.Time{}
@@ -111,10 +114,7 @@ func (c *Compiled) tolerated(cond *metav1.Condition, now time.Time) (bool, time.
 	if reason == v1alpha1.ReasonIdentityChanged {
 		return false, time.Time{}
 	}
-	for _, t := range c.policy.Tolerations {
-		if t.Reason != "" && t.Reason != reason {
-			continue
-		}
+	for _, t := range c.tolerations(reason) {
 		if t.Seconds == nil {
 			return true, time.Time{}
 		}
@@ -124,4 +124,32 @@ func (c *Compiled) tolerated(cond *metav1.Condition, now time.Time) (bool, time.
 		}
 	}
 	return false, time.Time{}
+}
+
+// tolerations are the policy's tolerations of reason: those that name it (or every reason), or,
+// when none does and reason is an outage's, the default toleration.
+func (c *Compiled) tolerations(reason string) []Toleration {
+	var out []Toleration
+	for _, t := range c.policy.Tolerations {
+		if t.Reason == "" || t.Reason == reason {
+			out = append(out, t)
+		}
+	}
+	if len(out) == 0 && slices.Contains(v1alpha1.OutageReasons, reason) {
+		out = append(out, Toleration{Reason: reason, Seconds: ptr.To(v1alpha1.DefaultTolerationSeconds)})
+	}
+	return out
+}
+
+// Tolerations are the tolerations c decides with: the policy's own, then a default one
+// (DefaultTolerationSeconds) for each outage reason that none of them names. explain-placement
+// shows them.
+func (c *Compiled) Tolerations() []Toleration {
+	out := slices.Clone(c.policy.Tolerations)
+	for _, r := range v1alpha1.OutageReasons {
+		if !slices.ContainsFunc(c.policy.Tolerations, func(t Toleration) bool { return t.Reason == "" || t.Reason == r }) {
+			out = append(out, c.tolerations(r)...)
+		}
+	}
+	return out
 }

@@ -459,6 +459,9 @@ var schemaYAML = typed.YAMLObject(`types:
       type:
         scalar: string
       default: ""
+    - name: departedAt
+      type:
+        namedType: io.k8s.apimachinery.pkg.apis.meta.v1.Time
     - name: feedback
       type:
         list:
@@ -648,6 +651,9 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: deletionPolicy
       type:
         scalar: string
+    - name: departureGraceSeconds
+      type:
+        scalar: numeric
     - name: dependsOn
       type:
         list:

@@ -21,7 +21,7 @@ import (
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:scope=Namespaced,shortName=rpl,categories=clusterregistry
 // +kubebuilder:metadata:annotations="api-approved.kubernetes.io=unapproved, not an official Kubernetes API; see https://github.com/cluster-registry/sdk"
-// +kubebuilder:metadata:annotations="clusterregistry.k8s.io/schema-version=16"
+// +kubebuilder:metadata:annotations="clusterregistry.k8s.io/schema-version=17"
 // +kubebuilder:printcolumn:name="Count",type=integer,JSONPath=`.spec.count`
 // +kubebuilder:printcolumn:name="Chosen",type=integer,JSONPath=`.status.chosen`
 // +kubebuilder:printcolumn:name="Satisfied",type=string,JSONPath=`.status.conditions[?(@.type=="Satisfied")].status`
@@ -85,9 +85,14 @@ type PlacementSpec struct {
 	Spread *PlacementSpread `json:"spread,omitempty"`
 
 	// tolerations keep a chosen member chosen while it is not Ready, for a time, by the reason
-	// of its Ready condition. A member not chosen before is never chosen while not Ready, and
-	// one whose endpoint leads to another cluster (IdentityChanged) leaves at once whatever the
-	// tolerations say.
+	// of its Ready condition. The time counts from when the member stopped being Ready, whatever
+	// reasons it passes through since (an API server that restarts is Unreachable, then
+	// Starting, then Ready): one outage is one outage. A reason of an outage that no toleration
+	// names (Unreachable, NotReady and Starting) is tolerated for
+	// DefaultTolerationSeconds (300 s), as Kubernetes' default tolerations keep a Pod on a node
+	// that blips; name the reason with seconds 0 to not tolerate it. A member not chosen before
+	// is never chosen while not Ready, and one whose endpoint leads to another cluster
+	// (IdentityChanged) leaves at once whatever the tolerations say.
 	// +optional
 	// +listType=atomic
 	// +kubebuilder:validation:MaxItems=32
@@ -114,6 +119,16 @@ type PlacementSpread struct {
 	MaxSkew int32 `json:"maxSkew,omitempty"`
 }
 
+// DefaultTolerationSeconds is how long a placement keeps a chosen member that is Unreachable,
+// NotReady or Starting when none of its tolerations names that reason: Kubernetes' default
+// tolerations of not-ready and unreachable nodes.
+const DefaultTolerationSeconds int64 = 300
+
+// OutageReasons are the Ready condition's reasons that a placement tolerates by default
+// (DefaultTolerationSeconds) when none of its tolerations names them: a member that cannot be
+// reached or whose API server is not ready, not one whose credentials or identity changed.
+var OutageReasons = []string{ReasonUnreachable, ReasonNotReady, ReasonStarting}
+
 // PlacementToleration keeps a chosen member chosen while its Ready condition is not True, with
 // a reason.
 type PlacementToleration struct {
@@ -124,8 +139,8 @@ type PlacementToleration struct {
 	// +kubebuilder:validation:XValidation:rule=`self != 'IdentityChanged'`,message="IdentityChanged is never tolerated: the member's endpoint leads to another cluster"
 	Reason string `json:"reason,omitempty"`
 
-	// seconds is how long after the condition's last transition the member stays chosen; for as
-	// long as the reason lasts when unset.
+	// seconds is how long after the member stopped being Ready (the Ready condition's last
+	// transition) it stays chosen; for as long as the reason lasts when unset.
 	// +optional
 	// +kubebuilder:validation:Minimum=0
 	Seconds *int64 `json:"seconds,omitempty"`

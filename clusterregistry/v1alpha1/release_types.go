@@ -26,7 +26,7 @@ import (
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:scope=Namespaced,shortName=rrel,categories=clusterregistry
 // +kubebuilder:metadata:annotations="api-approved.kubernetes.io=unapproved, not an official Kubernetes API; see https://github.com/cluster-registry/sdk"
-// +kubebuilder:metadata:annotations="clusterregistry.k8s.io/schema-version=16"
+// +kubebuilder:metadata:annotations="clusterregistry.k8s.io/schema-version=17"
 // +kubebuilder:printcolumn:name="Placement",type=string,JSONPath=`.spec.placement.name`
 // +kubebuilder:printcolumn:name="Revision",type=string,JSONPath=`.status.revision`
 // +kubebuilder:printcolumn:name="Members",type=integer,JSONPath=`.status.members`
@@ -77,7 +77,8 @@ type ReleaseSpec struct {
 	// anything is applied there (Argo CD's CreateNamespace, Helm's --create-namespace). The
 	// namespace is left in place when the Release is deleted or leaves the member: it may hold
 	// what others put there. The member's account must be allowed to create namespaces (join's
-	// accounts are).
+	// accounts are when joined with --allow-namespace-creation); a member whose account may not
+	// fails, naming the permission.
 	// +optional
 	CreateNamespace bool `json:"createNamespace,omitempty"`
 
@@ -120,6 +121,18 @@ type ReleaseSpec struct {
 	// +listMapKey=name
 	// +kubebuilder:validation:MaxItems=32
 	Overrides []ReleaseOverride `json:"overrides,omitempty"`
+
+	// departureGraceSeconds is how long a member that left the decision because of its health
+	// (its Cluster not Ready when it left) keeps the Release's objects once its replacement is
+	// in place: they are removed only when every member of the decision is Ready at the
+	// revision and this long has passed since the member left, and only while the member is
+	// Ready again (nothing is attempted on a member that cannot be reached). Until then its
+	// status is Departed, saying what it waits for. Deliberate departures (the member excluded
+	// or unselected while Ready, its Cluster deleted, the Release deleted or re-placed) remove
+	// at once. 600 (Karmada's graceful eviction) when unset.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	DepartureGraceSeconds *int64 `json:"departureGraceSeconds,omitempty"`
 
 	// deletionPolicy says what happens to the objects on the members when the Release is deleted
 	// or a member leaves the decision: Delete (the default) removes them, Orphan leaves them.
@@ -720,6 +733,10 @@ const (
 	// PhaseRemoving: the member left the decision, or the Release is being deleted, and its
 	// objects are being removed.
 	PhaseRemoving ReleaseMemberPhase = "Removing"
+	// PhaseDeparted: the member left the decision because of its health; it keeps the objects
+	// until its replacement is Ready and the departure grace has passed (the message says which
+	// it waits for), or comes back into the decision with them.
+	PhaseDeparted ReleaseMemberPhase = "Departed"
 )
 
 // Failure classes, the reason of a Failed or Unreachable member.
@@ -769,6 +786,10 @@ type ReleaseMemberStatus struct {
 	// lastApplied is when the revision was last applied there.
 	// +optional
 	LastApplied *metav1.Time `json:"lastApplied,omitempty"`
+	// departedAt is when the member left the decision because of its health (phase Departed):
+	// the departure grace counts from it.
+	// +optional
+	DepartedAt *metav1.Time `json:"departedAt,omitempty"`
 	// feedback are the values spec.feedback read from the objects there.
 	// +optional
 	// +listType=map
@@ -842,7 +863,7 @@ type ReleaseList struct {
 // +kubebuilder:object:root=true
 // +kubebuilder:resource:scope=Namespaced,categories=clusterregistry
 // +kubebuilder:metadata:annotations="api-approved.kubernetes.io=unapproved, not an official Kubernetes API; see https://github.com/cluster-registry/sdk"
-// +kubebuilder:metadata:annotations="clusterregistry.k8s.io/schema-version=16"
+// +kubebuilder:metadata:annotations="clusterregistry.k8s.io/schema-version=17"
 // +kubebuilder:printcolumn:name="Release",type=string,JSONPath=`.metadata.labels.clusterregistry\.k8s\.io/release`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type ReleaseStatusSlice struct {

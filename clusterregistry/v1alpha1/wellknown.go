@@ -60,6 +60,10 @@ const (
 	// ReasonNotReady: the API server answered, but its readiness checks fail; the message names
 	// them.
 	ReasonNotReady = "NotReady"
+	// ReasonStarting: the API server answered, and only the checks of a server still starting
+	// fail (its post-start hooks, its informers' first sync): a member whose API server just
+	// restarted, not one that failed. Placements tolerate it as they do NotReady.
+	ReasonStarting = "Starting"
 	// ReasonUnauthorized: the API server refused the credentials (401 or 403).
 	ReasonUnauthorized = "Unauthorized"
 	// ReasonCredentialsExpiring (True): the API server answered, and the credentials expire soon

@@ -712,6 +712,10 @@ func (in *ReleaseMemberStatus) DeepCopyInto(out *ReleaseMemberStatus) {
 		in, out := &in.LastApplied, &out.LastApplied
 		*out = (*in).DeepCopy()
 	}
+	if in.DepartedAt != nil {
+		in, out := &in.DepartedAt, &out.DepartedAt
+		*out = (*in).DeepCopy()
+	}
 	if in.Feedback != nil {
 		in, out := &in.Feedback, &out.Feedback
 		*out = make([]ReleaseFeedbackValue, len(*in))
@@ -957,6 +961,11 @@ func (in *ReleaseSpec) DeepCopyInto(out *ReleaseSpec) {
 		for i := range *in {
 			(*in)[i].DeepCopyInto(&(*out)[i])
 		}
+	}
+	if in.DepartureGraceSeconds != nil {
+		in, out := &in.DepartureGraceSeconds, &out.DepartureGraceSeconds
+		*out = new(int64)
+		**out = **in
 	}
 	return
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -197,13 +198,34 @@ func (o *ExplainPlacementOptions) print(d placement.Decision) error {
 		summary += "; a toleration ends at " + d.RecheckAt.UTC().Format(time.RFC3339)
 	}
 	fmt.Fprintln(o.out, summary)
+	fmt.Fprintln(o.out, tolerationsLine(o.policy.Tolerations()))
 	return nil
+}
+
+// tolerationsLine says how long a chosen member that is not Ready stays chosen, by reason,
+// defaults included.
+func tolerationsLine(ts []placement.Toleration) string {
+	var parts []string
+	for _, t := range ts {
+		reason, how := cmp.Or(t.Reason, "any reason"), "as long as it lasts"
+		if t.Seconds != nil {
+			how = fmt.Sprintf("%ds", *t.Seconds)
+		}
+		parts = append(parts, reason+" "+how)
+	}
+	if len(parts) == 0 {
+		return "a chosen member that is not Ready leaves at once"
+	}
+	return "a chosen member stays chosen while not Ready, counted from when it stopped being Ready: " + strings.Join(parts, ", ")
 }
 
 const explainPlacementLong = `Decide, as a dry run, which Clusters a Placement, or a placement policy, chooses, and say for
 every candidate why it is in or out: one reason each (Chosen, Kept, Tolerated, Included;
 Selector, CEL, Excluded, NotReady, OverCount, Spread) and the words that explain it. Nothing is
-written.
+written. Its last line says how long a chosen member that is not Ready stays chosen, by
+reason: the policy's tolerations, and for Unreachable, NotReady and Starting, when none names
+them, the default of 300 s (counted from when the member stopped being Ready, whatever reasons
+it passes through).
 
 explain-placement NAME explains the Placement NAME of the -n namespace against its own decision
 (the PlacementDecisions of decision key NAME): what the scheduler would decide now, and why

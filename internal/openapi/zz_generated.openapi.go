@@ -685,7 +685,7 @@ func schema_cluster_registry_sdk_clusterregistry_v1alpha1_PlacementSpec(ref comm
 							},
 						},
 						SchemaProps: spec.SchemaProps{
-							Description: "tolerations keep a chosen member chosen while it is not Ready, for a time, by the reason of its Ready condition. A member not chosen before is never chosen while not Ready, and one whose endpoint leads to another cluster (IdentityChanged) leaves at once whatever the tolerations say.",
+							Description: "tolerations keep a chosen member chosen while it is not Ready, for a time, by the reason of its Ready condition. The time counts from when the member stopped being Ready, whatever reasons it passes through since (an API server that restarts is Unreachable, then Starting, then Ready): one outage is one outage. A reason of an outage that no toleration names (Unreachable, NotReady and Starting) is tolerated for DefaultTolerationSeconds (300 s), as Kubernetes' default tolerations keep a Pod on a node that blips; name the reason with seconds 0 to not tolerate it. A member not chosen before is never chosen while not Ready, and one whose endpoint leads to another cluster (IdentityChanged) leaves at once whatever the tolerations say.",
 							Type:        []string{"array"},
 							Items: &spec.SchemaOrArray{
 								Schema: &spec.Schema{
@@ -834,7 +834,7 @@ func schema_cluster_registry_sdk_clusterregistry_v1alpha1_PlacementToleration(re
 					},
 					"seconds": {
 						SchemaProps: spec.SchemaProps{
-							Description: "seconds is how long after the condition's last transition the member stays chosen; for as long as the reason lasts when unset.",
+							Description: "seconds is how long after the member stopped being Ready (the Ready condition's last transition) it stays chosen; for as long as the reason lasts when unset.",
 							Type:        []string{"integer"},
 							Format:      "int64",
 						},
@@ -1465,6 +1465,12 @@ func schema_cluster_registry_sdk_clusterregistry_v1alpha1_ReleaseMemberStatus(re
 							Ref:         ref(v1.Time{}.OpenAPIModelName()),
 						},
 					},
+					"departedAt": {
+						SchemaProps: spec.SchemaProps{
+							Description: "departedAt is when the member left the decision because of its health (phase Departed): the departure grace counts from it.",
+							Ref:         ref(v1.Time{}.OpenAPIModelName()),
+						},
+					},
 					"feedback": {
 						VendorExtensible: spec.VendorExtensible{
 							Extensions: spec.Extensions{
@@ -1967,7 +1973,7 @@ func schema_cluster_registry_sdk_clusterregistry_v1alpha1_ReleaseSpec(ref common
 					},
 					"createNamespace": {
 						SchemaProps: spec.SchemaProps{
-							Description: "createNamespace makes targetNamespace on each member where it does not exist, before anything is applied there (Argo CD's CreateNamespace, Helm's --create-namespace). The namespace is left in place when the Release is deleted or leaves the member: it may hold what others put there. The member's account must be allowed to create namespaces (join's accounts are).",
+							Description: "createNamespace makes targetNamespace on each member where it does not exist, before anything is applied there (Argo CD's CreateNamespace, Helm's --create-namespace). The namespace is left in place when the Release is deleted or leaves the member: it may hold what others put there. The member's account must be allowed to create namespaces (join's accounts are when joined with --allow-namespace-creation); a member whose account may not fails, naming the permission.",
 							Type:        []string{"boolean"},
 							Format:      "",
 						},
@@ -2042,6 +2048,13 @@ func schema_cluster_registry_sdk_clusterregistry_v1alpha1_ReleaseSpec(ref common
 									},
 								},
 							},
+						},
+					},
+					"departureGraceSeconds": {
+						SchemaProps: spec.SchemaProps{
+							Description: "departureGraceSeconds is how long a member that left the decision because of its health (its Cluster not Ready when it left) keeps the Release's objects once its replacement is in place: they are removed only when every member of the decision is Ready at the revision and this long has passed since the member left, and only while the member is Ready again (nothing is attempted on a member that cannot be reached). Until then its status is Departed, saying what it waits for. Deliberate departures (the member excluded or unselected while Ready, its Cluster deleted, the Release deleted or re-placed) remove at once. 600 (Karmada's graceful eviction) when unset.",
+							Type:        []string{"integer"},
+							Format:      "int64",
 						},
 					},
 					"deletionPolicy": {

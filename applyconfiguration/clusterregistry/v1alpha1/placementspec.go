@@ -47,9 +47,14 @@ type PlacementSpecApplyConfiguration struct {
 	// spread, with count, spreads the chosen across the values of a label.
 	Spread *PlacementSpreadApplyConfiguration `json:"spread,omitempty"`
 	// tolerations keep a chosen member chosen while it is not Ready, for a time, by the reason
-	// of its Ready condition. A member not chosen before is never chosen while not Ready, and
-	// one whose endpoint leads to another cluster (IdentityChanged) leaves at once whatever the
-	// tolerations say.
+	// of its Ready condition. The time counts from when the member stopped being Ready, whatever
+	// reasons it passes through since (an API server that restarts is Unreachable, then
+	// Starting, then Ready): one outage is one outage. A reason of an outage that no toleration
+	// names (Unreachable, NotReady and Starting) is tolerated for
+	// DefaultTolerationSeconds (300 s), as Kubernetes' default tolerations keep a Pod on a node
+	// that blips; name the reason with seconds 0 to not tolerate it. A member not chosen before
+	// is never chosen while not Ready, and one whose endpoint leads to another cluster
+	// (IdentityChanged) leaves at once whatever the tolerations say.
 	Tolerations []PlacementTolerationApplyConfiguration `json:"tolerations,omitempty"`
 	// rolloutGroupSize, if set, puts the chosen into groups of at most this size, in order, for
 	// rollouts in stages; a member keeps its group while it stays chosen.

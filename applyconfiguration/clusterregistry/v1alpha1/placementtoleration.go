@@ -27,8 +27,8 @@ type PlacementTolerationApplyConfiguration struct {
 	// reason is the Ready condition's reason tolerated (Unreachable, NotProbed, ...); every
 	// reason when empty, IdentityChanged excepted, which is never tolerated.
 	Reason *string `json:"reason,omitempty"`
-	// seconds is how long after the condition's last transition the member stays chosen; for as
-	// long as the reason lasts when unset.
+	// seconds is how long after the member stopped being Ready (the Ready condition's last
+	// transition) it stays chosen; for as long as the reason lasts when unset.
 	Seconds *int64 `json:"seconds,omitempty"`
 }
 

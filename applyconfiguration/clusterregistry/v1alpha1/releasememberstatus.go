@@ -42,6 +42,9 @@ type ReleaseMemberStatusApplyConfiguration struct {
 	Message *string `json:"message,omitempty"`
 	// lastApplied is when the revision was last applied there.
 	LastApplied *v1.Time `json:"lastApplied,omitempty"`
+	// departedAt is when the member left the decision because of its health (phase Departed):
+	// the departure grace counts from it.
+	DepartedAt *v1.Time `json:"departedAt,omitempty"`
 	// feedback are the values spec.feedback read from the objects there.
 	Feedback []ReleaseFeedbackValueApplyConfiguration `json:"feedback,omitempty"`
 	// objects are the objects applied there, with their health; in ReleaseStatusSlices only.
@@ -99,6 +102,14 @@ func (b *ReleaseMemberStatusApplyConfiguration) WithMessage(value string) *Relea
 // If called multiple times, the LastApplied field is set to the value of the last call.
 func (b *ReleaseMemberStatusApplyConfiguration) WithLastApplied(value v1.Time) *ReleaseMemberStatusApplyConfiguration {
 	b.LastApplied = &value
+	return b
+}
+
+// WithDepartedAt sets the DepartedAt field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the DepartedAt field is set to the value of the last call.
+func (b *ReleaseMemberStatusApplyConfiguration) WithDepartedAt(value v1.Time) *ReleaseMemberStatusApplyConfiguration {
+	b.DepartedAt = &value
 	return b
 }
 

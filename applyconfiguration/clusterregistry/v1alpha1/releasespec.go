@@ -43,7 +43,8 @@ type ReleaseSpecApplyConfiguration struct {
 	// anything is applied there (Argo CD's CreateNamespace, Helm's --create-namespace). The
 	// namespace is left in place when the Release is deleted or leaves the member: it may hold
 	// what others put there. The member's account must be allowed to create namespaces (join's
-	// accounts are).
+	// accounts are when joined with --allow-namespace-creation); a member whose account may not
+	// fails, naming the permission.
 	CreateNamespace *bool `json:"createNamespace,omitempty"`
 	// rollout says how a new revision reaches the members; all at once when unset.
 	Rollout *ReleaseRolloutApplyConfiguration `json:"rollout,omitempty"`
@@ -67,6 +68,15 @@ type ReleaseSpecApplyConfiguration struct {
 	// that does not apply stalls the Release (InvalidOverride), naming the override and the
 	// object.
 	Overrides []ReleaseOverrideApplyConfiguration `json:"overrides,omitempty"`
+	// departureGraceSeconds is how long a member that left the decision because of its health
+	// (its Cluster not Ready when it left) keeps the Release's objects once its replacement is
+	// in place: they are removed only when every member of the decision is Ready at the
+	// revision and this long has passed since the member left, and only while the member is
+	// Ready again (nothing is attempted on a member that cannot be reached). Until then its
+	// status is Departed, saying what it waits for. Deliberate departures (the member excluded
+	// or unselected while Ready, its Cluster deleted, the Release deleted or re-placed) remove
+	// at once. 600 (Karmada's graceful eviction) when unset.
+	DepartureGraceSeconds *int64 `json:"departureGraceSeconds,omitempty"`
 	// deletionPolicy says what happens to the objects on the members when the Release is deleted
 	// or a member leaves the decision: Delete (the default) removes them, Orphan leaves them.
 	DeletionPolicy *clusterregistryv1alpha1.ReleaseDeletionPolicy `json:"deletionPolicy,omitempty"`
@@ -177,6 +187,14 @@ func (b *ReleaseSpecApplyConfiguration) WithOverrides(values ...*ReleaseOverride
 		}
 		b.Overrides = append(b.Overrides, *values[i])
 	}
+	return b
+}
+
+// WithDepartureGraceSeconds sets the DepartureGraceSeconds field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the DepartureGraceSeconds field is set to the value of the last call.
+func (b *ReleaseSpecApplyConfiguration) WithDepartureGraceSeconds(value int64) *ReleaseSpecApplyConfiguration {
+	b.DepartureGraceSeconds = &value
 	return b
 }
 
