@@ -770,6 +770,19 @@ func TestRolloutStopsPastMaxFailures(t *testing.T) {
 	_, err = env.members["member-2"].CoreV1().ConfigMaps(appNS).Get(t.Context(), "stops", metav1.GetOptions{})
 	require.True(t, apierrors.IsNotFound(err), "the next wave started past maxFailures: %v", err)
 
+	// The failed member leaves the decision (excluded): the stop is recorded and holds, and
+	// member-2, whose wave is now the first, is still not given the stopped revision.
+	env.decide(t, "member-2")
+	got = env.waitRelease(t, "stops", "still stopped without the failed member", func(r *v1alpha1.Release) bool {
+		c := meta.FindStatusCondition(r.Status.Conditions, v1alpha1.ReleaseStalled)
+		return r.Status.Members == 1 && c != nil && c.Status == metav1.ConditionTrue && strings.Contains(c.Message, "the stop is recorded")
+	})
+	time.Sleep(time.Second)
+	_, err = env.members["member-2"].CoreV1().ConfigMaps(appNS).Get(t.Context(), "stops", metav1.GetOptions{})
+	require.True(t, apierrors.IsNotFound(err), "the stopped revision reached member-2 once the failed member left: %v", err)
+	require.Equal(t, "RolloutStopped", memberPhase(got, "member-2").Reason)
+	env.decide(t, "member-1", "member-2")
+
 	env.updateRelease(t, env.ns, "stops", func(cur *v1alpha1.Release) {
 		cur.Spec.Rollout.MaxFailures = ptr.To(intstr.FromInt32(1))
 	})

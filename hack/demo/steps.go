@@ -24,6 +24,8 @@ type demo struct {
 	lf                            *localfleet.Fleet
 	fanoutDeploy, clusterregistry string
 	clusters                      clusterregistryv1alpha1.ClusterInterface
+	// before are the uids of what the Releases delivered to member-2, before its outage.
+	before string
 }
 
 // startFleet starts the registry and three members, and says how each is reached.
@@ -231,6 +233,11 @@ func (d *demo) charts(api *fleetAPI) error {
 func (d *demo) outage(api *fleetAPI) error {
 	step("Stopping member-2's API server, as an outage would; the health controller sees it")
 	ns := d.lf.Namespace
+	var err error
+	if d.before, err = d.deliveredUIDs("member-2"); err != nil {
+		return err
+	}
+	fmt.Printf("What the Releases delivered to member-2, before the outage:\n%s", d.before)
 	if err := d.lf.Member("member-2").StopAPIServer(); err != nil {
 		return err
 	}
@@ -249,7 +256,7 @@ func (d *demo) outage(api *fleetAPI) error {
 		return err
 	}
 	step("fanout-deploy again: the other members are updated, member-2 is reported and named")
-	err := d.deploy("-n", ns, "--placement", "hello", "--name", "hello", "--image", "registry.example/hello:2", "--timeout", "10s")
+	err = d.deploy("-n", ns, "--placement", "hello", "--name", "hello", "--image", "registry.example/hello:2", "--timeout", "10s")
 	var exitErr *exec.ExitError
 	if !errors.As(err, &exitErr) || exitErr.ExitCode() != 1 {
 		return fmt.Errorf("fanout-deploy with a member down: %v, want exit status 1", err)
@@ -301,6 +308,16 @@ func (d *demo) recovery(api *fleetAPI) error {
 	if err := waitRelease(d.ctx, d.lf, "web", func(r *v1alpha1.Release) bool { return r.Status.Ready == int32(len(d.lf.Members)) }); err != nil {
 		return err
 	}
+	after, err := d.deliveredUIDs("member-2")
+	if err != nil {
+		return err
+	}
+	fmt.Printf("\nWhat the Releases delivered to member-2, after it: the same objects (an outage deletes nothing)\n%s", after)
+	for line := range strings.Lines(d.before) {
+		if !strings.Contains(after, line) {
+			return fmt.Errorf("member-2's delivered object %q was deleted or made again across its outage:\nbefore:\n%safter:\n%s", strings.TrimSpace(line), d.before, after)
+		}
+	}
 	return d.cr("get", "releases", "-n", ns, "-o", "wide")
 }
 
@@ -345,4 +362,17 @@ func (d *demo) keep(api *fleetAPI) error {
 	fmt.Println("Press Ctrl-C to stop.")
 	<-d.ctx.Done()
 	return nil
+}
+
+// deliveredUIDs lists what the Releases delivered to a member, with each object's uid, a line
+// each, in a stable order.
+func (d *demo) deliveredUIDs(member string) (string, error) {
+	m := d.lf.Member(member)
+	cmd := exec.CommandContext(d.ctx, d.lf.Kubectl, "--kubeconfig", m.Kubeconfig, "get", "configmaps,services,deployments", "-A",
+		"-l", v1alpha1.ReleaseLabel, "--sort-by", "{.metadata.name}", "-o", "custom-columns=KIND:.kind,NAMESPACE:.metadata.namespace,NAME:.metadata.name,UID:.metadata.uid", "--no-headers")
+	out, err := cmd.Output()
+	if err != nil {
+		return "", fmt.Errorf("listing what the Releases delivered to %s: %w", member, err)
+	}
+	return string(out), nil
 }
