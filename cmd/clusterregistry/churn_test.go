@@ -212,7 +212,11 @@ type deleteCounter struct {
 
 func (d *deleteCounter) count() int { d.mu.Lock(); defer d.mu.Unlock(); return len(d.deleted) }
 
-func (d *deleteCounter) seen() []string { d.mu.Lock(); defer d.mu.Unlock(); return append([]string(nil), d.deleted...) }
+func (d *deleteCounter) seen() []string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return append([]string(nil), d.deleted...)
+}
 
 // watchDeletes watches each delivered kind on the member with selector, from now, through its
 // restarts (a RetryWatcher resumes from the last resource version, so a delete made while the
