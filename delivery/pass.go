@@ -1,0 +1,310 @@
+package delivery
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	cpv1alpha1 "sigs.k8s.io/cluster-inventory-api/apis/v1alpha1"
+
+	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
+	"github.com/cluster-registry/sdk/decision"
+	"github.com/cluster-registry/sdk/multicluster"
+)
+
+// A pass over a Release: read it, plan from a snapshot, act on the plan, report (plan.go
+// decides; this file gathers what it decides from and runs what it says).
+
+// reconcile brings one Release's members one step closer to its spec, and says when to look
+// again if nothing else calls.
+func (c *Controller) reconcile(ctx context.Context, key types.NamespacedName) (requeue time.Duration, err error) {
+	obj, err := c.releaseLister.ByNamespace(key.Namespace).Get(key.Name)
+	if apierrors.IsNotFound(err) {
+		c.mu.Lock()
+		delete(c.releases, key)
+		c.mu.Unlock()
+		c.rewatch()
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	rel := obj.(*v1alpha1.Release)
+	st := c.state(key)
+	if !st.loaded {
+		c.loadInventory(rel, st)
+	}
+	// Sharded, the replica that owns the Release writes its status and finalizer; each replica
+	// applies to the members it owns.
+	ownsRelease := c.owns(key)
+	if rel.DeletionTimestamp != nil {
+		return c.finalize(ctx, rel, st, ownsRelease)
+	}
+	if !slices.Contains(rel.Finalizers, Finalizer) {
+		if !ownsRelease {
+			return 0, nil // the Release's owner adds it, and the update brings it back here
+		}
+		rel = rel.DeepCopy()
+		rel.Finalizers = append(rel.Finalizers, Finalizer)
+		c.writes.Add(1)
+		_, err := c.registry.ClusterregistryV1alpha1().Releases(rel.Namespace).Update(ctx, rel, metav1.UpdateOptions{})
+		return 0, err // the update brings the Release back to the queue
+	}
+	if rel.Spec.Suspend {
+		return 0, c.writeStatus(ctx, rel, nil, nil, progress{stalledReason: "Suspended", stalledMessage: "spec.suspend is true: nothing is applied or removed"})
+	}
+
+	rules, invalid, err := compileRules(rel)
+	if err != nil {
+		return 0, c.writeStatus(ctx, rel, nil, nil, progress{stalledReason: invalid, stalledMessage: err.Error()})
+	}
+	c.setRules(st, rules)
+	in, recheck, stall := c.src.inputs(ctx, rel)
+	// A Ready Release comes back at least every Recheck (recheck.go).
+	defer func() { requeue = pick(pick(requeue, recheck), c.opts.Recheck) }()
+	if stall != nil {
+		return c.opts.RetryAfter, c.writeStatus(ctx, rel, nil, nil, *stall)
+	}
+	bundle, err := Render(rel, in)
+	if err != nil {
+		reason := "InvalidSource"
+		if oe := (*OverrideError)(nil); errors.As(err, &oe) {
+			reason = "InvalidOverride"
+		}
+		return 0, c.writeStatus(ctx, rel, nil, nil, progress{stalledReason: reason, stalledMessage: err.Error()})
+	}
+	return c.deliver(ctx, rel, st, bundle, ownsRelease)
+}
+
+// deliver is a pass over a rendered Release: plan from a snapshot, act on the plan, and report
+// the status from a plan of what the acts left.
+func (c *Controller) deliver(ctx context.Context, rel *v1alpha1.Release, st *releaseState, bundle *Bundle, ownsRelease bool) (time.Duration, error) {
+	dec, err := c.decision(rel)
+	var unavailable *decisionsUnavailableError
+	switch {
+	case errors.As(err, &unavailable):
+		// Looked at again: the informer lists again by itself, and nothing calls when it does.
+		return c.opts.RetryAfter, c.writeStatus(ctx, rel, bundle, nil, progress{stalledReason: "DecisionsUnavailable", stalledMessage: err.Error()})
+	case err != nil:
+		return 0, c.writeStatus(ctx, rel, bundle, nil, progress{stalledReason: "DecisionNotFound", stalledMessage: err.Error()})
+	}
+	if cycle := c.dependencyCycle(rel); cycle != "" {
+		return c.opts.RetryAfter, c.writeStatus(ctx, rel, bundle, dec, progress{stalledReason: "DependencyCycle",
+			stalledMessage: "spec.dependsOn makes a cycle: " + cycle + "; nothing of it is applied until one of them stops depending on the next"})
+	}
+	c.shareWith(rel, st, bundle.Revision, ownsRelease)
+	g := gatesOf(rel, len(dec.Clusters), c.opts.RetryAfter)
+	g.approved = Approved(rel, bundle.Revision)
+	target := target{bundle: bundle, waves: Waves(dec.Clusters, dec.Groups, rel.Spec.Rollout), gates: g}
+	back, err := c.rollingBack(ctx, rel, bundle, target)
+	if err != nil {
+		return c.opts.RetryAfter, c.writeStatus(ctx, rel, bundle, dec, progress{stalledReason: "RollbackFailed", stalledMessage: err.Error()})
+	}
+	if back != nil {
+		target = *back
+	}
+	return c.pass(ctx, rel, st, dec, target, ownsRelease)
+}
+
+// target is what a pass delivers: a revision, in waves, through gates; stall, if set, is the
+// Stalled condition status says whatever the plan (a rollback's).
+type target struct {
+	bundle *Bundle
+	waves  [][]types.NamespacedName
+	gates  gates
+	stall  *progress
+}
+
+// pass plans from a snapshot, acts on the plan, and reports.
+func (c *Controller) pass(ctx context.Context, rel *v1alpha1.Release, st *releaseState, dec *decision.Decision, t target, ownsRelease bool) (time.Duration, error) {
+	byName := c.memberIndex()
+	c.recheck(types.NamespacedName{Namespace: rel.Namespace, Name: rel.Name}, st, time.Now())
+	snap := c.snapshot(st, dec, t.waves, t.bundle, t.gates, byName)
+	var stop *Stop
+	if t.stall == nil { // a rollback does not stop
+		stop = c.recordedStop(rel, t.bundle.Revision)
+	}
+	snap.stop = stop
+	restart := rel.Annotations[v1alpha1.RestartedAtAnnotation]
+	c.mu.Lock()
+	snap.resync = st.restarted != nil && *st.restarted != restart
+	st.restarted = &restart
+	c.mu.Unlock()
+	snap.waiting, snap.held = c.dependencyGates(rel, dec.Clusters, snap.leaving)
+	p := decide(snap)
+	c.mu.Lock()
+	recordDepartures(st, p)
+	c.mu.Unlock()
+	wait := p.wait
+	if len(p.apply) > 0 || len(p.remove) > 0 {
+		c.act(ctx, rel, st, t.bundle, p, byName)
+		if len(p.remove) > 0 {
+			c.tellDependencies(rel)
+		}
+		// Status says where the acts left the rollout, from a plan of what they left; what they
+		// changed is judged again at the next pass, with the watch's first events in.
+		snap = c.snapshot(st, dec, t.waves, t.bundle, t.gates, byName)
+		snap.waiting, snap.held = c.dependencyGates(rel, dec.Clusters, snap.leaving)
+		snap.stop = stop
+		p, wait = decide(snap), time.Second
+	}
+	defer c.tellDependents(rel, st, t.bundle.Revision, p)
+	pr := progress{snap: &snap, plan: &p}
+	switch {
+	case t.stall != nil:
+		pr.stalledReason, pr.stalledMessage = t.stall.stalledReason, t.stall.stalledMessage
+	case p.held:
+		pr.stalledReason = "EmptyDecision"
+		pr.stalledMessage = fmt.Sprintf("the decision names no member: nothing is removed from the %d members that have the Release's objects; delete the Release to remove them", len(snap.own))
+	case p.stopped && rel.Spec.Rollout != nil && rel.Spec.Rollout.OnFailure == v1alpha1.FailureRollback:
+		if c.lastComplete(rel, t.bundle.Revision) == nil {
+			pr.note = "onFailure is Rollback, but no earlier revision was Ready everywhere: there is nothing to roll back to"
+			break
+		}
+		if !ownsRelease {
+			break // the Release's owner records the rollback; this replica follows it
+		}
+		if err := errors.Join(c.report(ctx, rel, st, t.bundle, dec, snap, p, ownsRelease, pr), c.startRollback(ctx, rel, t.bundle, p)); err != nil {
+			return time.Second, err
+		}
+		return time.Millisecond, nil // the next pass rolls back
+	}
+	err := c.report(ctx, rel, st, t.bundle, dec, snap, p, ownsRelease, pr)
+	if p.stopped && ownsRelease && t.stall == nil {
+		err = errors.Join(err, c.recordStop(ctx, rel, t.bundle.Revision, p))
+	}
+	return wait, err
+}
+
+// report tells what the plan says: the Release's events and history (its owner's part) and its
+// status.
+func (c *Controller) report(ctx context.Context, rel *v1alpha1.Release, st *releaseState, bundle *Bundle, dec *decision.Decision, snap snapshot, p plan, ownsRelease bool, pr progress) error {
+	var historyErr error
+	if ownsRelease {
+		c.tell(rel, st, snap, p)
+		if err := c.keepHistory(ctx, rel, bundle, p); err != nil {
+			historyErr = fmt.Errorf("recording revision %s in the history: %w", bundle.Revision, err)
+		}
+	}
+	return errors.Join(c.writeStatus(ctx, rel, bundle, dec, pr), historyErr)
+}
+
+// snapshot copies, with the Controller's lock, what a pass decides from (see decide). dec nil
+// is a Release being deleted: only the members this replica holds.
+func (c *Controller) snapshot(st *releaseState, dec *decision.Decision, waves [][]types.NamespacedName, b *Bundle, g gates, byName map[types.NamespacedName]*multicluster.Member) snapshot {
+	revision := ""
+	if b != nil {
+		revision = b.Revision
+	}
+	// want is the revision a member should run: with the overrides that choose it, when this
+	// replica knows its Cluster.
+	want := func(k types.NamespacedName) string {
+		if cl := c.clusterOf(k, byName); cl != nil && b != nil {
+			return b.revisionFor(cl)
+		}
+		if b != nil && len(b.overrides) == 0 {
+			return revision
+		}
+		return ""
+	}
+	s := snapshot{now: time.Now(), revision: revision, gates: g, waves: waves, views: map[types.NamespacedName]view{},
+		own: map[types.NamespacedName]view{}, mine: map[types.NamespacedName]bool{}, fresh: c.opts.Fresh == nil || c.opts.Fresh()}
+	named := map[types.NamespacedName]bool{}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if dec != nil {
+		s.empty = len(dec.Clusters) == 0
+		for _, k := range dec.Clusters {
+			named[k] = true
+			if ms := st.at(c, k); ms != nil {
+				s.views[k] = viewOf(ms, revision, want(k))
+			}
+			// Sharded, a member not yet in this replica's view waits until it is.
+			s.mine[k] = c.owns(k) && (c.opts.Sharding == nil || byName[k] != nil)
+		}
+	}
+	s.health = map[types.NamespacedName]memberHealth{}
+	for k, ms := range st.members {
+		s.own[k] = viewOf(ms, revision, want(k))
+		if dec != nil && !named[k] && c.owns(k) {
+			s.leaving = append(s.leaving, k)
+			s.health[k] = healthOf(c.clusterOf(k, byName))
+		}
+	}
+	slices.SortFunc(s.leaving, func(a, b types.NamespacedName) int { return cmp.Compare(a.String(), b.String()) })
+	return s
+}
+
+// act applies to and removes from the members a plan names, MemberConcurrency at a time.
+func (c *Controller) act(ctx context.Context, rel *v1alpha1.Release, st *releaseState, bundle *Bundle, p plan, byName map[types.NamespacedName]*multicluster.Member) {
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(c.opts.MemberConcurrency)
+	for _, k := range p.apply {
+		g.Go(func() error { c.applyMember(gctx, rel, bundle, k, byName[k]); return nil })
+	}
+	for _, k := range p.remove {
+		g.Go(func() error { c.removeMember(gctx, rel, st, k, byName[k]); return nil })
+	}
+	_ = g.Wait()
+	c.rewatch()
+}
+
+// memberIndex is the members now, by name.
+func (c *Controller) memberIndex() map[types.NamespacedName]*multicluster.Member {
+	members := c.members.Members()
+	byName := make(map[types.NamespacedName]*multicluster.Member, len(members))
+	for _, m := range members {
+		byName[m.Name()] = m
+	}
+	return byName
+}
+
+// pick is the sooner of two waits, ignoring zero.
+func pick(a, b time.Duration) time.Duration {
+	if a <= 0 {
+		return b
+	}
+	if b <= 0 {
+		return a
+	}
+	return min(a, b)
+}
+
+func driftPolicy(rel *v1alpha1.Release) v1alpha1.ReleaseDriftPolicy {
+	if rel.Spec.Drift != nil && rel.Spec.Drift.Policy != "" {
+		return rel.Spec.Drift.Policy
+	}
+	return v1alpha1.DriftCorrect
+}
+
+// decision reads the Release's decision from the PlacementDecisions cache.
+func (c *Controller) decision(rel *v1alpha1.Release) (*decision.Decision, error) {
+	if !c.decisionsSynced() {
+		reason := "not listed yet"
+		if err := c.decisionsErr.Load(); err != nil {
+			reason = (*err).Error()
+		}
+		return nil, &decisionsUnavailableError{reason: reason}
+	}
+	key := rel.DecisionKey()
+	objs, err := c.decisionLister.ByNamespace(rel.Namespace).List(labels.SelectorFromSet(labels.Set{cpv1alpha1.DecisionKeyLabel: key}))
+	if err != nil {
+		return nil, err
+	}
+	if len(objs) == 0 {
+		return nil, fmt.Errorf("no PlacementDecision of namespace %s has decision key %s (is the Placement there, and its scheduler running?)", rel.Namespace, key)
+	}
+	items := make([]cpv1alpha1.PlacementDecision, 0, len(objs))
+	for _, o := range objs {
+		items = append(items, *o.(*cpv1alpha1.PlacementDecision))
+	}
+	return decision.FromSlices(rel.Namespace, key, items), nil
+}
