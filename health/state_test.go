@@ -142,3 +142,22 @@ func TestCredentialsExpiryIsWrittenWhenItChanges(t *testing.T) {
 	v := restarted.decide(c, observation{reason: v1alpha1.ReasonUnreachable}, opts, now.Add(time.Second))
 	require.Equal(t, renewed, v.expires, "a restarted controller dropped the recorded expiry")
 }
+
+// One outage is one outage: a member that goes from Unreachable to Starting to NotReady keeps
+// the Ready condition's transition time of when it stopped being Ready, which placements measure
+// their tolerations from; each change of reason is still a transition (an Event says it). Ready
+// again, the time moves.
+func TestTransitionTimeMovesWithTheStatusOnly(t *testing.T) {
+	opts := &Options{FailureThreshold: 1, SuccessThreshold: 1, Heartbeat: time.Hour}
+	s, c := &memberState{}, &v1alpha1.Cluster{}
+	starting := observation{reason: v1alpha1.ReasonStarting, message: "starting: waiting for poststarthook/rbac/bootstrap-roles"}
+	notReady := observation{reason: v1alpha1.ReasonNotReady, message: "failing checks: etcd"}
+	got := decideAll(s, c, opts, up, down)
+	require.Equal(t, []string{"True/Reachable!", "False/Unreachable!"}, got)
+	since := c.Status.Condition(v1alpha1.ConditionReady).LastTransitionTime
+	got = decideAll(s, c, opts, starting, notReady)
+	require.Equal(t, []string{"False/Starting!", "False/NotReady!"}, got)
+	require.Equal(t, since, c.Status.Condition(v1alpha1.ConditionReady).LastTransitionTime, "the outage's start moved with its reason")
+	decideAll(s, c, opts, up)
+	require.NotEqual(t, since, c.Status.Condition(v1alpha1.ConditionReady).LastTransitionTime)
+}

@@ -3,6 +3,7 @@ package join_test
 import (
 	"bytes"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -454,6 +455,9 @@ func TestViewJoinWritesNothing(t *testing.T) {
 			Spec: authorizationv1.SelfSubjectRulesReviewSpec{Namespace: ns}}, metav1.CreateOptions{})
 		require.NoError(t, err)
 		for _, r := range review.Status.ResourceRules {
+			if !slices.ContainsFunc(r.Resources, func(res string) bool { return !strings.HasPrefix(res, "selfsubject") }) {
+				continue // every authenticated user may ask what it may do (system:basic-user)
+			}
 			for _, verb := range r.Verbs {
 				require.Contains(t, []string{"get", "list", "watch"}, verb, "in %s, a view join's token may %s %v", ns, verb, r.Resources)
 			}
