@@ -44,7 +44,9 @@ func healthOf(cl *v1alpha1.Cluster) memberHealth {
 	}
 	cond := cl.Status.Condition(v1alpha1.ConditionReady)
 	if cond == nil {
-		return memberHealth{reason: v1alpha1.ReasonNotProbed}
+		// Never probed (no health controller runs on the set): nothing says the member left
+		// for its health, so its departure is taken as the decision's writer meant it.
+		return memberHealth{ready: true}
 	}
 	return memberHealth{ready: cond.Status == metav1.ConditionTrue, reason: cond.Reason}
 }
@@ -54,6 +56,9 @@ type departure struct {
 	since time.Time // when it left
 	until time.Time // when the grace ends, if that is all it waits for; zero otherwise
 	waits string    // what it waits for, for its status
+	// unready: it waits for its Cluster to be Ready again, which no event of the Release's
+	// brings: the pass looks again after retryAfter.
+	unready bool
 }
 
 // departures are the leaving members that left for their health and keep the Release's
@@ -76,7 +81,7 @@ func (s snapshot) departures() map[types.NamespacedName]departure {
 		end := since.Add(s.gates.grace)
 		switch {
 		case !h.ready:
-			d.waits = fmt.Sprintf("its Cluster is not Ready (%s): nothing is attempted there", h.reason)
+			d.unready, d.waits = true, fmt.Sprintf("its Cluster is not Ready (%s): nothing is attempted there", h.reason)
 		case !s.replaced():
 			d.waits = "the members of the decision are not all Ready at revision " + s.revision
 		case s.now.Before(end):

@@ -254,8 +254,11 @@ func decide(s snapshot) plan {
 	p.held = s.empty && len(s.leaving) > 0
 	p.departed = s.departures()
 	for _, d := range p.departed {
-		if !d.until.IsZero() {
+		switch {
+		case !d.until.IsZero():
 			p.wait = pick(p.wait, d.until.Sub(s.now))
+		case d.unready:
+			p.wait = pick(p.wait, s.gates.retryAfter)
 		}
 	}
 	if !p.held && s.fresh {
