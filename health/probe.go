@@ -278,16 +278,22 @@ func failedChecks(body []byte) []string {
 	return failing
 }
 
-// starting reports whether the failing checks are only those of an API server that is still
-// starting: its post-start hooks, and its informers' first sync. Storage (etcd) failing, or a
-// server shutting down, is not starting.
+// starting reports whether the failing checks are those of an API server that is still
+// starting: some of its post-start hooks, with at most its informers' first sync and its storage
+// client's first connection (etcd-readiness) besides. A restarted kube-apiserver answers so for
+// a second or two. Storage failing once the hooks are done (etcd, etcd-readiness alone) is a
+// member that is not ready, not one that is starting.
 func starting(failing []string) bool {
+	hooks := false
 	for _, name := range failing {
-		if !strings.HasPrefix(name, "poststarthook/") && name != "informer-sync" {
+		switch {
+		case strings.HasPrefix(name, "poststarthook/"):
+			hooks = true
+		case name != "informer-sync" && name != "etcd-readiness":
 			return false
 		}
 	}
-	return len(failing) > 0
+	return hooks
 }
 
 // checksMessage names the failing checks after prefix.

@@ -86,6 +86,14 @@ func TestProbe(t *testing.T) {
 			w.WriteHeader(http.StatusInternalServerError)
 			_, _ = w.Write([]byte("[+]ping ok\n[+]etcd ok\n[-]informer-sync failed: reason withheld\n[-]poststarthook/rbac/bootstrap-roles failed: not finished\nreadyz check failed\n"))
 		}, nil, observation{resolved: true, reason: v1alpha1.ReasonStarting, message: "starting: waiting for informer-sync, poststarthook/rbac/bootstrap-roles", opened: true}},
+		{"a restarted API server's first answer: its storage client connecting, its hooks running", func(w http.ResponseWriter, _ *http.Request) {
+			w.WriteHeader(http.StatusInternalServerError)
+			_, _ = w.Write([]byte("[+]ping ok\n[-]etcd-readiness failed: reason withheld\n[-]informer-sync failed: reason withheld\n[-]poststarthook/crd-informer-synced failed: not finished\nreadyz check failed\n"))
+		}, nil, observation{resolved: true, reason: v1alpha1.ReasonStarting, message: "starting: waiting for etcd-readiness, informer-sync, poststarthook/crd-informer-synced", opened: true}},
+		{"storage failing once started is not starting", func(w http.ResponseWriter, _ *http.Request) {
+			w.WriteHeader(http.StatusInternalServerError)
+			_, _ = w.Write([]byte("[+]ping ok\n[-]etcd failed: reason withheld\n[-]etcd-readiness failed: reason withheld\nreadyz check failed\n"))
+		}, nil, observation{resolved: true, reason: v1alpha1.ReasonNotReady, message: "failing checks: etcd, etcd-readiness", opened: true}},
 		{"401", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusUnauthorized) }, nil,
 			observation{resolved: true, reason: v1alpha1.ReasonUnauthorized, message: "the API server refused the credentials (401)", opened: true}},
 	} {

@@ -61,8 +61,9 @@ const (
 	// them.
 	ReasonNotReady = "NotReady"
 	// ReasonStarting: the API server answered, and only the checks of a server still starting
-	// fail (its post-start hooks, its informers' first sync): a member whose API server just
-	// restarted, not one that failed. Placements tolerate it as they do NotReady.
+	// fail (its post-start hooks, with its informers' first sync and its storage client's first
+	// connection): a member whose API server just restarted, not one that failed. Placements
+	// tolerate it as they do NotReady.
 	ReasonStarting = "Starting"
 	// ReasonUnauthorized: the API server refused the credentials (401 or 403).
 	ReasonUnauthorized = "Unauthorized"

@@ -82,11 +82,12 @@ func TestDeliverySurvivesChurn(t *testing.T) {
 	c := startChurn(t, lf)
 	member := lf.Member("member-2")
 
-	c.outage(t, "API server restarted", func() {
+	reasons := c.outage(t, "API server restarted", func() {
 		require.NoError(t, member.StopAPIServer())
 		time.Sleep(5 * time.Second)
 		require.NoError(t, member.StartAPIServer())
 	})
+	require.Contains(t, reasons, v1alpha1.ReasonStarting, "a restarted API server was not said to be starting")
 	c.outage(t, "etcd paused for 20 s", func() {
 		require.NoError(t, member.PauseEtcd())
 		time.Sleep(20 * time.Second)
@@ -145,8 +146,10 @@ func kubectlApply(t *testing.T, lf *localfleet.Fleet, file string) error {
 }
 
 // outage does what happens to member-2, waits until it is Ready again and the Release Available,
-// and requires every delivered object there as it was.
-func (c *churn) outage(t *testing.T, what string, happen func()) {
+// and requires every delivered object there as it was; it returns the Ready reasons member-2
+// passed through.
+func (c *churn) outage(t *testing.T, what string, happen func()) (reasons []string) {
+	seen := c.follow(t)
 	happen()
 	var readyAt time.Time
 	require.Eventually(t, func() bool {
@@ -159,11 +162,55 @@ func (c *churn) outage(t *testing.T, what string, happen func()) {
 	}, 2*time.Minute, 100*time.Millisecond, "%s: member-2 never Ready again; logs:\n%s", what, c.logs.String())
 	c.waitAvailable(t, what+": the Release Available again")
 	t.Logf("%s: member Ready again -> Release Available in %s", what, time.Since(readyAt).Round(10*time.Millisecond))
+	reasons, phases := seen()
+	t.Logf("%s: member-2's Ready reasons %v; its phases in the Release %v", what, reasons, phases)
+	require.Greater(t, len(reasons), 1, "%s: the health controller never saw member-2 not Ready: the test tested nothing", what)
 	time.Sleep(2 * time.Second) // what a pass after the recovery would remove, it would have begun to
 	uids, ip := c.delivered(t)
 	require.Equal(t, c.uids, uids, "%s: member-2's delivered objects were made again", what)
 	require.Equal(t, c.ip, ip, "%s: the Service's ClusterIP changed", what)
 	require.Zero(t, c.deletes.count(), "%s: deletes seen on member-2: %v", what, c.deletes.seen())
+	return reasons
+}
+
+// follow records, until the returned function is called, each new Ready reason of member-2's
+// Cluster and each new phase of member-2 in the Release's status (every 100 ms).
+func (c *churn) follow(t *testing.T) func() (reasons, phases []string) {
+	registry := versioned.NewForConfigOrDie(c.lf.Registry.Config).ClusterregistryV1alpha1()
+	var mu sync.Mutex
+	var reasons, phases []string
+	add := func(list *[]string, v string) {
+		mu.Lock()
+		defer mu.Unlock()
+		if len(*list) == 0 || (*list)[len(*list)-1] != v {
+			*list = append(*list, v)
+		}
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for ; ctx.Err() == nil; time.Sleep(100 * time.Millisecond) {
+			if cl, err := registry.Clusters(c.lf.Namespace).Get(ctx, "member-2", metav1.GetOptions{}); err == nil {
+				if cond := cl.Status.Condition(v1alpha1.ConditionReady); cond != nil {
+					add(&reasons, cond.Reason)
+				}
+			}
+			if r, err := c.releases(); err == nil {
+				phase := string(v1alpha1.PhaseReady)
+				for _, w := range r.Status.Worst {
+					if w.Cluster == "member-2" {
+						phase = string(w.Phase)
+					}
+				}
+				add(&phases, phase)
+			}
+		}
+	})
+	return func() ([]string, []string) {
+		cancel()
+		wg.Wait()
+		return reasons, phases
+	}
 }
 
 // waitAvailable waits until the Release is Ready on both members and Available.
