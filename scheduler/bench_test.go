@@ -123,6 +123,9 @@ func schedulerBenchSet(ctx context.Context, b *testing.B, ns string, n, placemen
 				Spec: v1alpha1.PlacementSpec{
 					Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"group": fmt.Sprintf("g%03d", i%100)}},
 					Count:    ptr.To[int32](5), Spread: &v1alpha1.PlacementSpread{Label: "region"},
+					// Unreachable not tolerated (the default is 300 s): the change measured is a
+					// member leaving its placements.
+					Tolerations: []v1alpha1.PlacementToleration{{Reason: v1alpha1.ReasonUnreachable, Seconds: ptr.To[int64](0)}},
 				}}, metav1.CreateOptions{})
 			return err
 		})

@@ -62,7 +62,8 @@ func TestScheduler(t *testing.T) {
 	s.Set(scheduler.Placement{Key: web, Policy: compile(placement.Policy{Selector: prod, Count: ptr.To[int32](2),
 		Tolerations: []placement.Toleration{{Reason: v1alpha1.ReasonUnreachable, Seconds: ptr.To[int64](300)}}})})
 	all := types.NamespacedName{Namespace: ns, Name: "all-prod"}
-	s.Set(scheduler.Placement{Key: all, Policy: compile(placement.Policy{Selector: prod})})
+	s.Set(scheduler.Placement{Key: all, Policy: compile(placement.Policy{Selector: prod, // tolerates no outage
+		Tolerations: []placement.Toleration{{Reason: v1alpha1.ReasonUnreachable, Seconds: ptr.To[int64](0)}}})})
 	runCtx, stop := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() { done <- s.Run(runCtx) }()
