@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptrace"
+	"slices"
 	"strings"
 	"time"
 
@@ -278,18 +279,22 @@ func failedChecks(body []byte) []string {
 	return failing
 }
 
+// startupChecks are the readiness checks besides the post-start hooks that a kube-apiserver
+// fails while it starts: its informers' first sync, its storage client's first connection, and
+// the registration of its built-in APIs (seen on a restarted v1.36 kube-apiserver).
+var startupChecks = []string{"informer-sync", "etcd-readiness", "autoregister-completion"}
+
 // starting reports whether the failing checks are those of an API server that is still
-// starting: some of its post-start hooks, with at most its informers' first sync and its storage
-// client's first connection (etcd-readiness) besides. A restarted kube-apiserver answers so for
-// a second or two. Storage failing once the hooks are done (etcd, etcd-readiness alone) is a
-// member that is not ready, not one that is starting.
+// starting: some of its post-start hooks, with at most its startup checks besides. A restarted
+// kube-apiserver answers so for a second or two. Storage failing once the hooks are done (etcd,
+// etcd-readiness alone) is a member that is not ready, not one that is starting.
 func starting(failing []string) bool {
 	hooks := false
 	for _, name := range failing {
 		switch {
 		case strings.HasPrefix(name, "poststarthook/"):
 			hooks = true
-		case name != "informer-sync" && name != "etcd-readiness":
+		case !slices.Contains(startupChecks, name):
 			return false
 		}
 	}

@@ -88,8 +88,8 @@ func TestProbe(t *testing.T) {
 		}, nil, observation{resolved: true, reason: v1alpha1.ReasonStarting, message: "starting: waiting for informer-sync, poststarthook/rbac/bootstrap-roles", opened: true}},
 		{"a restarted API server's first answer: its storage client connecting, its hooks running", func(w http.ResponseWriter, _ *http.Request) {
 			w.WriteHeader(http.StatusInternalServerError)
-			_, _ = w.Write([]byte("[+]ping ok\n[-]etcd-readiness failed: reason withheld\n[-]informer-sync failed: reason withheld\n[-]poststarthook/crd-informer-synced failed: not finished\nreadyz check failed\n"))
-		}, nil, observation{resolved: true, reason: v1alpha1.ReasonStarting, message: "starting: waiting for etcd-readiness, informer-sync, poststarthook/crd-informer-synced", opened: true}},
+			_, _ = w.Write([]byte("[+]ping ok\n[-]etcd-readiness failed: reason withheld\n[-]informer-sync failed: reason withheld\n[-]autoregister-completion failed: reason withheld\n[-]poststarthook/crd-informer-synced failed: not finished\nreadyz check failed\n"))
+		}, nil, observation{resolved: true, reason: v1alpha1.ReasonStarting, message: "starting: waiting for etcd-readiness, informer-sync, autoregister-completion, poststarthook/crd-informer-synced", opened: true}},
 		{"storage failing once started is not starting", func(w http.ResponseWriter, _ *http.Request) {
 			w.WriteHeader(http.StatusInternalServerError)
 			_, _ = w.Write([]byte("[+]ping ok\n[-]etcd failed: reason withheld\n[-]etcd-readiness failed: reason withheld\nreadyz check failed\n"))

@@ -69,7 +69,8 @@ var deliveredKinds = []schema.GroupVersionResource{
 
 // Members restart and pause under the controllers as clusterregistry controllers runs them
 // (health, placements, releases), with members whose own controllers run the workloads: an API
-// server restarted (down 5 s), then an etcd paused for 20 s. Each time the member comes back with
+// server restarted (down 5 s), then an etcd paused for 20 s, then an API server restarted three
+// times during a rollout, which completes in wave order. Each time the member comes back with
 // every delivered object as it was: no delete seen by a watch on the member, the same uids, the
 // Service's ClusterIP unchanged, and the Release Available again. The recovery times (the member
 // Ready again, to the Release Available) are logged for docs/performance.md.
@@ -93,6 +94,53 @@ func TestDeliverySurvivesChurn(t *testing.T) {
 		time.Sleep(20 * time.Second)
 		require.NoError(t, member.ResumeEtcd())
 	})
+	c.outage(t, "API server restarted three times during a rollout", func() {
+		c.newRevision(t)
+		for range 3 {
+			require.NoError(t, member.StopAPIServer())
+			time.Sleep(2 * time.Second)
+			require.NoError(t, member.StartAPIServer())
+			c.waitMemberReady(t, "a restart during the rollout")
+		}
+	})
+	c.requireWaveOrder(t)
+}
+
+// newRevision changes the Release's ConfigMap: a new revision, rolled out member-1 first.
+func (c *churn) newRevision(t *testing.T) {
+	_, errOut, err := kubectl(t.Context(), c.lf, c.lf.Registry.Kubeconfig, "patch", "release", "web", "-n", c.lf.Namespace, "--type", "json",
+		"-p", `[{"op": "replace", "path": "/spec/source/manifests/0/data/color", "value": "green"}]`)
+	require.NoError(t, err, errOut)
+}
+
+// waitMemberReady waits until member-2's Cluster is Ready; it says when it saw it.
+func (c *churn) waitMemberReady(t *testing.T, what string) time.Time {
+	var at time.Time
+	require.Eventually(t, func() bool {
+		cl, err := versioned.NewForConfigOrDie(c.lf.Registry.Config).ClusterregistryV1alpha1().Clusters(c.lf.Namespace).Get(t.Context(), "member-2", metav1.GetOptions{})
+		at = time.Now()
+		return err == nil && cl.IsReady()
+	}, 2*time.Minute, 100*time.Millisecond, "%s: member-2 never Ready again; logs:\n%s", what, c.logs.String())
+	return at
+}
+
+// requireWaveOrder: the last revision reached member-1 (group 0) before member-2 (group 1),
+// and member-2 runs it.
+func (c *churn) requireWaveOrder(t *testing.T) {
+	list, err := versioned.NewForConfigOrDie(c.lf.Registry.Config).ClusterregistryV1alpha1().ReleaseStatusSlices(c.lf.Namespace).List(t.Context(),
+		metav1.ListOptions{LabelSelector: v1alpha1.ReleaseLabel + "=web"})
+	require.NoError(t, err)
+	applied := map[string]time.Time{}
+	for _, s := range list.Items {
+		for _, m := range s.Members {
+			require.NotNil(t, m.LastApplied, "%s: never applied", m.Cluster)
+			applied[m.Cluster] = m.LastApplied.Time
+		}
+	}
+	require.False(t, applied["member-2"].Before(applied["member-1"]), "the second wave began before the first: %v", applied)
+	cm, err := c.member.CoreV1().ConfigMaps("default").Get(t.Context(), "web-config", metav1.GetOptions{})
+	require.NoError(t, err)
+	require.Equal(t, "green", cm.Data["color"])
 }
 
 // churn is a fleet with the controllers running, a Release Available on it, and a watch of
@@ -151,15 +199,7 @@ func kubectlApply(t *testing.T, lf *localfleet.Fleet, file string) error {
 func (c *churn) outage(t *testing.T, what string, happen func()) (reasons []string) {
 	seen := c.follow(t)
 	happen()
-	var readyAt time.Time
-	require.Eventually(t, func() bool {
-		cl, err := versioned.NewForConfigOrDie(c.lf.Registry.Config).ClusterregistryV1alpha1().Clusters(c.lf.Namespace).Get(t.Context(), "member-2", metav1.GetOptions{})
-		ok := err == nil && cl.IsReady()
-		if ok {
-			readyAt = time.Now()
-		}
-		return ok
-	}, 2*time.Minute, 100*time.Millisecond, "%s: member-2 never Ready again; logs:\n%s", what, c.logs.String())
+	readyAt := c.waitMemberReady(t, what)
 	c.waitAvailable(t, what+": the Release Available again")
 	t.Logf("%s: member Ready again -> Release Available in %s", what, time.Since(readyAt).Round(10*time.Millisecond))
 	reasons, phases := seen()
@@ -223,7 +263,9 @@ func (c *churn) waitAvailable(t *testing.T, what string) {
 		}
 		last = r
 		a := meta.FindStatusCondition(r.Status.Conditions, v1alpha1.ReleaseAvailable)
-		return r.Status.ObservedGeneration == r.Generation && r.Status.Ready == 2 && a != nil && a.Status == metav1.ConditionTrue
+		p := meta.FindStatusCondition(r.Status.Conditions, v1alpha1.ReleaseProgressing)
+		return r.Status.ObservedGeneration == r.Generation && r.Status.Ready == 2 && a != nil && a.Status == metav1.ConditionTrue &&
+			p != nil && p.Reason == "Complete"
 	}, 3*time.Minute, 200*time.Millisecond, "%s: never; last status %+v; logs:\n%s", what, statusOf(last), c.logs.String())
 }
 
