@@ -56,6 +56,17 @@ func (c *Controller) dependencyCycle(rel *v1alpha1.Release) string {
 	return ""
 }
 
+// missingDependencies are the Releases rel depends on that its cluster set does not have.
+func (c *Controller) missingDependencies(rel *v1alpha1.Release) []string {
+	var out []string
+	for _, d := range rel.Spec.DependsOn {
+		if c.release(types.NamespacedName{Namespace: rel.Namespace, Name: d.Name}) == nil {
+			out = append(out, d.Name)
+		}
+	}
+	return out
+}
+
 // dependents are the Releases of rel's cluster set that depend on it.
 func (c *Controller) dependents(rel *v1alpha1.Release) []types.NamespacedName {
 	objs, _ := c.releaseLister.ByNamespace(rel.Namespace).List(labels.Everything())

@@ -70,13 +70,27 @@ func TestReleaseDependencies(t *testing.T) {
 		require.Contains(t, meta.FindStatusCondition(r.Status.Conditions, v1alpha1.ReleaseStalled).Message, name+" → "+other+" → "+name)
 		require.False(t, has("member-1", "default", name), "%s was applied within a cycle", name)
 	}
+	// A dependency the set does not have is said to be missing, rather than waited for as if
+	// it were only not Ready yet.
+	require.NoError(t, create("orphan", "default", "no-such-release"))
+	r := env.waitRelease(t, "orphan", "stalled on the missing dependency", func(r *v1alpha1.Release) bool {
+		st := meta.FindStatusCondition(r.Status.Conditions, v1alpha1.ReleaseStalled)
+		return st != nil && st.Reason == "DependencyNotFound"
+	})
+	require.Contains(t, meta.FindStatusCondition(r.Status.Conditions, v1alpha1.ReleaseStalled).Message,
+		"spec.dependsOn names no-such-release, which cluster set "+env.ns+" does not have")
+	require.False(t, has("member-1", "default", "orphan"))
+	require.NoError(t, releases.Delete(t.Context(), "orphan", metav1.DeleteOptions{}))
+
 	err = create("self", "default", "self")
 	require.Error(t, err)
+	require.Contains(t, err.Error(), "spec.dependsOn: Invalid value: ")
 	require.Contains(t, err.Error(), "a Release cannot wait for itself")
+	require.NotContains(t, err.Error(), "<nil>", "the refusal names no field")
 
 	// Removal: dependents first. db, deleted first, keeps its objects while app is there.
 	require.NoError(t, releases.Delete(t.Context(), "db", metav1.DeleteOptions{}))
-	r := env.waitRelease(t, "db", "waiting for app to leave", func(r *v1alpha1.Release) bool {
+	r = env.waitRelease(t, "db", "waiting for app to leave", func(r *v1alpha1.Release) bool {
 		st := meta.FindStatusCondition(r.Status.Conditions, v1alpha1.ReleaseStalled)
 		return r.DeletionTimestamp != nil && st != nil && st.Reason == "Removing" && strings.Contains(st.Message, "release app, which depends on this one")
 	})

@@ -59,10 +59,13 @@ func Diff(ctx context.Context, rel *v1alpha1.Release, b *Bundle, cluster *v1alph
 		return nil, err
 	}
 	manager := fieldManagerFor(cmp.Or(prefix, "clusterregistry-release"), rel.Namespace, rel.Name)
-	var out []ObjectDiff
+	out, missing, err := mc.namespaceToCreate(ctx, rel)
+	if err != nil {
+		return nil, err
+	}
 	seen := map[ref]bool{}
 	for _, u := range objs {
-		d, r := mc.diffOne(ctx, rel, u, manager)
+		d, r := mc.diffOne(ctx, rel, u, manager, missing)
 		seen[r] = true
 		out = append(out, d)
 	}
@@ -77,8 +80,31 @@ func Diff(ctx context.Context, rel *v1alpha1.Release, b *Bundle, cluster *v1alph
 	return out, nil
 }
 
-// diffOne dry-runs one object's apply.
-func (mc *memberClients) diffOne(ctx context.Context, rel *v1alpha1.Release, u *unstructured.Unstructured, manager string) (ObjectDiff, ref) {
+// namespaceToCreate is, for a Release with createNamespace whose target namespace the member
+// lacks, the diff of making it, and its name: the apply would make it first. A dry run cannot
+// apply into a namespace that does not exist yet, so the objects bound for it show as they would
+// be created (diffOne).
+func (mc *memberClients) namespaceToCreate(ctx context.Context, rel *v1alpha1.Release) ([]ObjectDiff, string, error) {
+	if !rel.Spec.CreateNamespace {
+		return nil, "", nil
+	}
+	name := rel.TargetNamespaceOrDefault()
+	_, err := mc.dyn.Resource(namespaceGVR).Get(ctx, name, metav1.GetOptions{})
+	switch {
+	case err == nil:
+		return nil, "", nil
+	case !apierrors.IsNotFound(err):
+		return nil, "", fmt.Errorf("reading namespace %s (spec.createNamespace): %w", name, err)
+	}
+	ns := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Namespace",
+		"metadata": map[string]any{"name": name, "annotations": map[string]any{CreatedByAnnotation: rel.Namespace + "/" + rel.Name}}}}
+	r := ref{GVR: namespaceGVR, Kind: "Namespace", Name: name}
+	return []ObjectDiff{{Object: fileName(r), Merged: asYAML(ns)}}, name, nil
+}
+
+// diffOne dry-runs one object's apply; an object bound for missing, a namespace the apply would
+// make first, shows as it would be created.
+func (mc *memberClients) diffOne(ctx context.Context, rel *v1alpha1.Release, u *unstructured.Unstructured, manager, missing string) (ObjectDiff, ref) {
 	gvk := u.GroupVersionKind()
 	m, err := mc.mapping(gvk)
 	if err != nil {
@@ -97,6 +123,10 @@ func (mc *memberClients) diffOne(ctx context.Context, rel *v1alpha1.Release, u *
 	}
 	r := ref{GVR: m.Resource, Kind: gvk.Kind, Namespace: obj.GetNamespace(), Name: obj.GetName()}
 	d := ObjectDiff{Object: fileName(r)}
+	if missing != "" && r.Namespace == missing {
+		_, d.Merged = maskSecret(nil, "", obj, asYAML(obj))
+		return d, r
+	}
 	live, err := mc.get(ctx, r)
 	if err != nil {
 		d.Err = message(err)

@@ -58,7 +58,7 @@ func compileHealth(rel *v1alpha1.Release) (*healthChecks, error) {
 				continue
 			}
 			if *e.into, err = compileBool(env, e.expr); err != nil {
-				return nil, fmt.Errorf("spec.health[%d].%s (%s %s): %w", i, e.field, h.Group, h.Kind, err)
+				return nil, fmt.Errorf("spec.health[%d].%s (%s): %w", i, e.field, schema.GroupKind{Group: h.Group, Kind: h.Kind}, err)
 			}
 		}
 		hc.byKind[schema.GroupKind{Group: h.Group, Kind: h.Kind}] = c

@@ -110,5 +110,5 @@ func requireStallsOnInvalidChecks(t *testing.T, env *deliveryEnv, group string) 
 		st := meta.FindStatusCondition(r.Status.Conditions, v1alpha1.ReleaseStalled)
 		return st != nil && st.Reason == "InvalidHealth"
 	})
-	require.Contains(t, meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ReleaseStalled).Message, "spec.health[0].current ("+group+" Widget)")
+	require.Contains(t, meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ReleaseStalled).Message, "spec.health[0].current (Widget."+group+")")
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	jsonpatch "github.com/evanphx/json-patch/v5"
@@ -149,7 +150,7 @@ func applyOverrides(objs []*unstructured.Unstructured, overrides []override) ([]
 		out[i] = u.DeepCopy()
 		for _, o := range overrides {
 			for _, p := range o.patches {
-				if p.gk != u.GroupVersionKind().GroupKind() || (p.name != "" && p.name != u.GetName()) {
+				if !p.targets(u) {
 					continue
 				}
 				if err := p.apply(out[i]); err != nil {
@@ -221,6 +222,49 @@ func (b *Bundle) withOverrides(rel *v1alpha1.Release) error {
 	if b.overrides, err = compileOverrides(rel); err != nil {
 		return err
 	}
+	if b.chart == nil || len(rel.Spec.Source.Chart.MemberValues) == 0 {
+		// The objects are the same for every member: a patch that targets none of them is a typo
+		// that would quietly never patch anything. (A chart's objects may differ by member.)
+		if err := untargeted(b.Objects, b.overrides); err != nil {
+			return err
+		}
+	}
 	_, err = applyOverrides(b.Objects, b.overrides)
 	return err
+}
+
+// untargeted is the error of the first patch that targets none of objs, naming what it targets
+// and what there is.
+func untargeted(objs []*unstructured.Unstructured, overrides []override) error {
+	for _, o := range overrides {
+		for _, p := range o.patches {
+			if slices.ContainsFunc(objs, p.targets) {
+				continue
+			}
+			what := p.gk.Kind
+			if p.gk.Group != "" {
+				what += "." + p.gk.Group
+			}
+			if p.name != "" {
+				what += " " + p.name
+			}
+			var have []string
+			for _, u := range objs {
+				if u.GroupVersionKind().GroupKind() == p.gk {
+					have = append(have, u.GetName())
+				}
+			}
+			there := "it has no " + p.gk.Kind
+			if len(have) > 0 {
+				there = fmt.Sprintf("its %s objects are %s", p.gk.Kind, strings.Join(have, ", "))
+			}
+			return &OverrideError{Where: p.where, Err: fmt.Errorf("targets %s, which the Release does not have (%s): check the kind, group and name", what, there)}
+		}
+	}
+	return nil
+}
+
+// targets: the patch applies to u.
+func (p patch) targets(u *unstructured.Unstructured) bool {
+	return p.gk == u.GroupVersionKind().GroupKind() && (p.name == "" || p.name == u.GetName())
 }

@@ -71,6 +71,16 @@ func TestOverrides(t *testing.T) {
 	var oe *OverrideError
 	require.True(t, errors.As(err, &oe), "%v", err)
 	require.Contains(t, err.Error(), "spec.overrides[1] (big), patches[0] on Widget.example.com w: ")
+
+	// A patch that names an object the Release does not have (a typo) stalls it too, rather than
+	// patching nothing while the member's revision changes.
+	rel.Spec.Overrides[1].Patches[0] = v1alpha1.ReleasePatch{Kind: "ConfigMap", Name: "nosuch", Patch: `{"data":{"k":"v"}}`}
+	_, err = Render(rel, Inputs{})
+	require.True(t, errors.As(err, &oe), "%v", err)
+	require.EqualError(t, err, "spec.overrides[1] (big), patches[0]: targets ConfigMap nosuch, which the Release does not have (it has no ConfigMap): check the kind, group and name")
+	rel.Spec.Overrides[1].Patches[0] = v1alpha1.ReleasePatch{Group: "apps", Kind: "Deployment", Name: "webb", Patch: `{"spec":{"replicas":2}}`}
+	_, err = Render(rel, Inputs{})
+	require.ErrorContains(t, err, "targets Deployment.apps webb, which the Release does not have (its Deployment objects are web)")
 }
 
 func nested(t *testing.T, u *unstructured.Unstructured, path ...string) any {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -99,6 +100,11 @@ func (c *Controller) deliver(ctx context.Context, rel *v1alpha1.Release, st *rel
 	if cycle := c.dependencyCycle(rel); cycle != "" {
 		return c.opts.RetryAfter, c.writeStatus(ctx, rel, bundle, dec, progress{stalledReason: "DependencyCycle",
 			stalledMessage: "spec.dependsOn makes a cycle: " + cycle + "; nothing of it is applied until one of them stops depending on the next"})
+	}
+	if missing := c.missingDependencies(rel); len(missing) > 0 {
+		return c.opts.RetryAfter, c.writeStatus(ctx, rel, bundle, dec, progress{stalledReason: "DependencyNotFound",
+			stalledMessage: fmt.Sprintf("spec.dependsOn names %s, which cluster set %s does not have: nothing is applied until it is created, or removed from spec.dependsOn (a Release depends only on Releases of its own set)",
+				strings.Join(missing, ", "), rel.Namespace)})
 	}
 	c.shareWith(rel, st, bundle.Revision, ownsRelease)
 	g := gatesOf(rel, len(dec.Clusters), c.opts.RetryAfter)

@@ -35,7 +35,7 @@ import (
 // +kubebuilder:printcolumn:name="Reason",type=string,priority=1,JSONPath=`.status.conditions[?(@.type=="Progressing")].reason`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 // +kubebuilder:validation:XValidation:rule=`self.metadata.name.size() <= 63`,message="a Release's name is at most 63 characters: it labels every object the Release applies"
-// +kubebuilder:validation:XValidation:rule=`!has(self.spec.dependsOn) || self.spec.dependsOn.all(d, d.name != self.metadata.name)`,message="spec.dependsOn names the Release itself: a Release cannot wait for itself"
+// +kubebuilder:validation:XValidation:rule=`!has(self.spec.dependsOn) || self.spec.dependsOn.all(d, d.name != self.metadata.name)`,message="spec.dependsOn names the Release itself: a Release cannot wait for itself",fieldPath=".spec.dependsOn"
 type Release struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`

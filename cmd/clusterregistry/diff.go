@@ -141,29 +141,34 @@ func (o *DiffReleaseOptions) Run(ctx context.Context) error {
 	}
 	current := o.currentObjects(ctx, reg, rel)
 	results := diffMembers(ctx, resolver, rel, b, dec.Clusters, clusters.Items, current)
-	changed, failed := false, 0
+	changed, failedObjects, failedMembers := false, 0, 0
 	for i, k := range dec.Clusters {
 		diffs, err := results[i].diffs, results[i].err
 		if err != nil {
-			failed++
+			failedMembers++
 			fmt.Fprintf(o.errOut, "error: member %s: %s\n", k.Name, printers.EscapeTerminal(err.Error()))
 			continue
 		}
+		failedHere := 0
 		for _, d := range diffs {
 			if d.Changed() {
 				changed = true
 				if d.Err != "" {
-					failed++
+					failedHere++
 					fmt.Fprintf(o.errOut, "error: member %s: %s: %s\n", k.Name, d.Object, printers.EscapeTerminal(d.Err))
 					continue
 				}
 				printDiff(o.out, k.Name, d)
 			}
 		}
+		if failedHere > 0 {
+			failedObjects += failedHere
+			failedMembers++
+		}
 	}
 	switch {
-	case failed > 0:
-		return exitStatus{2, fmt.Errorf("the dry run failed on %d of %d members' objects (above)", failed, len(dec.Clusters))}
+	case failedMembers > 0:
+		return exitStatus{2, fmt.Errorf("the dry run failed on %d of %d members (%d objects; above)", failedMembers, len(dec.Clusters), failedObjects)}
 	case changed:
 		return exitStatus{1, nil}
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
@@ -186,7 +187,8 @@ func (s *rollout) undo(t *testing.T) {
 	}, 10*time.Second, 100*time.Millisecond, "the undone revision is not revision 3:\n%s", out)
 	code, _, errOut = cmd("rollout", "undo", "release/web", "--to-revision", "7")
 	require.Equal(t, 1, code)
-	require.Contains(t, errOut, "unable to find revision 7 in its history")
+	require.Contains(t, errOut, "unable to find revision 7 in its history; it has revisions 2, 3 (rollout history lists them)",
+		"the undone revision 1 came back as 3: say which numbers there are")
 }
 
 // forgedRecord: a record of a revision replaced by whoever may write ControllerRevisions is not
@@ -230,9 +232,11 @@ func (s *rollout) pauseAndResume(t *testing.T) {
 	code, _, errOut = cmd("rollout", "pause", "release/web")
 	require.Equal(t, 1, code)
 	require.Contains(t, errOut, "release.clusterregistry.k8s.io/web is already paused")
-	code, out, _ = cmd("rollout", "status", "release/web", "--timeout", "30s")
+	code, out, errOut = cmd("rollout", "status", "release/web", "--timeout", "30s")
 	require.Equal(t, 1, code, out)
-	require.Contains(t, out, `release "web" is paused (spec.suspend)`)
+	require.Contains(t, out, `release "web" is paused (spec.suspend): 2 of 2 members ready; resume it to go on`)
+	require.NotContains(t, errOut, "failed:", "a paused Release whose members are Ready said its rollout failed")
+	require.Contains(t, errOut, "nothing failed")
 	code, out, errOut = cmd("rollout", "resume", "release/web")
 	require.Equal(t, 0, code, errOut)
 	require.Equal(t, "release.clusterregistry.k8s.io/web resumed\n", out)
@@ -287,6 +291,14 @@ func (s *rollout) approval(t *testing.T) {
 		code, out, _ = cmd("rollout", "status", "release/web", "--watch=false")
 		return code == 0 && strings.Contains(out, "wave 1 of 1 of revision ") && strings.Contains(out, "awaits approval: clusterregistry rollout approve release/web")
 	}, 20*time.Second, 100*time.Millisecond, "not awaiting approval: %s", out)
+	// Interrupted (SIGTERM cancels the command's context) while it waits: it says so, not that it
+	// timed out.
+	ctx, cancel := context.WithTimeout(t.Context(), time.Second)
+	var stdout, stderr syncBuffer
+	code = run(ctx, []string{"--kubeconfig", s.lf.Registry.Kubeconfig, "-n", ns, "rollout", "status", "release/web"}, &stdout, &stderr)
+	cancel()
+	require.Equal(t, 1, code, stdout.String())
+	require.Contains(t, stderr.String(), "interrupted before the rollout finished (it goes on; ", "an interrupt read as a timeout")
 	// Each member of the held wave says why (it said WaitingForWave before).
 	require.Eventually(t, func() bool {
 		r, err := registry.Releases(ns).Get(t.Context(), "web", metav1.GetOptions{})
@@ -332,6 +344,23 @@ func (s *rollout) diff(t *testing.T) {
 	require.Contains(t, out, "-  greeting: approved\n+  greeting: diffed\n")
 	t.Logf("diff release -f web.yaml:\n%s", out)
 	require.Equal(t, "approved", greeting(), "diff wrote")
+
+	// With createNamespace, into a namespace the members lack: the namespace would be made, and
+	// the objects in it created (the dry run failed on every object before, exit 2, and counted
+	// objects as members).
+	rel.Spec.CreateNamespace, rel.Spec.TargetNamespace = true, "ws-"+ns
+	raw, err = yaml.Marshal(rel)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(file, raw, 0o600))
+	code, out, errOut = cmd("diff", "release", "-f", file)
+	require.Equal(t, 1, code, "%s%s", out, errOut)
+	require.Empty(t, errOut)
+	for _, m := range lf.Members {
+		require.Contains(t, out, m.Name+"/MERGED/v1.Namespace.ws-"+ns+"\n")
+		require.Contains(t, out, m.Name+"/MERGED/v1.ConfigMap.ws-"+ns+"."+ns+"\n")
+	}
+	_, err = kubernetes.NewForConfigOrDie(lf.Members[0].Config).CoreV1().Namespaces().Get(t.Context(), "ws-"+ns, metav1.GetOptions{})
+	require.True(t, apierrors.IsNotFound(err), "diff made the namespace: %v", err)
 }
 
 // usageErrors: usage errors exit 2.

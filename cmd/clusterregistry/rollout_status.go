@@ -58,6 +58,9 @@ func (o *RolloutStatusOptions) Validate() error {
 // errRolloutFailed: the rollout ended without every member ready.
 var errRolloutFailed = errors.New("rollout failed")
 
+// errRolloutPaused: the Release is paused; its rollout waits for rollout resume.
+var errRolloutPaused = errors.New("resume it with rollout resume")
+
 // Run prints where the rollout stands, and waits as asked.
 func (o *RolloutStatusOptions) Run(ctx context.Context) error {
 	reg, rel, err := o.release(ctx)
@@ -76,6 +79,7 @@ func (o *RolloutStatusOptions) Run(ctx context.Context) error {
 	if done, err := check(rel); done || err != nil || !o.Watch {
 		return err
 	}
+	interrupted := ctx
 	if o.Timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, o.Timeout)
@@ -95,7 +99,10 @@ func (o *RolloutStatusOptions) Run(ctx context.Context) error {
 		}
 		return check(r)
 	})
-	if errors.Is(err, watchtools.ErrWatchClosed) || errors.Is(err, context.DeadlineExceeded) || ctx.Err() != nil {
+	switch {
+	case interrupted.Err() != nil:
+		return fmt.Errorf("release %s/%s: interrupted before the rollout finished (it goes on; %s)", reg.Namespace, o.name, last)
+	case errors.Is(err, watchtools.ErrWatchClosed) || errors.Is(err, context.DeadlineExceeded) || ctx.Err() != nil:
 		return fmt.Errorf("release %s/%s: timed out waiting for the rollout to finish", reg.Namespace, o.name)
 	}
 	return err
@@ -122,7 +129,9 @@ func rolloutState(rel *v1alpha1.Release) (line string, done bool, err error) {
 	case rel.Status.ObservedGeneration < rel.Generation || progressing == nil || progressing.ObservedGeneration < rel.Generation:
 		return fmt.Sprintf("Waiting for %s rollout to start: the releases controller has not seen generation %d yet...", name, rel.Generation), false, nil
 	case stalled != nil && stalled.Status == metav1.ConditionTrue && stalled.Reason == "Suspended":
-		return fmt.Sprintf("%s is paused (spec.suspend): resume it to go on", name), true, fmt.Errorf("%s: paused: %w", name, errRolloutFailed)
+		// Paused is not failed: say how the members stand, and that nothing failed.
+		return fmt.Sprintf("%s is paused (spec.suspend): %d of %d members ready; resume it to go on", name, rel.Status.Ready, rel.Status.Members), true,
+			fmt.Errorf("%s is paused, and its rollout waits (nothing failed): %w", name, errRolloutPaused)
 	case stalled != nil && stalled.Status == metav1.ConditionTrue:
 		return fmt.Sprintf("%s rollout stopped: %s: %s", name, stalled.Reason, stalled.Message), true, fmt.Errorf("%s: %s: %w", name, stalled.Reason, errRolloutFailed)
 	case progressing.Reason == "AwaitingApproval":

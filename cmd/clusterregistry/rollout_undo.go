@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"fmt"
+	"strconv"
+	"strings"
 
 	"github.com/spf13/cobra"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
@@ -109,5 +111,11 @@ func undoTarget(history []delivery.Revision, current string, n int64) (delivery.
 	if n == 0 {
 		return delivery.Revision{}, fmt.Errorf("no revision before the current one in its history (%d recorded)", len(history))
 	}
-	return delivery.Revision{}, fmt.Errorf("unable to find revision %d in its history", n)
+	numbers := make([]string, 0, len(history))
+	for _, h := range history {
+		numbers = append(numbers, strconv.FormatInt(h.Number, 10))
+	}
+	// A revision put back becomes the newest under a new number, and its old number goes: say
+	// which numbers there are, so the next try is not another guess.
+	return delivery.Revision{}, fmt.Errorf("unable to find revision %d in its history; it has revisions %s (rollout history lists them)", n, strings.Join(numbers, ", "))
 }
