@@ -82,6 +82,17 @@ func (c *churn) acted(r *rollout, s snapshot, p plan, i int) {
 			require.True(r.t, s.tried(s.views[k]), "step %d: the rollout of %s stopped, and %s, which never ran it, is given it", i, s.revision, k.Name)
 		}
 	}
+	// A wave begins only while the failures, counting the members lost mid-rollout (left for
+	// their health, tried at the revision and not Ready at it), are within maxFailures.
+	if c.on {
+		lost := c.lostMidRollout(s)
+		for _, k := range p.apply {
+			if !s.tried(s.views[k]) {
+				require.LessOrEqual(r.t, lost, s.gates.maxFailures, "step %d: %s begins though %d members were lost mid-rollout, more than maxFailures (%d)",
+					i, k.Name, lost, s.gates.maxFailures)
+			}
+		}
+	}
 	if !c.on {
 		return
 	}
@@ -118,6 +129,22 @@ func (c *churn) acted(r *rollout, s snapshot, p plan, i int) {
 			r.snap.views[k] = v
 		}
 	}
+}
+
+// lostMidRollout counts the members that left for their health, as the test made them, that
+// were tried at the revision and are not Ready at it, and the members failed in the decision.
+func (c *churn) lostMidRollout(s snapshot) int {
+	n := 0
+	for _, k := range c.members {
+		v, known := s.own[k]
+		switch {
+		case c.out[k] && !c.leftAt[k].IsZero() && known && s.tried(v) && !s.readyAt(v):
+			n++
+		case !c.out[k] && s.failedAt(s.views[k]):
+			n++
+		}
+	}
+	return n
 }
 
 // happen is one change of membership, of member k.

@@ -192,12 +192,20 @@ type plan struct {
 
 // decide is the plan for a snapshot: a pure function of it.
 func decide(s snapshot) plan {
-	p := plan{judged: map[types.NamespacedName]judgement{}, waves: len(s.waves)}
+	p := plan{judged: map[types.NamespacedName]judgement{}, waves: len(s.waves), departed: s.departures()}
 	for _, w := range s.waves {
 		for _, k := range w {
 			if s.failedAt(s.views[k]) {
 				p.failed = append(p.failed, k)
 			}
+		}
+	}
+	// A member that left for its health in the middle of the revision's rollout (tried at it,
+	// not Ready at it) costs the rollout a failure, as an unreachable member in the decision
+	// does: the next wave does not begin as if its wave had finished without it.
+	for _, k := range s.leaving {
+		if _, ok := p.departed[k]; ok && s.lostMidRollout(s.own[k]) {
+			p.failed = append(p.failed, k)
 		}
 	}
 	p.stopped, p.recorded = len(p.failed) > s.gates.maxFailures || s.stop != nil, s.stop
@@ -252,7 +260,6 @@ func decide(s snapshot) plan {
 		}
 	}
 	p.held = s.empty && len(s.leaving) > 0
-	p.departed = s.departures()
 	for _, d := range p.departed {
 		switch {
 		case !d.until.IsZero():
@@ -299,6 +306,11 @@ func (s snapshot) openWave() (int, time.Duration) {
 // readyAt: the member runs the revision and every object of it is Current.
 func (s snapshot) readyAt(v view) bool {
 	return v.known && v.revision == s.revision && v.err == nil && !v.readyAt.IsZero() && !v.applying
+}
+
+// lostMidRollout: a member that left the decision was tried at the revision and not Ready at it.
+func (s snapshot) lostMidRollout(v view) bool {
+	return s.tried(v) && !s.readyAt(v)
 }
 
 // tried: the member was applied to at the revision, or tried and failed.

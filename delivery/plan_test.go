@@ -170,6 +170,11 @@ func (r *rollout) check(s snapshot, p plan, i int) {
 			failed++
 		}
 	}
+	for _, k := range s.leaving { // left for its health mid-rollout: a failure too
+		if _, departed := p.departed[k]; departed && s.tried(s.own[k]) && !s.readyAt(s.own[k]) {
+			failed++
+		}
+	}
 	require.Len(r.t, p.failed, failed, "step %d", i)
 	require.Equal(r.t, failed > s.gates.maxFailures || s.stop != nil, p.stopped, "step %d", i)
 
