@@ -28,6 +28,15 @@ type churn struct {
 	moved bool
 }
 
+// withChurn has members of r leave the decision and come back, with a departure grace of up to
+// 5 s.
+func (r *rollout) withChurn() *rollout {
+	r.churn.on = true
+	r.churn.out, r.churn.unhealthy, r.churn.leftAt = map[types.NamespacedName]bool{}, map[types.NamespacedName]bool{}, map[types.NamespacedName]time.Time{}
+	r.snap.gates.grace = time.Duration(r.rng.IntN(6)) * time.Second
+	return r
+}
+
 // snapshot is what the Controller would snapshot now: the decision's members in waves, the
 // leaving members with their Clusters' health, every member with objects as its own.
 func (r *rollout) snapshot() snapshot {
@@ -173,10 +182,7 @@ func (c *churn) happen(r *rollout, k types.NamespacedName, event int) {
 // member that left deliberately is removed at once; removals are only of members that left.
 func TestPlanInvariantsUnderChurn(t *testing.T) {
 	for seed := range uint64(400) {
-		r := newRollout(t, seed)
-		r.churn.on = true
-		r.churn.out, r.churn.unhealthy, r.churn.leftAt = map[types.NamespacedName]bool{}, map[types.NamespacedName]bool{}, map[types.NamespacedName]time.Time{}
-		r.snap.gates.grace = time.Duration(r.rng.IntN(6)) * time.Second
+		r := newRollout(t, seed).withChurn()
 		for i := range 80 {
 			r.step(i)
 		}

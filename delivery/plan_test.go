@@ -312,8 +312,11 @@ func TestPlanDefects(t *testing.T) {
 // Events are news: a plan that says what the last one said tells nothing, the first plan of a
 // Release (a restart) tells nothing, and each change is told once.
 func TestEventsOnlyOnChange(t *testing.T) {
-	for seed := range uint64(100) {
-		r := newRollout(t, seed)
+	for seed := range uint64(200) {
+		r := newRollout(t, seed/2)
+		if seed%2 == 1 { // members leave and come back too
+			r.withChurn()
+		}
 		var before *told
 		for i := range 40 {
 			p := decide(r.snapshot())
