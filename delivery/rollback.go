@@ -115,18 +115,8 @@ func (c *Controller) startRollback(ctx context.Context, rel *v1alpha1.Release, b
 		return errors.New("the failed revision is not in the history yet")
 	}
 	rb := Rollback{To: good.Labels[v1alpha1.RevisionLabel], Number: good.Revision, Generation: rel.Generation,
-		Message: stoppedMessage(&p, MaxFailures(rel.Spec.Rollout, len(p.judged)))}
-	for _, k := range p.failed {
-		rb.Failed = append(rb.Failed, k.Name)
-	}
-	raw, _ := json.Marshal(rb)
-	upd := failed.DeepCopy()
-	if upd.Annotations == nil {
-		upd.Annotations = map[string]string{}
-	}
-	upd.Annotations[RolledBackAnnotation] = string(raw)
-	c.writes.Add(1)
-	if _, err := c.kube.AppsV1().ControllerRevisions(rel.Namespace).Update(ctx, upd, metav1.UpdateOptions{}); err != nil {
+		Message: stoppedMessage(&p, MaxFailures(rel.Spec.Rollout, len(p.judged))), Failed: memberNames(p.failed)}
+	if err := c.annotateRevision(ctx, failed, RolledBackAnnotation, rb); err != nil {
 		return fmt.Errorf("recording the rollback of revision %s: %w", b.Revision, err)
 	}
 	if rec := c.recorder.Load(); rec != nil {

@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 
+	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
 )
@@ -64,21 +66,36 @@ func (c *Controller) recordStop(ctx context.Context, rel *v1alpha1.Release, revi
 			continue
 		}
 		stop := Stop{Generation: rel.Generation, RestartedAt: rel.Annotations[v1alpha1.RestartedAtAnnotation],
-			Message: stoppedMessage(&p, MaxFailures(rel.Spec.Rollout, len(p.judged)))}
-		for _, k := range p.failed {
-			stop.Failed = append(stop.Failed, k.Name)
-		}
-		raw, _ := json.Marshal(stop)
-		upd := cr.DeepCopy()
-		if upd.Annotations == nil {
-			upd.Annotations = map[string]string{}
-		}
-		upd.Annotations[StoppedAnnotation] = string(raw)
-		c.writes.Add(1)
-		if _, err := c.kube.AppsV1().ControllerRevisions(rel.Namespace).Update(ctx, upd, metav1.UpdateOptions{}); err != nil {
+			Message: stoppedMessage(&p, MaxFailures(rel.Spec.Rollout, len(p.judged))), Failed: memberNames(p.failed)}
+		if err := c.annotateRevision(ctx, cr, StoppedAnnotation, stop); err != nil {
 			return fmt.Errorf("recording that the rollout of revision %s stopped: %w", revision, err)
 		}
 		return nil
 	}
 	return nil
+}
+
+// annotateRevision records record, as JSON, in annotation key of revision cr.
+func (c *Controller) annotateRevision(ctx context.Context, cr *appsv1.ControllerRevision, key string, record any) error {
+	raw, err := json.Marshal(record)
+	if err != nil {
+		return err
+	}
+	upd := cr.DeepCopy()
+	if upd.Annotations == nil {
+		upd.Annotations = map[string]string{}
+	}
+	upd.Annotations[key] = string(raw)
+	c.writes.Add(1)
+	_, err = c.kube.AppsV1().ControllerRevisions(cr.Namespace).Update(ctx, upd, metav1.UpdateOptions{})
+	return err
+}
+
+// memberNames are the members' Cluster names.
+func memberNames(keys []types.NamespacedName) []string {
+	out := make([]string, 0, len(keys))
+	for _, k := range keys {
+		out = append(out, k.Name)
+	}
+	return out
 }
