@@ -415,6 +415,15 @@ func (f *releaseLifecycle) historyAndUndo(t *testing.T) {
 		return err == nil && len(history) == 3 && history[2].Hash == revision && history[2].Number == 4 && history[2].Waves[0].Finished != nil
 	}, 10*time.Second, 100*time.Millisecond, "the undone revision is not the newest: %+v", history)
 	require.Equal(t, "rollout undo to revision 2 ("+revision+")", history[2].ChangeCause)
+	// A cause annotated after the revision was first seen (kubectl annotate after kubectl apply)
+	// is recorded while the revision is current, as a Deployment's ReplicaSet takes it.
+	earlier := history[1].ChangeCause
+	env.updateRelease(t, env.ns, "web", func(cur *v1alpha1.Release) { cur.Annotations[delivery.ChangeCauseAnnotation] = "annotated afterwards" })
+	require.Eventually(t, func() bool {
+		history, err = delivery.History(t.Context(), kubernetes.NewForConfigOrDie(lf.Registry.Config), rel)
+		return err == nil && len(history) == 3 && history[2].ChangeCause == "annotated afterwards"
+	}, 10*time.Second, 100*time.Millisecond, "a cause annotated after the revision was seen is not recorded: %+v", history)
+	require.Equal(t, earlier, history[1].ChangeCause, "an earlier revision's cause changed")
 	cm, err := env.members["member-1"].CoreV1().ConfigMaps(appNS).Get(t.Context(), "web-config", metav1.GetOptions{})
 	require.NoError(t, err)
 	require.Equal(t, "blue", cm.Data["color"])

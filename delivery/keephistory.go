@@ -61,12 +61,14 @@ func (c *Controller) keepHistory(ctx context.Context, rel *v1alpha1.Release, b *
 		if current.Revision < newest {
 			// Rolled out again (an undo): the newest number, and this rollout's waves.
 			upd.Revision, have = newest+1, nil
-			if cause := rel.Annotations[ChangeCauseAnnotation]; cause != "" {
-				upd.Annotations[ChangeCauseAnnotation] = cause
-			}
 		}
 		if upd.Annotations == nil {
 			upd.Annotations = map[string]string{}
+		}
+		// While it is the current revision, its cause follows the Release's, as a Deployment's
+		// new ReplicaSet's does: kubectl annotate just after kubectl apply is recorded too.
+		if cause := rel.Annotations[ChangeCauseAnnotation]; cause != "" {
+			upd.Annotations[ChangeCauseAnnotation] = cause
 		}
 		upd.Annotations[WavesAnnotation] = encodeWaves(waveTimes(have, p, now))
 		if complete(p) {
