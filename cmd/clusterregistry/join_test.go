@@ -287,10 +287,12 @@ func (s *joinScenario) rotation(t *testing.T) {
 	replaced := []*corev1.Secret{secret}
 	requireWorks(t, rotated)
 	secret = rotated
-	// Joining again replaces the rotator's token, and revokes it.
-	code, out, stderr := cli("join", "alpha", "--labels", "env=test,joined=yes", "--cluster-role", "cluster-admin")
+	// Joining again replaces the rotator's token, and revokes it; asked to, it lets the account
+	// create namespaces too (unjoin removes that binding with the rest).
+	code, out, stderr := cli("join", "alpha", "--labels", "env=test,joined=yes", "--cluster-role", "cluster-admin", "--allow-namespace-creation")
 	require.Equal(t, 0, code, "%s%s", out, stderr)
 	require.Contains(t, out, "member: 1 replaced token(s) revoked\n")
+	require.Contains(t, out, "-namespaces to ClusterRole clusterregistry-namespace-creator applied: the account may create namespaces")
 	replaced = append(replaced, secret)
 	secret, err = kubernetes.NewForConfigOrDie(lf.Registry.Config).CoreV1().Secrets(joined).Get(ctx, "alpha-token", metav1.GetOptions{})
 	require.NoError(t, err)
@@ -340,10 +342,12 @@ func (s *joinScenario) ownership(t *testing.T) {
 	code, out, stderr = other("unjoin", "alpha")
 	require.Equal(t, 0, code, "%s%s", out, stderr)
 	require.Contains(t, out, "member: "+lf.Members[0].URL()+`, through context "alpha"`)
-	require.Equal(t, 6, strings.Count(out, " deleted\n"), out)
+	// Five: joined without --allow-namespace-creation, it has no binding to the namespace creator.
+	require.Equal(t, 5, strings.Count(out, " deleted\n"), out)
+	require.Contains(t, out, "-namespaces: not found\n")
 	code, out, stderr = cli("unjoin", "alpha-again")
 	require.Equal(t, 0, code, "%s%s", out, stderr)
-	require.Equal(t, 6, strings.Count(out, " deleted\n"), out)
+	require.Equal(t, 5, strings.Count(out, " deleted\n"), out)
 	require.Len(t, joinAccounts(t, memberKube, joined), 1)
 	require.NoError(t, multicluster.Map(ctx, multicluster.MembersOf(resolver, list.Items, multicluster.FleetOptions{}),
 		func(ctx context.Context, m *multicluster.Member) (string, error) {
