@@ -94,6 +94,22 @@ func (s snapshot) departures() map[types.NamespacedName]departure {
 	return out
 }
 
+// departuresWait is how soon a pass should look again at the departed members though nothing
+// calls: when a grace ends, or, for a member waiting to be Ready again (which no event of the
+// Release brings), after retryAfter; zero for never.
+func (s snapshot) departuresWait(departed map[types.NamespacedName]departure) time.Duration {
+	var wait time.Duration
+	for _, d := range departed {
+		switch {
+		case !d.until.IsZero():
+			wait = pick(wait, d.until.Sub(s.now))
+		case d.unready:
+			wait = pick(wait, s.gates.retryAfter)
+		}
+	}
+	return wait
+}
+
 // replaced: every member of the decision is Ready at the revision.
 func (s snapshot) replaced() bool {
 	for _, w := range s.waves {

@@ -70,18 +70,6 @@ func TestReleaseDependencies(t *testing.T) {
 		require.Contains(t, meta.FindStatusCondition(r.Status.Conditions, v1alpha1.ReleaseStalled).Message, name+" → "+other+" → "+name)
 		require.False(t, has("member-1", "default", name), "%s was applied within a cycle", name)
 	}
-	// A dependency the set does not have is said to be missing, rather than waited for as if
-	// it were only not Ready yet.
-	require.NoError(t, create("orphan", "default", "no-such-release"))
-	r := env.waitRelease(t, "orphan", "stalled on the missing dependency", func(r *v1alpha1.Release) bool {
-		st := meta.FindStatusCondition(r.Status.Conditions, v1alpha1.ReleaseStalled)
-		return st != nil && st.Reason == "DependencyNotFound"
-	})
-	require.Contains(t, meta.FindStatusCondition(r.Status.Conditions, v1alpha1.ReleaseStalled).Message,
-		"spec.dependsOn names no-such-release, which cluster set "+env.ns+" does not have")
-	require.False(t, has("member-1", "default", "orphan"))
-	require.NoError(t, releases.Delete(t.Context(), "orphan", metav1.DeleteOptions{}))
-
 	err = create("self", "default", "self")
 	require.Error(t, err)
 	require.Contains(t, err.Error(), "spec.dependsOn: Invalid value: ")
@@ -90,7 +78,7 @@ func TestReleaseDependencies(t *testing.T) {
 
 	// Removal: dependents first. db, deleted first, keeps its objects while app is there.
 	require.NoError(t, releases.Delete(t.Context(), "db", metav1.DeleteOptions{}))
-	r = env.waitRelease(t, "db", "waiting for app to leave", func(r *v1alpha1.Release) bool {
+	r := env.waitRelease(t, "db", "waiting for app to leave", func(r *v1alpha1.Release) bool {
 		st := meta.FindStatusCondition(r.Status.Conditions, v1alpha1.ReleaseStalled)
 		return r.DeletionTimestamp != nil && st != nil && st.Reason == "Removing" && strings.Contains(st.Message, "release app, which depends on this one")
 	})
@@ -107,4 +95,26 @@ func TestReleaseDependencies(t *testing.T) {
 	for _, name := range []string{"x", "y"} {
 		require.NoError(t, releases.Delete(t.Context(), name, metav1.DeleteOptions{}))
 	}
+}
+
+// A dependency the cluster set does not have is said to be missing (Stalled DependencyNotFound,
+// naming it), rather than waited for as if it were only not Ready yet; nothing is applied.
+func TestMissingDependencyIsSaid(t *testing.T) {
+	env := startDelivery(t)
+	env.decide(t, "member-1")
+	rel := &v1alpha1.Release{ObjectMeta: metav1.ObjectMeta{Name: "orphan"}, Spec: v1alpha1.ReleaseSpec{
+		Source:    v1alpha1.ReleaseSource{Manifests: manifests(t, configMap("orphan-"+env.ns, map[string]string{"k": "v"}))},
+		Placement: v1alpha1.ReleasePlacement{Name: "web"},
+		DependsOn: []v1alpha1.ReleaseDependency{{Name: "no-such-release"}}}}
+	_, err := env.registry.ClusterregistryV1alpha1().Releases(env.ns).Create(t.Context(), rel, metav1.CreateOptions{})
+	require.NoError(t, err)
+	r := env.waitRelease(t, "orphan", "stalled on the missing dependency", func(r *v1alpha1.Release) bool {
+		st := meta.FindStatusCondition(r.Status.Conditions, v1alpha1.ReleaseStalled)
+		return st != nil && st.Reason == "DependencyNotFound"
+	})
+	require.Contains(t, meta.FindStatusCondition(r.Status.Conditions, v1alpha1.ReleaseStalled).Message,
+		"spec.dependsOn names no-such-release, which cluster set "+env.ns+" does not have")
+	_, err = env.members["member-1"].CoreV1().ConfigMaps("default").Get(t.Context(), "orphan-"+env.ns, metav1.GetOptions{})
+	require.True(t, apierrors.IsNotFound(err), "applied with its dependency missing: %v", err)
+	require.NoError(t, env.registry.ClusterregistryV1alpha1().Releases(env.ns).Delete(t.Context(), "orphan", metav1.DeleteOptions{}))
 }

@@ -193,21 +193,7 @@ type plan struct {
 // decide is the plan for a snapshot: a pure function of it.
 func decide(s snapshot) plan {
 	p := plan{judged: map[types.NamespacedName]judgement{}, waves: len(s.waves), departed: s.departures()}
-	for _, w := range s.waves {
-		for _, k := range w {
-			if s.failedAt(s.views[k]) {
-				p.failed = append(p.failed, k)
-			}
-		}
-	}
-	// A member that left for its health in the middle of the revision's rollout (tried at it,
-	// not Ready at it) costs the rollout a failure, as an unreachable member in the decision
-	// does: the next wave does not begin as if its wave had finished without it.
-	for _, k := range s.leaving {
-		if _, ok := p.departed[k]; ok && s.lostMidRollout(s.own[k]) {
-			p.failed = append(p.failed, k)
-		}
-	}
+	p.failed = s.failures(p.departed)
 	p.stopped, p.recorded = len(p.failed) > s.gates.maxFailures || s.stop != nil, s.stop
 	open, soakLeft := s.openWave()
 	p.done, p.finished = open == len(s.waves), open
@@ -260,14 +246,7 @@ func decide(s snapshot) plan {
 		}
 	}
 	p.held = s.empty && len(s.leaving) > 0
-	for _, d := range p.departed {
-		switch {
-		case !d.until.IsZero():
-			p.wait = pick(p.wait, d.until.Sub(s.now))
-		case d.unready:
-			p.wait = pick(p.wait, s.gates.retryAfter)
-		}
-	}
+	p.wait = pick(p.wait, s.departuresWait(p.departed))
 	if !p.held && s.fresh {
 		for _, k := range s.leaving {
 			if _, kept := p.departed[k]; !kept && s.held[k] == "" { // dependents leave first
@@ -276,6 +255,27 @@ func decide(s snapshot) plan {
 		}
 	}
 	return p
+}
+
+// failures are the members that failed at the revision, in rollout order, then those of
+// departed that left for their health in the middle of its rollout (tried at it, not Ready at
+// it): each costs the rollout a failure, as an unreachable member in the decision does, so the
+// next wave does not begin as if its wave had finished without it.
+func (s snapshot) failures(departed map[types.NamespacedName]departure) []types.NamespacedName {
+	var out []types.NamespacedName
+	for _, w := range s.waves {
+		for _, k := range w {
+			if s.failedAt(s.views[k]) {
+				out = append(out, k)
+			}
+		}
+	}
+	for _, k := range s.leaving {
+		if _, ok := departed[k]; ok && s.lostMidRollout(s.own[k]) {
+			out = append(out, k)
+		}
+	}
+	return out
 }
 
 // openWave is the first wave not yet done (len(waves) when all are), and how long its members
