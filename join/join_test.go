@@ -430,8 +430,11 @@ func TestViewJoinWritesNothing(t *testing.T) {
 	reg := newSet(t)
 	res, err := join.Join(ctx, lf.Members[0].Config, reg, join.Options{Name: "dev", ClusterRole: "view", AllowNamespaceCreation: true})
 	require.NoError(t, err)
-	res, err = join.Join(ctx, lf.Members[0].Config, reg, join.Options{Name: "dev", ClusterRole: "view"})
+	_, err = memberKube().RbacV1().ClusterRoleBindings().Get(ctx, join.NamespaceCreatorBinding(res.Account), metav1.GetOptions{})
+	require.NoError(t, err, "AllowNamespaceCreation made no binding to the namespace creator")
+	again, err := join.Join(ctx, lf.Members[0].Config, reg, join.Options{Name: "dev", ClusterRole: "view"})
 	require.NoError(t, err)
+	require.Equal(t, res.Account, again.Account)
 	_, err = memberKube().RbacV1().ClusterRoleBindings().Get(ctx, join.NamespaceCreatorBinding(res.Account), metav1.GetOptions{})
 	require.True(t, apierrors.IsNotFound(err), "joining again without AllowNamespaceCreation left the earlier grant: %v", err)
 
