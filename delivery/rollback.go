@@ -114,6 +114,14 @@ func (c *Controller) startRollback(ctx context.Context, rel *v1alpha1.Release, b
 	if failed == nil || good == nil {
 		return errors.New("the failed revision is not in the history yet")
 	}
+	// A pass that began before the cache held the last pass's record (rollingBack found none)
+	// may find it here: the rollback is recorded, and said, once.
+	if raw := failed.Annotations[RolledBackAnnotation]; raw != "" {
+		var done Rollback
+		if json.Unmarshal([]byte(raw), &done) == nil && done.Generation == rel.Generation {
+			return nil
+		}
+	}
 	rb := Rollback{To: good.Labels[v1alpha1.RevisionLabel], Number: good.Revision, Generation: rel.Generation,
 		Message: stoppedMessage(&p, MaxFailures(rel.Spec.Rollout, len(p.judged))), Failed: memberNames(p.failed)}
 	if err := c.annotateRevision(ctx, failed, RolledBackAnnotation, rb); err != nil {
