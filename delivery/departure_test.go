@@ -72,6 +72,11 @@ func TestHealthDepartureKeepsObjects(t *testing.T) {
 	require.Equal(t, "LeftWhileNotReady", memberPhase(got, "member-2").Reason)
 	time.Sleep(time.Second) // a removal would have begun by now
 	requireSame("departed while Unreachable")
+	// While it waits to be Ready again, the Release is looked at every RetryAfter (2 s here), and
+	// nothing is written: not its status, not its slices, nothing on a member.
+	writes := env.ctrl.Writes()
+	time.Sleep(5 * time.Second)
+	require.Equal(t, writes, env.ctrl.Writes(), "a departed member's Release wrote with nothing changing")
 	slices := env.statusSlices(t, "departs")
 	require.NotNil(t, slices["member-2"].DepartedAt, "the departure's time is not kept where a restarted controller reads it")
 
