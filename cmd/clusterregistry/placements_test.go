@@ -2,12 +2,13 @@ package main
 
 import (
 	"context"
-	"k8s.io/apimachinery/pkg/types"
 	"regexp"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"

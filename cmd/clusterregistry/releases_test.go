@@ -110,7 +110,7 @@ func rolloutVerbs(t *testing.T, lf *localfleet.Fleet, ns, first string, cmd func
 		require.NoError(t, err)
 		return cm.Data["greeting"]
 	}
-	s := &rollout{lf: lf, ns: ns, first: first, cmd: cmd, registry: registry, member: member, greeting: greeting}
+	s := &rolloutSteps{lf: lf, ns: ns, first: first, cmd: cmd, registry: registry, member: member, greeting: greeting}
 	s.historyAndStatus(t)
 	s.undo(t)
 	s.forgedRecord(t)
@@ -121,9 +121,9 @@ func rolloutVerbs(t *testing.T, lf *localfleet.Fleet, ns, first string, cmd func
 	s.usageErrors(t)
 }
 
-// rollout is what the parts of rolloutVerbs share, in order: each starts where the one before it
+// rolloutSteps is what the parts of rolloutVerbs share, in order: each starts where the one before it
 // left Release web.
-type rollout struct {
+type rolloutSteps struct {
 	lf       *localfleet.Fleet
 	ns       string
 	first    string
@@ -135,7 +135,7 @@ type rollout struct {
 
 // historyAndStatus: rollout history lists the revisions; rollout status waits for a change with a
 // cause.
-func (s *rollout) historyAndStatus(t *testing.T) {
+func (s *rolloutSteps) historyAndStatus(t *testing.T) {
 	ns, first, cmd, registry, greeting := s.ns, s.first, s.cmd, s.registry, s.greeting
 	code, out, errOut := cmd("rollout", "history", "release/web")
 	require.Equal(t, 0, code, errOut)
@@ -172,7 +172,7 @@ func (s *rollout) historyAndStatus(t *testing.T) {
 }
 
 // undo: rollout undo rolls the previous revision out again, recorded as the newest.
-func (s *rollout) undo(t *testing.T) {
+func (s *rolloutSteps) undo(t *testing.T) {
 	first, cmd, greeting := s.first, s.cmd, s.greeting
 	// Undo: the previous revision rolls out again, recorded as the newest.
 	code, out, errOut := cmd("rollout", "undo", "release/web")
@@ -193,7 +193,7 @@ func (s *rollout) undo(t *testing.T) {
 
 // forgedRecord: a record of a revision replaced by whoever may write ControllerRevisions is not
 // delivered by undo.
-func (s *rollout) forgedRecord(t *testing.T) {
+func (s *rolloutSteps) forgedRecord(t *testing.T) {
 	lf, ns, cmd, registry := s.lf, s.ns, s.cmd, s.registry
 	// The attacker: whoever may write ControllerRevisions in the cluster set replaces revision 2's
 	// record (its data is immutable: deleted and made again, labels, owner and number kept) with
@@ -223,7 +223,7 @@ func (s *rollout) forgedRecord(t *testing.T) {
 }
 
 // pauseAndResume: rollout pause and resume, with kubectl's errors.
-func (s *rollout) pauseAndResume(t *testing.T) {
+func (s *rolloutSteps) pauseAndResume(t *testing.T) {
 	cmd := s.cmd
 	// Pause and resume, with kubectl's errors; a paused Release's status ends at once, exit 1.
 	code, out, errOut := cmd("rollout", "pause", "release/web")
@@ -246,7 +246,7 @@ func (s *rollout) pauseAndResume(t *testing.T) {
 }
 
 // restart: rollout restart delivers again now.
-func (s *rollout) restart(t *testing.T) {
+func (s *rolloutSteps) restart(t *testing.T) {
 	ns, cmd, registry, member, greeting := s.ns, s.cmd, s.registry, s.member, s.greeting
 	// Restart delivers again now: under drift Ignore an edit by hand stays, until a restart.
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
@@ -273,7 +273,7 @@ func (s *rollout) restart(t *testing.T) {
 }
 
 // approval: a change waits at its first wave until approved.
-func (s *rollout) approval(t *testing.T) {
+func (s *rolloutSteps) approval(t *testing.T) {
 	ns, cmd, registry, greeting := s.ns, s.cmd, s.registry, s.greeting
 	// Manual approval: a change waits at its first wave until approved.
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
@@ -320,7 +320,7 @@ func (s *rollout) approval(t *testing.T) {
 }
 
 // diff: diff shows what a file would change, member by member, and writes nothing.
-func (s *rollout) diff(t *testing.T) {
+func (s *rolloutSteps) diff(t *testing.T) {
 	lf, ns, cmd, registry, greeting := s.lf, s.ns, s.cmd, s.registry, s.greeting
 	// diff: nothing would change for the Release as it is; a file's change shows member by
 	// member, and nothing is written.
@@ -364,7 +364,7 @@ func (s *rollout) diff(t *testing.T) {
 }
 
 // usageErrors: usage errors exit 2.
-func (s *rollout) usageErrors(t *testing.T) {
+func (s *rolloutSteps) usageErrors(t *testing.T) {
 	cmd := s.cmd
 	// Usage errors exit 2.
 	for _, args := range [][]string{{"diff", "release"}, {"diff", "release", "web", "-f", "x.yaml"}, {"rollout", "history"}, {"rollout", "undo", "deployment/web"}, {"rollout", "status", "web"}, {"rollout", "undo", "release/web", "--to-revision", "-1"}} {

@@ -10,9 +10,9 @@ import (
 	"github.com/spf13/cobra"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/util/retry"
 
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
+	"github.com/cluster-registry/sdk/rollout"
 )
 
 var rolloutLong = `rollout manages a Release's rollouts as kubectl rollout manages a Deployment's: its history of
@@ -67,7 +67,7 @@ func releaseArg(args []string) (string, error) {
 }
 
 // releaseRef is how a Release is named in rollout's output, as kubectl names a Deployment.
-func releaseRef(name string) string { return "release.clusterregistry.k8s.io/" + name }
+func releaseRef(name string) string { return rollout.Ref(name) }
 
 // rolloutCompletion completes a rollout subcommand's argument with the set's Releases.
 func rolloutCompletion(f *factory) func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
@@ -97,21 +97,15 @@ func getRelease(ctx context.Context, reg *registry, name string) (*v1alpha1.Rele
 	return rel, nil
 }
 
-// updateRelease changes Release name as change says, again on a conflict; change returning
-// false writes nothing.
-func updateRelease(ctx context.Context, reg *registry, name string, change func(*v1alpha1.Release) (bool, error)) error {
-	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		rel, err := getRelease(ctx, reg, name)
-		if err != nil {
-			return err
+// releaseError is err of a rollout verb on Release name, saying so when the cluster set itself
+// is missing rather than the Release.
+func releaseError(ctx context.Context, reg *registry, name string, err error) error {
+	if apierrors.IsNotFound(err) {
+		if missing := reg.ClusterSetExists(ctx, reg.Namespace); missing != nil {
+			return missing
 		}
-		write, err := change(rel)
-		if err != nil || !write {
-			return err
-		}
-		_, err = reg.Clusters.ClusterregistryV1alpha1().Releases(reg.Namespace).Update(ctx, rel, metav1.UpdateOptions{})
-		return err
-	})
+	}
+	return err
 }
 
 // releaseTarget is what every rollout subcommand's Options hold: the Release it acts on, and

@@ -7,8 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
-	"github.com/cluster-registry/sdk/delivery"
+	"github.com/cluster-registry/sdk/rollout"
 )
 
 // RolloutApproveOptions are rollout approve's arguments and flags.
@@ -52,36 +51,13 @@ func (o *RolloutApproveOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	var approved int
-	var revision string
-	err = updateRelease(ctx, reg, o.name, func(rel *v1alpha1.Release) (bool, error) {
-		if rel.Spec.Rollout == nil || rel.Spec.Rollout.Approval != v1alpha1.ApprovalManual {
-			return false, fmt.Errorf("%s: its rollout's approval is Automatic: nothing waits for approval", releaseRef(o.name))
-		}
-		if rel.Status.ObservedGeneration != rel.Generation || rel.Status.Revision == "" {
-			return false, fmt.Errorf("%s: the releases controller has not rendered generation %d yet: approve once status.revision is its", releaseRef(o.name), rel.Generation)
-		}
-		revision = rel.Status.Revision
-		approved = max(o.Wave, delivery.Approved(rel, revision)+1)
-		if waves := int(rel.Status.Waves); waves > 0 && approved > waves {
-			if o.Wave == 0 {
-				return false, fmt.Errorf("%s: every wave (%d) of revision %s is approved", releaseRef(o.name), waves, revision)
-			}
-			return false, usageError{fmt.Errorf("--wave %d: revision %s has %d waves", o.Wave, revision, waves)}
-		}
-		if rel.Annotations == nil {
-			rel.Annotations = map[string]string{}
-		}
-		rel.Annotations[v1alpha1.ApprovedAnnotation] = fmt.Sprintf("%s/%d", revision, approved)
-		return true, nil
-	})
-	var usage usageError
-	if errors.As(err, &usage) {
-		return usage
+	approved, err := rollout.Approve(ctx, reg.Clusters.ClusterregistryV1alpha1(), reg.Namespace, o.name, o.Wave)
+	if invalid := (*rollout.InvalidError)(nil); errors.As(err, &invalid) {
+		return usageError{fmt.Errorf("--%w", err)}
 	}
 	if err != nil {
-		return err
+		return releaseError(ctx, reg, o.name, err)
 	}
-	fmt.Fprintf(o.out, "%s wave %d of revision %s approved\n", releaseRef(o.name), approved, revision)
+	fmt.Fprintf(o.out, "%s wave %d of revision %s approved\n", releaseRef(o.name), approved.Wave, approved.Revision)
 	return nil
 }

@@ -6,7 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
+	"github.com/cluster-registry/sdk/rollout"
 )
 
 // RolloutPauseOptions are rollout pause's and resume's arguments: pause sets spec.suspend,
@@ -48,22 +48,12 @@ func (o *RolloutPauseOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	err = updateRelease(ctx, reg, o.name, func(rel *v1alpha1.Release) (bool, error) {
-		switch {
-		case o.pause && rel.Spec.Suspend:
-			return false, fmt.Errorf("%s is already paused", releaseRef(o.name))
-		case !o.pause && !rel.Spec.Suspend:
-			return false, fmt.Errorf("%s is not paused", releaseRef(o.name))
-		}
-		rel.Spec.Suspend = o.pause
-		return true, nil
-	})
-	if err != nil {
-		return err
-	}
-	verb := "paused"
+	releases, verb, change := reg.Clusters.ClusterregistryV1alpha1(), "paused", rollout.Pause
 	if !o.pause {
-		verb = "resumed"
+		verb, change = "resumed", rollout.Resume
+	}
+	if err := change(ctx, releases, reg.Namespace, o.name); err != nil {
+		return releaseError(ctx, reg, o.name, err)
 	}
 	fmt.Fprintf(o.out, "%s %s\n", releaseRef(o.name), verb)
 	return nil

@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
+	"github.com/cluster-registry/sdk/rollout"
 )
 
 // RolloutRestartOptions are rollout restart's arguments.
@@ -42,15 +43,8 @@ func (o *RolloutRestartOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	err = updateRelease(ctx, reg, o.name, func(rel *v1alpha1.Release) (bool, error) {
-		if rel.Annotations == nil {
-			rel.Annotations = map[string]string{}
-		}
-		rel.Annotations[v1alpha1.RestartedAtAnnotation] = o.now().UTC().Format(time.RFC3339Nano)
-		return true, nil
-	})
-	if err != nil {
-		return err
+	if err := rollout.Restart(ctx, reg.Clusters.ClusterregistryV1alpha1(), reg.Namespace, o.name, o.now()); err != nil {
+		return releaseError(ctx, reg, o.name, err)
 	}
 	fmt.Fprintf(o.out, "%s restarted\n", releaseRef(o.name))
 	return nil

@@ -3,14 +3,9 @@ package main
 import (
 	"context"
 	"fmt"
-	"strconv"
-	"strings"
 
+	"github.com/cluster-registry/sdk/rollout"
 	"github.com/spf13/cobra"
-	apiequality "k8s.io/apimachinery/pkg/api/equality"
-
-	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
-	"github.com/cluster-registry/sdk/delivery"
 )
 
 // RolloutUndoOptions are rollout undo's arguments and flags.
@@ -56,66 +51,18 @@ func (o *RolloutUndoOptions) Validate() error {
 
 // Run puts the revision back.
 func (o *RolloutUndoOptions) Run(ctx context.Context) error {
-	reg, rel, err := o.release(ctx)
+	reg, err := o.factory.Registry()
 	if err != nil {
 		return err
 	}
-	history, err := delivery.History(ctx, reg.Kube, rel)
+	undone, err := rollout.Undo(ctx, reg.Clusters.ClusterregistryV1alpha1(), reg.Kube, reg.Namespace, o.name, o.ToRevision)
 	if err != nil {
-		return err
+		return releaseError(ctx, reg, o.name, err)
 	}
-	to, err := undoTarget(history, rel.Status.Revision, o.ToRevision)
-	if err != nil {
-		return fmt.Errorf("release %s/%s: %w", reg.Namespace, o.name, err)
-	}
-	// A record is put back only if it renders to its revision: whoever may write
-	// ControllerRevisions in the cluster set could have changed it.
-	undone := delivery.Undo(rel, to)
-	in, err := delivery.ReadInputs(ctx, reg.Kube, nil, undone)
-	if err != nil {
-		return fmt.Errorf("release %s/%s: revision %d: %w", reg.Namespace, o.name, to.Number, err)
-	}
-	if err := delivery.VerifyUndo(undone, to, in); err != nil {
-		return fmt.Errorf("release %s/%s: %w", reg.Namespace, o.name, err)
-	}
-	skipped := false
-	err = updateRelease(ctx, reg, o.name, func(cur *v1alpha1.Release) (bool, error) {
-		undone := delivery.Undo(cur, to)
-		if apiequality.Semantic.DeepEqual(undone.Spec, cur.Spec) {
-			skipped = true
-			return false, nil
-		}
-		*cur = *undone
-		return true, nil
-	})
-	if err != nil {
-		return err
-	}
-	if skipped {
-		fmt.Fprintf(o.out, "%s skipped rollback (its spec already is revision %d's)\n", releaseRef(o.name), to.Number)
+	if undone.Skipped {
+		fmt.Fprintf(o.out, "%s skipped rollback (its spec already is revision %d's)\n", releaseRef(o.name), undone.To.Number)
 		return nil
 	}
-	fmt.Fprintf(o.out, "%s rolled back to revision %d (%s)\n", releaseRef(o.name), to.Number, to.Hash)
+	fmt.Fprintf(o.out, "%s rolled back to revision %d (%s)\n", releaseRef(o.name), undone.To.Number, undone.To.Hash)
 	return nil
-}
-
-// undoTarget is the revision to put back: number n of history, or with n 0 the newest that is
-// not the current revision.
-func undoTarget(history []delivery.Revision, current string, n int64) (delivery.Revision, error) {
-	for i := len(history) - 1; i >= 0; i-- {
-		h := history[i]
-		if (n == 0 && h.Hash != current) || (n > 0 && h.Number == n) {
-			return h, nil
-		}
-	}
-	if n == 0 {
-		return delivery.Revision{}, fmt.Errorf("no revision before the current one in its history (%d recorded)", len(history))
-	}
-	numbers := make([]string, 0, len(history))
-	for _, h := range history {
-		numbers = append(numbers, strconv.FormatInt(h.Number, 10))
-	}
-	// A revision put back becomes the newest under a new number, and its old number goes: say
-	// which numbers there are, so the next try is not another guess.
-	return delivery.Revision{}, fmt.Errorf("unable to find revision %d in its history; it has revisions %s (rollout history lists them)", n, strings.Join(numbers, ", "))
 }

@@ -18,6 +18,7 @@ import (
 	genericrequest "k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	cpversioned "sigs.k8s.io/cluster-inventory-api/client/clientset/versioned"
 
 	"github.com/cluster-registry/sdk/callerauth"
 	"github.com/cluster-registry/sdk/clientset/versioned"
@@ -43,6 +44,8 @@ type guard struct {
 	hosts map[string]bool
 	// registry is the server's config of the registry; writes go through it as the caller.
 	registry *rest.Config
+	// decisions reads PlacementDecisions with the server's identity: a rollout's waves.
+	decisions cpversioned.Interface
 }
 
 // newGuard asks the registry reached by registry about callers. clientCA, when not empty, is a
@@ -57,8 +60,12 @@ func newGuard(registry *rest.Config, clientCA []byte, hosts []string) (*guard, e
 	if err != nil {
 		return nil, fmt.Errorf("--client-ca-file: %w", err)
 	}
+	decisions, err := cpversioned.NewForConfig(registry)
+	if err != nil {
+		return nil, err
+	}
 	authn, authz := checker.Authenticator, checker.Authorizer
-	g := &guard{authn: authn, authz: authz, hosts: map[string]bool{}, registry: registry}
+	g := &guard{authn: authn, authz: authz, hosts: map[string]bool{}, registry: registry, decisions: decisions}
 	for _, h := range hosts {
 		g.hosts[strings.ToLower(h)] = true
 	}

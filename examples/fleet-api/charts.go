@@ -205,10 +205,14 @@ func (s *server) listReleases(w http.ResponseWriter, r *http.Request, charts boo
 		return
 	}
 	out := []chartRelease{}
+	// A set whose Releases the caller may not list is left out, and said, with the registry's
+	// words: a settled answer, where an empty list would read as "no Releases".
+	notPermitted := map[string]string{}
 	for _, ns := range namespaces {
 		list, err := registry.ClusterregistryV1alpha1().Releases(ns).List(r.Context(), metav1.ListOptions{})
 		if apierrors.IsForbidden(err) {
-			continue // a set the caller may not list Releases of, as GET /clusters leaves it out
+			notPermitted[ns] = err.Error()
+			continue
 		}
 		if err != nil {
 			writeStatus(w, err)
@@ -229,7 +233,11 @@ func (s *server) listReleases(w http.ResponseWriter, r *http.Request, charts boo
 	if charts {
 		field = "charts"
 	}
-	writeJSON(w, http.StatusOK, map[string]any{field: out, "resourceVersion": formatRev(rev)})
+	answer := map[string]any{field: out, "resourceVersion": formatRev(rev)}
+	if len(notPermitted) > 0 {
+		answer["notPermitted"] = notPermitted
+	}
+	writeJSON(w, http.StatusOK, answer)
 }
 
 // getChart answers one chart release, as the caller.

@@ -27,8 +27,23 @@
 //	                                    registry's deletecollection; answers what it deleted
 //	GET    /releases                    every Release of the sets where the caller may list
 //	                                    Releases, whatever its source (manifests, a ConfigMap, a
-//	                                    chart and its mode), with conditions and each member's phase
+//	                                    chart and its mode), with conditions and each member's
+//	                                    phase; notPermitted names each set whose Releases the
+//	                                    caller may not list, and why
 //	GET    /watch/releases              what GET /releases answers, then each change
+//	GET    /releases/{namespace}/{name}/rollout
+//	                                    where a Release's rollout stands: its waves in order
+//	                                    (each member with its phase, the current one marked,
+//	                                    when each began and ended, its progress deadline), its
+//	                                    revisions by number (change cause, what each delivered,
+//	                                    which is lastCompleteRevision), and the rollout actions
+//	                                    the caller may take (RBAC: update releases)
+//	POST   /releases/{namespace}/{name}/{action}
+//	                                    a rollout action as the caller, as `clusterregistry
+//	                                    rollout` does it (package rollout): approve ({wave}),
+//	                                    pause, resume, restart, undo ({toRevision}); 400 for a
+//	                                    wave or revision the Release does not have, 409 for one
+//	                                    its state refuses (already paused, nothing to approve)
 //	GET    /charts                      the chart releases (Releases whose source is a chart) of
 //	                                    the sets where the caller may list Releases, each with
 //	                                    its chart, the version and digest delivered, conditions
@@ -58,5 +73,5 @@
 // their Clusters point to, within the trust flags (--allow-exec, --file-root, ...). Its own
 // identity in the registry needs: create tokenreviews and subjectaccessreviews; impersonate users,
 // groups, serviceaccounts and userextras; list and watch clusters, releases and
-// releasestatusslices, and get secrets, in the sets it serves.
+// releasestatusslices, get secrets, and get and list placementdecisions, in the sets it serves.
 package main

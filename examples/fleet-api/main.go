@@ -153,8 +153,18 @@ only what the registry's RBAC lets the caller do there.
                                        answers the ClusterList of what was deleted
   GET    /releases                     every Release of the sets where the caller may list them:
                                        its source (manifests, a ConfigMap, a chart and its mode),
-                                       conditions, each member's phase (?namespace=NS for one set)
+                                       conditions, each member's phase (?namespace=NS for one set);
+                                       notPermitted names the sets you may not list, and why
   GET    /watch/releases               GET /releases, then each change, one JSON event a line
+  GET    /releases/{namespace}/{name}/rollout
+                                       where its rollout stands: waves in order, each member's
+                                       phase, revisions by number, the actions you may take
+  POST   /releases/{namespace}/{name}/{action}
+                                       approve ({"wave": N}, 0 the next), pause, resume, restart,
+                                       undo ({"toRevision": N}, 0 the previous): as
+                                       clusterregistry rollout does it, as you (RBAC: update
+                                       releases); 400 for a wave or revision it does not have,
+                                       409 when its state refuses (already paused)
   GET    /charts                       the chart releases of the sets where the caller may list
                                        Releases: chart, version and digest delivered, conditions,
                                        each member's phase (?namespace=NS for one set)

@@ -163,6 +163,8 @@ func (s *server) routes(g *guard) http.Handler {
 	api.HandleFunc("DELETE /clusters/{namespace}/{name}", s.deleteCluster)
 	api.HandleFunc("GET /releases", s.listReleasesRoute)
 	api.HandleFunc("GET /watch/releases", s.watchReleasesRoute)
+	api.HandleFunc("GET /releases/{namespace}/{name}/rollout", s.getRollout)
+	api.HandleFunc("POST /releases/{namespace}/{name}/{action}", s.act)
 	api.HandleFunc("GET /charts", s.listCharts)
 	api.HandleFunc("GET /watch/charts", s.watchChartsRoute)
 	api.HandleFunc("POST /charts", s.createChart)
@@ -199,7 +201,7 @@ func withStatusErrors(api *http.ServeMux) http.Handler {
 			return
 		}
 		writeStatus(w, statusError(http.StatusNotFound, metav1.StatusReasonNotFound,
-			fmt.Sprintf("%s is not a route of this server (GET /clusters, /watch/clusters, /clusters/NAMESPACE/NAME, /watch/clusters/NAMESPACE/NAME, /releases, /watch/releases, /charts, /watch/charts, /charts/NAMESPACE/NAME; fleet-api --help lists them)", r.URL.Path)))
+			fmt.Sprintf("%s is not a route of this server (GET /clusters, /watch/clusters, /clusters/NAMESPACE/NAME, /watch/clusters/NAMESPACE/NAME, /releases, /watch/releases, /releases/NAMESPACE/NAME/rollout, /charts, /watch/charts, /charts/NAMESPACE/NAME; fleet-api --help lists them)", r.URL.Path)))
 	})
 }
 
@@ -670,13 +672,13 @@ func (s *server) deleteClusters(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, &deleted)
 }
 
-// writeStatus writes err as a Kubernetes Status, as an API server would: the registry's own
-// errors pass through with their code and reason.
 // statusError is an error that writeStatus answers with code, reason and message as they are.
 func statusError(code int, reason metav1.StatusReason, message string) *apierrors.StatusError {
 	return &apierrors.StatusError{ErrStatus: metav1.Status{Status: metav1.StatusFailure, Code: int32(code), Reason: reason, Message: message}}
 }
 
+// writeStatus writes err as a Kubernetes Status, as an API server would: the registry's own
+// errors pass through with their code and reason.
 func writeStatus(w http.ResponseWriter, err error) {
 	var status apierrors.APIStatus
 	if !errors.As(err, &status) {

@@ -33,14 +33,16 @@ func (a *fleetAPI) screenshot(ctx context.Context, path string) error {
 	defer cancelTab()
 	stepCtx, cancel := context.WithTimeout(tab, 60*time.Second)
 	defer cancel()
-	// Every member's caches current, and the chart release shown: what a user of the demo sees.
+	// Every member's caches current, the chart release shown, and every Release's rollout drawn:
+	// what a user of the demo sees.
 	if err := chromedp.Do(stepCtx,
 		chromedp.Navigate(a.url+"/"),
 		chromedp.WaitVisible(chromedp.ID("token")),
 		chromedp.SendKeys(chromedp.ID("token"), a.editor),
 		chromedp.Click(chromedp.ID("signin")),
 		chromedp.Poll[chromedp.Void](`document.querySelectorAll('tr[data-member] .cache-Synced').length === 3 && `+
-			`document.querySelector('tr[data-release$="/greeter"]') !== null`, chromedp.WithPollingTimeout(60*time.Second)),
+			`document.querySelector('tr[data-release$="/greeter"]') !== null && `+
+			`[...document.querySelectorAll('tr.rollout-row')].every((r) => r.querySelector('.wave') !== null)`, chromedp.WithPollingTimeout(60*time.Second)),
 	); err != nil {
 		return fmt.Errorf("the dashboard in %s: %w", browser, err)
 	}

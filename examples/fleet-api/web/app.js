@@ -6,6 +6,7 @@
 const tokenKey = "fleet-api-token";
 const rows = new Map(); // "namespace/name" -> summary
 const releases = new Map(); // "namespace/name" -> chart release
+let releasesNotPermitted = {}; // cluster set -> why the caller may not list its Releases
 let generation = 0; // a newer connection makes older ones stop
 
 const $ = (id) => document.getElementById(id);
@@ -104,37 +105,73 @@ function source(r) {
   return [delivered, asked + (c.version ? " " + c.version : "") + ", " + (c.mode || "Render") + " mode"];
 }
 
+// conditionBadges shows a release's conditions so that each reads as what it says: a good one
+// (Available True) in green with a tick, a bad one (Available False, Stalled or Degraded True)
+// in red with a cross, the rest plain; the status word is always written, colour is never the
+// only sign.
+function conditionBadges(conditions) {
+  const td = cell("Status", "");
+  td.replaceChildren(...conditions.map((c) => {
+    const good = c.type === "Available" && c.status === "True";
+    const bad = (c.type === "Available" && c.status !== "True") || ((c.type === "Stalled" || c.type === "Degraded") && c.status === "True");
+    const b = document.createElement("span");
+    b.className = "cond " + (good ? "cond-good" : bad ? "cond-bad" : "cond-info");
+    b.dataset.condition = c.type;
+    b.textContent = (good ? "\u2713 " : bad ? "\u2717 " : "") + c.type + ": " + c.status + (c.reason ? " (" + c.reason + ")" : "");
+    if (c.message) b.title = c.message;
+    const line = document.createElement("span");
+    line.className = "cond-line";
+    line.append(b);
+    if (bad && c.message) {
+      const m = document.createElement("span");
+      m.className = "sub";
+      m.textContent = c.message;
+      line.append(m);
+    }
+    return line;
+  }));
+  if (!conditions.length) td.textContent = "-";
+  return td;
+}
+
 // renderReleases shows each release: what it delivers, how many members are ready, its
-// conditions, and each member's phase and revision, with what spec.feedback read there.
+// conditions, and each member's phase and revision, with what spec.feedback read there; under
+// it, its rollout (rollout.js).
 function renderReleases() {
   const body = $("releases").querySelector("tbody");
-  const trs = [...releases.keys()].sort().map((k) => {
+  const trs = [...releases.keys()].sort().flatMap((k) => {
     const r = releases.get(k);
     const tr = document.createElement("tr");
     tr.dataset.release = k;
     const [delivers, from] = source(r);
-    const bad = (r.conditions || []).filter((c) => (c.type === "Available" && c.status !== "True") || (c.type !== "Available" && c.type !== "Progressing" && c.status === "True"));
-    const status = bad.length ? bad.map((c) => c.type + (c.reason ? " (" + c.reason + ")" : "")).join(", ") : ((r.conditions || []).length ? "Available" : "-");
     const members = cell("Members", "");
     members.replaceChildren(...r.perMember.map((m) => {
       const line = document.createElement("span");
       line.className = "member phase-" + m.phase;
       const fed = Object.keys(m.feedback || {}).sort().map((name) => name + "=" + m.feedback[name]);
-      line.textContent = m.cluster + ": " + m.phase + (m.revision ? " at " + m.revision : "") + (m.reason ? " (" + m.reason + ")" : "") + (m.message ? " " + m.message : "") + (fed.length ? " · " + fed.join(", ") : "");
+      line.textContent = m.cluster + ": " + m.phase + (m.revision ? " at " + m.revision : "") + (m.reason ? " (" + m.reason + ")" : "") + (m.message ? " " + m.message : "") + (fed.length ? " \u00b7 " + fed.join(", ") : "");
       return line;
     }));
     tr.append(
       cell("Release", r.name, r.namespace + ", placement " + r.placement),
       cell("Delivers", delivers, from),
       cell("Ready", r.ready + " of " + r.members),
-      cell("Status", status, bad.map((c) => c.message).filter(Boolean).join("; ")),
+      conditionBadges(r.conditions || []),
       members,
     );
-    return tr;
+    return [tr, rolloutRow(k)];
   });
   body.replaceChildren(...trs);
-  $("releases").hidden = trs.length === 0;
-  $("releases-title").hidden = trs.length === 0;
+  const denied = Object.keys(releasesNotPermitted).sort().map((ns) => {
+    const p = document.createElement("p");
+    p.className = "not-permitted";
+    p.dataset.namespace = ns;
+    p.textContent = "You may not list the Releases of cluster set " + ns + ": " + releasesNotPermitted[ns];
+    return p;
+  });
+  $("releases-denied").replaceChildren(...denied);
+  $("releases").hidden = releases.size === 0;
+  $("releases-title").hidden = releases.size === 0 && denied.length === 0;
 }
 
 // follow lists one route, then watches from the list's revision; it lists again when the
@@ -155,7 +192,9 @@ async function follow(mine, list, watch, items, item, store, draw) {
         const listed = await resp.json();
         store.clear();
         for (const c of listed[items]) store.set(key(c), c);
+        if (items === "releases") releasesNotPermitted = listed.notPermitted || {};
         rev = listed.resourceVersion;
+        if (items === "releases") for (const k of store.keys()) rolloutChanged(k);
         $("login").hidden = true;
         $("logout").hidden = false;
         draw();
@@ -181,6 +220,7 @@ async function follow(mine, list, watch, items, item, store, draw) {
           rev = e.resourceVersion || rev;
           if (e.type === "ADDED" || e.type === "MODIFIED") store.set(key(e[item]), e[item]);
           if (e.type === "DELETED") store.delete(key(e[item]));
+          if (item === "release" && e.type !== "BOOKMARK") rolloutChanged(key(e[item]));
           if (e.type !== "BOOKMARK") draw();
         }
       }
@@ -199,6 +239,8 @@ function followAll() {
 }
 
 document.addEventListener("DOMContentLoaded", () => {
+  $("confirm-ok").addEventListener("click", () => $("confirm").close("ok"));
+  $("confirm-cancel").addEventListener("click", () => $("confirm").close("cancel"));
   $("login").addEventListener("submit", (ev) => {
     ev.preventDefault();
     sessionStorage.setItem(tokenKey, $("token").value.trim());
@@ -209,6 +251,11 @@ document.addEventListener("DOMContentLoaded", () => {
     sessionStorage.removeItem(tokenKey);
     rows.clear();
     releases.clear();
+    rollouts.clear();
+    releasesNotPermitted = {};
+    // Nothing the last user saw stays in the page for the next.
+    render();
+    renderReleases();
     showLogin("");
   });
   if (sessionStorage.getItem(tokenKey)) followAll();
