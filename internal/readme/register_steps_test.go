@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
@@ -95,4 +97,12 @@ func TestRegisterStepsWork(t *testing.T) {
 			require.Contains(t, string(out), "hello", "kubectl through the registry does not show the fan-out's Deployment")
 		}
 	}
+	// docs/library.md's first snippets, on the same registry: every Cluster reached (the
+	// walk-through's and localfleet's, kubeconfig-secret among them), then the fan-out to
+	// env=prod's member, which then holds its ConfigMap.
+	out := runLibrarySnippets(t, lf.Registry.Kubeconfig)
+	t.Logf("docs/library.md's snippets, run:\n%s", out)
+	require.Regexp(t, `fleet/prod runs v1\.`, out, "docs/library.md's Map")
+	_, err = kubernetes.NewForConfigOrDie(lf.Members[1].Config).CoreV1().ConfigMaps("default").Get(ctx, "library-snippet", metav1.GetOptions{})
+	require.NoError(t, err, "docs/library.md's ForEach did not apply its ConfigMap to prod")
 }
