@@ -16,7 +16,7 @@ import (
 // A tool that answers "what runs where" caches each member's Nodes and Deployments once, and
 // reads them as often as it likes, each object named with its member; a member that is down is
 // reported as stale since when, with what it held then. (It needs running members, so it is
-// compiled but not run; examples/fleet-api is the whole tool, tested against a local fleet.)
+// compiled but not run; cmd/fleet-api is the whole tool, tested against a local fleet.)
 func Example() {
 	ctx := context.Background()
 	var fleet *multicluster.Fleet // multicluster.NewFleet(registry, resolver, opts), started

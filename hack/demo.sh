@@ -21,7 +21,7 @@ for arg in "$@"; do
 done
 # Built and exec'd rather than go run, so that Ctrl-C reaches the demo itself and it can clean up.
 go build -o bin/fanout-deploy ./examples/fanout-deploy
-go build -o bin/fleet-api ./examples/fleet-api
+go build -o bin/fleet-api ./cmd/fleet-api
 go build -o bin/clusterregistry ./cmd/clusterregistry
 go build -o bin/demo ./hack/demo
 exec bin/demo -fanout-deploy bin/fanout-deploy -fleet-api bin/fleet-api -clusterregistry bin/clusterregistry "$@"

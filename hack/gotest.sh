@@ -101,7 +101,7 @@ fi
 
 # The packages that take longest run first, so that the run does not end on one of them alone;
 # this order is only a schedule, and a package missing from it runs after these.
-long="cmd/clusterregistry health multicluster clusterregistry examples/fleet-api examples/fanout-deploy hack/image delivery localfleet access rotation fleetcache internal/readme clusterprofile join"
+long="cmd/clusterregistry health multicluster clusterregistry cmd/fleet-api examples/fanout-deploy hack/image delivery localfleet access rotation fleetcache internal/readme clusterprofile join"
 order=()
 declare -A placed=()
 for p in $long; do

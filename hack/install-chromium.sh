@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Finds, or installs from Debian's packages, the headless Chromium that the browser tests drive
-# (examples/fleet-api's page, through chromedp). Prints the browser's path as its last line.
+# (cmd/fleet-api's page, through chromedp). Prints the browser's path as its last line.
 # It fails, saying why, when there is none and it cannot install one: the browser tests do not
 # skip for want of a browser.
 set -euo pipefail

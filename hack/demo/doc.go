@@ -3,7 +3,7 @@
 // health controller, the placement scheduler and the releases controller (clusterregistry
 // controllers) beside it, places a Deployment with a Placement (examples/fanout-deploy
 // --placement), delivers an app with a Release and keeps it there (an edit by hand corrected),
-// runs examples/fleet-api on watch caches, stops one member to show the controller see it, the
+// runs cmd/fleet-api on watch caches, stops one member to show the controller see it, the
 // placement keep it within its toleration, fanout-deploy report it, fleet-api mark it stale and a
 // new revision roll out in waves past it (Unreachable, its last revision kept), brings it back,
 // takes a member out of the placement (the release's objects removed there), then stops

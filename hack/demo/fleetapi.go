@@ -24,7 +24,7 @@ import (
 	"github.com/cluster-registry/sdk/localfleet"
 )
 
-// fleetAPI is a running examples/fleet-api, and the token the demo calls it with.
+// fleetAPI is a running cmd/fleet-api, and the token the demo calls it with.
 type fleetAPI struct {
 	cmd   *exec.Cmd
 	url   string

@@ -24,7 +24,7 @@ import (
 func main() {
 	keep := flag.Bool("keep", false, "keep the fleet running at the end until interrupted, and print how to reach it")
 	fanoutDeploy := flag.String("fanout-deploy", "bin/fanout-deploy", "the built examples/fanout-deploy")
-	fleetAPI := flag.String("fleet-api", "bin/fleet-api", "the built examples/fleet-api")
+	fleetAPI := flag.String("fleet-api", "bin/fleet-api", "the built cmd/fleet-api")
 	clusterregistry := flag.String("clusterregistry", "bin/clusterregistry", "the built cmd/clusterregistry")
 	flag.StringVar(&screenshotPath, "screenshot", "", "save fleet-api's dashboard, once the chart release is delivered, to this PNG (headless Chromium): README's docs/images/fleet-api.png")
 	flag.Parse()

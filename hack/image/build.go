@@ -33,7 +33,7 @@ type Options struct {
 	// Arch is the architecture (GOARCH) of the binary.
 	Arch string
 	// Command is the package of the module the image runs: "./cmd/clusterregistry" when empty,
-	// or "./examples/fleet-api". The binary and the image are named after its last element.
+	// or "./cmd/fleet-api". The binary and the image are named after its last element.
 	Command string
 	// Tag is the image's reference name: ghcr.io/cluster-registry/NAME:dev when empty, NAME the
 	// command's, so that fleet-api's image never takes the controllers' name.

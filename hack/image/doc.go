@@ -5,7 +5,7 @@
 // that `docker load` takes.
 //
 //	go run ./hack/image --out _output/image --tarball _output/clusterregistry.tar
-//	go run ./hack/image --command ./examples/fleet-api --out _output/fleet-api   # ghcr.io/cluster-registry/fleet-api:dev
+//	go run ./hack/image --command ./cmd/fleet-api --out _output/fleet-api   # ghcr.io/cluster-registry/fleet-api:dev
 //
 // The image is reproducible: the same sources, Go and flags give the same digest (file times
 // and the image's creation time come from SOURCE_DATE_EPOCH, or the commit's time).

@@ -157,7 +157,7 @@ const fallbackRoots = "golang.org/x/crypto/x509roots/fallback"
 // Every command hack/image builds links the public roots: the image has no CA certificates, and
 // without them a chart from any public HTTPS or OCI repository fails to verify.
 func TestEveryImageCommandLinksPublicRoots(t *testing.T) {
-	for _, command := range []string{"./cmd/clusterregistry", "./examples/fleet-api"} {
+	for _, command := range []string{"./cmd/clusterregistry", "./cmd/fleet-api"} {
 		cmd := exec.Command("go", "list", "-deps", command)
 		cmd.Dir = "../.."
 		out, err := cmd.Output()
@@ -171,7 +171,7 @@ func TestEveryImageCommandLinksPublicRoots(t *testing.T) {
 func TestImageOfAnotherCommand(t *testing.T) {
 	binary := filepath.Join(t.TempDir(), "fleet-api")
 	require.NoError(t, os.WriteFile(binary, []byte("#!/bin/false\n"), 0o755))
-	img, err := Build(binary, Options{Arch: "amd64", Command: "./examples/fleet-api", Tag: "example.invalid/fleet-api:test", Created: time.Unix(1700000000, 0).UTC()})
+	img, err := Build(binary, Options{Arch: "amd64", Command: "./cmd/fleet-api", Tag: "example.invalid/fleet-api:test", Created: time.Unix(1700000000, 0).UTC()})
 	require.NoError(t, err)
 	cfg, err := img.ConfigFile()
 	require.NoError(t, err)
@@ -187,7 +187,7 @@ func TestImageTagFollowsTheCommand(t *testing.T) {
 	binary := filepath.Join(dir, "fleet-api")
 	require.NoError(t, os.WriteFile(binary, []byte("#!/bin/false\n"), 0o755))
 	tags := map[string]string{}
-	for _, command := range []string{"./cmd/clusterregistry", "./examples/fleet-api"} {
+	for _, command := range []string{"./cmd/clusterregistry", "./cmd/fleet-api"} {
 		out := filepath.Join(dir, path.Base(command))
 		require.NoError(t, run(Options{Arch: "amd64", Command: command}, out, filepath.Join(dir, path.Base(command)+".tar"), binary))
 		p, err := layout.FromPath(out)
@@ -200,6 +200,6 @@ func TestImageTagFollowsTheCommand(t *testing.T) {
 	}
 	require.Equal(t, map[string]string{
 		"./cmd/clusterregistry": "ghcr.io/cluster-registry/clusterregistry:dev",
-		"./examples/fleet-api":  "ghcr.io/cluster-registry/fleet-api:dev",
+		"./cmd/fleet-api":  "ghcr.io/cluster-registry/fleet-api:dev",
 	}, tags)
 }

@@ -20,7 +20,7 @@ func main() {
 	flag.StringVar(&opts.Arch, "arch", runtime.GOARCH, "the architecture to build for")
 	flag.StringVar(&opts.Tag, "tag", "", "the image's reference name (in the layout's index and the tarball); ghcr.io/cluster-registry/NAME:dev when empty, NAME the command's (clusterregistry, fleet-api)")
 	flag.StringVar(&binary, "binary", "", "an already built Linux binary of -command to use, instead of building one")
-	flag.StringVar(&opts.Command, "command", "./cmd/clusterregistry", "the module's package the image runs: ./cmd/clusterregistry, or ./examples/fleet-api")
+	flag.StringVar(&opts.Command, "command", "./cmd/clusterregistry", "the module's package the image runs: ./cmd/clusterregistry, or ./cmd/fleet-api")
 	flag.Parse()
 	if flag.NArg() > 0 {
 		fmt.Fprintf(os.Stderr, "image: unexpected arguments %q\n", flag.Args())

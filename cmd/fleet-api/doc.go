@@ -1,6 +1,8 @@
 // Command fleet-api answers "what runs where" for every member cluster of a registry, from watch
-// caches on the members (package fleetcache) rather than a request per member per question: the
-// seeds' Optikon /cluster API, as an example of the SDK's caches.
+// caches on the members (package fleetcache) rather than a request per member per question, and
+// lets each caller see and change Clusters and Releases, and steer rollouts, as the registry lets
+// them: the seeds' Optikon /cluster API, a server to deploy (its image: hack/image --command
+// ./cmd/fleet-api; the chart's fleetAPI), with a dashboard at /.
 //
 //	fleet-api -n fleet --listen 127.0.0.1:8080
 //
