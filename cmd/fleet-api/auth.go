@@ -46,6 +46,8 @@ type guard struct {
 	registry *rest.Config
 	// decisions reads PlacementDecisions with the server's identity: a rollout's waves.
 	decisions cpversioned.Interface
+	// origins are the origins whose pages may call the API from a browser (cors.go).
+	origins map[string]bool
 }
 
 // newGuard asks the registry reached by registry about callers. clientCA, when not empty, is a
@@ -125,7 +127,7 @@ func (g *guard) authenticated(next http.Handler) http.Handler {
 		}
 		// A browser may hold credentials that it sends by itself (a client certificate), so a
 		// caller's request may still be another site's doing.
-		if why := crossSite(r, g.hosts); why != "" {
+		if why := g.crossSite(r); why != "" {
 			writeStatus(w, apierrors.NewForbidden(clusterResource, "", fmt.Errorf("%s", why)))
 			return
 		}
@@ -138,16 +140,22 @@ func (g *guard) authenticated(next http.Handler) http.Handler {
 }
 
 // crossSite says why r could have been sent by a page of another site, or "": a browser marks
-// its requests (Sec-Fetch-Site, Origin). A state-changing request must also carry JSON
-// (unsupportedMediaType), which a cross-site form cannot send without a preflight.
-func crossSite(r *http.Request, hosts map[string]bool) string {
+// its requests (Sec-Fetch-Site, Origin). A page of an origin --cors-allowed-origin names is not
+// another site's. A state-changing request must also carry JSON (unsupportedMediaType), which a
+// cross-site form cannot send without a preflight; Optikon's chart upload, a form, is let
+// through only from this server's pages or an allowed origin's, which a browser always names.
+func (g *guard) crossSite(r *http.Request) string {
+	origin := r.Header.Get("Origin")
+	if g.originAllowed(origin) {
+		return ""
+	}
 	if site := r.Header.Get("Sec-Fetch-Site"); site == "cross-site" || site == "same-site" {
 		return "a request from another site's page is refused"
 	}
-	if origin := r.Header.Get("Origin"); origin != "" {
+	if origin != "" {
 		u, err := url.Parse(origin)
-		if err != nil || !hosts[strings.ToLower(u.Host)] {
-			return fmt.Sprintf("a request from origin %q is refused: it is not a page of this server", origin)
+		if err != nil || !g.hosts[strings.ToLower(u.Host)] {
+			return fmt.Sprintf("a request from origin %q is refused: it is not a page of this server (give --cors-allowed-origin to allow one)", origin)
 		}
 	}
 	return ""

@@ -62,6 +62,24 @@
 //	                                    delivered, a member's phase), one JSON event a line, as
 //	                                    /watch/clusters streams members (?namespace= for one set)
 //
+// Optikon's v0 API, for its UI (base path /v0, the -n cluster set; errors are Optikon's
+// APIResponse, {"code": "404", "message": ...}):
+//
+//	GET    /v0/clusters                 the set's Clusters as the registry has them, each with the
+//	                                    annotations NumPods (the member's Pods, "unknown" when
+//	                                    its caches cannot say) and Health (Green: Ready and its
+//	                                    caches current; Yellow: Ready but not current, or not
+//	                                    probed; Red: not Ready) computed at answer time
+//	POST   /v0/clusters                 register a Cluster (201); NumPods and Health are dropped,
+//	                                    the caller's own annotations (Lat, Long) kept
+//	GET    /v0/clusters/{clusterId}     one Cluster, annotated as in the list
+//	PUT    /v0/clusters/{clusterId}     replace it (200)
+//	DELETE /v0/clusters/{clusterId}     remove it (200)
+//
+// --cors-allowed-origin lets pages of an origin (Optikon's UI, served apart) call the API from a
+// browser: preflights for every method with Authorization are answered, and answers carry
+// Access-Control-Allow-Origin for that origin alone (with credentials, never *).
+//
 // Every request acts for its caller: it must carry credentials the registry accepts (a bearer
 // token, checked with a TokenReview; with TLS and --client-ca-file, a client certificate), and
 // sees and changes only what the registry's RBAC lets that caller see and change in the registry

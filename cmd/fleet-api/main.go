@@ -34,6 +34,8 @@ type options struct {
 	certFile, keyFile, clientCAFile string
 	selfSigned                      bool
 	allowedHosts                    []string
+	// corsOrigins are the origins whose pages may call the API from a browser.
+	corsOrigins []string
 	// selfSignedFile holds the certificate --self-signed made, removed when serving ends.
 	selfSignedFile string
 }
@@ -49,6 +51,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	opts, err := parseFlags(args, stdout)
 	if errors.Is(err, pflag.ErrHelp) {
 		return 0
+	}
+	if err == nil {
+		err = (&guard{}).allowOrigins(opts.corsOrigins) // refused before anything starts
 	}
 	if err != nil {
 		fmt.Fprintln(stderr, "fleet-api:", err)
@@ -86,6 +91,7 @@ func parseFlags(args []string, stdout io.Writer) (*options, error) {
 	fs.BoolVar(&opts.selfSigned, "self-signed", false, "serve TLS with a certificate made at start for the listen address and localhost, for local use; its path is printed")
 	fs.StringVar(&opts.clientCAFile, "client-ca-file", "", "with TLS: callers may also authenticate with a client certificate that these CAs (PEM) signed, as the registry's x509 authentication reads it")
 	fs.StringSliceVar(&opts.allowedHosts, "allowed-host", nil, "host names (or host:port) that callers may reach this server by, besides its listen address (and localhost on loopback); other Host headers are refused")
+	fs.StringArrayVar(&opts.corsOrigins, "cors-allowed-origin", nil, "an origin (scheme://host:port) whose pages may call the API from a browser, as Optikon's UI served apart from it does: preflights are answered and answers are readable there (with credentials, so never *). Repeatable")
 	fs.DurationVar(&opts.syncTimeout, "sync-timeout", 30*time.Second, "how long to wait for each member's caches before serving (members not synced then are shown as syncing)")
 	trust.AddFlags(fs)
 	if err := cmd.Execute(); err != nil {
@@ -179,6 +185,15 @@ only what the registry's RBAC lets the caller do there.
   GET    /watch/charts                 GET /charts, then each change, one JSON event a line, as
                                        /watch/clusters streams (nothing while nothing changes)
 
+Optikon's v0 API (its swagger; -n's cluster set; errors are {"code", "message"}):
+  GET    /v0/clusters                  the set's Clusters, each with annotations NumPods and
+                                       Health (Green, Yellow, Red) computed from the caches
+  POST   /v0/clusters                  body: a Cluster as JSON (201); NumPods and Health are
+                                       never stored, other annotations (Lat, Long) are
+  GET    /v0/clusters/{clusterId}      one Cluster, annotated as in the list (404 if none)
+  PUT    /v0/clusters/{clusterId}      body: the whole Cluster, replacing it (200)
+  DELETE /v0/clusters/{clusterId}      remove it from the registry (200)
+
 Writes are checked (RBAC, then the Cluster's validation, naming each bad field) and sent to the
 registry as the caller. Errors are Kubernetes Status objects, 404 and 405 included; a body that
 is not JSON is 415. Without TLS it serves only on a loopback address.`
@@ -257,6 +272,9 @@ func serve(ctx context.Context, opts *options, stdout io.Writer) error {
 	}
 	g, err := newGuard(config, clientCA, servedHosts(listener.Addr(), opts.allowedHosts))
 	if err != nil {
+		return err
+	}
+	if err := g.allowOrigins(opts.corsOrigins); err != nil {
 		return err
 	}
 	srv := &http.Server{Handler: s.routes(g), ReadHeaderTimeout: 10 * time.Second}

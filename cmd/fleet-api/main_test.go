@@ -144,6 +144,12 @@ func testContext(t *testing.T) context.Context {
 // the end of the test.
 func startAPI(t *testing.T, sets ...string) (*server, *httptest.Server) {
 	t.Helper()
+	return startAPIWith(t, nil, sets...)
+}
+
+// startAPIWith is startAPI letting pages of origins call it (--cors-allowed-origin).
+func startAPIWith(t *testing.T, origins []string, sets ...string) (*server, *httptest.Server) {
+	t.Helper()
 	if len(sets) == 0 {
 		sets = []string{lf.Namespace}
 	}
@@ -157,6 +163,7 @@ func startAPI(t *testing.T, sets ...string) (*server, *httptest.Server) {
 	web := httptest.NewUnstartedServer(nil)
 	g, err := newGuard(lf.Registry.Config, nil, servedHosts(web.Listener.Addr(), nil))
 	require.NoError(t, err)
+	require.NoError(t, g.allowOrigins(origins))
 	web.Config.Handler = s.routes(g)
 	web.Start()
 	t.Cleanup(web.Close)

@@ -142,6 +142,15 @@ func (p *rolloutPage) text(t *testing.T, sel string) string {
 	return s
 }
 
+// openConfirm runs js, which clicks a button of the page, until the confirmation it opens is
+// shown: the rollout's panel is redrawn as the rollout moves, and a click may land on a button
+// just replaced, as a person's would.
+func (p *rolloutPage) openConfirm(t *testing.T, js string) {
+	t.Helper()
+	p.do(t, 20*time.Second, chromedp.Poll[chromedp.Void](`(() => { if (!document.getElementById("confirm").open) { `+js+`; } `+
+		`return document.getElementById("confirm").open; })()`, chromedp.WithPollingTimeout(20*time.Second), chromedp.WithPollingInterval(200*time.Millisecond)))
+}
+
 // wave is the selector of wave n of the Release's picture, in state.
 func (p *rolloutPage) wave(n int, state string) string {
 	return `tr[data-rollout="` + p.ns + `/dash"] .wave[data-wave="` + strconv.Itoa(n) + `"][data-state="` + state + `"]`
@@ -161,7 +170,7 @@ func (p *rolloutPage) approveFromPage(t *testing.T, n int) {
 	button := `tr[data-rollout="` + p.ns + `/dash"] button[data-action="approve"]`
 	p.waitFor(t, button, 30*time.Second)
 	require.Equal(t, "Approve wave "+strconv.Itoa(n), strings.TrimSpace(p.text(t, button)))
-	p.do(t, 10*time.Second, chromedp.Click(chromedp.CSS(button)), chromedp.WaitVisible(chromedp.ID("confirm")))
+	p.openConfirm(t, `document.querySelector(`+strconv.Quote(button)+`)?.click()`)
 	require.Contains(t, p.text(t, "#confirm-text"), "member-"+strconv.Itoa(n)+" will get it")
 	p.do(t, 10*time.Second, chromedp.Click(chromedp.ID("confirm-ok")))
 	p.waitFor(t, p.wave(n, "finished"), 60*time.Second)
@@ -196,7 +205,8 @@ func (p *rolloutPage) failedWave(t *testing.T) {
 func (p *rolloutPage) approveWave(t *testing.T, n int) {
 	button := `tr[data-rollout="` + p.ns + `/dash"] button[data-action="approve"]`
 	p.waitFor(t, p.wave(n, "awaiting approval"), 60*time.Second)
-	p.do(t, 10*time.Second, chromedp.Click(chromedp.CSS(button)), chromedp.WaitVisible(chromedp.ID("confirm")), chromedp.Click(chromedp.ID("confirm-ok")))
+	p.openConfirm(t, `document.querySelector(`+strconv.Quote(button)+`)?.click()`)
+	p.do(t, 10*time.Second, chromedp.Click(chromedp.ID("confirm-ok")))
 }
 
 // undoFromPage puts revision 1 back from the page: the confirmation says what will change, and
@@ -204,8 +214,8 @@ func (p *rolloutPage) approveWave(t *testing.T, n int) {
 func (p *rolloutPage) undoFromPage(t *testing.T) {
 	row := `tr[data-rollout="` + p.ns + `/dash"]`
 	p.waitFor(t, row+` button[data-action="undo"]`, 30*time.Second)
-	p.do(t, 10*time.Second, chromedp.SetValue(chromedp.CSS(row+" select"), "1"), chromedp.Click(chromedp.CSS(row+` button[data-action="undo"]`)),
-		chromedp.WaitVisible(chromedp.ID("confirm")))
+	p.openConfirm(t, `(() => { const s = document.querySelector(`+strconv.Quote(row+" select")+`); if (s) s.value = "1"; `+
+		`document.querySelector(`+strconv.Quote(row+` button[data-action="undo"]`)+`)?.click(); })()`)
 	confirm := p.text(t, "#confirm-text")
 	require.Contains(t, confirm, "Revision 1 (1 manifest) will be put back in place of revision 2 (2 manifests)")
 	p.do(t, 10*time.Second, chromedp.Click(chromedp.ID("confirm-ok")))

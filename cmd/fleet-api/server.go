@@ -172,18 +172,31 @@ func (s *server) routes(g *guard) http.Handler {
 	api.HandleFunc("PUT /charts/{namespace}/{name}", s.updateChart)
 	api.HandleFunc("PATCH /charts/{namespace}/{name}", s.updateChart)
 	api.HandleFunc("DELETE /charts/{namespace}/{name}", s.deleteChart)
+	v0 := http.NewServeMux()
+	v0.HandleFunc("GET /v0/clusters", s.v0ListClusters)
+	v0.HandleFunc("POST /v0/clusters", s.v0CreateCluster)
+	v0.HandleFunc("GET /v0/clusters/{clusterId}", s.v0GetCluster)
+	v0.HandleFunc("PUT /v0/clusters/{clusterId}", s.v0UpdateCluster)
+	v0.HandleFunc("DELETE /v0/clusters/{clusterId}", s.v0DeleteCluster)
 	mux := http.NewServeMux()
+	mux.Handle("/v0/", g.cors(v0Errors(g.authenticated(withStatusErrors(v0, v0Routes)))))
 	dashboard := page()
 	mux.Handle("GET /{$}", dashboard)
 	mux.Handle("GET /ui/", dashboard)
-	mux.Handle("/", g.authenticated(withStatusErrors(api)))
+	mux.Handle("/", g.cors(g.authenticated(withStatusErrors(api, apiRoutes))))
 	return g.servedOnly(mux)
 }
+
+// The routes a 404 names.
+const (
+	apiRoutes = "GET /clusters, /watch/clusters, /clusters/NAMESPACE/NAME, /watch/clusters/NAMESPACE/NAME, /releases, /watch/releases, /releases/NAMESPACE/NAME/rollout, /charts, /watch/charts, /charts/NAMESPACE/NAME"
+	v0Routes  = "Optikon's: /v0/clusters, /v0/clusters/CLUSTER"
+)
 
 // withStatusErrors answers a request that no route of api takes as the registry would, with a
 // Status: 404 for a path it does not serve, 405 (with Allow) for a method a route does not take.
 // Go's mux answers them in plain text.
-func withStatusErrors(api *http.ServeMux) http.Handler {
+func withStatusErrors(api *http.ServeMux, routes string) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h, pattern := api.Handler(r)
 		if pattern != "" {
@@ -201,7 +214,7 @@ func withStatusErrors(api *http.ServeMux) http.Handler {
 			return
 		}
 		writeStatus(w, statusError(http.StatusNotFound, metav1.StatusReasonNotFound,
-			fmt.Sprintf("%s is not a route of this server (GET /clusters, /watch/clusters, /clusters/NAMESPACE/NAME, /watch/clusters/NAMESPACE/NAME, /releases, /watch/releases, /releases/NAMESPACE/NAME/rollout, /charts, /watch/charts, /charts/NAMESPACE/NAME; fleet-api --help lists them)", r.URL.Path)))
+			fmt.Sprintf("%s is not a route of this server (%s; fleet-api --help lists them)", r.URL.Path, routes)))
 	})
 }
 

@@ -18,7 +18,7 @@ function rolloutRow(k) {
     const td = document.createElement("td");
     td.colSpan = 5;
     tr.append(td);
-    r = { view: null, row: tr, pending: null, message: null };
+    r = { view: null, text: "", row: tr, pending: null, message: null };
     rollouts.set(k, r);
   }
   return r.row;
@@ -49,7 +49,11 @@ async function loadRollout(k) {
       drawRolloutError(r, "Its rollout cannot be shown: " + (st.message || resp.status));
       return;
     }
-    r.view = await resp.json();
+    const text = await resp.text();
+    // Redrawn only when it changed: a redraw replaces the buttons under the user's pointer.
+    if (text === r.text) return;
+    r.text = text;
+    r.view = JSON.parse(text);
     drawRollout(r);
   } catch (err) {
     drawRolloutError(r, "Its rollout cannot be shown: " + err.message);
@@ -90,9 +94,15 @@ function drawRollout(r) {
   if (v.paused) bits.push("paused");
   if (v.approval === "Manual") bits.push("approval: Manual, " + v.approved + " of " + v.waves.length + " waves approved");
   if (bits.length) head.append(" \u00b7 " + bits.join(" \u00b7 "));
+  // What the user chose and opened stays chosen and open across a redraw.
+  const chosen = r.row.querySelector("select[data-undo-to]")?.value;
+  const open = r.row.querySelector("details.revisions")?.open;
   const parts = [head, drawWaves(v), drawRevisions(v), drawActions(r)];
   if (r.message) parts.push(r.message);
   r.row.firstChild.replaceChildren(...parts);
+  const pick = r.row.querySelector("select[data-undo-to]");
+  if (pick && chosen && [...pick.options].some((o) => o.value === chosen)) pick.value = chosen;
+  if (open) r.row.querySelector("details.revisions").open = true;
   tick();
 }
 
