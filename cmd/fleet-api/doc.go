@@ -75,6 +75,32 @@
 //	GET    /v0/clusters/{clusterId}     one Cluster, annotated as in the list
 //	PUT    /v0/clusters/{clusterId}     replace it (200)
 //	DELETE /v0/clusters/{clusterId}     remove it (200)
+//	GET    /v0/releases                 every Helm-mode chart Release of the set, once per cluster
+//	                                    ?labels=K=V,K=V selects (every one without) that Helm
+//	                                    reports it on, as Helm there reports it: Name, Namespace,
+//	                                    Version (its revision on that cluster), OnCluster,
+//	                                    Chart.Metadata, Info (Status.Code in Helm 2's words, as
+//	                                    Optikon's API gave them; first and last deployed), Config;
+//	                                    from the server's watch of the Releases and its caches of
+//	                                    Helm's storage Secrets on the members (summarized as they
+//	                                    arrive), so a poll asks nothing of members or registry
+//	POST   /v0/releases                 multipart/form-data, as Optikon's UI sends it: chartTar
+//	                                    (a packaged chart, at most 768 KiB, unpacking to at most
+//	                                    chartrender's bound, no path out of the chart), name and
+//	                                    namespace (DNS labels): the chart kept in a Secret of the
+//	                                    set (named by its digest), a Placement of the clusters
+//	                                    ?labels= selects (every one without), and a Release of it
+//	                                    in Helm mode into namespace (made where missing), each
+//	                                    made as the caller; a failure part way removes what was
+//	                                    made (201)
+//	GET    /v0/releases/{releaseId}     the release on the first cluster (by name) ?labels= selects
+//	PUT    /v0/releases/{releaseId}     multipart/form-data chartTar: upgraded on its clusters, a
+//	                                    new revision on each (200); ?labels= must be what it was
+//	                                    made for: upgrading some of its clusters alone is refused
+//	DELETE /v0/releases/{releaseId}     without ?labels=, removed everywhere (Release, Placement,
+//	                                    chart Secrets); with it, from the clusters it selects,
+//	                                    which its Placement then excludes by name (from its last
+//	                                    clusters: removed everywhere) (200)
 //
 // --cors-allowed-origin lets pages of an origin (Optikon's UI, served apart) call the API from a
 // browser: preflights for every method with Authorization are answered, and answers carry

@@ -18,6 +18,7 @@ import (
 	"github.com/spf13/pflag"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/cert"
 
 	"github.com/cluster-registry/sdk/clientset/versioned"
@@ -193,6 +194,16 @@ Optikon's v0 API (its swagger; -n's cluster set; errors are {"code", "message"})
   GET    /v0/clusters/{clusterId}      one Cluster, annotated as in the list (404 if none)
   PUT    /v0/clusters/{clusterId}      body: the whole Cluster, replacing it (200)
   DELETE /v0/clusters/{clusterId}      remove it from the registry (200)
+  GET    /v0/releases                  each Helm-mode Release of the set, once per cluster
+                                       ?labels=K=V,K=V selects that Helm reports it on: Name,
+                                       Namespace, Version (its revision there), OnCluster, Chart,
+                                       Info.Status.Code (Helm 2's words), Config; from caches
+  POST   /v0/releases                  multipart/form-data: chartTar (a packaged chart, at most
+                                       768 KiB), name, namespace: installed by Helm on every
+                                       cluster ?labels= selects, every cluster without (201)
+  GET    /v0/releases/{releaseId}      the release on the first cluster ?labels= selects
+  PUT    /v0/releases/{releaseId}      multipart/form-data: chartTar: upgraded where it is (200)
+  DELETE /v0/releases/{releaseId}      removed from the clusters ?labels= selects, or every one (200)
 
 Writes are checked (RBAC, then the Cluster's validation, naming each bad field) and sent to the
 registry as the caller. Errors are Kubernetes Status objects, 404 and 405 included; a body that
@@ -270,11 +281,8 @@ func serve(ctx context.Context, opts *options, stdout io.Writer) error {
 			return fmt.Errorf("--client-ca-file: %w", err)
 		}
 	}
-	g, err := newGuard(config, clientCA, servedHosts(listener.Addr(), opts.allowedHosts))
+	g, err := opts.guard(config, clientCA, listener.Addr())
 	if err != nil {
-		return err
-	}
-	if err := g.allowOrigins(opts.corsOrigins); err != nil {
 		return err
 	}
 	srv := &http.Server{Handler: s.routes(g), ReadHeaderTimeout: 10 * time.Second}
@@ -301,6 +309,15 @@ func serve(ctx context.Context, opts *options, stdout io.Writer) error {
 		return err
 	}
 	return nil
+}
+
+// guard is the server's guard, serving on addr: the host names and origins its callers may use.
+func (o *options) guard(config *rest.Config, clientCA []byte, addr net.Addr) (*guard, error) {
+	g, err := newGuard(config, clientCA, servedHosts(addr, o.allowedHosts))
+	if err != nil {
+		return nil, err
+	}
+	return g, g.allowOrigins(o.corsOrigins)
 }
 
 func (o *options) tls() bool { return o.certFile != "" || o.selfSigned }

@@ -41,6 +41,8 @@ type server struct {
 	nodes       *fleetcache.Kind[*corev1.Node]
 	deployments *fleetcache.Kind[*appsv1.Deployment]
 	pods        *fleetcache.Kind[*corev1.Pod]
+	// helm is every member's Helm storage (its releases' records, summarized): GET /v0/releases.
+	helm *fleetcache.Kind[*corev1.Secret]
 	// feed numbers the changes to the members' summaries for GET /watch/clusters.
 	feed *feed[clusterSummary]
 	// charts follows the registry's Releases for GET /watch/charts.
@@ -113,6 +115,12 @@ func startServer(ctx context.Context, registry versioned.Interface, resolver *ac
 		s.fleet.Stop()
 		return nil, err
 	}
+	s.helm, err = fleetcache.Typed[*corev1.Secret](s.caches, corev1.SchemeGroupVersion.WithResource("secrets"), fleetcache.KindOptions{
+		LabelSelector: helmStorageSelector, Transform: summarizeHelmSecret})
+	if err != nil {
+		s.fleet.Stop()
+		return nil, err
+	}
 	if err := s.caches.Start(ctx); err != nil {
 		s.fleet.Stop()
 		return nil, err
@@ -178,6 +186,11 @@ func (s *server) routes(g *guard) http.Handler {
 	v0.HandleFunc("GET /v0/clusters/{clusterId}", s.v0GetCluster)
 	v0.HandleFunc("PUT /v0/clusters/{clusterId}", s.v0UpdateCluster)
 	v0.HandleFunc("DELETE /v0/clusters/{clusterId}", s.v0DeleteCluster)
+	v0.HandleFunc("GET /v0/releases", s.v0ListReleases)
+	v0.HandleFunc("POST /v0/releases", s.v0CreateRelease)
+	v0.HandleFunc("GET /v0/releases/{releaseId}", s.v0GetRelease)
+	v0.HandleFunc("PUT /v0/releases/{releaseId}", s.v0UpdateRelease)
+	v0.HandleFunc("DELETE /v0/releases/{releaseId}", s.v0DeleteRelease)
 	mux := http.NewServeMux()
 	mux.Handle("/v0/", g.cors(v0Errors(g.authenticated(withStatusErrors(v0, v0Routes)))))
 	dashboard := page()
@@ -190,7 +203,7 @@ func (s *server) routes(g *guard) http.Handler {
 // The routes a 404 names.
 const (
 	apiRoutes = "GET /clusters, /watch/clusters, /clusters/NAMESPACE/NAME, /watch/clusters/NAMESPACE/NAME, /releases, /watch/releases, /releases/NAMESPACE/NAME/rollout, /charts, /watch/charts, /charts/NAMESPACE/NAME"
-	v0Routes  = "Optikon's: /v0/clusters, /v0/clusters/CLUSTER"
+	v0Routes  = "Optikon's: /v0/clusters, /v0/clusters/CLUSTER, /v0/releases, /v0/releases/RELEASE"
 )
 
 // withStatusErrors answers a request that no route of api takes as the registry would, with a

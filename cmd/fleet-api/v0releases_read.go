@@ -1,0 +1,151 @@
+package main
+
+import (
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
+	"github.com/cluster-registry/sdk/multicluster"
+)
+
+// optikonRelease is one release on one cluster, in the shape Optikon's API gave Helm's (its
+// release.Release, with OnCluster): as Helm on that cluster reports it.
+type optikonRelease struct {
+	Name      string
+	Namespace string
+	// Version is the release's revision on that cluster, as `helm history` numbers it.
+	Version   int
+	OnCluster string
+	Chart     struct {
+		Metadata struct{ Name, Version string }
+	}
+	Info struct {
+		Status                      struct{ Code string }
+		FirstDeployed, LastDeployed time.Time
+	}
+	Config struct{ Raw string }
+}
+
+// v0ListReleases is GET /v0/releases[?labels=]: every Helm-mode chart Release of the set, once
+// per cluster ?labels= selects that Helm reports it on, from the server's watch of the Releases
+// and its caches of Helm's storage on the members: nothing is asked of either per poll.
+func (s *server) v0ListReleases(w http.ResponseWriter, r *http.Request) {
+	ns, selector, ok := s.v0ReleaseQuery(w, r, "list", "")
+	if !ok {
+		return
+	}
+	writeJSON(w, http.StatusOK, s.v0Releases(ns, selector, ""))
+}
+
+// v0GetRelease is GET /v0/releases/{releaseId}[?labels=]: the release on the first cluster (by
+// name) that ?labels= selects and Helm reports it on.
+func (s *server) v0GetRelease(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("releaseId")
+	ns, selector, ok := s.v0ReleaseQuery(w, r, "get", id)
+	if !ok {
+		return
+	}
+	if s.helmRelease(ns, id) == nil {
+		writeStatus(w, apierrors.NewNotFound(releaseResource, id))
+		return
+	}
+	found := s.v0Releases(ns, selector, id)
+	if len(found) == 0 {
+		writeStatus(w, statusError(http.StatusNotFound, metav1.StatusReasonNotFound,
+			fmt.Sprintf("release %s is installed on no cluster that labels %q selects yet", id, r.URL.Query().Get("labels"))))
+		return
+	}
+	writeJSON(w, http.StatusOK, found[0])
+}
+
+// v0ReleaseQuery is the set, and the clusters ?labels= selects, for a caller who may verb
+// Releases there; ok is false when it has written why not.
+func (s *server) v0ReleaseQuery(w http.ResponseWriter, r *http.Request, verb, name string) (string, labels.Selector, bool) {
+	ns, err := s.v0Set()
+	if err != nil {
+		writeStatus(w, err)
+		return "", nil, false
+	}
+	_, sel, err := parseLabels(r)
+	if err != nil {
+		writeStatus(w, err)
+		return "", nil, false
+	}
+	selector, _ := metav1.LabelSelectorAsSelector(sel)
+	return ns, selector, s.authorizeOn(w, r, "releases", verb, ns, name)
+}
+
+// helmRelease is the set's Release name when it is a chart's in Helm mode, from the server's
+// watch; nil otherwise.
+func (s *server) helmRelease(ns, name string) *v1alpha1.Release {
+	for _, rl := range s.charts.releases {
+		if rel, err := rl.Releases(ns).Get(name); err == nil && isHelmMode(rel) {
+			return rel
+		}
+	}
+	return nil
+}
+
+func isHelmMode(rel *v1alpha1.Release) bool {
+	return rel.Spec.Source.Chart != nil && rel.Spec.Source.Chart.Mode == v1alpha1.ChartModeHelm
+}
+
+// v0Releases are the set's Helm-mode releases (only name, when set) on the clusters selector
+// chooses, as Helm on each reports them, ordered by release and cluster.
+func (s *server) v0Releases(ns string, selector labels.Selector, only string) []optikonRelease {
+	var rels []*v1alpha1.Release
+	for _, rl := range s.charts.releases {
+		list, _ := rl.Releases(ns).List(labels.Everything())
+		for _, rel := range list {
+			if isHelmMode(rel) && (only == "" || rel.Name == only) {
+				rels = append(rels, rel)
+			}
+		}
+	}
+	slices.SortFunc(rels, func(a, b *v1alpha1.Release) int { return strings.Compare(a.Name, b.Name) })
+	members := s.fleet.Members()
+	slices.SortFunc(members, func(a, b *multicluster.Member) int { return strings.Compare(a.Name().Name, b.Name().Name) })
+	out := []optikonRelease{}
+	for _, rel := range rels {
+		for _, m := range members {
+			c := m.Cluster()
+			if c.Namespace != ns || !selector.Matches(labels.Set(c.Labels)) {
+				continue
+			}
+			if rev, ok := s.newestRevision(m, rel); ok {
+				out = append(out, optikonReleaseOf(rev, c.Name))
+			}
+		}
+	}
+	return out
+}
+
+// newestRevision is the newest revision of rel's Helm release on member m, from the cache.
+func (s *server) newestRevision(m *multicluster.Member, rel *v1alpha1.Release) (helmRevision, bool) {
+	secrets, _ := s.helm.List(m.Name(), labels.SelectorFromSet(labels.Set{"name": rel.Name}))
+	var newest helmRevision
+	found := false
+	for _, sec := range secrets {
+		rev, ok := cachedHelmRevision(sec)
+		if ok && sec.Namespace == rel.Spec.TargetNamespace && rev.Name == rel.Name && (!found || rev.Version > newest.Version) {
+			newest, found = rev, true
+		}
+	}
+	return newest, found
+}
+
+func optikonReleaseOf(rev helmRevision, cluster string) optikonRelease {
+	out := optikonRelease{Name: rev.Name, Namespace: rev.Namespace, Version: rev.Version, OnCluster: cluster}
+	out.Chart.Metadata.Name, out.Chart.Metadata.Version = rev.ChartName, rev.ChartVersion
+	out.Info.Status.Code = optikonStatus(rev.Status)
+	out.Info.FirstDeployed, out.Info.LastDeployed = rev.FirstDeployed, rev.LastDeployed
+	out.Config.Raw = rev.Config
+	return out
+}

@@ -1,0 +1,231 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/util/retry"
+
+	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
+)
+
+// optikonReleaseFor reads Optikon release id as the caller: 404 when the set has none, 400 when the
+// Release of that name was not made by POST /v0/releases (its objects are not this API's to
+// change).
+func optikonReleaseFor(ctx context.Context, c v0Clients, ns, id string) (*v1alpha1.Release, error) {
+	rel, err := c.registry.ClusterregistryV1alpha1().Releases(ns).Get(ctx, id, metav1.GetOptions{})
+	if err != nil {
+		return nil, err
+	}
+	if rel.Labels[optikonLabel] != id {
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("release %s was not made by POST /v0/releases: change it with the registry's API (clusterregistry, fleet-api's /charts)", id))
+	}
+	return rel, nil
+}
+
+// v0UpdateRelease is PUT /v0/releases/{releaseId}: the release upgraded to the uploaded chart,
+// on the clusters it is on, a new revision on each. ?labels=, when given, must select what the
+// release was made for: an upgrade of some of its clusters alone is refused, not half-done.
+func (s *server) v0UpdateRelease(w http.ResponseWriter, r *http.Request) {
+	ns, err := s.v0Set()
+	if err != nil {
+		writeStatus(w, err)
+		return
+	}
+	id := r.PathValue("releaseId")
+	asked, _, err := parseLabels(r)
+	if err == nil {
+		var up v0Upload
+		if up, err = readUpload(w, r, false); err == nil {
+			if c, ok := s.callerV0(w, r); ok {
+				err = upgrade(r.Context(), c, ns, id, asked, up)
+			} else {
+				return
+			}
+		}
+	}
+	if err != nil {
+		writeStatus(w, err)
+		return
+	}
+	writeAPIResponse(w, http.StatusOK, fmt.Sprintf("release %s upgraded", id))
+}
+
+// upgrade stores the upload's chart in a Secret of its digest and points the Release at it,
+// then removes the Secret it pointed at; a failure removes the new Secret.
+func upgrade(ctx context.Context, c v0Clients, ns, id, asked string, up v0Upload) error {
+	rel, err := optikonReleaseFor(ctx, c, ns, id)
+	if err != nil {
+		return err
+	}
+	if (up.name != "" && up.name != id) || (up.namespace != "" && up.namespace != rel.Spec.TargetNamespace) {
+		return apierrors.NewBadRequest(fmt.Sprintf("the form names release %s in namespace %s; the path's release %s is in namespace %s: an upgrade keeps both", up.name, up.namespace, id, rel.Spec.TargetNamespace))
+	}
+	if err := sameClusters(ctx, c, ns, id, asked); err != nil {
+		return err
+	}
+	up.name = id
+	secret := chartSecret(ns, up, map[string]string{optikonLabel: id})
+	if _, err := c.kube.CoreV1().Secrets(ns).Create(ctx, secret, metav1.CreateOptions{FieldManager: "fleet-api"}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return storeError(err, "the chart's Secret", secret.Name)
+	}
+	old := ""
+	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		cur, err := c.registry.ClusterregistryV1alpha1().Releases(ns).Get(ctx, id, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		old = cur.Spec.Source.Chart.Secret.Name
+		cur.Spec.Source.Chart.Secret = &v1alpha1.ReleaseChartConfigMap{Name: secret.Name}
+		_, err = c.registry.ClusterregistryV1alpha1().Releases(ns).Update(ctx, cur, metav1.UpdateOptions{FieldManager: "fleet-api"})
+		return err
+	})
+	if err != nil {
+		if old != secret.Name {
+			_ = c.kube.CoreV1().Secrets(ns).Delete(context.Background(), secret.Name, metav1.DeleteOptions{})
+		}
+		return storeError(err, "its Release", id)
+	}
+	if old != "" && old != secret.Name {
+		_ = c.kube.CoreV1().Secrets(ns).Delete(ctx, old, metav1.DeleteOptions{})
+	}
+	return nil
+}
+
+// sameClusters refuses ?labels= on an upgrade unless it is what the release's Placement selects.
+func sameClusters(ctx context.Context, c v0Clients, ns, id, asked string) error {
+	if asked == "" {
+		return nil
+	}
+	p, err := c.registry.ClusterregistryV1alpha1().Placements(ns).Get(ctx, placementName(id), metav1.GetOptions{})
+	if err != nil {
+		return storeError(err, "its Placement", placementName(id))
+	}
+	have := placementSelector(p)
+	want, err := labels.Parse(asked)
+	if err != nil || have.String() != want.String() {
+		return apierrors.NewBadRequest(fmt.Sprintf("release %s is on the clusters %q selects; an upgrade of the clusters %q selects alone is not done: upgrade without labels, or DELETE with labels and POST again", id, have.String(), asked))
+	}
+	return nil
+}
+
+// v0DeleteRelease is DELETE /v0/releases/{releaseId}[?labels=]: without labels the release is
+// removed from every cluster (its Release, Placement and chart Secrets deleted; the releases
+// controller uninstalls it from each); with labels, from the clusters they select alone, which
+// its Placement then excludes by name.
+func (s *server) v0DeleteRelease(w http.ResponseWriter, r *http.Request) {
+	ns, err := s.v0Set()
+	if err != nil {
+		writeStatus(w, err)
+		return
+	}
+	id := r.PathValue("releaseId")
+	asked, sel, err := parseLabels(r)
+	if err != nil {
+		writeStatus(w, err)
+		return
+	}
+	c, ok := s.callerV0(w, r)
+	if !ok {
+		return
+	}
+	if _, err := optikonReleaseFor(r.Context(), c, ns, id); err != nil {
+		writeStatus(w, err)
+		return
+	}
+	if asked == "" {
+		if err := removeRelease(r.Context(), c, ns, id); err != nil {
+			writeStatus(w, err)
+			return
+		}
+		writeAPIResponse(w, http.StatusOK, fmt.Sprintf("release %s deleted from every cluster", id))
+		return
+	}
+	selector, _ := metav1.LabelSelectorAsSelector(sel)
+	names := s.selectedClusters(ns, selector)
+	if len(names) == 0 {
+		writeStatus(w, statusError(http.StatusNotFound, metav1.StatusReasonNotFound, fmt.Sprintf("no cluster of set %s has labels %q", ns, asked)))
+		return
+	}
+	last, err := s.leavesNone(r.Context(), c, ns, id, names)
+	if err == nil {
+		if last {
+			// An empty decision removes nothing (the releases controller's guard against a
+			// placement gone wrong): the release leaving its last clusters is the release deleted.
+			err = removeRelease(r.Context(), c, ns, id)
+		} else {
+			err = exclude(r.Context(), c, ns, id, names)
+		}
+	}
+	if err != nil {
+		writeStatus(w, err)
+		return
+	}
+	writeAPIResponse(w, http.StatusOK, fmt.Sprintf("release %s deleted from %s", id, strings.Join(names, ", ")))
+}
+
+// leavesNone reports whether removing the release from names leaves it on no cluster its
+// Placement selects.
+func (s *server) leavesNone(ctx context.Context, c v0Clients, ns, id string, names []string) (bool, error) {
+	p, err := c.registry.ClusterregistryV1alpha1().Placements(ns).Get(ctx, placementName(id), metav1.GetOptions{})
+	if err != nil {
+		return false, storeError(err, "its Placement", placementName(id))
+	}
+	for _, n := range s.selectedClusters(ns, placementSelector(p)) {
+		if !slices.Contains(p.Spec.Exclude, n) && !slices.Contains(names, n) {
+			return false, nil
+		}
+	}
+	return true, nil
+}
+
+// removeRelease deletes an Optikon release's Release, then its Placement and chart Secrets.
+func removeRelease(ctx context.Context, c v0Clients, ns, id string) error {
+	if err := c.registry.ClusterregistryV1alpha1().Releases(ns).Delete(ctx, id, metav1.DeleteOptions{}); err != nil {
+		return err
+	}
+	if err := c.registry.ClusterregistryV1alpha1().Placements(ns).Delete(ctx, placementName(id), metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		return storeError(err, "its Placement", placementName(id))
+	}
+	err := c.kube.CoreV1().Secrets(ns).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{LabelSelector: optikonLabel + "=" + id})
+	return storeError(err, "its chart Secrets", "labelled "+optikonLabel+"="+id)
+}
+
+// exclude adds names to the release's Placement's exclusions.
+func exclude(ctx context.Context, c v0Clients, ns, id string, names []string) error {
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		p, err := c.registry.ClusterregistryV1alpha1().Placements(ns).Get(ctx, placementName(id), metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		for _, n := range names {
+			if !slices.Contains(p.Spec.Exclude, n) {
+				p.Spec.Exclude = append(p.Spec.Exclude, n)
+			}
+		}
+		_, err = c.registry.ClusterregistryV1alpha1().Placements(ns).Update(ctx, p, metav1.UpdateOptions{FieldManager: "fleet-api"})
+		return err
+	})
+	if err != nil {
+		return storeError(err, "its Placement", placementName(id))
+	}
+	return nil
+}
+
+// placementSelector is the label selector of a Placement: every Cluster when it has none.
+func placementSelector(p *v1alpha1.Placement) labels.Selector {
+	if p.Spec.Selector == nil {
+		return labels.Everything()
+	}
+	sel, err := metav1.LabelSelectorAsSelector(p.Spec.Selector)
+	if err != nil {
+		return labels.Nothing()
+	}
+	return sel
+}
