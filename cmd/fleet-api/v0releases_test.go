@@ -80,7 +80,7 @@ func sendForm(t *testing.T, token, method, url, contentType string, body []byte)
 // optikonSet is a cluster set of the fleet's two members, member-1 labelled region=east and
 // member-2 region=west, with the placements and releases controllers running on fleet-api's
 // Fleet of it.
-func optikonSet(t *testing.T) (string, *server, string) {
+func optikonSet(t *testing.T, origins ...string) (string, *server, string) {
 	ctx := testContext(t)
 	require.NoError(t, fleettest.InstallPlacementDecisionCRD(ctx, lf.Registry.Config))
 	ns := fleettest.CopySet(t, lf)
@@ -95,7 +95,7 @@ func optikonSet(t *testing.T) (string, *server, string) {
 		_, err = clusters.UpdateStatus(ctx, c, metav1.UpdateOptions{})
 		require.NoError(t, err)
 	}
-	s, web := startAPI(t, ns)
+	s, web := startAPIWith(t, origins, ns)
 	runControllers(t, s.fleet, ns)
 	return ns, s, web.URL
 }
