@@ -24,6 +24,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 
 	"github.com/cluster-registry/sdk/access"
@@ -150,18 +151,24 @@ func startAPI(t *testing.T, sets ...string) (*server, *httptest.Server) {
 // startAPIWith is startAPI letting pages of origins call it (--cors-allowed-origin).
 func startAPIWith(t *testing.T, origins []string, sets ...string) (*server, *httptest.Server) {
 	t.Helper()
+	return startAPIOn(t, lf.Registry.Config, origins, sets...)
+}
+
+// startAPIOn is startAPIWith reaching the registry with config.
+func startAPIOn(t *testing.T, config *rest.Config, origins []string, sets ...string) (*server, *httptest.Server) {
+	t.Helper()
 	if len(sets) == 0 {
 		sets = []string{lf.Namespace}
 	}
-	resolver, err := access.NewResolver(access.ResolverOptions{Secrets: access.SecretsFromClient(kubernetes.NewForConfigOrDie(lf.Registry.Config))})
+	resolver, err := access.NewResolver(access.ResolverOptions{Secrets: access.SecretsFromClient(kubernetes.NewForConfigOrDie(config))})
 	require.NoError(t, err)
-	s, err := startServer(testContext(t), versioned.NewForConfigOrDie(lf.Registry.Config), resolver, sets)
+	s, err := startServer(testContext(t), versioned.NewForConfigOrDie(config), resolver, sets)
 	require.NoError(t, err)
 	t.Cleanup(s.stop)
 	require.NoError(t, s.nodes.WaitForCacheSync(testContext(t), 30*time.Second))
 	require.NoError(t, s.deployments.WaitForCacheSync(testContext(t), 30*time.Second))
 	web := httptest.NewUnstartedServer(nil)
-	g, err := newGuard(lf.Registry.Config, nil, servedHosts(web.Listener.Addr(), nil))
+	g, err := newGuard(config, nil, servedHosts(web.Listener.Addr(), nil))
 	require.NoError(t, err)
 	require.NoError(t, g.allowOrigins(origins))
 	web.Config.Handler = s.routes(g)

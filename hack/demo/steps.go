@@ -222,6 +222,11 @@ func (d *demo) charts(api *fleetAPI) error {
 	if err := d.member(d.lf.Members[0], "get", "configmap", "greeter-greeting", "-n", "default", "-o", "jsonpath={.data}{\"\\n\"}"); err != nil {
 		return err
 	}
+	step("Optikon's own API (/v0, its swagger) on the same server: the Clusters its UI lists, and a\n" +
+		"   chart uploaded as its UI uploads one, installed by Helm on every member labelled env=demo")
+	if err := api.optikon(d.ctx, d.lf); err != nil {
+		return err
+	}
 	if screenshotPath != "" {
 		return api.screenshot(d.ctx, screenshotPath)
 	}
