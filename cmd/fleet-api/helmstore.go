@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -22,25 +23,24 @@ import (
 // helmStorageSelector chooses Helm's storage Secrets.
 const helmStorageSelector = "owner=helm"
 
-// helmSummaryKey is where a cached storage Secret keeps the summary the transform made of it:
-// the record itself (with the whole chart inside) is dropped on arrival.
-const helmSummaryKey = "fleet-api.summary"
+// helmSummaryPrefix prefixes the annotations in which a cached storage Secret keeps the summary
+// the transform made of it: read per answer as strings, with no decoding; the record itself
+// (with the whole chart inside) is dropped on arrival.
+const helmSummaryPrefix = "fleet-api.summary/"
 
 // maxHelmRecord bounds a release record once unzipped: a member's answer is not trusted to be
 // small, and Helm's own Secrets are at most 1 MiB zipped.
 const maxHelmRecord = 16 << 20
 
-// helmRevision is what GET /v0/releases shows of one revision of a Helm release on a member.
+// helmRevision is what GET /v0/releases shows of one revision of a Helm release on a member;
+// times are RFC 3339, as Helm writes them.
 type helmRevision struct {
-	Name          string    `json:"name"`
-	Namespace     string    `json:"namespace"`
-	Version       int       `json:"version"`
-	Status        string    `json:"status"`
-	ChartName     string    `json:"chartName"`
-	ChartVersion  string    `json:"chartVersion"`
-	FirstDeployed time.Time `json:"firstDeployed"`
-	LastDeployed  time.Time `json:"lastDeployed"`
-	Config        string    `json:"config,omitempty"`
+	Name, Namespace             string
+	Version                     int
+	Status                      string
+	ChartName, ChartVersion     string
+	FirstDeployed, LastDeployed string
+	Config                      string
 }
 
 // helmRecord is the part of Helm's release record that helmRevision takes.
@@ -70,10 +70,14 @@ func summarizeHelmSecret(obj any) (any, error) {
 		return obj, nil
 	}
 	rev, err := decodeHelmRecord(sec.Data["release"])
-	sec.Data, sec.ManagedFields = nil, nil
+	sec.Data, sec.ManagedFields, sec.Annotations = nil, nil, nil
 	if err == nil {
-		raw, _ := json.Marshal(rev)
-		sec.Data = map[string][]byte{helmSummaryKey: raw}
+		sec.Annotations = map[string]string{}
+		for k, v := range map[string]string{"name": rev.Name, "namespace": rev.Namespace, "version": strconv.Itoa(rev.Version),
+			"status": rev.Status, "chart": rev.ChartName, "chartVersion": rev.ChartVersion, "firstDeployed": rev.FirstDeployed,
+			"lastDeployed": rev.LastDeployed, "config": rev.Config} {
+			sec.Annotations[helmSummaryPrefix+k] = v
+		}
 	}
 	return sec, nil
 }
@@ -103,7 +107,7 @@ func decodeHelmRecord(data []byte) (helmRevision, error) {
 	}
 	out := helmRevision{Name: rec.Name, Namespace: rec.Namespace, Version: rec.Version, Status: rec.Info.Status,
 		ChartName: rec.Chart.Metadata.Name, ChartVersion: rec.Chart.Metadata.Version,
-		FirstDeployed: rec.Info.FirstDeployed, LastDeployed: rec.Info.LastDeployed}
+		FirstDeployed: rec.Info.FirstDeployed.UTC().Format(time.RFC3339), LastDeployed: rec.Info.LastDeployed.UTC().Format(time.RFC3339)}
 	if len(rec.Config) > 0 {
 		config, _ := yaml.Marshal(rec.Config)
 		out.Config = string(config)
@@ -113,9 +117,14 @@ func decodeHelmRecord(data []byte) (helmRevision, error) {
 
 // cachedHelmRevision is the summary a cached storage Secret holds.
 func cachedHelmRevision(sec *corev1.Secret) (helmRevision, bool) {
-	var rev helmRevision
-	raw, ok := sec.Data[helmSummaryKey]
-	return rev, ok && json.Unmarshal(raw, &rev) == nil
+	a := sec.Annotations
+	version, err := strconv.Atoi(a[helmSummaryPrefix+"version"])
+	if err != nil {
+		return helmRevision{}, false
+	}
+	return helmRevision{Name: a[helmSummaryPrefix+"name"], Namespace: a[helmSummaryPrefix+"namespace"], Version: version,
+		Status: a[helmSummaryPrefix+"status"], ChartName: a[helmSummaryPrefix+"chart"], ChartVersion: a[helmSummaryPrefix+"chartVersion"],
+		FirstDeployed: a[helmSummaryPrefix+"firstDeployed"], LastDeployed: a[helmSummaryPrefix+"lastDeployed"], Config: a[helmSummaryPrefix+"config"]}, true
 }
 
 // optikonStatus is a Helm 4 status in Optikon's words: Helm 2's status codes, which its UI and

@@ -33,6 +33,7 @@ import (
 	"github.com/cluster-registry/sdk/join"
 	"github.com/cluster-registry/sdk/localfleet"
 	"github.com/cluster-registry/sdk/testkit/fleettest"
+	"github.com/cluster-registry/sdk/testkit/simmembers"
 )
 
 // lf is the package's local fleet, shared by its tests.
@@ -47,6 +48,10 @@ func needsFleet(t *testing.T) {
 }
 
 func TestMain(m *testing.M) {
+	// The benchmarks' simulated members run in child processes of this binary.
+	if code, child := simmembers.Main(); child {
+		os.Exit(code)
+	}
 	fleettest.Main(m, &lf, localfleet.Options{Members: 2}, func(*localfleet.Fleet) error {
 		if err := populate(); err != nil {
 			return err

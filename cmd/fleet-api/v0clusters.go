@@ -71,7 +71,7 @@ func (s *server) v0ListClusters(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	slices.SortFunc(out, func(a, b *v1alpha1.Cluster) int { return strings.Compare(a.Name, b.Name) })
-	writeJSON(w, http.StatusOK, out)
+	writeCompactJSON(w, http.StatusOK, out)
 }
 
 // v0GetCluster is GET /v0/clusters/{clusterId}.

@@ -74,4 +74,3 @@ func TestOptikonPollsAskNothing(t *testing.T) {
 		require.Equal(t, before, resourceRequests(t, lf.Members[i].Config), "requests member-%d answered during 40 polls", i+1)
 	}
 }
-

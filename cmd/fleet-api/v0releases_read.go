@@ -5,7 +5,6 @@ import (
 	"net/http"
 	"slices"
 	"strings"
-	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -27,8 +26,9 @@ type optikonRelease struct {
 		Metadata struct{ Name, Version string }
 	}
 	Info struct {
-		Status                      struct{ Code string }
-		FirstDeployed, LastDeployed time.Time
+		Status struct{ Code string }
+		// FirstDeployed and LastDeployed are RFC 3339 times, as Helm records them.
+		FirstDeployed, LastDeployed string
 	}
 	Config struct{ Raw string }
 }
@@ -41,7 +41,7 @@ func (s *server) v0ListReleases(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	writeJSON(w, http.StatusOK, s.v0Releases(ns, selector, ""))
+	writeCompactJSON(w, http.StatusOK, s.v0Releases(ns, selector, ""))
 }
 
 // v0GetRelease is GET /v0/releases/{releaseId}[?labels=]: the release on the first cluster (by

@@ -351,6 +351,8 @@ func (m *member) answerBody(method, path, auth, accept string, reqBody []byte) (
 			return http.StatusOK, runtime.ContentTypeProtobuf, lists()[1]
 		}
 		return http.StatusOK, json, lists()[0]
+	case workloadList(path) != "":
+		return http.StatusOK, json, workloadList(path)
 	case path == "/debug/fail", path == "/debug/recover":
 		m.failing.Store(path == "/debug/fail")
 		return http.StatusOK, "text/plain", "0"
