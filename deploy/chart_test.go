@@ -200,7 +200,7 @@ func chartCases(ns string) []chartCase {
 	return []chartCase{
 		{name: "defaults", roles: []string{"clusterregistry-health", "clusterregistry-health-rotation", "clusterregistry-placements", "clusterregistry-releases"}},
 		{name: "with fleet-api",
-			values: map[string]any{"fleetAPI": map[string]any{"enabled": true, "tls": map[string]any{"secretName": "fleet-api-tls"}, "allowedHosts": []any{"fleet.example.com"}}},
+			values: map[string]any{"fleetAPI": map[string]any{"enabled": true, "tls": map[string]any{"secretName": "fleet-api-tls"}, "allowedHosts": []any{"fleet.example.com"}, "corsAllowedOrigins": []any{"https://optikon.example.com:30800"}}},
 			roles:  []string{"clusterregistry-health", "clusterregistry-health-rotation", "clusterregistry-placements", "clusterregistry-releases", "clusterregistry-fleet-api"}, fleetAPI: true},
 		{name: "one set, sharded, with ClusterProfiles",
 			values: map[string]any{"clusterSet": ns, "sharding": map[string]any{"enabled": true}, "controllers": []any{"health", "clusterprofiles", "releases"}, "image": map[string]any{"tag": "v9.9.9"}},
@@ -279,6 +279,7 @@ func requireFleetAPI(t *testing.T, objs []*unstructured.Unstructured, tc chartCa
 		args := api.Containers[0].Args
 		require.Contains(t, args, "--tls-cert-file=/tls/tls.crt", "fleet-api serves other machines over TLS only")
 		require.Contains(t, args, "--allowed-host=clusterregistry-fleet-api,clusterregistry-fleet-api."+releaseNamespace+",clusterregistry-fleet-api."+releaseNamespace+".svc,fleet.example.com")
+		require.Contains(t, args, "--cors-allowed-origin=https://optikon.example.com:30800", "the Optikon UI's origin")
 		require.Equal(t, "fleet-api-tls", api.Volumes[0].Secret.SecretName)
 		require.Len(t, objectsOf(objs, "Service"), 1)
 	} else {

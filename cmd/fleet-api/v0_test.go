@@ -13,6 +13,7 @@ import (
 
 	"github.com/cluster-registry/sdk/clientset/versioned"
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
+	"github.com/cluster-registry/sdk/testkit/fleettest"
 )
 
 // optikonUI is the origin Optikon's UI is served from in the tests: another port than the API,
@@ -146,4 +147,31 @@ func TestCORS(t *testing.T) {
 	for _, bad := range []string{"*", "null", "https://ui.example/app", "ui.example:30800"} {
 		require.Error(t, (&guard{}).allowOrigins([]string{bad}), bad)
 	}
+}
+
+// Every path and method of Optikon's swagger answers its 401 to a caller without credentials,
+// and its 400 to a query or a server it cannot serve, each as an APIResponse.
+func TestOptikonContract(t *testing.T) {
+	needsFleet(t)
+	_, web := startAPI(t)
+	for _, c := range []struct{ method, path string }{
+		{http.MethodGet, "/v0/clusters"}, {http.MethodPost, "/v0/clusters"}, {http.MethodGet, "/v0/clusters/member-1"},
+		{http.MethodPut, "/v0/clusters/member-1"}, {http.MethodDelete, "/v0/clusters/member-1"},
+		{http.MethodGet, "/v0/releases"}, {http.MethodPost, "/v0/releases"}, {http.MethodGet, "/v0/releases/web"},
+		{http.MethodPut, "/v0/releases/web"}, {http.MethodDelete, "/v0/releases/web"},
+	} {
+		code, body := callAs(t, "", c.method, web.URL+c.path, nil, nil)
+		requireAPIResponse(t, code, body, http.StatusUnauthorized, "send a bearer token")
+	}
+	for _, path := range []string{"/v0/releases?labels=a%3D%3Db%3D", "/v0/releases/web?labels=a%3D%3Db%3D"} {
+		code, body := call(t, http.MethodGet, web.URL+path, nil)
+		requireAPIResponse(t, code, body, http.StatusBadRequest, "is not a label selector")
+	}
+	code, body := call(t, http.MethodDelete, web.URL+"/v0/releases/web?labels=a%3D%3Db%3D", nil)
+	requireAPIResponse(t, code, body, http.StatusBadRequest, "is not a label selector")
+
+	other := fleettest.NewSet(t, lf)
+	_, both := startAPI(t, lf.Namespace, other)
+	code, body = call(t, http.MethodGet, both.URL+"/v0/clusters", nil)
+	requireAPIResponse(t, code, body, http.StatusBadRequest, "/v0 serves one cluster set and this server serves 2: run fleet-api with -n SET")
 }

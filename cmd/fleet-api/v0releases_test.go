@@ -153,6 +153,17 @@ func TestOptikonReleases(t *testing.T) {
 	_, err = west.CoreV1().Namespaces().Get(testContext(t), "optikon-apps", metav1.GetOptions{})
 	require.True(t, apierrors.IsNotFound(err), "member-2 (region=west) got the release's namespace: %v", err)
 	require.Empty(t, listOptikon(t, base+"/v0/releases?labels=region=west"))
+	code, answer = call(t, http.MethodGet, base+"/v0/releases/hello", nil)
+	require.Equal(t, http.StatusOK, code, string(answer))
+	var one optikonRelease
+	require.NoError(t, json.Unmarshal(answer, &one))
+	require.Equal(t, "member-1", one.OnCluster)
+	require.Equal(t, 1, one.Version)
+	code, answer = call(t, http.MethodGet, base+"/v0/releases/hello?labels=region=west", nil)
+	requireAPIResponse(t, code, answer, http.StatusNotFound, `installed on no cluster that labels "region=west" selects`)
+	ct, body = form(t, map[string]string{}, helloChart(t, "0.2.0"))
+	code, answer = sendForm(t, operatorToken, http.MethodPut, base+"/v0/releases/hello?labels=region=west", ct, body)
+	requireAPIResponse(t, code, answer, http.StatusBadRequest, `an upgrade of the clusters "region=west" selects alone is not done`)
 
 	ct, body = form(t, map[string]string{}, helloChart(t, "0.2.0"))
 	code, answer = sendForm(t, operatorToken, http.MethodPut, base+"/v0/releases/hello", ct, body)
