@@ -68,8 +68,10 @@ func (a *fleetAPI) optikonReleases(ctx context.Context, token string, members in
 	var rows []struct {
 		Name, Namespace, OnCluster string
 		Version                    int
-		Chart                      struct{ Metadata struct{ Name, Version string } }
-		Info                       struct{ Status struct{ Code string } }
+		Chart                      struct {
+			Metadata struct{ Name, Version string }
+		}
+		Info struct{ Status struct{ Code string } }
 	}
 	for deadline := time.Now().Add(2 * time.Minute); ; time.Sleep(500 * time.Millisecond) {
 		if err := a.call(ctx, token, http.MethodGet, "/v0/releases", nil, http.StatusOK, &rows); err != nil {

@@ -200,6 +200,6 @@ func TestImageTagFollowsTheCommand(t *testing.T) {
 	}
 	require.Equal(t, map[string]string{
 		"./cmd/clusterregistry": "ghcr.io/cluster-registry/clusterregistry:dev",
-		"./cmd/fleet-api":  "ghcr.io/cluster-registry/fleet-api:dev",
+		"./cmd/fleet-api":       "ghcr.io/cluster-registry/fleet-api:dev",
 	}, tags)
 }
