@@ -98,7 +98,7 @@ func decodeHelmRecord(data []byte) (helmRevision, error) {
 			return helmRevision{}, err
 		}
 		if len(raw) > maxHelmRecord {
-			return helmRevision{}, errors.New("Helm's release record unzips to more than 16 MiB")
+			return helmRevision{}, errors.New("the release record of Helm's storage unzips to more than 16 MiB")
 		}
 	}
 	var rec helmRecord

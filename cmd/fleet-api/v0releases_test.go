@@ -291,19 +291,3 @@ func optikonReleaseErrors(t *testing.T, ns, base string) {
 	require.True(t, apierrors.IsNotFound(err), "the Placement of a POST that failed: %v", err)
 }
 
-// releaseState is a Release's status and its Placement's, for a failure's message.
-func releaseState(t *testing.T, ns, name string) string {
-	client := versioned.NewForConfigOrDie(lf.Registry.Config).ClusterregistryV1alpha1()
-	rel, _ := client.Releases(ns).Get(context.Background(), name, metav1.GetOptions{})
-	p, _ := client.Placements(ns).Get(context.Background(), placementName(name), metav1.GetOptions{})
-	slices, _ := client.ReleaseStatusSlices(ns).List(context.Background(), metav1.ListOptions{})
-	decs, _ := cpversioned.NewForConfigOrDie(lf.Registry.Config).ApisV1alpha1().PlacementDecisions(ns).List(context.Background(), metav1.ListOptions{})
-	for i := range decs.Items {
-		decs.Items[i].ManagedFields = nil
-	}
-	p.ManagedFields = nil
-	out, _ := json.MarshalIndent(map[string]any{"decisions": decs.Items, "placementGen": p.Generation, "placementStatus": p.Status}, "", "  ")
-	_ = rel
-	_ = slices
-	return string(out)
-}
