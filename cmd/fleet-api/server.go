@@ -567,21 +567,26 @@ func (s *server) updateCluster(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	if c.ResourceVersion == "" {
-		current, err := clusters.Get(r.Context(), name, metav1.GetOptions{})
-		if err != nil {
-			writeStatus(w, err)
-			return
-		}
-		c.ResourceVersion = current.ResourceVersion
-	}
-	updated, err := clusters.Update(r.Context(), c, metav1.UpdateOptions{FieldManager: "fleet-api"})
+	updated, err := replaceCluster(r.Context(), clusters, c)
 	if err != nil {
 		writeStatus(w, err)
 		return
 	}
 	updated.ManagedFields = nil
 	writeJSON(w, http.StatusOK, updated)
+}
+
+// replaceCluster updates c as clusters' caller, as the registry's update does: with the body's
+// resourceVersion when it gives one, else the current one.
+func replaceCluster(ctx context.Context, clusters clusterregistryv1alpha1.ClusterInterface, c *v1alpha1.Cluster) (*v1alpha1.Cluster, error) {
+	if c.ResourceVersion == "" {
+		current, err := clusters.Get(ctx, c.Name, metav1.GetOptions{})
+		if err != nil {
+			return nil, err
+		}
+		c.ResourceVersion = current.ResourceVersion
+	}
+	return clusters.Update(ctx, c, metav1.UpdateOptions{FieldManager: "fleet-api"})
 }
 
 // patchCluster changes part of a Cluster (PATCH, a JSON merge patch), checked by the registry's

@@ -151,15 +151,7 @@ func (s *server) v0UpdateCluster(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	if c.ResourceVersion == "" {
-		current, err := clusters.Get(r.Context(), id, metav1.GetOptions{})
-		if err != nil {
-			writeStatus(w, err)
-			return
-		}
-		c.ResourceVersion = current.ResourceVersion
-	}
-	if _, err := clusters.Update(r.Context(), c, metav1.UpdateOptions{FieldManager: "fleet-api"}); err != nil {
+	if _, err := replaceCluster(r.Context(), clusters, c); err != nil {
 		writeStatus(w, err)
 		return
 	}
