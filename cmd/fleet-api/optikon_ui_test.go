@@ -25,7 +25,7 @@ import (
 // what it forwarded, for the test to look at.
 type authProxy struct {
 	mu   sync.Mutex
-	seen []string // "METHOD path origin"
+	seen []string // "METHOD path?query origin"
 }
 
 func (p *authProxy) start(t *testing.T, target, token string) *httptest.Server {
@@ -37,7 +37,7 @@ func (p *authProxy) start(t *testing.T, target, token string) *httptest.Server {
 			r.Out.Header.Set("Authorization", "Bearer "+token)
 		}
 		p.mu.Lock()
-		p.seen = append(p.seen, r.In.Method+" "+r.In.URL.Path+" "+r.In.Header.Get("Origin"))
+		p.seen = append(p.seen, r.In.Method+" "+r.In.URL.RequestURI()+" "+r.In.Header.Get("Origin"))
 		p.mu.Unlock()
 	}}
 	srv := httptest.NewServer(rp)
@@ -47,9 +47,10 @@ func (p *authProxy) start(t *testing.T, target, token string) *httptest.Server {
 
 // Optikon's UI as Optikon runs it: a page of another origin, sending no credentials, through an
 // authenticating proxy, makes Optikon's own requests (testdata/optikon: the same URLs, methods,
-// form fields and JSON fields read): it lists the clusters, installs a chart on every cluster,
-// sees it listed per cluster with its revision, upgrades it, and deletes it from the
-// region=west clusters; each step checked on the members themselves.
+// form fields and JSON fields read): it lists the clusters, installs a chart on the clusters
+// labelled tier=edge, sees it listed per cluster with its revision, upgrades it (the same labels,
+// as Optikon's form sends them), and deletes it from the region=west clusters; each step checked
+// on the members themselves.
 func TestOptikonUIThroughAProxy(t *testing.T) {
 	needsFleet(t)
 	ui := httptest.NewServer(http.FileServer(http.Dir("testdata/optikon")))
@@ -70,6 +71,7 @@ func TestOptikonUIThroughAProxy(t *testing.T) {
 	deploy := func(button, version string) {
 		t.Helper()
 		page.do(t, 20*time.Second, chromedp.SetValue(chromedp.ID("chartName"), "web"), chromedp.SetValue(chromedp.ID("chartNamespace"), "optikon-ui"),
+			chromedp.SetValue(chromedp.ID("chartLabels"), "tier=edge"),
 			chromedp.SetUploadFiles(chromedp.ID("chartLoc"), []string{filepath.Join(dir, "web-"+version+".tgz")}), chromedp.Click(chromedp.ID(button)))
 	}
 	atVersion := func(revision int, chart string) {
@@ -107,8 +109,10 @@ func TestOptikonUIThroughAProxy(t *testing.T) {
 func (p *authProxy) requireCrossOrigin(t *testing.T, origin string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	want := map[string]bool{"GET /v0/clusters": false, "GET /v0/releases": false, "POST /v0/releases": false,
-		"OPTIONS /v0/releases/web": false, "PUT /v0/releases/web": false, "DELETE /v0/releases/web": false}
+	// The UI's deploy, update and delete carry ?labels=, as Optikon's do.
+	want := map[string]bool{"GET /v0/clusters": false, "GET /v0/releases": false, "POST /v0/releases?labels=tier=edge": false,
+		"OPTIONS /v0/releases/web?labels=tier=edge": false, "PUT /v0/releases/web?labels=tier=edge": false,
+		"OPTIONS /v0/releases/web?labels=region=west": false, "DELETE /v0/releases/web?labels=region=west": false}
 	for _, s := range p.seen {
 		for k := range want {
 			if s == k+" "+origin {

@@ -77,8 +77,8 @@ func sendForm(t *testing.T, token, method, url, contentType string, body []byte)
 	return resp.StatusCode, out
 }
 
-// optikonSet is a cluster set of the fleet's two members, member-1 labelled region=east and
-// member-2 region=west, with the placements and releases controllers running on fleet-api's
+// optikonSet is a cluster set of the fleet's two members, both labelled tier=edge, member-1
+// region=east and member-2 region=west, with the placements and releases controllers running on fleet-api's
 // Fleet of it.
 func optikonSet(t *testing.T, origins ...string) (string, *server, string) {
 	ctx := testContext(t)
@@ -88,7 +88,7 @@ func optikonSet(t *testing.T, origins ...string) (string, *server, string) {
 	for name, region := range map[string]string{"member-1": "east", "member-2": "west"} {
 		c, err := clusters.Get(ctx, name, metav1.GetOptions{})
 		require.NoError(t, err)
-		c.Labels = map[string]string{"region": region}
+		c.Labels = map[string]string{"region": region, "tier": "edge"}
 		c, err = clusters.Update(ctx, c, metav1.UpdateOptions{})
 		require.NoError(t, err)
 		c.Status.SetCondition(metav1.Condition{Type: v1alpha1.ConditionReady, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonReachable})
