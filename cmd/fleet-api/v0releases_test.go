@@ -290,4 +290,3 @@ func optikonReleaseErrors(t *testing.T, ns, base string) {
 	_, err = versioned.NewForConfigOrDie(lf.Registry.Config).ClusterregistryV1alpha1().Placements(ns).Get(testContext(t), placementName("partial"), metav1.GetOptions{})
 	require.True(t, apierrors.IsNotFound(err), "the Placement of a POST that failed: %v", err)
 }
-
