@@ -32,6 +32,9 @@ const helmSummaryPrefix = "fleet-api.summary/"
 // small, and Helm's own Secrets are at most 1 MiB zipped.
 const maxHelmRecord = 16 << 20
 
+// maxHelmConfig bounds the values kept of each record: every member's are cached.
+const maxHelmConfig = 64 << 10
+
 // helmRevision is what GET /v0/releases shows of one revision of a Helm release on a member;
 // times are RFC 3339, as Helm writes them.
 type helmRevision struct {
@@ -110,6 +113,9 @@ func decodeHelmRecord(data []byte) (helmRevision, error) {
 		FirstDeployed: rec.Info.FirstDeployed.UTC().Format(time.RFC3339), LastDeployed: rec.Info.LastDeployed.UTC().Format(time.RFC3339)}
 	if len(rec.Config) > 0 {
 		config, _ := yaml.Marshal(rec.Config)
+		if len(config) > maxHelmConfig {
+			config = append(config[:maxHelmConfig:maxHelmConfig], "\n# (cut: more than 64 KiB)\n"...)
+		}
 		out.Config = string(config)
 	}
 	return out, nil

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"encoding/base64"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -35,6 +36,14 @@ func TestHelmStorageSummary(t *testing.T) {
 	require.Equal(t, helmRevision{Name: "web", Namespace: "apps", Version: 3, Status: "pending-upgrade", ChartName: "web", ChartVersion: "1.2.0",
 		FirstDeployed: "2026-11-28T10:00:00Z", LastDeployed: "2026-11-29T09:00:00Z", Config: "replicas: 2\n"}, rev)
 	require.Equal(t, "PENDING_UPGRADE", optikonStatus(rev.Status))
+
+	big := []byte(`{"name":"web","version":1,"config":{"blob":"` + strings.Repeat("x", 2*maxHelmConfig) + `"}}`)
+	obj, err = summarizeHelmSecret(helmSecret(t, big))
+	require.NoError(t, err)
+	rev, ok = cachedHelmRevision(obj.(*corev1.Secret))
+	require.True(t, ok)
+	require.Less(t, len(rev.Config), maxHelmConfig+64, "a member's values, kept whole in every cache")
+	require.True(t, strings.HasSuffix(rev.Config, "(cut: more than 64 KiB)\n"))
 
 	bomb := append([]byte(`{"name":"`), bytes.Repeat([]byte("a"), maxHelmRecord+1)...)
 	for name, sec := range map[string]*corev1.Secret{"a bomb": helmSecret(t, bomb), "not base64": {Data: map[string][]byte{"release": []byte("%%%")}},
