@@ -1,9 +1,11 @@
 package delivery
 
 import (
+	"context"
 	"fmt"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -143,4 +145,32 @@ func recordDepartures(st *releaseState, p plan) {
 			ms.departedAt = time.Time{}
 		}
 	}
+}
+
+// confirmDeliberate keeps, of the members a pass would remove, those whose departure the
+// registry itself says was deliberate, and says how soon to look again (wait, or at most a
+// second when one was put off). A member seen leaving while its Cluster was Ready is read again
+// from the registry first: the decision and the Cluster come by different watches, and a
+// placement that dropped a member for its health wrote the decision after it saw the member not
+// Ready, which this controller's watch of the Cluster may not have brought yet. Removed on the
+// older view, that member's objects would go as if someone had chosen so (TestHealthDepartureKeepsObjects
+// saw it once in three CI runs). The read is made once per such member, when it leaves.
+func (c *Controller) confirmDeliberate(ctx context.Context, s snapshot, remove []types.NamespacedName, wait time.Duration) ([]types.NamespacedName, time.Duration) {
+	var confirmed []types.NamespacedName
+	for _, k := range remove {
+		if h, v := s.health[k], s.own[k]; h.gone || v.removing || !v.departedAt.IsZero() || !h.ready {
+			confirmed = append(confirmed, k) // deleted, already being removed, or at its grace's end
+			continue
+		}
+		cl, err := c.registry.ClusterregistryV1alpha1().Clusters(k.Namespace).Get(ctx, k.Name, metav1.GetOptions{})
+		switch {
+		case apierrors.IsNotFound(err), err == nil && healthOf(cl).ready:
+			confirmed = append(confirmed, k)
+		default: // not Ready after all, or not known: looked at again once the watch has caught up
+			if wait <= 0 || wait > time.Second {
+				wait = time.Second
+			}
+		}
+	}
+	return confirmed, wait
 }

@@ -150,7 +150,7 @@ func (c *Controller) pass(ctx context.Context, rel *v1alpha1.Release, st *releas
 	recordDepartures(st, p)
 	c.mu.Unlock()
 	wait := p.wait
-	if len(p.apply) > 0 || len(p.remove) > 0 {
+	if p.remove, wait = c.confirmDeliberate(ctx, snap, p.remove, wait); len(p.apply) > 0 || len(p.remove) > 0 {
 		c.act(ctx, rel, st, t.bundle, p, byName)
 		if len(p.remove) > 0 {
 			c.tellDependencies(rel)
