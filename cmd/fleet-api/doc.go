@@ -80,7 +80,9 @@
 //	                                    reports it on, as Helm there reports it: Name, Namespace,
 //	                                    Version (its revision on that cluster), OnCluster,
 //	                                    Chart.Metadata, Info (Status.Code in Helm 2's words, as
-//	                                    Optikon's API gave them; first and last deployed), Config;
+//	                                    Optikon's API gave them; first and last deployed), Config
+//	                                    (the Release's own values, never the member's, which
+//	                                    merge in valuesFrom Secrets);
 //	                                    from the server's watch of the Releases and its caches of
 //	                                    Helm's storage Secrets on the members (summarized as they
 //	                                    arrive), so a poll asks nothing of members or registry

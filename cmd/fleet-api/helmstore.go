@@ -12,7 +12,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"sigs.k8s.io/yaml"
 )
 
 // Helm keeps each revision of a release on the member it is installed on, as a Secret of the
@@ -32,18 +31,15 @@ const helmSummaryPrefix = "fleet-api.summary/"
 // small, and Helm's own Secrets are at most 1 MiB zipped.
 const maxHelmRecord = 16 << 20
 
-// maxHelmConfig bounds the values kept of each record: every member's are cached.
-const maxHelmConfig = 64 << 10
-
 // helmRevision is what GET /v0/releases shows of one revision of a Helm release on a member;
-// times are RFC 3339, as Helm writes them.
+// times are RFC 3339, as Helm writes them. The values the member holds are not kept: they may
+// come from Secrets (valuesFrom) that a caller who may list Releases may not read.
 type helmRevision struct {
 	Name, Namespace             string
 	Version                     int
 	Status                      string
 	ChartName, ChartVersion     string
 	FirstDeployed, LastDeployed string
-	Config                      string
 }
 
 // helmRecord is the part of Helm's release record that helmRevision takes.
@@ -62,7 +58,6 @@ type helmRecord struct {
 			Version string `json:"version"`
 		} `json:"metadata"`
 	} `json:"chart"`
-	Config map[string]any `json:"config"`
 }
 
 // summarizeHelmSecret replaces a storage Secret's record with its summary (helmSummaryKey), or
@@ -78,7 +73,7 @@ func summarizeHelmSecret(obj any) (any, error) {
 		sec.Annotations = map[string]string{}
 		for k, v := range map[string]string{"name": rev.Name, "namespace": rev.Namespace, "version": strconv.Itoa(rev.Version),
 			"status": rev.Status, "chart": rev.ChartName, "chartVersion": rev.ChartVersion, "firstDeployed": rev.FirstDeployed,
-			"lastDeployed": rev.LastDeployed, "config": rev.Config} {
+			"lastDeployed": rev.LastDeployed} {
 			sec.Annotations[helmSummaryPrefix+k] = v
 		}
 	}
@@ -111,13 +106,6 @@ func decodeHelmRecord(data []byte) (helmRevision, error) {
 	out := helmRevision{Name: rec.Name, Namespace: rec.Namespace, Version: rec.Version, Status: rec.Info.Status,
 		ChartName: rec.Chart.Metadata.Name, ChartVersion: rec.Chart.Metadata.Version,
 		FirstDeployed: rec.Info.FirstDeployed.UTC().Format(time.RFC3339), LastDeployed: rec.Info.LastDeployed.UTC().Format(time.RFC3339)}
-	if len(rec.Config) > 0 {
-		config, _ := yaml.Marshal(rec.Config)
-		if len(config) > maxHelmConfig {
-			config = append(config[:maxHelmConfig:maxHelmConfig], "\n# (cut: more than 64 KiB)\n"...)
-		}
-		out.Config = string(config)
-	}
 	return out, nil
 }
 
@@ -130,7 +118,7 @@ func cachedHelmRevision(sec *corev1.Secret) (helmRevision, bool) {
 	}
 	return helmRevision{Name: a[helmSummaryPrefix+"name"], Namespace: a[helmSummaryPrefix+"namespace"], Version: version,
 		Status: a[helmSummaryPrefix+"status"], ChartName: a[helmSummaryPrefix+"chart"], ChartVersion: a[helmSummaryPrefix+"chartVersion"],
-		FirstDeployed: a[helmSummaryPrefix+"firstDeployed"], LastDeployed: a[helmSummaryPrefix+"lastDeployed"], Config: a[helmSummaryPrefix+"config"]}, true
+		FirstDeployed: a[helmSummaryPrefix+"firstDeployed"], LastDeployed: a[helmSummaryPrefix+"lastDeployed"]}, true
 }
 
 // optikonStatus is a Helm 4 status in Optikon's words: Helm 2's status codes, which its UI and

@@ -197,7 +197,8 @@ Optikon's v0 API (its swagger; -n's cluster set; errors are {"code", "message"})
   GET    /v0/releases                  each Helm-mode Release of the set, once per cluster
                                        ?labels=K=V,K=V selects that Helm reports it on: Name,
                                        Namespace, Version (its revision there), OnCluster, Chart,
-                                       Info.Status.Code (Helm 2's words), Config; from caches
+                                       Info.Status.Code (Helm 2's words), Config (the Release's
+                                       own values); from caches
   POST   /v0/releases                  multipart/form-data: chartTar (a packaged chart, at most
                                        768 KiB), name, namespace: installed by Helm on every
                                        cluster ?labels= selects, every cluster without (201)

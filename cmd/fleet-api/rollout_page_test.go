@@ -298,6 +298,12 @@ func (p *rolloutPage) apiAnswers(t *testing.T) {
 	require.NoError(t, err)
 	token, err := caller(ctx, "clusters-only-"+p.ns, rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "clusters-only"}, p.ns)
 	require.NoError(t, err)
+	// A viewer of another cluster set: neither the rollout nor an action.
+	elsewhere := viewerOf(t, fleettest.NewSet(t, lf), "rollout-elsewhere-"+p.ns)
+	code, body = callAs(t, elsewhere, http.MethodGet, base+"rollout", nil, nil)
+	require.Equal(t, http.StatusForbidden, code, string(body))
+	code, body = callAs(t, elsewhere, http.MethodPost, base+"pause", map[string]any{}, nil)
+	require.Equal(t, http.StatusForbidden, code, string(body))
 	code, body = callAs(t, token, http.MethodGet, p.web+"/releases", nil, nil)
 	require.Equal(t, http.StatusOK, code, string(body))
 	var listed struct {

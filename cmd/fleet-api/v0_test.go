@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/cluster-registry/sdk/clientset/versioned"
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
@@ -171,7 +172,30 @@ func TestOptikonContract(t *testing.T) {
 	requireAPIResponse(t, code, body, http.StatusBadRequest, "is not a label selector")
 
 	other := fleettest.NewSet(t, lf)
+	// A viewer of another cluster set may see nothing of this one, on any path.
+	elsewhere := viewerOf(t, other, "optikon-elsewhere")
+	for _, c := range []struct{ method, path string }{
+		{http.MethodGet, "/v0/clusters"}, {http.MethodGet, "/v0/clusters/member-1"}, {http.MethodDelete, "/v0/clusters/member-1"},
+		{http.MethodGet, "/v0/releases"}, {http.MethodGet, "/v0/releases/web"},
+	} {
+		code, body := callAs(t, elsewhere, c.method, web.URL+c.path, nil, nil)
+		requireAPIResponse(t, code, body, http.StatusForbidden, "cannot")
+	}
 	_, both := startAPI(t, lf.Namespace, other)
 	code, body = call(t, http.MethodGet, both.URL+"/v0/clusters", nil)
 	requireAPIResponse(t, code, body, http.StatusBadRequest, "/v0 serves one cluster set and this server serves 2: run fleet-api with -n SET")
+}
+
+// viewerOf is a token of a caller who may get, list and watch the Clusters and Releases (and their
+// slices and history) of cluster set ns alone.
+func viewerOf(t *testing.T, ns, name string) string {
+	t.Helper()
+	kube := kubernetes.NewForConfigOrDie(lf.Registry.Config)
+	_, err := kube.RbacV1().Roles(ns).Create(testContext(t), &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: name}, Rules: []rbacv1.PolicyRule{
+		{APIGroups: []string{v1alpha1.GroupName}, Resources: []string{"clusters", "releases", "releasestatusslices"}, Verbs: []string{"get", "list", "watch"}},
+		{APIGroups: []string{"apps"}, Resources: []string{"controllerrevisions"}, Verbs: []string{"get", "list", "watch"}}}}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	token, err := caller(testContext(t), name, rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: name}, ns)
+	require.NoError(t, err)
+	return token
 }

@@ -10,6 +10,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
+	"sigs.k8s.io/yaml"
+
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
 	"github.com/cluster-registry/sdk/multicluster"
 )
@@ -120,7 +122,7 @@ func (s *server) v0Releases(ns string, selector labels.Selector, only string) []
 				continue
 			}
 			if rev, ok := s.newestRevision(m, rel); ok {
-				out = append(out, optikonReleaseOf(rev, c.Name))
+				out = append(out, optikonReleaseOf(rev, c.Name, rel))
 			}
 		}
 	}
@@ -141,11 +143,18 @@ func (s *server) newestRevision(m *multicluster.Member, rel *v1alpha1.Release) (
 	return newest, found
 }
 
-func optikonReleaseOf(rev helmRevision, cluster string) optikonRelease {
+// optikonReleaseOf is rev, Helm's on cluster, as Optikon shows it. Config is the values the
+// Release itself gives (spec's values, which whoever may read the Release reads there), not
+// what the member holds: those merge in values from Secrets the caller may not read.
+func optikonReleaseOf(rev helmRevision, cluster string, rel *v1alpha1.Release) optikonRelease {
 	out := optikonRelease{Name: rev.Name, Namespace: rev.Namespace, Version: rev.Version, OnCluster: cluster}
+	if v := rel.Spec.Source.Chart.Values; v != nil && len(v.Raw) > 0 {
+		if raw, err := yaml.JSONToYAML(v.Raw); err == nil {
+			out.Config.Raw = string(raw)
+		}
+	}
 	out.Chart.Metadata.Name, out.Chart.Metadata.Version = rev.ChartName, rev.ChartVersion
 	out.Info.Status.Code = optikonStatus(rev.Status)
 	out.Info.FirstDeployed, out.Info.LastDeployed = rev.FirstDeployed, rev.LastDeployed
-	out.Config.Raw = rev.Config
 	return out
 }

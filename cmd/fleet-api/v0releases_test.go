@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"io"
 	"mime/multipart"
@@ -15,9 +16,12 @@ import (
 
 	"github.com/go-logr/logr/testr"
 	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	cpversioned "sigs.k8s.io/cluster-inventory-api/client/clientset/versioned"
 
@@ -134,9 +138,10 @@ func listOptikon(t *testing.T, url string) []optikonRelease {
 // members themselves.
 func TestOptikonReleases(t *testing.T) {
 	needsFleet(t)
-	ns, _, base := optikonSet(t)
+	ns, s, base := optikonSet(t)
 	east := kubernetes.NewForConfigOrDie(lf.Members[0].Config)
 	west := kubernetes.NewForConfigOrDie(lf.Members[1].Config)
+	hostileHelmRecord(t, s, west)
 
 	ct, body := form(t, map[string]string{"name": "hello", "namespace": "optikon-apps"}, helloChart(t, "0.1.0"))
 	code, answer := sendForm(t, operatorToken, http.MethodPost, base+"/v0/releases?labels=region=east", ct, body)
@@ -172,6 +177,7 @@ func TestOptikonReleases(t *testing.T) {
 	secrets, err := kubernetes.NewForConfigOrDie(lf.Registry.Config).CoreV1().Secrets(ns).List(testContext(t), metav1.ListOptions{LabelSelector: optikonLabel + "=hello"})
 	require.NoError(t, err)
 	require.Len(t, secrets.Items, 1, "the chart Secrets kept after an upgrade")
+	upgradeKeepsOthersSecrets(t, ns, base)
 
 	everywhere(t, ns, base, east, west)
 	code, answer = call(t, http.MethodDelete, base+"/v0/releases/hello?labels=region=east", nil)
@@ -218,6 +224,52 @@ func gone(t *testing.T, member kubernetes.Interface, release string) {
 		list, err := member.CoreV1().Secrets("optikon-apps").List(testContext(t), metav1.ListOptions{LabelSelector: "owner=helm,name=" + release})
 		return err == nil && len(list.Items) == 0
 	}, 90*time.Second, 200*time.Millisecond, "release %s uninstalled", release)
+}
+
+// upgradeKeepsOthersSecrets: a Release that someone pointed, with the registry's API, at a Secret
+// of their own keeps that Secret when PUT upgrades it: only a Secret an Optikon call made is
+// deleted after an upgrade.
+func upgradeKeepsOthersSecrets(t *testing.T, ns, base string) {
+	registry := versioned.NewForConfigOrDie(lf.Registry.Config).ClusterregistryV1alpha1().Releases(ns)
+	secrets := kubernetes.NewForConfigOrDie(lf.Registry.Config).CoreV1().Secrets(ns)
+	_, err := secrets.Create(testContext(t), &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "precious"},
+		Data: map[string][]byte{"chart.tgz": helloChart(t, "0.2.0")}}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	rel, err := registry.Get(testContext(t), "hello", metav1.GetOptions{})
+	require.NoError(t, err)
+	rel.Spec.Source.Chart.Secret.Name = "precious"
+	_, err = registry.Update(testContext(t), rel, metav1.UpdateOptions{})
+	require.NoError(t, err)
+	ct, body := form(t, map[string]string{}, helloChart(t, "0.2.0"))
+	code, answer := sendForm(t, operatorToken, http.MethodPut, base+"/v0/releases/hello", ct, body)
+	requireAPIResponse(t, code, answer, http.StatusOK, "release hello upgraded")
+	_, err = secrets.Get(testContext(t), "precious", metav1.GetOptions{})
+	require.NoError(t, err, "an upgrade deleted a Secret it did not make")
+}
+
+// hostileHelmRecord: a member may answer anything as Helm's storage. A record that unzips to
+// 20 MiB, on member-2, reaches fleet-api's cache with nothing of it kept, and costs no answer.
+func hostileHelmRecord(t *testing.T, s *server, member kubernetes.Interface) {
+	var zipped bytes.Buffer
+	gz := gzip.NewWriter(&zipped)
+	_, err := gz.Write(append([]byte(`{"name":"ghost","config":{"x":"`), make([]byte, 20<<20)...))
+	require.NoError(t, err)
+	require.NoError(t, gz.Close())
+	_, err = member.CoreV1().Secrets("default").Create(testContext(t), &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "sh.helm.release.v1.ghost.v1",
+		Labels: map[string]string{"owner": "helm", "name": "ghost"}}, Data: map[string][]byte{"release": []byte(base64.StdEncoding.EncodeToString(zipped.Bytes()))}}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		_ = member.CoreV1().Secrets("default").Delete(context.Background(), "sh.helm.release.v1.ghost.v1", metav1.DeleteOptions{})
+	})
+	m2 := types.NamespacedName{Namespace: s.namespaces[0], Name: "member-2"}
+	require.Eventually(t, func() bool {
+		got, _ := s.helm.List(m2, labels.SelectorFromSet(labels.Set{"name": "ghost"}))
+		return len(got) == 1
+	}, 30*time.Second, 100*time.Millisecond, "the hostile record in fleet-api's cache")
+	got, _ := s.helm.List(m2, labels.SelectorFromSet(labels.Set{"name": "ghost"}))
+	require.Nil(t, got[0].Data, "a member's 20 MiB record kept in the cache")
+	_, ok := cachedHelmRevision(got[0])
+	require.False(t, ok)
 }
 
 // tarGz is a gzipped tar of the given entries.

@@ -81,6 +81,9 @@ func upgrade(ctx context.Context, c v0Clients, ns, id, asked string, up v0Upload
 		if err != nil {
 			return err
 		}
+		if cur.Spec.Source.Chart == nil || cur.Spec.Source.Chart.Secret == nil {
+			return apierrors.NewBadRequest(fmt.Sprintf("release %s no longer delivers a chart from a Secret (it was changed with the registry's API): change it there", id))
+		}
 		old = cur.Spec.Source.Chart.Secret.Name
 		cur.Spec.Source.Chart.Secret = &v1alpha1.ReleaseChartConfigMap{Name: secret.Name}
 		_, err = c.registry.ClusterregistryV1alpha1().Releases(ns).Update(ctx, cur, metav1.UpdateOptions{FieldManager: "fleet-api"})
@@ -93,9 +96,20 @@ func upgrade(ctx context.Context, c v0Clients, ns, id, asked string, up v0Upload
 		return storeError(err, "its Release", id)
 	}
 	if old != "" && old != secret.Name {
-		_ = c.kube.CoreV1().Secrets(ns).Delete(ctx, old, metav1.DeleteOptions{})
+		deleteIfOurs(ctx, c, ns, id, old)
 	}
 	return nil
+}
+
+// deleteIfOurs deletes the set's Secret name only if an Optikon POST or PUT of release id made
+// it: a Release changed with the registry's API may point at any Secret of the set, which an
+// upgrade must not delete.
+func deleteIfOurs(ctx context.Context, c v0Clients, ns, id, name string) {
+	sec, err := c.kube.CoreV1().Secrets(ns).Get(ctx, name, metav1.GetOptions{})
+	if err != nil || sec.Labels[optikonLabel] != id {
+		return
+	}
+	_ = c.kube.CoreV1().Secrets(ns).Delete(ctx, name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &sec.UID}})
 }
 
 // sameClusters refuses ?labels= on an upgrade unless it is what the release's Placement selects.
@@ -147,6 +161,12 @@ func (s *server) v0DeleteRelease(w http.ResponseWriter, r *http.Request) {
 		writeAPIResponse(w, http.StatusOK, fmt.Sprintf("release %s deleted from every cluster", id))
 		return
 	}
+	// Which clusters the labels select, and whether any would be left, is judged on the Fleet's
+	// view of the registry: a stale or failed one must not decide a delete.
+	if st := s.fleet.Status(); !st.Fresh() {
+		writeStatus(w, apierrors.NewServiceUnavailable(fmt.Sprintf("the server's view of the registry's Clusters is not current (%v): try again", st)))
+		return
+	}
 	selector, _ := metav1.LabelSelectorAsSelector(sel)
 	names := s.selectedClusters(ns, selector)
 	if len(names) == 0 {
@@ -190,8 +210,13 @@ func removeRelease(ctx context.Context, c v0Clients, ns, id string) error {
 	if err := c.registry.ClusterregistryV1alpha1().Releases(ns).Delete(ctx, id, metav1.DeleteOptions{}); err != nil {
 		return err
 	}
-	if err := c.registry.ClusterregistryV1alpha1().Placements(ns).Delete(ctx, placementName(id), metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
-		return storeError(err, "its Placement", placementName(id))
+	placements := c.registry.ClusterregistryV1alpha1().Placements(ns)
+	// Its Placement, if it is still the one POST made: another of that name is not this API's.
+	if p, err := placements.Get(ctx, placementName(id), metav1.GetOptions{}); err == nil && p.Labels[optikonLabel] == id {
+		err = placements.Delete(ctx, p.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &p.UID}})
+		if err != nil && !apierrors.IsNotFound(err) {
+			return storeError(err, "its Placement", placementName(id))
+		}
 	}
 	err := c.kube.CoreV1().Secrets(ns).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{LabelSelector: optikonLabel + "=" + id})
 	return storeError(err, "its chart Secrets", "labelled "+optikonLabel+"="+id)
