@@ -135,9 +135,11 @@ func (p *rolloutPage) waitFor(t *testing.T, sel string, timeout time.Duration) {
 
 func (p *rolloutPage) text(t *testing.T, sel string) string {
 	t.Helper()
+	// Read in one step of the page's own: the rollout's panel is redrawn as the rollout moves,
+	// and a node found, then read, may be gone in between.
 	ctx, cancel := context.WithTimeout(p.tab, 10*time.Second)
 	defer cancel()
-	s, err := chromedp.Run(ctx, chromedp.TextContent(chromedp.CSS(sel)))
+	s, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.querySelector(`+strconv.Quote(sel)+`)?.textContent ?? ""`))
 	require.NoError(t, err, sel)
 	return s
 }
