@@ -7,6 +7,7 @@ import (
 	"bufio"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -46,10 +47,16 @@ const releaseNamespace = "clusterregistry-system"
 // (TestChartValuesSchema checks the schema).
 func render(t *testing.T, vals map[string]any) ([]*unstructured.Unstructured, error) {
 	t.Helper()
+	return renderAs(t, "clusterregistry", vals)
+}
+
+// renderAs is render as release name.
+func renderAs(t *testing.T, name string, vals map[string]any) ([]*unstructured.Unstructured, error) {
+	t.Helper()
 	chrt, err := loader.Load("chart")
 	require.NoError(t, err)
 	values, err := chartutil.ToRenderValuesWithSchemaValidation(chrt, vals,
-		common.ReleaseOptions{Name: "clusterregistry", Namespace: releaseNamespace, IsInstall: true}, common.DefaultCapabilities, true)
+		common.ReleaseOptions{Name: name, Namespace: releaseNamespace, IsInstall: true}, common.DefaultCapabilities, true)
 	require.NoError(t, err)
 	files, err := engine.Engine{Strict: true}.RenderWithContext(t.Context(), chrt, values)
 	if err != nil {
@@ -180,6 +187,8 @@ func TestChartRendersWhatTheRegistryTakes(t *testing.T) {
 		_, err = render(t, map[string]any{"sharding": map[string]any{"enabled": true, "group": ""}})
 		require.ErrorContains(t, err, "values.sharding.group")
 		_, err = render(t, map[string]any{"fleetAPI": map[string]any{"enabled": true}})
+		require.ErrorContains(t, err, "values.fleetAPI.optikonClusterSet")
+		_, err = render(t, map[string]any{"fleetAPI": map[string]any{"enabled": true, "optikonClusterSet": "edge"}})
 		require.ErrorContains(t, err, "values.fleetAPI.tls.secretName")
 	})
 }
@@ -200,7 +209,7 @@ func chartCases(ns string) []chartCase {
 	return []chartCase{
 		{name: "defaults", roles: []string{"clusterregistry-health", "clusterregistry-health-rotation", "clusterregistry-placements", "clusterregistry-releases"}},
 		{name: "with fleet-api",
-			values: map[string]any{"fleetAPI": map[string]any{"enabled": true, "tls": map[string]any{"secretName": "fleet-api-tls"}, "allowedHosts": []any{"fleet.example.com"}, "corsAllowedOrigins": []any{"https://optikon.example.com:30800"}}},
+			values: map[string]any{"fleetAPI": map[string]any{"enabled": true, "tls": map[string]any{"secretName": "fleet-api-tls"}, "allowedHosts": []any{"fleet.example.com"}, "corsAllowedOrigins": []any{"https://optikon.example.com:30800"}, "optikonClusterSet": "edge"}},
 			roles:  []string{"clusterregistry-health", "clusterregistry-health-rotation", "clusterregistry-placements", "clusterregistry-releases", "clusterregistry-fleet-api"}, fleetAPI: true},
 		{name: "one set, sharded, with ClusterProfiles",
 			values: map[string]any{"clusterSet": ns, "sharding": map[string]any{"enabled": true}, "controllers": []any{"health", "clusterprofiles", "releases"}, "image": map[string]any{"tag": "v9.9.9"}},
@@ -280,6 +289,8 @@ func requireFleetAPI(t *testing.T, objs []*unstructured.Unstructured, tc chartCa
 		require.Contains(t, args, "--tls-cert-file=/tls/tls.crt", "fleet-api serves other machines over TLS only")
 		require.Contains(t, args, "--allowed-host=clusterregistry-fleet-api,clusterregistry-fleet-api."+releaseNamespace+",clusterregistry-fleet-api."+releaseNamespace+".svc,fleet.example.com")
 		require.Contains(t, args, "--cors-allowed-origin=https://optikon.example.com:30800", "the Optikon UI's origin")
+		require.Contains(t, args, "--all-namespaces")
+		require.Contains(t, args, "--optikon-cluster-set=edge", "with every set served, /v0 serves the one named")
 		require.Equal(t, "fleet-api-tls", api.Volumes[0].Secret.SecretName)
 		require.Len(t, objectsOf(objs, "Service"), 1)
 	} else {
@@ -304,6 +315,71 @@ func requireRegistryTakes(t *testing.T, ctx context.Context, objs []*unstructure
 	}
 }
 
+// deploy/controllers/deployment.yaml runs what the chart runs with its defaults: the image's
+// entrypoint (hack/image's /usr/local/bin/clusterregistry, checked by hack/image's test) with the
+// same arguments, as the image's numeric user. It ran command /clusterregistry, which the
+// project's image does not have.
+func TestPlainDeploymentIsTheCharts(t *testing.T) {
+	data, err := os.ReadFile("controllers/deployment.yaml")
+	require.NoError(t, err)
+	plain := deploymentOf(t, decode(t, "controllers/deployment.yaml", string(data)), "-controllers")
+	objs, err := render(t, nil)
+	require.NoError(t, err)
+	chart := deploymentOf(t, objs, "-controllers")
+	require.Len(t, plain.Spec.Template.Spec.Containers, 1)
+	got, want := plain.Spec.Template.Spec.Containers[0], chart.Spec.Template.Spec.Containers[0]
+	require.Empty(t, got.Command, "the image's entrypoint is the command")
+	require.Equal(t, want.Args, got.Args, "the plain Deployment's arguments are the chart's defaults'")
+	require.Equal(t, chart.Spec.Template.Spec.SecurityContext, plain.Spec.Template.Spec.SecurityContext)
+	require.Equal(t, want.SecurityContext, got.SecurityContext)
+}
+
+// The chart's version follows the module's: the last release's (hack/last-release) on its
+// commit, the next minor's -dev after it on main, as RELEASE.md's steps say. It read 0.4.0-dev
+// at v0.5.0.
+func TestChartVersionIsTheModules(t *testing.T) {
+	chrt, err := loader.Load("chart")
+	require.NoError(t, err)
+	last, err := os.ReadFile("../hack/last-release")
+	require.NoError(t, err)
+	release, _, _ := strings.Cut(strings.TrimSpace(string(last)), " ")
+	var major, minor, patch int
+	_, err = fmt.Sscanf(release, "v%d.%d.%d", &major, &minor, &patch)
+	require.NoError(t, err, "hack/last-release: %q", last)
+	next := fmt.Sprintf("%d.%d.0-dev", major, minor+1)
+	require.Contains(t, []string{strings.TrimPrefix(release, "v"), next}, chrt.Metadata.Version,
+		"deploy/chart/Chart.yaml's version: the last release's (%s), or %s after it (RELEASE.md)", release, next)
+}
+
+// Two releases of the chart coexist: every object that is not in the release's namespace (its
+// ClusterRoles and their bindings) is named after the release, so that a second release, or one
+// installed beside deploy/'s manifests, owns objects of its own (the fleet-api ClusterRole had
+// a fixed name, and a second release failed: "exists and cannot be imported into the current
+// release"). fleet-api's objects are labelled as fleet-api's.
+func TestChartNamesItsObjectsAfterTheRelease(t *testing.T) {
+	vals := map[string]any{"controllers": []any{"health", "rotation", "clusterprofiles", "placements", "releases"},
+		"fleetAPI": map[string]any{"enabled": true, "optikonClusterSet": "edge", "tls": map[string]any{"secretName": "fleet-api-tls"}}}
+	names := map[string]string{}
+	for _, release := range []string{"first", "second"} {
+		objs, err := renderAs(t, release, vals)
+		require.NoError(t, err)
+		for _, o := range objs {
+			if o.GetNamespace() != "" && o.GetNamespace() != releaseNamespace {
+				continue
+			}
+			if o.GetNamespace() == "" {
+				require.True(t, strings.HasPrefix(o.GetName(), release+"-"), "%s %s is not named after release %s", o.GetKind(), o.GetName(), release)
+			}
+			key := o.GetKind() + "/" + o.GetNamespace() + "/" + o.GetName()
+			require.NotContains(t, names, key, "releases %s and %s both make %s", names[key], release, key)
+			names[key] = release
+			if strings.Contains(o.GetName(), "fleet-api") {
+				require.Equal(t, "fleet-api", o.GetLabels()["app.kubernetes.io/name"], "%s %s", o.GetKind(), o.GetName())
+			}
+		}
+	}
+}
+
 // The chart's values schema (values.schema.json) refuses what the templates refuse, so that helm
 // lint and helm install refuse it too, naming the value, not only helm template: fleet-api
 // without its TLS Secret (helm lint --set fleetAPI.enabled=true passed), a controller that is
@@ -317,7 +393,10 @@ func TestChartValuesSchema(t *testing.T) {
 		want   string // in the error; "" for none
 	}{
 		{"defaults", nil, ""},
-		{"fleet-api with TLS", map[string]any{"fleetAPI": map[string]any{"enabled": true, "tls": map[string]any{"secretName": "fleet-api-tls"}}}, ""},
+		{"fleet-api with TLS", map[string]any{"fleetAPI": map[string]any{"enabled": true, "optikonClusterSet": "edge", "tls": map[string]any{"secretName": "fleet-api-tls"}}}, ""},
+		{"fleet-api of one set", map[string]any{"clusterSet": "edge", "fleetAPI": map[string]any{"enabled": true, "tls": map[string]any{"secretName": "fleet-api-tls"}}}, ""},
+		// Every set served, and /v0 none: its every call answered 400.
+		{"fleet-api of every set without Optikon's", map[string]any{"fleetAPI": map[string]any{"enabled": true, "tls": map[string]any{"secretName": "fleet-api-tls"}}}, "/fleetAPI"},
 		{"sharded, one set", map[string]any{"clusterSet": "fleet", "sharding": map[string]any{"enabled": true}, "controllers": []any{"health", "releases"}}, ""},
 		{"fleet-api without TLS", map[string]any{"fleetAPI": map[string]any{"enabled": true}}, "/fleetAPI/tls/secretName"},
 		{"no such controller", map[string]any{"controllers": []any{"health", "nosuch"}}, "/controllers/1"},

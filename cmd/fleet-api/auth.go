@@ -13,6 +13,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apiserver/pkg/authentication/authenticator"
+	"k8s.io/apiserver/pkg/authentication/serviceaccount"
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 	genericrequest "k8s.io/apiserver/pkg/endpoints/request"
@@ -107,6 +108,13 @@ func (g *guard) servedOnly(next http.Handler) http.Handler {
 		h.Set("Referrer-Policy", "no-referrer")
 		h.Set("X-Frame-Options", "DENY")
 		if !g.hosts[strings.ToLower(r.Host)] {
+			// A page of an allowed origin, behind a proxy that passes its own Host on, is told
+			// why in words it can read: its preflight is answered (it carries no credentials and
+			// does nothing) and the refusal is readable by that origin. Another origin's page (a
+			// rebound DNS name's) still reads nothing.
+			if g.answerCORS(w, r) {
+				return
+			}
 			writeStatus(w, apierrors.NewBadRequest(fmt.Sprintf("this server does not serve host %q; give --allowed-host to serve it", r.Host)))
 			return
 		}
@@ -215,8 +223,36 @@ func (g *guard) callerConfig(ctx context.Context) (*rest.Config, error) {
 		return nil, apierrors.NewUnauthorized("no caller")
 	}
 	cfg := rest.CopyConfig(g.registry)
-	cfg.Impersonate = rest.ImpersonationConfig{UserName: u.GetName(), UID: u.GetUID(), Groups: withoutAuthenticated(u.GetGroups()), Extra: u.GetExtra()}
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: u.GetName(), UID: u.GetUID(), Groups: withoutAuthenticated(u.GetGroups()), Extra: passedExtras(u.GetExtra())}
 	return cfg, nil
+}
+
+// impersonatedExtras are the keys of a caller's extra information that fleet-api passes on when it
+// acts as the caller: those a service account's bound token carries (which token, and the Pod and
+// Node it is bound to), so that the registry's audit log and any authorizer that reads them see
+// them as they would for the caller's own request. The registry checks impersonation of each key
+// on its own (userextras/KEY), and fleet-api's ClusterRole grants exactly these
+// (deploy/fleet-api/clusterrole.yaml); an extra of another kind (an authentication webhook's or an
+// OIDC claim's) is not passed on: RBAC never reads extras, and impersonating a key the role does
+// not grant would refuse the caller's every request.
+var impersonatedExtras = []string{
+	user.CredentialIDKey,
+	serviceaccount.PodNameKey, serviceaccount.PodUIDKey,
+	serviceaccount.NodeNameKey, serviceaccount.NodeUIDKey,
+}
+
+// passedExtras are the caller's extras that impersonatedExtras names.
+func passedExtras(extra map[string][]string) map[string][]string {
+	var out map[string][]string
+	for _, k := range impersonatedExtras {
+		if v, ok := extra[k]; ok {
+			if out == nil {
+				out = map[string][]string{}
+			}
+			out[k] = v
+		}
+	}
+	return out
 }
 
 // withoutAuthenticated drops system:authenticated, which the registry adds to every impersonated

@@ -47,27 +47,35 @@ func (g *guard) originAllowed(origin string) bool {
 // from any other origin gets 403 and no CORS header: the browser then sends nothing.
 func (g *guard) cors(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		origin := r.Header.Get("Origin")
-		allowed := g.originAllowed(origin)
-		if allowed {
-			h := w.Header()
-			h.Set("Access-Control-Allow-Origin", origin)
-			h.Set("Access-Control-Allow-Credentials", "true")
-			h.Add("Vary", "Origin")
-		}
-		if r.Method != http.MethodOptions || r.Header.Get("Access-Control-Request-Method") == "" {
+		if !g.answerCORS(w, r) {
 			next.ServeHTTP(w, r)
-			return
 		}
-		if !allowed {
-			writeStatus(w, statusError(http.StatusForbidden, "Forbidden",
-				fmt.Sprintf("a page of origin %q may not call this server: give --cors-allowed-origin to allow it", origin)))
-			return
-		}
-		h := w.Header()
-		h.Set("Access-Control-Allow-Methods", corsMethods)
-		h.Set("Access-Control-Allow-Headers", corsHeaders)
-		h.Set("Access-Control-Max-Age", "600")
-		w.WriteHeader(http.StatusNoContent)
 	})
+}
+
+// answerCORS marks the answer to a request from an allowed origin as readable by it, and answers
+// a preflight; it reports whether it answered.
+func (g *guard) answerCORS(w http.ResponseWriter, r *http.Request) bool {
+	origin := r.Header.Get("Origin")
+	allowed := g.originAllowed(origin)
+	if allowed {
+		h := w.Header()
+		h.Set("Access-Control-Allow-Origin", origin)
+		h.Set("Access-Control-Allow-Credentials", "true")
+		h.Add("Vary", "Origin")
+	}
+	if r.Method != http.MethodOptions || r.Header.Get("Access-Control-Request-Method") == "" {
+		return false
+	}
+	if !allowed {
+		writeStatus(w, statusError(http.StatusForbidden, "Forbidden",
+			fmt.Sprintf("a page of origin %q may not call this server: give --cors-allowed-origin to allow it", origin)))
+		return true
+	}
+	h := w.Header()
+	h.Set("Access-Control-Allow-Methods", corsMethods)
+	h.Set("Access-Control-Allow-Headers", corsHeaders)
+	h.Set("Access-Control-Max-Age", "600")
+	w.WriteHeader(http.StatusNoContent)
+	return true
 }

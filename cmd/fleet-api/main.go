@@ -28,6 +28,7 @@ import (
 type options struct {
 	registry      *genericclioptions.ConfigFlags
 	allNamespaces bool
+	optikonSet    string
 	listen        string
 	syncTimeout   time.Duration
 	trust         trustflags.Flags
@@ -86,6 +87,7 @@ func parseFlags(args []string, stdout io.Writer) (*options, error) {
 	fs := cmd.Flags()
 	opts.registry.AddFlags(fs)
 	fs.BoolVarP(&opts.allNamespaces, "all-namespaces", "A", false, "every cluster set of the registry")
+	fs.StringVar(&opts.optikonSet, "optikon-cluster-set", "", "the cluster set Optikon's API (/v0) serves, which names a cluster by its name alone: with -A, required for /v0; with -n, that set (the default)")
 	fs.StringVar(&opts.listen, "listen", "127.0.0.1:8080", "address to serve on")
 	fs.StringVar(&opts.certFile, "tls-cert-file", "", "serve TLS with this certificate (PEM), and --tls-private-key-file's key")
 	fs.StringVar(&opts.keyFile, "tls-private-key-file", "", "the key of --tls-cert-file")
@@ -258,11 +260,15 @@ func serve(ctx context.Context, opts *options, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if len(namespaces) == 1 && opts.optikonSet != "" && opts.optikonSet != namespaces[0] {
+		return fmt.Errorf("--optikon-cluster-set %s: this server serves cluster set %s alone (-n); give the same set, or -A", opts.optikonSet, namespaces[0])
+	}
 	s, err := startServer(ctx, registry, resolver, namespaces)
 	if err != nil {
 		return err
 	}
 	defer s.stop()
+	s.optikonSet = opts.optikonSet
 	// Serve once the members have synced, or have had their time: a dead member shows as syncing.
 	for _, kind := range []interface {
 		WaitForCacheSync(context.Context, time.Duration) error

@@ -165,17 +165,35 @@ func startAPIOn(t *testing.T, config *rest.Config, origins []string, sets ...str
 	if len(sets) == 0 {
 		sets = []string{lf.Namespace}
 	}
+	return startAPIAs(t, apiOptions{config: config, origins: origins, sets: sets})
+}
+
+// apiOptions say how startAPIAs runs the API: reaching the registry with config, serving sets
+// (every set when empty: -A), /v0 serving optikonSet (--optikon-cluster-set), and letting pages
+// of origins call it.
+type apiOptions struct {
+	config     *rest.Config
+	sets       []string
+	optikonSet string
+	origins    []string
+}
+
+// startAPIAs serves the API as opts say, until the end of the test.
+func startAPIAs(t *testing.T, opts apiOptions) (*server, *httptest.Server) {
+	t.Helper()
+	config := opts.config
 	resolver, err := access.NewResolver(access.ResolverOptions{Secrets: access.SecretsFromClient(kubernetes.NewForConfigOrDie(config))})
 	require.NoError(t, err)
-	s, err := startServer(testContext(t), versioned.NewForConfigOrDie(config), resolver, sets)
+	s, err := startServer(testContext(t), versioned.NewForConfigOrDie(config), resolver, opts.sets)
 	require.NoError(t, err)
+	s.optikonSet = opts.optikonSet
 	t.Cleanup(s.stop)
 	require.NoError(t, s.nodes.WaitForCacheSync(testContext(t), 30*time.Second))
 	require.NoError(t, s.deployments.WaitForCacheSync(testContext(t), 30*time.Second))
 	web := httptest.NewUnstartedServer(nil)
 	g, err := newGuard(config, nil, servedHosts(web.Listener.Addr(), nil))
 	require.NoError(t, err)
-	require.NoError(t, g.allowOrigins(origins))
+	require.NoError(t, g.allowOrigins(opts.origins))
 	web.Config.Handler = s.routes(g)
 	web.Start()
 	t.Cleanup(web.Close)

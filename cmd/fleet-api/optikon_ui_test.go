@@ -1,6 +1,8 @@
 package main
 
 import (
+	"context"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -8,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -122,5 +125,51 @@ func (p *authProxy) requireCrossOrigin(t *testing.T, origin string) {
 	}
 	for k, seen := range want {
 		require.True(t, seen, "the page sent no %s from %s through the proxy", k, origin)
+	}
+}
+
+// A page of an allowed origin, through a proxy that passes its own Host on (as oauth2-proxy does
+// by default), to a fleet-api not told that Host (--allowed-host): the page reads why it was
+// refused, for a simple request and for one a preflight precedes, instead of the browser's
+// "blocked by CORS policy" alone. A page of another origin still reads nothing, and no
+// preflight of its is answered.
+func TestRefusedHostIsReadableByAnAllowedOrigin(t *testing.T) {
+	needsFleet(t)
+	blank := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		_, _ = io.WriteString(w, "<!doctype html><title>ui</title>")
+	})
+	ui := httptest.NewServer(blank)
+	t.Cleanup(ui.Close)
+	stranger := httptest.NewServer(blank)
+	t.Cleanup(stranger.Close)
+	_, web := startAPIWith(t, []string{ui.URL})
+	to, err := url.Parse(web.URL)
+	require.NoError(t, err)
+	proxy := httptest.NewServer(&httputil.ReverseProxy{Rewrite: func(r *httputil.ProxyRequest) {
+		r.SetURL(to)
+		r.Out.Host = r.In.Host // the proxy's own name, not fleet-api's
+		if r.In.Method != http.MethodOptions {
+			r.Out.Header.Set("Authorization", "Bearer "+operatorToken)
+		}
+	}})
+	t.Cleanup(proxy.Close)
+	// The proxy's Host is its own address, another port than fleet-api's: not one fleet-api serves.
+	api := proxy.URL
+	fetch := func(tab context.Context, init string) string {
+		t.Helper()
+		out, err := chromedp.Run(tab, chromedp.Evaluate[string](`fetch(`+strconv.Quote(api+"/v0/clusters")+`, `+init+`).then(async r => r.status + " " + await r.text()).catch(e => "blocked: " + e)`, chromedp.EvalAwaitPromise))
+		require.NoError(t, err)
+		return out
+	}
+	tab := openTab(t, ui.URL)
+	for _, init := range []string{`{}`, `{method: "PUT", headers: {"Content-Type": "application/json"}, body: "{}"}`} {
+		got := fetch(tab, init)
+		require.True(t, strings.HasPrefix(got, "400 "), "%s: %s", init, got)
+		require.Contains(t, got, "give --allowed-host to serve it", "%s: the page reads why", init)
+	}
+	other := openTab(t, stranger.URL)
+	for _, init := range []string{`{}`, `{method: "PUT", headers: {"Content-Type": "application/json"}, body: "{}"}`} {
+		got := fetch(other, init)
+		require.True(t, strings.HasPrefix(got, "blocked: "), "a page of another origin read the answer (%s): %s", init, got)
 	}
 }

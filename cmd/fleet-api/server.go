@@ -37,6 +37,9 @@ type server struct {
 	guard       *guard
 	fleet       *multicluster.Fleet
 	namespaces  []string // the cluster sets served; every one when empty
+	// optikonSet is the cluster set /v0 serves (--optikon-cluster-set); the one of namespaces
+	// when empty.
+	optikonSet string
 	caches      *fleetcache.Cache
 	nodes       *fleetcache.Kind[*corev1.Node]
 	deployments *fleetcache.Kind[*appsv1.Deployment]

@@ -71,14 +71,21 @@ func (c *errorCapture) Write(b []byte) (int, error) {
 	return c.ResponseWriter.Write(b)
 }
 
-// v0Set is the cluster set /v0 serves: fleet-api's one, or an error when it serves several
-// (-A), since Optikon names a cluster by its name alone.
+// v0Set is the cluster set /v0 serves: --optikon-cluster-set, else fleet-api's one (-n); an
+// error when it serves several and none was chosen, since Optikon names a cluster by its name
+// alone.
 func (s *server) v0Set() (string, error) {
-	if len(s.namespaces) != 1 {
+	switch {
+	case s.optikonSet != "":
+		return s.optikonSet, nil
+	case len(s.namespaces) == 1:
+		return s.namespaces[0], nil
+	case len(s.namespaces) == 0:
 		return "", statusError(http.StatusBadRequest, metav1.StatusReasonBadRequest,
-			fmt.Sprintf("/v0 serves one cluster set and this server serves %d: run fleet-api with -n SET for Optikon's API", len(s.namespaces)))
+			"/v0 serves one cluster set, and this server serves every set (-A): run fleet-api with --optikon-cluster-set SET (the chart's fleetAPI.optikonClusterSet), or with -n SET, for Optikon's API")
 	}
-	return s.namespaces[0], nil
+	return "", statusError(http.StatusBadRequest, metav1.StatusReasonBadRequest,
+		fmt.Sprintf("/v0 serves one cluster set and this server serves %d: run fleet-api with --optikon-cluster-set SET, or with -n SET, for Optikon's API", len(s.namespaces)))
 }
 
 // writeCompactJSON is writeJSON without indentation, for the lists a UI polls: at 1,000 members

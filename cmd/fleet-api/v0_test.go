@@ -183,7 +183,18 @@ func TestOptikonContract(t *testing.T) {
 	}
 	_, both := startAPI(t, lf.Namespace, other)
 	code, body = call(t, http.MethodGet, both.URL+"/v0/clusters", nil)
-	requireAPIResponse(t, code, body, http.StatusBadRequest, "/v0 serves one cluster set and this server serves 2: run fleet-api with -n SET")
+	requireAPIResponse(t, code, body, http.StatusBadRequest, "/v0 serves one cluster set and this server serves 2: run fleet-api with --optikon-cluster-set SET, or with -n SET")
+	// Every set (-A, as the chart's default clusterSet runs it): /v0 serves the set
+	// --optikon-cluster-set names, and says so when none is named.
+	_, all := startAPIAs(t, apiOptions{config: lf.Registry.Config})
+	code, body = call(t, http.MethodGet, all.URL+"/v0/clusters", nil)
+	requireAPIResponse(t, code, body, http.StatusBadRequest, "this server serves every set (-A): run fleet-api with --optikon-cluster-set SET")
+	_, chosen := startAPIAs(t, apiOptions{config: lf.Registry.Config, optikonSet: lf.Namespace})
+	code, body = call(t, http.MethodGet, chosen.URL+"/v0/clusters", nil)
+	require.Equal(t, http.StatusOK, code, string(body))
+	for _, m := range lf.Members {
+		require.Contains(t, string(body), `"name":"`+m.Name+`"`, "with -A and --optikon-cluster-set, /v0 lists that set's clusters")
+	}
 }
 
 // viewerOf is a token of a caller who may get, list and watch the Clusters and Releases (and their

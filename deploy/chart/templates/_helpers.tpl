@@ -10,6 +10,11 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
 {{- end -}}
 
+{{- /* fleet-api's objects: the same labels, named as its Pods are. */ -}}
+{{- define "clusterregistry.fleetAPILabels" -}}
+{{ include "clusterregistry.labels" . | replace "app.kubernetes.io/name: clusterregistry-controllers" "app.kubernetes.io/name: fleet-api" }}
+{{- end -}}
+
 {{- define "clusterregistry.selector" -}}
 app.kubernetes.io/name: clusterregistry-controllers
 app.kubernetes.io/instance: {{ .Release.Name }}
