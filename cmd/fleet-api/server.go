@@ -34,12 +34,12 @@ import (
 // server answers the API from a Fleet and two kinds of caches on its members, for callers whom
 // its guard authenticates and within what the registry lets each do.
 type server struct {
-	guard       *guard
-	fleet       *multicluster.Fleet
-	namespaces  []string // the cluster sets served; every one when empty
+	guard      *guard
+	fleet      *multicluster.Fleet
+	namespaces []string // the cluster sets served; every one when empty
 	// optikonSet is the cluster set /v0 serves (--optikon-cluster-set); the one of namespaces
 	// when empty.
-	optikonSet string
+	optikonSet  string
 	caches      *fleetcache.Cache
 	nodes       *fleetcache.Kind[*corev1.Node]
 	deployments *fleetcache.Kind[*appsv1.Deployment]
