@@ -53,8 +53,12 @@ func setConditions(status *v1alpha1.ReleaseStatus, rel *v1alpha1.Release, dec *d
 		set(v1alpha1.ReleaseProgressing, metav1.ConditionFalse, "Finished", fmt.Sprintf("every wave is done, %d of %d members ready: see Degraded", status.Ready, status.Members))
 	}
 	setAvailable(status, rel, dec, p, set)
-	if bad := counts[v1alpha1.PhaseFailed] + counts[v1alpha1.PhaseUnreachable] + counts[v1alpha1.PhaseDrifted]; bad > 0 {
-		set(v1alpha1.ReleaseDegraded, metav1.ConditionTrue, string(worst[0].Phase), fmt.Sprintf("%d failed, %d unreachable, %d drifted", counts[v1alpha1.PhaseFailed], counts[v1alpha1.PhaseUnreachable], counts[v1alpha1.PhaseDrifted]))
+	if bad := counts[v1alpha1.PhaseFailed] + counts[v1alpha1.PhaseUnreachable] + counts[v1alpha1.PhaseDrifted] + counts[v1alpha1.PhaseDegraded]; bad > 0 {
+		msg := fmt.Sprintf("%d failed, %d unreachable, %d drifted", counts[v1alpha1.PhaseFailed], counts[v1alpha1.PhaseUnreachable], counts[v1alpha1.PhaseDrifted])
+		if n := counts[v1alpha1.PhaseDegraded]; n > 0 {
+			msg += fmt.Sprintf(", %d lost their health after they were Ready at the revision (phase Degraded; no failure of the rollout)", n)
+		}
+		set(v1alpha1.ReleaseDegraded, metav1.ConditionTrue, string(worst[0].Phase), msg)
 	} else {
 		set(v1alpha1.ReleaseDegraded, metav1.ConditionFalse, "NotDegraded", "")
 	}

@@ -67,11 +67,14 @@ type ControllerOptions struct {
 	// Sharding, if set, divides the members between the replicas of a group: this one applies
 	// to the members it owns only (members should be its shard's view). See Sharding.
 	Sharding *Sharding
-	// Lease, if set, is a Lease in the registry that the Controller must hold to act: two
-	// Controllers of one cluster set that are not sharded (a second process started by hand
-	// beside a Deployment's) take turns, the second waiting, rather than both apply its Releases
-	// and write their status. Name defaults to DefaultLeaseName, Namespace to Namespace; the rest
-	// as election.Lease.Defaulted. Not with Sharding, whose replicas divide the work instead.
+	// Lease, if set, is a Lease that the Controller must hold in a cluster set's own namespace to
+	// act on that set's Releases: two Controllers of one set that are not sharded (a second
+	// process started by hand beside a Deployment's, one of every set beside one of that set)
+	// take turns, the second waiting, rather than both apply its Releases and write their
+	// status. With every set (Namespace empty) the Controller contends in each set it finds
+	// Releases in. Name defaults to DefaultLeaseName; Namespace must be empty (or Namespace),
+	// since the Lease's place is the set's, never the caller's choice; the rest as
+	// election.Lease.Defaulted. Not with Sharding, whose replicas divide the work instead.
 	Lease *election.Lease
 	// Charts fetches the charts Releases name in repositories (spec.source.chart.repository);
 	// nil is one of the process's with chartrepo's defaults: TLS verified by the system's roots,
@@ -119,6 +122,8 @@ type Controller struct {
 	kinds    map[schema.GroupVersionResource]*fleetcache.Kind[*unstructured.Unstructured]
 	writes   atomic.Int64
 	recorder atomic.Pointer[record.EventRecorder]
+	// sets are the cluster sets' Leases, with ControllerOptions.Lease (setlease.go); nil without.
+	sets *setLeases
 	// helmApplies counts Helm-mode applies, made or found unchanged: the tests' way to know that
 	// a pass reached every member.
 	helmApplies atomic.Int64
@@ -155,9 +160,10 @@ func NewController(members multicluster.MemberSource, registry versioned.Interfa
 	if s := opts.Sharding; s != nil && (s.Replica == "" || s.Owner == nil || s.Live == nil) {
 		return nil, errors.New("delivery: ControllerOptions.Sharding needs Replica, Owner and Live")
 	}
+	var lease *election.Lease
 	if opts.Lease != nil {
 		var err error
-		if opts.Lease, err = defaultedLease(opts); err != nil {
+		if lease, err = defaultedLease(opts); err != nil {
 			return nil, err
 		}
 	}
@@ -174,6 +180,9 @@ func NewController(members multicluster.MemberSource, registry versioned.Interfa
 	}
 	if opts.Sharding != nil {
 		c.replica = replicaHash(opts.Sharding.Replica)
+	}
+	if lease != nil {
+		c.sets = &setLeases{base: *lease, leases: kube.CoordinationV1(), log: log, led: c.enqueueSet, sets: map[string]*atomic.Bool{}}
 	}
 	c.keep.Store(&map[types.NamespacedName]bool{})
 	c.cache = fleetcache.New(c.watched)
@@ -264,14 +273,9 @@ func (c *Controller) Writes() int64 { return c.writes.Load() }
 
 // Run delivers until ctx ends.
 func (c *Controller) Run(ctx context.Context) error {
-	if l := c.opts.Lease; l != nil {
-		c.log.Info("acting only while holding the Lease: another releases controller of the set that holds it is waited for",
-			"lease", l.Namespace+"/"+l.Name, "identity", l.Identity)
-		err := election.Run(ctx, c.kube.CoordinationV1(), *l, c.log, c.run)
-		if ctx.Err() != nil {
-			return nil
-		}
-		return err
+	if l := c.sets; l != nil {
+		c.log.Info("acting on a cluster set's Releases only while holding the Lease of that name in the set: another releases controller of the set that holds it is waited for",
+			"lease", l.base.Name, "identity", l.base.Identity)
 	}
 	return c.run(ctx)
 }
@@ -297,14 +301,30 @@ func defaultedLease(opts ControllerOptions) (*election.Lease, error) {
 		return nil, errors.New("delivery: ControllerOptions.Lease and Sharding exclude each other: sharded replicas divide the work")
 	}
 	lease := opts.Lease.Defaulted()
-	lease.Name, lease.Namespace = cmp.Or(lease.Name, DefaultLeaseName), cmp.Or(lease.Namespace, opts.Namespace)
-	if err := lease.Validate(); err != nil {
+	if lease.Namespace != "" && lease.Namespace != opts.Namespace {
+		return nil, fmt.Errorf("delivery: ControllerOptions.Lease.Namespace %q: a cluster set's Lease lives in the set's own namespace, so that its controllers meet there whatever their options; leave it empty", lease.Namespace)
+	}
+	lease.Name, lease.Namespace = cmp.Or(lease.Name, DefaultLeaseName), ""
+	check := lease
+	check.Namespace = "each-set" // setLeases names each set's
+	if err := check.Validate(); err != nil {
 		return nil, fmt.Errorf("delivery: ControllerOptions.Lease: %w", err)
 	}
 	return &lease, nil
 }
 
 func (c *Controller) run(ctx context.Context) error {
+	if c.sets != nil {
+		defer c.sets.wait() // after cancel: the sets' elections end with ctx
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	if c.sets != nil {
+		c.sets.start(ctx)
+		if c.opts.Namespace != "" {
+			c.sets.leads(c.opts.Namespace) // its one set's, from the start
+		}
+	}
 	defer c.queue.ShutDown()
 	stopWatched := c.watched.Follow(c.members)
 	defer stopWatched()

@@ -183,8 +183,15 @@ func (e *deliveryEnv) updateRelease(t *testing.T, ns, name string, change func(*
 // waitRelease waits until the Release's status satisfies ok, and returns it.
 func (e *deliveryEnv) waitRelease(t *testing.T, name string, what string, ok func(*v1alpha1.Release) bool) *v1alpha1.Release {
 	t.Helper()
+	return e.waitReleaseWithin(t, name, what, 60*time.Second, ok)
+}
+
+// waitReleaseWithin is waitRelease for what takes longer than a minute (a member's Nodes judged
+// NotReady by its node lifecycle controller).
+func (e *deliveryEnv) waitReleaseWithin(t *testing.T, name string, what string, within time.Duration, ok func(*v1alpha1.Release) bool) *v1alpha1.Release {
+	t.Helper()
 	var rel *v1alpha1.Release
-	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+	for deadline := time.Now().Add(within); ; time.Sleep(100 * time.Millisecond) {
 		var err error
 		rel, err = e.registry.ClusterregistryV1alpha1().Releases(e.ns).Get(t.Context(), name, metav1.GetOptions{})
 		require.NoError(t, err)
@@ -193,7 +200,7 @@ func (e *deliveryEnv) waitRelease(t *testing.T, name string, what string, ok fun
 		}
 		if time.Now().After(deadline) {
 			st, _ := json.MarshalIndent(rel.Status, "", "  ")
-			t.Fatalf("release %s: %s: not within 60 s; status:\n%s", name, what, st)
+			t.Fatalf("release %s: %s: not within %s; status:\n%s", name, what, within, st)
 		}
 	}
 }

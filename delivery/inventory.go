@@ -22,7 +22,13 @@ func (c *Controller) loadInventory(rel *v1alpha1.Release, st *releaseState) {
 			if st.members[key] != nil || len(m.Objects) == 0 {
 				continue
 			}
-			st.members[key] = inventory(m)
+			ms := inventory(m)
+			if m.Revision == rel.Status.LastCompleteRevision && (m.Phase == v1alpha1.PhaseReady || m.Phase == v1alpha1.PhaseDrifted) {
+				// Ready at a revision that completed: its wave finished before this Controller
+				// started, so a loss of health now is no failure of the rollout.
+				ms.settled = m.Revision
+			}
+			st.members[key] = ms
 		}
 	}
 }

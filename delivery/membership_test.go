@@ -147,7 +147,7 @@ func (c *churn) lostMidRollout(s snapshot) int {
 	for _, k := range c.members {
 		v, known := s.own[k]
 		switch {
-		case c.out[k] && !c.leftAt[k].IsZero() && known && s.tried(v) && !s.readyAt(v):
+		case c.out[k] && !c.leftAt[k].IsZero() && known && s.tried(v) && !s.readyAt(v) && !s.settledAt(v):
 			n++
 		case !c.out[k] && s.failedAt(s.views[k]):
 			n++

@@ -27,6 +27,9 @@ import (
 // reconcile brings one Release's members one step closer to its spec, and says when to look
 // again if nothing else calls.
 func (c *Controller) reconcile(ctx context.Context, key types.NamespacedName) (requeue time.Duration, err error) {
+	if !c.ledSet(key) {
+		return 0, nil // another controller of the set leads; this one is called when it does (setLeases.led)
+	}
 	obj, err := c.releaseLister.ByNamespace(key.Namespace).Get(key.Name)
 	if apierrors.IsNotFound(err) {
 		c.mu.Lock()
@@ -148,6 +151,7 @@ func (c *Controller) pass(ctx context.Context, rel *v1alpha1.Release, st *releas
 	p := decide(snap)
 	c.mu.Lock()
 	recordDepartures(st, p)
+	recordSettled(st, p)
 	c.mu.Unlock()
 	wait := p.wait
 	if p.remove, wait = c.confirmDeliberate(ctx, snap, p.remove, wait); len(p.apply) > 0 || len(p.remove) > 0 {
@@ -173,6 +177,9 @@ func (c *Controller) pass(ctx context.Context, rel *v1alpha1.Release, st *releas
 	case p.stopped && rel.Spec.Rollout != nil && rel.Spec.Rollout.OnFailure == v1alpha1.FailureRollback:
 		if c.lastComplete(rel, t.bundle.Revision) == nil {
 			pr.note = "onFailure is Rollback, but no earlier revision was Ready everywhere: there is nothing to roll back to"
+			if rel.Status.LastCompleteRevision == t.bundle.Revision {
+				pr.note = "onFailure is Rollback, but this revision was Ready everywhere once: a revision that completed is not rolled back"
+			}
 			break
 		}
 		if !ownsRelease {

@@ -44,6 +44,8 @@ type view struct {
 	feedback []v1alpha1.ReleaseFeedbackValue
 	// departedAt is when the member left the decision for its health; zero otherwise.
 	departedAt time.Time
+	// settled: the member finished its wave at the revision it runs (memberState.settled).
+	settled bool
 }
 
 // viewOf copies a member's state, with c.mu held. base is the Release's revision the pass
@@ -67,7 +69,7 @@ func viewOf(ms *memberState, base, want string) view {
 	}
 	v := view{known: true, revision: at(ms.revision), memberRevision: ms.revision, applied: ms.applied, readyAt: ms.readyAt,
 		applying: ms.applying, removing: ms.removing, drifted: ms.drifted, drift: ms.drift, err: ms.err, failedRev: at(ms.failedRev),
-		failedAt: ms.failedAt, attempts: ms.attempts, departedAt: ms.departedAt}
+		failedAt: ms.failedAt, attempts: ms.attempts, departedAt: ms.departedAt, settled: ms.settled != "" && ms.settled == ms.revision}
 	if !ms.ready() {
 		v.readyAt = time.Time{}
 	}
@@ -176,6 +178,9 @@ type plan struct {
 	recorded *Stop
 	// finished is how many waves have finished, in order.
 	finished int
+	// settled are the members of finished waves that are Ready at the revision and not yet
+	// recorded as settled at it (recordSettled).
+	settled []types.NamespacedName
 	// done: every wave has finished (each member Ready at the revision for the soak, or failed).
 	done bool
 	// awaiting is the wave (1-based) that may begin once approved; 0 when none waits.
@@ -215,6 +220,7 @@ func decide(s snapshot) plan {
 		}
 	}
 	p.wait = pick(0, soakLeft)
+	p.settled = s.newlySettled(open)
 	for i, w := range s.waves {
 		for _, k := range w {
 			v := s.views[k]
@@ -239,7 +245,7 @@ func decide(s snapshot) plan {
 				p.wait = pick(p.wait, due)
 			case due == 0, v.revision != s.revision, v.drifted && s.gates.correctDrift:
 				p.apply = append(p.apply, k)
-			case v.readyAt.IsZero() && v.err == nil:
+			case v.readyAt.IsZero() && v.err == nil && !s.settledAt(v):
 				// Applied, not yet healthy: looked at again at its deadline.
 				p.wait = pick(p.wait, v.applied.Add(s.gates.deadline).Sub(s.now))
 			}
@@ -278,6 +284,28 @@ func (s snapshot) failures(departed map[types.NamespacedName]departure) []types.
 	return out
 }
 
+// newlySettled are the members of the waves before open (those done) that are Ready at the
+// revision and not recorded as settled at it yet.
+func (s snapshot) newlySettled(open int) []types.NamespacedName {
+	var out []types.NamespacedName
+	for _, w := range s.waves[:open] {
+		for _, k := range w {
+			if v := s.views[k]; s.readyAt(v) && !v.settled {
+				out = append(out, k)
+			}
+		}
+	}
+	return out
+}
+
+// settledAt: the member finished its wave at the revision (Ready at it for the soak, its wave
+// done), whatever its health is now. A progress deadline is for reaching health, as a
+// Deployment's progressDeadlineSeconds is: a settled member that loses health later is
+// Degraded, and neither costs the rollout a failure nor holds a wave, nor starts a rollback.
+func (s snapshot) settledAt(v view) bool {
+	return v.known && v.settled && v.revision == s.revision
+}
+
 // openWave is the first wave not yet done (len(waves) when all are), and how long its members
 // that are Ready have left to soak. A wave is done when each member is Ready at the revision,
 // as seen after its apply, for the soak, or failed at the revision and not due to be tried again.
@@ -287,6 +315,8 @@ func (s snapshot) openWave() (int, time.Duration) {
 		for _, k := range w {
 			v := s.views[k]
 			switch {
+			case s.settledAt(v) && !s.readyAt(v):
+				// Finished its wave, and lost its health since: the wave stays done.
 			case s.readyAt(v):
 				if left := v.readyAt.Add(s.gates.soak).Sub(s.now); left > 0 {
 					done, soak = false, max(soak, left) // the wave soaks until its last member has
@@ -310,7 +340,7 @@ func (s snapshot) readyAt(v view) bool {
 
 // lostMidRollout: a member that left the decision was tried at the revision and not Ready at it.
 func (s snapshot) lostMidRollout(v view) bool {
-	return s.tried(v) && !s.readyAt(v)
+	return s.tried(v) && !s.readyAt(v) && !s.settledAt(v)
 }
 
 // tried: the member was applied to at the revision, or tried and failed.
@@ -333,7 +363,7 @@ func (s snapshot) begun(w []types.NamespacedName) bool {
 // never a wave that waits for it for good.
 func (s snapshot) failedAt(v view) bool {
 	switch {
-	case !v.known || v.applying:
+	case !v.known || v.applying || s.settledAt(v):
 		return false
 	case v.err != nil:
 		return v.failedRev == s.revision
@@ -379,6 +409,8 @@ func (s snapshot) judge(v view, notStarted bool) judgement {
 		return judgement{phase: v1alpha1.PhaseApplying}
 	case v.err != nil && v1alpha1.Unreachable(v.err.class):
 		return judgement{v1alpha1.PhaseUnreachable, v.err.class, safetext.OneLine(v.err.Error(), 1024)}
+	case s.settledAt(v) && !s.readyAt(v) && !(v.err == nil && v.drifted && !s.gates.ignoreDrift):
+		return s.degraded(v)
 	case v.err != nil && v.failedRev == s.revision:
 		return judgement{v1alpha1.PhaseFailed, v.err.class, safetext.OneLine(v.err.Error(), 1024)}
 	case v.revision != s.revision:
@@ -405,6 +437,22 @@ func (s snapshot) judge(v view, notStarted bool) judgement {
 		j.message = safetext.OneLine(v.notCurrent.ref.String()+" is "+v.notCurrent.status+": "+v.notCurrent.message, 1024)
 	}
 	return j
+}
+
+// degraded is the judgement of a member that finished its wave at the revision and is not Ready
+// now: an object lost its health (a Node died under its Pods), or correcting it failed.
+func (s snapshot) degraded(v view) judgement {
+	if v.err != nil {
+		return judgement{v1alpha1.PhaseDegraded, v.err.class, safetext.OneLine("was Ready at this revision; applying it again failed: "+v.err.Error(), 1024)}
+	}
+	msg := "was Ready at this revision, and lost its health since"
+	if v.notCurrent != nil {
+		msg += ": " + v.notCurrent.ref.String() + " is " + v.notCurrent.status
+		if v.notCurrent.message != "" {
+			msg += ": " + v.notCurrent.message
+		}
+	}
+	return judgement{v1alpha1.PhaseDegraded, "HealthLost", safetext.OneLine(msg+"; it counts as Ready again once healthy, and stops nothing", 1024)}
 }
 
 // awaitingApproval is the judgement of a member whose wave waits for approval.

@@ -73,6 +73,11 @@ func (r *rollout) step(i int) {
 	p := decide(s)
 	r.check(s, p, i)
 	r.churn.acted(r, s, p, i)
+	for _, k := range p.settled { // recordSettled
+		v := r.snap.views[k]
+		v.settled = true
+		r.snap.views[k] = v
+	}
 	for _, k := range p.apply {
 		v := r.snap.views[k]
 		if !r.snap.tried(v) {
@@ -127,6 +132,12 @@ func (r *rollout) happen() {
 		}
 	case 6:
 		r.snap.gates.approved++ // someone approves the next wave
+	case 7:
+		// A member that was Ready loses its health, as when its Nodes die under its Pods; a
+		// later event 0-2 brings it back.
+		if v.known && v.err == nil && !v.readyAt.IsZero() {
+			v.readyAt, v.notCurrent = time.Time{}, &applied{status: "InProgress", message: "Available: 0/2 replicas"}
+		}
 	case 8, 9, 10, 11:
 		r.churn.happen(r, k, e)
 	}
@@ -148,7 +159,7 @@ func (r *rollout) check(s snapshot, p plan, i int) {
 			for _, e := range w {
 				ev := s.views[e]
 				soaked := s.readyAt(ev) && !s.now.Before(ev.readyAt.Add(s.gates.soak))
-				require.True(r.t, soaked || (s.failedAt(ev) && s.retryDue(ev) != 0),
+				require.True(r.t, soaked || s.settledAt(ev) || (s.failedAt(ev) && s.retryDue(ev) != 0),
 					"step %d: %s (wave %d) applied while %s of an earlier wave is %+v", i, k.Name, r.order[k], e.Name, ev)
 			}
 		}
@@ -165,13 +176,21 @@ func (r *rollout) check(s snapshot, p plan, i int) {
 		if v.err != nil && v.failedRev != s.revision {
 			require.NotContains(r.t, p.failed, k, "step %d: an older revision's failure counted", i)
 		}
+		if s.settledAt(v) {
+			// Finished its wave at the revision: whatever its health now, no failure.
+			require.NotContains(r.t, p.failed, k, "step %d: %s finished its wave, and its later loss of health counted as a failure", i, k.Name)
+			if !s.readyAt(v) && !v.applying && (v.err == nil || !v1alpha1.Unreachable(v.err.class)) && !(v.err == nil && v.drifted) {
+				require.Equal(r.t, v1alpha1.PhaseDegraded, p.judged[k].phase, "step %d: %s lost its health after its wave", i, k.Name)
+			}
+			continue
+		}
 		if (v.err != nil && v.failedRev == s.revision) || (v.err == nil && v.revision == s.revision && v.readyAt.IsZero() &&
 			((v.notCurrent != nil && v.notCurrent.status == "Failed") || s.now.Sub(v.applied) > s.gates.deadline)) {
 			failed++
 		}
 	}
 	for _, k := range s.leaving { // left for its health mid-rollout: a failure too
-		if _, departed := p.departed[k]; departed && s.tried(s.own[k]) && !s.readyAt(s.own[k]) {
+		if _, departed := p.departed[k]; departed && s.tried(s.own[k]) && !s.readyAt(s.own[k]) && !s.settledAt(s.own[k]) {
 			failed++
 		}
 	}
@@ -235,6 +254,79 @@ func TestPlanInvariants(t *testing.T) {
 			r.step(i)
 		}
 	}
+}
+
+// Issue 74's defect: a revision that completed, three waves of it, was stopped for good when one
+// member's Nodes died days later (its Deployment no longer Available): the progress deadline,
+// counted from an apply long past, made it Failed, the rollout Stalled in wave 3 of 3, and with
+// onFailure Rollback a rollback of the whole fleet would have begun. A member that finished its
+// wave is Degraded instead, stops nothing, and is Ready again once healthy; one still soaking in
+// its wave when it loses health is still held to its deadline.
+func TestHealthLostAfterTheWaveIsNoFailure(t *testing.T) {
+	ms := names(3)
+	now := time.Unix(1_000_000, 0)
+	s := snapshot{now: now, revision: "r2", waves: [][]types.NamespacedName{{ms[0]}, {ms[1]}, {ms[2]}},
+		views: map[types.NamespacedName]view{}, mine: map[types.NamespacedName]bool{ms[0]: true, ms[1]: true, ms[2]: true},
+		fresh: true, gates: gates{soak: 2 * time.Second, deadline: time.Minute, retryAfter: 30 * time.Second}}
+	for _, k := range ms {
+		s.views[k] = view{known: true, revision: "r2", applied: now.Add(-72 * time.Hour), readyAt: now.Add(-71 * time.Hour)}
+	}
+	p := decide(s)
+	require.True(t, p.done)
+	require.Equal(t, ms, p.settled, "every member finished its wave")
+	for _, k := range ms {
+		v := s.views[k]
+		v.settled = true
+		s.views[k] = v
+	}
+	require.Empty(t, decide(s).settled, "recorded once")
+
+	lost := s.views[ms[1]]
+	lost.readyAt, lost.notCurrent = time.Time{}, &applied{ref: ref{Kind: "Deployment", Namespace: "shop", Name: "web"}, status: "InProgress", message: "Available: 0/2 replicas"}
+	s.views[ms[1]] = lost
+	p = decide(s)
+	require.False(t, p.stopped, "a member's loss of health after its wave stopped the rollout")
+	require.Empty(t, p.failed)
+	require.True(t, p.done, "the finished waves stay finished")
+	require.Empty(t, p.apply)
+	require.Zero(t, p.wait, "no deadline to look again at")
+	require.Equal(t, v1alpha1.PhaseDegraded, p.judged[ms[1]].phase)
+	require.Equal(t, "HealthLost", p.judged[ms[1]].reason)
+	require.Contains(t, p.judged[ms[1]].message, "Deployment shop/web is InProgress: Available: 0/2 replicas")
+	st := (&rollout{snap: s}).status(s, p)
+	require.Equal(t, metav1.ConditionFalse, meta.FindStatusCondition(st.Conditions, v1alpha1.ReleaseStalled).Status)
+	require.Equal(t, metav1.ConditionFalse, meta.FindStatusCondition(st.Conditions, v1alpha1.ReleaseAvailable).Status)
+	degraded := meta.FindStatusCondition(st.Conditions, v1alpha1.ReleaseDegraded)
+	require.Equal(t, metav1.ConditionTrue, degraded.Status)
+	require.Equal(t, string(v1alpha1.PhaseDegraded), degraded.Reason)
+	progressing := meta.FindStatusCondition(st.Conditions, v1alpha1.ReleaseProgressing)
+	require.Equal(t, metav1.ConditionFalse, progressing.Status, "a finished revision is not RollingOut again")
+
+	// Healthy again: Ready, Complete, by itself.
+	lost.readyAt, lost.notCurrent = now, nil
+	s.views[ms[1]] = lost
+	s.now = now.Add(time.Minute)
+	p = decide(s)
+	require.Equal(t, v1alpha1.PhaseReady, p.judged[ms[1]].phase)
+	require.Equal(t, "Complete", meta.FindStatusCondition((&rollout{snap: s}).status(s, p).Conditions, v1alpha1.ReleaseProgressing).Reason)
+
+	// While a later wave rolls out, an earlier wave's member that finished and then lost its
+	// health holds nothing back: the next wave begins.
+	s.views[ms[1]] = lost
+	s.views[ms[2]] = view{}
+	lost.readyAt, lost.notCurrent = time.Time{}, &applied{status: "InProgress"}
+	s.views[ms[1]] = lost
+	p = decide(s)
+	require.Equal(t, []types.NamespacedName{ms[2]}, p.apply, "wave 3 begins")
+	require.False(t, p.stopped)
+
+	// A member still soaking in its wave when it loses health has not finished it: its
+	// deadline, from its apply, still holds.
+	soaking := view{known: true, revision: "r2", applied: now.Add(-2 * time.Minute), notCurrent: &applied{status: "InProgress"}}
+	s.views[ms[2]] = soaking
+	p = decide(s)
+	require.Equal(t, []types.NamespacedName{ms[2]}, p.failed, "past its deadline without finishing its wave")
+	require.Equal(t, v1alpha1.FailureTimeout, p.judged[ms[2]].reason)
 }
 
 // The defects a walk-through found, each as the plan decided it before.

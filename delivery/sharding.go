@@ -224,6 +224,9 @@ func foreignState(r report, revision string, old *memberState) *memberState {
 		ms.applied = r.status.LastApplied.Time
 	}
 	ms.revision = r.status.Revision
+	if old != nil && old.settled == ms.revision {
+		ms.settled = old.settled
+	}
 	if r.status.Phase == v1alpha1.PhaseFailed || r.status.Phase == v1alpha1.PhaseUnreachable {
 		// The report does not say at which revision it failed: counted as failed at this one
 		// until its replica reports it again (on the same events as this one's turn).
@@ -252,6 +255,9 @@ func inventory(m v1alpha1.ReleaseMemberStatus) *memberState {
 	}
 	if m.DepartedAt != nil {
 		ms.departedAt = m.DepartedAt.Time
+	}
+	if m.Phase == v1alpha1.PhaseDegraded {
+		ms.settled = m.Revision // only a member that finished its wave is Degraded
 	}
 	return ms
 }

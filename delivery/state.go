@@ -46,6 +46,10 @@ type memberState struct {
 	// once it is done, so that an edit or a delete made meanwhile is not lost.
 	during  []watched
 	readyAt time.Time // when every object was first seen Current at revision (settle keeps it)
+	// settled is the revision at which the member finished its wave: Ready at it for the soak,
+	// its wave done (recordSettled). Its progress deadline is behind it: at that revision, a
+	// later loss of health is Degraded, never a failure of the rollout.
+	settled string
 	// source and judgedAt are, for a member another replica reports (sharding.go), the report's
 	// slice version it was read from and the revision it was judged at.
 	source, judgedAt string
@@ -88,6 +92,16 @@ func (ms *memberState) settle(now time.Time) {
 		ms.readyAt = time.Time{}
 	case ms.readyAt.IsZero():
 		ms.readyAt = now
+	}
+}
+
+// recordSettled keeps, with c.mu held, that each member of p.settled finished its wave at the
+// revision it runs, so that a later loss of its health is judged Degraded, not a failure.
+func recordSettled(st *releaseState, p plan) {
+	for _, k := range p.settled {
+		if ms := st.members[k]; ms != nil {
+			ms.settled = ms.revision
+		}
 	}
 }
 

@@ -37,7 +37,7 @@ type progress struct {
 
 // badness orders phases from worst to best, for Release.status.worst.
 var badness = []v1alpha1.ReleaseMemberPhase{
-	v1alpha1.PhaseFailed, v1alpha1.PhaseUnreachable, v1alpha1.PhaseDrifted, v1alpha1.PhaseRemoving, v1alpha1.PhaseDeparted,
+	v1alpha1.PhaseFailed, v1alpha1.PhaseUnreachable, v1alpha1.PhaseDegraded, v1alpha1.PhaseDrifted, v1alpha1.PhaseRemoving, v1alpha1.PhaseDeparted,
 	v1alpha1.PhaseProgressing, v1alpha1.PhaseApplying, v1alpha1.PhasePending, v1alpha1.PhaseReady,
 }
 

@@ -121,6 +121,7 @@ func (w *workloadProcs) stop() error {
 	}
 	for _, cmd := range w.cmds {
 		_ = cmd.Process.Signal(syscall.SIGTERM)
+		_ = cmd.Process.Signal(syscall.SIGCONT) // one PauseNodes froze hears SIGTERM once thawed
 	}
 	var errs []error
 	for i, cmd := range w.cmds {
@@ -153,4 +154,30 @@ func makeNodes(ctx context.Context, s *Server, member string, n int) error {
 		}
 	}
 	return nil
+}
+
+// PauseNodes freezes the KWOK of a member with workloads (SIGSTOP), which keeps its simulated
+// Nodes and runs their Pods: the Nodes' heartbeats and Leases lapse, as when a member's Nodes
+// die or lose their network, so that the node lifecycle controller marks them NotReady (40 s
+// after their last heartbeat) and their Pods not Ready, and Deployments there lose their
+// availability. The API server keeps serving. ResumeNodes brings the Nodes back.
+func (s *Server) PauseNodes() error { return s.signalKWOK(syscall.SIGSTOP) }
+
+// ResumeNodes thaws the KWOK that PauseNodes froze: its Nodes turn Ready again, and their Pods
+// with them (stages.yaml's pod-ready-again, as a kubelet that is back reports them).
+func (s *Server) ResumeNodes() error { return s.signalKWOK(syscall.SIGCONT) }
+
+func (s *Server) signalKWOK(sig syscall.Signal) error {
+	if s.workloads == nil {
+		return errors.New("localfleet: this server runs no workloads (Options.Workloads)")
+	}
+	for _, cmd := range s.workloads.cmds {
+		if filepath.Base(cmd.Path) == "kwok" {
+			if err := cmd.Process.Signal(sig); err != nil {
+				return fmt.Errorf("signalling kwok (pid %d): %w", cmd.Process.Pid, err)
+			}
+			return nil
+		}
+	}
+	return errors.New("localfleet: kwok is not running")
 }

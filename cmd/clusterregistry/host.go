@@ -130,7 +130,7 @@ func (o *HealthOptions) hostOptions(reg *registry, opts health.Options, chosen m
 		hostOpts.Placements = &scheduler.ControllerOptions{Options: scheduler.Options{SchedulerName: schedulerName}}
 	}
 	if chosen[controllers.Releases] {
-		hostOpts.Releases = o.releasesOptions(leaseNamespace)
+		hostOpts.Releases = o.releasesOptions()
 	}
 	// With --shard-group the replicas divide the members among themselves, each working on its
 	// own; without, each works on them all, and --leader-elect makes them take turns.
@@ -172,12 +172,14 @@ func (o *HealthOptions) metricsServer(ctx context.Context, reg *registry, log lo
 }
 
 // releasesOptions are the releases controller's options from the flags. Unsharded, releases
-// controllers of one set take turns on a Lease of their own, elected or not: a second process
-// started beside a Deployment's (or the demo's) waits rather than apply the same Releases.
-func (o *HealthOptions) releasesOptions(leaseNamespace string) *delivery.ControllerOptions {
+// controllers of one set take turns on the Lease clusterregistry-releases in the set's own
+// namespace, elected or not, whatever --leader-elect-namespace says: a second process started
+// beside a Deployment's (or the demo's), with -n or -A, waits rather than apply the same
+// Releases.
+func (o *HealthOptions) releasesOptions() *delivery.ControllerOptions {
 	opts := &delivery.ControllerOptions{Charts: o.charts, MemberTimeout: o.ReleaseMemberTimeout}
 	if o.ShardGroup == "" {
-		opts.Lease = &election.Lease{Namespace: leaseNamespace, Name: delivery.DefaultLeaseName}
+		opts.Lease = &election.Lease{Name: delivery.DefaultLeaseName}
 	}
 	return opts
 }
