@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
 
+	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
 	"github.com/cluster-registry/sdk/election"
 	"github.com/cluster-registry/sdk/multicluster"
 )
@@ -338,6 +339,9 @@ func (c *Controller) probeWrite(ctx context.Context, t *tracked, start time.Time
 	t.observed(o, start)
 	adopting := t.state.written == nil
 	v = t.state.decide(t.member.Cluster(), o, &c.opts, start)
+	if v.condition.Reason == v1alpha1.ReasonIdentityChanged {
+		t.unidentified = true // every probe reads the identity until the recorded one answers
+	}
 	if adopting && t.state.written != nil { // the status the registry had, taken as written
 		t.confirmed = t.state.writtenStatus
 	}

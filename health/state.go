@@ -67,6 +67,12 @@ func (s *memberState) decide(current *v1alpha1.Cluster, o observation, opts *Opt
 	}
 	// Identity: recorded on first sight; a different one means the endpoints lead elsewhere.
 	switch {
+	case o.clusterID == "" && o.ready && s.written != nil && s.written.Reason == v1alpha1.ReasonIdentityChanged && v.clusterID != "":
+		// A probe that did not read the identity (a kept connection's, which reads it only
+		// when told to) says nothing of it: the endpoint still leads to the other cluster until
+		// a probe finds the recorded one there. Before, two such probes turned Reachable again,
+		// and a pending write of IdentityChanged was replaced before it was made.
+		o = observation{reason: v1alpha1.ReasonIdentityChanged, message: s.written.Message}
 	case o.clusterID == "":
 	case v.clusterID == "":
 		v.clusterID = o.clusterID

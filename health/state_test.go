@@ -85,6 +85,24 @@ func TestIdentityIsRecordedAndAChangeIsAtOnce(t *testing.T) {
 	require.Equal(t, "uid-b", c.Status.ClusterID)
 }
 
+// With KeepConnections, probes over an open connection do not read the identity: they must not
+// turn an IdentityChanged member Reachable again (TestKeepConnectionsSeesAReinstalledCluster saw
+// a reinstalled cluster stay Reachable under load: two such probes undid the verdict, or replaced
+// its pending write). Only a probe that reads the recorded identity there does.
+func TestUnidentifiedProbesKeepIdentityChanged(t *testing.T) {
+	opts := &Options{FailureThreshold: 3, SuccessThreshold: 2, Heartbeat: time.Hour}
+	s, c := &memberState{}, &v1alpha1.Cluster{}
+	other, kept := up, up
+	other.clusterID, kept.clusterID, kept.version = "uid-b", "", ""
+	got := decideAll(s, c, opts, up, other, kept, kept, kept, up, up)
+	require.Equal(t, []string{
+		"True/Reachable!", "False/IdentityChanged!",
+		"False/IdentityChanged", "False/IdentityChanged", "False/IdentityChanged", // kept connections
+		"False/IdentityChanged", "True/Reachable!", // the recorded cluster answers again, twice
+	}, got)
+	require.Equal(t, "uid-a", c.Status.ClusterID)
+}
+
 // A controller that restarts adopts the Ready condition it finds, and does not rewrite a status
 // that is still true.
 func TestAdoptsTheRegistrysStatus(t *testing.T) {

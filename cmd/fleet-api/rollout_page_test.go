@@ -57,7 +57,9 @@ func TestRolloutInABrowser(t *testing.T) {
 		p.approveFromPage(t, wave)
 	}
 	p.waitFor(t, `.cond-good[data-condition="Available"]`, 60*time.Second)
-	require.Contains(t, p.text(t, `tr[data-rollout="`+p.ns+`/dash"] .revisions`), "Revision 1 (current, last complete): 1 manifest")
+	// Available is written once every member is Ready; the revision is complete (status'
+	// lastCompleteRevision) once its last wave has soaked, a status write later: wait for it.
+	p.waitText(t, `tr[data-rollout="`+p.ns+`/dash"] .revisions`, "Revision 1 (current, last complete): 1 manifest", 60*time.Second)
 	p.failedWave(t)
 	p.undoFromPage(t)
 	p.viewer(t)
@@ -130,6 +132,17 @@ func (p *rolloutPage) waitFor(t *testing.T, sel string, timeout time.Duration) {
 	if err := chromedp.Do(ctx, chromedp.Poll[chromedp.Void](`document.querySelector(`+strconv.Quote(sel)+`) !== null`, chromedp.WithPollingTimeout(timeout))); err != nil {
 		shown, _ := chromedp.Run(p.tab, chromedp.Evaluate[string](`document.body.innerText`))
 		t.Fatalf("waiting for %s: %v; the page shows:\n%s", sel, err, shown)
+	}
+}
+
+// waitText waits until the element sel's text holds want.
+func (p *rolloutPage) waitText(t *testing.T, sel, want string, timeout time.Duration) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(p.tab, timeout)
+	defer cancel()
+	js := `(document.querySelector(` + strconv.Quote(sel) + `)?.textContent ?? "").includes(` + strconv.Quote(want) + `)`
+	if err := chromedp.Do(ctx, chromedp.Poll[chromedp.Void](js, chromedp.WithPollingTimeout(timeout))); err != nil {
+		t.Fatalf("waiting for %q in %s: %v; it says: %s", want, sel, err, p.text(t, sel))
 	}
 }
 
