@@ -64,6 +64,10 @@ func (s Status) Refused() bool {
 }
 
 func (s Status) String() string {
+	if s.State == 0 {
+		// The zero Status, as Kind.Status answers (with false) for a member it has no cache of.
+		return "no cache of this member (not in the caches' members, or the kind not asked of it yet)"
+	}
 	since := s.Since.Format(time.RFC3339)
 	switch {
 	case s.State == Stale:

@@ -56,3 +56,8 @@ func TestRepeatedRefusalLoggedOnce(t *testing.T) {
 	handle(t.Context(), nil, forbidden)
 	require.Equal(t, []error{forbidden, down, down, forbidden}, logged)
 }
+// The Status of a member the caches do not have says so, not "unknown since
+// 0001-01-01T00:00:00Z" (what `fleetcache` status printed for a member not in the fleet).
+func TestStatusOfNoCache(t *testing.T) {
+	require.Equal(t, "no cache of this member (not in the caches' members, or the kind not asked of it yet)", Status{}.String())
+}

@@ -170,7 +170,7 @@ func (r *run[T]) runMember(ctx context.Context, res *Result[T]) {
 		if ctx.Done() == nil && r.f.TrackCallbacks == nil { // nothing to abandon it for, nobody to tell
 			res.Value, res.Err = callInline(ctx, res.Member, r.fn)
 		} else if res.Value, res.Err = call(ctx, res.Member, r.fn, r.f.TrackCallbacks); res.Err != nil && ctx.Err() != nil {
-			res.Err = r.timedOut(ctx, res.Err, 1, 1)
+			res.Err = r.timedOut(ctx, res.Member, res.Err, 1, 1)
 		}
 	}
 	res.Duration = time.Since(start)
@@ -193,7 +193,7 @@ func (r *run[T]) retried(ctx context.Context, res *Result[T], attempts int) {
 		case res.Err == nil:
 			return
 		case ctx.Err() != nil:
-			res.Err = r.timedOut(ctx, res.Err, attempt, attempts)
+			res.Err = r.timedOut(ctx, m, res.Err, attempt, attempts)
 			return
 		case attempt >= attempts:
 			return
@@ -213,7 +213,7 @@ func (r *run[T]) retried(ctx context.Context, res *Result[T], attempts int) {
 		select {
 		case <-time.After(delay):
 		case <-ctx.Done():
-			res.Err = r.timedOut(ctx, res.Err, attempt, attempts)
+			res.Err = r.timedOut(ctx, m, res.Err, attempt, attempts)
 			return
 		}
 	}
@@ -221,12 +221,12 @@ func (r *run[T]) retried(ctx context.Context, res *Result[T], attempts int) {
 
 // timedOut is err, from an attempt whose context ended, as a *TimeoutError when the fan-out's own
 // Timeout or OverallTimeout ended it.
-func (r *run[T]) timedOut(ctx context.Context, err error, attempt, attempts int) error {
+func (r *run[T]) timedOut(ctx context.Context, m *Member, err error, attempt, attempts int) error {
 	switch cause := context.Cause(ctx); {
 	case cause == error(r.memberCause) && r.memberCause != nil:
-		return &TimeoutError{After: r.f.Timeout, Attempt: attempt, Attempts: attempts, Err: err}
+		return &TimeoutError{After: r.f.Timeout, Attempt: attempt, Attempts: attempts, Err: err, Server: m.endpoint()}
 	case cause == error(r.overallCause) && r.overallCause != nil:
-		return &TimeoutError{After: r.f.OverallTimeout, Overall: true, Attempt: attempt, Attempts: attempts, Err: err}
+		return &TimeoutError{After: r.f.OverallTimeout, Overall: true, Attempt: attempt, Attempts: attempts, Err: err, Server: m.endpoint()}
 	}
 	return err
 }

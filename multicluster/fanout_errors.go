@@ -40,6 +40,9 @@ type TimeoutError struct {
 	Attempt, Attempts int
 	// Err is what the callback returned, if it returned before being abandoned.
 	Err error
+	// Server is the member's API server as its clients resolved it (or the first its Cluster
+	// lists), "" when it has none: where the call was waiting.
+	Server string
 }
 
 func (e *TimeoutError) Error() string {
@@ -48,9 +51,17 @@ func (e *TimeoutError) Error() string {
 		what = "fan-out timed out"
 	}
 	msg := fmt.Sprintf("%s after %s, attempt %d of %d", what, e.After, e.Attempt, e.Attempts)
+	if e.Server != "" {
+		msg += ", member's server " + e.Server
+	}
 	var d *deadline
-	if e.Err != nil && e.Err != context.DeadlineExceeded && !errors.As(e.Err, &d) {
+	switch {
+	case e.Err != nil && e.Err != context.DeadlineExceeded && !errors.As(e.Err, &d):
 		msg += ": " + e.Err.Error()
+	case e.Server != "":
+		// Abandoned still waiting, as a call is on a connection being opened (its TLS
+		// handshake) or on an answer: said, rather than nothing.
+		msg += ": the call had not returned"
 	}
 	return msg
 }

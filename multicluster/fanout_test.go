@@ -497,14 +497,14 @@ func TestTimeoutSaysWhatTimedOut(t *testing.T) {
 	var te *TimeoutError
 	require.ErrorAs(t, results[0].Err, &te)
 	require.ErrorIs(t, results[0].Err, context.DeadlineExceeded)
-	require.Equal(t, "timed out after 100ms, attempt 1 of 3", results[0].Err.Error())
+	require.Equal(t, "timed out after 100ms, attempt 1 of 3, member's server m0.example.com: the call had not returned", results[0].Err.Error())
 
 	// A request's own error, when it came back before the member was abandoned, follows.
 	require.Equal(t, "timed out after 50ms, attempt 2 of 3: listing pods: context deadline exceeded",
 		(&TimeoutError{After: 50 * time.Millisecond, Attempt: 2, Attempts: 3, Err: fmt.Errorf("listing pods: %w", context.DeadlineExceeded)}).Error())
 
 	results = ForEach(context.Background(), staticMembers(t, 3), hang, Concurrency(1), OverallTimeout(50*time.Millisecond))
-	require.Equal(t, "fan-out timed out after 50ms, attempt 1 of 3", results[0].Err.Error())
+	require.Equal(t, "fan-out timed out after 50ms, attempt 1 of 3, member's server m0.example.com: the call had not returned", results[0].Err.Error())
 	require.Equal(t, "not started: fan-out timed out after 50ms", results[2].Err.Error())
 	require.ErrorIs(t, results[2].Err, context.DeadlineExceeded)
 }
