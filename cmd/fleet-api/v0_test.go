@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -190,11 +191,16 @@ func TestOptikonContract(t *testing.T) {
 	code, body = call(t, http.MethodGet, all.URL+"/v0/clusters", nil)
 	requireAPIResponse(t, code, body, http.StatusBadRequest, "this server serves every set (-A): run fleet-api with --optikon-cluster-set SET")
 	_, chosen := startAPIAs(t, apiOptions{config: lf.Registry.Config, optikonSet: lf.Namespace})
-	code, body = call(t, http.MethodGet, chosen.URL+"/v0/clusters", nil)
-	require.Equal(t, http.StatusOK, code, string(body))
-	for _, m := range lf.Members {
-		require.Contains(t, string(body), `"name":"`+m.Name+`"`, "with -A and --optikon-cluster-set, /v0 lists that set's clusters")
-	}
+	require.Eventually(t, func() bool {
+		code, body = call(t, http.MethodGet, chosen.URL+"/v0/clusters", nil)
+		require.Equal(t, http.StatusOK, code, string(body))
+		for _, m := range lf.Members {
+			if !strings.Contains(string(body), `"name":"`+m.Name+`"`) {
+				return false
+			}
+		}
+		return true
+	}, 30*time.Second, 100*time.Millisecond, "with -A and --optikon-cluster-set, /v0 lists that set's clusters: %s", body)
 }
 
 // viewerOf is a token of a caller who may get, list and watch the Clusters and Releases (and their
