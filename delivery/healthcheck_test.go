@@ -75,12 +75,15 @@ func TestHealthOfACustomResource(t *testing.T) {
 		fb := list.Items[0].Members[0].Feedback
 		return len(fb) == 1 && fb[0] == v1alpha1.ReleaseFeedbackValue{Name: "phase", Value: "Running"}
 	}, 10*time.Second, 100*time.Millisecond, "the phase was not fed back")
+	// Broken after it was Ready: Degraded by its health rule (no failure of the rollout: the
+	// member finished its wave).
 	setPhase("Broken")
 	got = env.waitRelease(t, "widgets", "failed by its health", func(r *v1alpha1.Release) bool {
-		return len(r.Status.Worst) == 1 && r.Status.Worst[0].Phase == v1alpha1.PhaseFailed
+		return len(r.Status.Worst) == 1 && r.Status.Worst[0].Phase == v1alpha1.PhaseDegraded
 	})
 	require.Equal(t, "ObjectFailed", got.Status.Worst[0].Reason)
 	require.Contains(t, got.Status.Worst[0].Message, "spec.health[0].failed holds")
+	require.Equal(t, metav1.ConditionFalse, condition(got, v1alpha1.ReleaseStalled))
 
 	requireStallsOnInvalidChecks(t, env, group)
 	for _, name := range []string{"widgets", "crds"} {

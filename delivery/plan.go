@@ -445,14 +445,17 @@ func (s snapshot) degraded(v view) judgement {
 	if v.err != nil {
 		return judgement{v1alpha1.PhaseDegraded, v.err.class, safetext.OneLine("was Ready at this revision; applying it again failed: "+v.err.Error(), 1024)}
 	}
-	msg := "was Ready at this revision, and lost its health since"
+	msg, reason := "was Ready at this revision, and lost its health since", "HealthLost"
 	if v.notCurrent != nil {
 		msg += ": " + v.notCurrent.ref.String() + " is " + v.notCurrent.status
 		if v.notCurrent.message != "" {
 			msg += ": " + v.notCurrent.message
 		}
+		if v.notCurrent.status == "Failed" {
+			reason = "ObjectFailed" // an object says it failed, as its health rules judge it
+		}
 	}
-	return judgement{v1alpha1.PhaseDegraded, "HealthLost", safetext.OneLine(msg+"; it counts as Ready again once healthy, and stops nothing", 1024)}
+	return judgement{v1alpha1.PhaseDegraded, reason, safetext.OneLine(msg+"; it counts as Ready again once healthy, and stops nothing", 1024)}
 }
 
 // awaitingApproval is the judgement of a member whose wave waits for approval.

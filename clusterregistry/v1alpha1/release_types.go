@@ -727,8 +727,9 @@ const (
 	// being corrected).
 	PhaseDrifted ReleaseMemberPhase = "Drifted"
 	// PhaseDegraded: the member was Ready at the revision for its wave's soak and is not healthy
-	// now (reason HealthLost: an object lost its health, as when a Node dies under its Pods; or
-	// the failure class of a new apply of the same revision). It is no failure of the rollout:
+	// now (reason HealthLost: an object lost its health, as when a Node dies under its Pods;
+	// ObjectFailed: an object says it failed; or the failure class of a new apply of the same
+	// revision). It is no failure of the rollout:
 	// the progress deadline is for reaching health, so nothing stops or rolls back for it, and
 	// the member is Ready again once healthy.
 	PhaseDegraded ReleaseMemberPhase = "Degraded"
