@@ -58,7 +58,7 @@ func (s *memberState) decide(current *v1alpha1.Cluster, o observation, opts *Opt
 			}
 		}
 	}
-	v := verdict{version: s.version, clusterID: current.Status.ClusterID, expires: s.expires}
+	v := verdict{version: s.version, clusterID: s.recordedID(current), expires: s.expires}
 	if o.version != "" {
 		v.version = o.version
 	}
@@ -113,6 +113,24 @@ func (s *memberState) decide(current *v1alpha1.Cluster, o observation, opts *Opt
 	}
 	v.condition = *s.written // not yet: the written condition stands
 	return v
+}
+
+// recordedID is the identity status.clusterID records: the registry's copy of the Cluster, unless
+// that copy predates this controller's last write (its lastProbeTime is older), which recorded
+// the identity it learned: the Fleet's watch may not have brought that write back yet, and a
+// verdict from the older copy would write the identity away (under load, a member's clusterID was
+// never recorded: the next probe, over the kept connection that does not read it again, wrote
+// the copy's empty one). A copy as new as the last write says what someone made of it since
+// (removed, to accept another cluster).
+func (s *memberState) recordedID(current *v1alpha1.Cluster) string {
+	id := current.Status.ClusterID
+	if id != "" || s.clusterID == "" || s.written == nil || s.lastWrite.IsZero() {
+		return id
+	}
+	if p := current.Status.LastProbeTime; p == nil || p.Time.Before(s.lastWrite.Truncate(time.Second)) {
+		return s.clusterID
+	}
+	return id
 }
 
 func (s *memberState) accept(want metav1.Condition, v verdict, now time.Time) verdict {

@@ -32,6 +32,8 @@ func decideAll(s *memberState, c *v1alpha1.Cluster, opts *Options, obs ...observ
 			s.wrote(v, now)
 			c.Status.SetCondition(v.condition)
 			c.Status.ClusterID = v.clusterID
+			probed := metav1.NewTime(now) // as the writer writes it
+			c.Status.LastProbeTime = &probed
 		}
 		out = append(out, string(v.condition.Status)+"/"+v.condition.Reason+mark)
 	}
@@ -101,6 +103,32 @@ func TestUnidentifiedProbesKeepIdentityChanged(t *testing.T) {
 		"False/IdentityChanged", "True/Reachable!", // the recorded cluster answers again, twice
 	}, got)
 	require.Equal(t, "uid-a", c.Status.ClusterID)
+}
+
+// The identity a probe learned is not written away by the next verdict while the registry's copy
+// of the Cluster predates the write that recorded it (the Fleet's watch lagging behind it, under
+// load): TestKeepConnectionsSeesAReinstalledCluster saw member-2's clusterID never recorded.
+func TestALaggingCopyKeepsTheLearnedIdentity(t *testing.T) {
+	opts := &Options{FailureThreshold: 3, SuccessThreshold: 2, Heartbeat: time.Hour}
+	s, c := &memberState{}, &v1alpha1.Cluster{}
+	now := time.Unix(1_800_000_000, 0)
+	v := s.decide(c, up, opts, now)
+	require.Equal(t, "uid-a", v.clusterID)
+	require.True(t, s.needsWrite(v, opts.Heartbeat, now))
+	s.wrote(v, now)
+	// The registry's copy is still the one from before the write; a probe over a kept
+	// connection does not read the identity.
+	kept := up
+	kept.clusterID = ""
+	v = s.decide(c, kept, opts, now.Add(time.Second))
+	require.Equal(t, "uid-a", v.clusterID, "a verdict from the lagging copy dropped the identity")
+	require.False(t, s.needsWrite(v, opts.Heartbeat, now.Add(time.Second)), "it would write the identity away")
+
+	// Once the copy is as new as the write and someone removed the identity, that stands.
+	probed := metav1.NewTime(now)
+	c.Status.LastProbeTime = &probed
+	v = s.decide(c, kept, opts, now.Add(2*time.Second))
+	require.Empty(t, v.clusterID)
 }
 
 // A controller that restarts adopts the Ready condition it finds, and does not rewrite a status
