@@ -186,10 +186,10 @@ func TestChartRendersWhatTheRegistryTakes(t *testing.T) {
 		require.ErrorContains(t, err, `values.controllers: "deliveries" is not a controller`)
 		_, err = render(t, map[string]any{"sharding": map[string]any{"enabled": true, "group": ""}})
 		require.ErrorContains(t, err, "values.sharding.group")
-		_, err = render(t, map[string]any{"fleetAPI": map[string]any{"enabled": true}})
-		require.ErrorContains(t, err, "values.fleetAPI.optikonClusterSet")
 		_, err = render(t, map[string]any{"fleetAPI": map[string]any{"enabled": true, "optikonClusterSet": "edge"}})
 		require.ErrorContains(t, err, "values.fleetAPI.tls.secretName")
+		_, err = render(t, map[string]any{"fleetAPI": map[string]any{"enabled": true, "tls": map[string]any{"secretName": "fleet-api-tls"}}})
+		require.ErrorContains(t, err, "values.fleetAPI.optikonClusterSet")
 	})
 }
 
