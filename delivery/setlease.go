@@ -57,7 +57,8 @@ func (l *setLeases) leads(namespace string) bool {
 		}
 		leading = &atomic.Bool{}
 		l.sets[namespace] = leading
-		l.wg.Go(func() { l.contend(l.ctx, namespace, leading) })
+		ctx := l.ctx
+		l.wg.Go(func() { l.contend(ctx, namespace, leading) })
 	}
 	return leading.Load()
 }
