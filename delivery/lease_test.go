@@ -9,7 +9,9 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	cpversioned "sigs.k8s.io/cluster-inventory-api/client/clientset/versioned"
 
+	"github.com/cluster-registry/sdk/clientset/versioned"
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
 	"github.com/cluster-registry/sdk/delivery"
 	"github.com/cluster-registry/sdk/election"
@@ -67,4 +69,21 @@ func TestUnshardedControllersTakeTurns(t *testing.T) {
 		return apierrors.IsNotFound(err)
 	}, 30*time.Second, 100*time.Millisecond, "the Release was not removed")
 	second.stop()
+}
+
+// A Lease's place is the cluster set's, never an option's: a Namespace other than the
+// Controller's set is refused, saying so (the command once passed --leader-elect-namespace, and
+// two controllers of one set each held a Lease of their own).
+func TestLeaseLivesInTheSet(t *testing.T) {
+	registry := versioned.NewForConfigOrDie(lf.Registry.Config)
+	kube := kubernetes.NewForConfigOrDie(lf.Registry.Config)
+	decisions := cpversioned.NewForConfigOrDie(lf.Registry.Config)
+	_, err := delivery.NewController(fleettest.Fixed(nil), registry, kube, decisions, delivery.ControllerOptions{
+		Namespace: "fleet", Lease: &election.Lease{Namespace: "clusterregistry-system"}})
+	require.ErrorContains(t, err, `ControllerOptions.Lease.Namespace "clusterregistry-system": a cluster set's Lease lives in the set's own namespace`)
+	for _, ns := range []string{"", "fleet"} {
+		_, err = delivery.NewController(fleettest.Fixed(nil), registry, kube, decisions, delivery.ControllerOptions{
+			Namespace: "fleet", Lease: &election.Lease{Namespace: ns}})
+		require.NoError(t, err, "Lease.Namespace %q", ns)
+	}
 }
