@@ -56,6 +56,7 @@ func TestRepeatedRefusalLoggedOnce(t *testing.T) {
 	handle(t.Context(), nil, forbidden)
 	require.Equal(t, []error{forbidden, down, down, forbidden}, logged)
 }
+
 // The Status of a member the caches do not have says so, not "unknown since
 // 0001-01-01T00:00:00Z" (what `fleetcache` status printed for a member not in the fleet).
 func TestStatusOfNoCache(t *testing.T) {
