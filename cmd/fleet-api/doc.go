@@ -62,7 +62,7 @@
 //	                                    delivered, a member's phase), one JSON event a line, as
 //	                                    /watch/clusters streams members (?namespace= for one set)
 //
-// Optikon's v0 API, for its UI (base path /v0, the -n cluster set; errors are Optikon's
+// Optikon's v0 API, for its UI (base path /v0, the -n cluster set or --optikon-cluster-set's; errors are Optikon's
 // APIResponse, {"code": "404", "message": ...}):
 //
 //	GET    /v0/clusters                 the set's Clusters as the registry has them, each with the

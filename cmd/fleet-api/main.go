@@ -188,7 +188,7 @@ only what the registry's RBAC lets the caller do there.
   GET    /watch/charts                 GET /charts, then each change, one JSON event a line, as
                                        /watch/clusters streams (nothing while nothing changes)
 
-Optikon's v0 API (its swagger; -n's cluster set; errors are {"code", "message"}):
+Optikon's v0 API (its swagger; -n's cluster set, or --optikon-cluster-set's; errors are {"code", "message"}):
   GET    /v0/clusters                  the set's Clusters, each with annotations NumPods and
                                        Health (Green, Yellow, Red) computed from the caches
   POST   /v0/clusters                  body: a Cluster as JSON (201); NumPods and Health are
