@@ -32,8 +32,11 @@ type told struct {
 	wave     int
 	stopped  bool
 	complete bool
-	failed   map[types.NamespacedName]bool
-	drifted  map[types.NamespacedName]string
+	// completed: the revision's RolloutComplete was told, whatever it is now (a member that
+	// lost its health after its wave, back healthy, completes nothing again).
+	completed bool
+	failed    map[types.NamespacedName]bool
+	drifted   map[types.NamespacedName]string
 }
 
 // toldOf is what a plan says, in the terms of the events.
@@ -83,7 +86,7 @@ func news(before *told, now told, p plan) []event {
 			out = append(out, event{corev1.EventTypeWarning, EventDrift, fmt.Sprintf("%s: %s", k.Name, now.drifted[k])})
 		}
 	}
-	if now.complete && (!before.complete || now.revision != before.revision) {
+	if now.complete && (now.revision != before.revision || !(before.complete || before.completed)) {
 		out = append(out, event{corev1.EventTypeNormal, EventRolloutComplete, fmt.Sprintf("every member (%d) runs revision %s, healthy", len(p.judged), now.revision)})
 	}
 	return out
@@ -108,6 +111,7 @@ func (c *Controller) tell(rel *v1alpha1.Release, st *releaseState, s snapshot, p
 	now := toldOf(s, p)
 	c.mu.Lock()
 	before := st.told
+	now.completed = now.complete || before != nil && before.revision == now.revision && (before.complete || before.completed)
 	st.told = &now
 	c.mu.Unlock()
 	rec := c.recorder.Load()

@@ -429,6 +429,16 @@ func TestEventsOnlyOnChange(t *testing.T) {
 	}
 }
 
+// A revision is told complete once: a member that loses its health after its wave (Degraded) and
+// comes back completes nothing again.
+func TestRolloutCompleteIsToldOnce(t *testing.T) {
+	complete := told{revision: "r2", complete: true, completed: true}
+	degraded := told{revision: "r2", completed: true} // as tell carries it
+	again := told{revision: "r2", complete: true}
+	require.Empty(t, news(&degraded, again, plan{}), "RolloutComplete told again after a loss of health")
+	require.Len(t, news(&told{revision: "r1", complete: true, completed: true}, complete, plan{}), 2, "a new revision: started, and complete")
+}
+
 // BenchmarkDecide is one pass's planning over 10,000 members in 40 waves of 250, midway through a
 // rollout (half the waves done and soaked, the open wave progressing, a few failed): the pure part
 // of every pass, which runs on each member event. It reports the cost per member.
