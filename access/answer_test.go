@@ -21,6 +21,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
+	"github.com/cluster-registry/sdk/testkit/realservers"
 )
 
 // A member, or whatever answers at its address, that answers a list without end makes a client
@@ -135,7 +136,7 @@ func must[T any](v T, err error) T {
 // far longer than the bound in events under it, each whole. It stops a list past the bound, and a
 // watch at its first event past the bound.
 func TestMaxAnswerBytesOnARealMember(t *testing.T) {
-	integration(t)
+	realservers.Required(t)
 	const limit = 64 << 10
 	ctx := testContext(t)
 	ns := newNamespace(t, registry)

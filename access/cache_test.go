@@ -8,6 +8,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
+	"github.com/cluster-registry/sdk/testkit/realservers"
 )
 
 // clock is a settable time source for the Resolver's revalidation.
@@ -43,7 +44,7 @@ func secretFixture(t *testing.T, name, token string) (*fakeMember, *memSecrets, 
 // Changed inputs give a new Resolved; a removed Cluster is forgotten. Resolved.Current says, at
 // each step, whether Resolve would answer with it again without reading anything.
 func TestCacheKeepsTransportUntilInputsChange(t *testing.T) {
-	integration(t)
+	realservers.Required(t)
 	fake, secrets, c, r := secretFixture(t, "cached", "tok-1")
 	clk := &clock{now: time.Now()}
 	r.now = clk.Now

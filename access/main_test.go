@@ -22,6 +22,7 @@ import (
 	"github.com/cluster-registry/sdk/clientset/versioned"
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
 	"github.com/cluster-registry/sdk/localfleet"
+	"github.com/cluster-registry/sdk/testkit/realservers"
 )
 
 // registry holds the Clusters and credential Secrets; member is the cluster they point at. Both
@@ -60,15 +61,6 @@ func runWithServers(m *testing.M) (int, error) {
 
 const testTimeout = 30 * time.Second
 
-// integration marks a test that needs the registry and member servers: under -short, which runs
-// the unit tests of pure logic without the API-server binaries, it is skipped.
-func integration(t testing.TB) {
-	t.Helper()
-	if testing.Short() {
-		t.Skip("needs kube-apiserver and etcd; run without -short (hack/test.sh builds them)")
-	}
-}
-
 // testClientIP is the client address the tests' Resolvers state, so that no test depends on this
 // machine's routes.
 var testClientIP = netip.MustParseAddr("127.0.0.1")
@@ -83,7 +75,7 @@ func testContext(t testing.TB) context.Context {
 func kubeClient(t testing.TB, env *localfleet.Server) kubernetes.Interface {
 	t.Helper()
 	if env == nil {
-		integration(t)
+		realservers.Required(t)
 	}
 	return kubernetes.NewForConfigOrDie(env.Config)
 }

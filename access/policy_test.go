@@ -13,6 +13,7 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
+	"github.com/cluster-registry/sdk/testkit/realservers"
 )
 
 const testServer = "https://member.example.com:6443"
@@ -55,7 +56,7 @@ func TestSecretNamespacePolicy(t *testing.T) {
 // the variables it lets Clusters set, and for the servers its SendTo allows. Refusals name the
 // option to set and never a value of the Cluster's.
 func TestExecPolicy(t *testing.T) {
-	integration(t)
+	realservers.Required(t)
 	const command = "/usr/bin/evil"
 	c := offlineCluster("exec-policy", testServer, nil,
 		provider("p", v1alpha1.ProviderTypeExec, map[string]string{"command": command, "args": "--fetch", "env": "LD_PRELOAD=/tmp/x.so"}))
@@ -143,7 +144,7 @@ func isPinning(err error) bool {
 // The caller's entries for one command can differ by args and servers; the caller's args and env
 // are the defaults a Cluster need not carry, and the caller's env wins over the Cluster's.
 func TestExecPluginEntries(t *testing.T) {
-	integration(t)
+	realservers.Required(t)
 	r := newResolver(t, ResolverOptions{ExecPlugins: []ExecPlugin{
 		{Command: "cloud-login", Args: []string{"token", "--account", "prod"}, Env: map[string]string{"PROFILE": "prod"},
 			ClusterEnv: []string{"PROFILE", "REGION"}, InstallHint: "install cloud-login", SendTo: Servers("https://prod.example.com")},
@@ -234,7 +235,7 @@ func TestFileRootsPolicy(t *testing.T) {
 
 // A kubeconfig file gives its credentials for one server; a Cluster naming another is refused.
 func TestKubeconfigFileIsPinnedToItsServer(t *testing.T) {
-	integration(t)
+	realservers.Required(t)
 	dir := t.TempDir()
 	path := filepath.Join(dir, "config")
 	kubeconfig := `apiVersion: v1
@@ -266,7 +267,7 @@ current-context: ctx
 // The caller's preference of types picks among a Cluster's providers; when none resolves, the
 // error says what each one lacked.
 func TestPreferenceOrder(t *testing.T) {
-	integration(t)
+	realservers.Required(t)
 	dir := t.TempDir()
 	tokenPath := filepath.Join(dir, "token")
 	if err := os.WriteFile(tokenPath, []byte("file-token"), 0o600); err != nil {
@@ -332,7 +333,7 @@ func TestPreferenceOrder(t *testing.T) {
 
 // Tool authors register provider types of their own.
 func TestCustomProvider(t *testing.T) {
-	integration(t)
+	realservers.Required(t)
 	var seen *Request
 	vault := ProviderFunc(func(_ context.Context, req *Request) (*Credentials, error) {
 		seen = req
@@ -357,7 +358,7 @@ func TestCustomProvider(t *testing.T) {
 // Resolution never changes the Cluster or anything shared between resolutions: a peer library
 // appended exec args to a shared config on every call.
 func TestResolutionMutatesNothing(t *testing.T) {
-	integration(t)
+	realservers.Required(t)
 	c := offlineCluster("pure", testServer, nil, provider("p", v1alpha1.ProviderTypeExec, map[string]string{
 		"command": "login", "args": `["--cluster", "pure"]`, "env": "A=1", "provideClusterInfo": "true",
 	}))

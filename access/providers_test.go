@@ -12,12 +12,13 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
+	"github.com/cluster-registry/sdk/testkit/realservers"
 )
 
 // Each built-in provider type, end to end: a Cluster in the registry points at credentials, the
 // Resolver follows the pointer, and the result reaches the member's /version and lists ConfigMaps.
 func TestBuiltinProvidersReachTheMember(t *testing.T) {
-	integration(t)
+	realservers.Required(t)
 	ns := newNamespace(t, registry)
 	memberNS := newNamespace(t, member)
 	token := memberToken(t, memberNS, "reader")
@@ -105,7 +106,7 @@ func buildTestCommand(t testing.TB, name string) string {
 // The exec plugin's credential is used until it expires, without running the plugin again, and
 // the plugin is given the member's server when the Cluster asks for it.
 func TestExecPluginHonoursExpiry(t *testing.T) {
-	integration(t)
+	realservers.Required(t)
 	ns := newNamespace(t, registry)
 	memberNS := newNamespace(t, member)
 	dir := t.TempDir()

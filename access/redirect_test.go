@@ -27,6 +27,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
+	"github.com/cluster-registry/sdk/testkit/realservers"
 	"github.com/cluster-registry/sdk/testkit/testcerts"
 )
 
@@ -109,7 +110,7 @@ func newRedirector(t *testing.T) *redirector {
 }
 
 func TestRedirectsDoNotCarryCredentials(t *testing.T) {
-	integration(t)
+	realservers.Required(t)
 	ns := newNamespace(t, registry)
 	hostile := newRedirector(t)
 	hostileCA := (&fakeMember{Server: hostile.Server}).caPEM()

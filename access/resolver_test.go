@@ -23,6 +23,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
+	"github.com/cluster-registry/sdk/testkit/realservers"
 )
 
 // fakeMember is a TLS server of the test's own standing in for a member: it answers /version to
@@ -120,7 +121,7 @@ func tokenSecret(ns, name, token string, annotations map[string]string) *corev1.
 // A Secret's token is rotated and the old one revoked: the Resolved in hand gets a 401, and the
 // next Resolve reads the Secret again and works, with nothing restarted.
 func TestRotatedSecretIsPickedUp(t *testing.T) {
-	integration(t)
+	realservers.Required(t)
 	ctx := testContext(t)
 	ns := newNamespace(t, registry)
 	memberNS := newNamespace(t, member)
@@ -164,7 +165,7 @@ func TestRotatedSecretIsPickedUp(t *testing.T) {
 // Whoever can edit a Cluster can point it at a server of their own. A Secret pinned to the real
 // member keeps its token from going there: the test's server sees no request at all.
 func TestPinningKeepsCredentialsFromOtherServers(t *testing.T) {
-	integration(t)
+	realservers.Required(t)
 	ctx := testContext(t)
 	ns := newNamespace(t, registry)
 	memberNS := newNamespace(t, member)
@@ -214,7 +215,7 @@ func TestPinningKeepsCredentialsFromOtherServers(t *testing.T) {
 // A Secret that names no servers is refused by default with an error that says what to add, and
 // used when the caller relaxes the rule.
 func TestUnpinnedSecret(t *testing.T) {
-	integration(t)
+	realservers.Required(t)
 	fake := newFakeMember(t, "tok-unpinned")
 	secrets := &memSecrets{}
 	secrets.put(tokenSecret("fleet", "loose", "tok-unpinned", nil))

@@ -14,13 +14,14 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
+	"github.com/cluster-registry/sdk/testkit/realservers"
 )
 
 // No token, password or key reaches an error or a log line. The test plants a unique value in
 // every place a credential can be, drives each into an error or a successful resolution, and
 // scans every error and every line the Resolver logged at full verbosity.
 func TestNoCredentialInErrorsOrLogs(t *testing.T) {
-	integration(t)
+	realservers.Required(t)
 	plant := func(i int) string { return fmt.Sprintf("PLANTED-%d-c0ffee", i) }
 	dir := t.TempDir()
 	secrets := &memSecrets{}
@@ -104,7 +105,7 @@ current-context: x
 // name). Each key of each built-in type gets such a value in turn, beside otherwise working
 // pointers, and every error is searched for any eight characters of it.
 func TestNoConfigValueInErrors(t *testing.T) {
-	integration(t)
+	realservers.Required(t)
 	const planted = "c2VjcmV0LXBsYW50ZWQtdG9rZW4="
 	dir := t.TempDir()
 	secrets := &memSecrets{}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/cluster-registry/sdk/clientset/versioned"
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
+	"github.com/cluster-registry/sdk/testkit/realservers"
 )
 
 // These tests play the attacker: someone who can write Clusters and Secrets in one cluster set of a
@@ -71,7 +72,7 @@ func requireNothingHarvested(t *testing.T, harvester *fakeMember) {
 // The reader's own token file and exec plugin are tied to the member by the reader; a Cluster
 // moved to the harvester cannot have them. The same Cluster on the member works.
 func TestReaderCredentialsGoOnlyWhereTheReaderSends(t *testing.T) {
-	integration(t)
+	realservers.Required(t)
 	ns, harvester, dir, tokenPath := attackScene(t)
 	plugin := buildExecPlugin(t)
 	r := newResolver(t, ResolverOptions{
@@ -119,7 +120,7 @@ func TestReaderCredentialsGoOnlyWhereTheReaderSends(t *testing.T) {
 // that it names: those are refused unless the reader allows them, and then go only where the
 // reader's FileRoots and ExecPlugins send them.
 func TestKubeconfigSecretCannotNameTheReadersCredentials(t *testing.T) {
-	integration(t)
+	realservers.Required(t)
 	ns, harvester, dir, tokenPath := attackScene(t)
 	plugin := buildExecPlugin(t)
 	kubeconfig := func(server, user string) []byte {
@@ -171,7 +172,7 @@ current-context: x
 // harvester, as one on the network path would) must not receive the token. The Secret's own CA
 // verifies the server; the Cluster's caBundle serves only credentials without one.
 func TestCredentialCAOverridesTheClustersCABundle(t *testing.T) {
-	integration(t)
+	realservers.Required(t)
 	ns := newNamespace(t, registry)
 	memberNS := newNamespace(t, member)
 	harvester := newFakeMember(t, "never")
@@ -199,7 +200,7 @@ func TestCredentialCAOverridesTheClustersCABundle(t *testing.T) {
 // CA rotation: while a member's serving CA changes, the Secret carries both CAs, and the member
 // is reached whichever one signed its certificate.
 func TestSecretWithTwoCAsForRotation(t *testing.T) {
-	integration(t)
+	realservers.Required(t)
 	ns := newNamespace(t, registry)
 	memberNS := newNamespace(t, member)
 	other := newFakeMember(t, "never") // its CA stands for the CA the member moves to, or from
@@ -224,7 +225,7 @@ func TestSecretWithTwoCAsForRotation(t *testing.T) {
 // Cluster's name as spec.cluster.config (ClusterNameConfig), with the plugin's own args and env
 // from the caller's side, and the plugin reads the member's token from the registry.
 func TestClusterProfilePluginWorksUnchanged(t *testing.T) {
-	integration(t)
+	realservers.Required(t)
 	ns := newNamespace(t, registry)
 	memberNS := newNamespace(t, member)
 	dir := t.TempDir()

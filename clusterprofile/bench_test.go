@@ -18,6 +18,7 @@ import (
 	"github.com/cluster-registry/sdk/clusterprofile"
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
 	"github.com/cluster-registry/sdk/testkit/fleettest"
+	"github.com/cluster-registry/sdk/testkit/realservers"
 )
 
 var benchClusters = flag.Int("clusters", 10000, "Clusters in BenchmarkPublish")
@@ -27,9 +28,7 @@ var benchClusters = flag.Int("clusters", 10000, "Clusters in BenchmarkPublish")
 // status, the writes that took (per Cluster; refused ones, 409 Conflict, apart), and the writes
 // per second over the 10 seconds after (at steady state: zero).
 func BenchmarkPublish(b *testing.B) {
-	if testing.Short() {
-		b.Skip("needs kube-apiserver and etcd")
-	}
+	realservers.Required(b)
 	n := *benchClusters
 	ctx := context.Background()
 	bulk := rest.CopyConfig(lf.Registry.Config)

@@ -23,6 +23,7 @@ import (
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
 	"github.com/cluster-registry/sdk/multicluster"
 	"github.com/cluster-registry/sdk/testkit/fleettest"
+	"github.com/cluster-registry/sdk/testkit/realservers"
 )
 
 const testTimeout = 60 * time.Second
@@ -30,9 +31,7 @@ const testTimeout = 60 * time.Second
 // integration marks a test that needs the local fleet, and checks it leaves no goroutine behind.
 func integration(t *testing.T) {
 	t.Helper()
-	if testing.Short() {
-		t.Skip("needs kube-apiserver and etcd; run without -short (hack/test.sh builds them)")
-	}
+	realservers.Required(t)
 	t.Cleanup(func() {
 		goleak.VerifyNone(t, append(fleettest.IgnoreIdleConnections, goleak.IgnoreCurrent())...)
 	})

@@ -18,15 +18,14 @@ import (
 	"github.com/cluster-registry/sdk/decision"
 	"github.com/cluster-registry/sdk/multicluster"
 	"github.com/cluster-registry/sdk/testkit/fleettest"
+	"github.com/cluster-registry/sdk/testkit/realservers"
 )
 
 // A View follows a decision and the Fleet: members the decision comes to choose are added, those
 // it drops or that leave the registry removed; a reference to another set is not followed;
 // stopped, it chooses nothing, and leaves no goroutine behind.
 func TestView(t *testing.T) {
-	if testing.Short() {
-		t.Skip("needs kube-apiserver and etcd")
-	}
+	realservers.Required(t)
 	defer goleak.VerifyNone(t, append(fleettest.IgnoreIdleConnections, goleak.IgnoreCurrent())...)
 	ctx := t.Context()
 	ns := fleettest.NewSet(t, lf)

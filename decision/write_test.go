@@ -13,6 +13,7 @@ import (
 
 	"github.com/cluster-registry/sdk/decision"
 	"github.com/cluster-registry/sdk/testkit/fleettest"
+	"github.com/cluster-registry/sdk/testkit/realservers"
 )
 
 func chosen(ns string, n int) []decision.Chosen {
@@ -27,9 +28,7 @@ func chosen(ns string, n int) []decision.Chosen {
 // read back in order; writing it again writes nothing; a smaller one updates and deletes what is
 // no longer needed; an empty one is one empty slice, not none; another scheduler's is left alone.
 func TestWrite(t *testing.T) {
-	if testing.Short() {
-		t.Skip("needs kube-apiserver and etcd")
-	}
+	realservers.Required(t)
 	ctx := t.Context()
 	ns := fleettest.NewSet(t, lf)
 	client := cpversioned.NewForConfigOrDie(lf.Registry.Config)

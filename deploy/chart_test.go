@@ -38,6 +38,7 @@ import (
 	"helm.sh/helm/v4/pkg/engine"
 
 	"github.com/cluster-registry/sdk/localfleet"
+	"github.com/cluster-registry/sdk/testkit/realservers"
 )
 
 const releaseNamespace = "clusterregistry-system"
@@ -153,9 +154,7 @@ func deploymentOf(t *testing.T, objs []*unstructured.Unstructured, suffix string
 // user with the controllers' flags; a registry takes every object (server-side dry run). Values
 // that cannot work are refused, naming the value.
 func TestChartRendersWhatTheRegistryTakes(t *testing.T) {
-	if testing.Short() {
-		t.Skip("needs kube-apiserver and etcd; run without -short")
-	}
+	realservers.Required(t)
 	lf := localfleet.StartForTest(t, localfleet.Options{})
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()

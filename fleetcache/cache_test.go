@@ -25,6 +25,7 @@ import (
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
 	"github.com/cluster-registry/sdk/localfleet"
 	"github.com/cluster-registry/sdk/testkit/fleettest"
+	"github.com/cluster-registry/sdk/testkit/realservers"
 )
 
 var configMaps = corev1.SchemeGroupVersion.WithResource("configmaps")
@@ -33,7 +34,7 @@ var configMaps = corev1.SchemeGroupVersion.WithResource("configmaps")
 // every member if memberNamespaces; the test fails if it leaves goroutines behind.
 func newTestSet(t *testing.T, memberNamespaces bool) string {
 	t.Helper()
-	integration(t)
+	realservers.Required(t)
 	t.Cleanup(func() { goleak.VerifyNone(t, append(fleettest.IgnoreIdleConnections, goleak.IgnoreCurrent())...) })
 	ns := fleettest.CopySet(t, lf)
 	if memberNamespaces {

@@ -31,14 +31,6 @@ func TestMain(m *testing.M) {
 	fleettest.Main(m, &lf, localfleet.Options{Members: 2}, nil)
 }
 
-// integration marks a test that needs the local fleet: under -short it is skipped.
-func integration(t testing.TB) {
-	t.Helper()
-	if testing.Short() {
-		t.Skip("needs kube-apiserver and etcd; run without -short (hack/test.sh builds them)")
-	}
-}
-
 const testTimeout = 60 * time.Second
 
 func testContext(t testing.TB) context.Context {

@@ -23,6 +23,7 @@ import (
 	"github.com/cluster-registry/sdk/localfleet"
 	"github.com/cluster-registry/sdk/multicluster"
 	"github.com/cluster-registry/sdk/testkit/fleettest"
+	"github.com/cluster-registry/sdk/testkit/realservers"
 	"github.com/cluster-registry/sdk/testkit/simmembers"
 )
 
@@ -51,7 +52,7 @@ import (
 //     probed) is written for every one of them (at least FailureThreshold probes, 20-30 s, before
 //     the first is due), at most 3 minutes; outage-told is the share of them written by then.
 func BenchmarkHealth(b *testing.B) {
-	integration(b)
+	realservers.Required(b)
 	const n = 10000
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()

@@ -32,6 +32,7 @@ import (
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
 	"github.com/cluster-registry/sdk/health"
 	"github.com/cluster-registry/sdk/localfleet"
+	"github.com/cluster-registry/sdk/testkit/realservers"
 	"github.com/cluster-registry/sdk/testkit/simmembers"
 )
 
@@ -45,15 +46,6 @@ func TestMain(m *testing.M) {
 	code := m.Run()
 	shared.Stop()
 	os.Exit(code)
-}
-
-// integration skips a test that needs kube-apiserver and etcd under -short, which runs the unit
-// tests of pure logic without the API-server binaries.
-func integration(t testing.TB) {
-	t.Helper()
-	if testing.Short() {
-		t.Skip("needs kube-apiserver and etcd; run without -short (hack/test.sh builds them)")
-	}
 }
 
 // fastOptions probe often and damp little, so that tests see transitions in seconds.
@@ -122,7 +114,7 @@ func waitFor(t *testing.T, lf *localfleet.Fleet, name, want string) *v1alpha1.Cl
 }
 
 func TestHealthAgainstRealMembers(t *testing.T) {
-	integration(t)
+	realservers.Required(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	ignore := goleak.IgnoreCurrent()
@@ -464,7 +456,7 @@ func TestUnprobedMembersBecomeUnknown(t *testing.T) {
 // identity are read again when the connection is new. A cluster reinstalled behind the same
 // endpoint drops the connection, so the next probe's new one finds the new identity.
 func TestKeepConnectionsSeesAReinstalledCluster(t *testing.T) {
-	integration(t)
+	realservers.Required(t)
 	lf := localfleet.StartForTest(t, localfleet.Options{Members: 2})
 	opts := fastOptions(lf)
 	opts.KeepConnections = true

@@ -17,12 +17,13 @@ import (
 	"github.com/cluster-registry/sdk/clientset/versioned"
 	"github.com/cluster-registry/sdk/health"
 	"github.com/cluster-registry/sdk/localfleet"
+	"github.com/cluster-registry/sdk/testkit/realservers"
 )
 
 // The shipped ClusterRole is all the controller needs: run as a service account bound to exactly
 // it in the cluster set's namespace, it probes, writes status and events, and leads.
 func TestRunsWithTheShippedClusterRole(t *testing.T) {
-	integration(t)
+	realservers.Required(t)
 	lf := localfleet.StartForTest(t, localfleet.Options{Members: 1})
 	ctx := t.Context()
 	admin := kubernetes.NewForConfigOrDie(lf.Registry.Config)

@@ -5,6 +5,7 @@ import (
 
 	"github.com/cluster-registry/sdk/localfleet"
 	"github.com/cluster-registry/sdk/testkit/fleettest"
+	"github.com/cluster-registry/sdk/testkit/realservers"
 )
 
 // shared is the package's local fleet of one member, for the tests that change no member's
@@ -16,6 +17,6 @@ var shared = fleettest.Shared{Options: localfleet.Options{Members: 1}}
 // (fastOptions, ready, waitFor, setToken) work in that set. It must not be stopped.
 func sharedSet(t *testing.T, members ...string) *localfleet.Fleet {
 	t.Helper()
-	integration(t)
+	realservers.Required(t)
 	return shared.Set(t, members...)
 }

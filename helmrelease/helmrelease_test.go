@@ -30,6 +30,7 @@ import (
 	"github.com/cluster-registry/sdk/helmrelease"
 	"github.com/cluster-registry/sdk/localfleet"
 	"github.com/cluster-registry/sdk/testkit/fleettest"
+	"github.com/cluster-registry/sdk/testkit/realservers"
 )
 
 // server is the package's one API server, a member as far as Helm is concerned.
@@ -69,9 +70,7 @@ func chartAt(t testing.TB, version string) []byte {
 // operations on one member each have their own Configuration (the race detector watches); the
 // member is discovered once for all of them, and again only when told to.
 func TestHelmActionsOnAMember(t *testing.T) {
-	if testing.Short() {
-		t.Skip("needs kube-apiserver and etcd; run without -short")
-	}
+	realservers.Required(t)
 	defer goleak.VerifyNone(t, append(fleettest.IgnoreIdleConnections, goleak.IgnoreCurrent())...)
 	ctx := t.Context()
 	ns := "helm-actions"
@@ -202,9 +201,7 @@ func TestAnUnansweringMemberCostsItsTimeout(t *testing.T) {
 // that Revision (a caller that restarted applies everything again), and makes one for anything
 // else: another Revision, or the same after a rollback to a revision of another.
 func TestApplyAtTheSameRevisionDoesNothing(t *testing.T) {
-	if testing.Short() {
-		t.Skip("needs kube-apiserver and etcd; run without -short")
-	}
+	realservers.Required(t)
 	ctx := t.Context()
 	ns := "helm-revisions"
 	kube := kubernetes.NewForConfigOrDie(server.Registry.Config)

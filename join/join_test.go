@@ -24,6 +24,7 @@ import (
 	"github.com/cluster-registry/sdk/join"
 	"github.com/cluster-registry/sdk/multicluster"
 	"github.com/cluster-registry/sdk/shard"
+	"github.com/cluster-registry/sdk/testkit/realservers"
 )
 
 // resolve reaches the member as a tool of the set would: through the registry's Cluster and the
@@ -40,7 +41,7 @@ func resolve(t *testing.T, reg join.Registry, name string) (*access.Resolved, er
 // A tool joins a member as a library, reaches it through the registry with what Join made, joins
 // it again (a fresh token; the old one revoked), and unjoins it: nothing is left on either side.
 func TestJoinAndUnjoin(t *testing.T) {
-	integration(t)
+	realservers.Required(t)
 	ctx := t.Context()
 	reg := newSet(t)
 	var progress bytes.Buffer
@@ -176,7 +177,7 @@ func requireRefused(t *testing.T, tokens ...string) {
 // A dry run checks the member and the registry and changes neither; what either would refuse
 // is refused before anything is made, with an error that says so.
 func TestJoinChangesNothingUntilAllIsChecked(t *testing.T) {
-	integration(t)
+	realservers.Required(t)
 	ctx := t.Context()
 	reg := newSet(t)
 	account := join.AccountFor(reg.ID(ctx), reg.Namespace, "dev")
@@ -235,7 +236,7 @@ func TestJoinChangesNothingUntilAllIsChecked(t *testing.T) {
 // and bindings but not ask for tokens) leaves nothing behind: what this join had made is undone,
 // and the error says so. Before, the namespace, account and bindings stayed, half a join.
 func TestJoinUndoesWhatItMadeWhenTheMemberRefusesLater(t *testing.T) {
-	integration(t)
+	realservers.Required(t)
 	ctx := t.Context()
 	reg := newSet(t)
 	admin := memberKube()
@@ -290,7 +291,7 @@ func TestJoinUndoesWhatItMadeWhenTheMemberRefusesLater(t *testing.T) {
 // account's name that Join did not make is not adopted, and the token Join stores goes only to
 // the member it names, whatever the Cluster says later.
 func TestJoinAgainstSquattersAndRedirects(t *testing.T) {
-	integration(t)
+	realservers.Required(t)
 	ctx := t.Context()
 	reg := newSet(t)
 
@@ -341,7 +342,7 @@ func TestJoinAgainstSquattersAndRedirects(t *testing.T) {
 // Joining one member in two cluster sets makes two accounts; unjoining one leaves the other's
 // token working.
 func TestUnjoinLeavesOtherSetsAlone(t *testing.T) {
-	integration(t)
+	realservers.Required(t)
 	ctx := t.Context()
 	first, second := newSet(t), newSet(t)
 	a, err := join.Join(ctx, lf.Members[0].Config, first, join.Options{Name: "dev", ClusterRole: "view"})
@@ -380,7 +381,7 @@ func TestUnjoinLeavesOtherSetsAlone(t *testing.T) {
 
 // Unjoin reads the member before it removes anything: an unreachable member removes nothing.
 func TestUnjoinRemovesNothingWhenTheMemberDoesNotAnswer(t *testing.T) {
-	integration(t)
+	realservers.Required(t)
 	ctx := t.Context()
 	reg := newSet(t)
 	_, err := join.Join(ctx, lf.Members[0].Config, reg, join.Options{Name: "dev"})
@@ -425,7 +426,7 @@ func joinedKube(t *testing.T, reg join.Registry, name string) kubernetes.Interfa
 // for it hold no verb but reading outside the token's own renewal. A join run again without
 // AllowNamespaceCreation takes an earlier grant away.
 func TestViewJoinWritesNothing(t *testing.T) {
-	integration(t)
+	realservers.Required(t)
 	ctx := t.Context()
 	reg := newSet(t)
 	res, err := join.Join(ctx, lf.Members[0].Config, reg, join.Options{Name: "dev", ClusterRole: "view", AllowNamespaceCreation: true})

@@ -19,14 +19,6 @@ func TestMain(m *testing.M) {
 	fleettest.Main(m, &lf, localfleet.Options{Members: 1}, nil)
 }
 
-// integration marks a test that needs the local fleet: under -short it is skipped.
-func integration(t testing.TB) {
-	t.Helper()
-	if testing.Short() {
-		t.Skip("needs kube-apiserver and etcd; run without -short (hack/test.sh builds them)")
-	}
-}
-
 // newSet makes an empty cluster set in the registry for the test, and returns the Registry of it.
 func newSet(t *testing.T) join.Registry {
 	t.Helper()

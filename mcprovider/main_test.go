@@ -22,6 +22,7 @@ import (
 	"github.com/cluster-registry/sdk/mcprovider"
 	"github.com/cluster-registry/sdk/multicluster"
 	"github.com/cluster-registry/sdk/testkit/fleettest"
+	"github.com/cluster-registry/sdk/testkit/realservers"
 	"github.com/cluster-registry/sdk/testkit/simmembers"
 )
 
@@ -39,9 +40,7 @@ func TestMain(m *testing.M) {
 // integration marks a test that needs the local fleet, and checks it leaves no goroutine behind.
 func integration(t *testing.T) {
 	t.Helper()
-	if testing.Short() {
-		t.Skip("needs kube-apiserver and etcd; run without -short (hack/test.sh builds them)")
-	}
+	realservers.Required(t)
 	t.Cleanup(func() { goleak.VerifyNone(t, append(fleettest.IgnoreIdleConnections, goleak.IgnoreCurrent())...) })
 }
 

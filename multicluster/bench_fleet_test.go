@@ -18,6 +18,7 @@ import (
 	"github.com/cluster-registry/sdk/clientset/versioned"
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
 	"github.com/cluster-registry/sdk/informers/externalversions"
+	"github.com/cluster-registry/sdk/testkit/realservers"
 	"github.com/cluster-registry/sdk/testkit/simmembers"
 )
 
@@ -73,7 +74,7 @@ func benchFleetRegistry(b *testing.B) string {
 //   - Members and Select: the cost of the member list that every fan-out starts from (target
 //     under 50 µs and no allocation for Members while membership is unchanged).
 func BenchmarkFleet(b *testing.B) {
-	integration(b)
+	realservers.Required(b)
 	ns := benchFleetRegistry(b)
 	client := versioned.NewForConfigOrDie(registry.Config)
 	resolver := newResolver(b, access.ResolverOptions{})

@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/cluster-registry/sdk/testkit/benchproc"
+	"github.com/cluster-registry/sdk/testkit/realservers"
 	"github.com/cluster-registry/sdk/testkit/simmembers"
 )
 
@@ -44,7 +45,7 @@ const simLatency = 50 * time.Millisecond
 // naive/members=N is the same fan-out done as tools often do it: sequentially, with a new
 // rest.Config and clientset per call. Compare its latency-ratio with ours at the same N.
 func BenchmarkFanOut(b *testing.B) {
-	integration(b)
+	realservers.Required(b)
 	// Each N of ours and the peer's in a process of its own (package benchproc): CPU and heap
 	// measured in one process carry what the variant before left (idle connections, transports,
 	// a grown heap), whichever ran first.

@@ -17,12 +17,13 @@ import (
 	"github.com/cluster-registry/sdk/clientset/versioned"
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
 	"github.com/cluster-registry/sdk/localfleet"
+	"github.com/cluster-registry/sdk/testkit/realservers"
 )
 
 // Start and Stop from different goroutines are safe, and a stopped Fleet starts again, seeing
 // what changed while it was stopped.
 func TestFleetStartStopRaceAndRestart(t *testing.T) {
-	integration(t)
+	realservers.Required(t)
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent(), ignoreRegistryConnections)
 	ns := newNamespace(t, registry)
 	storedCluster(t, ns, "a", "a.example.com", nil)
@@ -60,7 +61,7 @@ func TestFleetStartStopRaceAndRestart(t *testing.T) {
 // the API server has restarted, the Fleet follows it again within a few seconds, not after the
 // informer's backoff of up to 30 seconds.
 func TestFleetFreshnessAcrossARegistryRestart(t *testing.T) {
-	integration(t)
+	realservers.Required(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute) // two API server starts
 	defer cancel()
 	lf, err := localfleet.Start(ctx, localfleet.Options{}) // a registry of its own, to restart
@@ -108,7 +109,7 @@ func TestFleetFreshnessAcrossARegistryRestart(t *testing.T) {
 // A Fleet's subscribers see members added, changed in how they are reached, and removed; a
 // subscriber that blocks delays neither the Fleet nor another subscriber.
 func TestFleetSubscribe(t *testing.T) {
-	integration(t)
+	realservers.Required(t)
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent(), ignoreRegistryConnections)
 	ns := newNamespace(t, registry)
 	storedCluster(t, ns, "first", "first.example.com", nil)
@@ -190,7 +191,7 @@ var ignoreRegistryConnections = goleak.IgnoreAnyFunction("golang.org/x/net/http2
 // their clients), those that no longer match are removed, those that now match are added, and
 // the Fleet follows the registry with the new selector afterwards.
 func TestFleetReselect(t *testing.T) {
-	integration(t)
+	realservers.Required(t)
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent(), ignoreRegistryConnections)
 	ns := newNamespace(t, registry)
 	for name, zone := range map[string]string{"a": "1", "b": "1", "c": "2", "d": "3"} {

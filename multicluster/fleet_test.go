@@ -32,6 +32,7 @@ import (
 	crv1alpha1 "github.com/cluster-registry/sdk/clientset/versioned/typed/clusterregistry/v1alpha1"
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
 	"github.com/cluster-registry/sdk/localfleet"
+	"github.com/cluster-registry/sdk/testkit/realservers"
 )
 
 // adminToken makes a cluster-admin service account on a member and returns a token for it.
@@ -83,7 +84,7 @@ func applyWorkload(ctx context.Context, m *Member) error {
 // TestFleetAgainstRealMembers runs a Fleet over a local fleet of its own: a registry and three
 // members, member-1 and member-3 reached with pinned tokens, member-2 with a kubeconfig Secret.
 func TestFleetAgainstRealMembers(t *testing.T) {
-	integration(t)
+	realservers.Required(t)
 	ignore := goleak.IgnoreCurrent()
 	ctx := testContext(t)
 	lf, err := localfleet.Start(ctx, localfleet.Options{Members: 3, Labels: map[string]string{"fleet": "test"}})

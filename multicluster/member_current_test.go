@@ -6,6 +6,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/cluster-registry/sdk/testkit/realservers"
 	"github.com/cluster-registry/sdk/testkit/simmembers"
 )
 
@@ -14,7 +15,7 @@ import (
 // replaces with one reaching another server is reached there by the next call, with no wait for
 // the resolution's revalidation.
 func TestMemberFollowsANewClusterObjectAtOnce(t *testing.T) {
-	integration(t)
+	realservers.Required(t)
 	sim := simmembers.Start(t, 2, 0)
 	clusters := sim.Clusters("sim")
 	resolver := simmembers.Resolver(t)

@@ -23,6 +23,7 @@ import (
 
 	"github.com/cluster-registry/sdk/access"
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
+	"github.com/cluster-registry/sdk/testkit/realservers"
 )
 
 // tokenFileProvider is a Cluster's pointer at a token file, as a projected token is named.
@@ -50,7 +51,7 @@ func onlyMember(t *testing.T, resolver *access.Resolver, c *v1alpha1.Cluster) *M
 // is TestMemberTransportRetriesA401OnlyAfterARotation; a member's API server accepts a token it
 // has checked for ten seconds more, so against a real one that would cost this test ten seconds.)
 func TestMemberTransportFollowsARewrittenTokenFile(t *testing.T) {
-	integration(t)
+	realservers.Required(t)
 	ctx := testContext(t)
 	ns, memberNS := newNamespace(t, registry), newNamespace(t, member)
 	admin := kubeClient(t, member)

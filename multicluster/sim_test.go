@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 
+	"github.com/cluster-registry/sdk/testkit/realservers"
 	"github.com/cluster-registry/sdk/testkit/simmembers"
 )
 
@@ -18,7 +19,7 @@ import (
 // Simulated members answer through a Fleet as real ones do, and count handshakes: a check on
 // the benchmarks' own instrument.
 func TestSimulatedMembers(t *testing.T) {
-	integration(t)
+	realservers.Required(t)
 	sim := simmembers.Start(t, 3, time.Millisecond)
 	members := MembersOf(simmembers.Resolver(t), sim.Clusters("sim"), FleetOptions{})
 	for range 3 {

@@ -20,6 +20,7 @@ import (
 	"github.com/cluster-registry/sdk/multicluster"
 	"github.com/cluster-registry/sdk/rotation"
 	"github.com/cluster-registry/sdk/testkit/fleettest"
+	"github.com/cluster-registry/sdk/testkit/realservers"
 	"github.com/cluster-registry/sdk/testkit/simmembers"
 )
 
@@ -33,9 +34,7 @@ import (
 //   - idle-pass-ms and idle-registry-reads: a pass when nothing is due (the Rotator reads a
 //     Secret again only when its token is due).
 func BenchmarkRotate(b *testing.B) {
-	if testing.Short() {
-		b.Skip("needs kube-apiserver and etcd")
-	}
+	realservers.Required(b)
 	n := benchMembers(b, 10000)
 	ctx := context.Background()
 	sims := simmembers.Start(b, n, 20*time.Millisecond)

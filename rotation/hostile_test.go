@@ -26,6 +26,7 @@ import (
 	"github.com/cluster-registry/sdk/multicluster"
 	"github.com/cluster-registry/sdk/rotation"
 	"github.com/cluster-registry/sdk/testkit/fleettest"
+	"github.com/cluster-registry/sdk/testkit/realservers"
 )
 
 // dueToken is a token as a member's API server issues one, bound to a Secret, of a 10-minute
@@ -72,9 +73,7 @@ func registerHostile(t *testing.T, ns, name string, server *httptest.Server, tok
 // read no further than 1 MiB, and a real member in the same pass, behind both with one renewal
 // at a time, is renewed. The errors name the members and carry no token.
 func TestHostileMembersHoldBackNoOther(t *testing.T) {
-	if testing.Short() {
-		t.Skip("needs kube-apiserver and etcd")
-	}
+	realservers.Required(t)
 	defer goleak.VerifyNone(t, append(fleettest.IgnoreIdleConnections, goleak.IgnoreCurrent())...)
 	silent := httptest.NewTLSServer(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
 		_, _ = io.Copy(io.Discard, r.Body) // after the body, the server notices the client hang up

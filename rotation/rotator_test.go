@@ -31,6 +31,7 @@ import (
 	"github.com/cluster-registry/sdk/multicluster"
 	"github.com/cluster-registry/sdk/rotation"
 	"github.com/cluster-registry/sdk/testkit/fleettest"
+	"github.com/cluster-registry/sdk/testkit/realservers"
 	"github.com/cluster-registry/sdk/testkit/simmembers"
 )
 
@@ -129,9 +130,7 @@ func secretOf(t *testing.T, ns string) *corev1.Secret {
 // A token is renewed once two thirds of its life have passed, with the current token, and the
 // new one, with its expiry, replaces it in the same Secret, pinning and CA kept; it works.
 func TestRenewsDueTokens(t *testing.T) {
-	if testing.Short() {
-		t.Skip("needs kube-apiserver and etcd")
-	}
+	realservers.Required(t)
 	ns := fleettest.CopySet(t, lf)
 	old := renewer(t, lf.Members[0], "renewer-1")
 	members := register(t, ns, "renewer-1", old)
@@ -180,9 +179,7 @@ func TestRenewsDueTokens(t *testing.T) {
 // Rotator asks with the current token, which may ask only for tokens of its own account. The
 // Secret is left as it was, and the error carries no token.
 func TestRenewalAsksOnlyForItsOwnAccount(t *testing.T) {
-	if testing.Short() {
-		t.Skip("needs kube-apiserver and etcd")
-	}
+	realservers.Required(t)
 	ns := fleettest.CopySet(t, lf)
 	old := renewer(t, lf.Members[0], "renewer-2")
 	members := register(t, ns, "localfleet-admin", old) // the annotation names the cluster-admin account
@@ -200,9 +197,7 @@ func TestRenewalAsksOnlyForItsOwnAccount(t *testing.T) {
 // is deleted: the replaced token is refused from then on, the new one works, and the account's
 // namespace holds one binding, the new token's.
 func TestRenewalRevokesTheReplacedToken(t *testing.T) {
-	if testing.Short() {
-		t.Skip("needs kube-apiserver and etcd")
-	}
+	realservers.Required(t)
 	ns := fleettest.CopySet(t, lf)
 	old := boundRenewer(t, lf.Members[0], "bound-renewer")
 	members := registerAs(t, ns, "bound-renewer/bound-renewer", old)
@@ -249,9 +244,7 @@ func TestRenewalRevokesTheReplacedToken(t *testing.T) {
 // Replicas with LeaderElection take turns: only the Lease's holder renews, so the member is asked
 // for one token per renewal. When the holder stops, the other takes over.
 func TestReplicasTakeTurns(t *testing.T) {
-	if testing.Short() {
-		t.Skip("needs kube-apiserver and etcd")
-	}
+	realservers.Required(t)
 	defer goleak.VerifyNone(t, append(fleettest.IgnoreIdleConnections, goleak.IgnoreCurrent())...)
 	ns := fleettest.CopySet(t, lf)
 	members := registerAs(t, ns, "turns/turns", boundRenewer(t, lf.Members[0], "turns"))

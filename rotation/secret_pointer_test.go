@@ -21,6 +21,7 @@ import (
 	"github.com/cluster-registry/sdk/multicluster"
 	"github.com/cluster-registry/sdk/rotation"
 	"github.com/cluster-registry/sdk/testkit/fleettest"
+	"github.com/cluster-registry/sdk/testkit/realservers"
 )
 
 // A Cluster whose secret provider names another namespace's Secret (config.namespace) is renewed
@@ -29,9 +30,7 @@ import (
 // pinned to another server) to the member's server. Where the Resolver does not allow the other
 // namespace, nothing is read or sent at all.
 func TestRenewalFollowsTheProvidersSecretNamespace(t *testing.T) {
-	if testing.Short() {
-		t.Skip("needs kube-apiserver and etcd")
-	}
+	realservers.Required(t)
 	ctx := context.Background()
 	var mu sync.Mutex
 	var sent []string // the bearer tokens the member's server was sent
@@ -105,9 +104,7 @@ func TestRenewalFollowsTheProvidersSecretNamespace(t *testing.T) {
 // resolution up to 30 s): a Secret pinned elsewhere since is refused, and its token is not sent
 // to the server the old pinning allowed.
 func TestRenewalRefusesASecretPinnedElsewhereSinceResolving(t *testing.T) {
-	if testing.Short() {
-		t.Skip("needs kube-apiserver and etcd")
-	}
+	realservers.Required(t)
 	ctx := context.Background()
 	var mu sync.Mutex
 	var sent []string

@@ -29,6 +29,7 @@ import (
 	"github.com/cluster-registry/sdk/multicluster"
 	"github.com/cluster-registry/sdk/rotation"
 	"github.com/cluster-registry/sdk/testkit/fleettest"
+	"github.com/cluster-registry/sdk/testkit/realservers"
 )
 
 // soakFor reads a duration from the environment, for the long run of TestRotationUnderLoad.
@@ -49,9 +50,7 @@ func soakFor(t *testing.T, name string, short time.Duration) time.Duration {
 // proof the README cites ran ROTATION_SOAK=10m ROTATION_EVERY=1m (a rotation a minute for ten
 // minutes).
 func TestRotationUnderLoad(t *testing.T) {
-	if testing.Short() {
-		t.Skip("needs kube-apiserver and etcd")
-	}
+	realservers.Required(t)
 	defer goleak.VerifyNone(t, append(fleettest.IgnoreIdleConnections, goleak.IgnoreCurrent())...)
 	runFor, every := soakFor(t, "ROTATION_SOAK", 10*time.Second), soakFor(t, "ROTATION_EVERY", time.Second)
 	ctx, cancel := context.WithCancel(context.Background())

@@ -21,6 +21,7 @@ import (
 	"github.com/cluster-registry/sdk/multicluster"
 	"github.com/cluster-registry/sdk/scheduler"
 	"github.com/cluster-registry/sdk/testkit/fleettest"
+	"github.com/cluster-registry/sdk/testkit/realservers"
 )
 
 // BenchmarkScheduler: 10,000 Ready Clusters (100 label groups, 5 regions) and 1,000 Placements
@@ -36,9 +37,7 @@ import (
 //     placements that chose the member (target 0);
 //   - join-writes: writes after a Cluster that no placement selects joins (target 0).
 func BenchmarkScheduler(b *testing.B) {
-	if testing.Short() {
-		b.Skip("needs kube-apiserver and etcd")
-	}
+	realservers.Required(b)
 	const n, placements = 10000, 1000
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()

@@ -34,6 +34,7 @@ import (
 	"github.com/cluster-registry/sdk/multicluster"
 	"github.com/cluster-registry/sdk/scheduler"
 	"github.com/cluster-registry/sdk/testkit/fleettest"
+	"github.com/cluster-registry/sdk/testkit/realservers"
 )
 
 // A Placement's decision is written, owned by it, and its status says what was decided and why;
@@ -41,9 +42,7 @@ import (
 // kept as it was; a deleted Placement's decision goes; a Placement another replica owns is left
 // alone, and taken up, from its written decision, once owned.
 func TestControllerOfPlacements(t *testing.T) {
-	if testing.Short() {
-		t.Skip("needs kube-apiserver and etcd")
-	}
+	realservers.Required(t)
 	defer goleak.VerifyNone(t, append(fleettest.IgnoreIdleConnections, goleak.IgnoreCurrent())...)
 	ctx := t.Context()
 	ns := fleettest.NewSet(t, lf)
@@ -314,9 +313,7 @@ func TestServed(t *testing.T) {
 // Clusters: run as a service account bound to exactly it, it reads a Placement, writes its
 // decision and its status, and deletes the decision with the Placement.
 func TestControllerRunsWithTheShippedClusterRole(t *testing.T) {
-	if testing.Short() {
-		t.Skip("needs kube-apiserver and etcd")
-	}
+	realservers.Required(t)
 	ctx := t.Context()
 	ns := fleettest.NewSet(t, lf)
 	admin := kubernetes.NewForConfigOrDie(lf.Registry.Config)

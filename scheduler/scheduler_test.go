@@ -23,6 +23,7 @@ import (
 	"github.com/cluster-registry/sdk/placement"
 	"github.com/cluster-registry/sdk/scheduler"
 	"github.com/cluster-registry/sdk/testkit/fleettest"
+	"github.com/cluster-registry/sdk/testkit/realservers"
 )
 
 // The scheduler writes each placement's decision, and writes again only when a Cluster that
@@ -30,9 +31,7 @@ import (
 // toleration changes nothing, a member leaving the selector is replaced, a removed placement's
 // slices go; while the Fleet is not fresh, nothing is written.
 func TestScheduler(t *testing.T) {
-	if testing.Short() {
-		t.Skip("needs kube-apiserver and etcd")
-	}
+	realservers.Required(t)
 	defer goleak.VerifyNone(t, append(fleettest.IgnoreIdleConnections, goleak.IgnoreCurrent())...)
 	ctx := t.Context()
 	ns := fleettest.NewSet(t, lf)
@@ -177,9 +176,7 @@ func decisionVersion(t *testing.T, client cpversioned.Interface, key types.Names
 // While the members are not fresh (the Fleet has not listed the registry, or lost its watch),
 // nothing is decided or written: a failed list never empties a decision.
 func TestSchedulerWaitsForFreshMembers(t *testing.T) {
-	if testing.Short() {
-		t.Skip("needs kube-apiserver and etcd")
-	}
+	realservers.Required(t)
 	ctx := t.Context()
 	ns := fleettest.NewSet(t, lf)
 	fleet := multicluster.NewFleet(versioned.NewForConfigOrDie(lf.Registry.Config), nil, multicluster.FleetOptions{Namespaces: []string{ns}})

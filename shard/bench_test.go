@@ -30,6 +30,7 @@ import (
 	"github.com/cluster-registry/sdk/multicluster"
 	"github.com/cluster-registry/sdk/shard"
 	"github.com/cluster-registry/sdk/testkit/fleettest"
+	"github.com/cluster-registry/sdk/testkit/realservers"
 	"github.com/cluster-registry/sdk/testkit/replicaproc"
 	"github.com/cluster-registry/sdk/testkit/simmembers"
 )
@@ -56,9 +57,7 @@ import (
 //     cost without any coordination; and probes/s/core-part-alone/single: one of those, alone,
 //     so with a third of the load and none of the others' competition for the cores.
 func BenchmarkShardedHealth(b *testing.B) {
-	if testing.Short() {
-		b.Skip("needs kube-apiserver and etcd")
-	}
+	realservers.Required(b)
 	const n = 10000
 	sims := simmembers.Start(b, n, 20*time.Millisecond)
 	const ns = "sharded-bench"

@@ -13,15 +13,14 @@ import (
 	clusterclient "github.com/cluster-registry/sdk/clientset/versioned/typed/clusterregistry/v1alpha1"
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
 	"github.com/cluster-registry/sdk/testkit/fleettest"
+	"github.com/cluster-registry/sdk/testkit/realservers"
 )
 
 // newSet is a cluster set of the registry for one test, and its Clusters; the test fails if it
 // leaves a goroutine behind. It skips the test with -short.
 func newSet(t *testing.T) (string, clusterclient.ClusterInterface) {
 	t.Helper()
-	if testing.Short() {
-		t.Skip("needs kube-apiserver and etcd; run without -short")
-	}
+	realservers.Required(t)
 	t.Cleanup(func() { goleak.VerifyNone(t, append(fleettest.IgnoreIdleConnections, goleak.IgnoreCurrent())...) })
 	ns := fleettest.NewSet(t, lf)
 	return ns, versioned.NewForConfigOrDie(lf.Registry.Config).ClusterregistryV1alpha1().Clusters(ns)

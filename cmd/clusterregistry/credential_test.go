@@ -24,6 +24,7 @@ import (
 	"github.com/cluster-registry/sdk/execcredential"
 	"github.com/cluster-registry/sdk/localfleet"
 	"github.com/cluster-registry/sdk/testkit/gobuild"
+	"github.com/cluster-registry/sdk/testkit/realservers"
 )
 
 // commandBinary builds the command, for tests that need it as a program: kubectl runs it as a
@@ -49,9 +50,7 @@ func kubectl(ctx context.Context, lf *localfleet.Fleet, kubeconfig string, args 
 // way from a kubeconfig or a Cluster to a member's credentials, and each is refused, saying why,
 // without the credential in what is printed.
 func TestKubeconfigThroughRegistry(t *testing.T) {
-	if testing.Short() {
-		t.Skip("needs kube-apiserver and etcd; run without -short")
-	}
+	realservers.Required(t)
 	lf := sharedSet(t) // an empty cluster set of the test's own, into which the user joins
 	ctx := t.Context()
 	bin := commandBinary(t)

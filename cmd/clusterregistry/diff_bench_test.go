@@ -16,6 +16,7 @@ import (
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
 	"github.com/cluster-registry/sdk/decision"
 	"github.com/cluster-registry/sdk/testkit/fleettest"
+	"github.com/cluster-registry/sdk/testkit/realservers"
 )
 
 // BenchmarkDiffRelease: clusterregistry diff release of a Release of 5 ConfigMaps across 100
@@ -24,9 +25,7 @@ import (
 // a real API server: what is measured is the command's side and the real dry runs, not 100
 // servers' CPU. Reported: s-100-members (target: at most 10 s) and its ratio to the target.
 func BenchmarkDiffRelease(b *testing.B) {
-	if testing.Short() {
-		b.Skip("needs kube-apiserver and etcd; run without -short")
-	}
+	realservers.Required(b)
 	const members = 100
 	lf := shared.Fleet(b)
 	ctx := context.Background()

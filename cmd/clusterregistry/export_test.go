@@ -25,6 +25,7 @@ import (
 	"github.com/cluster-registry/sdk/localfleet"
 	"github.com/cluster-registry/sdk/shard"
 	"github.com/cluster-registry/sdk/testkit/fleettest"
+	"github.com/cluster-registry/sdk/testkit/realservers"
 )
 
 // export, delete, import: the Clusters come back as they were; importing again changes nothing;
@@ -180,9 +181,7 @@ func (s *roundTrip) badEntries(t *testing.T) {
 // file's credentials rather than copying them; a tool reaches the member through the pointer;
 // contexts with no server or a name that cannot be a Cluster's are named and not imported.
 func TestImportFromKubeconfig(t *testing.T) {
-	if testing.Short() {
-		t.Skip("needs kube-apiserver and etcd; run without -short")
-	}
+	realservers.Required(t)
 	lf := sharedSet(t)
 	ctx := t.Context()
 	kubeconfig := userKubeconfig(t, lf, map[string]*localfleet.Member{"alpha": lf.Members[0]})
@@ -269,9 +268,7 @@ func TestImportShardBuckets(t *testing.T) {
 // command line over it, and its Clusters.
 func registeredSet(t *testing.T) (*localfleet.Fleet, func(args ...string) (int, string, string), crv1alpha1.ClusterInterface) {
 	t.Helper()
-	if testing.Short() {
-		t.Skip("needs kube-apiserver and etcd; run without -short")
-	}
+	realservers.Required(t)
 	lf := sharedSet(t, "member-1", "member-2")
 	cli := commandLine(t.Context(), lf.Registry.Kubeconfig, lf.Namespace)
 	return lf, cli, versioned.NewForConfigOrDie(lf.Registry.Config).ClusterregistryV1alpha1().Clusters(lf.Namespace)

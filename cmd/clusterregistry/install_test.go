@@ -23,15 +23,14 @@ import (
 	"github.com/cluster-registry/sdk/clusterregistry"
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
 	"github.com/cluster-registry/sdk/localfleet"
+	"github.com/cluster-registry/sdk/testkit/realservers"
 )
 
 // install on a registry without the CRD, twice, then RBAC per cluster set: a user bound to the
 // edit role in one namespace writes Clusters there, only reads another set bound to view, and
 // sees nothing of a third.
 func TestInstall(t *testing.T) {
-	if testing.Short() {
-		t.Skip("needs kube-apiserver and etcd; run without -short")
-	}
+	realservers.Required(t)
 	lf := localfleet.StartForTest(t, localfleet.Options{Bare: true}) // no CRD yet
 	ctx := t.Context()
 	admin := kubernetes.NewForConfigOrDie(lf.Registry.Config)

@@ -17,6 +17,7 @@ import (
 	"github.com/cluster-registry/sdk/clientset/versioned"
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
 	"github.com/cluster-registry/sdk/localfleet"
+	"github.com/cluster-registry/sdk/testkit/realservers"
 )
 
 // cloudPlugin writes an exec plugin, as a cloud's would be, that answers with the member's
@@ -54,9 +55,7 @@ func pluginRuns(t *testing.T, plugin string) string {
 // stored in the registry but the Cluster, and kubectl reaches the member through the registry
 // when, and only when, the reader allows the plugin.
 func TestJoinExec(t *testing.T) {
-	if testing.Short() {
-		t.Skip("needs kube-apiserver and etcd; run without -short")
-	}
+	realservers.Required(t)
 	lf := sharedSet(t) // an empty cluster set of the test's own, into which the user joins
 	clouds := lf.Namespace
 	ctx := t.Context()

@@ -28,6 +28,7 @@ import (
 	"github.com/cluster-registry/sdk/multicluster"
 	"github.com/cluster-registry/sdk/rotation"
 	"github.com/cluster-registry/sdk/testkit/fleettest"
+	"github.com/cluster-registry/sdk/testkit/realservers"
 )
 
 // userKubeconfig is a kubeconfig as a user would have one: a context for the registry and one
@@ -66,9 +67,7 @@ func ownerAnnotations(registryID, namespace, name string) map[string]string {
 // join registers two clusters of a user's kubeconfig; tools reach them through the registry with
 // the pinned tokens join made; a second join updates, a name taken by another server is refused.
 func TestJoin(t *testing.T) {
-	if testing.Short() {
-		t.Skip("needs kube-apiserver and etcd; run without -short")
-	}
+	realservers.Required(t)
 	lf := sharedSet(t) // an empty cluster set of the test's own, into which the user joins
 	joined := lf.Namespace
 	ctx := t.Context()

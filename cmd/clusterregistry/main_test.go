@@ -25,6 +25,7 @@ import (
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
 	"github.com/cluster-registry/sdk/localfleet"
 	"github.com/cluster-registry/sdk/testkit/fleettest"
+	"github.com/cluster-registry/sdk/testkit/realservers"
 )
 
 func TestMain(m *testing.M) {
@@ -44,9 +45,7 @@ var shared = fleettest.Shared{Options: localfleet.Options{Members: 2}}
 
 func sharedFleet(t *testing.T) *localfleet.Fleet {
 	t.Helper()
-	if testing.Short() {
-		t.Skip("needs kube-apiserver and etcd; run without -short")
-	}
+	realservers.Required(t)
 	return shared.Fleet(t)
 }
 
@@ -128,9 +127,7 @@ func TestBadFlags(t *testing.T) {
 // The command, built and run as a user would, against a local fleet: it writes what it sees, and
 // an interrupt ends it with status 0.
 func TestHealthCommand(t *testing.T) {
-	if testing.Short() {
-		t.Skip("needs kube-apiserver and etcd; run without -short")
-	}
+	realservers.Required(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	bin := commandBinary(t)

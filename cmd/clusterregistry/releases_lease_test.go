@@ -17,6 +17,7 @@ import (
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
 	"github.com/cluster-registry/sdk/localfleet"
 	"github.com/cluster-registry/sdk/testkit/fleettest"
+	"github.com/cluster-registry/sdk/testkit/realservers"
 )
 
 // Two releases controllers of one cluster set, processes of their own started with different
@@ -26,9 +27,7 @@ import (
 // "leading", each on a Lease of its own namespace. A registry of the test's own: a controller of
 // every set acts on every set it finds Releases in.
 func TestReleasesControllersOfOneSetMeetOnItsLease(t *testing.T) {
-	if testing.Short() {
-		t.Skip("needs kube-apiserver and etcd; run without -short")
-	}
+	realservers.Required(t)
 	lf := localfleet.StartForTest(t, localfleet.Options{})
 	ctx := t.Context()
 	require.NoError(t, fleettest.InstallPlacementDecisionCRD(ctx, lf.Registry.Config))

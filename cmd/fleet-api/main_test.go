@@ -33,6 +33,7 @@ import (
 	"github.com/cluster-registry/sdk/join"
 	"github.com/cluster-registry/sdk/localfleet"
 	"github.com/cluster-registry/sdk/testkit/fleettest"
+	"github.com/cluster-registry/sdk/testkit/realservers"
 	"github.com/cluster-registry/sdk/testkit/simmembers"
 )
 
@@ -42,9 +43,7 @@ var lf *localfleet.Fleet
 // needsFleet skips a test under -short, when no local fleet runs.
 func needsFleet(t *testing.T) {
 	t.Helper()
-	if testing.Short() {
-		t.Skip("needs kube-apiserver and etcd; run without -short")
-	}
+	realservers.Required(t)
 }
 
 func TestMain(m *testing.M) {

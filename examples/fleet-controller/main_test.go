@@ -24,6 +24,7 @@ import (
 	"github.com/cluster-registry/sdk/localfleet"
 	"github.com/cluster-registry/sdk/mcprovider"
 	"github.com/cluster-registry/sdk/testkit/fleettest"
+	"github.com/cluster-registry/sdk/testkit/realservers"
 )
 
 // lf is the package's local fleet, shared by its tests.
@@ -60,9 +61,7 @@ func deleteMembership(t *testing.T, m *localfleet.Member, ns string) {
 // a member that joins mid-run, and back after it is deleted; a member that leaves is disengaged,
 // with none of its goroutines left, and is no longer reconciled.
 func TestMembershipAcrossTheFleet(t *testing.T) {
-	if testing.Short() {
-		t.Skip("needs kube-apiserver and etcd; run without -short")
-	}
+	realservers.Required(t)
 	t.Cleanup(func() { goleak.VerifyNone(t, append(fleettest.IgnoreIdleConnections, goleak.IgnoreCurrent())...) })
 	m1, m2 := lf.Members[0], lf.Members[1]
 	ns := fleettest.CopySet(t, lf, m1.Name)
@@ -148,9 +147,7 @@ func (b *syncBuffer) String() string {
 // its own entry, and they settle: no write once both say what they should. Before, the two
 // entries wrote one object in turn, about 230 times a second.
 func TestMemberInTwoSets(t *testing.T) {
-	if testing.Short() {
-		t.Skip("needs kube-apiserver and etcd; run without -short")
-	}
+	realservers.Required(t)
 	m1 := lf.Members[0]
 	ns1 := fleettest.CopySet(t, lf, m1.Name)
 	ns2 := fleettest.CopySet(t, lf, m1.Name)
@@ -171,9 +168,7 @@ func TestMemberInTwoSets(t *testing.T) {
 // object in turn: the controller notices the fight, says so, naming the object and the other
 // entry, and stops writing it for a while instead of rewriting it for ever.
 func TestFightIsNoticed(t *testing.T) {
-	if testing.Short() {
-		t.Skip("needs kube-apiserver and etcd; run without -short")
-	}
+	realservers.Required(t)
 	m1 := lf.Members[0]
 	ns := fleettest.CopySet(t, lf, m1.Name)
 	ctx := fleettest.Context(t, testTimeout)
