@@ -20,6 +20,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/cert"
+	"k8s.io/utils/ptr"
 
 	"github.com/cluster-registry/sdk/clientset/versioned"
 	"github.com/cluster-registry/sdk/trustflags"
@@ -129,6 +130,9 @@ func (o *options) validate() error {
 		return fmt.Errorf("--listen %q: without TLS, only a loopback address (127.0.0.1, ::1, localhost), since tokens would cross the network in the clear; "+
 			"give --tls-cert-file and --tls-private-key-file, or --self-signed", o.listen)
 	}
+	if ns := ptr.Deref(o.registry.Namespace, ""); ns != "" && !o.allNamespaces && o.optikonSet != "" && o.optikonSet != ns {
+		return fmt.Errorf("--optikon-cluster-set %s: this server serves cluster set %s alone (-n); give the same set, or -A", o.optikonSet, ns)
+	}
 	if o.syncTimeout <= 0 {
 		return fmt.Errorf("--sync-timeout %s: want a positive duration", o.syncTimeout)
 	}
@@ -234,18 +238,30 @@ const exampleHelp = `  # The members of the "fleet" cluster set, on localhost:80
   # Serve other machines: TLS, with a certificate for the name they use
   fleet-api -A --listen :8443 --tls-cert-file tls.crt --tls-private-key-file tls.key --allowed-host fleet.example.com`
 
+// clusterSets are the cluster sets served: -n's (the kubeconfig's), or every one (nil) with -A;
+// --optikon-cluster-set must be among them.
+func (o *options) clusterSets() ([]string, error) {
+	if o.allNamespaces {
+		return nil, nil
+	}
+	ns, _, err := o.registry.ToRawKubeConfigLoader().Namespace()
+	if err != nil {
+		return nil, fmt.Errorf("reaching the registry: %w", err)
+	}
+	if o.optikonSet != "" && o.optikonSet != ns {
+		return nil, fmt.Errorf("--optikon-cluster-set %s: this server serves cluster set %s alone (-n); give the same set, or -A", o.optikonSet, ns)
+	}
+	return []string{ns}, nil
+}
+
 func serve(ctx context.Context, opts *options, stdout io.Writer) error {
 	config, err := opts.registry.ToRESTConfig()
 	if err != nil {
 		return fmt.Errorf("reaching the registry: %w", err)
 	}
-	var namespaces []string
-	if !opts.allNamespaces {
-		ns, _, err := opts.registry.ToRawKubeConfigLoader().Namespace()
-		if err != nil {
-			return fmt.Errorf("reaching the registry: %w", err)
-		}
-		namespaces = []string{ns}
+	namespaces, err := opts.clusterSets()
+	if err != nil {
+		return err
 	}
 	registry, err := versioned.NewForConfig(config)
 	if err != nil {
@@ -259,9 +275,6 @@ func serve(ctx context.Context, opts *options, stdout io.Writer) error {
 	resolver, err := opts.trust.ToResolver(kube, "fleet-api")
 	if err != nil {
 		return err
-	}
-	if len(namespaces) == 1 && opts.optikonSet != "" && opts.optikonSet != namespaces[0] {
-		return fmt.Errorf("--optikon-cluster-set %s: this server serves cluster set %s alone (-n); give the same set, or -A", opts.optikonSet, namespaces[0])
 	}
 	s, err := startServer(ctx, registry, resolver, namespaces)
 	if err != nil {

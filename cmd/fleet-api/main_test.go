@@ -411,6 +411,7 @@ func TestBadFlags(t *testing.T) {
 		{[]string{"--client-ca-file", "ca.pem"}, "--client-ca-file needs TLS"},
 		{[]string{"--tls-cert-file", "tls.crt"}, "go together"},
 		{[]string{"--self-signed", "--tls-cert-file", "tls.crt", "--tls-private-key-file", "tls.key"}, "conflict"},
+		{[]string{"-n", "fleet", "--optikon-cluster-set", "edge"}, "--optikon-cluster-set edge: this server serves cluster set fleet alone"},
 	} {
 		var stdout, stderr bytes.Buffer
 		require.Equal(t, 2, run(context.Background(), tc.args, &stdout, &stderr), "%q", tc.args)
