@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"hash"
+	"net"
 	"net/http"
 	"net/netip"
 	"net/url"
@@ -72,6 +73,12 @@ type ResolverOptions struct {
 	// file or plugin must still lie under FileRoots or ExecPlugins, and their SendTo must allow the
 	// server, as if a Cluster named it directly.
 	AllowKubeconfigSecretRefs bool
+
+	// Tunnel reaches the members whose Cluster says they are reached through a tunnel
+	// (spec.kubernetesApiEndpoints.tunnel): see the tunnel package's Dialer. Without it, such
+	// Clusters do not resolve (ErrNoTunnel). The tunnel carries TCP only: TLS to the member's API
+	// server, its CA and its pinning hold as for a direct connection.
+	Tunnel TunnelDialer
 
 	// InsecureSkipTLSVerify turns off verification of members' serving certificates.
 	InsecureSkipTLSVerify bool
@@ -354,7 +361,11 @@ func (r *Resolver) resolve(ctx context.Context, key types.NamespacedName, c *v1a
 	if len(caData) == 0 {
 		caData = c.Spec.KubernetesAPIEndpoints.CABundle
 	}
-	inputs := r.fingerprint(server, caData, provider, creds)
+	dial, err := r.tunnelDial(c)
+	if err != nil {
+		return nil, clusterErr("", err)
+	}
+	inputs := r.fingerprint(server, caData, provider, creds, c.Spec.KubernetesAPIEndpoints.Tunnel)
 
 	r.mu.RLock()
 	old := r.entries[key]
@@ -366,7 +377,7 @@ func (r *Resolver) resolve(ctx context.Context, key types.NamespacedName, c *v1a
 		access.unauthorized.Store(false)
 		r.log.V(2).Info("revalidated cluster", "cluster", key, "server", server.String())
 	} else {
-		if access, err = r.build(key, server, caData, provider, creds); err != nil {
+		if access, err = r.build(key, server, caData, provider, creds, dial); err != nil {
 			return nil, clusterErr(provider.Name, err)
 		}
 		r.log.V(1).Info("resolved cluster", "cluster", key, "server", server.String(),
@@ -451,7 +462,10 @@ func (r *Resolver) ordered(providers []v1alpha1.AuthProviderConfig, noneErr *NoP
 	return out
 }
 
-func (r *Resolver) build(key types.NamespacedName, server *url.URL, caData []byte, provider *v1alpha1.AuthProviderConfig, creds *Credentials) (*Resolved, error) {
+// build makes the config for a resolution; dial, when not nil, reaches the member through the
+// Resolver's tunnel.
+func (r *Resolver) build(key types.NamespacedName, server *url.URL, caData []byte, provider *v1alpha1.AuthProviderConfig, creds *Credentials,
+	dial func(ctx context.Context, network, address string) (net.Conn, error)) (*Resolved, error) {
 	unauthorized := &atomic.Bool{}
 	pinned := pinTo(key.String(), server)
 	cfg := &rest.Config{
@@ -462,6 +476,7 @@ func (r *Resolver) build(key types.NamespacedName, server *url.URL, caData []byt
 		BearerToken:     creds.BearerToken,
 		BearerTokenFile: creds.TokenFile,
 		ExecProvider:    creds.Exec,
+		Dial:            dial,
 		TLSClientConfig: rest.TLSClientConfig{
 			CAData:     caData,
 			CertData:   creds.CertData,
@@ -501,9 +516,13 @@ func (r *Resolver) build(key types.NamespacedName, server *url.URL, caData []byt
 
 // fingerprint digests every input behind a resolution, credentials included, so that a rotated
 // Secret or file yields a new one. It is kept only as a digest.
-func (r *Resolver) fingerprint(server *url.URL, caData []byte, p *v1alpha1.AuthProviderConfig, c *Credentials) [sha256.Size]byte {
+func (r *Resolver) fingerprint(server *url.URL, caData []byte, p *v1alpha1.AuthProviderConfig, c *Credentials, t *v1alpha1.Tunnel) [sha256.Size]byte {
 	h := sha256.New()
-	for _, s := range []string{server.String(), p.Name, p.Type.Name, c.BearerToken, c.TokenFile, c.TLSServerName, c.Revision} {
+	agent := ""
+	if t != nil {
+		agent = "tunnel:" + t.Agent
+	}
+	for _, s := range []string{server.String(), p.Name, p.Type.Name, c.BearerToken, c.TokenFile, c.TLSServerName, c.Revision, agent} {
 		writeField(h, []byte(s))
 	}
 	for _, b := range [][]byte{caData, c.CertData, c.KeyData} {

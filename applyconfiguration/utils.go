@@ -112,6 +112,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &clusterregistryv1alpha1.ReleaseValuesReferenceApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("ServerAddressByClientCIDR"):
 		return &clusterregistryv1alpha1.ServerAddressByClientCIDRApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("Tunnel"):
+		return &clusterregistryv1alpha1.TunnelApplyConfiguration{}
 
 	}
 	return nil

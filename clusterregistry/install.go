@@ -27,7 +27,7 @@ const establishPollInterval = 100 * time.Millisecond
 // Placement CRD, version 6 the Release and ReleaseStatusSlice CRDs, version 7 a Release's chart
 // source, version 9 a Release's createNamespace, version 10 a rollout's onFailure and approval,
 // version 17 a Release's departureGraceSeconds and a member's departedAt (phase Departed).
-const SchemaVersion = 17
+const SchemaVersion = 18
 
 // SchemaVersionAnnotation, on each CRD, holds the SchemaVersion of the SDK that installed it.
 const SchemaVersionAnnotation = "clusterregistry.k8s.io/schema-version"

@@ -19,10 +19,13 @@ set -euo pipefail
 KUBE_VERSION="${KUBE_VERSION:-v1.36.3}"
 ETCD_VERSION="${ETCD_VERSION:-v3.6.16}"
 KWOK_VERSION="${KWOK_VERSION:-v0.8.0}"
+# konnectivity's agent, for members reached through a tunnel (package tunnel).
+ANP_VERSION="${ANP_VERSION:-v0.34.0}"
 CACHE_ROOT="${CLUSTER_REGISTRY_SDK_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/cluster-registry-sdk}"
 KUBE_DIR="$CACHE_ROOT/kubernetes-$KUBE_VERSION"
 ETCD_DIR="$CACHE_ROOT/etcd-$ETCD_VERSION"
 KWOK_DIR="$CACHE_ROOT/kwok-$KWOK_VERSION"
+ANP_DIR="$CACHE_ROOT/konnectivity-$ANP_VERSION"
 ASSETS_DIR="$CACHE_ROOT/assets/kubernetes-$KUBE_VERSION-etcd-$ETCD_VERSION"
 
 log() { echo "build-testbins: $*" >&2; }
@@ -38,14 +41,17 @@ fi
 
 have_all() {
   for bin in $all_kube_bins; do [ -x "$KUBE_DIR/$bin" ] || return 1; done
-  [ -x "$ETCD_DIR/etcd" ] && { [ "$workloads" = 0 ] || [ -x "$KWOK_DIR/kwok" ]; }
+  [ -x "$ETCD_DIR/etcd" ] && { [ "$workloads" = 0 ] || { [ -x "$KWOK_DIR/kwok" ] && [ -x "$ANP_DIR/konnectivity-agent" ]; }; }
 }
 
 link_assets() {
   mkdir -p "$ASSETS_DIR"
   for bin in $all_kube_bins; do ln -sf "$KUBE_DIR/$bin" "$ASSETS_DIR/$bin"; done
   ln -sf "$ETCD_DIR/etcd" "$ASSETS_DIR/etcd"
-  if [ "$workloads" = 1 ]; then ln -sf "$KWOK_DIR/kwok" "$ASSETS_DIR/kwok"; fi
+  if [ "$workloads" = 1 ]; then
+    ln -sf "$KWOK_DIR/kwok" "$ASSETS_DIR/kwok"
+    ln -sf "$ANP_DIR/konnectivity-agent" "$ASSETS_DIR/konnectivity-agent"
+  fi
   echo "$ASSETS_DIR"
 }
 
@@ -84,6 +90,7 @@ staging_replaces() {
   local gomod="$1" pattern="$2" version="$3"
   awk -v pat="$pattern" -v ver="$version" '
     /^replace *\(/ { inblock = 1; next }
+    /^replace [^(]/ && $3 == "=>" && $4 ~ /^\.\.?\// && $2 ~ pat { printf "replace %s => %s %s\n", $2, $2, ver; next }
     inblock && /^\)/ { inblock = 0; next }
     inblock && $2 == "=>" && $3 ~ /^\.\.?\// && $1 ~ pat { printf "replace %s => %s %s\n", $1, $1, ver }
   ' "$gomod"
@@ -167,6 +174,19 @@ if [ "$workloads" = 1 ] && [ ! -x "$KWOK_DIR/kwok" ]; then
   build_in_module "$KWOK_DIR" sigs.k8s.io/kwok "$KWOK_VERSION" '^$' "" "-s -w" "$tmp" \
     sigs.k8s.io/kwok/cmd/kwok
   rm -rf "$KWOK_DIR"; mv "$tmp" "$KWOK_DIR"
+fi
+unlock
+
+# konnectivity's stock agent, built from its own module at its own versions as kube-apiserver is;
+# its go.mod replaces konnectivity-client with its own directory, restated here as the release.
+lock "$ANP_DIR"
+if [ "$workloads" = 1 ] && [ ! -x "$ANP_DIR/konnectivity-agent" ]; then
+  tmp="$ANP_DIR.tmp"
+  rm -rf "$tmp"
+  build_in_module "$ANP_DIR" sigs.k8s.io/apiserver-network-proxy "$ANP_VERSION" '^sigs\.k8s\.io/apiserver-network-proxy/konnectivity-client$' "$ANP_VERSION" "-s -w" "$tmp" \
+    sigs.k8s.io/apiserver-network-proxy/cmd/agent
+  mv "$tmp/agent" "$tmp/konnectivity-agent"
+  rm -rf "$ANP_DIR"; mv "$tmp" "$ANP_DIR"
 fi
 unlock
 

@@ -32,6 +32,11 @@ type Flags struct {
 	// SendTo lists the API servers that this machine's credentials may be sent to, or "*" for any
 	// (--send-to).
 	SendTo []string
+
+	// TunnelServer is the tunnel server's frontend, as host:port, through which members whose
+	// Clusters say so are reached (--tunnel-server); TunnelCA verifies it, and TunnelCert and
+	// TunnelKey are the client certificate it asks for (--tunnel-ca, --tunnel-cert, --tunnel-key).
+	TunnelServer, TunnelCA, TunnelCert, TunnelKey string
 }
 
 // Flag names, for callers that check which were set.
@@ -42,10 +47,15 @@ const (
 	FlagAllowExecAnyArgs = "allow-exec-any-args"
 	FlagFileRoot         = "file-root"
 	FlagSendTo           = "send-to"
+	FlagTunnelServer     = "tunnel-server"
+	FlagTunnelCA         = "tunnel-ca"
+	FlagTunnelCert       = "tunnel-cert"
+	FlagTunnelKey        = "tunnel-key"
 )
 
 // Names are every trust flag's name.
-var Names = []string{FlagPrefer, FlagAllowExec, FlagAllowExecArgs, FlagAllowExecAnyArgs, FlagFileRoot, FlagSendTo}
+var Names = []string{FlagPrefer, FlagAllowExec, FlagAllowExecArgs, FlagAllowExecAnyArgs, FlagFileRoot, FlagSendTo,
+	FlagTunnelServer, FlagTunnelCA, FlagTunnelCert, FlagTunnelKey}
 
 // AddFlags binds the flags to fs.
 func (f *Flags) AddFlags(fs *pflag.FlagSet) {
@@ -64,6 +74,12 @@ func (f *Flags) AddFlags(fs *pflag.FlagSet) {
 	fs.StringSliceVar(&f.SendTo, FlagSendTo, f.SendTo,
 		"API servers that this machine's credentials (exec plugins, --file-root files) may be sent to, or * for any server "+
 			"(only for plugins whose credentials are bound to the server they are given); a kubeconfig file's own server always counts (default: none)")
+	fs.StringVar(&f.TunnelServer, FlagTunnelServer, f.TunnelServer,
+		"the tunnel server's frontend (host:port) through which members whose Cluster names a tunnel agent are reached; needs --"+
+			FlagTunnelCA+", --"+FlagTunnelCert+" and --"+FlagTunnelKey+" (default: such members are not reached)")
+	fs.StringVar(&f.TunnelCA, FlagTunnelCA, f.TunnelCA, "file holding the CA that verifies the tunnel server's frontend")
+	fs.StringVar(&f.TunnelCert, FlagTunnelCert, f.TunnelCert, "file holding the client certificate the tunnel server's frontend asks for")
+	fs.StringVar(&f.TunnelKey, FlagTunnelKey, f.TunnelKey, "file holding the key of --"+FlagTunnelCert)
 }
 
 // ResolverOptions are the ResolverOptions the flags describe, or an error naming each flag at
@@ -128,6 +144,12 @@ func (f *Flags) ResolverOptions() (access.ResolverOptions, error) {
 		}
 		o.FileRoots = append(o.FileRoots, access.FileRoot{Dir: dir, SendTo: to})
 	}
+	tunnel, err := f.tunnelDialer()
+	if err != nil {
+		errs = append(errs, err)
+	} else if tunnel != nil {
+		o.Tunnel = tunnel
+	}
 	return o, errors.Join(errs...)
 }
 
@@ -155,6 +177,8 @@ func (f *Flags) Args() []string {
 	}{
 		{FlagPrefer, f.Prefer}, {FlagAllowExec, f.AllowExec}, {FlagAllowExecArgs, f.AllowExecArgs},
 		{FlagAllowExecAnyArgs, f.AllowExecAnyArgs}, {FlagFileRoot, f.FileRoots}, {FlagSendTo, f.SendTo},
+		{FlagTunnelServer, nonEmpty(f.TunnelServer)}, {FlagTunnelCA, nonEmpty(f.TunnelCA)},
+		{FlagTunnelCert, nonEmpty(f.TunnelCert)}, {FlagTunnelKey, nonEmpty(f.TunnelKey)},
 	} {
 		for _, v := range flag.values {
 			args = append(args, "--"+flag.name+"="+v)

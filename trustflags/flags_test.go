@@ -86,6 +86,10 @@ func TestResolverOptionsErrors(t *testing.T) {
 		{[]string{"--allow-exec-any-args=a b"}, "--allow-exec-any-args"},
 		{[]string{"--send-to=*,https://a.example.com"}, "* stands for every server"},
 		{[]string{"--send-to=ftp://a.example.com"}, `--send-to "ftp://a.example.com"`},
+		{[]string{"--tunnel-server=tunnel.example.com"}, `--tunnel-server "tunnel.example.com": want host:port`},
+		{[]string{"--tunnel-server=tunnel.example.com:8090"}, "--tunnel-ca is required with --tunnel-server"},
+		{[]string{"--tunnel-server=tunnel.example.com:8090", "--tunnel-ca=/nonexistent/ca.crt", "--tunnel-cert=c", "--tunnel-key=k"}, "--tunnel-ca: open /nonexistent/ca.crt"},
+		{[]string{"--tunnel-cert=c.crt"}, "are for --tunnel-server, which is not given"},
 	} {
 		_, _, err := parse(t, tc.args...)
 		require.ErrorContains(t, err, tc.says, "%v", tc.args)

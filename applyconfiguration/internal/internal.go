@@ -145,6 +145,9 @@ var schemaYAML = typed.YAMLObject(`types:
           elementRelationship: associative
           keys:
           - clientCIDR
+    - name: tunnel
+      type:
+        namedType: com.github.cluster-registry.sdk.clusterregistry.v1alpha1.Tunnel
 - name: com.github.cluster-registry.sdk.clusterregistry.v1alpha1.Placement
   map:
     fields:
@@ -797,6 +800,13 @@ var schemaYAML = typed.YAMLObject(`types:
         scalar: string
       default: ""
     - name: serverAddress
+      type:
+        scalar: string
+      default: ""
+- name: com.github.cluster-registry.sdk.clusterregistry.v1alpha1.Tunnel
+  map:
+    fields:
+    - name: agent
       type:
         scalar: string
       default: ""

@@ -15,11 +15,12 @@ import (
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:scope=Namespaced,shortName=rcl,categories=clusterregistry
 // +kubebuilder:metadata:annotations="api-approved.kubernetes.io=unapproved, not an official Kubernetes API; see https://github.com/cluster-registry/sdk"
-// +kubebuilder:metadata:annotations="clusterregistry.k8s.io/schema-version=17"
+// +kubebuilder:metadata:annotations="clusterregistry.k8s.io/schema-version=18"
 // +kubebuilder:printcolumn:name="Display Name",type=string,JSONPath=`.spec.displayName`
 // +kubebuilder:printcolumn:name="Server",type=string,JSONPath=`.spec.kubernetesApiEndpoints.serverEndpoints[0].serverAddress`
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name="Version",type=string,JSONPath=`.status.version`
+// +kubebuilder:printcolumn:name="Tunnel Agent",type=string,priority=1,JSONPath=`.spec.kubernetesApiEndpoints.tunnel.agent`
 // +kubebuilder:printcolumn:name="Reason",type=string,priority=1,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`
 // +kubebuilder:printcolumn:name="Last Report",type=date,priority=1,JSONPath=`.status.lastProbeTime`
 // +kubebuilder:printcolumn:name="Credentials Expire",type=string,priority=1,JSONPath=`.status.credentialsExpireAt`
@@ -88,6 +89,29 @@ type KubernetesAPIEndpoints struct {
 	// +optional
 	// +kubebuilder:validation:MaxLength=65536
 	CABundle []byte `json:"caBundle,omitempty"`
+
+	// tunnel, when set, says that the member dials out and is reached only through a tunnel: an
+	// agent on the member connects to the reader's tunnel server, and readers dial the member's
+	// API server through it. serverEndpoints then give the API server's address as the member's
+	// own network sees it, which the TLS handshake verifies, end to end through the tunnel.
+	// Where the tunnel server is, and how a reader authenticates to it, are each reader's own
+	// settings, never the Cluster's: whoever edits a Cluster cannot send its readers' connections
+	// elsewhere. When unset, readers dial serverEndpoints directly.
+	// +optional
+	Tunnel *Tunnel `json:"tunnel,omitempty"`
+}
+
+// Tunnel says under which identity a member's tunnel agent connects.
+type Tunnel struct {
+	// agent is the name of the ServiceAccount, in this Cluster's namespace of the registry, that
+	// the member's tunnel agent authenticates as. The tunnel server lets an agent speak only for
+	// its own ServiceAccount, so a Cluster naming another member's agent reaches that member,
+	// whose serving certificate then fails the TLS handshake before any credential is sent.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	Agent string `json:"agent"`
 }
 
 // ServerAddressByClientCIDR is the API server's address as seen from one client network.

@@ -169,6 +169,11 @@ func describeCluster(out io.Writer, c *v1alpha1.Cluster, tokens map[string]time.
 		ca = fmt.Sprintf("%d certificate(s)", n)
 	}
 	line("CA Bundle:\t%s", ca)
+	reached := "directly, at its endpoints"
+	if t := c.Spec.KubernetesAPIEndpoints.Tunnel; t != nil {
+		reached = fmt.Sprintf("through a tunnel, whose agent authenticates as ServiceAccount %s/%s; the endpoints are as the member's own network sees them", c.Namespace, t.Agent)
+	}
+	line("Reached:\t%s", reached)
 	section("Endpoints:")
 	for _, ep := range c.Spec.KubernetesAPIEndpoints.ServerEndpoints {
 		line("  %s\tfrom %s", ep.ServerAddress, ep.ClientCIDR)

@@ -368,6 +368,7 @@ var overviewColumns = []metav1.TableColumnDefinition{
 	{Name: "Credential", Type: "string"},
 	{Name: "Expires", Type: "string"},
 	{Name: "Server", Type: "string", Priority: 1},
+	{Name: "Reached", Type: "string", Priority: 1},
 	{Name: "Message", Type: "string", Priority: 1},
 }
 
@@ -393,11 +394,19 @@ func overview(ctx context.Context, expiries *tokenExpiries, clusters []v1alpha1.
 		}
 		t.Rows = append(t.Rows, metav1.TableRow{
 			Cells: []any{c.Name, ready, orDash(reason), orDash(c.Status.Version), report, credential, expires,
-				orDash(server), orDash(strings.ReplaceAll(message, "\n", " "))},
+				orDash(server), reached(c), orDash(strings.ReplaceAll(message, "\n", " "))},
 			Object: runtime.RawExtension{Object: c},
 		})
 	}
 	return t
+}
+
+// reached is how readers reach the member: directly, or through the tunnel of the agent named.
+func reached(c *v1alpha1.Cluster) string {
+	if t := c.Spec.KubernetesAPIEndpoints.Tunnel; t != nil {
+		return "tunnel:" + t.Agent
+	}
+	return "direct"
 }
 
 // notReadyFirst sorts members that are not Ready before those that are, each by namespace and name.

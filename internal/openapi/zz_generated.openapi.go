@@ -77,6 +77,7 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		"github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ReleaseStatusSliceList":    schema_cluster_registry_sdk_clusterregistry_v1alpha1_ReleaseStatusSliceList(ref),
 		"github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ReleaseValuesReference":    schema_cluster_registry_sdk_clusterregistry_v1alpha1_ReleaseValuesReference(ref),
 		"github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ServerAddressByClientCIDR": schema_cluster_registry_sdk_clusterregistry_v1alpha1_ServerAddressByClientCIDR(ref),
+		"github.com/cluster-registry/sdk/clusterregistry/v1alpha1.Tunnel":                    schema_cluster_registry_sdk_clusterregistry_v1alpha1_Tunnel(ref),
 		resource.Quantity{}.OpenAPIModelName():                                               schema_apimachinery_pkg_api_resource_Quantity(ref),
 		v1.APIGroup{}.OpenAPIModelName():                                                     schema_pkg_apis_meta_v1_APIGroup(ref),
 		v1.APIGroupList{}.OpenAPIModelName():                                                 schema_pkg_apis_meta_v1_APIGroupList(ref),
@@ -471,11 +472,17 @@ func schema_cluster_registry_sdk_clusterregistry_v1alpha1_KubernetesAPIEndpoints
 							Format:      "byte",
 						},
 					},
+					"tunnel": {
+						SchemaProps: spec.SchemaProps{
+							Description: "tunnel, when set, says that the member dials out and is reached only through a tunnel: an agent on the member connects to the reader's tunnel server, and readers dial the member's API server through it. serverEndpoints then give the API server's address as the member's own network sees it, which the TLS handshake verifies, end to end through the tunnel. Where the tunnel server is, and how a reader authenticates to it, are each reader's own settings, never the Cluster's: whoever edits a Cluster cannot send its readers' connections elsewhere. When unset, readers dial serverEndpoints directly.",
+							Ref:         ref("github.com/cluster-registry/sdk/clusterregistry/v1alpha1.Tunnel"),
+						},
+					},
 				},
 			},
 		},
 		Dependencies: []string{
-			"github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ServerAddressByClientCIDR"},
+			"github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ServerAddressByClientCIDR", "github.com/cluster-registry/sdk/clusterregistry/v1alpha1.Tunnel"},
 	}
 }
 
@@ -2380,6 +2387,28 @@ func schema_cluster_registry_sdk_clusterregistry_v1alpha1_ServerAddressByClientC
 					},
 				},
 				Required: []string{"clientCIDR", "serverAddress"},
+			},
+		},
+	}
+}
+
+func schema_cluster_registry_sdk_clusterregistry_v1alpha1_Tunnel(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "Tunnel says under which identity a member's tunnel agent connects.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"agent": {
+						SchemaProps: spec.SchemaProps{
+							Description: "agent is the name of the ServiceAccount, in this Cluster's namespace of the registry, that the member's tunnel agent authenticates as. The tunnel server lets an agent speak only for its own ServiceAccount, so a Cluster naming another member's agent reaches that member, whose serving certificate then fails the TLS handshake before any credential is sent.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+				},
+				Required: []string{"agent"},
 			},
 		},
 	}

@@ -34,6 +34,14 @@ type KubernetesAPIEndpointsApplyConfiguration struct {
 	// caBundle holds one or more PEM-encoded CA certificates that verify the API server's serving
 	// certificate. When empty, callers use their system roots.
 	CABundle []byte `json:"caBundle,omitempty"`
+	// tunnel, when set, says that the member dials out and is reached only through a tunnel: an
+	// agent on the member connects to the reader's tunnel server, and readers dial the member's
+	// API server through it. serverEndpoints then give the API server's address as the member's
+	// own network sees it, which the TLS handshake verifies, end to end through the tunnel.
+	// Where the tunnel server is, and how a reader authenticates to it, are each reader's own
+	// settings, never the Cluster's: whoever edits a Cluster cannot send its readers' connections
+	// elsewhere. When unset, readers dial serverEndpoints directly.
+	Tunnel *TunnelApplyConfiguration `json:"tunnel,omitempty"`
 }
 
 // KubernetesAPIEndpointsApplyConfiguration constructs a declarative configuration of the KubernetesAPIEndpoints type for use with
@@ -62,5 +70,13 @@ func (b *KubernetesAPIEndpointsApplyConfiguration) WithCABundle(values ...byte) 
 	for i := range values {
 		b.CABundle = append(b.CABundle, values[i])
 	}
+	return b
+}
+
+// WithTunnel sets the Tunnel field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Tunnel field is set to the value of the last call.
+func (b *KubernetesAPIEndpointsApplyConfiguration) WithTunnel(value *TunnelApplyConfiguration) *KubernetesAPIEndpointsApplyConfiguration {
+	b.Tunnel = value
 	return b
 }

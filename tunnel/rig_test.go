@@ -1,0 +1,321 @@
+package tunnel_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/go-logr/logr/funcr"
+	"github.com/stretchr/testify/require"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
+
+	"github.com/cluster-registry/sdk/access"
+	"github.com/cluster-registry/sdk/clientset/versioned"
+	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
+	"github.com/cluster-registry/sdk/localfleet"
+	"github.com/cluster-registry/sdk/testkit/fleettest"
+	"github.com/cluster-registry/sdk/testkit/testcerts"
+	"github.com/cluster-registry/sdk/tunnel"
+)
+
+// lf is the package's local fleet: the registry, and member-1, which the tests reach through a
+// tunnel server of their own.
+var lf *localfleet.Fleet
+
+func TestMain(m *testing.M) {
+	fleettest.Main(m, &lf, localfleet.Options{Members: 1}, nil)
+}
+
+// rig is a tunnel server on loopback with the certificates its callers need.
+type rig struct {
+	server *tunnel.Server
+	// frontend and agents are the server's two addresses.
+	frontend, agents string
+	// readers signs the frontend's and its readers' certificates; agentCAFile verifies the agents'
+	// side for konnectivity's agent.
+	readers     *testcerts.CA
+	agentCAFile string
+	dir         string
+
+	mu   sync.Mutex
+	logs []string
+}
+
+// startRig starts a tunnel server that authenticates agents against the fleet's registry.
+func startRig(t *testing.T) *rig {
+	t.Helper()
+	r := &rig{readers: testcerts.NewCA("tunnel-readers"), dir: t.TempDir()}
+	agentCA := testcerts.NewCA("tunnel-agents")
+	r.agentCAFile = filepath.Join(r.dir, "agent-ca.crt")
+	require.NoError(t, os.WriteFile(r.agentCAFile, agentCA.PEM, 0o600))
+	server, err := tunnel.NewServer(tunnel.ServerOptions{
+		Registry:    kubernetes.NewForConfigOrDie(lf.Registry.Config),
+		FrontendTLS: &tls.Config{Certificates: []tls.Certificate{r.readers.Serving("127.0.0.1")}, ClientCAs: r.readers.Pool()},
+		AgentTLS:    &tls.Config{Certificates: []tls.Certificate{agentCA.Serving("127.0.0.1")}},
+		Logger:      funcr.New(r.log, funcr.Options{Verbosity: 1}),
+	})
+	require.NoError(t, err)
+	r.server = server
+	fl, al := listen(t), listen(t)
+	r.frontend, r.agents = fl.Addr().String(), al.Addr().String()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- server.Serve(ctx, fl, al) }()
+	t.Cleanup(func() {
+		cancel()
+		require.NoError(t, <-done)
+	})
+	return r
+}
+
+func (r *rig) log(prefix, args string) {
+	r.mu.Lock()
+	r.logs = append(r.logs, prefix+args)
+	r.mu.Unlock()
+}
+
+// logged reports whether the server logged a line holding s.
+func (r *rig) logged(s string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, l := range r.logs {
+		if strings.Contains(l, s) {
+			return true
+		}
+	}
+	return false
+}
+
+// dialer is a reader's Dialer, with a client certificate the frontend accepts.
+func (r *rig) dialer() *tunnel.Dialer {
+	return &tunnel.Dialer{Address: r.frontend, TLS: &tls.Config{
+		Certificates: []tls.Certificate{r.readers.Client("a-reader")},
+		RootCAs:      r.readers.Pool(),
+	}}
+}
+
+// agentAccount makes the ServiceAccount name in ns that an agent authenticates as, saying that its
+// agent dials destination, and returns a file holding a bound token for the tunnel's audience.
+func (r *rig) agentAccount(t *testing.T, ns, name, destination string) string {
+	t.Helper()
+	ctx := fleettest.Context(t, time.Minute)
+	kube := kubernetes.NewForConfigOrDie(lf.Registry.Config)
+	_, err := kube.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{
+		Name: name, Annotations: map[string]string{tunnel.DestinationAnnotation: destination},
+	}}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	tr, err := kube.CoreV1().ServiceAccounts(ns).CreateToken(ctx, name, &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{
+		Audiences: []string{tunnel.DefaultAudience}, ExpirationSeconds: ptr.To[int64](3600),
+	}}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	file := filepath.Join(r.dir, ns+"-"+name+".token")
+	require.NoError(t, os.WriteFile(file, []byte(tr.Status.Token), 0o600))
+	return file
+}
+
+// startAgent runs konnectivity's stock agent with the token in tokenFile, claiming claim as its
+// identity (its agent ID and host identifier), until the test ends.
+func (r *rig) startAgent(t *testing.T, tokenFile, claim string) *exec.Cmd {
+	t.Helper()
+	assets, err := localfleet.AssetsDir("")
+	require.NoError(t, err)
+	host, port, err := net.SplitHostPort(r.agents)
+	require.NoError(t, err)
+	cmd := exec.Command(filepath.Join(assets, "konnectivity-agent"),
+		"--proxy-server-host="+host, "--proxy-server-port="+port, "--ca-cert="+r.agentCAFile,
+		"--agent-id="+claim, "--agent-identifiers=host="+claim,
+		"--service-account-token-path="+tokenFile,
+		"--health-server-port="+freePort(t), "--admin-server-port="+freePort(t),
+		"--sync-interval=200ms", "--sync-interval-cap=1s", "--v=1")
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	require.NoError(t, cmd.Start(), "starting konnectivity's agent: hack/build-testbins.sh builds it")
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		if t.Failed() {
+			t.Logf("agent claiming %s:\n%s", claim, tail(out.String(), 3000))
+		}
+	})
+	return cmd
+}
+
+// waitConnected waits until an agent answering for host is connected.
+func (r *rig) waitConnected(t *testing.T, host string) {
+	t.Helper()
+	require.Eventually(t, func() bool { return r.server.Connected(host) }, time.Minute, 50*time.Millisecond,
+		"no agent for %s connected to the tunnel server", host)
+}
+
+func listen(t *testing.T) net.Listener {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	return l
+}
+
+func freePort(t *testing.T) string {
+	l := listen(t)
+	defer l.Close()
+	return strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
+}
+
+func tail(s string, n int) string {
+	if len(s) > n {
+		return s[len(s)-n:]
+	}
+	return s
+}
+
+// recorder forwards TCP connections to target and keeps every byte it carries, both ways: a
+// stand-in in the tunnel's path, between the agent and the member's API server.
+type recorder struct {
+	addr string
+	mu   sync.Mutex
+	seen bytes.Buffer
+	// conns counts the connections it accepted.
+	conns int
+}
+
+func record(t *testing.T, target string) *recorder {
+	t.Helper()
+	l := listen(t)
+	t.Cleanup(func() { l.Close() })
+	rec := &recorder{addr: l.Addr().String()}
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			rec.mu.Lock()
+			rec.conns++
+			rec.mu.Unlock()
+			go rec.forward(c, target)
+		}
+	}()
+	return rec
+}
+
+func (rec *recorder) forward(c net.Conn, target string) {
+	defer c.Close()
+	if target == "" {
+		_, _ = io.Copy(rec.writer(), c)
+		return
+	}
+	up, err := net.Dial("tcp", target)
+	if err != nil {
+		return
+	}
+	defer up.Close()
+	go func() { _, _ = io.Copy(io.MultiWriter(c, rec.writer()), up) }()
+	_, _ = io.Copy(io.MultiWriter(up, rec.writer()), c)
+}
+
+func (rec *recorder) writer() io.Writer {
+	return writerFunc(func(p []byte) (int, error) {
+		rec.mu.Lock()
+		defer rec.mu.Unlock()
+		return rec.seen.Write(p)
+	})
+}
+
+// carried reports how many bytes it carried, and whether secret was among them.
+func (rec *recorder) carried(secret string) (int, bool) {
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	return rec.seen.Len(), bytes.Contains(rec.seen.Bytes(), []byte(secret))
+}
+
+func (rec *recorder) connections() int {
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	return rec.conns
+}
+
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
+
+// memberAddress is member-1's API server as host:port.
+func memberAddress(t *testing.T) string {
+	t.Helper()
+	u := lf.Members[0].URL()
+	return strings.TrimPrefix(u, "https://")
+}
+
+// tunnelled makes ns's copy of member-1's Cluster say it is reached through agent's tunnel.
+func tunnelled(t *testing.T, ns, agent string) {
+	t.Helper()
+	ctx := fleettest.Context(t, time.Minute)
+	clusters := versioned.NewForConfigOrDie(lf.Registry.Config).ClusterregistryV1alpha1().Clusters(ns)
+	c, err := clusters.Get(ctx, "member-1", metav1.GetOptions{})
+	require.NoError(t, err)
+	c.Spec.KubernetesAPIEndpoints.Tunnel = &v1alpha1.Tunnel{Agent: agent}
+	_, err = clusters.Update(ctx, c, metav1.UpdateOptions{})
+	require.NoError(t, err)
+}
+
+// resolverFor is a Resolver of the registry's Secrets, reaching tunnelled members through d.
+func resolverFor(t *testing.T, d access.TunnelDialer) *access.Resolver {
+	t.Helper()
+	r, err := access.NewResolver(access.ResolverOptions{
+		Secrets: access.SecretsFromClient(kubernetes.NewForConfigOrDie(lf.Registry.Config)),
+		Tunnel:  d,
+		Logger:  logr.Discard(),
+	})
+	require.NoError(t, err)
+	return r
+}
+
+// cluster is ns's Cluster member-1.
+func cluster(t *testing.T, ns string) *v1alpha1.Cluster {
+	t.Helper()
+	c, err := versioned.NewForConfigOrDie(lf.Registry.Config).ClusterregistryV1alpha1().Clusters(ns).
+		Get(fleettest.Context(t, time.Minute), "member-1", metav1.GetOptions{})
+	require.NoError(t, err)
+	return c
+}
+
+// memberToken is the bearer token member-1's Cluster points at.
+func memberToken(t *testing.T, ns string) string {
+	t.Helper()
+	s, err := kubernetes.NewForConfigOrDie(lf.Registry.Config).CoreV1().Secrets(ns).
+		Get(fleettest.Context(t, time.Minute), "member-1-token", metav1.GetOptions{})
+	require.NoError(t, err)
+	require.NotEmpty(t, s.Data[v1alpha1.SecretTokenKey])
+	return string(s.Data[v1alpha1.SecretTokenKey])
+}
+
+// listNamespaces reads member-1's namespaces as ns's Cluster says to reach it.
+func listNamespaces(ctx context.Context, r *access.Resolver, c *v1alpha1.Cluster) error {
+	a, err := r.Resolve(ctx, c)
+	if err != nil {
+		return err
+	}
+	kube, err := kubernetes.NewForConfigAndClient(a.Config, a.HTTPClient)
+	if err != nil {
+		return err
+	}
+	_, err = kube.CoreV1().Namespaces().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return fmt.Errorf("listing namespaces: %w", err)
+	}
+	return nil
+}
