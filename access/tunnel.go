@@ -13,6 +13,11 @@ import (
 // the Resolver has none (ResolverOptions.Tunnel).
 var ErrNoTunnel = errors.New("reached through a tunnel, and this reader has none")
 
+// ErrAgentDisconnected: the Cluster is reached through a tunnel, and no agent of its is connected
+// to the tunnel server. A TunnelDialer's errors wrap it, so that callers tell this apart from an
+// agent whose API server does not answer.
+var ErrAgentDisconnected = errors.New("no tunnel agent of the member is connected")
+
 // TunnelDialer opens connections through a tunnel server to members whose agents dial out to it.
 // The tunnel package's Dialer is one; the Resolver asks it for TunnelAddress(namespace, agent,
 // port), never for an address a Cluster names, so a Cluster's editor chooses neither the tunnel

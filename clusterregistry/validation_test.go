@@ -133,6 +133,12 @@ var rejectedClusters = []rejectedCluster{
 	{"caBundle holding a base64 private key", func(c *v1alpha1.Cluster) {
 		c.Spec.KubernetesAPIEndpoints.CABundle = append(append([]byte{}, testCAPEM...), testKeyPEM...)
 	}, "spec.kubernetesApiEndpoints.caBundle", "caBundle must not hold a private key"},
+	{"tunnel agent that is not a DNS label", func(c *v1alpha1.Cluster) {
+		c.Spec.KubernetesAPIEndpoints.Tunnel = &v1alpha1.Tunnel{Agent: "edge.agent"}
+	}, "spec.kubernetesApiEndpoints.tunnel.agent", ""},
+	{"tunnel without an agent", func(c *v1alpha1.Cluster) {
+		c.Spec.KubernetesAPIEndpoints.Tunnel = &v1alpha1.Tunnel{}
+	}, "spec.kubernetesApiEndpoints.tunnel.agent", ""},
 }
 
 // acceptedClusters are what ValidateCluster accepts, and the server too: the edges of each rule.
@@ -168,6 +174,9 @@ var acceptedClusters = []struct {
 	{"config value of 4096 two-byte characters", setConfig("args", strings.Repeat("ü", 4096))},
 	{"provider name of 253 three-byte characters", func(c *v1alpha1.Cluster) { c.Spec.AuthInfo.Providers[0].Name = strings.Repeat("名", 253) }},
 	{"no endpoints or providers", func(c *v1alpha1.Cluster) { c.Spec = v1alpha1.ClusterSpec{} }},
+	{"reached through a tunnel", func(c *v1alpha1.Cluster) {
+		c.Spec.KubernetesAPIEndpoints.Tunnel = &v1alpha1.Tunnel{Agent: "edge-3-agent"}
+	}},
 }
 
 // checkRejected creates tt's Cluster, as the i-th: ValidateCluster and the server both refuse

@@ -2,6 +2,8 @@ package health
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -249,6 +251,11 @@ func (c *Controller) failed(ctx context.Context, code int, body []byte, err erro
 		return observation{}, false
 	case ctx.Err() != nil:
 		return observation{reason: v1alpha1.ReasonUnreachable, message: fmt.Sprintf("no answer within %s", c.opts.Timeout)}, true
+	case errors.Is(err, access.ErrAgentDisconnected):
+		return observation{reason: v1alpha1.ReasonAgentDisconnected, message: "no agent of the member is connected to the tunnel server"}, true
+	case untrusted(err):
+		return observation{reason: v1alpha1.ReasonServerUntrusted, message: safetext.OneLine(err.Error(), 512) +
+			"; no credential was sent"}, true
 	case errors.Is(err, answercap.ErrTooLarge):
 		return observation{reason: v1alpha1.ReasonNotReady, message: "the API server's answer exceeds " + fmt.Sprint(maxProbeAnswer>>10) + " KiB, more than any API server's"}, true
 	case apierrors.IsUnauthorized(err), code == http.StatusUnauthorized:
@@ -265,6 +272,16 @@ func (c *Controller) failed(ctx context.Context, code int, body []byte, err erro
 		return observation{reason: v1alpha1.ReasonNotReady, message: fmt.Sprintf("the API server answered %d", code)}, true
 	}
 	return observation{reason: v1alpha1.ReasonUnreachable, message: safetext.OneLine(err.Error(), 512)}, true
+}
+
+// untrusted reports whether err is a serving certificate's failed verification: what answered is
+// not the member's API server, or not as its CA knows it.
+func untrusted(err error) bool {
+	var verification *tls.CertificateVerificationError
+	var unknown x509.UnknownAuthorityError
+	var hostname x509.HostnameError
+	var invalid x509.CertificateInvalidError
+	return errors.As(err, &verification) || errors.As(err, &unknown) || errors.As(err, &hostname) || errors.As(err, &invalid)
 }
 
 // failedChecks are the checks a /readyz answer marks failed ("[-]etcd failed: ...").

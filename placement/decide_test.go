@@ -201,7 +201,7 @@ func TestDefaultTolerations(t *testing.T) {
 	p := placement.Policy{Count: ptr.To[int32](2)}
 	b, c := cluster("b"), cluster("c")
 	previous := []placement.Choice{{Cluster: key("a")}, {Cluster: key("b")}}
-	for _, reason := range []string{v1alpha1.ReasonUnreachable, v1alpha1.ReasonStarting, v1alpha1.ReasonNotReady} {
+	for _, reason := range []string{v1alpha1.ReasonUnreachable, v1alpha1.ReasonStarting, v1alpha1.ReasonNotReady, v1alpha1.ReasonAgentDisconnected} {
 		d := decide(t, p, previous, notReady(cluster("a"), reason, time.Minute), b, c)
 		require.Equal(t, []string{"a", "b"}, chosenNames(d), "a blip of %s moved the member", reason)
 		require.Equal(t, now.Add(4*time.Minute), d.RecheckAt, "the default toleration is 300 s from when %s began", reason)
@@ -211,6 +211,8 @@ func TestDefaultTolerations(t *testing.T) {
 	}
 	d := decide(t, p, previous, notReady(cluster("a"), v1alpha1.ReasonUnauthorized, time.Second), b, c)
 	require.Equal(t, []string{"b", "c"}, chosenNames(d), "refused credentials are no outage, and not tolerated by default")
+	d = decide(t, p, previous, notReady(cluster("a"), v1alpha1.ReasonServerUntrusted, time.Second), b, c)
+	require.Equal(t, []string{"b", "c"}, chosenNames(d), "an impostor at the endpoint is no outage, and not tolerated by default")
 
 	// Tolerating Unreachable for 60 s, as the demo's placement does, says nothing of Starting: a
 	// restart that is Unreachable for 50 s, then Starting, is still one outage of 50 s.
@@ -226,7 +228,8 @@ func TestDefaultTolerations(t *testing.T) {
 	compiled, err := placement.Compile(strict)
 	require.NoError(t, err)
 	require.Equal(t, []placement.Toleration{strict.Tolerations[0], {Reason: v1alpha1.ReasonUnreachable, Seconds: ptr.To[int64](300)},
-		{Reason: v1alpha1.ReasonStarting, Seconds: ptr.To[int64](300)}}, compiled.Tolerations(), "Unreachable and Starting keep their defaults")
+		{Reason: v1alpha1.ReasonStarting, Seconds: ptr.To[int64](300)}, {Reason: v1alpha1.ReasonAgentDisconnected, Seconds: ptr.To[int64](300)}},
+		compiled.Tolerations(), "Unreachable, Starting and AgentDisconnected keep their defaults")
 	compiled, err = placement.Compile(placement.Policy{Tolerations: []placement.Toleration{{}}})
 	require.NoError(t, err)
 	require.Len(t, compiled.Tolerations(), 1, "a toleration of every reason leaves no default")

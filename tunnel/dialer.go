@@ -6,10 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strings"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
 	"sigs.k8s.io/apiserver-network-proxy/konnectivity-client/pkg/client"
+
+	"github.com/cluster-registry/sdk/access"
 )
 
 // Dialer opens connections through a tunnel server's frontend, authenticating with a client
@@ -39,6 +42,11 @@ func (d *Dialer) DialContext(ctx context.Context, network, address string) (net.
 	}
 	conn, err := t.DialContext(ctx, network, address)
 	if err != nil {
+		// konnectivity's server says so in these words when no agent answers for the host
+		// (pkg/server's ErrNotFound), and its client passes the words on.
+		if strings.Contains(err.Error(), "No agent available") {
+			err = fmt.Errorf("%w: %v", access.ErrAgentDisconnected, err)
+		}
 		return nil, &DialError{Server: d.Address, Address: address, Err: err}
 	}
 	return conn, nil

@@ -28,6 +28,7 @@ import (
 	"github.com/cluster-registry/sdk/access"
 	"github.com/cluster-registry/sdk/clientset/versioned"
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
+	"github.com/cluster-registry/sdk/health"
 	"github.com/cluster-registry/sdk/localfleet"
 	"github.com/cluster-registry/sdk/testkit/fleettest"
 	"github.com/cluster-registry/sdk/testkit/testcerts"
@@ -301,6 +302,20 @@ func memberToken(t *testing.T, ns string) string {
 	require.NoError(t, err)
 	require.NotEmpty(t, s.Data[v1alpha1.SecretTokenKey])
 	return string(s.Data[v1alpha1.SecretTokenKey])
+}
+
+// probe is the Ready condition a health controller with r finds for ns's member-1, at once.
+func probe(t *testing.T, ns string, r *access.Resolver) metav1.Condition {
+	t.Helper()
+	c, err := health.New(health.Options{
+		Registry: versioned.NewForConfigOrDie(lf.Registry.Config), Kube: kubernetes.NewForConfigOrDie(lf.Registry.Config),
+		Resolver: r, Namespaces: []string{ns}, FailureThreshold: 1, SuccessThreshold: 1, KeepConnections: true,
+	})
+	require.NoError(t, err)
+	probed, err := c.ProbeOnce(fleettest.Context(t, time.Minute))
+	require.NoError(t, err)
+	require.Len(t, probed, 1)
+	return probed[0].Condition
 }
 
 // listNamespaces reads member-1's namespaces as ns's Cluster says to reach it.

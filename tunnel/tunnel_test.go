@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/cluster-registry/sdk/access"
+	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
 	"github.com/cluster-registry/sdk/testkit/fleettest"
 	"github.com/cluster-registry/sdk/testkit/realservers"
 	"github.com/cluster-registry/sdk/testkit/testcerts"
@@ -29,7 +30,7 @@ func TestReadThroughTheTunnel(t *testing.T) {
 	ns := fleettest.CopySet(t, lf, "member-1")
 	rec := record(t, memberAddress(t))
 	host := access.TunnelHost(ns, "member-1-agent")
-	r.startAgent(t, r.agentAccount(t, ns, "member-1-agent", rec.addr), host)
+	agent := r.startAgent(t, r.agentAccount(t, ns, "member-1-agent", rec.addr), host)
 	r.waitConnected(t, host)
 	tunnelled(t, ns, "member-1-agent")
 	c := cluster(t, ns)
@@ -68,12 +69,26 @@ func TestReadThroughTheTunnel(t *testing.T) {
 		require.Equal(t, before, rec.connections(), "a refused reader's dial reached the member")
 	})
 
+	t.Run("health probes it Ready through the tunnel", func(t *testing.T) {
+		cond := probe(t, ns, resolver)
+		require.Equal(t, v1alpha1.ReasonReachable, cond.Reason, cond.Message)
+	})
+
 	t.Run("the connection outlives its request", func(t *testing.T) {
 		before := rec.connections()
 		for range 5 {
 			require.NoError(t, listNamespaces(ctx, resolver, c))
 		}
 		require.Equal(t, before, rec.connections(), "each request dialled the member again: connections were not kept")
+	})
+
+	t.Run("with its agent gone, health says AgentDisconnected", func(t *testing.T) {
+		require.NoError(t, agent.Process.Kill())
+		require.Eventually(t, func() bool { return !r.server.Connected(host) }, time.Minute, 50*time.Millisecond)
+		fresh := resolverFor(t, r.dialer()) // no kept connection
+		require.ErrorIs(t, listNamespaces(ctx, fresh, c), access.ErrAgentDisconnected)
+		cond := probe(t, ns, fresh)
+		require.Equal(t, v1alpha1.ReasonAgentDisconnected, cond.Reason, cond.Message)
 	})
 }
 
@@ -122,4 +137,7 @@ func TestARogueAgentFailsClosed(t *testing.T) {
 		return errors.As(err, &unknown)
 	}, time.Minute, 200*time.Millisecond, "want the member's CA to refuse the impostor; last error: %v", err)
 	require.Zero(t, requests.Load(), "a request reached the impostor")
+	cond := probe(t, ns, resolverFor(t, r.dialer()))
+	require.Equal(t, v1alpha1.ReasonServerUntrusted, cond.Reason, cond.Message)
+	require.Zero(t, requests.Load(), "a probe reached the impostor")
 }

@@ -127,7 +127,7 @@ const DefaultTolerationSeconds int64 = 300
 // OutageReasons are the Ready condition's reasons that a placement tolerates by default
 // (DefaultTolerationSeconds) when none of its tolerations names them: a member that cannot be
 // reached or whose API server is not ready, not one whose credentials or identity changed.
-var OutageReasons = []string{ReasonUnreachable, ReasonNotReady, ReasonStarting}
+var OutageReasons = []string{ReasonUnreachable, ReasonNotReady, ReasonStarting, ReasonAgentDisconnected}
 
 // PlacementToleration keeps a chosen member chosen while its Ready condition is not True, with
 // a reason.

@@ -13,6 +13,7 @@ import (
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
@@ -161,6 +162,14 @@ func validateEndpoints(e *KubernetesAPIEndpoints, fldPath *field.Path) field.Err
 		}
 		if containsAny(text, PrivateKeyBase64Markers) {
 			allErrs = append(allErrs, field.Invalid(p, field.OmitValueType{}, msgCABundlePrivateKey))
+		}
+	}
+	if e.Tunnel != nil {
+		// The server's pattern is a DNS label's: the agent's name is part of the name a tunnel
+		// routes by (access.TunnelHost), which must be unambiguous.
+		p := fldPath.Child("tunnel", "agent")
+		for _, msg := range validation.IsDNS1123Label(e.Tunnel.Agent) {
+			allErrs = append(allErrs, field.Invalid(p, e.Tunnel.Agent, msg+": it names a ServiceAccount of the Cluster's namespace"))
 		}
 	}
 	return allErrs

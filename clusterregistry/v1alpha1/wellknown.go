@@ -81,6 +81,17 @@ const (
 	// ReasonIdentityChanged: the endpoints now lead to a different cluster than status.clusterID
 	// records.
 	ReasonIdentityChanged = "IdentityChanged"
+	// ReasonAgentDisconnected: the cluster is reached through a tunnel
+	// (spec.kubernetesApiEndpoints.tunnel), and no agent of its is connected to the prober's
+	// tunnel server: the member, or its network's way out, is down. An agent that is connected
+	// while its API server does not answer is Unreachable. Placements tolerate it as they do
+	// Unreachable.
+	ReasonAgentDisconnected = "AgentDisconnected"
+	// ReasonServerUntrusted: what answered at the endpoint has a serving certificate that the
+	// cluster's CA does not verify: the endpoint, or the tunnel agent that answers for the
+	// cluster, leads to another server than the cluster's. No credential was sent to it. It is
+	// not an outage: placements tolerate it only where they name it.
+	ReasonServerUntrusted = "ServerUntrusted"
 	// ReasonNotProbed (Unknown): no controller has probed the cluster for too long.
 	ReasonNotProbed = "NotProbed"
 )
