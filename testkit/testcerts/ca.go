@@ -105,3 +105,15 @@ func newKey() *ecdsa.PrivateKey {
 	}
 	return key
 }
+
+// PEM encodes c's certificate chain and private key, as files hold them.
+func PEM(c tls.Certificate) (certPEM, keyPEM []byte) {
+	for _, der := range c.Certificate {
+		certPEM = append(certPEM, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})...)
+	}
+	keyDER, err := x509.MarshalPKCS8PrivateKey(c.PrivateKey)
+	if err != nil {
+		panic(err)
+	}
+	return certPEM, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER})
+}
