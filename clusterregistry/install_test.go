@@ -226,7 +226,7 @@ func TestSchemaVersionIsRaisedWithTheSchema(t *testing.T) {
 		15: "2ce88cc2801326c214b6d6ced600edcf470974789125afce482d39f87f056a9e", // a Release's spec.overrides
 		16: "84891fe5f10c795805efc5b8970c81ea8280dcc11228e28ba617ca585af9b027", // an override's cel
 		17: "12fc176675b014527383a15ff1790c71eac93d1c548c2626167bce85274c8316", // a Release's departureGraceSeconds, a member's departedAt; dependsOn's refusal names its field
-		18: "a264bcef115db07ed8e95a1e64c59297bf64a1659aa9a1dad8978fb64ac06dfe", // a Cluster's kubernetesApiEndpoints.tunnel
+		18: "12661c3deaeb407f5d59557aea1f71eafad21282822d4f6af4f584115cd6da21", // a Cluster's kubernetesApiEndpoints.tunnel
 	}
 	if want := digests[clusterregistry.SchemaVersion]; digest != want {
 		t.Errorf("the CRD's schema changed (digest %s) without a new schema version: raise SchemaVersion and the "+

@@ -4,6 +4,7 @@ import (
 	"context"
 	"sync"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/cache"
 
@@ -16,7 +17,8 @@ type EventType int
 const (
 	// Added: the object appeared in the cache, from the member's initial list or later.
 	Added EventType = iota + 1
-	// Updated: the object changed (or the cache was resynced from a relist).
+	// Updated: the object changed. A relist (after a watch broke, say) that finds an object at
+	// the resourceVersion already cached tells nothing: the object did not change.
 	Updated
 	// Deleted: the object is gone; Object is its last known state.
 	Deleted
@@ -101,6 +103,15 @@ func (k *Kind[T]) Events(ctx context.Context, buffer int) (<-chan Event[T], erro
 	return ch, nil
 }
 
+// sameVersion reports whether old and obj are the same version of one object: what a relist
+// finds of an object that did not change. The caches keep no resync period, so this is the only
+// way an informer tells an update of an unchanged object.
+func sameVersion(old, obj runtime.Object) bool {
+	a, err1 := meta.Accessor(old)
+	b, err2 := meta.Accessor(obj)
+	return err1 == nil && err2 == nil && a.GetResourceVersion() != "" && a.GetResourceVersion() == b.GetResourceVersion()
+}
+
 // handlerFor adapts fn to a member's informer.
 func handlerFor[T runtime.Object](mc *memberCaches, fn func(Event[T])) cache.ResourceEventHandler {
 	m := mc.member
@@ -113,7 +124,7 @@ func handlerFor[T runtime.Object](mc *memberCaches, fn func(Event[T])) cache.Res
 		UpdateFunc: func(old, obj any) {
 			o, ok := obj.(T)
 			prev, ok2 := old.(T)
-			if ok && ok2 {
+			if ok && ok2 && !sameVersion(prev, o) {
 				fn(Event[T]{Type: Updated, Member: m, Object: o, Old: prev})
 			}
 		},

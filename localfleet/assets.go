@@ -12,6 +12,9 @@ const (
 	EtcdVersion       = "v3.6.16"
 	// KwokVersion is the KWOK members with workloads run (Options.Workloads).
 	KwokVersion = "v0.8.0"
+	// KonnectivityVersion is the konnectivity agent (konnectivity-agent in the assets directory)
+	// that the tunnel's tests run on members (package tunnel).
+	KonnectivityVersion = "v0.34.0"
 )
 
 // buildCommand is what to run to get the binaries, from any module that requires the SDK.

@@ -66,13 +66,14 @@ func TestBuildScriptRunsTwiceAtOnce(t *testing.T) {
 	}
 	kube := "kubernetes-" + localfleet.KubernetesVersion + "/"
 	for _, b := range []string{kube + "kube-apiserver", kube + "kubectl", kube + "kube-controller-manager", kube + "kube-scheduler",
-		"etcd-" + localfleet.EtcdVersion + "/etcd", "kwok-" + localfleet.KwokVersion + "/kwok"} {
+		"etcd-" + localfleet.EtcdVersion + "/etcd", "kwok-" + localfleet.KwokVersion + "/kwok",
+		"konnectivity-" + localfleet.KonnectivityVersion + "/konnectivity-agent"} {
 		if _, err := os.Stat(filepath.Join(cache, b)); err != nil {
 			t.Errorf("after two runs at once: %v", err)
 		}
 	}
-	if builds := strings.Count(out1.String()+out2.String(), "build-testbins: building "); builds != 6 {
-		t.Errorf("%d builds in two runs, want 6 (the second run finds the first's):\n%s\n%s", builds, out1.String(), out2.String())
+	if builds := strings.Count(out1.String()+out2.String(), "build-testbins: building "); builds != 7 {
+		t.Errorf("%d builds in two runs, want 7 (the second run finds the first's):\n%s\n%s", builds, out1.String(), out2.String())
 	}
 
 	// Another Kubernetes version (the version skew pass's kubectl) is built beside, not after.

@@ -192,14 +192,16 @@ func TestAssetsDirMatchesTheBuildScript(t *testing.T) {
 	t.Setenv("CLUSTER_REGISTRY_SDK_CACHE", "")
 	t.Setenv("XDG_CACHE_HOME", cache)
 	// The script links the assets directory to binaries it built; give it stand-ins to link.
-	for _, dir := range []string{"kubernetes-" + localfleet.KubernetesVersion, "etcd-" + localfleet.EtcdVersion, "kwok-" + localfleet.KwokVersion} {
+	for _, dir := range []string{"kubernetes-" + localfleet.KubernetesVersion, "etcd-" + localfleet.EtcdVersion, "kwok-" + localfleet.KwokVersion,
+		"konnectivity-" + localfleet.KonnectivityVersion} {
 		if err := os.MkdirAll(filepath.Join(cache, "cluster-registry-sdk", dir), 0o755); err != nil {
 			t.Fatal(err)
 		}
 	}
 	kube := "kubernetes-" + localfleet.KubernetesVersion + "/"
 	for _, bin := range []string{kube + "kube-apiserver", kube + "kubectl", kube + "kube-controller-manager", kube + "kube-scheduler",
-		"etcd-" + localfleet.EtcdVersion + "/etcd", "kwok-" + localfleet.KwokVersion + "/kwok"} {
+		"etcd-" + localfleet.EtcdVersion + "/etcd", "kwok-" + localfleet.KwokVersion + "/kwok",
+		"konnectivity-" + localfleet.KonnectivityVersion + "/konnectivity-agent"} {
 		if err := os.WriteFile(filepath.Join(cache, "cluster-registry-sdk", bin), []byte("#!/bin/sh\n"), 0o755); err != nil {
 			t.Fatal(err)
 		}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"strings"
+	"syscall"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
@@ -43,9 +44,12 @@ func (d *Dialer) DialContext(ctx context.Context, network, address string) (net.
 	conn, err := t.DialContext(ctx, network, address)
 	if err != nil {
 		// konnectivity's server says so in these words when no agent answers for the host
-		// (pkg/server's ErrNotFound), and its client passes the words on.
+		// (pkg/server's ErrNotFound), and its client passes the words on. It is also a refused
+		// connection, as a stopped API server's is: client-go's reflectors then retry their watch
+		// from where it was, where any other dial error makes them list everything again (and
+		// tell every object again).
 		if strings.Contains(err.Error(), "No agent available") {
-			err = fmt.Errorf("%w: %v", access.ErrAgentDisconnected, err)
+			err = fmt.Errorf("%w (%w)", access.ErrAgentDisconnected, syscall.ECONNREFUSED)
 		}
 		return nil, &DialError{Server: d.Address, Address: address, Err: err}
 	}

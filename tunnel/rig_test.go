@@ -157,6 +157,19 @@ func (r *rig) startAgent(t *testing.T, tokenFile, claim string) *exec.Cmd {
 	return cmd
 }
 
+// tunnelledMember runs member-1's agent in ns, its ServiceAccount member-1-agent dialling
+// destination, waits for it to connect, and makes ns's Cluster member-1 say it is reached through
+// it. It returns the agent's name, its process and its token's file.
+func (r *rig) tunnelledMember(t *testing.T, ns, destination string) (host string, agent *exec.Cmd, token string) {
+	t.Helper()
+	host = access.TunnelHost(ns, "member-1-agent")
+	token = r.agentAccount(t, ns, "member-1-agent", destination)
+	agent = r.startAgent(t, token, host)
+	r.waitConnected(t, host)
+	tunnelled(t, ns, "member-1-agent")
+	return host, agent, token
+}
+
 // waitConnected waits until an agent answering for host is connected.
 func (r *rig) waitConnected(t *testing.T, host string) {
 	t.Helper()

@@ -29,10 +29,7 @@ func TestReadThroughTheTunnel(t *testing.T) {
 	r := startRig(t)
 	ns := fleettest.CopySet(t, lf, "member-1")
 	rec := record(t, memberAddress(t))
-	host := access.TunnelHost(ns, "member-1-agent")
-	agent := r.startAgent(t, r.agentAccount(t, ns, "member-1-agent", rec.addr), host)
-	r.waitConnected(t, host)
-	tunnelled(t, ns, "member-1-agent")
+	host, agent, _ := r.tunnelledMember(t, ns, rec.addr)
 	c := cluster(t, ns)
 
 	t.Run("without a tunnel the Cluster does not resolve", func(t *testing.T) {
@@ -125,10 +122,7 @@ func TestARogueAgentFailsClosed(t *testing.T) {
 	impostor.TLS = &tls.Config{Certificates: []tls.Certificate{testcerts.NewCA("impostor").Serving("127.0.0.1")}}
 	impostor.StartTLS()
 	t.Cleanup(impostor.Close)
-	host := access.TunnelHost(ns, "member-1-agent")
-	r.startAgent(t, r.agentAccount(t, ns, "member-1-agent", impostor.Listener.Addr().String()), host)
-	r.waitConnected(t, host)
-	tunnelled(t, ns, "member-1-agent")
+	r.tunnelledMember(t, ns, impostor.Listener.Addr().String())
 
 	var err error
 	require.Eventually(t, func() bool {

@@ -10,7 +10,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/cluster-registry/sdk/access"
 	"github.com/cluster-registry/sdk/clientset/versioned"
 	"github.com/cluster-registry/sdk/fleetcache"
 	"github.com/cluster-registry/sdk/multicluster"
@@ -26,11 +25,7 @@ func TestAWatchThroughTheTunnelResumes(t *testing.T) {
 	ctx := fleettest.Context(t, 3*time.Minute)
 	r := startRig(t)
 	ns := fleettest.CopySet(t, lf, "member-1")
-	host := access.TunnelHost(ns, "member-1-agent")
-	token := r.agentAccount(t, ns, "member-1-agent", memberAddress(t))
-	agent := r.startAgent(t, token, host)
-	r.waitConnected(t, host)
-	tunnelled(t, ns, "member-1-agent")
+	host, agent, token := r.tunnelledMember(t, ns, memberAddress(t))
 
 	fleet := multicluster.NewFleet(versioned.NewForConfigOrDie(lf.Registry.Config), resolverFor(t, r.dialer()),
 		multicluster.FleetOptions{Namespaces: []string{ns}})

@@ -223,7 +223,7 @@ const explainPlacementLong = `Decide, as a dry run, which Clusters a Placement, 
 every candidate why it is in or out: one reason each (Chosen, Kept, Tolerated, Included;
 Selector, CEL, Excluded, NotReady, OverCount, Spread) and the words that explain it. Nothing is
 written. Its last line says how long a chosen member that is not Ready stays chosen, by
-reason: the policy's tolerations, and for Unreachable, NotReady and Starting, when none names
+reason: the policy's tolerations, and for Unreachable, NotReady, Starting and AgentDisconnected, when none names
 them, the default of 300 s (counted from when the member stopped being Ready, whatever reasons
 it passes through).
 

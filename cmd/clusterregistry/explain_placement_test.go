@@ -68,7 +68,7 @@ func (s *explainPlacement) decisions(t *testing.T) {
 	require.Regexp(t, `(?m)^`+regexp.QuoteMeta(ns)+`/member-1\s+yes\s+Chosen\s+fits the policy$`, out)
 	require.Regexp(t, `(?m)^`+regexp.QuoteMeta(ns)+`/member-2\s+no\s+NotReady\s+Ready is False \(Unreachable\) for 1m\d*s?; a member is first chosen only once Ready$`, out)
 	require.Contains(t, out, "1 of 2 candidates chosen")
-	require.Contains(t, out, "a chosen member stays chosen while not Ready, counted from when it stopped being Ready: Unreachable 300s, NotReady 300s, Starting 300s\n",
+	require.Contains(t, out, "a chosen member stays chosen while not Ready, counted from when it stopped being Ready: Unreachable 300s, NotReady 300s, Starting 300s, AgentDisconnected 300s\n",
 		"the defaults of the reasons the policy does not name are said")
 
 	// The last decision chose member-2: it is kept while Unreachable for less than 300 s, and

@@ -367,8 +367,8 @@ var overviewColumns = []metav1.TableColumnDefinition{
 	{Name: "Last Report", Type: "string"},
 	{Name: "Credential", Type: "string"},
 	{Name: "Expires", Type: "string"},
-	{Name: "Server", Type: "string", Priority: 1},
 	{Name: "Reached", Type: "string", Priority: 1},
+	{Name: "Server", Type: "string", Priority: 1},
 	{Name: "Message", Type: "string", Priority: 1},
 }
 
@@ -394,7 +394,7 @@ func overview(ctx context.Context, expiries *tokenExpiries, clusters []v1alpha1.
 		}
 		t.Rows = append(t.Rows, metav1.TableRow{
 			Cells: []any{c.Name, ready, orDash(reason), orDash(c.Status.Version), report, credential, expires,
-				orDash(server), reached(c), orDash(strings.ReplaceAll(message, "\n", " "))},
+				reached(c), orDash(server), orDash(strings.ReplaceAll(message, "\n", " "))},
 			Object: runtime.RawExtension{Object: c},
 		})
 	}

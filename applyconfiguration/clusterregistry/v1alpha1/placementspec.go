@@ -50,7 +50,7 @@ type PlacementSpecApplyConfiguration struct {
 	// of its Ready condition. The time counts from when the member stopped being Ready, whatever
 	// reasons it passes through since (an API server that restarts is Unreachable, then
 	// Starting, then Ready): one outage is one outage. A reason of an outage that no toleration
-	// names (Unreachable, NotReady and Starting) is tolerated for
+	// names (Unreachable, NotReady, Starting and AgentDisconnected) is tolerated for
 	// DefaultTolerationSeconds (300 s), as Kubernetes' default tolerations keep a Pod on a node
 	// that blips; name the reason with seconds 0 to not tolerate it. A member not chosen before
 	// is never chosen while not Ready, and one whose endpoint leads to another cluster
