@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
 	"github.com/cluster-registry/sdk/internal/answercap"
 )
 
@@ -100,9 +101,25 @@ type PinningError struct {
 	Server string
 	// Allowed are the servers the store names; empty when it names none.
 	Allowed []string
+	// Agent is the tunnel agent the Cluster reaches Server through ("" when it dials it), and
+	// PinnedAgent the one the Secret's v1alpha1.TunnelAgentAnnotation names, when they differ.
+	Agent, PinnedAgent string
+	// tunnel is set when the refusal is of the tunnel, not of the server.
+	tunnel bool
+}
+
+// through says how a member is reached, for errors: through which agent, or directly.
+func through(agent string) string {
+	if agent == "" {
+		return "dialled directly"
+	}
+	return fmt.Sprintf("reached through tunnel agent %q", agent)
 }
 
 func (e *PinningError) Error() string {
+	if e.tunnel {
+		return e.tunnelError()
+	}
 	if e.Option != "" {
 		return fmt.Sprintf("%s does not allow sending these credentials of the caller's to %s; if that server is right, allow it there",
 			e.Option, e.Server)
@@ -117,6 +134,23 @@ func (e *PinningError) Error() string {
 	}
 	return fmt.Sprintf("Secret %s pins its credentials to %s, not to %s; if %s is right, add it to the Secret's %s annotation",
 		e.Secret, strings.Join(e.Allowed, ", "), e.Server, e.Server, annotationServers)
+}
+
+func (e *PinningError) tunnelError() string {
+	if e.Secret == "" {
+		from := e.Option
+		if from == "" {
+			from = "kubeconfig " + e.File
+		}
+		return fmt.Sprintf("%s is %s, and credentials of the caller's (%s) are never sent through a tunnel agent that a Cluster names; give the member a Secret of its own",
+			e.Server, through(e.Agent), from)
+	}
+	if e.PinnedAgent == "" {
+		return fmt.Sprintf("Secret %s is for members dialled directly, and %s is %s; if that is right, annotate the Secret with %s=%s",
+			e.Secret, e.Server, through(e.Agent), v1alpha1.TunnelAgentAnnotation, e.Agent)
+	}
+	return fmt.Sprintf("Secret %s pins its credentials to members %s, and %s is %s; the Cluster's tunnel and the Secret's %s annotation must agree",
+		e.Secret, through(e.PinnedAgent), e.Server, through(e.Agent), v1alpha1.TunnelAgentAnnotation)
 }
 
 func (e *PinningError) Unwrap() error { return ErrUnpinnedSecret }

@@ -139,6 +139,10 @@ func (r *Request) exec(spec ExecSpec, what string, callerOwned bool) (*clientcmd
 				ErrNotAllowed, what, option, option)
 			continue
 		}
+		if err := r.callerPinned(option+".SendTo", ""); err != nil && !callerOwned {
+			refusal = err
+			continue
+		}
 		if !callerOwned && (p.SendTo == nil || !p.SendTo.MatchServer(r.Cluster, r.Server)) {
 			refusal = &PinningError{Option: option + ".SendTo", Server: r.Server.String()}
 			continue

@@ -56,8 +56,31 @@ func (r *Request) Secret(ctx context.Context, namespace, name string) (*corev1.S
 // alsoAllowed (a kubeconfig Secret's own server). Whoever can edit a Cluster can change its
 // endpoint; pinning keeps such an edit from redirecting the credentials to a server of theirs.
 // ResolverOptions.AllowUnpinnedSecrets turns the check off for Secrets that name no servers at all.
+//
+// A tunnelled Cluster's credentials are pinned to its agent too (v1alpha1.TunnelAgentAnnotation):
+// its server is an address in the member's own network, and whoever answers for the agent answers
+// for that address.
 func (r *Request) CheckPinned(secret *corev1.Secret, alsoAllowed ...string) error {
-	return checkPinned(secret, r.Server.String(), r.resolver.opts.AllowUnpinnedSecrets, alsoAllowed...)
+	return checkPinned(secret, r.Server.String(), tunnelAgent(r.Cluster), r.resolver.opts.AllowUnpinnedSecrets, alsoAllowed...)
+}
+
+// tunnelAgent is the agent the Cluster is reached through, "" when it is dialled directly.
+func tunnelAgent(c *v1alpha1.Cluster) string {
+	if t := c.Spec.KubernetesAPIEndpoints.Tunnel; t != nil {
+		return t.Agent
+	}
+	return ""
+}
+
+// callerPinned refuses a tunnelled Cluster the caller's own credentials (an exec plugin's, a file
+// under a FileRoot, a kubeconfig of the caller's): their pins name servers, and a tunnelled
+// server is an address in a network the caller does not see, answered for by whichever agent the
+// Cluster names.
+func (r *Request) callerPinned(option, file string) error {
+	if agent := tunnelAgent(r.Cluster); agent != "" {
+		return &PinningError{Option: option, File: file, Server: r.Server.String(), Agent: agent, tunnel: true}
+	}
+	return nil
 }
 
 // CheckPinned reports whether secret's credentials may be sent to the resolved member's Server,
@@ -65,10 +88,15 @@ func (r *Request) CheckPinned(secret *corev1.Secret, alsoAllowed ...string) erro
 // resolving (a rotator renewing its token), since the Secret may have changed since.
 func (a *Resolved) CheckPinned(secret *corev1.Secret) error {
 	allowUnpinned := a.owner != nil && a.owner.opts.AllowUnpinnedSecrets
-	return checkPinned(secret, a.Server.String(), allowUnpinned)
+	return checkPinned(secret, a.Server.String(), a.tunnelAgent, allowUnpinned)
 }
 
-func checkPinned(secret *corev1.Secret, want string, allowUnpinned bool, alsoAllowed ...string) error {
+func checkPinned(secret *corev1.Secret, want, agent string, allowUnpinned bool, alsoAllowed ...string) error {
+	pinnedAgent := secret.Annotations[v1alpha1.TunnelAgentAnnotation]
+	unpinned := secret.Annotations[annotationServers] == "" && pinnedAgent == "" && len(alsoAllowed) == 0
+	if pinnedAgent != agent && !(unpinned && allowUnpinned) {
+		return &PinningError{Secret: secret.Namespace + "/" + secret.Name, Server: want, Agent: agent, PinnedAgent: pinnedAgent, tunnel: true}
+	}
 	var allowed []string
 	for _, s := range strings.Split(secret.Annotations[annotationServers], ",") {
 		if s = strings.TrimSpace(s); s != "" {
@@ -124,6 +152,9 @@ func (r *Request) CredentialFile(path string) (string, error) {
 }
 
 func (r *Request) checkSendTo(root int) error {
+	if err := r.callerPinned(fmt.Sprintf("ResolverOptions.FileRoots[%d].SendTo", root), ""); err != nil {
+		return err
+	}
 	if m := r.resolver.opts.FileRoots[root].SendTo; m != nil && m.MatchServer(r.Cluster, r.Server) {
 		return nil
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -383,5 +384,43 @@ func TestResolutionMutatesNothing(t *testing.T) {
 	}
 	if !reflect.DeepEqual(c, pristine) {
 		t.Errorf("Resolve changed the Cluster:\n%+v\n%+v", c.Spec, pristine.Spec)
+	}
+}
+
+// nowhere is a tunnel that is never dialled: resolving builds no connection.
+type nowhere struct{}
+
+func (nowhere) DialContext(context.Context, string, string) (net.Conn, error) {
+	return nil, errors.New("not dialled in this test")
+}
+
+// The caller's own credentials (a token file under a FileRoot, an exec plugin, a kubeconfig of
+// the caller's) are pinned to servers: a tunnelled Cluster's server is an address in the member's
+// own network, answered for by whichever agent the Cluster names, so they are never sent there.
+func TestTheCallersCredentialsGoThroughNoTunnel(t *testing.T) {
+	root := t.TempDir()
+	token := filepath.Join(root, "token")
+	if err := os.WriteFile(token, []byte("caller-token"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	opts := ResolverOptions{
+		Tunnel:      nowhere{},
+		FileRoots:   []FileRoot{{Dir: root, SendTo: Servers(testServer)}},
+		ExecPlugins: []ExecPlugin{{Command: "cloud-login", SendTo: Servers(testServer)}},
+	}
+	for name, p := range map[string]v1alpha1.AuthProviderConfig{
+		"token file": provider("p", v1alpha1.ProviderTypeTokenFile, map[string]string{"path": token}),
+		"exec":       provider("p", v1alpha1.ProviderTypeExec, map[string]string{"command": "cloud-login"}),
+	} {
+		direct := offlineCluster("direct", testServer, nil, p)
+		if err := resolveErr(t, opts, direct); err != nil {
+			t.Fatalf("%s, dialled directly: %v", name, err)
+		}
+		tunnelled := offlineCluster("tunnelled", testServer, nil, p)
+		tunnelled.Spec.KubernetesAPIEndpoints.Tunnel = &v1alpha1.Tunnel{Agent: "edge"}
+		err := resolveErr(t, opts, tunnelled)
+		if !isPinning(err) || !strings.Contains(err.Error(), `reached through tunnel agent "edge"`) || strings.Contains(err.Error(), "caller-token") {
+			t.Errorf("%s, through a tunnel: %v", name, err)
+		}
 	}
 }

@@ -60,6 +60,9 @@ func kubeconfigFileCredentials(_ context.Context, req *Request) (*Credentials, e
 		baseDir:     filepath.Dir(path),
 		callerOwned: true,
 		pin: func(server string) error {
+			if err := req.callerPinned("", path); err != nil {
+				return err
+			}
 			if u, err := ServerURL(server); err == nil && u.String() == req.Server.String() {
 				return nil
 			}

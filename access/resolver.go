@@ -132,6 +132,9 @@ type Resolved struct {
 
 	// server is Server as a string, made once: every fan-out result reports it.
 	server string
+	// tunnelAgent is the agent the member is reached through, "" when it is dialled: what
+	// CheckPinned holds a Secret's v1alpha1.TunnelAgentAnnotation to.
+	tunnelAgent string
 	// unauthorized is set when the member answers 401, so that the next Resolve rereads the inputs.
 	unauthorized *atomic.Bool
 	// validUntil is when the inputs must be read again, in Unix nanoseconds of the clock of
@@ -380,6 +383,7 @@ func (r *Resolver) resolve(ctx context.Context, key types.NamespacedName, c *v1a
 		if access, err = r.build(key, server, caData, provider, creds, dial); err != nil {
 			return nil, clusterErr(provider.Name, err)
 		}
+		access.tunnelAgent = tunnelAgent(c)
 		r.log.V(1).Info("resolved cluster", "cluster", key, "server", server.String(),
 			"provider", provider.Name, "type", provider.Type.Name)
 	}

@@ -274,15 +274,34 @@ func memberAddress(t *testing.T) string {
 	return strings.TrimPrefix(u, "https://")
 }
 
-// tunnelled makes ns's copy of member-1's Cluster say it is reached through agent's tunnel.
+// tunnelled makes ns's copy of member-1's Cluster say it is reached through agent's tunnel, and
+// pins its token Secret to that agent.
 func tunnelled(t *testing.T, ns, agent string) {
 	t.Helper()
 	ctx := fleettest.Context(t, time.Minute)
+	pinToAgent(t, ns, agent)
 	clusters := versioned.NewForConfigOrDie(lf.Registry.Config).ClusterregistryV1alpha1().Clusters(ns)
 	c, err := clusters.Get(ctx, "member-1", metav1.GetOptions{})
 	require.NoError(t, err)
 	c.Spec.KubernetesAPIEndpoints.Tunnel = &v1alpha1.Tunnel{Agent: agent}
 	_, err = clusters.Update(ctx, c, metav1.UpdateOptions{})
+	require.NoError(t, err)
+}
+
+// pinToAgent annotates member-1's token Secret in ns: its token may be sent through agent only
+// ("" for members dialled directly).
+func pinToAgent(t *testing.T, ns, agent string) {
+	t.Helper()
+	secrets := kubernetes.NewForConfigOrDie(lf.Registry.Config).CoreV1().Secrets(ns)
+	ctx := fleettest.Context(t, time.Minute)
+	s, err := secrets.Get(ctx, "member-1-token", metav1.GetOptions{})
+	require.NoError(t, err)
+	if agent == "" {
+		delete(s.Annotations, v1alpha1.TunnelAgentAnnotation)
+	} else {
+		s.Annotations[v1alpha1.TunnelAgentAnnotation] = agent
+	}
+	_, err = secrets.Update(ctx, s, metav1.UpdateOptions{})
 	require.NoError(t, err)
 }
 

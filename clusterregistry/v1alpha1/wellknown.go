@@ -102,6 +102,13 @@ const (
 // the credentials.
 const ServersAnnotation = GroupName + "/servers"
 
+// TunnelAgentAnnotation, on a Secret that holds credentials for a member reached through a
+// tunnel, names the agent (spec.kubernetesApiEndpoints.tunnel.agent) those credentials may be
+// sent through; a Secret without it is sent to no tunnelled member, and one with it to no member
+// dialled directly. A tunnelled member's server address is one in its own network: a Cluster's
+// editor who could switch its agent, or drop the tunnel, would otherwise pick who answers for it.
+const TunnelAgentAnnotation = GroupName + "/tunnel-agent"
+
 // ServiceAccountAnnotation, on a Secret that holds a member's service-account token (as join
 // stores it), names that service account on the member as namespace/name: a rotator renews the
 // token by asking the member for a new one with the current one (package rotation).
