@@ -22,6 +22,7 @@ import (
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
 	"github.com/cluster-registry/sdk/internal/clusterapply"
 	"github.com/cluster-registry/sdk/shard"
+	"github.com/cluster-registry/sdk/tunnel/agent"
 )
 
 // DefaultTokenTTL is the life of the tokens Join asks for unless Options.TokenTTL says otherwise:
@@ -67,6 +68,9 @@ type Options struct {
 	// DropCredentialArgs, with Exec, leaves out the plugin's arguments that pass a credential
 	// instead of refusing it (CredentialArgError).
 	DropCredentialArgs bool
+	// Tunnel, when set, joins a member that the registry cannot dial, through a tunnel whose
+	// agent Join makes (TunnelOptions). It goes without Exec.
+	Tunnel *TunnelOptions
 	// DryRun checks what can be checked (the member answers, the ClusterRole exists, the registry
 	// takes the Cluster and Secret, by a server-side dry run) and changes nothing.
 	DryRun bool
@@ -83,6 +87,14 @@ func (o *Options) defaults() error {
 	}
 	if o.Exec && (o.ClusterRole != "" || o.TokenTTL != 0 || o.AllowNamespaceCreation) {
 		return errors.New("join.Options: ClusterRole, TokenTTL and AllowNamespaceCreation go without Exec, which makes no account or token")
+	}
+	if o.Exec && o.Tunnel != nil {
+		return errors.New("join.Options.Tunnel goes without Exec: a tunnelled member is reached with a token of its account, never with readers' own credentials")
+	}
+	if o.Tunnel != nil {
+		if err := o.Tunnel.defaults(o.Name); err != nil {
+			return err
+		}
 	}
 	if !o.Exec && o.DropCredentialArgs {
 		return errors.New("join.Options.DropCredentialArgs goes with Exec: without it, Join registers a token, not the plugin")
@@ -126,6 +138,9 @@ type Result struct {
 	Revoked int
 	// Exec is what was registered with Options.Exec.
 	Exec *ExecRegistration
+	// Agent is, with Options.Tunnel, the tunnel agent's objects as applied on the member (or
+	// written out), their token left out.
+	Agent *agent.Manifests
 }
 
 // Join makes the member that member (an administrator's config of it) reaches reachable from the
@@ -161,6 +176,14 @@ func joinToken(ctx context.Context, member *rest.Config, server string, reg Regi
 	if err := checkNameFree(ctx, out, reg, o.Name, server); err != nil {
 		return nil, err
 	}
+	regID := reg.ID(ctx)
+	account := AccountFor(regID, namespace, o.Name)
+	owner := owner(regID, namespace, o.Name)
+	if o.Tunnel != nil {
+		if err := checkAgentFree(ctx, reg, o.Tunnel, owner); err != nil {
+			return nil, err
+		}
+	}
 	ca := member.CAData
 	c := clusterFor(namespace, server, ca, o, v1alpha1.AuthProviderConfig{
 		Name: "token", Type: v1alpha1.AuthProviderType{Name: v1alpha1.ProviderTypeSecret},
@@ -176,22 +199,22 @@ func joinToken(ctx context.Context, member *rest.Config, server string, reg Regi
 	if err := checkClusterRole(ctx, memberKube, o.ClusterRole, server); err != nil {
 		return nil, err
 	}
-	regID := reg.ID(ctx)
-	account := AccountFor(regID, namespace, o.Name)
-	owner := owner(regID, namespace, o.Name)
-	dry, what, err := dryRunInRegistry(ctx, reg, &c, o.FieldManager, tokenSecret(namespace, secretName, server, "dry-run", ca))
+	dry, what, err := dryRunInRegistry(ctx, reg, &c, o.FieldManager, tokenSecret(namespace, secretName, server, "dry-run", ca, o.Tunnel))
 	if err != nil {
 		return nil, err
 	}
 	result := &Result{Account: account, Secret: types.NamespacedName{Namespace: namespace, Name: secretName}}
 	if o.DryRun {
 		sayDryRun(out, o, account, result.Secret, server, what)
+		if o.Tunnel != nil {
+			result.Agent = sayTunnelDryRun(out, reg, o, account, owner)
+		}
 		result.Cluster, result.ClusterChange = dry, what
 		return result, nil
 	}
 	// From here, a refusal of the member or the registry undoes the account if this run made it:
 	// a join either happens or leaves nothing behind.
-	isNew, err := applyAccount(ctx, out, memberKube, account, grants{role: o.ClusterRole, namespaces: o.AllowNamespaceCreation}, owner, o.FieldManager)
+	isNew, err := applyAccount(ctx, out, memberKube, account, grants{role: o.ClusterRole, namespaces: o.AllowNamespaceCreation, tunnel: o.Tunnel != nil}, owner, o.FieldManager)
 	undo := func(err error) error {
 		if !isNew {
 			return err
@@ -201,6 +224,11 @@ func joinToken(ctx context.Context, member *rest.Config, server string, reg Regi
 	if err != nil {
 		return nil, undo(err)
 	}
+	if o.Tunnel != nil {
+		if result.Agent, err = joinTunnel(ctx, out, memberKube, reg, o, account, owner); err != nil {
+			return nil, undo(err)
+		}
+	}
 	token, err := boundtoken.Issue(ctx, memberKube.CoreV1(), account.Namespace, account.Name, o.TokenTTL)
 	if err != nil && isNew {
 		return nil, undo(fmt.Errorf("member: %w", err))
@@ -208,7 +236,7 @@ func joinToken(ctx context.Context, member *rest.Config, server string, reg Regi
 	if err != nil {
 		return nil, fmt.Errorf("member: %w (the account an earlier join made is left as it was)", err)
 	}
-	secret := tokenSecret(namespace, secretName, server, token.Token, ca).WithAnnotations(map[string]string{
+	secret := tokenSecret(namespace, secretName, server, token.Token, ca, o.Tunnel).WithAnnotations(map[string]string{
 		v1alpha1.ServiceAccountAnnotation: account.String(),
 		v1alpha1.TokenExpiresAnnotation:   token.ExpirationTimestamp.UTC().Format(time.RFC3339),
 	})
@@ -292,11 +320,15 @@ func revokeReplaced(ctx context.Context, out io.Writer, memberKube kubernetes.In
 	return revoked, nil
 }
 
-// tokenSecret is the Secret Join stores a member's token in: pinned to the member's server, with
-// the member's CA.
-func tokenSecret(namespace, name, server, token string, ca []byte) *corev1ac.SecretApplyConfiguration {
+// tokenSecret is the Secret Join stores a member's token in: pinned to the member's server (and
+// to its tunnel agent, with one), with the member's CA.
+func tokenSecret(namespace, name, server, token string, ca []byte, t *TunnelOptions) *corev1ac.SecretApplyConfiguration {
+	pins := map[string]string{v1alpha1.ServersAnnotation: server}
+	if t != nil {
+		pins[v1alpha1.TunnelAgentAnnotation] = t.Agent
+	}
 	return corev1ac.Secret(name, namespace).
-		WithAnnotations(map[string]string{v1alpha1.ServersAnnotation: server}).
+		WithAnnotations(pins).
 		WithType(corev1.SecretTypeOpaque).
 		WithData(map[string][]byte{v1alpha1.SecretTokenKey: []byte(token), v1alpha1.SecretCAKey: ca})
 }
@@ -342,6 +374,9 @@ func clusterFor(namespace, server string, ca []byte, o *Options, provider v1alph
 			},
 			AuthInfo: v1alpha1.AuthInfo{Providers: []v1alpha1.AuthProviderConfig{provider}},
 		},
+	}
+	if o.Tunnel != nil {
+		c.Spec.KubernetesAPIEndpoints.Tunnel = &v1alpha1.Tunnel{Agent: o.Tunnel.Agent}
 	}
 	shard.SetBucket(&c)
 	return c

@@ -21,6 +21,8 @@ import (
 type grants struct {
 	role       string
 	namespaces bool
+	// tunnel lets the account replace its tunnel agent's token (TunnelOptions).
+	tunnel bool
 }
 
 // applyAccount makes, on the member, the account's namespace, the account, its binding to the
@@ -71,6 +73,9 @@ func makeAccount(ctx context.Context, out io.Writer, memberKube kubernetes.Inter
 	var rules []*rbacv1ac.PolicyRuleApplyConfiguration
 	for _, r := range boundtoken.Rules(account.Name) {
 		rules = append(rules, rbacv1ac.PolicyRule().WithAPIGroups(r.APIGroups...).WithResources(r.Resources...).WithVerbs(r.Verbs...).WithResourceNames(r.ResourceNames...))
+	}
+	if g.tunnel {
+		rules = append(rules, agentSecretRule())
 	}
 	if _, err := memberKube.RbacV1().Roles(account.Namespace).Apply(ctx, rbacv1ac.Role(account.Name, account.Namespace).WithAnnotations(owner).WithRules(rules...), apply); err != nil {
 		return fmt.Errorf("member: granting %s the renewal of its own token (its service account and binding are made; unjoin removes them): %w", account.Name, err)

@@ -10,6 +10,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+
+	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
 )
 
 // UnjoinOptions shape an unjoin.
@@ -90,6 +92,9 @@ func Unjoin(ctx context.Context, reg Registry, name string, opts UnjoinOptions) 
 			},
 			delete: func() error { return secrets.Delete(ctx, name+"-token", metav1.DeleteOptions{}) },
 		})
+	if step, ok := agentRemoval(ctx, reg, name, cluster); ok {
+		steps = append(steps, step)
+	}
 	result := &UnjoinResult{}
 	for _, step := range steps {
 		there, notOurs, err := step.get()
@@ -120,6 +125,47 @@ func Unjoin(ctx context.Context, reg Registry, name string, opts UnjoinOptions) 
 		result.Deleted = append(result.Deleted, step.what)
 	}
 	return result, nil
+}
+
+// agentRemoval removes the Cluster's tunnel agent from the registry, if a join made it: its
+// ServiceAccount, which revokes its tokens, and its line in the set's agent.TokensRole. The agent
+// is the one the Cluster names, or, with no Cluster, the one Join names by default; an agent
+// ServiceAccount that does not record this Cluster as its owner is left in place, so that a
+// Cluster's editor cannot have unjoin delete another's. There is no such step (false) for a
+// Cluster dialled directly, or, with no Cluster, when there is no such ServiceAccount.
+func agentRemoval(ctx context.Context, reg Registry, name string, cluster *v1alpha1.Cluster) (removal, bool) {
+	agentName := name + "-agent"
+	accounts := reg.Kube.CoreV1().ServiceAccounts(reg.Namespace)
+	switch {
+	case cluster != nil && cluster.Spec.KubernetesAPIEndpoints.Tunnel != nil:
+		agentName = cluster.Spec.KubernetesAPIEndpoints.Tunnel.Agent
+	case cluster != nil:
+		return removal{}, false
+	default:
+		if _, err := accounts.Get(ctx, agentName, metav1.GetOptions{}); apierrors.IsNotFound(err) {
+			return removal{}, false
+		}
+	}
+	want := owner(reg.ID(ctx), reg.Namespace, name)
+	return removal{
+		what: fmt.Sprintf("registry: ServiceAccount %s/%s, the tunnel agent's (and its tokens)", reg.Namespace, agentName),
+		get: func() (bool, string, error) {
+			sa, err := accounts.Get(ctx, agentName, metav1.GetOptions{})
+			if there, _, err := found(err); !there || err != nil {
+				return there, "", err
+			}
+			if !ownedBy(sa.Annotations, want) {
+				return true, fmt.Sprintf("it does not record this registry's cluster %s/%s as its owner", reg.Namespace, name), nil
+			}
+			return true, "", nil
+		},
+		delete: func() error {
+			if err := accounts.Delete(ctx, agentName, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+				return err
+			}
+			return listInTokensRole(ctx, reg, agentName, false)
+		},
+	}, true
 }
 
 // memberRemovals are the member's objects that Join made for the Cluster: its service account,

@@ -12,7 +12,7 @@
 //     gives it: access.TunnelHost(namespace, name). An agent claiming another's is refused, so
 //     traffic for member B never reaches member A's agent.
 //   - An agent dials only its member's API server. The destination is the ServiceAccount's
-//     DestinationAnnotation, written by whoever joined the member, never a reader's or a
+//     agent.DestinationAnnotation, written by whoever joined the member, never a reader's or a
 //     Cluster's choice: the server rewrites every dial to it, and refuses a dial for another port.
 //   - Only the registry's readers reach the frontend: it asks each caller for a client certificate
 //     signed by the CA the server is given.

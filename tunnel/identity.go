@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/apiserver-network-proxy/proto/header"
 
 	"github.com/cluster-registry/sdk/access"
+	"github.com/cluster-registry/sdk/tunnel/agent"
 )
 
 // agentIdentity is who an agent is, as its token says, and what that lets it claim and dial.
@@ -62,9 +63,9 @@ func (s *Server) authenticate(ctx context.Context) (*agentIdentity, error) {
 	if err != nil {
 		return nil, status.Errorf(codes.PermissionDenied, "tunnel agent's ServiceAccount %s/%s: %v", id.namespace, id.name, err)
 	}
-	dest := sa.Annotations[DestinationAnnotation]
+	dest := sa.Annotations[agent.DestinationAnnotation]
 	if err := validDestination(dest); err != nil {
-		return nil, status.Errorf(codes.FailedPrecondition, "ServiceAccount %s/%s: annotation %s: %v", id.namespace, id.name, DestinationAnnotation, err)
+		return nil, status.Errorf(codes.FailedPrecondition, "ServiceAccount %s/%s: annotation %s: %v", id.namespace, id.name, agent.DestinationAnnotation, err)
 	}
 	id.destination = dest
 	return id, nil

@@ -33,6 +33,7 @@ import (
 	"github.com/cluster-registry/sdk/testkit/fleettest"
 	"github.com/cluster-registry/sdk/testkit/testcerts"
 	"github.com/cluster-registry/sdk/tunnel"
+	"github.com/cluster-registry/sdk/tunnel/agent"
 )
 
 // lf is the package's local fleet: the registry, and member-1, which the tests reach through a
@@ -118,11 +119,11 @@ func (r *rig) agentAccount(t *testing.T, ns, name, destination string) string {
 	ctx := fleettest.Context(t, time.Minute)
 	kube := kubernetes.NewForConfigOrDie(lf.Registry.Config)
 	_, err := kube.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{
-		Name: name, Annotations: map[string]string{tunnel.DestinationAnnotation: destination},
+		Name: name, Annotations: map[string]string{agent.DestinationAnnotation: destination},
 	}}, metav1.CreateOptions{})
 	require.NoError(t, err)
 	tr, err := kube.CoreV1().ServiceAccounts(ns).CreateToken(ctx, name, &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{
-		Audiences: []string{tunnel.DefaultAudience}, ExpirationSeconds: ptr.To[int64](3600),
+		Audiences: []string{agent.Audience}, ExpirationSeconds: ptr.To[int64](3600),
 	}}, metav1.CreateOptions{})
 	require.NoError(t, err)
 	file := filepath.Join(r.dir, ns+"-"+name+".token")

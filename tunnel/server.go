@@ -18,26 +18,17 @@ import (
 	"sigs.k8s.io/apiserver-network-proxy/konnectivity-client/proto/client"
 	anpserver "sigs.k8s.io/apiserver-network-proxy/pkg/server"
 	"sigs.k8s.io/apiserver-network-proxy/pkg/server/proxystrategies"
-	"sigs.k8s.io/apiserver-network-proxy/proto/agent"
+	anpagent "sigs.k8s.io/apiserver-network-proxy/proto/agent"
+
+	"github.com/cluster-registry/sdk/tunnel/agent"
 )
-
-// DefaultAudience is the audience an agent's token must be bound to, unless
-// ServerOptions.Audience says another: a token minted for the registry's API server, or for
-// anything else, does not open a tunnel.
-const DefaultAudience = "tunnel.clusterregistry.k8s.io"
-
-// DestinationAnnotation, on an agent's ServiceAccount in the registry, says where in its member's
-// network the agent dials: the member's API server, as host:port. Whoever joins the member writes
-// it (clusterregistry join --tunnel); a Cluster's editor cannot, so no Cluster can make an agent
-// dial another host or port of its member's network.
-const DestinationAnnotation = "tunnel.clusterregistry.k8s.io/destination"
 
 // ServerOptions configures a Server.
 type ServerOptions struct {
 	// Registry authenticates agents (TokenReview) and reads their ServiceAccounts'
-	// DestinationAnnotation: it needs create on tokenreviews and get on serviceaccounts.
+	// agent.DestinationAnnotation: it needs create on tokenreviews and get on serviceaccounts.
 	Registry kubernetes.Interface
-	// Audience overrides DefaultAudience.
+	// Audience overrides agent.Audience, the audience agents' tokens are bound to.
 	Audience string
 	// FrontendTLS serves the readers' frontend. It must hold a serving certificate and ClientCAs,
 	// the CA that signs the readers' client certificates: the server requires and verifies one.
@@ -75,7 +66,7 @@ func NewServer(opts ServerOptions) (*Server, error) {
 		return nil, errors.New("tunnel server: AgentTLS is required")
 	}
 	if opts.Audience == "" {
-		opts.Audience = DefaultAudience
+		opts.Audience = agent.Audience
 	}
 	if opts.ServerCount <= 0 {
 		opts.ServerCount = 1
@@ -108,7 +99,7 @@ func (s *Server) Serve(ctx context.Context, frontend, agents net.Listener) error
 		grpc.KeepaliveParams(keepalive.ServerParameters{Time: time.Hour}),
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 30 * time.Second, PermitWithoutStream: true}),
 	)
-	agent.RegisterAgentServiceServer(as, s.proxy)
+	anpagent.RegisterAgentServiceServer(as, s.proxy)
 
 	// Either server's failure, or ctx's end, stops both. Tunnels are long-lived streams: a
 	// graceful stop would wait for every one of them.

@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/cluster-registry/sdk/tunnel"
+	"github.com/cluster-registry/sdk/tunnel/agent"
 )
 
 // TunnelServerOptions are tunnel-server's flags: Complete connects to the registry, Validate checks
@@ -142,7 +143,7 @@ func newTunnelServer(f *factory) *cobra.Command {
 	fl.StringVar(&o.ReaderCA, "reader-ca", "", "the CA that signs the readers' client certificates; readers without one are refused")
 	fl.StringVar(&o.AgentCert, "agent-cert", "", "the agents' side's serving certificate, which agents verify with their --ca-cert")
 	fl.StringVar(&o.AgentKey, "agent-key", "", "the key of --agent-cert")
-	fl.StringVar(&o.Audience, "audience", tunnel.DefaultAudience, "the audience agents' tokens must be bound to")
+	fl.StringVar(&o.Audience, "audience", agent.Audience, "the audience agents' tokens must be bound to")
 	fl.StringVar(&o.ServerID, "server-id", "", "this server's ID among --server-count servers behind one address (default: random)")
 	fl.IntVar(&o.ServerCount, "server-count", 1, "how many tunnel servers run behind one address; agents connect to each")
 	fl.BoolVarP(&o.Verbose, "verbose", "v", false, "log each agent that connects")

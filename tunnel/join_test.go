@@ -1,0 +1,150 @@
+package tunnel_test
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	appsv1 "k8s.io/api/apps/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/cluster-registry/sdk/access"
+	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
+	"github.com/cluster-registry/sdk/join"
+	"github.com/cluster-registry/sdk/localfleet"
+	"github.com/cluster-registry/sdk/testkit/fleettest"
+	"github.com/cluster-registry/sdk/testkit/realservers"
+	"github.com/cluster-registry/sdk/tunnel/agent"
+)
+
+// An operator at the edge joins the member through the tunnel: the agent that join's Deployment
+// describes, run as konnectivity's own process with that Deployment's flags and Secret, connects,
+// and the member is probed Ready through it with the token join stored. Unjoin removes the agent's
+// account, and its token opens no tunnel again.
+func TestJoinThroughTheTunnel(t *testing.T) {
+	realservers.Required(t)
+	ctx := fleettest.Context(t, 3*time.Minute)
+	r := startRig(t)
+	reg, err := join.RegistryFor(lf.Registry.Config, fleettest.NewSet(t, lf))
+	require.NoError(t, err)
+	ca, err := os.ReadFile(r.agentCAFile)
+	require.NoError(t, err)
+	tunnelOpts := &join.TunnelOptions{Server: r.agents, ServerCA: ca, Destination: memberAddress(t)}
+	opts := join.Options{Name: "edge", Tunnel: tunnelOpts}
+
+	t.Run("a dry run shows the agent's manifests, without a token, and makes nothing", func(t *testing.T) {
+		var progress bytes.Buffer
+		dry := opts
+		dry.DryRun, dry.Progress = true, &progress
+		res, err := join.Join(ctx, lf.Members[0].Config, reg, dry)
+		require.NoError(t, err, progress.String())
+		require.Contains(t, progress.String(), "kind: Deployment")
+		require.Contains(t, progress.String(), "--agent-id="+access.TunnelHost(reg.Namespace, "edge-agent"))
+		require.NotNil(t, res.Agent)
+		_, err = reg.Kube.CoreV1().ServiceAccounts(reg.Namespace).Get(ctx, "edge-agent", metav1.GetOptions{})
+		require.True(t, apierrors.IsNotFound(err), "a dry run made the agent's ServiceAccount: %v", err)
+	})
+
+	var progress bytes.Buffer
+	opts.Progress = &progress
+	res, err := join.Join(ctx, lf.Members[0].Config, reg, opts)
+	require.NoError(t, err, progress.String())
+	require.Equal(t, &v1alpha1.Tunnel{Agent: "edge-agent"}, res.Cluster.Spec.KubernetesAPIEndpoints.Tunnel)
+	secret, err := reg.Kube.CoreV1().Secrets(reg.Namespace).Get(ctx, "edge-token", metav1.GetOptions{})
+	require.NoError(t, err)
+	require.Equal(t, "edge-agent", secret.Annotations[v1alpha1.TunnelAgentAnnotation], "the member's token is not pinned to its agent")
+	sa, err := reg.Kube.CoreV1().ServiceAccounts(reg.Namespace).Get(ctx, "edge-agent", metav1.GetOptions{})
+	require.NoError(t, err)
+	require.Equal(t, memberAddress(t), sa.Annotations[agent.DestinationAnnotation])
+	role, err := reg.Kube.RbacV1().Roles(reg.Namespace).Get(ctx, agent.TokensRole, metav1.GetOptions{})
+	require.NoError(t, err)
+	require.Equal(t, []string{"edge-agent"}, role.Rules[0].ResourceNames)
+
+	member := kubernetes.NewForConfigOrDie(lf.Members[0].Config)
+	ns := res.Account.Namespace
+	deployment, err := member.AppsV1().Deployments(ns).Get(ctx, agent.Name, metav1.GetOptions{})
+	require.NoError(t, err)
+	agentSecret, err := member.CoreV1().Secrets(ns).Get(ctx, agent.Name, metav1.GetOptions{})
+	require.NoError(t, err)
+	host := access.TunnelHost(reg.Namespace, "edge-agent")
+	proc, tokenFile := r.runDeployed(t, deployment, agentSecret)
+	r.waitConnected(t, host)
+
+	cond := probe(t, reg.Namespace, resolverFor(t, r.dialer()))
+	require.Equal(t, v1alpha1.ReasonReachable, cond.Reason, cond.Message)
+	require.True(t, canReplaceAgentToken(t, member, res.Account), "the member's account may not replace its agent's token, so no renewer can")
+
+	var unjoined bytes.Buffer
+	_, err = join.Unjoin(ctx, reg, "edge", join.UnjoinOptions{Member: lf.Members[0].Config, Progress: &unjoined})
+	require.NoError(t, err, unjoined.String())
+	require.Contains(t, unjoined.String(), "the tunnel agent's (and its tokens) deleted")
+	_, err = reg.Kube.CoreV1().ServiceAccounts(reg.Namespace).Get(ctx, "edge-agent", metav1.GetOptions{})
+	require.True(t, apierrors.IsNotFound(err), "unjoin left the agent's ServiceAccount: %v", err)
+	_, err = reg.Kube.RbacV1().Roles(reg.Namespace).Get(ctx, agent.TokensRole, metav1.GetOptions{})
+	require.True(t, apierrors.IsNotFound(err), "unjoin left its agent in %s: %v", agent.TokensRole, err)
+	require.NoError(t, proc.Process.Kill())
+	require.Eventually(t, func() bool { return !r.server.Connected(host) }, time.Minute, 50*time.Millisecond)
+	r.startAgent(t, tokenFile, host)
+	require.Eventually(t, func() bool { return r.logged("refused a tunnel agent") }, time.Minute, 50*time.Millisecond,
+		"an unjoined agent's token still opened a tunnel")
+	require.False(t, r.server.Connected(host))
+}
+
+// runDeployed runs konnectivity's agent as the Deployment says, with the Secret's files where it
+// mounts them (here a directory of the test's), until the test ends. It returns the process and
+// the token's file.
+func (r *rig) runDeployed(t *testing.T, d *appsv1.Deployment, s *corev1.Secret) (*exec.Cmd, string) {
+	t.Helper()
+	dir := t.TempDir()
+	for key, value := range s.Data {
+		require.NoError(t, os.WriteFile(filepath.Join(dir, key), value, 0o600))
+	}
+	var args []string
+	for _, a := range d.Spec.Template.Spec.Containers[0].Args {
+		switch {
+		case strings.HasPrefix(a, "--health-server-port="):
+			a = "--health-server-port=" + freePort(t)
+		case strings.HasPrefix(a, "--admin-server-port="):
+			a = "--admin-server-port=" + freePort(t)
+		}
+		args = append(args, strings.ReplaceAll(a, agent.MountPath, dir))
+	}
+	assets, err := localfleet.AssetsDir("")
+	require.NoError(t, err)
+	cmd := exec.Command(filepath.Join(assets, "konnectivity-agent"), append(args, "--sync-interval=200ms", "--sync-interval-cap=1s")...)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		if t.Failed() {
+			t.Logf("agent as deployed, %v:\n%s", args, tail(out.String(), 3000))
+		}
+	})
+	return cmd, filepath.Join(dir, agent.TokenKey)
+}
+
+// canReplaceAgentToken asks the member whether the account may update its agent's Secret.
+func canReplaceAgentToken(t *testing.T, member kubernetes.Interface, account join.Account) bool {
+	t.Helper()
+	review, err := member.AuthorizationV1().SubjectAccessReviews().Create(fleettest.Context(t, time.Minute), &authorizationv1.SubjectAccessReview{
+		Spec: authorizationv1.SubjectAccessReviewSpec{
+			User: "system:serviceaccount:" + account.Namespace + ":" + account.Name,
+			ResourceAttributes: &authorizationv1.ResourceAttributes{
+				Namespace: account.Namespace, Verb: "update", Resource: "secrets", Name: agent.Name,
+			},
+		},
+	}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	return review.Status.Allowed
+}
