@@ -5,16 +5,22 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"sigs.k8s.io/yaml"
 
-	"github.com/cluster-registry/sdk/access"
 	"github.com/cluster-registry/sdk/testkit/fleettest"
 	"github.com/cluster-registry/sdk/testkit/gobuild"
 	"github.com/cluster-registry/sdk/testkit/realservers"
 	"github.com/cluster-registry/sdk/testkit/testcerts"
+	"github.com/cluster-registry/sdk/tunnel/agent"
 )
 
 // The command's tunnel-server and a reader's trust flags, as an operator runs them: clusterregistry
@@ -49,11 +55,18 @@ func TestTheCommandsThroughTheTunnel(t *testing.T) {
 		}
 	})
 
-	ns := fleettest.CopySet(t, lf, "member-1")
-	r := &rig{agents: agentsAddr, agentCAFile: file("agents-ca.crt", agents.PEM), dir: dir}
-	r.startAgent(t, r.agentAccount(t, ns, "member-1-agent", memberAddress(t)), access.TunnelHost(ns, "member-1-agent"))
-	tunnelled(t, ns, "member-1-agent")
-
+	// An operator at the edge joins the member, writing the agent's manifests out, and runs the
+	// agent they describe.
+	ns := fleettest.NewSet(t, lf)
+	kubeconfig := contexts(t, map[string]string{"registry": lf.Registry.Kubeconfig, "edge": lf.Members[0].Kubeconfig})
+	manifests := filepath.Join(dir, "agent.yaml")
+	joined, err := exec.Command(bin, "--kubeconfig="+kubeconfig, "--context=registry", "-n", ns, "join", "edge",
+		"--tunnel="+agentsAddr, "--tunnel-agent-ca="+file("agents-ca.crt", agents.PEM),
+		"--tunnel-destination="+memberAddress(t), "--tunnel-manifests="+manifests).CombinedOutput()
+	require.NoError(t, err, "%s", joined)
+	require.Contains(t, string(joined), "the tunnel agent's manifests are written out")
+	deployment, secret := readManifests(t, manifests)
+	(&rig{}).runDeployed(t, deployment, secret)
 	var out []byte
 	require.Eventually(t, func() bool {
 		var err error
@@ -63,4 +76,44 @@ func TestTheCommandsThroughTheTunnel(t *testing.T) {
 		return err == nil && bytes.Contains(out, []byte("Reachable"))
 	}, time.Minute, 200*time.Millisecond, "health --once through the tunnel")
 	require.NotContains(t, string(out), string(readerKey), "the reader's key in the command's output")
+
+	unjoined, err := exec.Command(bin, "--kubeconfig="+kubeconfig, "--context=registry", "-n", ns, "unjoin", "edge", "--member-context=edge").CombinedOutput()
+	require.NoError(t, err, "%s", unjoined)
+	require.Contains(t, string(unjoined), "registry: ServiceAccount "+ns+"/edge-agent, the tunnel agent's (and its tokens) deleted")
+}
+
+// contexts writes one kubeconfig with a context of each of the files, by the names given.
+func contexts(t *testing.T, files map[string]string) string {
+	t.Helper()
+	merged := clientcmdapi.NewConfig()
+	for name, path := range files {
+		c, err := clientcmd.LoadFromFile(path)
+		require.NoError(t, err)
+		ctx := c.Contexts[c.CurrentContext]
+		merged.Clusters[name], merged.AuthInfos[name] = c.Clusters[ctx.Cluster], c.AuthInfos[ctx.AuthInfo]
+		merged.Contexts[name] = &clientcmdapi.Context{Cluster: name, AuthInfo: name}
+	}
+	path := filepath.Join(t.TempDir(), "kubeconfig")
+	require.NoError(t, clientcmd.WriteToFile(*merged, path))
+	return path
+}
+
+// readManifests reads the agent's Deployment and Secret from join's --tunnel-manifests.
+func readManifests(t *testing.T, path string) (*appsv1.Deployment, *corev1.Secret) {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	require.NoError(t, err)
+	var d appsv1.Deployment
+	var s corev1.Secret
+	for _, doc := range strings.Split(string(data), "---\n") {
+		switch {
+		case strings.Contains(doc, "kind: Deployment"):
+			require.NoError(t, yaml.Unmarshal([]byte(doc), &d))
+		case strings.Contains(doc, "kind: Secret"):
+			require.NoError(t, yaml.Unmarshal([]byte(doc), &s))
+		}
+	}
+	require.NotEmpty(t, d.Spec.Template.Spec.Containers, "no Deployment in the manifests")
+	require.NotEmpty(t, s.Data[agent.TokenKey], "no token in the manifests' Secret")
+	return &d, &s
 }

@@ -24,6 +24,7 @@ type JoinOptions struct {
 	Labels string
 	DryRun *dryRunFlag
 	Output appliedOutput
+	Tunnel joinTunnelFlags
 
 	context string
 	factory *factory
@@ -44,7 +45,7 @@ func (o *JoinOptions) Complete(f *factory, cmd *cobra.Command, args []string) er
 	if o.Name == "" {
 		o.Name = o.context
 	}
-	return nil
+	return o.Tunnel.complete(cmd, &o.Options)
 }
 
 // Validate refuses flags that do not go together, before anything is reached.
@@ -69,6 +70,9 @@ func (o *JoinOptions) Validate() error {
 	} else if o.DropCredentialArgs {
 		return usageError{fmt.Errorf("--%s goes with --exec: without it, join registers a token, not the context's plugin", dropCredentialArgsFlag)}
 	}
+	if err := o.Tunnel.validate(o.cmd, o.Exec); err != nil {
+		return err
+	}
 	if !o.Exec && o.TokenTTL <= 0 {
 		return usageError{fmt.Errorf("--token-ttl %s: want a positive duration", o.TokenTTL)}
 	}
@@ -90,8 +94,12 @@ func (o *JoinOptions) Run(ctx context.Context) error {
 	}
 	opts := o.Options
 	opts.Progress = o.Output.report(o.cmd)
-	result, err := join.Join(ctx, member, reg.join(), opts)
+	closeManifests, err := o.Tunnel.open(o.cmd, opts.Tunnel, opts.DryRun)
 	if err != nil {
+		return err
+	}
+	result, err := join.Join(ctx, member, reg.join(), opts)
+	if err := errors.Join(err, closeManifests()); err != nil {
 		return o.inFlagTerms(err)
 	}
 	report := opts.Progress
@@ -159,7 +167,18 @@ the tokens it replaces (and removes the account an earlier release made in kube-
 name already taken by a Cluster for another server. unjoin removes what join made, on both sides.
 With --dry-run it checks the context, the name, the member's ClusterRole and the Cluster (by a
 server-side dry run) and says what it would do, changing nothing. With -o it prints the Cluster
-as the registry returned it (yaml, json or name), and the report goes to stderr.`
+as the registry returned it (yaml, json or name), and the report goes to stderr.
+
+With --tunnel it joins a member the registry cannot dial (behind NAT, say), from a machine that
+reaches both: the member's account as above, and a tunnel agent (konnectivity's) that dials out
+from the member to the tunnel server's agent address, --tunnel, verified with --tunnel-agent-ca.
+In the registry it makes the agent's ServiceAccount (--tunnel-agent, default NAME-agent), which
+says where on the member the agent dials (--tunnel-destination, default the API server's Service,
+kubernetes.default.svc:443) and a token of it for the tunnel; on the member, in the account's
+namespace, the agent's Secret and Deployment (or, with --tunnel-manifests, writes them to a file:
+they hold the agent's token). The Cluster says it is reached through the agent, and its token is
+pinned to it. A renewer (health --rotate-credentials) renews the agent's token too; unjoin removes
+the agent's account, which revokes its tokens. See docs/tunnel.md.`
 
 	joinExample = `  # Register the kind-dev context as "dev", labelled env=dev, in the fleet cluster set
   clusterregistry join kind-dev --name dev --labels env=dev -n fleet
@@ -171,7 +190,13 @@ as the registry returned it (yaml, json or name), and the report goes to stderr.
   clusterregistry join prod-eu-1 --cluster-role view -n fleet
 
   # A cloud cluster: each reader authenticates with the context's plugin, as themselves
-  clusterregistry join gke_acme_europe-west1_prod --name prod-eu-2 --exec -n fleet`
+  clusterregistry join gke_acme_europe-west1_prod --name prod-eu-2 --exec -n fleet
+
+  # An edge cluster behind NAT, joined from inside its network: its agent dials out to the tunnel server
+  clusterregistry join edge-3 --tunnel=tunnel.example.com:8091 --tunnel-agent-ca=agents-ca.crt -n fleet
+
+  # The same, with the agent's manifests written out for a GitOps repository instead of applied
+  clusterregistry join edge-3 --tunnel=tunnel.example.com:8091 --tunnel-agent-ca=agents-ca.crt --tunnel-manifests=edge-3-agent.yaml -n fleet`
 )
 
 func newJoin(fac *factory) *cobra.Command {
@@ -200,6 +225,7 @@ func newJoin(fac *factory) *cobra.Command {
 	f.BoolVar(&o.DropCredentialArgs, dropCredentialArgsFlag, false, "with --exec: leave out the plugin's arguments that pass a credential (--client-secret=..., --password ...) instead of refusing to register it")
 	o.DryRun = addDryRunFlag(cmd, "client", "checks what it can (the registry by a server dry run) and says what it would do, changing nothing", nil)
 	o.Output.addFlag(cmd)
+	o.Tunnel.addFlags(cmd)
 	return cmd
 }
 
