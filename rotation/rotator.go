@@ -192,6 +192,9 @@ type Renewal struct {
 	Expires time.Time
 	// Revoked is how many replaced tokens were revoked: deleted their bound Secrets.
 	Revoked int
+	// Agent, for the token of a tunnelled member's agent, names the agent; Secret is then the
+	// agent's Secret on the member.
+	Agent string
 }
 
 // fieldManager is who writes what the Rotator writes.
@@ -207,16 +210,21 @@ func (r *Rotator) renewDue(ctx context.Context, now time.Time) ([]Renewal, []err
 	type job struct {
 		m      *multicluster.Member
 		secret types.NamespacedName
+		agent  bool
 	}
 	var jobs []job
 	seen := map[types.NamespacedName]bool{}
 	for _, m := range r.members.Members() {
+		if key, ok := agentKey(m.Cluster()); ok && !seen[key] {
+			seen[key] = true
+			jobs = append(jobs, job{m, key, true})
+		}
 		secret, ok := tokenSecret(m.Cluster())
 		if !ok || seen[secret] {
 			continue
 		}
 		seen[secret] = true
-		jobs = append(jobs, job{m, secret})
+		jobs = append(jobs, job{m, secret, false})
 	}
 	r.next.Range(func(k, _ any) bool {
 		if !seen[k.(types.NamespacedName)] {
@@ -231,7 +239,11 @@ func (r *Rotator) renewDue(ctx context.Context, now time.Time) ([]Renewal, []err
 	g.SetLimit(r.opts.Concurrency)
 	for _, j := range jobs {
 		g.Go(func() error {
-			renewal, err := r.renewIfDue(ctx, j.m, j.secret, now)
+			renew := r.renewIfDue
+			if j.agent {
+				renew = r.renewAgentIfDue
+			}
+			renewal, err := renew(ctx, j.m, j.secret, now)
 			if err != nil && renewal == nil {
 				r.next.Delete(j.secret) // not known until a pass renews or reads it
 			}
@@ -245,8 +257,8 @@ func (r *Rotator) renewDue(ctx context.Context, now time.Time) ([]Renewal, []err
 			}
 			if renewal != nil {
 				done = append(done, *renewal)
-				r.opts.Logger.Info("renewed a member's token", "cluster", j.m.String(), "secret", j.secret.String(),
-					"expires", renewal.Expires.UTC().Format(time.RFC3339), "revoked", renewal.Revoked)
+				r.opts.Logger.Info("renewed a member's token", "cluster", j.m.String(), "secret", renewal.Secret.String(),
+					"expires", renewal.Expires.UTC().Format(time.RFC3339), "revoked", renewal.Revoked, "tunnelAgent", renewal.Agent)
 			}
 			return nil
 		})

@@ -21,6 +21,8 @@ import (
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
 	"github.com/cluster-registry/sdk/join"
 	"github.com/cluster-registry/sdk/localfleet"
+	"github.com/cluster-registry/sdk/multicluster"
+	"github.com/cluster-registry/sdk/rotation"
 	"github.com/cluster-registry/sdk/testkit/fleettest"
 	"github.com/cluster-registry/sdk/testkit/realservers"
 	"github.com/cluster-registry/sdk/tunnel/agent"
@@ -39,7 +41,7 @@ func TestJoinThroughTheTunnel(t *testing.T) {
 	ca, err := os.ReadFile(r.agentCAFile)
 	require.NoError(t, err)
 	tunnelOpts := &join.TunnelOptions{Server: r.agents, ServerCA: ca, Destination: memberAddress(t)}
-	opts := join.Options{Name: "edge", Tunnel: tunnelOpts}
+	opts := join.Options{Name: "edge", Tunnel: tunnelOpts, TokenTTL: join.MinTokenTTL}
 
 	t.Run("a dry run shows the agent's manifests, without a token, and makes nothing", func(t *testing.T) {
 		var progress bytes.Buffer
@@ -82,6 +84,43 @@ func TestJoinThroughTheTunnel(t *testing.T) {
 	cond := probe(t, reg.Namespace, resolverFor(t, r.dialer()))
 	require.Equal(t, v1alpha1.ReasonReachable, cond.Reason, cond.Message)
 	require.True(t, canReplaceAgentToken(t, member, res.Account), "the member's account may not replace its agent's token, so no renewer can")
+
+	outer := t
+	t.Run("a renewer replaces the agent's token on the member, through the tunnel", func(t *testing.T) {
+		members := multicluster.MembersOf(resolverFor(t, r.dialer()), []v1alpha1.Cluster{*res.Cluster}, multicluster.FleetOptions{})
+		rot, err := rotation.New(fleettest.Fixed(members), rotation.Options{Kube: reg.Kube, RenewAt: 0.001})
+		require.NoError(t, err)
+		// Due a few hundred milliseconds after join issued it.
+		var renewed *rotation.Renewal
+		require.Eventually(t, func() bool {
+			renewals, errs := rot.RenewDue(ctx)
+			require.Empty(t, errs)
+			for i := range renewals {
+				if renewals[i].Agent == "edge-agent" {
+					renewed = &renewals[i]
+				}
+			}
+			return renewed != nil
+		}, time.Minute, 200*time.Millisecond)
+		fresh, err := member.CoreV1().Secrets(ns).Get(ctx, agent.Name, metav1.GetOptions{})
+		require.NoError(t, err)
+		require.NotEqual(t, agentSecret.Data[agent.TokenKey], fresh.Data[agent.TokenKey])
+		require.Equal(t, renewed.Expires.UTC().Format(time.RFC3339), fresh.Annotations[v1alpha1.TokenExpiresAnnotation])
+		// The agent, restarted with the new token, connects again.
+		require.NoError(t, proc.Process.Kill())
+		require.Eventually(t, func() bool { return !r.server.Connected(host) }, time.Minute, 50*time.Millisecond)
+		proc, tokenFile = r.runDeployed(outer, deployment, fresh)
+		r.waitConnected(t, host)
+		// A renewer at the usual two thirds finds nothing due, and writes nothing.
+		usual, err := rotation.New(fleettest.Fixed(members), rotation.Options{Kube: reg.Kube})
+		require.NoError(t, err)
+		again, errs := usual.RenewDue(ctx)
+		require.Empty(t, errs)
+		require.Empty(t, again, "tokens renewed a moment ago were renewed again")
+		unchanged, err := member.CoreV1().Secrets(ns).Get(ctx, agent.Name, metav1.GetOptions{})
+		require.NoError(t, err)
+		require.Equal(t, fresh.ResourceVersion, unchanged.ResourceVersion, "the agent's Secret was written with nothing due")
+	})
 
 	var unjoined bytes.Buffer
 	_, err = join.Unjoin(ctx, reg, "edge", join.UnjoinOptions{Member: lf.Members[0].Config, Progress: &unjoined})
