@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -177,20 +178,14 @@ func joinToken(ctx context.Context, member *rest.Config, server string, reg Regi
 		return nil, err
 	}
 	regID := reg.ID(ctx)
-	account := AccountFor(regID, namespace, o.Name)
-	owner := owner(regID, namespace, o.Name)
-	if o.Tunnel != nil {
-		if err := checkAgentFree(ctx, reg, o.Tunnel, owner); err != nil {
-			return nil, err
-		}
+	account, owner := AccountFor(regID, namespace, o.Name), owner(regID, namespace, o.Name)
+	if err := checkAgentFree(ctx, reg, o.Tunnel, owner); err != nil {
+		return nil, err
 	}
 	ca := member.CAData
-	c := clusterFor(namespace, server, ca, o, v1alpha1.AuthProviderConfig{
-		Name: "token", Type: v1alpha1.AuthProviderType{Name: v1alpha1.ProviderTypeSecret},
-		Config: map[string]string{"name": secretName},
-	})
-	if errs := v1alpha1.ValidateCluster(&c); len(errs) > 0 {
-		return nil, fmt.Errorf("registry: cluster %s/%s would be invalid (nothing was done): %w", namespace, o.Name, errs.ToAggregate())
+	c, err := tokenCluster(namespace, server, ca, o)
+	if err != nil {
+		return nil, err
 	}
 	memberKube, err := kubernetes.NewForConfig(member)
 	if err != nil {
@@ -205,10 +200,7 @@ func joinToken(ctx context.Context, member *rest.Config, server string, reg Regi
 	}
 	result := &Result{Account: account, Secret: types.NamespacedName{Namespace: namespace, Name: secretName}}
 	if o.DryRun {
-		sayDryRun(out, o, account, result.Secret, server, what)
-		if o.Tunnel != nil {
-			result.Agent = sayTunnelDryRun(out, reg, o, account, owner)
-		}
+		result.Agent = sayDryRun(out, reg, o, account, owner, server, what)
 		result.Cluster, result.ClusterChange = dry, what
 		return result, nil
 	}
@@ -236,12 +228,7 @@ func joinToken(ctx context.Context, member *rest.Config, server string, reg Regi
 	if err != nil {
 		return nil, fmt.Errorf("member: %w (the account an earlier join made is left as it was)", err)
 	}
-	secret := tokenSecret(namespace, secretName, server, token.Token, ca, o.Tunnel).WithAnnotations(map[string]string{
-		v1alpha1.ServiceAccountAnnotation: account.String(),
-		v1alpha1.TokenExpiresAnnotation:   token.ExpirationTimestamp.UTC().Format(time.RFC3339),
-	})
-	apply := metav1.ApplyOptions{FieldManager: o.FieldManager, Force: true}
-	if _, err := reg.Kube.CoreV1().Secrets(namespace).Apply(ctx, secret, apply); err != nil {
+	if err := storeToken(ctx, reg, o, server, ca, account, token); err != nil {
 		if isNew {
 			return nil, undo(fmt.Errorf("registry: storing the token in Secret %s/%s: %w", namespace, secretName, err))
 		}
@@ -262,6 +249,29 @@ func joinToken(ctx context.Context, member *rest.Config, server string, reg Regi
 	}
 	fmt.Fprintf(out, "registry: Cluster %s/%s %s\n", namespace, o.Name, result.ClusterChange)
 	return result, nil
+}
+
+// tokenCluster is the Cluster of a join with a token: its provider reads Secret NAME-token.
+func tokenCluster(namespace, server string, ca []byte, o *Options) (v1alpha1.Cluster, error) {
+	c := clusterFor(namespace, server, ca, o, v1alpha1.AuthProviderConfig{
+		Name: "token", Type: v1alpha1.AuthProviderType{Name: v1alpha1.ProviderTypeSecret},
+		Config: map[string]string{"name": o.Name + "-token"},
+	})
+	if errs := v1alpha1.ValidateCluster(&c); len(errs) > 0 {
+		return c, fmt.Errorf("registry: cluster %s/%s would be invalid (nothing was done): %w", namespace, o.Name, errs.ToAggregate())
+	}
+	return c, nil
+}
+
+// storeToken stores the member's new token in the registry, in Secret NAME-token: pinned to the
+// member's server (and agent), naming its account and when it expires.
+func storeToken(ctx context.Context, reg Registry, o *Options, server string, ca []byte, account Account, token *authenticationv1.TokenRequestStatus) error {
+	secret := tokenSecret(reg.Namespace, o.Name+"-token", server, token.Token, ca, o.Tunnel).WithAnnotations(map[string]string{
+		v1alpha1.ServiceAccountAnnotation: account.String(),
+		v1alpha1.TokenExpiresAnnotation:   token.ExpirationTimestamp.UTC().Format(time.RFC3339),
+	})
+	_, err := reg.Kube.CoreV1().Secrets(reg.Namespace).Apply(ctx, secret, metav1.ApplyOptions{FieldManager: o.FieldManager, Force: true})
+	return err
 }
 
 // checkClusterRole refuses a ClusterRole the member does not have: a binding to a role that does
@@ -296,8 +306,10 @@ func dryRunInRegistry(ctx context.Context, reg Registry, c *v1alpha1.Cluster, fi
 	return dry, what, nil
 }
 
-// sayDryRun says what a join would do, where a dry run stops.
-func sayDryRun(out io.Writer, o *Options, account Account, secret types.NamespacedName, server, clusterChange string) {
+// sayDryRun says what a join would do, where a dry run stops, and returns the tunnel agent's
+// manifests (without a token) when it has one.
+func sayDryRun(out io.Writer, reg Registry, o *Options, account Account, owner map[string]string, server, clusterChange string) *agent.Manifests {
+	secret := types.NamespacedName{Namespace: reg.Namespace, Name: o.Name + "-token"}
 	fmt.Fprintf(out, "member: would apply Namespace %s and ServiceAccount %s, and bind it to ClusterRole %s (dry run)\n", account.Namespace, account, o.ClusterRole)
 	if o.AllowNamespaceCreation {
 		fmt.Fprintf(out, "member: would bind %s to ClusterRole %s: it may create namespaces (dry run)\n", account, NamespaceCreatorRole)
@@ -306,6 +318,10 @@ func sayDryRun(out io.Writer, o *Options, account Account, secret types.Namespac
 	fmt.Fprintf(out, "member: would ask for a token of %s valid %s, and revoke the ones it replaces (dry run)\n", account, o.TokenTTL)
 	fmt.Fprintf(out, "registry: would apply Secret %s with a new token, pinned to %s (dry run)\n", secret, server)
 	fmt.Fprintf(out, "registry: Cluster %s/%s would be %s (server dry run)\n", secret.Namespace, o.Name, clusterChange)
+	if o.Tunnel == nil {
+		return nil
+	}
+	return sayTunnelDryRun(out, reg, o, account, owner)
 }
 
 // revokeReplaced revokes the account's tokens other than keep, and says how many it revoked.

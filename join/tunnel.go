@@ -75,8 +75,11 @@ func (t *TunnelOptions) defaults(name string) error {
 }
 
 // checkAgentFree refuses an agent ServiceAccount of the set that another Cluster's join made, or
-// that no join made: taking it over would hand its tunnel to this member.
+// that no join made: taking it over would hand its tunnel to this member. Nil t checks nothing.
 func checkAgentFree(ctx context.Context, reg Registry, t *TunnelOptions, owner map[string]string) error {
+	if t == nil {
+		return nil
+	}
 	sa, err := reg.Kube.CoreV1().ServiceAccounts(reg.Namespace).Get(ctx, t.Agent, metav1.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err):
