@@ -74,6 +74,12 @@ func (f *Flags) AddFlags(fs *pflag.FlagSet) {
 	fs.StringSliceVar(&f.SendTo, FlagSendTo, f.SendTo,
 		"API servers that this machine's credentials (exec plugins, --file-root files) may be sent to, or * for any server "+
 			"(only for plugins whose credentials are bound to the server they are given); a kubeconfig file's own server always counts (default: none)")
+	f.AddTunnelFlags(fs)
+}
+
+// AddTunnelFlags adds the tunnel's flags alone, for a command that reaches members through the
+// tunnel without resolving their credentials (clusterregistry tunnel-proxy).
+func (f *Flags) AddTunnelFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&f.TunnelServer, FlagTunnelServer, f.TunnelServer,
 		"the tunnel server's frontend (host:port) through which members whose Cluster names a tunnel agent are reached; needs --"+
 			FlagTunnelCA+", --"+FlagTunnelCert+" and --"+FlagTunnelKey+" (default: such members are not reached)")
@@ -144,7 +150,7 @@ func (f *Flags) ResolverOptions() (access.ResolverOptions, error) {
 		}
 		o.FileRoots = append(o.FileRoots, access.FileRoot{Dir: dir, SendTo: to})
 	}
-	tunnel, err := f.tunnelDialer()
+	tunnel, err := f.TunnelDialer()
 	if err != nil {
 		errs = append(errs, err)
 	} else if tunnel != nil {

@@ -11,9 +11,9 @@ import (
 	"github.com/cluster-registry/sdk/tunnel"
 )
 
-// tunnelDialer is the tunnel the flags describe, or nil when --tunnel-server is not given. The
+// TunnelDialer is the tunnel the flags describe, or nil when --tunnel-server is not given. The
 // client certificate is read again at each dial, so a renewed one is used without a restart.
-func (f *Flags) tunnelDialer() (*tunnel.Dialer, error) {
+func (f *Flags) TunnelDialer() (*tunnel.Dialer, error) {
 	if f.TunnelServer == "" {
 		if f.TunnelCA != "" || f.TunnelCert != "" || f.TunnelKey != "" {
 			return nil, fmt.Errorf("--%s, --%s and --%s are for --%s, which is not given", FlagTunnelCA, FlagTunnelCert, FlagTunnelKey, FlagTunnelServer)

@@ -16,6 +16,7 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/yaml"
 
+	"github.com/cluster-registry/sdk/localfleet"
 	"github.com/cluster-registry/sdk/testkit/fleettest"
 	"github.com/cluster-registry/sdk/testkit/gobuild"
 	"github.com/cluster-registry/sdk/testkit/realservers"
@@ -36,7 +37,7 @@ func TestTheCommandsThroughTheTunnel(t *testing.T) {
 		return p
 	}
 	frontendCert, frontendKey := testcerts.PEM(readers.Serving("127.0.0.1"))
-	readerCert, readerKey := testcerts.PEM(readers.Client("health"))
+	readerCert, readerKey := testcerts.PEM(readers.Client("health", "system:masters"))
 	agentCert, agentKey := testcerts.PEM(agents.Serving("127.0.0.1"))
 	frontend, agentsAddr := "127.0.0.1:"+freePort(t), "127.0.0.1:"+freePort(t)
 	server := exec.Command(bin, "tunnel-server", "--kubeconfig="+lf.Registry.Kubeconfig, "-v",
@@ -67,19 +68,59 @@ func TestTheCommandsThroughTheTunnel(t *testing.T) {
 	require.Contains(t, string(joined), "the tunnel agent's manifests are written out")
 	deployment, secret := readManifests(t, manifests)
 	(&rig{}).runDeployed(t, deployment, secret)
+	trust := []string{"--tunnel-server=" + frontend, "--tunnel-ca=" + file("frontend-ca.crt", readers.PEM),
+		"--tunnel-cert=" + file("reader.crt", readerCert), "--tunnel-key=" + file("reader.key", readerKey)}
 	var out []byte
 	require.Eventually(t, func() bool {
 		var err error
-		out, err = exec.Command(bin, "--kubeconfig="+lf.Registry.Kubeconfig, "-n", ns, "health", "--once",
-			"--tunnel-server="+frontend, "--tunnel-ca="+file("frontend-ca.crt", readers.PEM),
-			"--tunnel-cert="+file("reader.crt", readerCert), "--tunnel-key="+file("reader.key", readerKey)).CombinedOutput()
+		out, err = exec.Command(bin, append([]string{"--kubeconfig=" + lf.Registry.Kubeconfig, "-n", ns, "health", "--once"}, trust...)...).CombinedOutput()
 		return err == nil && bytes.Contains(out, []byte("Reachable"))
 	}, time.Minute, 200*time.Millisecond, "health --once through the tunnel")
 	require.NotContains(t, string(out), string(readerKey), "the reader's key in the command's output")
 
+	t.Run("kubectl reaches the member through tunnel-proxy and an exported kubeconfig", func(t *testing.T) {
+		kubectlThroughTheProxy(t, bin, kubeconfig, ns, trust)
+	})
+
 	unjoined, err := exec.Command(bin, "--kubeconfig="+kubeconfig, "--context=registry", "-n", ns, "unjoin", "edge", "--member-context=edge").CombinedOutput()
 	require.NoError(t, err, "%s", unjoined)
 	require.Contains(t, string(unjoined), "registry: ServiceAccount "+ns+"/edge-agent, the tunnel agent's (and its tokens) deleted")
+}
+
+// kubectlThroughTheProxy runs tunnel-proxy, exports the set's kubeconfig for it, and has the real
+// kubectl list the member's namespaces with it; without --tunnel-proxy, export leaves the member
+// out and says why.
+func kubectlThroughTheProxy(t *testing.T, bin, kubeconfig, ns string, trust []string) {
+	proxyAddr := "127.0.0.1:" + freePort(t)
+	proxy := exec.Command(bin, append([]string{"--kubeconfig=" + lf.Registry.Kubeconfig, "tunnel-proxy", "--listen=" + proxyAddr}, trust...)...)
+	var proxyOut bytes.Buffer
+	proxy.Stdout, proxy.Stderr = &proxyOut, &proxyOut
+	require.NoError(t, proxy.Start())
+	t.Cleanup(func() {
+		_ = proxy.Process.Kill()
+		_ = proxy.Wait()
+		if t.Failed() {
+			t.Logf("tunnel-proxy:\n%s", tail(proxyOut.String(), 3000))
+		}
+	})
+	export := append([]string{"--kubeconfig=" + kubeconfig, "--context=registry", "-n", ns, "export", "--format=kubeconfig"}, trust...)
+	var stderr bytes.Buffer
+	without := exec.Command(bin, export...)
+	without.Stderr = &stderr
+	_, err := without.Output()
+	require.Error(t, err)
+	require.Contains(t, stderr.String(), "give --tunnel-proxy")
+	exported, err := exec.Command(bin, append(export, "--tunnel-proxy="+proxyAddr)...).Output()
+	require.NoError(t, err)
+	path := filepath.Join(t.TempDir(), "exported")
+	require.NoError(t, os.WriteFile(path, exported, 0o600))
+	assets, err := localfleet.AssetsDir("")
+	require.NoError(t, err)
+	var got []byte
+	require.Eventually(t, func() bool {
+		got, err = exec.Command(filepath.Join(assets, "kubectl"), "--kubeconfig="+path, "--context=edge", "get", "namespaces", "-o", "name").CombinedOutput()
+		return err == nil && bytes.Contains(got, []byte("namespace/default"))
+	}, time.Minute, 200*time.Millisecond, "kubectl through the tunnel proxy")
 }
 
 // contexts writes one kubeconfig with a context of each of the files, by the names given.

@@ -107,7 +107,7 @@ func (r *rig) logged(s string) bool {
 // dialer is a reader's Dialer, with a client certificate the frontend accepts.
 func (r *rig) dialer() *tunnel.Dialer {
 	return &tunnel.Dialer{Address: r.frontend, TLS: &tls.Config{
-		Certificates: []tls.Certificate{r.readers.Client("a-reader")},
+		Certificates: []tls.Certificate{r.readers.Client("a-reader", "system:masters")},
 		RootCAs:      r.readers.Pool(),
 	}}
 }

@@ -25,14 +25,21 @@ import (
 
 // ServerOptions configures a Server.
 type ServerOptions struct {
-	// Registry authenticates agents (TokenReview) and reads their ServiceAccounts'
-	// agent.DestinationAnnotation: it needs create on tokenreviews and get on serviceaccounts.
+	// Registry authenticates agents (TokenReview), reads their ServiceAccounts'
+	// agent.DestinationAnnotation, and asks whether a reader may read a cluster set
+	// (SubjectAccessReview): it needs create on tokenreviews and subjectaccessreviews, and get on
+	// serviceaccounts.
 	Registry kubernetes.Interface
 	// Audience overrides agent.Audience, the audience agents' tokens are bound to.
 	Audience string
 	// FrontendTLS serves the readers' frontend. It must hold a serving certificate and ClientCAs,
 	// the CA that signs the readers' client certificates: the server requires and verifies one.
 	FrontendTLS *tls.Config
+	// AnyReader lets every reader with a client certificate of FrontendTLS.ClientCAs reach every
+	// member. Without it, a reader reaches the members of the cluster sets whose Clusters the
+	// registry lets it get: the reader being who its certificate names (the common name its
+	// user, the organizations its groups), as the registry's API server would read it.
+	AnyReader bool
 	// AgentTLS serves the agents. It must hold a serving certificate; agents authenticate with
 	// their tokens.
 	AgentTLS *tls.Config
@@ -49,6 +56,8 @@ type ServerOptions struct {
 type Server struct {
 	opts  ServerOptions
 	proxy *anpserver.ProxyServer
+	// readers answers whether a reader may reach a cluster set's members; nil with AnyReader.
+	readers *readerGrants
 
 	mu sync.RWMutex
 	// connected counts the agent streams for each host an agent answers for (access.TunnelHost).
@@ -81,7 +90,11 @@ func NewServer(opts ServerOptions) (*Server, error) {
 	// its own check of one ServiceAccount for every agent stays off.
 	proxy := anpserver.NewProxyServer(opts.ServerID, []proxystrategies.ProxyStrategy{proxystrategies.ProxyStrategyDestHost},
 		opts.ServerCount, &anpserver.AgentTokenAuthenticationOptions{}, 10)
-	return &Server{opts: opts, proxy: proxy, connected: map[string]int{}}, nil
+	s := &Server{opts: opts, proxy: proxy, connected: map[string]int{}}
+	if !opts.AnyReader {
+		s.readers = &readerGrants{s: s, answers: map[string]grant{}}
+	}
+	return s, nil
 }
 
 // Serve serves readers on frontend and agents on agents until ctx ends, then closes both and

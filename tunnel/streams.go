@@ -39,8 +39,9 @@ func (a *agentStream) SendMsg(m any) error {
 }
 
 // frontendInterceptor refuses, before konnectivity sees it, a reader's dial for anything but an
-// agent's name and its destination's port. The frontend's TLS config has already verified the
-// reader's client certificate.
+// agent's name and its destination's port, and, unless ServerOptions.AnyReader, for a member of a
+// cluster set whose Clusters the reader may not get in the registry. The frontend's TLS config
+// has already verified the reader's client certificate.
 func (s *Server) frontendInterceptor(srv any, ss grpc.ServerStream, _ *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
 	return handler(srv, &frontendStream{ServerStream: ss, s: s})
 }
@@ -68,6 +69,10 @@ func (f *frontendStream) RecvMsg(m any) error {
 	}
 	req := pkt.GetDialRequest()
 	reason := f.s.refusal(req.GetAddress())
+	if reason == "" && f.s.readers != nil {
+		host, _, _ := net.SplitHostPort(req.GetAddress())
+		reason = f.s.readers.check(f.Context(), host)
+	}
 	if reason == "" {
 		return nil
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
 	"os"
 
 	"github.com/spf13/cobra"
@@ -19,6 +20,7 @@ import (
 type ExportOptions struct {
 	Format, Output, Selector         string
 	CredentialCommand, ContextPrefix string
+	TunnelProxy                      string
 	AllNamespaces                    bool
 	Trust                            trustflags.Flags
 
@@ -46,12 +48,17 @@ func (o *ExportOptions) Validate() error {
 	}
 	switch o.Format {
 	case "clusters":
-		for _, name := range append([]string{"credential-command", "context-prefix"}, trustflags.Names...) {
+		for _, name := range append([]string{"credential-command", "context-prefix", "tunnel-proxy"}, trustflags.Names...) {
 			if o.cmd.Flags().Changed(name) {
 				return usageError{fmt.Errorf("--%s applies only to --format kubeconfig", name)}
 			}
 		}
 	case "kubeconfig":
+		if o.TunnelProxy != "" {
+			if _, _, err := net.SplitHostPort(o.TunnelProxy); err != nil {
+				return usageError{fmt.Errorf("--tunnel-proxy %q: want host:port, where clusterregistry tunnel-proxy listens", o.TunnelProxy)}
+			}
+		}
 	default:
 		return usageError{fmt.Errorf("--format %q: want clusters or kubeconfig", o.Format)}
 	}
@@ -112,6 +119,7 @@ func (o *ExportOptions) Run(ctx context.Context) error {
 	}
 	return exportKubeconfig(ctx, cmd.OutOrStdout(), cmd.ErrOrStderr(), resolver, list.Items, kubeconfigExport{
 		command: command, args: append(credentialArgs, o.Trust.Args()...), qualify: o.AllNamespaces, prefix: o.ContextPrefix, output: o.Output,
+		tunnelProxy: o.TunnelProxy,
 	})
 }
 
@@ -164,6 +172,7 @@ func newExport(fac *factory) *cobra.Command {
 	f.StringVarP(&o.Selector, "selector", "l", "", "label selector over the Clusters, e.g. env=prod")
 	f.BoolVarP(&o.AllNamespaces, "all-namespaces", "A", false, "export the Clusters of every namespace (cluster set)")
 	f.StringVar(&o.CredentialCommand, "credential-command", "", "the command the kubeconfig runs for credentials (default: this command's path)")
+	f.StringVar(&o.TunnelProxy, "tunnel-proxy", "", "with --format kubeconfig: the address (host:port) of clusterregistry tunnel-proxy, which kubectl reaches tunnelled members through (their proxy-url); without it, such members are left out")
 	f.StringVar(&o.ContextPrefix, "context-prefix", "", `with --format kubeconfig: put this before each context's name (e.g. "fleet-"), so that the contexts do not collide with your own when kubeconfigs are merged (KUBECONFIG=a:b keeps the first of two contexts of one name)`)
 	o.Trust.AddFlags(f)
 	return cmd

@@ -18,6 +18,7 @@ import (
 	"github.com/cluster-registry/sdk/access"
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
 	"github.com/cluster-registry/sdk/trustflags"
+	"github.com/cluster-registry/sdk/tunnel"
 )
 
 // kubeconfigExport says how export writes each Cluster's exec entry.
@@ -27,6 +28,9 @@ type kubeconfigExport struct {
 	qualify bool     // name contexts namespace/name (with -A)
 	prefix  string   // before each context's name, so that they do not collide with the user's own
 	output  string   // yaml or json
+	// tunnelProxy is where clusterregistry tunnel-proxy listens, for tunnelled members' proxy-url;
+	// without it they are left out, as kubectl could not reach them.
+	tunnelProxy string
 }
 
 // exportKubeconfig writes a kubeconfig with a context per Cluster that resolves here, each
@@ -48,11 +52,20 @@ func exportKubeconfig(ctx context.Context, out, errOut io.Writer, resolver *acce
 			failed++
 			continue
 		}
-		cfg.Clusters[name] = &clientcmdapi.Cluster{
+		cluster := &clientcmdapi.Cluster{
 			Server:                   resolved.Server.String(),
 			CertificateAuthorityData: resolved.Config.CAData,
 			TLSServerName:            resolved.Config.ServerName,
 		}
+		if t := c.Spec.KubernetesAPIEndpoints.Tunnel; t != nil {
+			if o.tunnelProxy == "" {
+				fmt.Fprintf(errOut, "not exported: cluster %s/%s is reached through tunnel agent %q: give --tunnel-proxy, where clusterregistry tunnel-proxy listens\n", c.Namespace, c.Name, t.Agent)
+				failed++
+				continue
+			}
+			cluster.ProxyURL = tunnel.ProxyURL(o.tunnelProxy, c.Namespace, c.Name)
+		}
+		cfg.Clusters[name] = cluster
 		cfg.AuthInfos[name] = &clientcmdapi.AuthInfo{Exec: &clientcmdapi.ExecConfig{
 			APIVersion: "client.authentication.k8s.io/v1",
 			Command:    o.command,

@@ -103,7 +103,7 @@ It reaches the registry with kubectl's connection flags.`,
 	root.SetContext(ctx)
 	registry.AddFlags(root.PersistentFlags())
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
-	root.AddCommand(newInstall(f), newJoin(f), newUnjoin(f), newExport(f), newImport(f), newCredential(f), newHealth(f), newControllers(f), newRotate(f), newGet(f), newDescribe(f), newExplainPlacement(f), newRollout(f), newDiff(f), newTunnelServer(f), newVersion())
+	root.AddCommand(newInstall(f), newJoin(f), newUnjoin(f), newExport(f), newImport(f), newCredential(f), newHealth(f), newControllers(f), newRotate(f), newGet(f), newDescribe(f), newExplainPlacement(f), newRollout(f), newDiff(f), newTunnelServer(f), newTunnelProxy(f), newVersion())
 	registerCompletions(root, f)
 	return root
 }

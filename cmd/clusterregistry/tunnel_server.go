@@ -25,6 +25,7 @@ type TunnelServerOptions struct {
 	// The agents' side's serving certificate.
 	AgentCert, AgentKey string
 	Audience            string
+	AnyReader           bool
 	ServerID            string
 	ServerCount         int
 	Verbose             bool
@@ -40,7 +41,7 @@ func (o *TunnelServerOptions) Complete(f *factory, cmd *cobra.Command, _ []strin
 		return err
 	}
 	o.stderr = cmd.ErrOrStderr()
-	o.opts = tunnel.ServerOptions{Registry: reg.Kube, Audience: o.Audience, ServerID: o.ServerID, ServerCount: o.ServerCount,
+	o.opts = tunnel.ServerOptions{Registry: reg.Kube, Audience: o.Audience, AnyReader: o.AnyReader, ServerID: o.ServerID, ServerCount: o.ServerCount,
 		Logger: commandLogger(o.stderr, o.Verbose).WithName("tunnel")}
 	return nil
 }
@@ -109,11 +110,14 @@ identity that ServiceAccount gives it, and every dial sent to it goes to the des
 ServiceAccount's tunnel.clusterregistry.k8s.io/destination annotation names, its member's API
 server. Readers (controllers, fleet-api, this command's --tunnel-server) connect on
 --frontend-address with a client certificate that --reader-ca signs, and dial a member by its
-Cluster's spec.kubernetesApiEndpoints.tunnel.agent. TLS to the member's API server runs end to
-end through the tunnel: the server and the agent carry ciphertext only.
+Cluster's spec.kubernetesApiEndpoints.tunnel.agent, and only the members of the cluster sets
+whose Clusters the registry lets them get: a reader is who its certificate names (the common
+name its user, the organizations its groups), as the registry's API server would read it
+(--any-reader lets every reader with a certificate reach every member). TLS to the member's API
+server runs end to end through the tunnel: the server and the agent carry ciphertext only.
 
-The registry's credentials (--kubeconfig) need create on tokenreviews and get on
-serviceaccounts.`
+The registry's credentials (--kubeconfig) need create on tokenreviews and subjectaccessreviews,
+and get on serviceaccounts.`
 
 	tunnelServerExample = `  # Beside the registry, with certificates of the operator's CA:
   clusterregistry tunnel-server --frontend-address=:8090 --agent-address=:8091 \
@@ -144,6 +148,7 @@ func newTunnelServer(f *factory) *cobra.Command {
 	fl.StringVar(&o.AgentCert, "agent-cert", "", "the agents' side's serving certificate, which agents verify with their --ca-cert")
 	fl.StringVar(&o.AgentKey, "agent-key", "", "the key of --agent-cert")
 	fl.StringVar(&o.Audience, "audience", agent.Audience, "the audience agents' tokens must be bound to")
+	fl.BoolVar(&o.AnyReader, "any-reader", false, "let every reader with a certificate of --reader-ca reach every member, not only those of the cluster sets the registry lets it read")
 	fl.StringVar(&o.ServerID, "server-id", "", "this server's ID among --server-count servers behind one address (default: random)")
 	fl.IntVar(&o.ServerCount, "server-count", 1, "how many tunnel servers run behind one address; agents connect to each")
 	fl.BoolVarP(&o.Verbose, "verbose", "v", false, "log each agent that connects")

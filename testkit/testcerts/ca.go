@@ -69,9 +69,12 @@ func (ca *CA) Serving(hosts ...string) tls.Certificate {
 	return ca.issue(tmpl)
 }
 
-// Client issues a client certificate for commonName.
-func (ca *CA) Client(commonName string) tls.Certificate {
-	return ca.issue(ca.template(commonName, x509.ExtKeyUsageClientAuth))
+// Client issues a client certificate for commonName, in groups (its Organizations), as a
+// Kubernetes API server reads a client certificate: the user and their groups.
+func (ca *CA) Client(commonName string, groups ...string) tls.Certificate {
+	tmpl := ca.template(commonName, x509.ExtKeyUsageClientAuth)
+	tmpl.Subject.Organization = groups
+	return ca.issue(tmpl)
 }
 
 func (ca *CA) template(commonName string, usage x509.ExtKeyUsage) *x509.Certificate {
