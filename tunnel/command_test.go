@@ -45,16 +45,7 @@ func TestTheCommandsThroughTheTunnel(t *testing.T) {
 		"--frontend-cert="+file("frontend.crt", frontendCert), "--frontend-key="+file("frontend.key", frontendKey),
 		"--reader-ca="+file("readers-ca.crt", readers.PEM),
 		"--agent-cert="+file("agents.crt", agentCert), "--agent-key="+file("agents.key", agentKey))
-	var serverOut bytes.Buffer
-	server.Stdout, server.Stderr = &serverOut, &serverOut
-	require.NoError(t, server.Start())
-	t.Cleanup(func() {
-		_ = server.Process.Kill()
-		_ = server.Wait()
-		if t.Failed() {
-			t.Logf("tunnel-server:\n%s", tail(serverOut.String(), 3000))
-		}
-	})
+	start(t, "tunnel-server", server)
 
 	// An operator at the edge joins the member, writing the agent's manifests out, and runs the
 	// agent they describe.
@@ -93,16 +84,7 @@ func TestTheCommandsThroughTheTunnel(t *testing.T) {
 func kubectlThroughTheProxy(t *testing.T, bin, kubeconfig, ns string, trust []string) {
 	proxyAddr := "127.0.0.1:" + freePort(t)
 	proxy := exec.Command(bin, append([]string{"--kubeconfig=" + lf.Registry.Kubeconfig, "tunnel-proxy", "--listen=" + proxyAddr}, trust...)...)
-	var proxyOut bytes.Buffer
-	proxy.Stdout, proxy.Stderr = &proxyOut, &proxyOut
-	require.NoError(t, proxy.Start())
-	t.Cleanup(func() {
-		_ = proxy.Process.Kill()
-		_ = proxy.Wait()
-		if t.Failed() {
-			t.Logf("tunnel-proxy:\n%s", tail(proxyOut.String(), 3000))
-		}
-	})
+	start(t, "tunnel-proxy", proxy)
 	export := append([]string{"--kubeconfig=" + kubeconfig, "--context=registry", "-n", ns, "export", "--format=kubeconfig"}, trust...)
 	var stderr bytes.Buffer
 	without := exec.Command(bin, export...)

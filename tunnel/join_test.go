@@ -2,6 +2,7 @@ package tunnel_test
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -160,16 +161,7 @@ func (r *rig) runDeployed(t *testing.T, d *appsv1.Deployment, s *corev1.Secret) 
 	assets, err := localfleet.AssetsDir("")
 	require.NoError(t, err)
 	cmd := exec.Command(filepath.Join(assets, "konnectivity-agent"), append(args, "--sync-interval=200ms", "--sync-interval-cap=1s")...)
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	require.NoError(t, cmd.Start())
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-		if t.Failed() {
-			t.Logf("agent as deployed, %v:\n%s", args, tail(out.String(), 3000))
-		}
-	})
+	start(t, fmt.Sprintf("agent as deployed, %v", args), cmd)
 	return cmd, filepath.Join(dir, agent.TokenKey)
 }
 

@@ -145,16 +145,7 @@ func (r *rig) startAgent(t *testing.T, tokenFile, claim string) *exec.Cmd {
 		"--service-account-token-path="+tokenFile,
 		"--health-server-port="+freePort(t), "--admin-server-port="+freePort(t),
 		"--sync-interval=200ms", "--sync-interval-cap=1s", "--v=1")
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	require.NoError(t, cmd.Start(), "starting konnectivity's agent: hack/build-testbins.sh builds it")
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-		if t.Failed() {
-			t.Logf("agent claiming %s:\n%s", claim, tail(out.String(), 3000))
-		}
-	})
+	start(t, "agent claiming "+claim, cmd)
 	return cmd
 }
 
@@ -176,6 +167,22 @@ func (r *rig) waitConnected(t *testing.T, host string) {
 	t.Helper()
 	require.Eventually(t, func() bool { return r.server.Connected(host) }, time.Minute, 50*time.Millisecond,
 		"no agent for %s connected to the tunnel server", host)
+}
+
+// start starts cmd, a process of the test's (konnectivity's agent, one of the command's), and
+// kills it when the test ends, showing the tail of what it said if the test failed.
+func start(t *testing.T, what string, cmd *exec.Cmd) {
+	t.Helper()
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	require.NoError(t, cmd.Start(), "starting %s (hack/build-testbins.sh builds konnectivity's agent)", what)
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		if t.Failed() {
+			t.Logf("%s:\n%s", what, tail(out.String(), 3000))
+		}
+	})
 }
 
 func listen(t *testing.T) net.Listener {
