@@ -253,7 +253,11 @@ func (r *Rotator) renewDue(ctx context.Context, now time.Time) ([]Renewal, []err
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {
-				errs = append(errs, fmt.Errorf("member %s, Secret %s: %w", j.m, j.secret, err))
+				what := "Secret " + j.secret.String()
+				if j.agent {
+					what = "its tunnel agent's token"
+				}
+				errs = append(errs, fmt.Errorf("member %s, %s: %w", j.m, what, err))
 			}
 			if renewal != nil {
 				done = append(done, *renewal)

@@ -14,9 +14,12 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/yaml"
 
 	"github.com/cluster-registry/sdk/access"
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
@@ -89,7 +92,10 @@ func TestJoinThroughTheTunnel(t *testing.T) {
 	outer := t
 	t.Run("a renewer replaces the agent's token on the member, through the tunnel", func(t *testing.T) {
 		members := multicluster.MembersOf(resolverFor(t, r.dialer()), []v1alpha1.Cluster{*res.Cluster}, multicluster.FleetOptions{})
-		rot, err := rotation.New(fleettest.Fixed(members), rotation.Options{Kube: reg.Kube, RenewAt: 0.001})
+		// The renewer runs as an account of its own with what ships grants it: the rotation
+		// ClusterRole (deploy/health) bound in the set, and the set's agent Role.
+		rotator := renewerAccount(t, reg.Namespace)
+		rot, err := rotation.New(fleettest.Fixed(members), rotation.Options{Kube: rotator, RenewAt: 0.001})
 		require.NoError(t, err)
 		// Due a few hundred milliseconds after join issued it.
 		var renewed *rotation.Renewal
@@ -113,7 +119,7 @@ func TestJoinThroughTheTunnel(t *testing.T) {
 		proc, tokenFile = r.runDeployed(outer, deployment, fresh)
 		r.waitConnected(t, host)
 		// A renewer at the usual two thirds finds nothing due, and writes nothing.
-		usual, err := rotation.New(fleettest.Fixed(members), rotation.Options{Kube: reg.Kube})
+		usual, err := rotation.New(fleettest.Fixed(members), rotation.Options{Kube: rotator})
 		require.NoError(t, err)
 		again, errs := usual.RenewDue(ctx)
 		require.Empty(t, errs)
@@ -163,6 +169,34 @@ func (r *rig) runDeployed(t *testing.T, d *appsv1.Deployment, s *corev1.Secret) 
 	cmd := exec.Command(filepath.Join(assets, "konnectivity-agent"), append(args, "--sync-interval=200ms", "--sync-interval-cap=1s")...)
 	start(t, fmt.Sprintf("agent as deployed, %v", args), cmd)
 	return cmd, filepath.Join(dir, agent.TokenKey)
+}
+
+// renewerAccount is a client of the registry as ServiceAccount renewer of ns, bound there to the
+// rules of deploy/health/rotation-clusterrole.yaml and to agent.TokensRole, as the chart binds the
+// rotation controller: nothing more.
+func renewerAccount(t *testing.T, ns string) kubernetes.Interface {
+	t.Helper()
+	ctx := fleettest.Context(t, time.Minute)
+	admin := kubernetes.NewForConfigOrDie(lf.Registry.Config)
+	data, err := os.ReadFile(filepath.Join("..", "deploy", "health", "rotation-clusterrole.yaml"))
+	require.NoError(t, err)
+	var shipped rbacv1.ClusterRole
+	require.NoError(t, yaml.Unmarshal(data, &shipped))
+	_, err = admin.RbacV1().Roles(ns).Create(ctx, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "renewer"}, Rules: shipped.Rules}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	_, err = admin.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "renewer"}}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	subject := []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: "renewer"}}
+	for name, role := range map[string]string{"renewer": "renewer", "renewer-tunnel-agents": agent.TokensRole} {
+		_, err = admin.RbacV1().RoleBindings(ns).Create(ctx, &rbacv1.RoleBinding{
+			ObjectMeta: metav1.ObjectMeta{Name: name}, Subjects: subject,
+			RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: role},
+		}, metav1.CreateOptions{})
+		require.NoError(t, err)
+	}
+	cfg := rest.CopyConfig(lf.Registry.Config)
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: "system:serviceaccount:" + ns + ":renewer"}
+	return kubernetes.NewForConfigOrDie(cfg)
 }
 
 // canReplaceAgentToken asks the member whether the account may update its agent's Secret.

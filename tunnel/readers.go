@@ -71,14 +71,28 @@ func (g *readerGrants) check(ctx context.Context, host string) string {
 			return fmt.Sprintf("asking the registry whether reader %q may read cluster set %s: %v", user, namespace, err)
 		}
 		a = grant{allowed: allowed, until: time.Now().Add(readerGrantTTL)}
-		g.mu.Lock()
-		g.answers[key] = a
-		g.mu.Unlock()
+		g.remember(key, a)
 	}
 	if !a.allowed {
 		return fmt.Sprintf("reader %q (its client certificate's common name) may not get the Clusters of cluster set %s in the registry, so it reaches none of their members", user, namespace)
 	}
 	return ""
+}
+
+// remember keeps an answer, and forgets the expired ones once there are many: each reader and set
+// a certificate of the readers' CA names would otherwise stay for the server's life.
+func (g *readerGrants) remember(key string, a grant) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if len(g.answers) >= 1024 {
+		now := time.Now()
+		for k, old := range g.answers {
+			if now.After(old.until) {
+				delete(g.answers, k)
+			}
+		}
+	}
+	g.answers[key] = a
 }
 
 // ask is the registry's SubjectAccessReview of get on the set's Clusters.
