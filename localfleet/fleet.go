@@ -44,6 +44,16 @@ type Options struct {
 	// KWOK's simulated Nodes (see Workloads). Without it a member is an API server alone, and a
 	// Deployment there never gets a Pod.
 	Workloads *Workloads
+	// Isolated names members (member-1, ...) that live in a network namespace of their own, as
+	// members behind NAT do: nothing on this machine's network can dial their API servers, so a
+	// tool reaches them through a tunnel (package tunnel) or not at all. Such a member is
+	// registered as the others are, its Cluster's address one that only its own network reaches,
+	// but with no status: whatever probes it from outside finds it unreachable. Server.Command
+	// runs a program in its network (its tunnel agent, or a join run at the edge),
+	// Server.Bridge lets those programs reach an address outside, and Server.Config reaches the
+	// API server through a Unix socket, for the test's own checks. It needs Linux, and root or
+	// unprivileged user namespaces; Server.Command needs nsenter (util-linux).
+	Isolated []string
 }
 
 // Fleet is a running registry and its members.
@@ -89,7 +99,11 @@ func Start(ctx context.Context, opts Options) (*Fleet, error) {
 		return nil, err
 	}
 
-	servers, err := startServers(assets, 1+opts.Members, opts.StartTimeout)
+	isolated, err := isolatedIndexes(opts)
+	if err != nil {
+		return nil, err
+	}
+	servers, err := startServers(assets, 1+opts.Members, opts.StartTimeout, isolated)
 	if err != nil {
 		return nil, err
 	}
@@ -130,6 +144,12 @@ func (f *Fleet) startWorkloads(ctx context.Context, assets string, w Workloads) 
 		if m == nil {
 			return fmt.Errorf("localfleet: Workloads.Members names %s, which is not a member", name)
 		}
+		if m.isolated != nil {
+			if _, err := m.isolated.call(isolatedRequest{Op: "workloads", Member: name, Nodes: w.Nodes}); err != nil {
+				return fmt.Errorf("localfleet: %s: %w", name, err)
+			}
+			continue
+		}
 		procs, err := startWorkloads(ctx, assets, m.Server, name, w.Nodes)
 		if err != nil {
 			return fmt.Errorf("localfleet: %s: %w", name, err)
@@ -139,13 +159,34 @@ func (f *Fleet) startWorkloads(ctx context.Context, assets string, w Workloads) 
 	return nil
 }
 
-// startServers starts n servers in parallel; on any failure it stops those that started.
-func startServers(assets string, n int, timeout time.Duration) ([]*Server, error) {
+// isolatedIndexes are the indexes, among the servers Start starts (the registry first), of the
+// members opts.Isolated names.
+func isolatedIndexes(opts Options) (map[int]bool, error) {
+	indexes := map[int]bool{}
+	for _, name := range opts.Isolated {
+		var i int
+		if _, err := fmt.Sscanf(name, "member-%d", &i); err != nil || i < 1 || i > opts.Members || fmt.Sprintf("member-%d", i) != name {
+			return nil, fmt.Errorf("localfleet: Isolated names %q, which is not one of the %d members (member-1, ...)", name, opts.Members)
+		}
+		indexes[i] = true
+	}
+	return indexes, nil
+}
+
+// startServers starts n servers in parallel, those at the isolated indexes in network namespaces
+// of their own; on any failure it stops those that started.
+func startServers(assets string, n int, timeout time.Duration, isolated map[int]bool) ([]*Server, error) {
 	servers := make([]*Server, n)
 	errs := make([]error, n)
 	var wg sync.WaitGroup
 	for i := range servers {
-		wg.Go(func() { servers[i], errs[i] = startServer(assets, timeout) })
+		wg.Go(func() {
+			if isolated[i] {
+				servers[i], errs[i] = startIsolatedServer(assets, timeout)
+				return
+			}
+			servers[i], errs[i] = startServer(assets, timeout, 0)
+		})
 	}
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {

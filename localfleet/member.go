@@ -93,6 +93,9 @@ func (m *Member) register(ctx context.Context, registryKube kubernetes.Interface
 		return fmt.Errorf("member %s: registering its Cluster: %w", m.Name, err)
 	}
 
+	if m.isolated != nil {
+		return nil // nothing outside its network reaches it: status is for whatever does
+	}
 	version, err := memberKube.Discovery().ServerVersion()
 	if err != nil {
 		return fmt.Errorf("member %s: GET /version: %w", m.Name, err)

@@ -36,14 +36,17 @@ type Server struct {
 	Version string
 
 	env       *envtest.Environment
+	isolated  *isolation // nil for a server in this process's network
 	dir       string
 	workloads *workloadProcs // nil for an API server alone
 	stopOnce  sync.Once
 	stopErr   error
 }
 
-// startServer starts kube-apiserver and etcd from assets and writes an admin kubeconfig.
-func startServer(assets string, timeout time.Duration) (*Server, error) {
+// startServer starts kube-apiserver and etcd from assets and writes an admin kubeconfig. The API
+// server listens on 127.0.0.1:port, or on a free port when port is 0; a port is given for an
+// isolated server, which also advertises that address.
+func startServer(assets string, timeout time.Duration, port int) (*Server, error) {
 	dir, err := os.MkdirTemp("", "localfleet-")
 	if err != nil {
 		return nil, err
@@ -60,7 +63,12 @@ func startServer(assets string, timeout time.Duration) (*Server, error) {
 		ControlPlaneStartTimeout: timeout,
 		ControlPlaneStopTimeout:  timeout,
 	}}
-	s.env.ControlPlane.APIServer = &envtest.APIServer{CertDir: certs}
+	s.env.ControlPlane.APIServer = &envtest.APIServer{CertDir: certs, SecurePort: port}
+	if port != 0 {
+		// In a network namespace of its own (isolated.go) there is no default route to take an
+		// address from: the server advertises the one it listens on.
+		s.env.ControlPlane.APIServer.Configure().Set("advertise-address", "127.0.0.1")
+	}
 	if s.Config, err = s.env.Start(); err != nil {
 		_ = os.RemoveAll(dir)
 		return nil, fmt.Errorf("starting kube-apiserver and etcd from %s: %w", assets, err)
@@ -104,6 +112,10 @@ func (s *Server) URL() string { return strings.TrimSuffix(s.Config.Host, "/") }
 // AddUser adds a user who authenticates with a client certificate and returns a kubeconfig for
 // them, with the server's address and CA. Put them in system:masters to let them do anything.
 func (s *Server) AddUser(name string, groups ...string) ([]byte, error) {
+	if s.isolated != nil {
+		a, err := s.isolated.call(isolatedRequest{Op: "adduser", Name: name, Groups: groups})
+		return a.Data, err
+	}
 	user, err := s.env.AddUser(envtest.User{Name: name, Groups: groups}, nil)
 	if err != nil {
 		return nil, fmt.Errorf("adding user %s: %w", name, err)
@@ -119,6 +131,9 @@ func (s *Server) AddUser(name string, groups ...string) ([]byte, error) {
 // break, new ones are refused, and etcd keeps every object. StartAPIServer brings it back. (A
 // graceful stop would wait up to a minute for open watches to drain.)
 func (s *Server) StopAPIServer() error {
+	if s.isolated != nil {
+		return s.isolated.do("stop-apiserver")
+	}
 	pid, err := s.apiServerPID()
 	if err != nil {
 		return err
@@ -135,6 +150,9 @@ func (s *Server) StopAPIServer() error {
 // but new etcd data, so a new kube-system namespace (another cluster ID) and none of the old
 // objects. Service account tokens of the old cluster no longer work; client certificates do.
 func (s *Server) Reinstall() error {
+	if s.isolated != nil {
+		return s.isolated.do("reinstall")
+	}
 	if err := s.StopAPIServer(); err != nil {
 		return err
 	}
@@ -156,10 +174,20 @@ func (s *Server) Reinstall() error {
 // PauseEtcd freezes the server's etcd (SIGSTOP), as a storage outage would: the API server stays
 // up but its readiness check for etcd fails, and requests that need storage hang. ResumeEtcd
 // thaws it.
-func (s *Server) PauseEtcd() error { return s.signalEtcd(syscall.SIGSTOP) }
+func (s *Server) PauseEtcd() error {
+	if s.isolated != nil {
+		return s.isolated.do("pause-etcd")
+	}
+	return s.signalEtcd(syscall.SIGSTOP)
+}
 
 // ResumeEtcd thaws the etcd that PauseEtcd froze.
-func (s *Server) ResumeEtcd() error { return s.signalEtcd(syscall.SIGCONT) }
+func (s *Server) ResumeEtcd() error {
+	if s.isolated != nil {
+		return s.isolated.do("resume-etcd")
+	}
+	return s.signalEtcd(syscall.SIGCONT)
+}
 
 func (s *Server) signalEtcd(sig syscall.Signal) error {
 	pid, err := childPID("etcd", "--listen-client-urls="+s.env.ControlPlane.Etcd.URL.String())
@@ -223,6 +251,9 @@ func parentPID(pid int) int {
 // StartAPIServer starts the kube-apiserver that StopAPIServer stopped, on the same address, with
 // the same certificates and users, over the same etcd: to its clients, the server restarted.
 func (s *Server) StartAPIServer() error {
+	if s.isolated != nil {
+		return s.isolated.do("start-apiserver")
+	}
 	if err := s.env.ControlPlane.APIServer.Start(); err != nil {
 		return fmt.Errorf("starting kube-apiserver again: %w", err)
 	}
@@ -232,6 +263,10 @@ func (s *Server) StartAPIServer() error {
 // Stop stops the API server and etcd and removes their files. Calling it again does nothing.
 func (s *Server) Stop() error {
 	s.stopOnce.Do(func() {
+		if s.isolated != nil {
+			s.stopErr = s.isolated.stop()
+			return
+		}
 		s.stopErr = errors.Join(s.workloads.stop(), s.env.Stop())
 		if s.dir != "" {
 			_ = os.RemoveAll(s.dir)

@@ -161,11 +161,21 @@ func makeNodes(ctx context.Context, s *Server, member string, n int) error {
 // die or lose their network, so that the node lifecycle controller marks them NotReady (40 s
 // after their last heartbeat) and their Pods not Ready, and Deployments there lose their
 // availability. The API server keeps serving. ResumeNodes brings the Nodes back.
-func (s *Server) PauseNodes() error { return s.signalKWOK(syscall.SIGSTOP) }
+func (s *Server) PauseNodes() error {
+	if s.isolated != nil {
+		return s.isolated.do("pause-nodes")
+	}
+	return s.signalKWOK(syscall.SIGSTOP)
+}
 
 // ResumeNodes thaws the KWOK that PauseNodes froze: its Nodes turn Ready again, and their Pods
 // with them (stages.yaml's pod-ready-again, as a kubelet that is back reports them).
-func (s *Server) ResumeNodes() error { return s.signalKWOK(syscall.SIGCONT) }
+func (s *Server) ResumeNodes() error {
+	if s.isolated != nil {
+		return s.isolated.do("resume-nodes")
+	}
+	return s.signalKWOK(syscall.SIGCONT)
+}
 
 func (s *Server) signalKWOK(sig syscall.Signal) error {
 	if s.workloads == nil {

@@ -47,12 +47,13 @@ func TestTheCommandsThroughTheTunnel(t *testing.T) {
 		"--agent-cert="+file("agents.crt", agentCert), "--agent-key="+file("agents.key", agentKey))
 	start(t, "tunnel-server", server)
 
-	// An operator at the edge joins the member, writing the agent's manifests out, and runs the
-	// agent they describe.
+	// An operator at the edge, in the member's network with a way to the registry, joins the
+	// member, writing the agent's manifests out, and runs the agent they describe.
 	ns := fleettest.NewSet(t, lf)
 	kubeconfig := contexts(t, map[string]string{"registry": lf.Registry.Kubeconfig, "edge": lf.Members[0].Kubeconfig})
 	manifests := filepath.Join(dir, "agent.yaml")
-	joined, err := exec.Command(bin, "--kubeconfig="+kubeconfig, "--context=registry", "-n", ns, "join", "edge",
+	require.NoError(t, lf.Members[0].Bridge(registryAddress()))
+	joined, err := atTheEdge(bin, "--kubeconfig="+kubeconfig, "--context=registry", "-n", ns, "join", "edge",
 		"--tunnel="+agentsAddr, "--tunnel-agent-ca="+file("agents-ca.crt", agents.PEM),
 		"--tunnel-destination="+memberAddress(t), "--tunnel-manifests="+manifests).CombinedOutput()
 	require.NoError(t, err, "%s", joined)
@@ -73,7 +74,7 @@ func TestTheCommandsThroughTheTunnel(t *testing.T) {
 		kubectlThroughTheProxy(t, bin, kubeconfig, ns, trust)
 	})
 
-	unjoined, err := exec.Command(bin, "--kubeconfig="+kubeconfig, "--context=registry", "-n", ns, "unjoin", "edge", "--member-context=edge").CombinedOutput()
+	unjoined, err := atTheEdge(bin, "--kubeconfig="+kubeconfig, "--context=registry", "-n", ns, "unjoin", "edge", "--member-context=edge").CombinedOutput()
 	require.NoError(t, err, "%s", unjoined)
 	require.Contains(t, string(unjoined), "registry: ServiceAccount "+ns+"/edge-agent, the tunnel agent's (and its tokens) deleted")
 }

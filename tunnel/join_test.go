@@ -3,6 +3,7 @@ package tunnel_test
 import (
 	"bytes"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -155,7 +156,10 @@ func (r *rig) runDeployed(t *testing.T, d *appsv1.Deployment, s *corev1.Secret) 
 		require.NoError(t, os.WriteFile(filepath.Join(dir, key), value, 0o600))
 	}
 	var args []string
+	var host, port string
 	for _, a := range d.Spec.Template.Spec.Containers[0].Args {
+		host = cutPrefix(a, "--proxy-server-host=", host)
+		port = cutPrefix(a, "--proxy-server-port=", port)
 		switch {
 		case strings.HasPrefix(a, "--health-server-port="):
 			a = "--health-server-port=" + freePort(t)
@@ -166,9 +170,18 @@ func (r *rig) runDeployed(t *testing.T, d *appsv1.Deployment, s *corev1.Secret) 
 	}
 	assets, err := localfleet.AssetsDir("")
 	require.NoError(t, err)
-	cmd := exec.Command(filepath.Join(assets, "konnectivity-agent"), append(args, "--sync-interval=200ms", "--sync-interval-cap=1s")...)
+	require.NoError(t, lf.Members[0].Bridge(net.JoinHostPort(host, port)))
+	cmd := atTheEdge(filepath.Join(assets, "konnectivity-agent"), append(args, "--sync-interval=200ms", "--sync-interval-cap=1s")...)
 	start(t, fmt.Sprintf("agent as deployed, %v", args), cmd)
 	return cmd, filepath.Join(dir, agent.TokenKey)
+}
+
+// cutPrefix is what follows prefix in s, or else what.
+func cutPrefix(s, prefix, what string) string {
+	if rest, ok := strings.CutPrefix(s, prefix); ok {
+		return rest
+	}
+	return what
 }
 
 // renewerAccount is a client of the registry as ServiceAccount renewer of ns, bound there to the

@@ -36,12 +36,13 @@ import (
 	"github.com/cluster-registry/sdk/tunnel/agent"
 )
 
-// lf is the package's local fleet: the registry, and member-1, which the tests reach through a
-// tunnel server of their own.
+// lf is the package's local fleet: the registry, and member-1, which lives in a network of its
+// own (localfleet's Isolated), as an edge cluster behind NAT does: the tests reach it through a
+// tunnel server of their own, its agents run in its network, and nothing else dials it.
 var lf *localfleet.Fleet
 
 func TestMain(m *testing.M) {
-	fleettest.Main(m, &lf, localfleet.Options{Members: 1}, nil)
+	fleettest.Main(m, &lf, localfleet.Options{Members: 1, Isolated: []string{"member-1"}}, nil)
 }
 
 // rig is a tunnel server on loopback with the certificates its callers need.
@@ -114,8 +115,13 @@ func (r *rig) dialer() *tunnel.Dialer {
 
 // agentAccount makes the ServiceAccount name in ns that an agent authenticates as, saying that its
 // agent dials destination, and returns a file holding a bound token for the tunnel's audience.
+// A destination other than member-1's API server is a listener of the test's, which agents in
+// member-1's network reach through a bridge.
 func (r *rig) agentAccount(t *testing.T, ns, name, destination string) string {
 	t.Helper()
+	if destination != memberAddress(t) {
+		require.NoError(t, lf.Members[0].Bridge(destination))
+	}
 	ctx := fleettest.Context(t, time.Minute)
 	kube := kubernetes.NewForConfigOrDie(lf.Registry.Config)
 	_, err := kube.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{
@@ -131,15 +137,16 @@ func (r *rig) agentAccount(t *testing.T, ns, name, destination string) string {
 	return file
 }
 
-// startAgent runs konnectivity's stock agent with the token in tokenFile, claiming claim as its
-// identity (its agent ID and host identifier), until the test ends.
+// startAgent runs konnectivity's stock agent in member-1's network, with the token in tokenFile,
+// claiming claim as its identity (its agent ID and host identifier), until the test ends.
 func (r *rig) startAgent(t *testing.T, tokenFile, claim string) *exec.Cmd {
 	t.Helper()
 	assets, err := localfleet.AssetsDir("")
 	require.NoError(t, err)
 	host, port, err := net.SplitHostPort(r.agents)
 	require.NoError(t, err)
-	cmd := exec.Command(filepath.Join(assets, "konnectivity-agent"),
+	require.NoError(t, lf.Members[0].Bridge(r.agents))
+	cmd := atTheEdge(filepath.Join(assets, "konnectivity-agent"),
 		"--proxy-server-host="+host, "--proxy-server-port="+port, "--ca-cert="+r.agentCAFile,
 		"--agent-id="+claim, "--agent-identifiers=host="+claim,
 		"--service-account-token-path="+tokenFile,
@@ -241,7 +248,7 @@ func (rec *recorder) forward(c net.Conn, target string) {
 		_, _ = io.Copy(rec.writer(), c)
 		return
 	}
-	up, err := net.Dial("tcp", target)
+	up, err := dialTarget(target)
 	if err != nil {
 		return
 	}
@@ -275,7 +282,25 @@ type writerFunc func([]byte) (int, error)
 
 func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
 
-// memberAddress is member-1's API server as host:port.
+// dialTarget opens a connection to target: member-1's API server, in its network of its own, or a
+// listener of the test's.
+func dialTarget(target string) (net.Conn, error) {
+	m := lf.Members[0]
+	if target == strings.TrimPrefix(m.URL(), "https://") {
+		return m.Config.Dial(context.Background(), "tcp", target)
+	}
+	return net.Dial("tcp", target)
+}
+
+// atTheEdge is a command that runs in member-1's network, as one at the edge does.
+func atTheEdge(name string, args ...string) *exec.Cmd {
+	return lf.Members[0].Command(context.Background(), name, args...)
+}
+
+// registryAddress is the registry's API server as host:port.
+func registryAddress() string { return strings.TrimPrefix(lf.Registry.URL(), "https://") }
+
+// memberAddress is member-1's API server as host:port, which only its own network reaches.
 func memberAddress(t *testing.T) string {
 	t.Helper()
 	u := lf.Members[0].URL()

@@ -21,6 +21,22 @@ import (
 	"github.com/cluster-registry/sdk/testkit/testcerts"
 )
 
+// The member cannot be dialled: its Cluster, as localfleet registered it (dialled directly),
+// probes Unreachable, its address refusing the connection, while the same member read through
+// the tunnel is Ready. What the other tests read of it went through the tunnel or nowhere.
+func TestTheMemberCannotBeDialled(t *testing.T) {
+	realservers.Required(t)
+	r := startRig(t)
+	direct := fleettest.CopySet(t, lf, "member-1")
+	got := probe(t, direct, resolverFor(t, r.dialer()))
+	require.Equal(t, v1alpha1.ReasonUnreachable, got.Reason, "%+v", got)
+	require.Contains(t, got.Message, "connection refused")
+
+	tunnelled := fleettest.CopySet(t, lf, "member-1")
+	r.tunnelledMember(t, tunnelled, memberAddress(t))
+	require.Equal(t, v1alpha1.ReasonReachable, probe(t, tunnelled, resolverFor(t, r.dialer())).Reason)
+}
+
 // The member is read through the tunnel, with TLS end to end: the stand-in between the agent and
 // the member's API server carries the whole exchange and never sees the bearer token.
 func TestReadThroughTheTunnel(t *testing.T) {
