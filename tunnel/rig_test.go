@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -42,7 +43,12 @@ import (
 var lf *localfleet.Fleet
 
 func TestMain(m *testing.M) {
-	fleettest.Main(m, &lf, localfleet.Options{Members: 1, Isolated: []string{"member-1"}}, nil)
+	fleettest.Main(m, &lf, localfleet.Options{Members: 1, Isolated: []string{"member-1"}}, func(lf *localfleet.Fleet) error {
+		// Delivery's decisions, and the ClusterProfiles the publisher writes.
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		return errors.Join(fleettest.InstallPlacementDecisionCRD(ctx, lf.Registry.Config), fleettest.InstallClusterProfileCRD(ctx, lf.Registry.Config))
+	})
 }
 
 // rig is a tunnel server on loopback with the certificates its callers need.
