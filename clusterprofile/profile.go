@@ -12,6 +12,7 @@ import (
 
 	"github.com/cluster-registry/sdk/access"
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
+	"github.com/cluster-registry/sdk/tunnel"
 )
 
 const (
@@ -38,7 +39,8 @@ const (
 // Profile is the ClusterProfile that publishes c: same namespace and name, owned by c, labelled
 // and named as the manager's. resolved is what the Resolver made of c (nil when it could not
 // resolve it): its server and CA become the access provider; without it the profile offers no
-// access provider, rather than one the Resolver's trust rules did not choose.
+// access provider, rather than one the Resolver's trust rules did not choose. A member reached
+// through a tunnel offers one only with opts.TunnelProxy, its proxy-url through it.
 func Profile(c *v1alpha1.Cluster, resolved *access.Resolved, opts PublishOptions) *cpv1alpha1.ClusterProfile {
 	opts = opts.withDefaults()
 	p := &cpv1alpha1.ClusterProfile{
@@ -73,7 +75,8 @@ func Profile(c *v1alpha1.Cluster, resolved *access.Resolved, opts PublishOptions
 	if c.Status.ClusterID != "" {
 		p.Status.Properties = append(p.Status.Properties, cpv1alpha1.Property{Name: PropertyClusterID, Value: c.Status.ClusterID, LastObservedTime: observed})
 	}
-	if resolved != nil && resolved.Server != nil {
+	tunnelled := c.Spec.KubernetesAPIEndpoints.Tunnel != nil
+	if resolved != nil && resolved.Server != nil && (!tunnelled || opts.TunnelProxy != "") {
 		config, _ := json.Marshal(map[string]string{"clusterName": c.Name})
 		p.Status.AccessProviders = []cpv1alpha1.AccessProvider{{
 			Name: opts.AccessProvider,
@@ -84,6 +87,9 @@ func Profile(c *v1alpha1.Cluster, resolved *access.Resolved, opts PublishOptions
 				Extensions:               []clientcmdv1.NamedExtension{{Name: ExecExtension, Extension: runtime.RawExtension{Raw: config}}},
 			},
 		}}
+		if tunnelled {
+			p.Status.AccessProviders[0].Cluster.ProxyURL = tunnel.ProxyURL(opts.TunnelProxy, c.Namespace, c.Name)
+		}
 	}
 	return p
 }

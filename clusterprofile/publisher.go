@@ -51,6 +51,14 @@ type PublishOptions struct {
 	// Cluster was deleted while no Publisher ran is removed by the garbage collector, through its
 	// owner reference.
 	Members multicluster.ChangeSource
+	// TunnelProxy is where the profiles' consumers reach clusterregistry tunnel-proxy (host:port;
+	// each runs its own beside it, usually 127.0.0.1:8118). A member reached through a tunnel
+	// (spec.kubernetesApiEndpoints.tunnel) then offers an access provider whose proxy-url goes
+	// through it, naming the Cluster. Without it, such a member's profile offers no access
+	// provider: its server is an address in the member's own network, which a consumer's direct
+	// dial would not reach, and what proxy a consumer uses is the publisher's to say, never the
+	// Cluster's editor's.
+	TunnelProxy string
 	// Workers is how many profiles are written at once; 4 when zero.
 	Workers int
 	// Logger hears what could not be published, and why; controller-runtime's logger named

@@ -35,6 +35,7 @@ type HealthOptions struct {
 	Verbose                   bool
 	ClusterProfiles           bool   // publish a ClusterProfile per Cluster beside probing
 	ClusterManager            string // the profiles' cluster manager name
+	ProfileTunnelProxy        string // where the profiles' consumers run tunnel-proxy
 	ProbeAddr                 string // serve /healthz and /readyz here
 	MetricsClientCAFile       string // callers' client certificates; default the registry's own CAs
 	ShardGroup                string // divide the members among the replicas of this group
@@ -281,6 +282,8 @@ func (o *HealthOptions) addFlags(f *pflag.FlagSet, leaseName string) {
 	f.Float64Var(&o.RenewAt, "renew-at", 2.0/3, "for the rotator, the fraction of a token's life after which it is renewed")
 	f.DurationVar(&o.RotateInterval, "rotate-interval", time.Minute, "for the rotator, the longest time between looks for tokens due (a token due sooner is renewed when due)")
 	f.StringVar(&o.ClusterManager, "cluster-manager", clusterprofile.DefaultManagerName, "for the ClusterProfile publisher, the cluster manager the profiles name (spec.clusterManager.name and the x-k8s.io/cluster-manager label)")
+	f.StringVar(&o.ProfileTunnelProxy, "cluster-profile-tunnel-proxy", "", "for the ClusterProfile publisher, where the profiles' consumers run clusterregistry tunnel-proxy (host:port, e.g. 127.0.0.1:8118): "+
+		"a tunnelled member's profile then offers an access provider with a proxy-url through it (default: such members offer none)")
 }
 
 var (

@@ -124,7 +124,7 @@ func (o *HealthOptions) hostOptions(reg *registry, opts health.Options, chosen m
 		hostOpts.Rotation = &rotation.Options{RenewAt: o.RenewAt, Interval: o.RotateInterval}
 	}
 	if chosen[controllers.ClusterProfiles] {
-		hostOpts.ClusterProfiles = &clusterprofile.PublishOptions{ManagerName: o.ClusterManager}
+		hostOpts.ClusterProfiles = &clusterprofile.PublishOptions{ManagerName: o.ClusterManager, TunnelProxy: o.ProfileTunnelProxy}
 	}
 	if chosen[controllers.Placements] {
 		hostOpts.Placements = &scheduler.ControllerOptions{Options: scheduler.Options{SchedulerName: schedulerName}}
