@@ -3,6 +3,8 @@ package tunnel_test
 import (
 	"context"
 	"encoding/json"
+	"os/exec"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -23,6 +25,7 @@ import (
 	"github.com/cluster-registry/sdk/delivery"
 	"github.com/cluster-registry/sdk/multicluster"
 	"github.com/cluster-registry/sdk/testkit/fleettest"
+	"github.com/cluster-registry/sdk/testkit/gobuild"
 	"github.com/cluster-registry/sdk/testkit/realservers"
 )
 
@@ -59,6 +62,8 @@ func TestDeliveryThroughTheTunnel(t *testing.T) {
 	}
 	require.Equal(t, "blue", color())
 
+	t.Run("diff release through the tunnel", func(t *testing.T) { diffThroughTheTunnel(t, r, first) })
+
 	// Drift, seen by the watch through the tunnel.
 	cm, err := member.CoreV1().ConfigMaps(appNS).Get(ctx, "web-config", metav1.GetOptions{})
 	require.NoError(t, err)
@@ -92,6 +97,31 @@ func TestDeliveryThroughTheTunnel(t *testing.T) {
 	}, time.Minute, 100*time.Millisecond, "deleting the Release left its objects on the member")
 
 	t.Run("Helm mode", func(t *testing.T) { helmThroughTheTunnel(t, d, member, "helm-"+ns) })
+}
+
+// diffThroughTheTunnel runs clusterregistry diff release -f on an edit of rel: a dry run on the
+// member through the tunnel shows the change, exits 1, and changes nothing there.
+func diffThroughTheTunnel(t *testing.T, r *rig, rel *v1alpha1.Release) {
+	bin := filepath.Join(gobuild.Commands(t, "..", "./cmd/clusterregistry"), "clusterregistry")
+	edit := rel.DeepCopy()
+	edit.ManagedFields, edit.Status = nil, v1alpha1.ReleaseStatus{}
+	edit.TypeMeta = metav1.TypeMeta{APIVersion: v1alpha1.SchemeGroupVersion.String(), Kind: "Release"}
+	edit.Spec.Source.Manifests = objects(t,
+		&corev1.ConfigMap{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"}, ObjectMeta: metav1.ObjectMeta{Name: "web-config"}, Data: map[string]string{"color": "purple"}},
+		&corev1.ConfigMap{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"}, ObjectMeta: metav1.ObjectMeta{Name: "web-extra"}})
+	data, err := json.Marshal(edit)
+	require.NoError(t, err)
+	file := writeFile(t, t.TempDir(), "web.json", data)
+	cmd := exec.Command(bin, append([]string{"--kubeconfig=" + lf.Registry.Kubeconfig, "-n", rel.Namespace, "diff", "release", "-f", file}, r.trustFlags(t, "diff")...)...)
+	out, err := cmd.CombinedOutput()
+	var exit *exec.ExitError
+	require.ErrorAs(t, err, &exit, "%s", out)
+	require.Equal(t, 1, exit.ExitCode(), "diff found no change, or failed: %s", out)
+	require.Contains(t, string(out), "+  color: purple")
+	require.Contains(t, string(out), "-  color: blue")
+	cm, err := kubernetes.NewForConfigOrDie(lf.Members[0].Config).CoreV1().ConfigMaps(rel.Spec.TargetNamespace).Get(context.Background(), "web-config", metav1.GetOptions{})
+	require.NoError(t, err)
+	require.Equal(t, "blue", cm.Data["color"], "the dry run changed the member")
 }
 
 // helmThroughTheTunnel installs a chart in Helm mode on member-1 and uninstalls it.

@@ -46,10 +46,7 @@ func TestFleetAPIThroughTheTunnel(t *testing.T) {
 		metav1.CreateOptions{})
 	require.NoError(t, err)
 
-	readerCert, readerKey := testcerts.PEM(r.readers.Client("fleet-api", "system:masters"))
-	api := exec.Command(bin, "--kubeconfig="+lf.Registry.Kubeconfig, "-n", ns, "--listen=127.0.0.1:0",
-		"--tunnel-server="+r.frontend, "--tunnel-ca="+writeFile(t, r.dir, "fleet-api-ca.crt", r.readers.PEM),
-		"--tunnel-cert="+writeFile(t, r.dir, "fleet-api.crt", readerCert), "--tunnel-key="+writeFile(t, r.dir, "fleet-api.key", readerKey))
+	api := exec.Command(bin, append([]string{"--kubeconfig=" + lf.Registry.Kubeconfig, "-n", ns, "--listen=127.0.0.1:0"}, r.trustFlags(t, "fleet-api")...)...)
 	url := serving(t, api)
 	token := viewerToken(t, ns)
 
@@ -90,6 +87,15 @@ func TestFleetAPIThroughTheTunnel(t *testing.T) {
 	require.Equal(t, "member-1", v0[0].Name)
 	require.Equal(t, "Green", v0[0].Annotations["Health"], "Optikon's health of the tunnelled member")
 	require.NotEqual(t, "unknown", v0[0].Annotations["NumPods"])
+}
+
+// trustFlags are a reader's tunnel flags for the rig's frontend, with a client certificate of
+// user name in system:masters.
+func (r *rig) trustFlags(t *testing.T, name string) []string {
+	t.Helper()
+	cert, key := testcerts.PEM(r.readers.Client(name, "system:masters"))
+	return []string{"--tunnel-server=" + r.frontend, "--tunnel-ca=" + writeFile(t, r.dir, name+"-ca.crt", r.readers.PEM),
+		"--tunnel-cert=" + writeFile(t, r.dir, name+".crt", cert), "--tunnel-key=" + writeFile(t, r.dir, name+".key", key)}
 }
 
 // serving starts fleet-api and returns the address it says it serves on.
