@@ -21,6 +21,11 @@
 // Nodes, so a Deployment becomes Available through Kubernetes' own controllers, and a Pod of an
 // image from UnpullableRegistry waits in ImagePullBackOff for good, as a bad image's would.
 //
+// With Options.Isolated, a member lives in a network namespace of its own, as an edge cluster
+// behind NAT does: nothing on this machine's network can dial it, so a tool reaches it through a
+// tunnel (package tunnel) or not at all; Server.Command runs programs in its network and
+// Server.Bridge lets them reach an address outside.
+//
 // The binaries come from BinaryAssetsDirectory, KUBEBUILDER_ASSETS, or the cache that the SDK's
 // hack/build-testbins.sh fills; see AssetsDir.
 package localfleet

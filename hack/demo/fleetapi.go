@@ -68,10 +68,10 @@ func viewerToken(ctx context.Context, lf *localfleet.Fleet) (string, error) {
 	return tr.Status.Token, nil
 }
 
-// startFleetAPI runs fleet-api against the fleet's registry on a free local port, and returns
-// once it serves.
-func startFleetAPI(ctx context.Context, path string, lf *localfleet.Fleet) (*fleetAPI, error) {
-	cmd := exec.CommandContext(ctx, path, "-n", lf.Namespace, "--listen", "127.0.0.1:0")
+// startFleetAPI runs fleet-api against the fleet's registry on a free local port, with the
+// readers' tunnel flags trust, and returns once it serves.
+func startFleetAPI(ctx context.Context, path string, lf *localfleet.Fleet, trust []string) (*fleetAPI, error) {
+	cmd := exec.CommandContext(ctx, path, append([]string{"-n", lf.Namespace, "--listen", "127.0.0.1:0"}, trust...)...)
 	cmd.Env = append(os.Environ(), "KUBECONFIG="+lf.Registry.Kubeconfig)
 	// client-go logs every failed watch of a stopped member; the API itself says so, and since when.
 	var stderr strings.Builder

@@ -54,6 +54,11 @@ func run(ctx context.Context, fanoutDeploy, fleetAPIPath, clusterregistry string
 	fmt.Printf("(started in %s)\n", time.Since(start).Round(100*time.Millisecond))
 	d := &demo{ctx: ctx, lf: lf, fanoutDeploy: fanoutDeploy, clusterregistry: clusterregistry,
 		clusters: versioned.NewForConfigOrDie(lf.Registry.Config).ClusterregistryV1alpha1().Clusters(lf.Namespace)}
+	edge, err := d.joinEdge()
+	if err != nil {
+		return err
+	}
+	defer edge.stop()
 	stopControllers, err := d.setUp()
 	if err != nil {
 		return err
@@ -73,7 +78,7 @@ func run(ctx context.Context, fanoutDeploy, fleetAPIPath, clusterregistry string
 		return err
 	}
 	step("fleet-api answers what runs where from watch caches on every member (package fleetcache)")
-	api, err := startFleetAPI(ctx, fleetAPIPath, lf)
+	api, err := startFleetAPI(ctx, fleetAPIPath, lf, d.trust)
 	if err != nil {
 		return err
 	}
@@ -173,24 +178,18 @@ func waitPlaced(ctx context.Context, lf *localfleet.Fleet, name string, want int
 }
 
 // fleetKubeconfig writes a kubeconfig with a context for the registry (the current one) and one
-// per member, each named after it, with its administrator's credentials.
+// per member that this network reaches, each named after it, with its administrator's
+// credentials.
 func fleetKubeconfig(lf *localfleet.Fleet) (string, error) {
 	merged := clientcmdapi.NewConfig()
-	add := func(name, path string) error {
-		cfg, err := clientcmd.LoadFromFile(path)
-		if err != nil {
-			return err
-		}
-		c := cfg.Contexts[cfg.CurrentContext]
-		merged.Clusters[name], merged.AuthInfos[name] = cfg.Clusters[c.Cluster], cfg.AuthInfos[c.AuthInfo]
-		merged.Contexts[name] = &clientcmdapi.Context{Cluster: name, AuthInfo: name}
-		return nil
-	}
-	if err := add("registry", lf.Registry.Kubeconfig); err != nil {
+	if err := addContext(merged, "registry", lf.Registry.Kubeconfig); err != nil {
 		return "", err
 	}
 	for _, m := range lf.Members {
-		if err := add(m.Name, m.Kubeconfig); err != nil {
+		if m.Isolated() {
+			continue // nothing here dials it: kubectl reaches it through tunnel-proxy
+		}
+		if err := addContext(merged, m.Name, m.Kubeconfig); err != nil {
 			return "", err
 		}
 	}
@@ -206,6 +205,9 @@ func fleetKubeconfig(lf *localfleet.Fleet) (string, error) {
 func memberNames(lf *localfleet.Fleet) string {
 	var names []string
 	for _, m := range lf.Members {
+		if m.Isolated() {
+			continue
+		}
 		names = append(names, m.Name)
 	}
 	return strings.Join(names, ", ")

@@ -24,6 +24,8 @@ type demo struct {
 	lf                            *localfleet.Fleet
 	fanoutDeploy, clusterregistry string
 	clusters                      clusterregistryv1alpha1.ClusterInterface
+	// trust are the readers' flags for the tunnel to the edge member, once it is joined.
+	trust []string
 	// before are the uids of what the Releases delivered to member-2, before its outage.
 	before string
 }
@@ -32,12 +34,17 @@ type demo struct {
 func startFleet(ctx context.Context) (*localfleet.Fleet, error) {
 	step("Starting a local fleet: a registry and 3 member clusters, each a real kube-apiserver with etcd;\n" +
 		"   the members run kube-controller-manager, kube-scheduler and KWOK with 2 simulated Nodes each")
-	lf, err := localfleet.Start(ctx, localfleet.Options{Members: 3, Labels: map[string]string{"env": "demo"}, Workloads: &localfleet.Workloads{Nodes: 2}})
+	lf, err := localfleet.Start(ctx, localfleet.Options{Members: 3, Labels: map[string]string{"env": "demo"}, Workloads: &localfleet.Workloads{Nodes: 2},
+		Isolated: []string{edgeMember}})
 	if err != nil {
 		return nil, err
 	}
 	fmt.Printf("registry at %s; members:\n", lf.Registry.URL())
 	for _, m := range lf.Members {
+		if m.Isolated() {
+			fmt.Printf("  %s at %s, in a network of its own: joined through the tunnel below\n", m.Name, m.URL())
+			continue
+		}
 		how := "a service-account token in a Secret pinned to its server"
 		if m.ProviderType == v1alpha1.ProviderTypeKubeconfigSecret {
 			how = "a kubeconfig Secret"
@@ -58,13 +65,15 @@ func (d *demo) sh(name, path string, args ...string) error {
 }
 
 func (d *demo) kubectl(args ...string) error { return d.sh("kubectl", d.lf.Kubectl, args...) }
-func (d *demo) deploy(args ...string) error  { return d.sh("fanout-deploy", d.fanoutDeploy, args...) }
+func (d *demo) deploy(args ...string) error {
+	return d.sh("fanout-deploy", d.fanoutDeploy, append(args, d.trust...)...)
+}
 func (d *demo) cr(args ...string) error      { return d.sh("clusterregistry", d.clusterregistry, args...) }
 
 // member runs kubectl against a member, as its administrator.
 func (d *demo) member(m *localfleet.Member, args ...string) error {
 	fmt.Printf("\n$ kubectl --kubeconfig <%s's admin kubeconfig> %s\n", m.Name, strings.Join(args, " "))
-	cmd := exec.CommandContext(d.ctx, d.lf.Kubectl, append([]string{"--kubeconfig", m.Kubeconfig}, args...)...)
+	cmd := m.Command(d.ctx, d.lf.Kubectl, append([]string{"--kubeconfig", m.Kubeconfig}, args...)...) // in its network
 	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
 	return cmd.Run()
 }
@@ -132,8 +141,8 @@ func (d *demo) startControllers() (stop func(), err error) {
 	step("The controllers: health probes every member and writes what it sees into each Cluster's status;\n" +
 		"   placements decides each Placement and writes its decision as PlacementDecisions;\n" +
 		"   releases delivers each Release to the members of its decision, and keeps it there")
-	cmd := exec.CommandContext(d.ctx, d.clusterregistry, "controllers", "-n", d.lf.Namespace, "--controllers", "health,placements,releases",
-		"--interval", "1s", "--failure-threshold", "2", "--success-threshold", "1")
+	cmd := exec.CommandContext(d.ctx, d.clusterregistry, append([]string{"controllers", "-n", d.lf.Namespace, "--controllers", "health,placements,releases",
+		"--interval", "1s", "--failure-threshold", "2", "--success-threshold", "1"}, d.trust...)...)
 	cmd.Env = append(os.Environ(), "KUBECONFIG="+d.lf.Registry.Kubeconfig)
 	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stdout
 	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
@@ -373,7 +382,7 @@ func (d *demo) keep(api *fleetAPI) error {
 // each, in a stable order.
 func (d *demo) deliveredUIDs(member string) (string, error) {
 	m := d.lf.Member(member)
-	cmd := exec.CommandContext(d.ctx, d.lf.Kubectl, "--kubeconfig", m.Kubeconfig, "get", "configmaps,services,deployments", "-A",
+	cmd := m.Command(d.ctx, d.lf.Kubectl, "--kubeconfig", m.Kubeconfig, "get", "configmaps,services,deployments", "-A",
 		"-l", v1alpha1.ReleaseLabel, "--sort-by", "{.metadata.name}", "-o", "custom-columns=KIND:.kind,NAMESPACE:.metadata.namespace,NAME:.metadata.name,UID:.metadata.uid", "--no-headers")
 	out, err := cmd.Output()
 	if err != nil {
