@@ -77,7 +77,9 @@ func TestDeliveryThroughTheTunnel(t *testing.T) {
 		cur.Spec.Source.Manifests = objects(t, &corev1.ConfigMap{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
 			ObjectMeta: metav1.ObjectMeta{Name: "web-config"}, Data: map[string]string{"color": "green"}})
 	})
-	d.wait(t, "web", "the second revision", func(r *v1alpha1.Release) bool { return r.Status.Revision != first.Status.Revision && r.Status.Ready == 1 })
+	d.wait(t, "web", "the second revision", func(r *v1alpha1.Release) bool {
+		return r.Status.Revision != first.Status.Revision && r.Status.Ready == 1
+	})
 	require.Equal(t, "green", color())
 	_, err = member.CoreV1().ConfigMaps(appNS).Get(ctx, "web-extra", metav1.GetOptions{})
 	require.True(t, apierrors.IsNotFound(err), "web-extra was not pruned: %v", err)
@@ -85,7 +87,9 @@ func TestDeliveryThroughTheTunnel(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, history, 2)
 	d.update(t, "web", func(cur *v1alpha1.Release) { *cur = *delivery.Undo(cur, history[0]) })
-	d.wait(t, "web", "undone", func(r *v1alpha1.Release) bool { return r.Status.Revision == first.Status.Revision && r.Status.Ready == 1 })
+	d.wait(t, "web", "undone", func(r *v1alpha1.Release) bool {
+		return r.Status.Revision == first.Status.Revision && r.Status.Ready == 1
+	})
 	require.Equal(t, "blue", color())
 	_, err = member.CoreV1().ConfigMaps(appNS).Get(ctx, "web-extra", metav1.GetOptions{})
 	require.NoError(t, err, "undo did not put web-extra back")

@@ -68,7 +68,7 @@ func (d *demo) kubectl(args ...string) error { return d.sh("kubectl", d.lf.Kubec
 func (d *demo) deploy(args ...string) error {
 	return d.sh("fanout-deploy", d.fanoutDeploy, append(args, d.trust...)...)
 }
-func (d *demo) cr(args ...string) error      { return d.sh("clusterregistry", d.clusterregistry, args...) }
+func (d *demo) cr(args ...string) error { return d.sh("clusterregistry", d.clusterregistry, args...) }
 
 // member runs kubectl against a member, as its administrator.
 func (d *demo) member(m *localfleet.Member, args ...string) error {
