@@ -57,7 +57,7 @@ func (r *Resolver) tunnelDial(c *v1alpha1.Cluster) (func(ctx context.Context, ne
 		return nil, nil
 	}
 	if r.opts.Tunnel == nil {
-		return nil, fmt.Errorf("spec.kubernetesApiEndpoints.tunnel names agent %q: %w; give the reader a tunnel server (ResolverOptions.Tunnel, --tunnel-address)", t.Agent, ErrNoTunnel)
+		return nil, fmt.Errorf("spec.kubernetesApiEndpoints.tunnel names agent %q: %w; give the reader a tunnel server (ResolverOptions.Tunnel, --tunnel-server)", t.Agent, ErrNoTunnel)
 	}
 	address := TunnelAddress(c.Namespace, t.Agent)
 	tunnel := r.opts.Tunnel

@@ -53,6 +53,10 @@
 #   BenchmarkRender           chartrender: a chart that loops through template functions,
 #                             rendered with its bounds beside Helm's own template action, in turn:
 #                             time per render of each, their ratio
+#   BenchmarkTunnel           tunnel: fan-out over 100 and probes over 1,000 simulated members
+#                             through a tunnel server and konnectivity agents, beside the same
+#                             members dialled directly, in turn: the ratios, the server's CPU per
+#                             probe and heap per connected member
 #   BenchmarkMemberWithWorkloads localfleet: a member that runs workloads (kube-controller-manager,
 #                             kube-scheduler, KWOK with 3 Nodes): the workload processes' CPU idle
 #                             and per rollout of a new image to 10 replicas, and their memory,
@@ -89,6 +93,7 @@ go test ./delivery/ -run '^$' -bench 'Decide' -benchtime 20x | tee -a "$out" >&2
 go test ./cmd/clusterregistry/ -run '^$' -bench 'DiffRelease' -benchtime 1x -timeout 30m | tee -a "$out" >&2
 go test ./helmrelease/ -run '^$' -bench 'HelmMode' -benchtime 1x -helm-members 1000 -timeout 30m | tee -a "$out" >&2
 go test ./chartrender/ -run '^$' -bench 'Render' -benchtime 20x | tee -a "$out" >&2
+go test ./tunnel/ -run '^$' -bench 'Tunnel' -benchtime 10x | tee -a "$out" >&2
 
 # Each result line is: name iterations value unit value unit ...; print one row per benchmark.
 awk '

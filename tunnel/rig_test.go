@@ -32,6 +32,7 @@ import (
 	"github.com/cluster-registry/sdk/health"
 	"github.com/cluster-registry/sdk/localfleet"
 	"github.com/cluster-registry/sdk/testkit/fleettest"
+	"github.com/cluster-registry/sdk/testkit/simmembers"
 	"github.com/cluster-registry/sdk/testkit/testcerts"
 	"github.com/cluster-registry/sdk/tunnel"
 	"github.com/cluster-registry/sdk/tunnel/agent"
@@ -43,6 +44,16 @@ import (
 var lf *localfleet.Fleet
 
 func TestMain(m *testing.M) {
+	// BenchmarkTunnel's simulated members, and its agents, run in child processes of this binary.
+	if code, child := simmembers.Main(); child {
+		os.Exit(code)
+	}
+	if code, child := benchAgentsMain(); child {
+		os.Exit(code)
+	}
+	if code, child := benchServerMain(); child {
+		os.Exit(code)
+	}
 	fleettest.Main(m, &lf, localfleet.Options{Members: 1, Isolated: []string{"member-1"}}, func(lf *localfleet.Fleet) error {
 		// Delivery's decisions, and the ClusterProfiles the publisher writes.
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -198,7 +209,7 @@ func start(t *testing.T, what string, cmd *exec.Cmd) {
 	})
 }
 
-func listen(t *testing.T) net.Listener {
+func listen(t testing.TB) net.Listener {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
