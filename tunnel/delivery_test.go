@@ -8,12 +8,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/util/retry"
 	cpversioned "sigs.k8s.io/cluster-inventory-api/client/clientset/versioned"
@@ -39,7 +41,7 @@ func TestDeliveryThroughTheTunnel(t *testing.T) {
 	ctx := fleettest.Context(t, 4*time.Minute)
 	r := startRig(t)
 	ns := fleettest.CopySet(t, lf, "member-1")
-	r.tunnelledMember(t, ns, memberAddress(t))
+	host, agentProc, token := r.tunnelledMember(t, ns, memberAddress(t))
 	d := startDelivery(t, ns, r)
 	member := kubernetes.NewForConfigOrDie(lf.Members[0].Config)
 	appNS := "app-" + ns
@@ -72,6 +74,20 @@ func TestDeliveryThroughTheTunnel(t *testing.T) {
 	require.NoError(t, err)
 	require.Eventually(t, func() bool { return color() == "blue" }, time.Minute, 100*time.Millisecond, "the edit on the member was not corrected")
 
+	outer := t // what runs on after the subtest: the new agent, the new server
+	t.Run("a broken tunnel deletes nothing", func(t *testing.T) {
+		brokenTunnel(t, r, member, appNS, func() {
+			require.NoError(t, agentProc.Process.Kill()) // the agent restarts
+			require.Eventually(t, func() bool { return !r.server.Connected(host) }, time.Minute, 50*time.Millisecond)
+			time.Sleep(3 * time.Second) // the controller's turns meanwhile find the member unreachable
+			r.startAgent(outer, token, host)
+			r.waitConnected(t, host)
+			r.restart(outer) // and then the tunnel server does
+			r.waitConnected(t, host)
+		})
+		d.wait(t, "web", "Ready again", func(r *v1alpha1.Release) bool { return r.Status.Ready == 1 })
+	})
+
 	// A new revision without web-extra prunes it; undo brings the first back.
 	d.update(t, "web", func(cur *v1alpha1.Release) {
 		cur.Spec.Source.Manifests = objects(t, &corev1.ConfigMap{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
@@ -101,6 +117,40 @@ func TestDeliveryThroughTheTunnel(t *testing.T) {
 	}, time.Minute, 100*time.Millisecond, "deleting the Release left its objects on the member")
 
 	t.Run("Helm mode", func(t *testing.T) { helmThroughTheTunnel(t, d, member, "helm-"+ns) })
+}
+
+// brokenTunnel breaks the tunnel as breakIt says and checks, on the member itself, that what was
+// delivered to appNS was neither deleted nor made again meanwhile: the same uids, and no delete
+// or add seen by a watch of the member's ConfigMaps there.
+func brokenTunnel(t *testing.T, r *rig, member kubernetes.Interface, appNS string, breakIt func()) {
+	ctx := fleettest.Context(t, 3*time.Minute)
+	uids := func() map[string]types.UID {
+		list, err := member.CoreV1().ConfigMaps(appNS).List(ctx, metav1.ListOptions{LabelSelector: v1alpha1.ReleaseLabel})
+		require.NoError(t, err)
+		out := map[string]types.UID{}
+		for _, cm := range list.Items {
+			out[cm.Name] = cm.UID
+		}
+		return out
+	}
+	before := uids()
+	require.Len(t, before, 2)
+	list, err := member.CoreV1().ConfigMaps(appNS).List(ctx, metav1.ListOptions{})
+	require.NoError(t, err)
+	w, err := member.CoreV1().ConfigMaps(appNS).Watch(ctx, metav1.ListOptions{ResourceVersion: list.ResourceVersion})
+	require.NoError(t, err)
+	defer w.Stop()
+	breakIt()
+	require.Equal(t, before, uids(), "what was delivered was deleted or made again")
+	for {
+		select {
+		case ev := <-w.ResultChan():
+			require.NotContains(t, []watch.EventType{watch.Deleted, watch.Added}, ev.Type, "the member saw %s of %v", ev.Type, ev.Object)
+			continue
+		default:
+		}
+		break
+	}
 }
 
 // diffThroughTheTunnel runs clusterregistry diff release -f on an edit of rel: a dry run on the
@@ -205,11 +255,14 @@ func startDelivery(t *testing.T, ns string, r *rig) *deliveryRig {
 func (d *deliveryRig) wait(t *testing.T, name, what string, ok func(*v1alpha1.Release) bool) *v1alpha1.Release {
 	t.Helper()
 	var got *v1alpha1.Release
-	require.Eventually(t, func() bool {
+	assert.Eventually(t, func() bool {
 		var err error
 		got, err = d.releases.Get(context.Background(), name, metav1.GetOptions{})
 		return err == nil && got.Status.ObservedGeneration == got.Generation && ok(got)
 	}, 2*time.Minute, 100*time.Millisecond, "Release: %s", what)
+	if t.Failed() {
+		t.Fatalf("Release %s: %+v", name, got.Status)
+	}
 	return got
 }
 

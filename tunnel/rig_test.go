@@ -70,8 +70,11 @@ type rig struct {
 	// readers signs the frontend's and its readers' certificates; agentCAFile verifies the agents'
 	// side for konnectivity's agent.
 	readers     *testcerts.CA
+	agentCA     *testcerts.CA
 	agentCAFile string
 	dir         string
+	// stop stops the running server.
+	stop func(*testing.T)
 
 	mu   sync.Mutex
 	logs []string
@@ -80,28 +83,54 @@ type rig struct {
 // startRig starts a tunnel server that authenticates agents against the fleet's registry.
 func startRig(t *testing.T) *rig {
 	t.Helper()
-	r := &rig{readers: testcerts.NewCA("tunnel-readers"), dir: t.TempDir()}
-	agentCA := testcerts.NewCA("tunnel-agents")
+	r := &rig{readers: testcerts.NewCA("tunnel-readers"), agentCA: testcerts.NewCA("tunnel-agents"), dir: t.TempDir()}
 	r.agentCAFile = filepath.Join(r.dir, "agent-ca.crt")
-	require.NoError(t, os.WriteFile(r.agentCAFile, agentCA.PEM, 0o600))
+	require.NoError(t, os.WriteFile(r.agentCAFile, r.agentCA.PEM, 0o600))
+	fl, al := listen(t), listen(t)
+	r.frontend, r.agents = fl.Addr().String(), al.Addr().String()
+	r.serveOn(t, fl, al)
+	t.Cleanup(func() { r.stop(t) })
+	return r
+}
+
+// serveOn runs a new tunnel server on the two listeners until stop.
+func (r *rig) serveOn(t *testing.T, frontend, agents net.Listener) {
+	t.Helper()
 	server, err := tunnel.NewServer(tunnel.ServerOptions{
 		Registry:    kubernetes.NewForConfigOrDie(lf.Registry.Config),
 		FrontendTLS: &tls.Config{Certificates: []tls.Certificate{r.readers.Serving("127.0.0.1")}, ClientCAs: r.readers.Pool()},
-		AgentTLS:    &tls.Config{Certificates: []tls.Certificate{agentCA.Serving("127.0.0.1")}},
+		AgentTLS:    &tls.Config{Certificates: []tls.Certificate{r.agentCA.Serving("127.0.0.1")}},
 		Logger:      funcr.New(r.log, funcr.Options{Verbosity: 1}),
 	})
 	require.NoError(t, err)
 	r.server = server
-	fl, al := listen(t), listen(t)
-	r.frontend, r.agents = fl.Addr().String(), al.Addr().String()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- server.Serve(ctx, fl, al) }()
-	t.Cleanup(func() {
+	go func() { done <- server.Serve(ctx, frontend, agents) }()
+	r.stop = func(t *testing.T) {
 		cancel()
 		require.NoError(t, <-done)
-	})
-	return r
+		r.stop = func(*testing.T) {}
+	}
+}
+
+// restart stops the tunnel server, as a crash or a rollout does (every tunnel through it
+// breaks), and starts a new one at the same addresses.
+func (r *rig) restart(t *testing.T) {
+	t.Helper()
+	r.stop(t)
+	var fl, al net.Listener
+	require.Eventually(t, func() bool {
+		var err error
+		if fl == nil {
+			fl, _ = net.Listen("tcp", r.frontend)
+		}
+		if al == nil {
+			al, err = net.Listen("tcp", r.agents)
+		}
+		return fl != nil && al != nil && err == nil
+	}, 10*time.Second, 50*time.Millisecond, "the tunnel server's addresses were not free again")
+	r.serveOn(t, fl, al)
 }
 
 func (r *rig) log(prefix, args string) {
