@@ -107,8 +107,10 @@ func deployRoles(t *testing.T) map[string]rbacv1.ClusterRole {
 	require.NoError(t, err)
 	api, err := filepath.Glob("fleet-api/*.yaml")
 	require.NoError(t, err)
+	tunnelRoles, err := filepath.Glob("tunnel/*.yaml")
+	require.NoError(t, err)
 	out := map[string]rbacv1.ClusterRole{}
-	for _, f := range append(append(files, more...), api...) {
+	for _, f := range append(append(append(files, more...), api...), tunnelRoles...) {
 		data, err := os.ReadFile(f)
 		require.NoError(t, err)
 		for _, u := range decode(t, f, string(data)) {
@@ -176,6 +178,8 @@ func TestChartRendersWhatTheRegistryTakes(t *testing.T) {
 
 			requireFleetAPI(t, objs, tc)
 
+			requireTunnel(t, objs, tc)
+
 			requireRegistryTakes(t, ctx, objs, mapper, dyn)
 		})
 	}
@@ -189,6 +193,8 @@ func TestChartRendersWhatTheRegistryTakes(t *testing.T) {
 		require.ErrorContains(t, err, "values.fleetAPI.tls.secretName")
 		_, err = render(t, map[string]any{"fleetAPI": map[string]any{"enabled": true, "tls": map[string]any{"secretName": "fleet-api-tls"}}})
 		require.ErrorContains(t, err, "values.fleetAPI.optikonClusterSet")
+		_, err = render(t, map[string]any{"tunnel": map[string]any{"enabled": true, "frontendSecretName": "f", "agentSecretName": "a"}})
+		require.ErrorContains(t, err, "values.tunnel.readerSecretName")
 	})
 }
 
@@ -199,8 +205,8 @@ type chartCase struct {
 	bound   string // the namespace of the roles' bindings; "" for cluster-wide
 	sharded bool
 	roles   []string
-	// fleetAPI: the chart also runs fleet-api
-	fleetAPI bool
+	// fleetAPI: the chart also runs fleet-api; tunnel: and the tunnel server
+	fleetAPI, tunnel bool
 }
 
 // chartCases are the renderings TestChartRendersWhatTheRegistryTakes checks; ns is a cluster set.
@@ -210,6 +216,12 @@ func chartCases(ns string) []chartCase {
 		{name: "with fleet-api",
 			values: map[string]any{"fleetAPI": map[string]any{"enabled": true, "tls": map[string]any{"secretName": "fleet-api-tls"}, "allowedHosts": []any{"fleet.example.com"}, "corsAllowedOrigins": []any{"https://optikon.example.com:30800"}, "optikonClusterSet": "edge"}},
 			roles:  []string{"clusterregistry-health", "clusterregistry-health-rotation", "clusterregistry-placements", "clusterregistry-releases", "clusterregistry-fleet-api"}, fleetAPI: true},
+		{name: "with the tunnel server, and fleet-api",
+			values: map[string]any{"fleetAPI": map[string]any{"enabled": true, "tls": map[string]any{"secretName": "fleet-api-tls"}, "optikonClusterSet": "edge",
+				"allowedHosts": []any{"fleet.example.com"}, "corsAllowedOrigins": []any{"https://optikon.example.com:30800"}},
+				"tunnel": map[string]any{"enabled": true, "frontendSecretName": "tunnel-frontend", "agentSecretName": "tunnel-agents", "readerSecretName": "tunnel-reader"}},
+			roles:  []string{"clusterregistry-health", "clusterregistry-health-rotation", "clusterregistry-placements", "clusterregistry-releases", "clusterregistry-fleet-api", "clusterregistry-tunnel"},
+			fleetAPI: true, tunnel: true},
 		{name: "one set, sharded, with ClusterProfiles",
 			values: map[string]any{"clusterSet": ns, "sharding": map[string]any{"enabled": true}, "controllers": []any{"health", "clusterprofiles", "releases"}, "image": map[string]any{"tag": "v9.9.9"}},
 			bound:  ns, sharded: true,
@@ -291,11 +303,61 @@ func requireFleetAPI(t *testing.T, objs []*unstructured.Unstructured, tc chartCa
 		require.Contains(t, args, "--all-namespaces")
 		require.Contains(t, args, "--optikon-cluster-set=edge", "with every set served, /v0 serves the one named")
 		require.Equal(t, "fleet-api-tls", api.Volumes[0].Secret.SecretName)
-		require.Len(t, objectsOf(objs, "Service"), 1)
+		if !tc.tunnel {
+			require.Len(t, objectsOf(objs, "Service"), 1)
+		}
 	} else {
 		require.Empty(t, objectsOf(objs, "Service"), "fleet-api is off by default")
 	}
 
+}
+
+// requireTunnel: with tc.tunnel, the tunnel server runs as its replicas' count says, with its
+// certificates, behind a Service for readers and one for agents, and the controllers and
+// fleet-api reach members through it with the reader's certificate; without, none of it.
+func requireTunnel(t *testing.T, objs []*unstructured.Unstructured, tc chartCase) {
+	t.Helper()
+	readerFlags := []string{"--tunnel-server=clusterregistry-tunnel." + releaseNamespace + ".svc:8090",
+		"--tunnel-ca=/tunnel/ca.crt", "--tunnel-cert=/tunnel/tls.crt", "--tunnel-key=/tunnel/tls.key"}
+	readers := []appsv1.Deployment{deploymentOf(t, objs, "-controllers")}
+	if tc.fleetAPI {
+		readers = append(readers, deploymentOf(t, objs, "-fleet-api"))
+	}
+	if !tc.tunnel {
+		for _, d := range objectsOf(objs, "Deployment") {
+			require.NotEqual(t, "clusterregistry-tunnel", d.GetName(), "the tunnel server is off by default")
+		}
+		for _, d := range readers {
+			require.NotContains(t, d.Spec.Template.Spec.Containers[0].Args, readerFlags[0])
+		}
+		return
+	}
+	server := deploymentOf(t, objs, "-tunnel")
+	c := server.Spec.Template.Spec.Containers[0]
+	require.Equal(t, "tunnel-server", c.Args[0])
+	require.Contains(t, c.Args, "--server-count=2", "agents connect to both replicas")
+	require.Contains(t, c.Args, "--reader-ca=/frontend/ca.crt")
+	require.EqualValues(t, 2, *server.Spec.Replicas)
+	require.Equal(t, "tunnel-frontend", server.Spec.Template.Spec.Volumes[0].Secret.SecretName)
+	require.Equal(t, "tunnel-agents", server.Spec.Template.Spec.Volumes[1].Secret.SecretName)
+	services := map[string]string{}
+	for _, s := range objectsOf(objs, "Service") {
+		typ, _, _ := unstructured.NestedString(s.Object, "spec", "type")
+		services[s.GetName()] = typ
+	}
+	require.Contains(t, services, "clusterregistry-tunnel")
+	require.Equal(t, "LoadBalancer", services["clusterregistry-tunnel-agents"], "agents dial in from outside the cluster")
+	for _, d := range readers {
+		pod := d.Spec.Template.Spec
+		for _, f := range readerFlags {
+			require.Contains(t, pod.Containers[0].Args, f, d.Name)
+		}
+		var secrets []string
+		for _, v := range pod.Volumes {
+			secrets = append(secrets, v.Secret.SecretName)
+		}
+		require.Contains(t, secrets, "tunnel-reader", "%s mounts the reader's certificate", d.Name)
+	}
 }
 
 // requireRegistryTakes: the registry takes every object, in a server dry run.
@@ -401,6 +463,8 @@ func TestChartValuesSchema(t *testing.T) {
 		{"no such controller", map[string]any{"controllers": []any{"health", "nosuch"}}, "/controllers/1"},
 		{"a misspelt key", map[string]any{"fleetApi": map[string]any{"enabled": true}}, "fleetApi"},
 		{"replicas as words", map[string]any{"replicas": "two"}, "/replicas"},
+		{"the tunnel server with its Secrets", map[string]any{"tunnel": map[string]any{"enabled": true, "frontendSecretName": "f", "agentSecretName": "a", "readerSecretName": "r"}}, ""},
+		{"the tunnel server without its readers' Secret", map[string]any{"tunnel": map[string]any{"enabled": true, "frontendSecretName": "f", "agentSecretName": "a"}}, "/tunnel"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			vals, err := chartutil.CoalesceValues(chrt, tc.values)
@@ -427,7 +491,7 @@ func TestChartValuesAreDocumented(t *testing.T) {
 	walk = func(prefix string, values map[string]any) {
 		for key, v := range values {
 			path := prefix + key
-			if sub, ok := v.(map[string]any); ok && len(sub) > 0 && path != "resources" && path != "fleetAPI.resources" {
+			if sub, ok := v.(map[string]any); ok && len(sub) > 0 && path != "resources" && path != "fleetAPI.resources" && path != "tunnel.resources" {
 				walk(path+".", sub)
 				continue
 			}

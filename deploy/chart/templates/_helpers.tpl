@@ -15,6 +15,21 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
 {{ include "clusterregistry.labels" . | replace "app.kubernetes.io/name: clusterregistry-controllers" "app.kubernetes.io/name: fleet-api" }}
 {{- end -}}
 
+{{- /* The tunnel server's objects. */ -}}
+{{- define "clusterregistry.tunnelLabels" -}}
+{{ include "clusterregistry.labels" . | replace "app.kubernetes.io/name: clusterregistry-controllers" "app.kubernetes.io/name: tunnel-server" }}
+{{- end -}}
+
+{{- /* A reader's tunnel flags (the controllers', fleet-api's), when the chart runs the tunnel server. */ -}}
+{{- define "clusterregistry.tunnelArgs" -}}
+{{- if .Values.tunnel.enabled }}
+- --tunnel-server={{ printf "%s-tunnel" .Release.Name | trunc 63 | trimSuffix "-" }}.{{ .Release.Namespace }}.svc:{{ .Values.tunnel.frontendPort }}
+- --tunnel-ca=/tunnel/ca.crt
+- --tunnel-cert=/tunnel/tls.crt
+- --tunnel-key=/tunnel/tls.key
+{{- end }}
+{{- end -}}
+
 {{- define "clusterregistry.selector" -}}
 app.kubernetes.io/name: clusterregistry-controllers
 app.kubernetes.io/instance: {{ .Release.Name }}
