@@ -35,23 +35,43 @@ type agentIdentity struct {
 // agentInterceptor admits an agent's stream only once its token says which ServiceAccount it is,
 // and it claims that ServiceAccount's identity and nothing else. Stock konnectivity admits every
 // agent of one ServiceAccount under whatever identifiers it claims.
+//
+// An admitted agent stays admitted only while its token does: see revoked.
 func (s *Server) agentInterceptor(srv any, ss grpc.ServerStream, _ *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
-	id, err := s.authenticate(ss.Context())
+	id, token, err := s.authenticate(ss.Context())
 	if err != nil {
 		s.opts.Logger.Info("refused a tunnel agent", "reason", err.Error())
 		return err
 	}
 	defer s.agentConnected(id)()
 	s.opts.Logger.V(1).Info("tunnel agent connected", "serviceAccount", id.namespace+"/"+id.name, "destination", id.destination)
-	return handler(srv, &agentStream{ServerStream: ss, id: id})
+	ctx, cancel := context.WithCancel(ss.Context())
+	defer cancel()
+	served := make(chan error, 1)
+	go func() { served <- handler(srv, &agentStream{ServerStream: ss, id: id}) }()
+	select {
+	case err := <-served:
+		return err
+	case err := <-s.revoked(ctx, token, id):
+		// Returning ends the stream: konnectivity's handler, reading it, sees it closed and
+		// returns too, and the agent's reconnection is refused.
+		s.opts.Logger.Info("disconnected a tunnel agent", "serviceAccount", id.namespace+"/"+id.name, "reason", err.Error())
+		return err
+	}
 }
 
-func (s *Server) authenticate(ctx context.Context) (*agentIdentity, error) {
+// authenticate reviews the agent's token and returns who it is, and the token, for revoked.
+func (s *Server) authenticate(ctx context.Context) (*agentIdentity, string, error) {
 	md, _ := metadata.FromIncomingContext(ctx)
 	token, ok := bearer(md.Get(header.AuthenticationTokenContextKey))
 	if !ok {
-		return nil, status.Error(codes.Unauthenticated, "tunnel agent sent no bearer token: give it a bound ServiceAccount token of the registry (--service-account-token-path)")
+		return nil, "", status.Error(codes.Unauthenticated, "tunnel agent sent no bearer token: give it a bound ServiceAccount token of the registry (--service-account-token-path)")
 	}
+	id, err := s.identify(ctx, md, token)
+	return id, token, err
+}
+
+func (s *Server) identify(ctx context.Context, md metadata.MD, token string) (*agentIdentity, error) {
 	id, err := s.review(ctx, token)
 	if err != nil {
 		return nil, err

@@ -138,11 +138,15 @@ func TestJoinThroughTheTunnel(t *testing.T) {
 	require.True(t, apierrors.IsNotFound(err), "unjoin left the agent's ServiceAccount: %v", err)
 	_, err = reg.Kube.RbacV1().Roles(reg.Namespace).Get(ctx, agent.TokensRole, metav1.GetOptions{})
 	require.True(t, apierrors.IsNotFound(err), "unjoin left its agent in %s: %v", agent.TokensRole, err)
-	require.NoError(t, proc.Process.Kill())
-	require.Eventually(t, func() bool { return !r.server.Connected(host) }, time.Minute, 50*time.Millisecond)
-	r.startAgent(t, tokenFile, host)
+	// The running agent, its account gone, is cut off at the server's next review of its token,
+	// and its reconnections are refused; so is a new agent with the same token.
+	require.Eventually(t, func() bool { return r.logged("disconnected a tunnel agent") && !r.server.Connected(host) }, time.Minute, 50*time.Millisecond,
+		"an unjoined agent stayed connected")
 	require.Eventually(t, func() bool { return r.logged("refused a tunnel agent") }, time.Minute, 50*time.Millisecond,
 		"an unjoined agent's token still opened a tunnel")
+	require.NoError(t, proc.Process.Kill())
+	r.startAgent(t, tokenFile, host)
+	time.Sleep(2 * time.Second) // a few of the agent's attempts, at --sync-interval=200ms
 	require.False(t, r.server.Connected(host))
 }
 

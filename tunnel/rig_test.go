@@ -100,7 +100,9 @@ func (r *rig) serveOn(t *testing.T, frontend, agents net.Listener) {
 		Registry:    kubernetes.NewForConfigOrDie(lf.Registry.Config),
 		FrontendTLS: &tls.Config{Certificates: []tls.Certificate{r.readers.Serving("127.0.0.1")}, ClientCAs: r.readers.Pool()},
 		AgentTLS:    &tls.Config{Certificates: []tls.Certificate{r.agentCA.Serving("127.0.0.1")}},
-		Logger:      funcr.New(r.log, funcr.Options{Verbosity: 1}),
+		// Connected agents' tokens reviewed again often, for TestJoinThroughTheTunnel's unjoin.
+		AgentRecheck: 500 * time.Millisecond,
+		Logger:       funcr.New(r.log, funcr.Options{Verbosity: 1}),
 	})
 	require.NoError(t, err)
 	r.server = server

@@ -47,6 +47,10 @@ type ServerOptions struct {
 	// agents, which connect to each. Defaults: a random ID, and 1.
 	ServerID    string
 	ServerCount int
+	// AgentRecheck is how often a connected agent's token is reviewed again, beside once when it
+	// expires: an agent whose ServiceAccount was deleted (unjoin), or whose token expired, is
+	// disconnected then, and refused when it reconnects. Default a minute.
+	AgentRecheck time.Duration
 	// Logger receives the server's logs, which never hold tokens.
 	Logger logr.Logger
 }
@@ -82,6 +86,9 @@ func NewServer(opts ServerOptions) (*Server, error) {
 	}
 	if opts.ServerID == "" {
 		opts.ServerID = randomID()
+	}
+	if opts.AgentRecheck <= 0 {
+		opts.AgentRecheck = time.Minute
 	}
 	frontend := opts.FrontendTLS.Clone()
 	frontend.ClientAuth = tls.RequireAndVerifyClientCert

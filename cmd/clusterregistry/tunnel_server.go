@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -28,6 +29,7 @@ type TunnelServerOptions struct {
 	AnyReader           bool
 	ServerID            string
 	ServerCount         int
+	AgentRecheck        time.Duration
 	Verbose             bool
 
 	opts   tunnel.ServerOptions
@@ -42,7 +44,7 @@ func (o *TunnelServerOptions) Complete(f *factory, cmd *cobra.Command, _ []strin
 	}
 	o.stderr = cmd.ErrOrStderr()
 	o.opts = tunnel.ServerOptions{Registry: reg.Kube, Audience: o.Audience, AnyReader: o.AnyReader, ServerID: o.ServerID, ServerCount: o.ServerCount,
-		Logger: commandLogger(o.stderr, o.Verbose).WithName("tunnel")}
+		AgentRecheck: o.AgentRecheck, Logger: commandLogger(o.stderr, o.Verbose).WithName("tunnel")}
 	return nil
 }
 
@@ -56,6 +58,9 @@ func (o *TunnelServerOptions) Validate() error {
 		if f.value == "" {
 			errs = append(errs, fmt.Errorf("--%s is required", f.name))
 		}
+	}
+	if o.AgentRecheck <= 0 {
+		errs = append(errs, fmt.Errorf("--agent-recheck %s: want a positive duration, such as 1m", o.AgentRecheck))
 	}
 	if len(errs) > 0 {
 		return usageError{errors.Join(errs...)}
@@ -151,6 +156,7 @@ func newTunnelServer(f *factory) *cobra.Command {
 	fl.BoolVar(&o.AnyReader, "any-reader", false, "let every reader with a certificate of --reader-ca reach every member, not only those of the cluster sets the registry lets it read")
 	fl.StringVar(&o.ServerID, "server-id", "", "this server's ID among --server-count servers behind one address (default: random)")
 	fl.IntVar(&o.ServerCount, "server-count", 1, "how many tunnel servers run behind one address; agents connect to each")
+	fl.DurationVar(&o.AgentRecheck, "agent-recheck", time.Minute, "how often a connected agent's token is reviewed again (and when it expires): an agent whose ServiceAccount is gone (unjoin) or whose token expired is disconnected")
 	fl.BoolVarP(&o.Verbose, "verbose", "v", false, "log each agent that connects")
 	return cmd
 }
