@@ -220,7 +220,7 @@ func chartCases(ns string) []chartCase {
 			values: map[string]any{"fleetAPI": map[string]any{"enabled": true, "tls": map[string]any{"secretName": "fleet-api-tls"}, "optikonClusterSet": "edge",
 				"allowedHosts": []any{"fleet.example.com"}, "corsAllowedOrigins": []any{"https://optikon.example.com:30800"}},
 				"tunnel": map[string]any{"enabled": true, "frontendSecretName": "tunnel-frontend", "agentSecretName": "tunnel-agents", "readerSecretName": "tunnel-reader"}},
-			roles:  []string{"clusterregistry-health", "clusterregistry-health-rotation", "clusterregistry-placements", "clusterregistry-releases", "clusterregistry-fleet-api", "clusterregistry-tunnel"},
+			roles:    []string{"clusterregistry-health", "clusterregistry-health-rotation", "clusterregistry-placements", "clusterregistry-releases", "clusterregistry-fleet-api", "clusterregistry-tunnel"},
 			fleetAPI: true, tunnel: true},
 		{name: "one set, sharded, with ClusterProfiles",
 			values: map[string]any{"clusterSet": ns, "sharding": map[string]any{"enabled": true}, "controllers": []any{"health", "clusterprofiles", "releases"}, "image": map[string]any{"tag": "v9.9.9"}},
