@@ -67,11 +67,7 @@ func TestDeliveryThroughTheTunnel(t *testing.T) {
 	t.Run("diff release through the tunnel", func(t *testing.T) { diffThroughTheTunnel(t, r, first) })
 
 	// Drift, seen by the watch through the tunnel.
-	cm, err := member.CoreV1().ConfigMaps(appNS).Get(ctx, "web-config", metav1.GetOptions{})
-	require.NoError(t, err)
-	cm.Data["color"] = "red"
-	_, err = member.CoreV1().ConfigMaps(appNS).Update(ctx, cm, metav1.UpdateOptions{})
-	require.NoError(t, err)
+	editByHand(t, member, appNS, "red")
 	require.Eventually(t, func() bool { return color() == "blue" }, time.Minute, 100*time.Millisecond, "the edit on the member was not corrected")
 
 	outer := t // what runs on after the subtest: the new agent, the new server
@@ -117,6 +113,16 @@ func TestDeliveryThroughTheTunnel(t *testing.T) {
 	}, time.Minute, 100*time.Millisecond, "deleting the Release left its objects on the member")
 
 	t.Run("Helm mode", func(t *testing.T) { helmThroughTheTunnel(t, d, member, "helm-"+ns) })
+}
+
+// editByHand sets web-config's color on the member, as someone with kubectl there would.
+func editByHand(t *testing.T, member kubernetes.Interface, appNS, color string) {
+	ctx := fleettest.Context(t, time.Minute)
+	cm, err := member.CoreV1().ConfigMaps(appNS).Get(ctx, "web-config", metav1.GetOptions{})
+	require.NoError(t, err)
+	cm.Data["color"] = color
+	_, err = member.CoreV1().ConfigMaps(appNS).Update(ctx, cm, metav1.UpdateOptions{})
+	require.NoError(t, err)
 }
 
 // brokenTunnel breaks the tunnel as breakIt says and checks, on the member itself, that what was

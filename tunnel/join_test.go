@@ -48,33 +48,13 @@ func TestJoinThroughTheTunnel(t *testing.T) {
 	tunnelOpts := &join.TunnelOptions{Server: r.agents, ServerCA: ca, Destination: memberAddress(t)}
 	opts := join.Options{Name: "edge", Tunnel: tunnelOpts, TokenTTL: join.MinTokenTTL}
 
-	t.Run("a dry run shows the agent's manifests, without a token, and makes nothing", func(t *testing.T) {
-		var progress bytes.Buffer
-		dry := opts
-		dry.DryRun, dry.Progress = true, &progress
-		res, err := join.Join(ctx, lf.Members[0].Config, reg, dry)
-		require.NoError(t, err, progress.String())
-		require.Contains(t, progress.String(), "kind: Deployment")
-		require.Contains(t, progress.String(), "--agent-id="+access.TunnelHost(reg.Namespace, "edge-agent"))
-		require.NotNil(t, res.Agent)
-		_, err = reg.Kube.CoreV1().ServiceAccounts(reg.Namespace).Get(ctx, "edge-agent", metav1.GetOptions{})
-		require.True(t, apierrors.IsNotFound(err), "a dry run made the agent's ServiceAccount: %v", err)
-	})
+	t.Run("a dry run shows the agent's manifests, without a token, and makes nothing", func(t *testing.T) { dryRunMakesNothing(t, reg, opts) })
 
 	var progress bytes.Buffer
 	opts.Progress = &progress
 	res, err := join.Join(ctx, lf.Members[0].Config, reg, opts)
 	require.NoError(t, err, progress.String())
-	require.Equal(t, &v1alpha1.Tunnel{Agent: "edge-agent"}, res.Cluster.Spec.KubernetesAPIEndpoints.Tunnel)
-	secret, err := reg.Kube.CoreV1().Secrets(reg.Namespace).Get(ctx, "edge-token", metav1.GetOptions{})
-	require.NoError(t, err)
-	require.Equal(t, "edge-agent", secret.Annotations[v1alpha1.TunnelAgentAnnotation], "the member's token is not pinned to its agent")
-	sa, err := reg.Kube.CoreV1().ServiceAccounts(reg.Namespace).Get(ctx, "edge-agent", metav1.GetOptions{})
-	require.NoError(t, err)
-	require.Equal(t, memberAddress(t), sa.Annotations[agent.DestinationAnnotation])
-	role, err := reg.Kube.RbacV1().Roles(reg.Namespace).Get(ctx, agent.TokensRole, metav1.GetOptions{})
-	require.NoError(t, err)
-	require.Equal(t, []string{"edge-agent"}, role.Rules[0].ResourceNames)
+	requireJoinedForTheTunnel(t, reg, res)
 
 	member := kubernetes.NewForConfigOrDie(lf.Members[0].Config)
 	ns := res.Account.Namespace
@@ -130,8 +110,49 @@ func TestJoinThroughTheTunnel(t *testing.T) {
 		require.Equal(t, fresh.ResourceVersion, unchanged.ResourceVersion, "the agent's Secret was written with nothing due")
 	})
 
+	unjoinCutsTheAgentOff(t, r, reg, proc, tokenFile)
+}
+
+// dryRunMakesNothing: join's dry run shows the agent's manifests, without a token, and makes
+// nothing.
+func dryRunMakesNothing(t *testing.T, reg join.Registry, opts join.Options) {
+	ctx := fleettest.Context(t, time.Minute)
+	var progress bytes.Buffer
+	opts.DryRun, opts.Progress = true, &progress
+	res, err := join.Join(ctx, lf.Members[0].Config, reg, opts)
+	require.NoError(t, err, progress.String())
+	require.Contains(t, progress.String(), "kind: Deployment")
+	require.Contains(t, progress.String(), "--agent-id="+access.TunnelHost(reg.Namespace, "edge-agent"))
+	require.NotNil(t, res.Agent)
+	_, err = reg.Kube.CoreV1().ServiceAccounts(reg.Namespace).Get(ctx, "edge-agent", metav1.GetOptions{})
+	require.True(t, apierrors.IsNotFound(err), "a dry run made the agent's ServiceAccount: %v", err)
+}
+
+// requireJoinedForTheTunnel: the Cluster says its tunnel, its token is pinned to the agent, whose
+// ServiceAccount names its destination and is listed in the set's agent Role.
+func requireJoinedForTheTunnel(t *testing.T, reg join.Registry, res *join.Result) {
+	t.Helper()
+	ctx := fleettest.Context(t, time.Minute)
+	require.Equal(t, &v1alpha1.Tunnel{Agent: "edge-agent"}, res.Cluster.Spec.KubernetesAPIEndpoints.Tunnel)
+	secret, err := reg.Kube.CoreV1().Secrets(reg.Namespace).Get(ctx, "edge-token", metav1.GetOptions{})
+	require.NoError(t, err)
+	require.Equal(t, "edge-agent", secret.Annotations[v1alpha1.TunnelAgentAnnotation], "the member's token is not pinned to its agent")
+	sa, err := reg.Kube.CoreV1().ServiceAccounts(reg.Namespace).Get(ctx, "edge-agent", metav1.GetOptions{})
+	require.NoError(t, err)
+	require.Equal(t, memberAddress(t), sa.Annotations[agent.DestinationAnnotation])
+	role, err := reg.Kube.RbacV1().Roles(reg.Namespace).Get(ctx, agent.TokensRole, metav1.GetOptions{})
+	require.NoError(t, err)
+	require.Equal(t, []string{"edge-agent"}, role.Rules[0].ResourceNames)
+}
+
+// unjoinCutsTheAgentOff: unjoin deletes the agent's ServiceAccount and its Role, the running
+// agent (proc, reading tokenFile) is disconnected, and a new one with its token is refused.
+func unjoinCutsTheAgentOff(t *testing.T, r *rig, reg join.Registry, proc *exec.Cmd, tokenFile string) {
+	t.Helper()
+	ctx := fleettest.Context(t, 2*time.Minute)
+	host := access.TunnelHost(reg.Namespace, "edge-agent")
 	var unjoined bytes.Buffer
-	_, err = join.Unjoin(ctx, reg, "edge", join.UnjoinOptions{Member: lf.Members[0].Config, Progress: &unjoined})
+	_, err := join.Unjoin(ctx, reg, "edge", join.UnjoinOptions{Member: lf.Members[0].Config, Progress: &unjoined})
 	require.NoError(t, err, unjoined.String())
 	require.Contains(t, unjoined.String(), "the tunnel agent's (and its tokens) deleted")
 	_, err = reg.Kube.CoreV1().ServiceAccounts(reg.Namespace).Get(ctx, "edge-agent", metav1.GetOptions{})

@@ -21,13 +21,9 @@ import (
 	"github.com/cluster-registry/sdk/testkit/gobuild"
 )
 
-// TestRegisterStepsWork runs README.md's "Register your clusters" walk-through as written, with
-// the commands built from this checkout and real kubectl: a kubeconfig with contexts kind-ops (a
-// plain API server, which becomes the registry), kind-dev and kind-prod (two members).
-func TestRegisterStepsWork(t *testing.T) {
-	if testing.Short() {
-		t.Skip("needs kube-apiserver, etcd and kubectl; run without -short")
-	}
+// registerSteps is README.md's walk-through that joins kind-dev.
+func registerSteps(t *testing.T) string {
+	t.Helper()
 	var steps string
 	for _, block := range fences(t, "sh") {
 		if strings.Contains(block, "join kind-dev") {
@@ -35,6 +31,17 @@ func TestRegisterStepsWork(t *testing.T) {
 		}
 	}
 	require.NotEmpty(t, steps, "README.md has no walk-through that joins kind-dev")
+	return steps
+}
+
+// TestRegisterStepsWork runs README.md's "Register your clusters" walk-through as written, with
+// the commands built from this checkout and real kubectl: a kubeconfig with contexts kind-ops (a
+// plain API server, which becomes the registry), kind-dev and kind-prod (two members).
+func TestRegisterStepsWork(t *testing.T) {
+	if testing.Short() {
+		t.Skip("needs kube-apiserver, etcd and kubectl; run without -short")
+	}
+	steps := registerSteps(t)
 
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
