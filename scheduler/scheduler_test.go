@@ -78,7 +78,10 @@ func TestScheduler(t *testing.T) {
 	}, "every production member")
 	version := func(key types.NamespacedName) string { return decisionVersion(t, client, key) }
 
-	// An unrelated Cluster joins: nothing is written.
+	// An unrelated Cluster joins: nothing is written. The writes that followed the decisions
+	// (their Placements' status) are waited out first: on a loaded machine one was still under
+	// way, and counted as the join's.
+	settled(t, s)
 	writes, webVersion, allVersion := s.Writes(), version(web), version(all)
 	addReadyCluster(t, clusters, "dev-2", "dev")
 	time.Sleep(time.Second)
@@ -195,4 +198,15 @@ func TestSchedulerWaitsForFreshMembers(t *testing.T) {
 	_, err = decision.Read(ctx, client, ns, "web")
 	require.ErrorIs(t, err, decision.ErrNoDecision, "a decision was written from members that were not fresh")
 	require.Zero(t, s.Writes())
+}
+
+// settled waits until the scheduler's writes stay as they are for half a second: what its last
+// turns queued has been written.
+func settled(t *testing.T, s *scheduler.Scheduler) {
+	t.Helper()
+	require.Eventually(t, func() bool {
+		before := s.Writes()
+		time.Sleep(500 * time.Millisecond)
+		return s.Writes() == before
+	}, 30*time.Second, 10*time.Millisecond, "the scheduler kept writing")
 }
