@@ -63,8 +63,10 @@ func startServer(assets string, timeout time.Duration, port int) (*Server, error
 		ControlPlaneStartTimeout: timeout,
 		ControlPlaneStopTimeout:  timeout,
 	}}
-	s.env.ControlPlane.APIServer = &envtest.APIServer{CertDir: certs, SecurePort: port}
+	s.env.ControlPlane.APIServer = &envtest.APIServer{CertDir: certs}
 	if port != 0 {
+		s.env.ControlPlane.APIServer.SecureServing.Address = "127.0.0.1"
+		s.env.ControlPlane.APIServer.SecureServing.Port = strconv.Itoa(port)
 		// In a network namespace of its own (isolated.go) there is no default route to take an
 		// address from: the server advertises the one it listens on.
 		s.env.ControlPlane.APIServer.Configure().Set("advertise-address", "127.0.0.1")
