@@ -1,25 +1,22 @@
 package tunnel_test
 
 import (
-	"bufio"
 	"crypto/tls"
 	"crypto/x509"
-	"encoding/json"
-	"fmt"
+	"io"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
 	anpagent "sigs.k8s.io/apiserver-network-proxy/pkg/agent"
+
+	"github.com/cluster-registry/sdk/testkit/replicaproc"
 )
 
 // The benchmark's agents: konnectivity's agent library, one client set per member, in a child
-// process (this test binary, started again with benchAgentsEnv naming a file of what to run), so that the parent's CPU and
-// heap hold the tunnel server and the readers only.
+// process (package replicaproc), so that the parent's CPU and heap hold the readers only.
 
 const benchAgentsEnv = "TUNNEL_BENCH_AGENTS"
 
@@ -39,54 +36,25 @@ type benchAgent struct {
 // startBenchAgents starts the child, until the benchmark ends.
 func startBenchAgents(b *testing.B, spec benchAgents) {
 	b.Helper()
-	data, err := json.Marshal(spec)
-	if err != nil {
-		b.Fatal(err)
-	}
-	file := filepath.Join(b.TempDir(), "agents.json") // a thousand agents are too long for an environment variable
-	if err := os.WriteFile(file, data, 0o600); err != nil {
-		b.Fatal(err)
-	}
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), benchAgentsEnv+"="+file)
-	cmd.Stderr = os.Stderr
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() {
-		_ = stdin.Close()
-		_ = cmd.Wait()
-	})
+	replicaproc.Start(b, benchAgentsEnv, spec)
 }
 
 // benchAgentsMain runs the agents when this process is the child; call it first in TestMain.
 func benchAgentsMain() (code int, child bool) {
-	file := os.Getenv(benchAgentsEnv)
-	if file == "" {
-		return 0, false
-	}
-	var spec benchAgents
-	raw, err := os.ReadFile(file)
-	if err == nil {
-		err = json.Unmarshal(raw, &spec)
-	}
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "bench agents:", err)
-		return 2, true
-	}
+	return replicaproc.Main(benchAgentsEnv, runBenchAgents)
+}
+
+// runBenchAgents runs the agents until the parent closes in.
+func runBenchAgents(spec benchAgents, in io.Reader, _ io.Writer) error {
 	ca, err := os.ReadFile(spec.CAFile)
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "bench agents:", err)
-		return 2, true
+		return err
 	}
 	pool := x509.NewCertPool()
 	pool.AppendCertsFromPEM(ca)
 	creds := grpc.WithTransportCredentials(credentials.NewTLS(&tls.Config{RootCAs: pool, ServerName: "127.0.0.1"}))
 	stop := make(chan struct{})
+	defer close(stop)
 	for _, a := range spec.Agents {
 		config := &anpagent.ClientSetConfig{
 			Address: spec.Address, AgentID: a.ID, AgentIdentifiers: "host=" + a.ID,
@@ -98,7 +66,6 @@ func benchAgentsMain() (code int, child bool) {
 		cs.SetServerCounter(anpagent.NewAggregateServerCounter(nil, anpagent.NewResponseBasedCounter(cs), "default"))
 		cs.Serve()
 	}
-	_, _ = bufio.NewReader(os.Stdin).ReadByte() // until the parent closes its end
-	close(stop)
-	return 0, true
+	_, err = io.Copy(io.Discard, in)
+	return err
 }

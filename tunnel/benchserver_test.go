@@ -1,18 +1,12 @@
 package tunnel_test
 
 import (
-	"bufio"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
-	"encoding/json"
 	"fmt"
+	"io"
 	"net"
-	"os"
-	"os/exec"
-	"path/filepath"
-	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -21,13 +15,14 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/cluster-registry/sdk/testkit/fleettest"
+	"github.com/cluster-registry/sdk/testkit/replicaproc"
 	"github.com/cluster-registry/sdk/testkit/simmembers"
 	"github.com/cluster-registry/sdk/tunnel"
 )
 
-// The benchmark's tunnel server runs in a child process of its own (this test binary, started
-// again with benchServerEnv naming a file of its spec), so that the benchmark's CPU figures hold
-// the readers alone, the server's are read apart, and its heap per member is its own.
+// The benchmark's tunnel server runs in a child process of its own (package replicaproc), so
+// that the benchmark's CPU figures hold the readers alone, the server's are read apart, and its
+// heap per member is its own.
 
 const benchServerEnv = "TUNNEL_BENCH_SERVER"
 
@@ -43,106 +38,51 @@ type benchServerSpec struct {
 	Hosts        []string `json:"hosts"`
 }
 
+// benchServerAnswer is the child's answer: its addresses ("addresses"), its heap over what it
+// held before any agent connected ("wait"), or its CPU time ("cpu").
+type benchServerAnswer struct {
+	Frontend, Agents string
+	Heap             float64
+	CPU              time.Duration
+}
+
 // benchServer is the parent's handle on the server child.
 type benchServer struct {
 	frontend, agents string
-	cmd              *exec.Cmd
-	in               *bufio.Writer
-	out              *bufio.Scanner
+	proc             *replicaproc.Proc
 }
 
 func startBenchServer(b *testing.B, spec benchServerSpec) *benchServer {
 	b.Helper()
-	data, err := json.Marshal(spec)
-	if err != nil {
-		b.Fatal(err)
-	}
-	file := filepath.Join(b.TempDir(), "server.json")
-	if err := os.WriteFile(file, data, 0o600); err != nil {
-		b.Fatal(err)
-	}
-	s := &benchServer{cmd: exec.Command(os.Args[0], "-test.run=^$")}
-	s.cmd.Env = append(os.Environ(), benchServerEnv+"="+file)
-	s.cmd.Stderr = os.Stderr
-	stdin, err := s.cmd.StdinPipe()
-	if err != nil {
-		b.Fatal(err)
-	}
-	stdout, err := s.cmd.StdoutPipe()
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := s.cmd.Start(); err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { _ = stdin.Close(); _ = s.cmd.Wait() })
-	s.in, s.out = bufio.NewWriter(stdin), bufio.NewScanner(stdout)
-	addrs := strings.Fields(s.ask(b, ""))
-	if len(addrs) != 2 {
-		b.Fatalf("the tunnel server did not start: %q", addrs)
-	}
-	s.frontend, s.agents = addrs[0], addrs[1]
+	s := &benchServer{proc: replicaproc.Start(b, benchServerEnv, spec)}
+	var a benchServerAnswer
+	s.proc.Ask(b, "addresses", &a)
+	s.frontend, s.agents = a.Frontend, a.Agents
 	return s
-}
-
-// ask sends the child a request line (none when empty) and returns its answer line.
-func (s *benchServer) ask(b *testing.B, request string) string {
-	b.Helper()
-	if request != "" {
-		fmt.Fprintln(s.in, request)
-		if err := s.in.Flush(); err != nil {
-			b.Fatal(err)
-		}
-	}
-	if !s.out.Scan() {
-		b.Fatalf("the tunnel server exited: %v", s.out.Err())
-	}
-	return s.out.Text()
 }
 
 // waitConnected waits until every agent is connected, and returns the server's settled heap.
 func (s *benchServer) waitConnected(b *testing.B) float64 {
 	b.Helper()
-	answer := s.ask(b, "wait")
-	heap, err := strconv.ParseFloat(answer, 64)
-	if err != nil {
-		b.Fatalf("waiting for the agents: %s", answer)
-	}
-	return heap
+	var a benchServerAnswer
+	s.proc.Ask(b, "wait", &a)
+	return a.Heap
 }
 
 // cpu is the server's CPU time so far.
 func (s *benchServer) cpu(b *testing.B) time.Duration {
 	b.Helper()
-	d, err := time.ParseDuration(s.ask(b, "cpu"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	return d
+	var a benchServerAnswer
+	s.proc.Ask(b, "cpu", &a)
+	return a.CPU
 }
 
 // benchServerMain runs the server when this process is the child; call it first in TestMain.
 func benchServerMain() (code int, child bool) {
-	file := os.Getenv(benchServerEnv)
-	if file == "" {
-		return 0, false
-	}
-	if err := serveBench(file); err != nil {
-		fmt.Fprintln(os.Stderr, "bench tunnel server:", err)
-		return 2, true
-	}
-	return 0, true
+	return replicaproc.Main(benchServerEnv, serveBench)
 }
 
-func serveBench(file string) error {
-	var spec benchServerSpec
-	raw, err := os.ReadFile(file)
-	if err == nil {
-		err = json.Unmarshal(raw, &spec)
-	}
-	if err != nil {
-		return err
-	}
+func serveBench(spec benchServerSpec, in io.Reader, out io.Writer) error {
 	cfg, err := clientcmd.BuildConfigFromFlags("", spec.Kubeconfig)
 	if err != nil {
 		return err
@@ -178,10 +118,10 @@ func serveBench(file string) error {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go func() { _ = server.Serve(ctx, fl, al) }()
-	fmt.Println(fl.Addr(), al.Addr())
-	requests := bufio.NewScanner(os.Stdin)
-	for requests.Scan() {
-		switch requests.Text() {
+	return replicaproc.Serve(in, out, func(request string) (any, error) {
+		switch request {
+		case "addresses":
+			return benchServerAnswer{Frontend: fl.Addr().String(), Agents: al.Addr().String()}, nil
 		case "wait":
 			for _, h := range spec.Hosts {
 				for !server.Connected(h) {
@@ -189,10 +129,10 @@ func serveBench(file string) error {
 				}
 			}
 			heap, _ := simmembers.SettledHeapAndGoroutines()
-			fmt.Println(float64(heap) - float64(heap0))
+			return benchServerAnswer{Heap: float64(heap) - float64(heap0)}, nil
 		case "cpu":
-			fmt.Println(processCPU())
+			return benchServerAnswer{CPU: processCPU()}, nil
 		}
-	}
-	return nil
+		return nil, fmt.Errorf("unknown request %q", request)
+	})
 }

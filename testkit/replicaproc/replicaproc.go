@@ -7,7 +7,16 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"strings"
 	"testing"
+)
+
+// A spec longer than maxEnvSpec goes to the child in a file, named after specFilePrefix (a JSON
+// spec never starts with it).
+const (
+	maxEnvSpec     = 64 << 10
+	specFilePrefix = "@file:"
 )
 
 // Proc is one replica process, as its parent sees it.
@@ -26,8 +35,17 @@ func Start(tb testing.TB, env string, spec any, extraEnv ...string) *Proc {
 	if err != nil {
 		tb.Fatal(err)
 	}
+	value := string(encoded)
+	if len(encoded) > maxEnvSpec {
+		// Too long for one environment variable (Linux takes 128 KiB): the child reads a file.
+		file := filepath.Join(tb.TempDir(), "replica-spec.json")
+		if err := os.WriteFile(file, encoded, 0o600); err != nil {
+			tb.Fatal(err)
+		}
+		value = specFilePrefix + file
+	}
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(append(os.Environ(), env+"="+string(encoded)), extraEnv...)
+	cmd.Env = append(append(os.Environ(), env+"="+value), extraEnv...)
 	cmd.Stderr = os.Stderr
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
@@ -81,8 +99,16 @@ func Main[S any](env string, run func(spec S, in io.Reader, out io.Writer) error
 	if encoded == "" {
 		return 0, false
 	}
+	data := []byte(encoded)
+	if file, ok := strings.CutPrefix(encoded, specFilePrefix); ok {
+		var err error
+		if data, err = os.ReadFile(file); err != nil {
+			fmt.Fprintln(os.Stderr, "replica:", err)
+			return 1, true
+		}
+	}
 	var spec S
-	if err := json.Unmarshal([]byte(encoded), &spec); err != nil {
+	if err := json.Unmarshal(data, &spec); err != nil {
 		fmt.Fprintln(os.Stderr, "replica:", err)
 		return 1, true
 	}
