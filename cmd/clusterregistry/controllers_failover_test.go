@@ -63,6 +63,7 @@ func TestControllersShardedFailover(t *testing.T) {
 	require.Len(t, list.Items, 3, "one Lease per replica")
 
 	// SIGKILL: the members of the killed replica wait for its Lease to expire (10 s), then move.
+	replicas = ownersFirst(replicas, owned)
 	killed := replicas[0]
 	orphans := owned(killed, replicas...)
 	require.NotEmpty(t, orphans, "the test needs the killed replica to own members")
@@ -93,6 +94,24 @@ func TestControllersShardedFailover(t *testing.T) {
 	require.NotContains(t, holders, stopped.id, "a replica stopped by SIGTERM left its Lease")
 	// The survivor owns every member.
 	require.Len(t, owned(replicas[2], replicas[2]), len(names))
+}
+
+// ownersFirst orders the three replicas so that the first owns members among all three, and the
+// second among the last two: twelve members hashed among three random identities leave one
+// owning none about once in a hundred runs, which failed the test on a loaded CI run.
+func ownersFirst(replicas []*prober, owned func(*prober, ...*prober) []string) []*prober {
+	for i := range replicas {
+		for j := range replicas {
+			k := 3 - i - j
+			if i == j || k < 0 || k == i || k == j {
+				continue
+			}
+			if len(owned(replicas[i], replicas...)) > 0 && len(owned(replicas[j], replicas[j], replicas[k])) > 0 {
+				return []*prober{replicas[i], replicas[j], replicas[k]}
+			}
+		}
+	}
+	return replicas
 }
 
 // prober is a replica of the failover test's shard group, a process of its own.
