@@ -76,8 +76,9 @@ type rig struct {
 	// stop stops the running server.
 	stop func(*testing.T)
 
-	mu   sync.Mutex
-	logs []string
+	mu      sync.Mutex
+	logs    []string
+	dialers []*tunnel.Dialer // closed when the test ends
 }
 
 // startRig starts a tunnel server that authenticates agents against the fleet's registry.
@@ -90,7 +91,16 @@ func startRig(t *testing.T) *rig {
 	r.frontend, r.agents = fl.Addr().String(), al.Addr().String()
 	r.serveOn(t, fl, al)
 	t.Cleanup(func() { r.stop(t) })
+	t.Cleanup(r.closeDialers)
 	return r
+}
+
+func (r *rig) closeDialers() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, d := range r.dialers {
+		_ = d.Close()
+	}
 }
 
 // serveOn runs a new tunnel server on the two listeners until stop.
@@ -155,10 +165,14 @@ func (r *rig) logged(s string) bool {
 
 // dialer is a reader's Dialer, with a client certificate the frontend accepts.
 func (r *rig) dialer() *tunnel.Dialer {
-	return &tunnel.Dialer{Address: r.frontend, TLS: &tls.Config{
+	d := &tunnel.Dialer{Address: r.frontend, TLS: &tls.Config{
 		Certificates: []tls.Certificate{r.readers.Client("a-reader", "system:masters")},
 		RootCAs:      r.readers.Pool(),
 	}}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.dialers = append(r.dialers, d)
+	return d
 }
 
 // agentAccount makes the ServiceAccount name in ns that an agent authenticates as, saying that its
@@ -266,8 +280,8 @@ type recorder struct {
 	addr string
 	mu   sync.Mutex
 	seen bytes.Buffer
-	// conns counts the connections it accepted.
-	conns int
+	// conns counts the connections it accepted, open those not yet ended.
+	conns, open int
 }
 
 func record(t *testing.T, target string) *recorder {
@@ -283,6 +297,7 @@ func record(t *testing.T, target string) *recorder {
 			}
 			rec.mu.Lock()
 			rec.conns++
+			rec.open++
 			rec.mu.Unlock()
 			go rec.forward(c, target)
 		}
@@ -291,7 +306,12 @@ func record(t *testing.T, target string) *recorder {
 }
 
 func (rec *recorder) forward(c net.Conn, target string) {
-	defer c.Close()
+	defer func() {
+		c.Close()
+		rec.mu.Lock()
+		rec.open--
+		rec.mu.Unlock()
+	}()
 	if target == "" {
 		_, _ = io.Copy(rec.writer(), c)
 		return
@@ -324,6 +344,13 @@ func (rec *recorder) connections() int {
 	rec.mu.Lock()
 	defer rec.mu.Unlock()
 	return rec.conns
+}
+
+// openConnections is how many of its connections have not ended.
+func (rec *recorder) openConnections() int {
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	return rec.open
 }
 
 type writerFunc func([]byte) (int, error)

@@ -111,6 +111,8 @@ func (s *Server) Serve(ctx context.Context, frontend, agents net.Listener) error
 		grpc.Creds(credentials.NewTLS(s.opts.FrontendTLS)),
 		grpc.StreamInterceptor(s.frontendInterceptor),
 		grpc.KeepaliveParams(keepalive.ServerParameters{Time: time.Hour}),
+		// A Dialer's one connection carries all its tunnels, and pings to find a lost frontend.
+		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: frontendKeepalive / 2}),
 	)
 	client.RegisterProxyServiceServer(fs, s.proxy)
 	as := grpc.NewServer(
