@@ -220,8 +220,13 @@ func chartCases(ns string) []chartCase {
 			values: map[string]any{"fleetAPI": map[string]any{"enabled": true, "tls": map[string]any{"secretName": "fleet-api-tls"}, "optikonClusterSet": "edge",
 				"allowedHosts": []any{"fleet.example.com"}, "corsAllowedOrigins": []any{"https://optikon.example.com:30800"}},
 				"tunnel": map[string]any{"enabled": true, "frontendSecretName": "tunnel-frontend", "agentSecretName": "tunnel-agents", "readerSecretName": "tunnel-reader"}},
-			roles:    []string{"clusterregistry-health", "clusterregistry-health-rotation", "clusterregistry-placements", "clusterregistry-releases", "clusterregistry-fleet-api", "clusterregistry-tunnel"},
+			roles:    []string{"clusterregistry-health", "clusterregistry-health-rotation", "clusterregistry-placements", "clusterregistry-releases", "clusterregistry-fleet-api", "clusterregistry-tunnel", "clusterregistry-tunnel-accounts"},
 			fleetAPI: true, tunnel: true},
+		{name: "one set, with the tunnel server",
+			values: map[string]any{"clusterSet": ns, "tunnel": map[string]any{"enabled": true, "frontendSecretName": "tunnel-frontend", "agentSecretName": "tunnel-agents", "readerSecretName": "tunnel-reader"}},
+			bound:  ns,
+			roles:  []string{"clusterregistry-health", "clusterregistry-health-rotation", "clusterregistry-placements", "clusterregistry-releases", "clusterregistry-tunnel", "clusterregistry-tunnel-accounts"},
+			tunnel: true},
 		{name: "one set, sharded, with ClusterProfiles",
 			values: map[string]any{"clusterSet": ns, "sharding": map[string]any{"enabled": true}, "controllers": []any{"health", "clusterprofiles", "releases"}, "image": map[string]any{"tag": "v9.9.9"}},
 			bound:  ns, sharded: true,
@@ -251,7 +256,7 @@ func requireChartRoles(t *testing.T, objs []*unstructured.Unstructured, tc chart
 			if !slices.Contains(tc.roles, ref) || strings.HasSuffix(b.GetName(), "-leases") {
 				continue
 			}
-			if tc.bound == "" {
+			if tc.bound == "" || ref == "clusterregistry-tunnel" { // reviews are not namespaced
 				require.Equal(t, "ClusterRoleBinding", kind, "%s binds %s", b.GetName(), ref)
 			} else {
 				require.Equal(t, "RoleBinding", kind, "%s binds %s cluster-wide", b.GetName(), ref)
@@ -280,12 +285,15 @@ func requireControllers(t *testing.T, objs []*unstructured.Unstructured, tc char
 		var role rbacv1.ClusterRole
 		require.NoError(t, runtime.DefaultUnstructuredConverter.FromUnstructured(roles[0].Object, &role))
 		require.Equal(t, want["Role/clusterregistry-controllers-shard"].Rules, role.Rules, "the shard Role's rules differ from deploy/controllers/shard-role.yaml's")
-		require.Contains(t, c.Args, "--namespace="+ns)
 		require.True(t, strings.HasSuffix(c.Image, ":v9.9.9"), c.Image)
 	} else {
 		require.Contains(t, c.Args, "--leader-elect")
-		require.Contains(t, c.Args, "--all-namespaces")
 		require.True(t, strings.HasSuffix(c.Image, ":dev"), "the tag defaults to appVersion: %s", c.Image)
+	}
+	if tc.bound != "" {
+		require.Contains(t, c.Args, "--namespace="+ns)
+	} else {
+		require.Contains(t, c.Args, "--all-namespaces")
 	}
 
 }
@@ -307,7 +315,9 @@ func requireFleetAPI(t *testing.T, objs []*unstructured.Unstructured, tc chartCa
 			require.Len(t, objectsOf(objs, "Service"), 1)
 		}
 	} else {
-		require.Empty(t, objectsOf(objs, "Service"), "fleet-api is off by default")
+		for _, s := range objectsOf(objs, "Service") {
+			require.Contains(t, s.GetName(), "-tunnel", "fleet-api is off by default")
+		}
 	}
 
 }
@@ -337,6 +347,11 @@ func requireTunnel(t *testing.T, objs []*unstructured.Unstructured, tc chartCase
 	require.Equal(t, "tunnel-server", c.Args[0])
 	require.Contains(t, c.Args, "--server-count=2", "agents connect to both replicas")
 	require.Contains(t, c.Args, "--reader-ca=/frontend/ca.crt")
+	if tc.bound != "" {
+		require.Contains(t, c.Args, "--namespace="+tc.bound, "the server admits its set's agents alone, as it may read their ServiceAccounts there alone")
+	} else {
+		require.Contains(t, c.Args, "--all-namespaces")
+	}
 	require.EqualValues(t, 2, *server.Spec.Replicas)
 	require.Equal(t, "tunnel-frontend", server.Spec.Template.Spec.Volumes[0].Secret.SecretName)
 	require.Equal(t, "tunnel-agents", server.Spec.Template.Spec.Volumes[1].Secret.SecretName)

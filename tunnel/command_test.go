@@ -40,7 +40,8 @@ func TestTheCommandsThroughTheTunnel(t *testing.T) {
 	readerCert, readerKey := testcerts.PEM(readers.Client("health", "system:masters"))
 	agentCert, agentKey := testcerts.PEM(agents.Serving("127.0.0.1"))
 	frontend, agentsAddr := "127.0.0.1:"+freePort(t), "127.0.0.1:"+freePort(t)
-	server := exec.Command(bin, "tunnel-server", "--kubeconfig="+lf.Registry.Kubeconfig, "-v",
+	ns := fleettest.NewSet(t, lf)
+	server := exec.Command(bin, "tunnel-server", "--kubeconfig="+lf.Registry.Kubeconfig, "-n", ns, "-v",
 		"--frontend-address="+frontend, "--agent-address="+agentsAddr,
 		"--frontend-cert="+file("frontend.crt", frontendCert), "--frontend-key="+file("frontend.key", frontendKey),
 		"--reader-ca="+file("readers-ca.crt", readers.PEM),
@@ -49,7 +50,6 @@ func TestTheCommandsThroughTheTunnel(t *testing.T) {
 
 	// An operator at the edge, in the member's network with a way to the registry, joins the
 	// member, writing the agent's manifests out, and runs the agent they describe.
-	ns := fleettest.NewSet(t, lf)
 	kubeconfig := contexts(t, map[string]string{"registry": lf.Registry.Kubeconfig, "edge": lf.Members[0].Kubeconfig})
 	manifests := filepath.Join(dir, "agent.yaml")
 	require.NoError(t, lf.Members[0].Bridge(registryAddress()))

@@ -76,6 +76,9 @@ func (s *Server) identify(ctx context.Context, md metadata.MD, token string) (*a
 	if err != nil {
 		return nil, err
 	}
+	if s.opts.Namespace != "" && id.namespace != s.opts.Namespace {
+		return nil, status.Errorf(codes.PermissionDenied, "tunnel agent's ServiceAccount %s/%s is not of cluster set %s, the one this tunnel server serves", id.namespace, id.name, s.opts.Namespace)
+	}
 	if err := claims(md, id.host); err != nil {
 		return nil, err
 	}

@@ -75,6 +75,8 @@ type rig struct {
 	dir         string
 	// stop stops the running server.
 	stop func(*testing.T)
+	// options changes the server's options from the rig's, on every start.
+	options func(*tunnel.ServerOptions)
 
 	mu      sync.Mutex
 	logs    []string
@@ -84,7 +86,13 @@ type rig struct {
 // startRig starts a tunnel server that authenticates agents against the fleet's registry.
 func startRig(t *testing.T) *rig {
 	t.Helper()
-	r := &rig{readers: testcerts.NewCA("tunnel-readers"), agentCA: testcerts.NewCA("tunnel-agents"), dir: t.TempDir()}
+	return startRigWith(t, func(*tunnel.ServerOptions) {})
+}
+
+// startRigWith is startRig, its server's options changed by options.
+func startRigWith(t *testing.T, options func(*tunnel.ServerOptions)) *rig {
+	t.Helper()
+	r := &rig{readers: testcerts.NewCA("tunnel-readers"), agentCA: testcerts.NewCA("tunnel-agents"), dir: t.TempDir(), options: options}
 	r.agentCAFile = filepath.Join(r.dir, "agent-ca.crt")
 	require.NoError(t, os.WriteFile(r.agentCAFile, r.agentCA.PEM, 0o600))
 	fl, al := listen(t), listen(t)
@@ -106,14 +114,16 @@ func (r *rig) closeDialers() {
 // serveOn runs a new tunnel server on the two listeners until stop.
 func (r *rig) serveOn(t *testing.T, frontend, agents net.Listener) {
 	t.Helper()
-	server, err := tunnel.NewServer(tunnel.ServerOptions{
+	opts := tunnel.ServerOptions{
 		Registry:    kubernetes.NewForConfigOrDie(lf.Registry.Config),
 		FrontendTLS: &tls.Config{Certificates: []tls.Certificate{r.readers.Serving("127.0.0.1")}, ClientCAs: r.readers.Pool()},
 		AgentTLS:    &tls.Config{Certificates: []tls.Certificate{r.agentCA.Serving("127.0.0.1")}},
 		// Connected agents' tokens reviewed again often, for TestJoinThroughTheTunnel's unjoin.
 		AgentRecheck: 500 * time.Millisecond,
 		Logger:       funcr.New(r.log, funcr.Options{Verbosity: 1}),
-	})
+	}
+	r.options(&opts)
+	server, err := tunnel.NewServer(opts)
 	require.NoError(t, err)
 	r.server = server
 	ctx, cancel := context.WithCancel(context.Background())

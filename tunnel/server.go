@@ -28,8 +28,12 @@ type ServerOptions struct {
 	// Registry authenticates agents (TokenReview), reads their ServiceAccounts'
 	// agent.DestinationAnnotation, and asks whether a reader may read a cluster set
 	// (SubjectAccessReview): it needs create on tokenreviews and subjectaccessreviews, and get on
-	// serviceaccounts.
+	// serviceaccounts (in Namespace alone, when it is set).
 	Registry kubernetes.Interface
+	// Namespace, when set, is the one cluster set whose agents the server admits: an agent whose
+	// ServiceAccount is of another namespace is refused before that ServiceAccount is read. Empty,
+	// agents of every namespace are.
+	Namespace string
 	// Audience overrides agent.Audience, the audience agents' tokens are bound to.
 	Audience string
 	// FrontendTLS serves the readers' frontend. It must hold a serving certificate and ClientCAs,

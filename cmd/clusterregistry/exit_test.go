@@ -51,6 +51,7 @@ current-context: a
 		{[]string{"join", "a", "--name", "x", "--token-ttl", "1m"}, 2, "--token-ttl 1m0s"},
 		{[]string{"rotate", "--renew-at", "2"}, 2, "--renew-at 2"},
 		{[]string{"controllers", "--controllers", "releases", "--member-timeout", "0s"}, 2, "--member-timeout 0s"},
+		{[]string{"tunnel-server", "-A"}, 2, "--frontend-cert is required"},
 		{[]string{"get", "--context", "nosuch"}, 1, `context "nosuch" does not exist`},
 		{[]string{"join", "nosuchctx", "--name", "x"}, 1, `context "nosuchctx" is not in the kubeconfig (it has: a)`},
 		{[]string{"join", "a", "--name", "BadName"}, 2, `--name "BadName": a lowercase RFC 1123 subdomain`},
@@ -78,6 +79,7 @@ func TestExitStatusAgainstARegistry(t *testing.T) {
 		{[]string{"-n", lf.Namespace, "describe", "release", "nope"}, 1, `releases.clusterregistry.k8s.io "nope" not found`},
 		{[]string{"-n", "nosuchns", "describe"}, 1, `cluster set "nosuchns" does not exist`},
 		{[]string{"-n", "nosuchns", "export"}, 1, `cluster set "nosuchns" does not exist`},
+		{[]string{"-n", "nosuchns", "tunnel-server"}, 1, `cluster set "nosuchns" does not exist`},
 		{[]string{"-n", "default", "get"}, 0, "No Clusters found in namespace default."},
 		{[]string{"-n", lf.Namespace, "get"}, 0, "member-1"},
 	})

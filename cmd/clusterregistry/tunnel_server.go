@@ -30,13 +30,17 @@ type TunnelServerOptions struct {
 	ServerID            string
 	ServerCount         int
 	AgentRecheck        time.Duration
-	Verbose             bool
+	// AllNamespaces admits the agents of every cluster set; without it, those of -n's (or the
+	// kubeconfig context's) alone.
+	AllNamespaces bool
+	Verbose       bool
 
 	opts   tunnel.ServerOptions
 	stderr io.Writer
 }
 
-// Complete connects to the registry, which authenticates the agents.
+// Complete connects to the registry, which authenticates the agents, and refuses a cluster set
+// it does not have.
 func (o *TunnelServerOptions) Complete(f *factory, cmd *cobra.Command, _ []string) error {
 	reg, err := f.Registry()
 	if err != nil {
@@ -45,6 +49,12 @@ func (o *TunnelServerOptions) Complete(f *factory, cmd *cobra.Command, _ []strin
 	o.stderr = cmd.ErrOrStderr()
 	o.opts = tunnel.ServerOptions{Registry: reg.Kube, Audience: o.Audience, AnyReader: o.AnyReader, ServerID: o.ServerID, ServerCount: o.ServerCount,
 		AgentRecheck: o.AgentRecheck, Logger: commandLogger(o.stderr, o.Verbose).WithName("tunnel")}
+	if !o.AllNamespaces {
+		if err := reg.ClusterSetExists(cmd.Context(), reg.Namespace); err != nil {
+			return err
+		}
+		o.opts.Namespace = reg.Namespace
+	}
 	return nil
 }
 
@@ -121,11 +131,13 @@ name its user, the organizations its groups), as the registry's API server would
 (--any-reader lets every reader with a certificate reach every member). TLS to the member's API
 server runs end to end through the tunnel: the server and the agent carry ciphertext only.
 
-The registry's credentials (--kubeconfig) need create on tokenreviews and subjectaccessreviews,
-and get on serviceaccounts.`
+The server admits the agents of one cluster set, -n's (or the kubeconfig context's), or with -A
+those of every set. The registry's credentials (--kubeconfig) need create on tokenreviews and
+subjectaccessreviews, and get on serviceaccounts in that set (or every namespace, with -A):
+deploy/tunnel/clusterrole.yaml.`
 
-	tunnelServerExample = `  # Beside the registry, with certificates of the operator's CA:
-  clusterregistry tunnel-server --frontend-address=:8090 --agent-address=:8091 \
+	tunnelServerExample = `  # Beside the registry, for cluster set edge, with certificates of the operator's CA:
+  clusterregistry tunnel-server -n edge --frontend-address=:8090 --agent-address=:8091 \
     --frontend-cert=frontend.crt --frontend-key=frontend.key --reader-ca=readers-ca.crt \
     --agent-cert=agents.crt --agent-key=agents.key
 
@@ -157,6 +169,7 @@ func newTunnelServer(f *factory) *cobra.Command {
 	fl.StringVar(&o.ServerID, "server-id", "", "this server's ID among --server-count servers behind one address (default: random)")
 	fl.IntVar(&o.ServerCount, "server-count", 1, "how many tunnel servers run behind one address; agents connect to each")
 	fl.DurationVar(&o.AgentRecheck, "agent-recheck", time.Minute, "how often a connected agent's token is reviewed again (and when it expires): an agent whose ServiceAccount is gone (unjoin) or whose token expired is disconnected")
+	fl.BoolVarP(&o.AllNamespaces, "all-namespaces", "A", false, "admit the agents of every namespace (cluster set), not only -n's")
 	fl.BoolVarP(&o.Verbose, "verbose", "v", false, "log each agent that connects")
 	return cmd
 }

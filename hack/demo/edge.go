@@ -106,7 +106,7 @@ func (e *edge) startServer(d *demo) (string, error) {
 	file := func(name string) string { return filepath.Join(e.dir, name) }
 	step("The tunnel server, beside the registry: agents dial in on one address, readers on another,\n" +
 		"   each reader with a client certificate, and TLS to the member's API server runs end to end through it")
-	cmd := exec.CommandContext(d.ctx, d.clusterregistry, "tunnel-server", "--frontend-address="+frontend, "--agent-address="+agentsAddr,
+	cmd := exec.CommandContext(d.ctx, d.clusterregistry, "tunnel-server", "-A", "--frontend-address="+frontend, "--agent-address="+agentsAddr,
 		"--frontend-cert="+file("frontend.crt"), "--frontend-key="+file("frontend.key"), "--reader-ca="+file("readers-ca.crt"),
 		"--agent-cert="+file("agents.crt"), "--agent-key="+file("agents.key"))
 	cmd.Env = append(os.Environ(), "KUBECONFIG="+d.lf.Registry.Kubeconfig)
