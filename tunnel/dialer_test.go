@@ -1,7 +1,6 @@
 package tunnel_test
 
 import (
-	"crypto/tls"
 	"net"
 	"testing"
 	"time"
@@ -11,7 +10,6 @@ import (
 	"github.com/cluster-registry/sdk/access"
 	"github.com/cluster-registry/sdk/testkit/fleettest"
 	"github.com/cluster-registry/sdk/testkit/realservers"
-	"github.com/cluster-registry/sdk/tunnel"
 )
 
 // A Dialer's tunnels share one connection to the frontend, each its own stream: many member
@@ -26,9 +24,7 @@ func TestOneFrontendConnectionCarriesEveryTunnel(t *testing.T) {
 	r.tunnelledMember(t, ns, rec.addr)
 	frontend := &balancer{}
 	frontend.add(r.frontend)
-	d := &tunnel.Dialer{Address: frontend.start(t), TLS: &tls.Config{
-		Certificates: []tls.Certificate{r.readers.Client("a-reader", "system:masters")}, RootCAs: r.readers.Pool()}}
-	t.Cleanup(func() { _ = d.Close() })
+	d := r.dialerAt(frontend.start(t))
 
 	const n = 8
 	conns := make([]net.Conn, n)

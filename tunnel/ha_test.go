@@ -24,8 +24,8 @@ import (
 )
 
 // Two tunnel servers behind one address, as a Service or a load balancer puts them: the agent
-// connects to both (konnectivity's server count), and with one of them gone every reader's new
-// connection still reaches the member through the other.
+// connects to both (konnectivity's server count), and with one of them gone the readers reach the
+// member through the other: a reader that keeps its Dialer as well as new ones.
 func TestTwoServersBehindOneAddress(t *testing.T) {
 	realservers.Required(t)
 	ctx := fleettest.Context(t, 2*time.Minute)
@@ -56,14 +56,32 @@ func TestTwoServersBehindOneAddress(t *testing.T) {
 			require.NoError(t, listNamespaces(ctx, resolverFor(t, r.dialer()), c)) // a fresh connection each
 		}
 	}
+	// A reader that keeps its Dialer, as the controllers do: its one connection to the frontend
+	// reaches one of the two servers.
+	kept := resolverFor(t, r.dialer())
+	was := [2]int32{frontends.served[0].Load(), frontends.served[1].Load()}
+	require.NoError(t, listNamespaces(ctx, kept, c))
+	its := 0
+	if frontends.served[1].Load() > was[1] {
+		its = 1
+	}
+	require.Equal(t, was[its]+1, frontends.served[its].Load(), "the kept Dialer made more than one connection to the frontend")
 	readAll(4)
 	require.Positive(t, frontends.served[0].Load())
 	require.Positive(t, frontends.served[1].Load(), "the balancer sent no reader to the second server")
 
-	stops[0]()
-	before := frontends.served[1].Load()
+	// That server goes: the kept reader reconnects through the address to the other, and new
+	// readers go there too.
+	stops[its]()
+	other := 1 - its
+	before := frontends.served[other].Load()
+	var err error
+	require.Eventually(t, func() bool {
+		err = listNamespaces(ctx, kept, c)
+		return err == nil
+	}, time.Minute, 100*time.Millisecond, "the kept reader did not reach the member through the other server; last error: %v", err)
 	readAll(4)
-	require.GreaterOrEqual(t, frontends.served[1].Load(), before+4, "with the first server gone, the readers did not go through the second")
+	require.GreaterOrEqual(t, frontends.served[other].Load(), before+5, "with its server gone, the readers did not go through the other")
 }
 
 func writeFile(t *testing.T, dir, name string, data []byte) string {

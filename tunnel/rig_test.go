@@ -174,8 +174,11 @@ func (r *rig) logged(s string) bool {
 }
 
 // dialer is a reader's Dialer, with a client certificate the frontend accepts.
-func (r *rig) dialer() *tunnel.Dialer {
-	d := &tunnel.Dialer{Address: r.frontend, TLS: &tls.Config{
+func (r *rig) dialer() *tunnel.Dialer { return r.dialerAt(r.frontend) }
+
+// dialerAt is dialer, reaching the frontend through address (a balancer in front of it).
+func (r *rig) dialerAt(address string) *tunnel.Dialer {
+	d := &tunnel.Dialer{Address: address, TLS: &tls.Config{
 		Certificates: []tls.Certificate{r.readers.Client("a-reader", "system:masters")},
 		RootCAs:      r.readers.Pool(),
 	}}
