@@ -134,8 +134,12 @@ func (c *Cache) onMember(run *running, ev multicluster.MemberEvent) {
 			k.startOn(mc)
 		}
 	}
+	kinds := c.sortedKinds()
 	c.mu.Unlock()
 	if old != nil {
+		for _, k := range kinds {
+			k.changed() // the member's objects, as cached, are gone
+		}
 		old.stop()
 	}
 }

@@ -114,6 +114,7 @@ func TestCacheFollowsMembers(t *testing.T) {
 	fc.metadataKind(t)
 	fc.dynamicKind(t)
 	fc.askedAgain(t)
+	fc.generation(t)
 	fc.memberLeaves(t)
 }
 
@@ -211,9 +212,30 @@ func (fc *followingCache) askedAgain(t *testing.T) {
 }
 
 // memberLeaves: a member that leaves the registry leaves the caches.
+// generation: a Kind's Generation stays put while nothing it caches changes, and has moved on
+// once a change can be read.
+func (fc *followingCache) generation(t *testing.T) {
+	ns, ctx := fc.ns, fc.ctx
+	// The test's own ConfigMaps alone, so that no other test's changes move it.
+	own, err := Typed[*corev1.ConfigMap](fc.c, configMaps, KindOptions{LabelSelector: "generation=" + ns})
+	require.NoError(t, err)
+	require.NoError(t, own.WaitForCacheSync(ctx, 30*time.Second))
+	g := own.Generation()
+	require.Never(t, func() bool { return own.Generation() != g }, 2*time.Second, 50*time.Millisecond,
+		"the Generation moved while nothing changed")
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "generation", Labels: map[string]string{"generation": ns}}}
+	_, err = memberKube(t, lf.Members[0]).CoreV1().ConfigMaps(ns).Create(ctx, cm, metav1.CreateOptions{})
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { return own.Generation() > g }, 10*time.Second, 20*time.Millisecond)
+	_, ok, err := own.Get(key(ns, lf.Members[0]), ns, "generation")
+	require.NoError(t, err)
+	require.True(t, ok, "the Generation moved before the change could be read")
+}
+
 func (fc *followingCache) memberLeaves(t *testing.T) {
 	ns, ctx, cms, selector, namespaces := fc.ns, fc.ctx, fc.cms, fc.selector, fc.namespaces
-	// A member that leaves the registry leaves the caches.
+	// A member that leaves the registry leaves the caches, and moves the Generation on.
+	g := cms.Generation()
 	require.NoError(t, versioned.NewForConfigOrDie(lf.Registry.Config).ClusterregistryV1alpha1().Clusters(ns).
 		Delete(ctx, lf.Members[1].Name, metav1.DeleteOptions{}))
 	require.Eventually(t, func() bool { return len(cms.Statuses()) == 1 && len(namespaces.Statuses()) == 1 }, 10*time.Second, 20*time.Millisecond)
@@ -222,6 +244,7 @@ func (fc *followingCache) memberLeaves(t *testing.T) {
 	require.Equal(t, "member-1", items[0].Member.Name().Name)
 	_, err := cms.List(key(ns, lf.Members[1]), nil)
 	require.ErrorIs(t, err, ErrNoSuchMember)
+	require.Greater(t, cms.Generation(), g)
 }
 
 // A member that cannot be reached holds up no other: WaitForCacheSync gives it up at its own

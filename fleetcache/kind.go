@@ -49,6 +49,9 @@ type Kind[T runtime.Object] struct {
 	mu       sync.Mutex
 	handlers []func(Event[T])
 	indexers cache.Indexers
+
+	// gen is Generation.
+	gen atomic.Uint64
 }
 
 // kindID names a kind in a Cache: its resource and how it is cached.
@@ -73,6 +76,8 @@ func (id kindID) String() string {
 type kindRunner interface {
 	startOn(mc *memberCaches)
 	order() int
+	// changed moves the kind's Generation on: a member's caches went.
+	changed()
 }
 
 var kindSeq atomic.Int64
@@ -153,13 +158,15 @@ func register[T runtime.Object](c *Cache, id kindID, opts KindOptions, source fu
 
 func (k *Kind[T]) order() int { return k.seq }
 
+func (k *Kind[T]) changed() { k.gen.Add(1) }
+
 // String names the kind: its resource, version and how it is cached.
 func (k *Kind[T]) String() string { return k.name }
 
 // startOn starts the kind's informer on a member, in a goroutine of the member's caches: the
 // member's clients may first have to wait for its credentials.
 func (k *Kind[T]) startOn(mc *memberCaches) {
-	st := newMemberInformer()
+	st := newMemberInformer(&k.gen)
 	mc.mu.Lock()
 	mc.informers[k.id] = st
 	mc.routes = append(mc.routes, route{suffix: "/" + path.Join(k.id.gvr.Version, k.id.gvr.Resource), st: st})
@@ -207,6 +214,11 @@ func (k *Kind[T]) newInformer(mc *memberCaches, st *memberInformer, lw cache.Lis
 	if err := inf.SetWatchErrorHandlerWithContext(watchErrorHandler(st, cache.DefaultWatchErrorHandler)); err != nil {
 		return nil, err
 	}
+	// First of the handlers, each called once the change is stored: a reader who sees the new
+	// Generation finds the change in the cache.
+	if _, err := inf.AddEventHandler(handlerFor(mc, func(Event[T]) { k.gen.Add(1) })); err != nil {
+		return nil, err
+	}
 	for _, fn := range k.handlers {
 		if _, err := inf.AddEventHandler(handlerFor(mc, fn)); err != nil {
 			return nil, err
@@ -215,6 +227,7 @@ func (k *Kind[T]) newInformer(mc *memberCaches, st *memberInformer, lw cache.Lis
 	st.mu.Lock()
 	st.informer = inf
 	st.mu.Unlock()
+	k.gen.Add(1)
 	return inf, nil
 }
 

@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -83,10 +84,31 @@ type memberInformer struct {
 	mu       sync.Mutex
 	informer *inlineinformer.Informer // nil until the member's clients are built
 	status   Status
+	// gen is the kind's Generation, moved on whenever status changes.
+	gen *atomic.Uint64
 }
 
-func newMemberInformer() *memberInformer {
-	return &memberInformer{status: Status{State: Syncing, Since: time.Now()}}
+func newMemberInformer(gen *atomic.Uint64) *memberInformer {
+	gen.Add(1) // a member's cache, Syncing, is there
+	return &memberInformer{status: Status{State: Syncing, Since: time.Now()}, gen: gen}
+}
+
+// setStatus records s, moving the kind's Generation on when it differs from the status held.
+// Called with st.mu held.
+func (st *memberInformer) setStatus(s Status) {
+	if s.State == st.status.State && s.Since.Equal(st.status.Since) && errorText(s.Err) == errorText(st.status.Err) {
+		st.status = s
+		return
+	}
+	st.status = s
+	st.gen.Add(1)
+}
+
+func errorText(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
 }
 
 func (st *memberInformer) get() (*inlineinformer.Informer, Status) {
@@ -101,11 +123,13 @@ func (st *memberInformer) get() (*inlineinformer.Informer, Status) {
 func (st *memberInformer) fail(err error) (repeated bool) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	if st.status.State == Synced {
-		st.status.State, st.status.Since = Stale, time.Now()
+	next := st.status
+	if next.State == Synced {
+		next.State, next.Since = Stale, time.Now()
 	}
 	repeated = st.status.Refused() && st.status.Err.Error() == err.Error()
-	st.status.Err = err
+	next.Err = err
+	st.setStatus(next)
 	return repeated
 }
 
@@ -115,9 +139,11 @@ func (st *memberInformer) ok() {
 	defer st.mu.Unlock()
 	switch st.status.State {
 	case Stale:
-		st.status = Status{State: Synced, Since: time.Now()}
+		st.setStatus(Status{State: Synced, Since: time.Now()})
 	case Syncing:
-		st.status.Err = nil
+		if st.status.Err != nil {
+			st.setStatus(Status{State: Syncing, Since: st.status.Since})
+		}
 	}
 }
 
@@ -126,7 +152,7 @@ func (st *memberInformer) synced() {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	if st.status.State == Syncing {
-		st.status = Status{State: Synced, Since: time.Now()}
+		st.setStatus(Status{State: Synced, Since: time.Now()})
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -42,7 +43,7 @@ func TestRepeatedRefusalLoggedOnce(t *testing.T) {
 	forbidden := fmt.Errorf("failed to list *v1.Node: %w", apierrors.NewForbidden(nodes, "", errors.New(`cannot list resource "nodes"`)))
 	down := errors.New("dial tcp 127.0.0.1:1: connect: connection refused")
 	var logged []error
-	st := newMemberInformer()
+	st := newMemberInformer(new(atomic.Uint64))
 	handle := watchErrorHandler(st, func(_ context.Context, _ *cache.Reflector, err error) { logged = append(logged, err) })
 	for range 10 {
 		handle(t.Context(), nil, forbidden)
@@ -61,4 +62,31 @@ func TestRepeatedRefusalLoggedOnce(t *testing.T) {
 // 0001-01-01T00:00:00Z" (what `fleetcache` status printed for a member not in the fleet).
 func TestStatusOfNoCache(t *testing.T) {
 	require.Equal(t, "no cache of this member (not in the caches' members, or the kind not asked of it yet)", Status{}.String())
+}
+
+// Generation moves on with each change of a member's Status, and only then: a repeated failure,
+// and the answered requests of a cache that follows its member, leave it as it is.
+func TestGenerationFollowsStatusChanges(t *testing.T) {
+	var gen atomic.Uint64
+	st := newMemberInformer(&gen)
+	require.EqualValues(t, 1, gen.Load(), "a member's cache started")
+	down := errors.New("dial tcp 127.0.0.1:1: connect: connection refused")
+	st.fail(down)
+	require.EqualValues(t, 2, gen.Load(), "a syncing cache's first failure")
+	st.fail(down)
+	require.EqualValues(t, 2, gen.Load(), "the same failure again")
+	st.ok()
+	require.EqualValues(t, 3, gen.Load(), "the failure cleared")
+	st.synced()
+	require.EqualValues(t, 4, gen.Load(), "synced")
+	for range 5 {
+		st.ok()
+	}
+	require.EqualValues(t, 4, gen.Load(), "answered requests of a synced cache")
+	st.fail(down)
+	require.EqualValues(t, 5, gen.Load(), "stale")
+	st.fail(errors.New("dial tcp 127.0.0.1:1: i/o timeout"))
+	require.EqualValues(t, 6, gen.Load(), "failing anew")
+	st.ok()
+	require.EqualValues(t, 7, gen.Load(), "following again")
 }
