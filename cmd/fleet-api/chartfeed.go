@@ -31,8 +31,11 @@ func (c chartRelease) same(o chartRelease) bool { return reflect.DeepEqual(c, o)
 type chartWatch struct {
 	factories []externalversions.SharedInformerFactory
 	releases  []listers.ReleaseLister
-	slices    []listers.ReleaseStatusSliceLister
-	feed      *feed[chartRelease]
+	// releaseInformers are the releases' informers, which server.followChanges counts the
+	// changes of.
+	releaseInformers []cache.SharedIndexInformer
+	slices           []listers.ReleaseStatusSliceLister
+	feed             *feed[chartRelease]
 }
 
 // watchCharts starts watching the Releases of namespaces (every one when empty), and polls them
@@ -49,6 +52,7 @@ func watchCharts(ctx context.Context, registry versioned.Interface, namespaces [
 		sl := f.Clusterregistry().V1alpha1().ReleaseStatusSlices()
 		synced = append(synced, rel.Informer().HasSynced, sl.Informer().HasSynced)
 		cw.releases = append(cw.releases, rel.Lister())
+		cw.releaseInformers = append(cw.releaseInformers, rel.Informer())
 		cw.slices = append(cw.slices, sl.Lister())
 		cw.factories = append(cw.factories, f)
 		f.Start(ctx.Done())

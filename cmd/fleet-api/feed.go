@@ -152,9 +152,15 @@ func (f *feed[T]) since(rev uint64) (changes []change[T], at uint64, next <-chan
 	return changes, f.rev, f.changed, true
 }
 
-// poll updates the feed from summarize every interval until ctx ends.
+// poll updates the feed from summarize every interval until ctx ends. summarize returns nil when
+// it knows that nothing changed (an empty map is a fleet of no members).
 func (f *feed[T]) poll(ctx context.Context, interval time.Duration, summarize func() map[types.NamespacedName]T) {
-	f.update(summarize())
+	update := func() {
+		if summaries := summarize(); summaries != nil {
+			f.update(summaries)
+		}
+	}
+	update()
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
@@ -162,9 +168,30 @@ func (f *feed[T]) poll(ctx context.Context, interval time.Duration, summarize fu
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			f.update(summarize())
+			update()
 		}
 	}
+}
+
+// pollChanges is poll, summarizing only when version, what the summaries are computed from,
+// moved since the last time: an unchanged fleet costs a poll nothing.
+func (f *feed[T]) pollChanges(ctx context.Context, interval time.Duration, version func() inputs, summarize func() map[types.NamespacedName]T) {
+	var last inputs
+	summarized := false
+	f.poll(ctx, interval, func() map[types.NamespacedName]T {
+		if v := version(); !summarized || v != last {
+			last, summarized = v, true
+			return summarize()
+		}
+		return nil
+	})
+}
+
+// revision is the revision the feed is at.
+func (f *feed[T]) revision() uint64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.rev
 }
 
 func formatRev(rev uint64) string { return strconv.FormatUint(rev, 10) }

@@ -11,6 +11,7 @@ import (
 	"net/http/httptest"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -28,6 +29,7 @@ import (
 	clusterregistryv1alpha1 "github.com/cluster-registry/sdk/clientset/versioned/typed/clusterregistry/v1alpha1"
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
 	"github.com/cluster-registry/sdk/fleetcache"
+	"github.com/cluster-registry/sdk/internal/answercache"
 	"github.com/cluster-registry/sdk/multicluster"
 )
 
@@ -52,6 +54,11 @@ type server struct {
 	charts   *chartWatch
 	stopFeed context.CancelFunc
 	feedDone chan struct{}
+	// changes counts the changes on the registry's side that the lists read (followChanges);
+	// answers keeps the lists UIs poll, encoded, while nothing they read changed.
+	changes       atomic.Uint64
+	answers       *answercache.Cache[inputs]
+	stopFollowing func()
 }
 
 // feedInterval is how often the feed compares the members' summaries: how late, at most, a
@@ -136,6 +143,14 @@ func startServer(ctx context.Context, registry versioned.Interface, resolver *ac
 		s.fleet.Stop()
 		return nil, err
 	}
+	s.answers = answercache.New[inputs](keptAnswers, keptAnswerBytes)
+	if s.stopFollowing, err = s.followChanges(); err != nil {
+		stopFeed()
+		s.charts.stop()
+		s.caches.Stop()
+		s.fleet.Stop()
+		return nil, err
+	}
 	s.stopFeed, s.feedDone = stopFeed, make(chan struct{})
 	go func() {
 		defer close(s.feedDone)
@@ -144,13 +159,14 @@ func startServer(ctx context.Context, registry versioned.Interface, resolver *ac
 			defer close(done)
 			s.charts.feed.poll(feedCtx, feedInterval, s.charts.summarizeAll)
 		}()
-		s.feed.poll(feedCtx, feedInterval, s.summarizeAll)
+		s.feed.pollChanges(feedCtx, feedInterval, s.summaryInputs, s.summarizeAll)
 		<-done
 	}()
 	return s, nil
 }
 
 func (s *server) stop() {
+	s.stopFollowing()
 	s.stopFeed()
 	<-s.feedDone
 	s.charts.stop()
@@ -328,37 +344,55 @@ type deploymentInfo struct {
 }
 
 // listClusters answers the members of the cluster sets where the caller may list Clusters, as
-// listing them in the registry would.
+// listing them in the registry would; computed once per change (serveAnswer).
 func (s *server) listClusters(w http.ResponseWriter, r *http.Request) {
 	selected, err := parseSelection(r.URL.Query())
 	if err != nil {
 		writeStatus(w, apierrors.NewBadRequest(err.Error()))
 		return
 	}
+	version := s.inputs()
 	members := s.fleet.Members()
-	out := make([]clusterSummary, 0, len(members))
-	mayList := map[string]bool{}
+	sets, err := s.listableSets(r, members)
+	if err != nil {
+		writeStatus(w, err)
+		return
+	}
+	s.serveAnswer(w, r, answerKey("clusters", sets, r.URL.Query()), version, true, func() any {
+		out := make([]clusterSummary, 0, len(members))
+		for _, m := range members {
+			if _, ok := slices.BinarySearch(sets, m.Name().Namespace); !ok {
+				continue
+			}
+			if summary, _, _ := s.summarize(m); selected.matches(summary) {
+				out = append(out, summary)
+			}
+		}
+		return map[string]any{"clusters": out, "registry": version.fleet, "resourceVersion": formatRev(version.feed)}
+	})
+}
+
+// listableSets are the cluster sets of members where the registry lets the caller list Clusters,
+// sorted.
+func (s *server) listableSets(r *http.Request, members []*multicluster.Member) ([]string, error) {
+	var sets []string
+	asked := map[string]bool{}
 	for _, m := range members {
 		ns := m.Name().Namespace
-		allowed, seen := mayList[ns]
-		if !seen {
-			var err error
-			if allowed, _, err = s.guard.allowed(r.Context(), "list", ns, ""); err != nil {
-				writeStatus(w, apierrors.NewInternalError(fmt.Errorf("asking the registry what you may list: %w", err)))
-				return
-			}
-			mayList[ns] = allowed
-		}
-		if !allowed {
+		if asked[ns] {
 			continue
 		}
-		summary, _, _ := s.summarize(m)
-		if selected.matches(summary) {
-			out = append(out, summary)
+		asked[ns] = true
+		allowed, _, err := s.guard.allowed(r.Context(), "list", ns, "")
+		if err != nil {
+			return nil, apierrors.NewInternalError(fmt.Errorf("asking the registry what you may list: %w", err))
+		}
+		if allowed {
+			sets = append(sets, ns)
 		}
 	}
-	_, rev, _ := s.feed.snapshot()
-	writeJSON(w, http.StatusOK, map[string]any{"clusters": out, "registry": s.fleet.Status().String(), "resourceVersion": formatRev(rev)})
+	slices.Sort(sets)
+	return sets, nil
 }
 
 // authorize reports whether the caller may do verb on Cluster namespace/name, having written the

@@ -87,11 +87,3 @@ func (s *server) v0Set() (string, error) {
 	return "", statusError(http.StatusBadRequest, metav1.StatusReasonBadRequest,
 		fmt.Sprintf("/v0 serves one cluster set and this server serves %d: run fleet-api with --optikon-cluster-set SET, or with -n SET, for Optikon's API", len(s.namespaces)))
 }
-
-// writeCompactJSON is writeJSON without indentation, for the lists a UI polls: at 1,000 members
-// indenting cost as much as the rest of the answer.
-func writeCompactJSON(w http.ResponseWriter, code int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(code)
-	_ = json.NewEncoder(w).Encode(v)
-}

@@ -54,7 +54,8 @@ func health(s clusterSummary) string {
 	return "Yellow"
 }
 
-// v0ListClusters is GET /v0/clusters: every Cluster of the set, for a caller who may list them.
+// v0ListClusters is GET /v0/clusters: every Cluster of the set, for a caller who may list them;
+// computed once per change (serveAnswer).
 func (s *server) v0ListClusters(w http.ResponseWriter, r *http.Request) {
 	ns, err := s.v0Set()
 	if err != nil {
@@ -64,14 +65,17 @@ func (s *server) v0ListClusters(w http.ResponseWriter, r *http.Request) {
 	if !s.authorize(w, r, "list", ns, "") {
 		return
 	}
-	out := []*v1alpha1.Cluster{}
-	for _, m := range s.fleet.Members() {
-		if m.Name().Namespace == ns {
-			out = append(out, s.v0Cluster(m))
+	version := s.inputs()
+	s.serveAnswer(w, r, answerKey("v0/clusters", []string{ns}, nil), version, false, func() any {
+		out := []*v1alpha1.Cluster{}
+		for _, m := range s.fleet.Members() {
+			if m.Name().Namespace == ns {
+				out = append(out, s.v0Cluster(m))
+			}
 		}
-	}
-	slices.SortFunc(out, func(a, b *v1alpha1.Cluster) int { return strings.Compare(a.Name, b.Name) })
-	writeCompactJSON(w, http.StatusOK, out)
+		slices.SortFunc(out, func(a, b *v1alpha1.Cluster) int { return strings.Compare(a.Name, b.Name) })
+		return out
+	})
 }
 
 // v0GetCluster is GET /v0/clusters/{clusterId}.

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 
@@ -37,13 +38,16 @@ type optikonRelease struct {
 
 // v0ListReleases is GET /v0/releases[?labels=]: every Helm-mode chart Release of the set, once
 // per cluster ?labels= selects that Helm reports it on, from the server's watch of the Releases
-// and its caches of Helm's storage on the members: nothing is asked of either per poll.
+// and its caches of Helm's storage on the members: nothing is asked of either per poll, and the
+// answer is computed once per change (serveAnswer).
 func (s *server) v0ListReleases(w http.ResponseWriter, r *http.Request) {
 	ns, selector, ok := s.v0ReleaseQuery(w, r, "list", "")
 	if !ok {
 		return
 	}
-	writeCompactJSON(w, http.StatusOK, s.v0Releases(ns, selector, ""))
+	version := s.inputs()
+	key := answerKey("v0/releases", []string{ns}, url.Values{"labels": {selector.String()}})
+	s.serveAnswer(w, r, key, version, false, func() any { return s.v0Releases(ns, selector, "") })
 }
 
 // v0GetRelease is GET /v0/releases/{releaseId}[?labels=]: the release on the first cluster (by

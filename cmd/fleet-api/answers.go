@@ -1,0 +1,111 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http"
+	"net/url"
+
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/cluster-registry/sdk/multicluster"
+)
+
+// The lists a UI polls (GET /clusters, /v0/clusters, /v0/releases) are computed and encoded once
+// per change of what they read, and served again until then (package answercache): with ETag and
+// If-None-Match, a poll of an unchanged fleet costs its caller's authorization and a 304.
+const (
+	// keptAnswers bounds the answers kept: one per route, cluster set and query that callers poll.
+	keptAnswers = 64
+	// keptAnswerBytes bounds their bytes: at 1,000 members, /v0/clusters is about 1.2 MB.
+	keptAnswerBytes = 64 << 20
+)
+
+// inputs are the versions of everything a polled list is computed from, read before it is: the
+// registry's side (registry: Clusters joining, changing and leaving, and Releases), each member
+// cache's Generation, the fleet's status and the feed's revision, which the answers carry.
+type inputs struct {
+	registry, nodes, pods, deployments, helm, feed uint64
+	fleet                                          string
+}
+
+// inputs are the versions now.
+func (s *server) inputs() inputs {
+	return inputs{
+		registry: s.changes.Load(),
+		nodes:    s.nodes.Generation(), pods: s.pods.Generation(), deployments: s.deployments.Generation(), helm: s.helm.Generation(),
+		feed:  s.feed.revision(),
+		fleet: s.fleet.Status().String(),
+	}
+}
+
+// summaryInputs are the versions the members' summaries are computed from: inputs without the
+// feed's own revision, so that the feed compares summaries only when one of them moved.
+func (s *server) summaryInputs() inputs {
+	in := s.inputs()
+	in.feed = 0
+	return in
+}
+
+// followChanges counts the changes on the registry's side into s.changes: members joining and
+// leaving the fleet, their Clusters changing, and the Releases /v0/releases reads. It returns
+// what stops counting.
+func (s *server) followChanges() (stop func(), err error) {
+	count := func() { s.changes.Add(1) }
+	unsubscribe := s.fleet.Subscribe(func(multicluster.MemberEvent) { count() })
+	unsubscribeChanges := s.fleet.SubscribeChanges(func(*multicluster.Member) { count() })
+	stop = func() { unsubscribe(); unsubscribeChanges() }
+	for _, inf := range s.charts.releaseInformers {
+		// Informers call handlers once the change is in their store: a list read after the count
+		// moved finds it.
+		if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+			AddFunc:    func(any) { count() },
+			UpdateFunc: func(old, obj any) { count() },
+			DeleteFunc: func(any) { count() },
+		}); err != nil {
+			stop()
+			return nil, err
+		}
+	}
+	return stop, nil
+}
+
+// answerKey names an answer: its route, the cluster sets the caller may see it in (callers who
+// may see different sets are sent different answers), and the query, in a canonical order.
+func answerKey(route string, sets []string, query url.Values) string {
+	var b bytes.Buffer
+	b.WriteString(route)
+	for _, ns := range sets {
+		b.WriteString("|")
+		b.WriteString(ns)
+	}
+	b.WriteString("?")
+	b.WriteString(query.Encode())
+	return b.String()
+}
+
+// serveAnswer sends the answer kept under key, computing and encoding it with v first when what
+// it reads changed since (version, read before v reads anything). indent is writeJSON's form;
+// the lists a UI polls are compact.
+func (s *server) serveAnswer(w http.ResponseWriter, r *http.Request, key string, version inputs, indent bool, v func() any) {
+	a, err := s.answers.Answer(key, version, "application/json", func() ([]byte, error) { return encodeJSON(v(), indent) })
+	if err != nil {
+		writeStatus(w, err)
+		return
+	}
+	a.ServeHTTP(w, r)
+}
+
+// encodeJSON is v as writeJSON writes it (indent), or without indentation: at 1,000 members
+// indenting cost as much as the rest of a list.
+func encodeJSON(v any, indent bool) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	if indent {
+		enc.SetIndent("", "  ")
+	}
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
+}
