@@ -14,6 +14,7 @@ import (
 
 	"github.com/cluster-registry/sdk/clientset/versioned"
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
+	"github.com/cluster-registry/sdk/internal/answercache"
 	"github.com/cluster-registry/sdk/testkit/fleettest"
 	"github.com/cluster-registry/sdk/testkit/simmembers"
 )
@@ -22,10 +23,13 @@ var benchMembers = flag.Int("bench-members", 1000, "simulated members of Benchma
 
 // BenchmarkOptikonLists answers what each open Optikon UI asks twice a second, GET /v0/clusters
 // and GET /v0/releases, at 1,000 simulated members (each running 3 Nodes, 30 Pods, 5 Deployments
-// and one Helm release), beside fleet-api's own GET /clusters of the same members: CPU per
-// answer and answers per second per core (the process's CPU time, so the caches' and the
-// encoder's work count), bytes per answer, and requests sent to the registry per answer (the
-// caller's authorization, kept 10 s, amortized). Members are asked nothing per answer:
+// and one Helm release), beside fleet-api's own GET /clusters of the same members, each three
+// ways in the same run: computed (each answer computed and encoded, as before the answers were
+// kept: a Cache that keeps none), kept (a poll of an unchanged fleet, sent the kept answer), and
+// 304 (the same poll sending the last ETag). Reported: CPU per answer and answers per second per
+// core (the process's CPU time, so the caches' and the encoder's work count), bytes per answer,
+// requests sent to the registry per answer (the caller's authorization, kept 10 s, amortized),
+// and the memory the kept answers hold. Members are asked nothing per answer:
 // TestOptikonPollsAskNothing counts that on real members.
 //
 //	go test ./cmd/fleet-api -run '^$' -bench BenchmarkOptikonLists -benchtime 200x
@@ -33,38 +37,59 @@ func BenchmarkOptikonLists(b *testing.B) {
 	if lf == nil {
 		b.Skip("needs the local fleet: run without -short")
 	}
-	ns, h, registry := optikonBench(b)
+	ns, s, h, registry := optikonBench(b)
+	kept := s.answers
 	for _, c := range []struct{ name, path string }{{"v0-clusters", "/v0/clusters"}, {"v0-releases", "/v0/releases"}, {"peer-clusters", "/clusters"}} {
-		b.Run(c.name, func(b *testing.B) {
-			req := httptest.NewRequest(http.MethodGet, c.path+"?namespace="+ns, nil)
-			req.Host = "bench"
-			rows := benchRows(b, h, req)
-			before, cpu0, bytes := registry.Load(), simmembers.ProcessCPU(), 0
-			for b.Loop() {
-				rec := httptest.NewRecorder()
-				// The authenticator takes the token out of the request it accepts, as the
-				// registry's does: each answer is asked for anew.
-				req.Header.Set("Authorization", "Bearer "+operatorToken)
-				h.ServeHTTP(rec, req)
-				if rec.Code != http.StatusOK {
-					b.Fatalf("%s: %d: %s", c.path, rec.Code, rec.Body.String())
-				}
-				bytes += rec.Body.Len()
-			}
-			cpu := simmembers.ProcessCPU() - cpu0
-			b.ReportMetric(float64(cpu.Nanoseconds())/float64(b.N)/1e6, "cpu-ms/answer")
-			b.ReportMetric(float64(b.N)/cpu.Seconds(), "answers/s/core")
-			b.ReportMetric(float64(bytes)/float64(b.N)/1024, "KiB/answer")
-			b.ReportMetric(float64(rows), "rows")
-			b.ReportMetric(float64(registry.Load()-before)/float64(b.N), "registry-req/answer")
-		})
+		req := httptest.NewRequest(http.MethodGet, c.path+"?namespace="+ns, nil)
+		req.Host = "bench"
+		rows, etag := benchRows(b, h, req)
+		for _, arm := range []struct {
+			name    string
+			answers *answercache.Cache[inputs]
+			etag    string
+			code    int
+		}{{"computed", answercache.New[inputs](0, 0), "", http.StatusOK}, {"kept", kept, "", http.StatusOK}, {"304", kept, etag, http.StatusNotModified}} {
+			b.Run(c.name+"/"+arm.name, func(b *testing.B) {
+				s.answers = arm.answers
+				defer func() { s.answers = kept }()
+				benchAnswers(b, h, req, arm.etag, arm.code, registry)
+				b.ReportMetric(float64(rows), "rows")
+				b.ReportMetric(float64(kept.Bytes())/1024, "KiB-kept")
+			})
+		}
 	}
+}
+
+// benchAnswers asks h for req's answer b.N times, each time anew (with If-None-Match etag when
+// given), and reports what the answers cost.
+func benchAnswers(b *testing.B, h http.Handler, req *http.Request, etag string, code int, registry *atomic.Int64) {
+	if etag != "" {
+		req.Header.Set("If-None-Match", etag)
+		defer req.Header.Del("If-None-Match")
+	}
+	before, cpu0, bytes := registry.Load(), simmembers.ProcessCPU(), 0
+	for b.Loop() {
+		w := &sink{header: http.Header{}}
+		// The authenticator takes the token out of the request it accepts, as the registry's
+		// does: each answer is asked for anew.
+		req.Header.Set("Authorization", "Bearer "+operatorToken)
+		h.ServeHTTP(w, req)
+		if w.code != code {
+			b.Fatalf("%s: %d, want %d", req.URL.Path, w.code, code)
+		}
+		bytes += w.written
+	}
+	cpu := simmembers.ProcessCPU() - cpu0
+	b.ReportMetric(float64(cpu.Nanoseconds())/float64(b.N)/1e6, "cpu-ms/answer")
+	b.ReportMetric(float64(b.N)/cpu.Seconds(), "answers/s/core")
+	b.ReportMetric(float64(bytes)/float64(b.N)/1024, "KiB/answer")
+	b.ReportMetric(float64(registry.Load()-before)/float64(b.N), "registry-req/answer")
 }
 
 // optikonBench starts fleet-api on a set of *benchMembers simulated members with one Helm-mode
 // Release (which each member's Helm storage reports), its caches synced, and returns the set,
 // the server's handler, and the count of requests it sent to the registry.
-func optikonBench(b *testing.B) (string, http.Handler, *atomic.Int64) {
+func optikonBench(b *testing.B) (string, *server, http.Handler, *atomic.Int64) {
 	sim := simmembers.Start(b, *benchMembers, 0)
 	ns := fleettest.NewSet(b, lf)
 	fleettest.CreateClusters(b, lf.Registry.Config, ns, sim.Clusters(ns), nil)
@@ -93,11 +118,12 @@ func optikonBench(b *testing.B) (string, http.Handler, *atomic.Int64) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	return ns, s.routes(g), registry
+	return ns, s, s.routes(g), registry
 }
 
-// benchRows answers req once, waiting until every member's row is there, and says how many.
-func benchRows(b *testing.B, h http.Handler, req *http.Request) int {
+// benchRows answers req once, waiting until every member's row is there, and says how many, with
+// the answer's ETag.
+func benchRows(b *testing.B, h http.Handler, req *http.Request) (int, string) {
 	deadline := time.Now().Add(5 * time.Minute)
 	for {
 		rec := httptest.NewRecorder()
@@ -115,8 +141,36 @@ func benchRows(b *testing.B, h http.Handler, req *http.Request) int {
 			n = len(wrapped.Clusters)
 		}
 		if n == *benchMembers || time.Now().After(deadline) {
-			return n
+			return n, rec.Header().Get("ETag")
 		}
 		time.Sleep(time.Second)
 	}
+}
+
+// sink is the ResponseWriter of the benchmark's answers: it copies what it is sent into a buffer
+// of its own, as a write to a socket copies it into the kernel's, and keeps only the count. (An
+// httptest.ResponseRecorder grows a buffer to hold each answer whole: at 1.2 MB that cost the
+// process more than the kept answer itself.)
+type sink struct {
+	header  http.Header
+	code    int
+	written int
+	buf     [32 << 10]byte
+}
+
+func (s *sink) Header() http.Header { return s.header }
+
+func (s *sink) WriteHeader(code int) {
+	if s.code == 0 {
+		s.code = code
+	}
+}
+
+func (s *sink) Write(p []byte) (int, error) {
+	s.WriteHeader(http.StatusOK)
+	for rest := p; len(rest) > 0; {
+		rest = rest[copy(s.buf[:], rest):]
+	}
+	s.written += len(p)
+	return len(p), nil
 }
