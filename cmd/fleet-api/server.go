@@ -6,9 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"maps"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -75,18 +75,11 @@ func (s *server) summarizeAll() map[types.NamespacedName]clusterSummary {
 	return out
 }
 
-// startServer follows the registry's Clusters in namespaces (all when empty) and caches every
-// member's Nodes and Deployments. Stop it with stop.
-func startServer(ctx context.Context, registry versioned.Interface, resolver *access.Resolver, namespaces []string) (*server, error) {
-	s := &server{namespaces: namespaces}
-	s.fleet = multicluster.NewFleet(registry, resolver, multicluster.FleetOptions{Namespaces: namespaces})
-	if err := s.fleet.Start(ctx); err != nil {
-		return nil, fmt.Errorf("following the registry: %w", err)
-	}
-	s.caches = fleetcache.New(s.fleet)
+// cacheKinds registers the kinds the API reads from every member's caches, keeping only what it
+// shows: a Node's images and a Deployment's pod template are most of their size, and nothing
+// here reads them.
+func (s *server) cacheKinds() error {
 	var err error
-	// Only what the API shows is kept: a Node's images and a Deployment's pod template are most of
-	// their size, and nothing here reads them.
 	s.nodes, err = fleetcache.Typed[*corev1.Node](s.caches, corev1.SchemeGroupVersion.WithResource("nodes"), fleetcache.KindOptions{
 		Transform: func(obj any) (any, error) {
 			if n, ok := obj.(*corev1.Node); ok {
@@ -96,8 +89,7 @@ func startServer(ctx context.Context, registry versioned.Interface, resolver *ac
 		},
 	})
 	if err != nil {
-		s.fleet.Stop()
-		return nil, err
+		return err
 	}
 	s.deployments, err = fleetcache.Typed[*appsv1.Deployment](s.caches, appsv1.SchemeGroupVersion.WithResource("deployments"), fleetcache.KindOptions{
 		Transform: func(obj any) (any, error) {
@@ -108,8 +100,7 @@ func startServer(ctx context.Context, registry versioned.Interface, resolver *ac
 		},
 	})
 	if err != nil {
-		s.fleet.Stop()
-		return nil, err
+		return err
 	}
 	// Of a Pod, its phase and conditions: whether it runs, and is Ready.
 	s.pods, err = fleetcache.Typed[*corev1.Pod](s.caches, corev1.SchemeGroupVersion.WithResource("pods"), fleetcache.KindOptions{
@@ -122,12 +113,26 @@ func startServer(ctx context.Context, registry versioned.Interface, resolver *ac
 		},
 	})
 	if err != nil {
-		s.fleet.Stop()
-		return nil, err
+		return err
 	}
 	s.helm, err = fleetcache.Typed[*corev1.Secret](s.caches, corev1.SchemeGroupVersion.WithResource("secrets"), fleetcache.KindOptions{
 		LabelSelector: helmStorageSelector, Transform: summarizeHelmSecret})
 	if err != nil {
+		return err
+	}
+	return nil
+}
+
+// startServer follows the registry's Clusters in namespaces (all when empty) and caches every
+// member's Nodes and Deployments. Stop it with stop.
+func startServer(ctx context.Context, registry versioned.Interface, resolver *access.Resolver, namespaces []string) (*server, error) {
+	s := &server{namespaces: namespaces}
+	s.fleet = multicluster.NewFleet(registry, resolver, multicluster.FleetOptions{Namespaces: namespaces})
+	if err := s.fleet.Start(ctx); err != nil {
+		return nil, fmt.Errorf("following the registry: %w", err)
+	}
+	s.caches = fleetcache.New(s.fleet)
+	if err := s.cacheKinds(); err != nil {
 		s.fleet.Stop()
 		return nil, err
 	}
@@ -137,6 +142,7 @@ func startServer(ctx context.Context, registry versioned.Interface, resolver *ac
 	}
 	s.feed = newFeed(4096)
 	feedCtx, stopFeed := context.WithCancel(ctx)
+	var err error
 	if s.charts, err = watchCharts(feedCtx, registry, namespaces); err != nil {
 		stopFeed()
 		s.caches.Stop()
@@ -278,19 +284,13 @@ type clusterSummary struct {
 // key is the member's namespace and name.
 func (s clusterSummary) key() (string, string) { return s.Namespace, s.Name }
 
-// same reports whether two summaries say the same thing. Counts are pointers (an unknown count is
-// left out, never shown as zero), so == would compare where they point, and every poll's fresh
-// summary would differ from the last: a watcher would be sent every member again each poll.
-func (s clusterSummary) same(o clusterSummary) bool {
-	return s.Namespace == o.Namespace && s.Name == o.Name && s.DisplayName == o.DisplayName && maps.Equal(s.Labels, o.Labels) &&
-		s.Ready == o.Ready && s.Reason == o.Reason && s.Version == o.Version && s.Message == o.Message &&
-		s.CredentialsExpireAt == o.CredentialsExpireAt &&
-		s.Nodes.same(o.Nodes) && s.Pods.same(o.Pods) &&
-		ptr.Equal(s.Workloads.Deployments, o.Workloads.Deployments) &&
-		ptr.Equal(s.Workloads.DeploymentsReady, o.Workloads.DeploymentsReady) && s.Workloads.Unknown == o.Workloads.Unknown &&
-		s.Workloads.NotPermitted == o.Workloads.NotPermitted &&
-		s.Cache.State == o.Cache.State && s.Cache.Since.Equal(o.Cache.Since) && s.Cache.Error == o.Cache.Error
-}
+// same reports whether two summaries say the same thing, field by field as constructed: a field
+// added to the summary is compared with the rest, and a change to it reaches watchers. Counts
+// are pointers (an unknown count is left out, never shown as zero), and DeepEqual compares what
+// they point to, so every poll's fresh summary is the same as the last one when it says the
+// same. Times are made in UTC without a monotonic reading (cacheState), so one instant compares
+// equal.
+func (s clusterSummary) same(o clusterSummary) bool { return reflect.DeepEqual(s, o) }
 
 // nodeCounts are a member's Nodes; when its cache holds no list of them (it has not listed them
 // yet, or the member refused: its credentials may not list Nodes), Total and Ready are left out
@@ -533,7 +533,7 @@ func (s *server) cacheState(member types.NamespacedName) cacheState {
 	if !found && refused > 0 {
 		return cacheState{State: notPermittedState}
 	}
-	out := cacheState{State: worst.State.String(), Since: worst.Since.UTC()}
+	out := cacheState{State: worst.State.String(), Since: worst.Since.Round(0).UTC()}
 	if worst.Err != nil {
 		out.Error = worst.Err.Error()
 	}
