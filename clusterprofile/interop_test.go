@@ -26,7 +26,7 @@ import (
 // provider file maps our access provider to its secretreader plugin, which reads the consumer's
 // own token for the cluster the profile's exec extension names.
 func TestInventoryToolingReachesPublishedMember(t *testing.T) {
-	integration(t)
+	fleettest.Integration(t)
 	m := lf.Members[0]
 	ns := fleettest.CopySet(t, lf)
 	startPublisher(t, ns, nil)

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-	"go.uber.org/goleak"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -23,19 +22,9 @@ import (
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
 	"github.com/cluster-registry/sdk/multicluster"
 	"github.com/cluster-registry/sdk/testkit/fleettest"
-	"github.com/cluster-registry/sdk/testkit/realservers"
 )
 
 const testTimeout = 60 * time.Second
-
-// integration marks a test that needs the local fleet, and checks it leaves no goroutine behind.
-func integration(t *testing.T) {
-	t.Helper()
-	realservers.Required(t)
-	t.Cleanup(func() {
-		goleak.VerifyNone(t, append(fleettest.IgnoreIdleConnections, goleak.IgnoreCurrent())...)
-	})
-}
 
 func profilesClient() cpversioned.Interface { return cpversioned.NewForConfigOrDie(lf.Registry.Config) }
 
@@ -106,7 +95,7 @@ func TestPublishesClusters(t *testing.T) {
 }
 
 func testPublishesClusters(t *testing.T, fleet *multicluster.FleetOptions) {
-	integration(t)
+	fleettest.Integration(t)
 	m := lf.Members[0]
 	ns := fleettest.CopySet(t, lf)
 	setReady(t, ns, m.Name, metav1.ConditionTrue, v1alpha1.ReasonReachable)
@@ -170,7 +159,7 @@ func testPublishesClusters(t *testing.T, fleet *multicluster.FleetOptions) {
 // A Cluster that does not resolve (its Secret is missing) is published without an access
 // provider, and another cluster manager's profile of a Cluster's name is left alone.
 func TestPublishesNoUntrustedWayIn(t *testing.T) {
-	integration(t)
+	fleettest.Integration(t)
 	ns := fleettest.CopySet(t, lf)
 	clusters := registryClient().ClusterregistryV1alpha1().Clusters(ns)
 	_, err := clusters.Create(context.Background(), &v1alpha1.Cluster{
@@ -211,7 +200,7 @@ func TestPublishesNoUntrustedWayIn(t *testing.T) {
 // now, or, as here, it no longer matches the Fleet's selector) keeps its profile: it is not this
 // Publisher's to delete. Deleted, its Cluster's profile goes.
 func TestMemberLeavingKeepsItsProfile(t *testing.T) {
-	integration(t)
+	fleettest.Integration(t)
 	m := lf.Members[0]
 	ns := fleettest.CopySet(t, lf)
 	clusters := registryClient().ClusterregistryV1alpha1().Clusters(ns)

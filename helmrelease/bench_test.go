@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/cluster-registry/sdk/helmrelease"
+	"github.com/cluster-registry/sdk/testkit/realservers"
 )
 
 var helmMembers = flag.Int("helm-members", 100, "how many member identities BenchmarkHelmMode installs on and upgrades")
@@ -27,9 +28,7 @@ var helmMembers = flag.Int("helm-members", 100, "how many member identities Benc
 // published 1,000 HelmReleases in 8 minutes at 490 MiB, s-install-all (every member's install,
 // the first pass) and heap-MiB (all the members' after both).
 func BenchmarkHelmMode(b *testing.B) {
-	if server == nil {
-		b.Skip("needs kube-apiserver and etcd; run without -short")
-	}
+	realservers.Required(b)
 	members, concurrency := *helmMembers, 10
 	kube := kubernetes.NewForConfigOrDie(server.Registry.Config)
 	archive := chartAt(b, "0.1.0")

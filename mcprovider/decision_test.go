@@ -20,7 +20,7 @@ import (
 // the one the decision chooses is engaged, the other is not, and when the decision moves, the
 // engagement follows it.
 func TestProviderFollowsADecision(t *testing.T) {
-	integration(t)
+	fleettest.Integration(t)
 	ctx := fleettest.Context(t, testTimeout)
 	require.NoError(t, fleettest.InstallPlacementDecisionCRD(ctx, lf.Registry.Config))
 	m1, m2 := lf.Members[0], lf.Members[1]

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-	"go.uber.org/goleak"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/config"
@@ -22,7 +21,6 @@ import (
 	"github.com/cluster-registry/sdk/mcprovider"
 	"github.com/cluster-registry/sdk/multicluster"
 	"github.com/cluster-registry/sdk/testkit/fleettest"
-	"github.com/cluster-registry/sdk/testkit/realservers"
 	"github.com/cluster-registry/sdk/testkit/simmembers"
 )
 
@@ -35,13 +33,6 @@ func TestMain(m *testing.M) {
 		os.Exit(code)
 	}
 	fleettest.Main(m, &lf, localfleet.Options{Members: 2}, nil)
-}
-
-// integration marks a test that needs the local fleet, and checks it leaves no goroutine behind.
-func integration(t *testing.T) {
-	t.Helper()
-	realservers.Required(t)
-	t.Cleanup(func() { goleak.VerifyNone(t, append(fleettest.IgnoreIdleConnections, goleak.IgnoreCurrent())...) })
 }
 
 // startFleet follows the local fleet's Clusters in namespace ns until the test ends. Its

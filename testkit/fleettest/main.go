@@ -13,6 +13,7 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/cluster-registry/sdk/localfleet"
+	"github.com/cluster-registry/sdk/testkit/realservers"
 )
 
 // Main runs a package's tests beside a local fleet of opts, which setUp (when not nil) prepares
@@ -52,4 +53,13 @@ var IgnoreIdleConnections = []goleak.Option{
 	goleak.IgnoreAnyFunction("golang.org/x/net/http2.(*ClientConn).readLoop"),
 	goleak.IgnoreAnyFunction("net/http.(*persistConn).readLoop"),
 	goleak.IgnoreAnyFunction("net/http.(*persistConn).writeLoop"),
+}
+
+// Integration marks a test that needs the package's local fleet: skipped under -short
+// (realservers.Required), and failed if it leaves a goroutine behind once it ends, idle
+// connections aside.
+func Integration(t *testing.T) {
+	t.Helper()
+	realservers.Required(t)
+	t.Cleanup(func() { goleak.VerifyNone(t, append(IgnoreIdleConnections, goleak.IgnoreCurrent())...) })
 }

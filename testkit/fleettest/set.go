@@ -16,6 +16,7 @@ import (
 
 	"github.com/cluster-registry/sdk/clientset/versioned"
 	"github.com/cluster-registry/sdk/localfleet"
+	"github.com/cluster-registry/sdk/testkit/realservers"
 )
 
 // Context ends when the test does, or after timeout.
@@ -36,9 +37,7 @@ func NeedFleet(tb testing.TB, lf *localfleet.Fleet) {
 	if lf != nil {
 		return
 	}
-	if testing.Short() {
-		tb.Skip("needs kube-apiserver and etcd: run without -short")
-	}
+	realservers.Required(tb)
 	tb.Fatal("no local fleet: the package's TestMain did not start one")
 }
 
