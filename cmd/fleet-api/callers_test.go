@@ -79,16 +79,7 @@ func TestCallersGetWhatTheRegistryGivesThem(t *testing.T) {
 			require.NotContains(t, string(body), m.Name, "the answer tells about the fleet")
 		}
 	}
-	names := func(body []byte) []string {
-		t.Helper()
-		var list clusterList
-		require.NoError(t, json.Unmarshal(body, &list), string(body))
-		var out []string
-		for _, c := range list.Clusters {
-			out = append(out, c.Namespace+"/"+c.Name)
-		}
-		return out
-	}
+	names := func(body []byte) []string { return summaryNames(t, body) }
 	fx := &fleetAPICallers{ctx: ctx, other: other, viewer: viewer, editor: editor, nobody: nobody, s: s, web: web, registry: registry, clusterCount: clusterCount, before: before, requireNoFleet: requireNoFleet, names: names}
 	fx.nobodyGetsNothing(t)
 	fx.crossSite(t)
