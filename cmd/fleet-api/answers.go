@@ -23,28 +23,22 @@ const (
 
 // inputs are the versions of everything a polled list is computed from, read before it is: the
 // registry's side (registry: Clusters joining, changing and leaving, and Releases), each member
-// cache's Generation, the fleet's status and the feed's revision, which the answers carry.
+// cache's Generation and the fleet's status; and for GET /clusters, whose answer carries it, the
+// feed's revision.
 type inputs struct {
 	registry, nodes, pods, deployments, helm, feed uint64
 	fleet                                          string
 }
 
-// inputs are the versions now.
+// inputs are the versions now, the feed's left out: the members' summaries are computed from
+// these, so the feed compares them only when one moved, and an answer that does not carry the
+// feed's revision is not computed again when the feed catches up with a change it already shows.
 func (s *server) inputs() inputs {
 	return inputs{
 		registry: s.changes.Load(),
 		nodes:    s.nodes.Generation(), pods: s.pods.Generation(), deployments: s.deployments.Generation(), helm: s.helm.Generation(),
-		feed:  s.feed.revision(),
 		fleet: s.fleet.Status().String(),
 	}
-}
-
-// summaryInputs are the versions the members' summaries are computed from: inputs without the
-// feed's own revision, so that the feed compares summaries only when one of them moved.
-func (s *server) summaryInputs() inputs {
-	in := s.inputs()
-	in.feed = 0
-	return in
 }
 
 // followChanges counts the changes on the registry's side into s.changes: members joining and

@@ -165,7 +165,7 @@ func startServer(ctx context.Context, registry versioned.Interface, resolver *ac
 			defer close(done)
 			s.charts.feed.poll(feedCtx, feedInterval, s.charts.summarizeAll)
 		}()
-		s.feed.pollChanges(feedCtx, feedInterval, s.summaryInputs, s.summarizeAll)
+		s.feed.pollChanges(feedCtx, feedInterval, s.inputs, s.summarizeAll)
 		<-done
 	}()
 	return s, nil
@@ -352,6 +352,7 @@ func (s *server) listClusters(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	version := s.inputs()
+	version.feed = s.feed.revision() // the answer carries it
 	members := s.fleet.Members()
 	sets, err := s.listableSets(r, members)
 	if err != nil {
