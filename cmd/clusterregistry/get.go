@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -22,8 +23,8 @@ import (
 	"k8s.io/client-go/tools/cache"
 	watchtools "k8s.io/client-go/tools/watch"
 	"k8s.io/client-go/util/jsonpath"
+	kubectlget "k8s.io/kubectl/pkg/cmd/get"
 
-	"github.com/cluster-registry/sdk/clientset/versioned/scheme"
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
 )
 
@@ -35,8 +36,9 @@ token itself). Members not Ready come first, unless --sort-by says otherwise.
 
 As kubectl get: -w follows changes (a row per change, until interrupted; --watch-only skips the
 list first), --no-headers, --show-labels, -L adds a column per label key, --sort-by sorts by a
-JSONPath of the Cluster, and -o wide, yaml, json, name, jsonpath=..., go-template=... and
-custom-columns=HEADER:JSONPATH,... print what kubectl's printers print.
+JSONPath of the Cluster, and -o wide, yaml, json, name, jsonpath=..., go-template=...,
+custom-columns=HEADER:JSONPATH,... and custom-columns-file=FILE: the flags and printers are
+kubectl get's own (k8s.io/kubectl/pkg/cmd/get).
 
 get placements shows the Placements instead (see get placements --help).`
 
@@ -61,54 +63,51 @@ get placements shows the Placements instead (see get placements --help).`
 )
 
 // GetOptions are get's flags and what Complete makes of them, in the manner of kubectl's get,
-// for one kind of the registry: get (Clusters) and get placements are this command over two
-// kinds, with the same flags.
+// for one kind of the registry: get (Clusters), get placements and get releases are this command
+// over three kinds, with the same flags. The printing flags are kubectl get's own
+// (k8s.io/kubectl/pkg/cmd/get): -o with custom-columns, --sort-by, --no-headers, --show-labels, -L.
 type GetOptions[T any, P object[T]] struct {
-	PrintFlags    *genericclioptions.PrintFlags
+	PrintFlags    *kubectlget.PrintFlags
 	AllNamespaces bool
 	Selector      string
 	Names         []string
 	Watch         bool
 	WatchOnly     bool
-	NoHeaders     bool
-	ShowLabels    bool
-	LabelColumns  []string
-	SortBy        string
 
 	// kindOf makes the kind from the registry, in Complete.
 	kindOf    func(*registry) getKind[T, P]
 	kind      getKind[T, P]
 	namespace string
 	selector  labels.Selector
-	wide      bool
-	columns   []customColumn           // -o custom-columns; nil otherwise
-	printer   printers.ResourcePrinter // nil for a table (the overview, or custom columns)
-	sortBy    *jsonpath.JSONPath
-	reg       *registry
-	out       io.Writer
+	// table says whether -o asked for the overview (none, or wide); wide for its priority-1 columns.
+	table, wide bool
+	// tabular says whether the output is columns that -w lines up: the overview or custom columns.
+	tabular bool
+	// printer prints a whole run: the table printer, or -o's. One printer serves a run, so that
+	// -w prints the header once.
+	printer printers.ResourcePrinter
+	sortBy  string // --sort-by as kubectl reads it ("{.status.version}")
+	reg     *registry
+	out     io.Writer
 }
 
-// addGetFlags adds get's flags, those of kubectl get, to cmd.
+func newGetOptions[T any, P object[T]](kindOf func(*registry) getKind[T, P], kind, plural string) *GetOptions[T, P] {
+	flags := kubectlget.NewGetPrintFlags()
+	flags.HumanReadableFlags.ShowKind = nil // one kind at a time
+	return &GetOptions[T, P]{PrintFlags: flags, kindOf: kindOf, kind: getKind[T, P]{kind: kind, plural: plural}}
+}
+
+// addFlags adds get's flags, those of kubectl get, to cmd.
 func (o *GetOptions[T, P]) addFlags(cmd *cobra.Command) {
 	o.PrintFlags.AddFlags(cmd)
-	cmd.Flags().Lookup("output").Usage = "wide, custom-columns=HEADER:JSONPATH,..., or as kubectl get: " + strings.Join(o.PrintFlags.AllowedFormats(), ", ")
-	_ = cmd.RegisterFlagCompletionFunc("output", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
-		return append([]string{"wide", "custom-columns="}, o.PrintFlags.AllowedFormats()...), cobra.ShellCompDirectiveNoFileComp | cobra.ShellCompDirectiveNoSpace
-	})
-	plural := strings.ToLower(o.kind.plural)
 	cmd.Flags().BoolVarP(&o.AllNamespaces, "all-namespaces", "A", false, "every namespace (cluster set)")
 	cmd.Flags().StringVarP(&o.Selector, "selector", "l", "", "label selector over the "+o.kind.plural+", e.g. env=prod")
 	cmd.Flags().BoolVarP(&o.Watch, "watch", "w", false, "after listing, print each change as it happens, until interrupted")
 	cmd.Flags().BoolVar(&o.WatchOnly, "watch-only", false, "print each change as it happens, without listing first")
-	cmd.Flags().BoolVar(&o.NoHeaders, "no-headers", false, "leave out the header row (tables and custom columns)")
-	cmd.Flags().BoolVar(&o.ShowLabels, "show-labels", false, "add a column of each "+strings.ToLower(o.kind.kind)+"'s labels")
-	cmd.Flags().StringSliceVarP(&o.LabelColumns, "label-columns", "L", nil, "add a column per label key, e.g. -L env,topology.kubernetes.io/region")
-	cmd.Flags().StringVar(&o.SortBy, "sort-by", "", "sort the "+plural+" by a JSONPath, e.g. .metadata.name or '{.metadata.creationTimestamp}'")
 }
 
 func newGet(f *factory) *cobra.Command {
-	o := &GetOptions[v1alpha1.Cluster, *v1alpha1.Cluster]{PrintFlags: genericclioptions.NewPrintFlags("").WithTypeSetter(scheme.Scheme),
-		kindOf: clusterKind, kind: getKind[v1alpha1.Cluster, *v1alpha1.Cluster]{kind: "Cluster", plural: "Clusters"}}
+	o := newGetOptions(clusterKind, "Cluster", "Clusters")
 	cmd := &cobra.Command{
 		Use:     "get [NAME ...] [-n NAMESPACE | -A] [-l SELECTOR] [-w] [-o wide|yaml|json|name|jsonpath=...|custom-columns=...]",
 		Aliases: []string{"list"},
@@ -125,28 +124,14 @@ func newGet(f *factory) *cobra.Command {
 
 // clusterKind is get's kind: the registry's Clusters, members that need attention first.
 func clusterKind(reg *registry) getKind[v1alpha1.Cluster, *v1alpha1.Cluster] {
-	clusters := reg.Clusters.ClusterregistryV1alpha1()
 	expiries := newTokenExpiries(reg.Kube)
-	return getKind[v1alpha1.Cluster, *v1alpha1.Cluster]{
-		kind: "Cluster", plural: "Clusters",
-		list: func(ctx context.Context, ns string, opts metav1.ListOptions) ([]v1alpha1.Cluster, string, error) {
-			list, err := clusters.Clusters(ns).List(ctx, opts)
-			if err != nil {
-				return nil, "", err
-			}
-			return list.Items, list.ResourceVersion, nil
-		},
-		get: func(ctx context.Context, ns, name string) (*v1alpha1.Cluster, error) {
-			return clusters.Clusters(ns).Get(ctx, name, metav1.GetOptions{})
-		},
-		watch: func(ctx context.Context, ns string, opts metav1.ListOptions) (watch.Interface, error) {
-			return clusters.Clusters(ns).Watch(ctx, opts)
-		},
-		table: func(ctx context.Context, items []v1alpha1.Cluster, _ bool) *metav1.Table {
-			return overview(ctx, expiries, items)
-		},
-		order: notReadyFirst,
+	k := registryKind[v1alpha1.Cluster, *v1alpha1.Cluster, *v1alpha1.ClusterList]("Cluster", "Clusters",
+		reg.Clusters.ClusterregistryV1alpha1().Clusters, func(l *v1alpha1.ClusterList) []v1alpha1.Cluster { return l.Items })
+	k.table = func(ctx context.Context, items []v1alpha1.Cluster, _ bool) *metav1.Table {
+		return overview(ctx, expiries, items)
 	}
+	k.order = notReadyFirst
+	return k
 }
 
 // Complete fills in what the flags and arguments leave to the environment.
@@ -156,23 +141,8 @@ func (o *GetOptions[T, P]) Complete(f *factory, cmd *cobra.Command, args []strin
 	if o.selector, err = labels.Parse(o.Selector); err != nil {
 		return usageError{fmt.Errorf("-l/--selector: %w", err)}
 	}
-	switch format := *o.PrintFlags.OutputFormat; {
-	case format == "":
-	case format == "wide":
-		o.wide = true
-	case strings.HasPrefix(format, "custom-columns="):
-		if o.columns, err = parseCustomColumns(strings.TrimPrefix(format, "custom-columns=")); err != nil {
-			return usageError{fmt.Errorf("-o %s: %w", format, err)}
-		}
-	default:
-		if o.printer, err = o.PrintFlags.ToPrinter(); err != nil {
-			return usageError{fmt.Errorf("-o %s: want wide, custom-columns=..., or one of %s", format, strings.Join(o.PrintFlags.AllowedFormats(), ", "))}
-		}
-	}
-	if o.SortBy != "" {
-		if o.sortBy, err = parseJSONPath("sort-by", o.SortBy); err != nil {
-			return usageError{fmt.Errorf("--sort-by %s: %w", o.SortBy, err)}
-		}
+	if err := o.completePrinter(); err != nil {
+		return err
 	}
 	if len(o.Names) > 0 && o.AllNamespaces {
 		return usageError{errors.New("names and -A conflict: a name is looked up in one namespace, -n's")}
@@ -187,18 +157,45 @@ func (o *GetOptions[T, P]) Complete(f *factory, cmd *cobra.Command, args []strin
 	return nil
 }
 
+// completePrinter makes -o's printer from kubectl get's PrintFlags, and reads --sort-by as
+// kubectl does (braces and the leading dot optional).
+func (o *GetOptions[T, P]) completePrinter() error {
+	format := *o.PrintFlags.OutputFormat
+	o.table, o.wide = format == "" || format == "wide", format == "wide"
+	o.tabular = o.table || strings.HasPrefix(format, "custom-columns")
+	if o.AllNamespaces {
+		_ = o.PrintFlags.EnsureWithNamespace() // the NAMESPACE column
+	}
+	var err error
+	if o.printer, err = o.PrintFlags.ToPrinter(); err != nil {
+		if genericclioptions.IsNoCompatiblePrinterError(err) {
+			return usageError{fmt.Errorf("-o %s: want one of %s", format, strings.Join(o.PrintFlags.AllowedFormats(), ", "))}
+		}
+		return usageError{fmt.Errorf("-o %s: %w", format, err)}
+	}
+	if sortBy := *o.PrintFlags.HumanReadableFlags.SortBy; sortBy != "" {
+		if o.sortBy, err = kubectlget.RelaxedJSONPathExpression(sortBy); err == nil {
+			err = jsonpath.New("sort-by").Parse(o.sortBy)
+		}
+		if err != nil {
+			return usageError{fmt.Errorf("--sort-by %s: %w", sortBy, err)}
+		}
+	}
+	return nil
+}
+
 // Validate checks what Complete could not.
 func (o *GetOptions[T, P]) Validate() error {
-	switch {
+	human := o.PrintFlags.HumanReadableFlags
+	labelColumns := *human.ShowLabels || len(*human.ColumnLabels) > 0
+	switch format := *o.PrintFlags.OutputFormat; {
 	case len(o.Names) > 0 && !o.selector.Empty():
 		return usageError{errors.New("names and -l conflict: give one or the other")}
 	case (o.Watch || o.WatchOnly) && len(o.Names) > 1:
 		return usageError{fmt.Errorf("-w follows one %s or a selection, not %d names: give one name, or -l", o.kind.kind, len(o.Names))}
-	case o.printer != nil && (o.NoHeaders || o.ShowLabels || len(o.LabelColumns) > 0):
+	case !o.table && labelColumns, !o.tabular && format != "name" && *o.PrintFlags.NoHeaders:
 		// As kubectl: these shape tables; -o yaml and the like print whole objects.
-		if *o.PrintFlags.OutputFormat != "name" || o.ShowLabels || len(o.LabelColumns) > 0 {
-			return usageError{fmt.Errorf("--no-headers, --show-labels and -L shape tables; -o %s prints objects", *o.PrintFlags.OutputFormat)}
-		}
+		return usageError{fmt.Errorf("--no-headers, --show-labels and -L shape tables; -o %s prints objects", format)}
 	}
 	return nil
 }
@@ -237,16 +234,15 @@ func (o *GetOptions[T, P]) Run(ctx context.Context) error {
 		resourceVersion = P(obj).GetResourceVersion()
 	}
 	out := o.out
-	if (o.Watch || o.WatchOnly) && o.printer == nil {
+	if (o.Watch || o.WatchOnly) && o.tabular {
 		// Rows printed one change at a time keep the columns of the first table.
 		out = &alignedRows{out: o.out}
 	}
-	table := o.tablePrinter()
 	if !o.WatchOnly {
-		if err := o.print(ctx, out, table, items, len(o.Names) == 1); err != nil {
+		if err := o.print(ctx, out, items, len(o.Names) == 1); err != nil {
 			return err
 		}
-		if o.printer == nil && len(items) == 0 && len(missing) == 0 && !o.Watch {
+		if o.tabular && len(items) == 0 && len(missing) == 0 && !o.Watch {
 			fmt.Fprintf(o.out, "No %s found in %s.\n", o.kind.plural, describeNamespace(o.namespace))
 		}
 	}
@@ -254,53 +250,52 @@ func (o *GetOptions[T, P]) Run(ctx context.Context) error {
 		return fmt.Errorf("no %s %s in namespace %s", o.kind.kind, strings.Join(missing, ", "), o.namespace)
 	}
 	if o.Watch || o.WatchOnly {
-		return o.watch(ctx, out, table, resourceVersion)
+		return o.watch(ctx, out, resourceVersion)
 	}
 	return nil
 }
 
-// tablePrinter is cli-runtime's table printer with get's table flags; nil for -o yaml and the
-// other object printers. One printer serves a whole run, so that -w prints the header once.
-func (o *GetOptions[T, P]) tablePrinter() printers.ResourcePrinter {
-	if o.printer != nil {
-		return nil
-	}
-	return printers.NewTablePrinter(printers.PrintOptions{
-		NoHeaders:     o.NoHeaders,
-		Wide:          o.wide,
-		WithNamespace: o.namespace == metav1.NamespaceAll,
-		ShowLabels:    o.ShowLabels,
-		ColumnLabels:  o.LabelColumns,
-	})
-}
-
-// print writes items to out: as a table (the overview or custom columns), or with -o's printer.
-func (o *GetOptions[T, P]) print(ctx context.Context, out io.Writer, table printers.ResourcePrinter, items []T, single bool) error {
-	if o.sortBy != nil {
-		if err := sortByJSONPath[T, P](o.kind.kind, items, o.sortBy); err != nil {
-			return fmt.Errorf("--sort-by %s: %w", o.SortBy, err)
-		}
-	} else {
-		o.kind.order(items)
+// print writes items to out with the run's printer: the kind's overview as a table, or the
+// objects as -o asks.
+func (o *GetOptions[T, P]) print(ctx context.Context, out io.Writer, items []T, single bool) error {
+	if err := o.sort(items); err != nil {
+		return err
 	}
 	if len(items) == 0 {
 		return nil
 	}
-	if o.printer != nil {
-		return printItems[T, P](out, o.printer, *o.PrintFlags.OutputFormat, o.kind.kind, items, single)
+	if o.table {
+		return o.printer.PrintObj(o.kind.table(ctx, items, o.wide), out)
 	}
-	var t *metav1.Table
-	if o.columns != nil {
-		t = customColumnsTable[T, P](o.kind.kind, o.columns, items)
-	} else {
-		t = o.kind.table(ctx, items, o.wide)
+	return printItems[T, P](out, o.printer, *o.PrintFlags.OutputFormat, o.kind.kind, items, single)
+}
+
+// sort puts items in the overview's order, then in --sort-by's as kubectl get sorts (numbers
+// and quantities by value, times by time, objects without the field first).
+func (o *GetOptions[T, P]) sort(items []T) error {
+	o.kind.order(items)
+	if o.sortBy == "" || len(items) < 2 {
+		return nil
 	}
-	return table.PrintObj(t, out)
+	objs, err := asUnstructured[T, P](o.kind.kind, items)
+	if err != nil {
+		return err
+	}
+	sorter, err := kubectlget.SortObjects(unstructured.UnstructuredJSONScheme, objs, o.sortBy)
+	if err != nil {
+		return fmt.Errorf("--sort-by %s: %w", *o.PrintFlags.HumanReadableFlags.SortBy, err)
+	}
+	sorted := make([]T, len(items))
+	for i := range sorted {
+		sorted[i] = items[sorter.OriginalPosition(i)]
+	}
+	copy(items, sorted)
+	return nil
 }
 
 // watch prints each change of the selected objects from resourceVersion on, until ctx ends; a
 // watch the registry closes is taken up again where it ended.
-func (o *GetOptions[T, P]) watch(ctx context.Context, out io.Writer, table printers.ResourcePrinter, resourceVersion string) error {
+func (o *GetOptions[T, P]) watch(ctx context.Context, out io.Writer, resourceVersion string) error {
 	options := func(opts metav1.ListOptions) metav1.ListOptions {
 		opts.LabelSelector = o.selector.String()
 		if len(o.Names) == 1 {
@@ -342,7 +337,7 @@ func (o *GetOptions[T, P]) watch(ctx context.Context, out io.Writer, table print
 				if !ok {
 					continue
 				}
-				if err := o.print(ctx, out, table, []T{*obj}, true); err != nil {
+				if err := o.print(ctx, out, []T{*obj}, true); err != nil {
 					return err
 				}
 			}

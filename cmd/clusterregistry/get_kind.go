@@ -1,7 +1,10 @@
 package main
 
 import (
+	"cmp"
 	"context"
+	"slices"
+	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -15,8 +18,9 @@ type object[T any] interface {
 	metav1.Object
 }
 
-// getKind is what get needs of a kind to list, watch and print it as kubectl get does: get
-// Clusters and get placements are the same command over two of these.
+// getKind is what get needs of a kind to list, watch and print it as kubectl get does: get,
+// get placements and get releases are the same command over three of these, each made by
+// registryKind.
 type getKind[T any, P object[T]] struct {
 	// kind and plural name it in messages ("Cluster", "Clusters").
 	kind, plural string
@@ -29,4 +33,51 @@ type getKind[T any, P object[T]] struct {
 	table func(ctx context.Context, items []T, wide bool) *metav1.Table
 	// order is the overview's order, where --sort-by does not say.
 	order func(items []T)
+}
+
+// namespacedClient is what get reads of a kind's generated client in one namespace.
+type namespacedClient[P, L any] interface {
+	List(ctx context.Context, opts metav1.ListOptions) (L, error)
+	Get(ctx context.Context, name string, opts metav1.GetOptions) (P, error)
+	Watch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error)
+}
+
+// listObject is a generated List of a kind, which says the resourceVersion it was read at.
+type listObject interface {
+	runtime.Object
+	GetResourceVersion() string
+}
+
+// registryKind is the getKind of a kind of the registry, read through client (the generated
+// client's namespace method, such as Clusters) with items the List's items; the caller adds
+// its table and order.
+func registryKind[T any, P object[T], L listObject, C namespacedClient[P, L]](kind, plural string, client func(namespace string) C, items func(L) []T) getKind[T, P] {
+	return getKind[T, P]{
+		kind: kind, plural: plural,
+		list: func(ctx context.Context, ns string, opts metav1.ListOptions) ([]T, string, error) {
+			list, err := client(ns).List(ctx, opts)
+			if err != nil {
+				return nil, "", err
+			}
+			return items(list), list.GetResourceVersion(), nil
+		},
+		get: func(ctx context.Context, ns, name string) (*T, error) {
+			obj, err := client(ns).Get(ctx, name, metav1.GetOptions{})
+			if err != nil {
+				return nil, err
+			}
+			return (*T)(obj), nil
+		},
+		watch: func(ctx context.Context, ns string, opts metav1.ListOptions) (watch.Interface, error) {
+			return client(ns).Watch(ctx, opts)
+		},
+	}
+}
+
+// byNamespacedName sorts items by namespace, then name: the overview's order of the kinds
+// without one of their own.
+func byNamespacedName[T any, P object[T]](items []T) {
+	slices.SortFunc(items, func(a, b T) int {
+		return cmp.Or(strings.Compare(P(&a).GetNamespace(), P(&b).GetNamespace()), strings.Compare(P(&a).GetName(), P(&b).GetName()))
+	})
 }

@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -57,6 +59,13 @@ func TestGetWithKubectlHabits(t *testing.T) {
 	require.Regexp(t, `^member-1\s+eu\s+<none>$`, out[1])
 	require.Regexp(t, `^member-2\s+us\s+<none>$`, out[2])
 
+	// kubectl's own printers: a columns file, and a Quantity sorted by value.
+	file := filepath.Join(t.TempDir(), "columns")
+	require.NoError(t, os.WriteFile(file, []byte("NAME          ORDER\n.metadata.name .metadata.labels.order\n"), 0o600))
+	out = lines(get("--sort-by", ".metadata.labels.order", "-o", "custom-columns-file="+file))
+	require.Equal(t, []string{"member-1", "member-2"}, []string{strings.Fields(out[1])[0], strings.Fields(out[2])[0]}, out)
+	require.Regexp(t, `^NAME\s+ORDER$`, out[0])
+
 	out = lines(get("-A", "-l", "region=eu", "-o", "wide"))
 	require.Regexp(t, `^NAMESPACE\s+NAME\s+READY\s+.*\s+SERVER\s+MESSAGE$`, out[0])
 	require.Regexp(t, `^`+ns+`\s+member-1\s+Unknown\s.*https://127\.0\.0\.1:\d+`, out[1])
@@ -67,6 +76,7 @@ func TestGetWithKubectlHabits(t *testing.T) {
 		{"-o", "custom-columns=NAME"},
 		{"--sort-by", "{.metadata.name"},
 		{"-o", "yaml", "--show-labels"},
+		{"-o", "custom-columns-file=" + filepath.Join(t.TempDir(), "absent")},
 	} {
 		code, _, errOut := cli(append([]string{"get"}, bad...)...)
 		require.Equal(t, 2, code, "get %v: %s", bad, errOut)
@@ -92,7 +102,7 @@ func TestGetWithKubectlHabits(t *testing.T) {
 	// Completion offers -o's values.
 	var comp, compErr bytes.Buffer
 	require.Equal(t, 0, run(ctx, []string{"__complete", "get", "-o", ""}, &comp, &compErr), compErr.String())
-	for _, v := range []string{"wide", "custom-columns=", "yaml", "json", "jsonpath"} {
+	for _, v := range []string{"wide", "custom-columns", "custom-columns-file", "yaml", "json", "jsonpath"} {
 		require.Contains(t, lines(comp.String()), v)
 	}
 }

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -11,11 +10,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/duration"
-	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/printers"
 
-	"github.com/cluster-registry/sdk/clientset/versioned/scheme"
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
 )
 
@@ -48,8 +44,7 @@ custom-columns=HEADER:JSONPATH,... print what kubectl's printers print.`
 )
 
 func newGetPlacements(f *factory) *cobra.Command {
-	o := &GetOptions[v1alpha1.Placement, *v1alpha1.Placement]{PrintFlags: genericclioptions.NewPrintFlags("").WithTypeSetter(scheme.Scheme),
-		kindOf: placementKind, kind: getKind[v1alpha1.Placement, *v1alpha1.Placement]{kind: "Placement", plural: "Placements"}}
+	o := newGetOptions(placementKind, "Placement", "Placements")
 	cmd := &cobra.Command{
 		Use:     "placements [NAME ...] [-n NAMESPACE | -A] [-l SELECTOR] [-w] [-o wide|yaml|json|name|jsonpath=...|custom-columns=...]",
 		Aliases: []string{"placement", "rpl"},
@@ -68,31 +63,13 @@ func newGetPlacements(f *factory) *cobra.Command {
 
 // placementKind is get placements' kind: the registry's Placements, by namespace and name.
 func placementKind(reg *registry) getKind[v1alpha1.Placement, *v1alpha1.Placement] {
-	placements := reg.Clusters.ClusterregistryV1alpha1()
-	return getKind[v1alpha1.Placement, *v1alpha1.Placement]{
-		kind: "Placement", plural: "Placements",
-		list: func(ctx context.Context, ns string, opts metav1.ListOptions) ([]v1alpha1.Placement, string, error) {
-			list, err := placements.Placements(ns).List(ctx, opts)
-			if err != nil {
-				return nil, "", err
-			}
-			return list.Items, list.ResourceVersion, nil
-		},
-		get: func(ctx context.Context, ns, name string) (*v1alpha1.Placement, error) {
-			return placements.Placements(ns).Get(ctx, name, metav1.GetOptions{})
-		},
-		watch: func(ctx context.Context, ns string, opts metav1.ListOptions) (watch.Interface, error) {
-			return placements.Placements(ns).Watch(ctx, opts)
-		},
-		table: func(_ context.Context, items []v1alpha1.Placement, _ bool) *metav1.Table {
-			return placementTable(items)
-		},
-		order: func(items []v1alpha1.Placement) {
-			slices.SortFunc(items, func(a, b v1alpha1.Placement) int {
-				return strings.Compare(a.Namespace+"/"+a.Name, b.Namespace+"/"+b.Name)
-			})
-		},
+	k := registryKind[v1alpha1.Placement, *v1alpha1.Placement, *v1alpha1.PlacementList]("Placement", "Placements",
+		reg.Clusters.ClusterregistryV1alpha1().Placements, func(l *v1alpha1.PlacementList) []v1alpha1.Placement { return l.Items })
+	k.table = func(_ context.Context, items []v1alpha1.Placement, _ bool) *metav1.Table {
+		return placementTable(items)
 	}
+	k.order = byNamespacedName[v1alpha1.Placement]
+	return k
 }
 
 // placementTable is the overview of Placements: what each asks for, what its decision chose,

@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"fmt"
-	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -13,11 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/duration"
-	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/printers"
 
-	"github.com/cluster-registry/sdk/clientset/versioned/scheme"
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
 )
 
@@ -44,8 +40,7 @@ print.`
 )
 
 func newGetReleases(f *factory) *cobra.Command {
-	o := &GetOptions[v1alpha1.Release, *v1alpha1.Release]{PrintFlags: genericclioptions.NewPrintFlags("").WithTypeSetter(scheme.Scheme),
-		kindOf: releaseKind, kind: getKind[v1alpha1.Release, *v1alpha1.Release]{kind: "Release", plural: "Releases"}}
+	o := newGetOptions(releaseKind, "Release", "Releases")
 	cmd := &cobra.Command{
 		Use:     "releases [NAME ...] [-n NAMESPACE | -A] [-l SELECTOR] [-w] [-o wide|yaml|json|name|jsonpath=...|custom-columns=...]",
 		Aliases: []string{"release", "rrel"},
@@ -64,35 +59,17 @@ func newGetReleases(f *factory) *cobra.Command {
 
 // releaseKind is get releases' kind: the registry's Releases, by namespace and name.
 func releaseKind(reg *registry) getKind[v1alpha1.Release, *v1alpha1.Release] {
-	releases := reg.Clusters.ClusterregistryV1alpha1()
-	return getKind[v1alpha1.Release, *v1alpha1.Release]{
-		kind: "Release", plural: "Releases",
-		list: func(ctx context.Context, ns string, opts metav1.ListOptions) ([]v1alpha1.Release, string, error) {
-			list, err := releases.Releases(ns).List(ctx, opts)
-			if err != nil {
-				return nil, "", err
-			}
-			return list.Items, list.ResourceVersion, nil
-		},
-		get: func(ctx context.Context, ns, name string) (*v1alpha1.Release, error) {
-			return releases.Releases(ns).Get(ctx, name, metav1.GetOptions{})
-		},
-		watch: func(ctx context.Context, ns string, opts metav1.ListOptions) (watch.Interface, error) {
-			return releases.Releases(ns).Watch(ctx, opts)
-		},
-		table: func(ctx context.Context, items []v1alpha1.Release, wide bool) *metav1.Table {
-			var feedback map[types.UID]string
-			if wide {
-				feedback = releaseFeedback(ctx, reg.Clusters, items)
-			}
-			return releaseTable(items, feedback)
-		},
-		order: func(items []v1alpha1.Release) {
-			slices.SortFunc(items, func(a, b v1alpha1.Release) int {
-				return strings.Compare(a.Namespace+"/"+a.Name, b.Namespace+"/"+b.Name)
-			})
-		},
+	k := registryKind[v1alpha1.Release, *v1alpha1.Release, *v1alpha1.ReleaseList]("Release", "Releases",
+		reg.Clusters.ClusterregistryV1alpha1().Releases, func(l *v1alpha1.ReleaseList) []v1alpha1.Release { return l.Items })
+	k.table = func(ctx context.Context, items []v1alpha1.Release, wide bool) *metav1.Table {
+		var feedback map[types.UID]string
+		if wide {
+			feedback = releaseFeedback(ctx, reg.Clusters, items)
+		}
+		return releaseTable(items, feedback)
 	}
+	k.order = byNamespacedName[v1alpha1.Release]
+	return k
 }
 
 // releasePlacement is what a Release follows, as a person names it.

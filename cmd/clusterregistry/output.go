@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/printers"
@@ -82,18 +83,34 @@ func (o *appliedOutput) print(w io.Writer, applied []*v1alpha1.Cluster) error {
 	return printItems(w, o.printer, o.format(), "Cluster", clusters, len(clusters) == 1)
 }
 
-// printItems prints objects of kind as kubectl get does: without managed fields, one as itself
-// (single) and several as a List, or a name a line.
+// printItems prints objects of kind as kubectl get does: as the objects read in JSON (which is
+// what JSONPaths and custom columns name), without managed fields, one as itself (single) and
+// several as a List, or a name a line.
 func printItems[T any, P object[T]](w io.Writer, printer printers.ResourcePrinter, format, kind string, items []T, single bool) error {
-	objs := make([]runtime.Object, len(items))
-	for i := range items {
-		obj := P(&items[i])
-		obj.SetManagedFields(nil)
-		// The printers set the kind of the object they print, not of a List's items.
-		obj.GetObjectKind().SetGroupVersionKind(v1alpha1.SchemeGroupVersion.WithKind(kind))
-		objs[i] = obj
+	objs, err := asUnstructured[T, P](kind, items)
+	if err != nil {
+		return err
+	}
+	for _, obj := range objs {
+		obj.(*unstructured.Unstructured).SetManagedFields(nil)
 	}
 	return printObjects(w, printer, format, objs, single)
+}
+
+// asUnstructured is items, of kind, as kubectl reads objects from the server: unstructured,
+// with their kind set (a List's items carry none).
+func asUnstructured[T any, P object[T]](kind string, items []T) ([]runtime.Object, error) {
+	objs := make([]runtime.Object, len(items))
+	for i := range items {
+		content, err := runtime.DefaultUnstructuredConverter.ToUnstructured(P(&items[i]))
+		if err != nil {
+			return nil, fmt.Errorf("%s %s: %w", kind, P(&items[i]).GetName(), err)
+		}
+		u := &unstructured.Unstructured{Object: content}
+		u.SetGroupVersionKind(v1alpha1.SchemeGroupVersion.WithKind(kind))
+		objs[i] = u
+	}
+	return objs, nil
 }
 
 // printObjects prints objs with one of -o's object printers: one object alone when single, a
