@@ -222,7 +222,7 @@ func (s *joinScenario) get(t *testing.T) {
 	require.Contains(t, stderr, "no Cluster nosuch in namespace "+joined)
 	code, _, stderr = cli("get", "-o", "table")
 	require.Equal(t, 2, code)
-	require.Contains(t, stderr, "-o table: want wide, custom-columns=..., or one of")
+	require.Contains(t, stderr, "-o table: want one of")
 	t.Run("completion", func(t *testing.T) { testCompletion(t, kubeconfig, joined) })
 }
 
