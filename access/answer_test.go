@@ -21,6 +21,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
+	"github.com/cluster-registry/sdk/testkit/fleetmain"
 	"github.com/cluster-registry/sdk/testkit/realservers"
 )
 
@@ -139,8 +140,8 @@ func TestMaxAnswerBytesOnARealMember(t *testing.T) {
 	realservers.Required(t)
 	const limit = 64 << 10
 	ctx := testContext(t)
-	ns := newNamespace(t, registry)
-	memberNS := newNamespace(t, member)
+	ns := fleetmain.Namespace(t, registry)
+	memberNS := fleetmain.Namespace(t, member)
 	putSecret(t, ns, "creds", pinnedTo(member.URL()), map[string][]byte{"token": []byte(memberToken(t, memberNS, "reader"))})
 	c := memberCluster(t, ns, "bounded", provider("p", v1alpha1.ProviderTypeSecret, map[string]string{"name": "creds"}))
 	a, err := newResolver(t, ResolverOptions{MaxAnswerBytes: limit}).Resolve(ctx, c)

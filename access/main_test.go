@@ -2,26 +2,23 @@ package access
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"net/netip"
-	"os"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
-	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/cluster-registry/sdk/clientset/versioned"
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
 	"github.com/cluster-registry/sdk/localfleet"
+	"github.com/cluster-registry/sdk/testkit/fleetmain"
 	"github.com/cluster-registry/sdk/testkit/realservers"
 )
 
@@ -31,33 +28,14 @@ import (
 var registry, member *localfleet.Server
 
 func TestMain(m *testing.M) {
-	flag.Parse()
-	// A fuzz worker runs only the fuzz target; it needs no servers, and there is one per core.
-	if f := flag.Lookup("test.fuzzworker"); f != nil && f.Value.String() == "true" {
-		os.Exit(m.Run())
-	}
-	if testing.Short() {
-		// Unit tests of pure logic only; those that need servers skip themselves.
-		os.Exit(m.Run())
-	}
-	code, err := runWithServers(m)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	os.Exit(code)
+	fleetmain.Main(m, &lf, localfleet.Options{Members: 1}, func(lf *localfleet.Fleet) error {
+		registry, member = lf.Registry, lf.Members[0].Server
+		return nil
+	})
 }
 
-func runWithServers(m *testing.M) (int, error) {
-	logf.SetLogger(logr.Discard()) // envtest logs through controller-runtime's logger
-	lf, err := localfleet.Start(context.Background(), localfleet.Options{Members: 1})
-	if err != nil {
-		return 0, err
-	}
-	defer lf.Stop()
-	registry, member = lf.Registry, lf.Members[0].Server
-	return m.Run(), nil
-}
+// lf is the local fleet that registry and member are of.
+var lf *localfleet.Fleet
 
 const testTimeout = 30 * time.Second
 
@@ -78,19 +56,6 @@ func kubeClient(t testing.TB, env *localfleet.Server) kubernetes.Interface {
 		realservers.Required(t)
 	}
 	return kubernetes.NewForConfigOrDie(env.Config)
-}
-
-// newNamespace makes a namespace in env for one test and removes it afterwards.
-func newNamespace(t testing.TB, env *localfleet.Server) string {
-	t.Helper()
-	kube := kubeClient(t, env)
-	ns, err := kube.CoreV1().Namespaces().Create(testContext(t),
-		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "test-"}}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = kube.CoreV1().Namespaces().Delete(context.Background(), ns.Name, metav1.DeleteOptions{}) })
-	return ns.Name
 }
 
 // memberToken makes a service account on the member, lets it read ConfigMaps, and returns a token

@@ -12,6 +12,7 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
+	"github.com/cluster-registry/sdk/testkit/fleetmain"
 	"github.com/cluster-registry/sdk/testkit/realservers"
 )
 
@@ -19,8 +20,8 @@ import (
 // Resolver follows the pointer, and the result reaches the member's /version and lists ConfigMaps.
 func TestBuiltinProvidersReachTheMember(t *testing.T) {
 	realservers.Required(t)
-	ns := newNamespace(t, registry)
-	memberNS := newNamespace(t, member)
+	ns := fleetmain.Namespace(t, registry)
+	memberNS := fleetmain.Namespace(t, member)
 	token := memberToken(t, memberNS, "reader")
 	dir := t.TempDir()
 
@@ -107,8 +108,8 @@ func buildTestCommand(t testing.TB, name string) string {
 // the plugin is given the member's server when the Cluster asks for it.
 func TestExecPluginHonoursExpiry(t *testing.T) {
 	realservers.Required(t)
-	ns := newNamespace(t, registry)
-	memberNS := newNamespace(t, member)
+	ns := fleetmain.Namespace(t, registry)
+	memberNS := fleetmain.Namespace(t, member)
 	dir := t.TempDir()
 	tokenPath, countPath, infoPath := filepath.Join(dir, "token"), filepath.Join(dir, "count"), filepath.Join(dir, "info")
 	if err := os.WriteFile(tokenPath, []byte(memberToken(t, memberNS, "exec-user")), 0o600); err != nil {

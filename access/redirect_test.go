@@ -27,6 +27,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
+	"github.com/cluster-registry/sdk/testkit/fleetmain"
 	"github.com/cluster-registry/sdk/testkit/realservers"
 	"github.com/cluster-registry/sdk/testkit/testcerts"
 )
@@ -111,7 +112,7 @@ func newRedirector(t *testing.T) *redirector {
 
 func TestRedirectsDoNotCarryCredentials(t *testing.T) {
 	realservers.Required(t)
-	ns := newNamespace(t, registry)
+	ns := fleetmain.Namespace(t, registry)
 	hostile := newRedirector(t)
 	hostileCA := (&fakeMember{Server: hostile.Server}).caPEM()
 	targets := map[string]*catcher{"http": newCatcher(t, false), "https": newCatcher(t, true)}

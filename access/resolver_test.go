@@ -23,6 +23,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
+	"github.com/cluster-registry/sdk/testkit/fleetmain"
 	"github.com/cluster-registry/sdk/testkit/realservers"
 )
 
@@ -123,8 +124,8 @@ func tokenSecret(ns, name, token string, annotations map[string]string) *corev1.
 func TestRotatedSecretIsPickedUp(t *testing.T) {
 	realservers.Required(t)
 	ctx := testContext(t)
-	ns := newNamespace(t, registry)
-	memberNS := newNamespace(t, member)
+	ns := fleetmain.Namespace(t, registry)
+	memberNS := fleetmain.Namespace(t, member)
 	putSecret(t, ns, "creds", pinnedTo(member.URL()), map[string][]byte{"token": []byte(memberToken(t, memberNS, "old"))})
 	c := memberCluster(t, ns, "rotating", provider("p", v1alpha1.ProviderTypeSecret, map[string]string{"name": "creds"}))
 	r := newResolver(t, ResolverOptions{RevalidateAfter: time.Hour}) // only the 401 may trigger the reread
@@ -167,8 +168,8 @@ func TestRotatedSecretIsPickedUp(t *testing.T) {
 func TestPinningKeepsCredentialsFromOtherServers(t *testing.T) {
 	realservers.Required(t)
 	ctx := testContext(t)
-	ns := newNamespace(t, registry)
-	memberNS := newNamespace(t, member)
+	ns := fleetmain.Namespace(t, registry)
+	memberNS := fleetmain.Namespace(t, member)
 	token := memberToken(t, memberNS, "pinned")
 	putSecret(t, ns, "pinned", pinnedTo("https://unrelated.example.com", member.URL()), map[string][]byte{"token": []byte(token)})
 	c := memberCluster(t, ns, "redirected", provider("p", v1alpha1.ProviderTypeSecret, map[string]string{"name": "pinned"}))

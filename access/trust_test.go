@@ -16,6 +16,7 @@ import (
 
 	"github.com/cluster-registry/sdk/clientset/versioned"
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
+	"github.com/cluster-registry/sdk/testkit/fleetmain"
 	"github.com/cluster-registry/sdk/testkit/realservers"
 )
 
@@ -52,11 +53,11 @@ func attempt(t *testing.T, r *Resolver, c *v1alpha1.Cluster) error {
 // of the reader's holding a token file for the member.
 func attackScene(t *testing.T) (ns string, harvester *fakeMember, dir, tokenPath string) {
 	t.Helper()
-	ns = newNamespace(t, registry)
+	ns = fleetmain.Namespace(t, registry)
 	harvester = newFakeMember(t, "never")
 	dir = t.TempDir()
 	tokenPath = filepath.Join(dir, "token")
-	if err := os.WriteFile(tokenPath, []byte(memberToken(t, newNamespace(t, member), "reader")), 0o600); err != nil {
+	if err := os.WriteFile(tokenPath, []byte(memberToken(t, fleetmain.Namespace(t, member), "reader")), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	return ns, harvester, dir, tokenPath
@@ -173,8 +174,8 @@ current-context: x
 // verifies the server; the Cluster's caBundle serves only credentials without one.
 func TestCredentialCAOverridesTheClustersCABundle(t *testing.T) {
 	realservers.Required(t)
-	ns := newNamespace(t, registry)
-	memberNS := newNamespace(t, member)
+	ns := fleetmain.Namespace(t, registry)
+	memberNS := fleetmain.Namespace(t, member)
 	harvester := newFakeMember(t, "never")
 	token := memberToken(t, memberNS, "pinned")
 	// The pinned address is answered by the harvester, whose certificate the member's CA did not sign.
@@ -201,8 +202,8 @@ func TestCredentialCAOverridesTheClustersCABundle(t *testing.T) {
 // is reached whichever one signed its certificate.
 func TestSecretWithTwoCAsForRotation(t *testing.T) {
 	realservers.Required(t)
-	ns := newNamespace(t, registry)
-	memberNS := newNamespace(t, member)
+	ns := fleetmain.Namespace(t, registry)
+	memberNS := fleetmain.Namespace(t, member)
 	other := newFakeMember(t, "never") // its CA stands for the CA the member moves to, or from
 	token := memberToken(t, memberNS, "rotating")
 	for _, order := range []struct {
@@ -226,8 +227,8 @@ func TestSecretWithTwoCAsForRotation(t *testing.T) {
 // from the caller's side, and the plugin reads the member's token from the registry.
 func TestClusterProfilePluginWorksUnchanged(t *testing.T) {
 	realservers.Required(t)
-	ns := newNamespace(t, registry)
-	memberNS := newNamespace(t, member)
+	ns := fleetmain.Namespace(t, registry)
+	memberNS := fleetmain.Namespace(t, member)
 	dir := t.TempDir()
 	plugin := buildTestCommand(t, "secretreader")
 	// The plugin finds the registry, and the namespace it reads, through $KUBECONFIG.

@@ -29,6 +29,7 @@ import (
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
 	"github.com/cluster-registry/sdk/fleetcache"
 	"github.com/cluster-registry/sdk/multicluster"
+	"github.com/cluster-registry/sdk/testkit/fleetmain"
 	"github.com/cluster-registry/sdk/testkit/fleettest"
 )
 
@@ -99,7 +100,7 @@ func profileFleet(t *testing.T, ns string, providers *cpaccess.Config, sendTo ac
 // its member is reached with the consumer's plugin (cluster-inventory-api's secretreader) as that
 // project's access package would, and fan-out and the watch caches work over it.
 func TestFleetOfForeignProfiles(t *testing.T) {
-	fleettest.Integration(t)
+	fleetmain.Integration(t)
 	m := lf.Members[0]
 	ns := fleettest.CopySet(t, lf)
 	token, err := kubernetes.NewForConfigOrDie(lf.Registry.Config).CoreV1().Secrets(ns).Get(context.Background(), m.Name+"-token", metav1.GetOptions{})
@@ -146,7 +147,7 @@ func TestFleetOfForeignProfiles(t *testing.T) {
 // points at a server outside the plugins' SendTo is refused before the plugin runs, and that
 // server hears nothing.
 func TestForeignProfileCannotDrawCredentials(t *testing.T) {
-	fleettest.Integration(t)
+	fleetmain.Integration(t)
 	ns := fleettest.CopySet(t, lf)
 	var asked atomic.Int64
 	hostile := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { asked.Add(1) }))

@@ -19,6 +19,7 @@ import (
 	_ "sigs.k8s.io/cluster-inventory-api/pkg/credentialplugin"
 
 	"github.com/cluster-registry/sdk/clusterprofile"
+	"github.com/cluster-registry/sdk/testkit/fleetmain"
 	"github.com/cluster-registry/sdk/testkit/fleettest"
 )
 
@@ -26,7 +27,7 @@ import (
 // provider file maps our access provider to its secretreader plugin, which reads the consumer's
 // own token for the cluster the profile's exec extension names.
 func TestInventoryToolingReachesPublishedMember(t *testing.T) {
-	fleettest.Integration(t)
+	fleetmain.Integration(t)
 	m := lf.Members[0]
 	ns := fleettest.CopySet(t, lf)
 	startPublisher(t, ns, nil)

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/cluster-registry/sdk/localfleet"
+	"github.com/cluster-registry/sdk/testkit/fleetmain"
 	"github.com/cluster-registry/sdk/testkit/fleettest"
 )
 
@@ -12,7 +13,7 @@ import (
 var lf *localfleet.Fleet
 
 func TestMain(m *testing.M) {
-	fleettest.Main(m, &lf, localfleet.Options{Members: 1}, func(lf *localfleet.Fleet) error {
+	fleetmain.Main(m, &lf, localfleet.Options{Members: 1}, func(lf *localfleet.Fleet) error {
 		return fleettest.InstallClusterProfileCRD(context.Background(), lf.Registry.Config)
 	})
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/cluster-registry/sdk/clusterprofile"
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
 	"github.com/cluster-registry/sdk/multicluster"
+	"github.com/cluster-registry/sdk/testkit/fleetmain"
 	"github.com/cluster-registry/sdk/testkit/fleettest"
 )
 
@@ -95,7 +96,7 @@ func TestPublishesClusters(t *testing.T) {
 }
 
 func testPublishesClusters(t *testing.T, fleet *multicluster.FleetOptions) {
-	fleettest.Integration(t)
+	fleetmain.Integration(t)
 	m := lf.Members[0]
 	ns := fleettest.CopySet(t, lf)
 	setReady(t, ns, m.Name, metav1.ConditionTrue, v1alpha1.ReasonReachable)
@@ -159,7 +160,7 @@ func testPublishesClusters(t *testing.T, fleet *multicluster.FleetOptions) {
 // A Cluster that does not resolve (its Secret is missing) is published without an access
 // provider, and another cluster manager's profile of a Cluster's name is left alone.
 func TestPublishesNoUntrustedWayIn(t *testing.T) {
-	fleettest.Integration(t)
+	fleetmain.Integration(t)
 	ns := fleettest.CopySet(t, lf)
 	clusters := registryClient().ClusterregistryV1alpha1().Clusters(ns)
 	_, err := clusters.Create(context.Background(), &v1alpha1.Cluster{
@@ -200,7 +201,7 @@ func TestPublishesNoUntrustedWayIn(t *testing.T) {
 // now, or, as here, it no longer matches the Fleet's selector) keeps its profile: it is not this
 // Publisher's to delete. Deleted, its Cluster's profile goes.
 func TestMemberLeavingKeepsItsProfile(t *testing.T) {
-	fleettest.Integration(t)
+	fleetmain.Integration(t)
 	m := lf.Members[0]
 	ns := fleettest.CopySet(t, lf)
 	clusters := registryClient().ClusterregistryV1alpha1().Clusters(ns)

@@ -34,6 +34,7 @@ import (
 	"github.com/cluster-registry/sdk/rotation"
 	"github.com/cluster-registry/sdk/scheduler"
 	"github.com/cluster-registry/sdk/shard"
+	"github.com/cluster-registry/sdk/testkit/fleetmain"
 	"github.com/cluster-registry/sdk/testkit/fleettest"
 )
 
@@ -64,7 +65,7 @@ func startManager(t *testing.T, mgr manager.Manager) (ctx context.Context, stop 
 // reconciles its ConfigMap and reads the host's Fleet, readiness waits for the Fleet, and the
 // Manager's stop stops everything.
 func TestHostBesideAToolsOwnController(t *testing.T) {
-	ignore := append([]goleak.Option{goleak.IgnoreCurrent()}, fleettest.IgnoreIdleConnections...)
+	ignore := append([]goleak.Option{goleak.IgnoreCurrent()}, fleetmain.IgnoreIdleConnections...)
 	defer goleak.VerifyNone(t, ignore...)
 	ns := fleettest.CopySet(t, lf)
 	host, err := controllers.New(controllers.Options{
@@ -181,7 +182,7 @@ func TestNewRefusesWhatCannotRun(t *testing.T) {
 // group to itself it owns every bucket and every Cluster in none, probes them all (one member
 // labelled with its bucket, one in no bucket), and is ready once its view follows the registry.
 func TestHostWatchingOwnedMembers(t *testing.T) {
-	ignore := append([]goleak.Option{goleak.IgnoreCurrent()}, fleettest.IgnoreIdleConnections...)
+	ignore := append([]goleak.Option{goleak.IgnoreCurrent()}, fleetmain.IgnoreIdleConnections...)
 	defer goleak.VerifyNone(t, ignore...)
 	ns := fleettest.CopySet(t, lf)
 	clusters := versioned.NewForConfigOrDie(lf.Registry.Config).ClusterregistryV1alpha1().Clusters(ns)

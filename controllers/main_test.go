@@ -4,12 +4,12 @@ import (
 	"testing"
 
 	"github.com/cluster-registry/sdk/localfleet"
-	"github.com/cluster-registry/sdk/testkit/fleettest"
+	"github.com/cluster-registry/sdk/testkit/fleetmain"
 )
 
 // lf is the package's local fleet: a registry without SIG Multicluster's CRDs, and two members.
 var lf *localfleet.Fleet
 
 func TestMain(m *testing.M) {
-	fleettest.Main(m, &lf, localfleet.Options{Members: 2}, nil)
+	fleetmain.Main(m, &lf, localfleet.Options{Members: 2}, nil)
 }

@@ -37,6 +37,7 @@ import (
 	"github.com/cluster-registry/sdk/delivery"
 	"github.com/cluster-registry/sdk/localfleet"
 	"github.com/cluster-registry/sdk/multicluster"
+	"github.com/cluster-registry/sdk/testkit/fleetmain"
 	"github.com/cluster-registry/sdk/testkit/fleettest"
 )
 
@@ -74,7 +75,7 @@ func startDeliveryWith(t *testing.T, ns string, config *rest.Config, set func(*d
 	stop := env.stop
 	env.stop = func() {
 		stop()
-		goleak.VerifyNone(t, append(fleettest.IgnoreIdleConnections, ignore)...)
+		goleak.VerifyNone(t, append(fleetmain.IgnoreIdleConnections, ignore)...)
 	}
 	return env
 }

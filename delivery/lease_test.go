@@ -15,6 +15,7 @@ import (
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
 	"github.com/cluster-registry/sdk/delivery"
 	"github.com/cluster-registry/sdk/election"
+	"github.com/cluster-registry/sdk/testkit/fleetmain"
 	"github.com/cluster-registry/sdk/testkit/fleettest"
 )
 
@@ -24,7 +25,7 @@ import (
 // Release and wrote its status.
 func TestUnshardedControllersTakeTurns(t *testing.T) {
 	ignore := goleak.IgnoreCurrent()
-	defer func() { goleak.VerifyNone(t, append(fleettest.IgnoreIdleConnections, ignore)...) }()
+	defer func() { goleak.VerifyNone(t, append(fleetmain.IgnoreIdleConnections, ignore)...) }()
 	ns := fleettest.CopySet(t, lf, "member-1")
 	withLease := func(id string) func(*delivery.ControllerOptions) {
 		return func(o *delivery.ControllerOptions) {

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/cluster-registry/sdk/localfleet"
+	"github.com/cluster-registry/sdk/testkit/fleetmain"
 	"github.com/cluster-registry/sdk/testkit/fleettest"
 	"github.com/cluster-registry/sdk/testkit/simmembers"
 )
@@ -25,7 +26,7 @@ func TestMain(m *testing.M) {
 	if code, child := deliveryReplicaMain(); child {
 		os.Exit(code)
 	}
-	fleettest.Main(m, &lf, localfleet.Options{Members: 2, Workloads: &localfleet.Workloads{}}, func(lf *localfleet.Fleet) error {
+	fleetmain.Main(m, &lf, localfleet.Options{Members: 2, Workloads: &localfleet.Workloads{}}, func(lf *localfleet.Fleet) error {
 		return fleettest.InstallPlacementDecisionCRD(context.Background(), lf.Registry.Config)
 	})
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/cluster-registry/sdk/delivery"
 	"github.com/cluster-registry/sdk/multicluster"
 	"github.com/cluster-registry/sdk/shard"
+	"github.com/cluster-registry/sdk/testkit/fleetmain"
 	"github.com/cluster-registry/sdk/testkit/fleettest"
 )
 
@@ -101,7 +102,7 @@ func splitIdentities(ns, release string, ownerIsB bool) (a, b string) {
 // the stopped replica's slices, and a deleted Release is removed from both members.
 func TestReleaseShardedBetweenReplicas(t *testing.T) {
 	ignore := goleak.IgnoreCurrent()
-	defer func() { goleak.VerifyNone(t, append(fleettest.IgnoreIdleConnections, ignore)...) }()
+	defer func() { goleak.VerifyNone(t, append(fleetmain.IgnoreIdleConnections, ignore)...) }()
 	ns := fleettest.CopySet(t, lf)
 	env := &deliveryEnv{ns: ns, registry: versioned.NewForConfigOrDie(lf.Registry.Config),
 		decisions: cpversioned.NewForConfigOrDie(lf.Registry.Config), members: map[string]kubernetes.Interface{}}

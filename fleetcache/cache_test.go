@@ -24,6 +24,7 @@ import (
 	"github.com/cluster-registry/sdk/clientset/versioned"
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
 	"github.com/cluster-registry/sdk/localfleet"
+	"github.com/cluster-registry/sdk/testkit/fleetmain"
 	"github.com/cluster-registry/sdk/testkit/fleettest"
 	"github.com/cluster-registry/sdk/testkit/realservers"
 )
@@ -35,7 +36,7 @@ var configMaps = corev1.SchemeGroupVersion.WithResource("configmaps")
 func newTestSet(t *testing.T, memberNamespaces bool) string {
 	t.Helper()
 	realservers.Required(t)
-	t.Cleanup(func() { goleak.VerifyNone(t, append(fleettest.IgnoreIdleConnections, goleak.IgnoreCurrent())...) })
+	t.Cleanup(func() { goleak.VerifyNone(t, append(fleetmain.IgnoreIdleConnections, goleak.IgnoreCurrent())...) })
 	ns := fleettest.CopySet(t, lf)
 	if memberNamespaces {
 		newMemberNamespace(t, ns)

@@ -29,7 +29,7 @@ import (
 	"github.com/cluster-registry/sdk/chartrender"
 	"github.com/cluster-registry/sdk/helmrelease"
 	"github.com/cluster-registry/sdk/localfleet"
-	"github.com/cluster-registry/sdk/testkit/fleettest"
+	"github.com/cluster-registry/sdk/testkit/fleetmain"
 	"github.com/cluster-registry/sdk/testkit/realservers"
 )
 
@@ -71,7 +71,7 @@ func chartAt(t testing.TB, version string) []byte {
 // member is discovered once for all of them, and again only when told to.
 func TestHelmActionsOnAMember(t *testing.T) {
 	realservers.Required(t)
-	defer goleak.VerifyNone(t, append(fleettest.IgnoreIdleConnections, goleak.IgnoreCurrent())...)
+	defer goleak.VerifyNone(t, append(fleetmain.IgnoreIdleConnections, goleak.IgnoreCurrent())...)
 	ctx := t.Context()
 	ns := "helm-actions"
 	kube := kubernetes.NewForConfigOrDie(server.Registry.Config)

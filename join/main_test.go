@@ -8,6 +8,7 @@ import (
 
 	"github.com/cluster-registry/sdk/join"
 	"github.com/cluster-registry/sdk/localfleet"
+	"github.com/cluster-registry/sdk/testkit/fleetmain"
 	"github.com/cluster-registry/sdk/testkit/fleettest"
 )
 
@@ -16,7 +17,7 @@ import (
 var lf *localfleet.Fleet
 
 func TestMain(m *testing.M) {
-	fleettest.Main(m, &lf, localfleet.Options{Members: 1}, nil)
+	fleetmain.Main(m, &lf, localfleet.Options{Members: 1}, nil)
 }
 
 // newSet makes an empty cluster set in the registry for the test, and returns the Registry of it.

@@ -13,6 +13,7 @@ import (
 
 	"github.com/cluster-registry/sdk/decision"
 	"github.com/cluster-registry/sdk/mcprovider"
+	"github.com/cluster-registry/sdk/testkit/fleetmain"
 	"github.com/cluster-registry/sdk/testkit/fleettest"
 )
 
@@ -20,7 +21,7 @@ import (
 // the one the decision chooses is engaged, the other is not, and when the decision moves, the
 // engagement follows it.
 func TestProviderFollowsADecision(t *testing.T) {
-	fleettest.Integration(t)
+	fleetmain.Integration(t)
 	ctx := fleettest.Context(t, testTimeout)
 	require.NoError(t, fleettest.InstallPlacementDecisionCRD(ctx, lf.Registry.Config))
 	m1, m2 := lf.Members[0], lf.Members[1]

@@ -20,7 +20,7 @@ import (
 	"github.com/cluster-registry/sdk/localfleet"
 	"github.com/cluster-registry/sdk/mcprovider"
 	"github.com/cluster-registry/sdk/multicluster"
-	"github.com/cluster-registry/sdk/testkit/fleettest"
+	"github.com/cluster-registry/sdk/testkit/fleetmain"
 	"github.com/cluster-registry/sdk/testkit/simmembers"
 )
 
@@ -32,7 +32,7 @@ func TestMain(m *testing.M) {
 	if code, child := simmembers.Main(); child {
 		os.Exit(code)
 	}
-	fleettest.Main(m, &lf, localfleet.Options{Members: 2}, nil)
+	fleetmain.Main(m, &lf, localfleet.Options{Members: 2}, nil)
 }
 
 // startFleet follows the local fleet's Clusters in namespace ns until the test ends. Its

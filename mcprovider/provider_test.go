@@ -29,6 +29,7 @@ import (
 	"github.com/cluster-registry/sdk/localfleet"
 	"github.com/cluster-registry/sdk/mcprovider"
 	"github.com/cluster-registry/sdk/multicluster"
+	"github.com/cluster-registry/sdk/testkit/fleetmain"
 	"github.com/cluster-registry/sdk/testkit/fleettest"
 )
 
@@ -92,7 +93,7 @@ func createConfigMap(t *testing.T, m *localfleet.Member, ns, name, greeting stri
 // before; engages a member anew, on its new server, when its Cluster points elsewhere; and
 // disengages one that leaves, whose objects then reach no controller.
 func TestProviderFollowsTheFleet(t *testing.T) {
-	fleettest.Integration(t)
+	fleetmain.Integration(t)
 	ctx := fleettest.Context(t, testTimeout)
 	m1, m2 := lf.Members[0], lf.Members[1]
 	ns := fleettest.CopySet(t, lf, m1.Name)
@@ -167,7 +168,7 @@ func requireIndexed(t *testing.T, ctx context.Context, mgr mcmanager.Manager, na
 // elsewhere gets nothing sent there: each goes through the member's pinned transport. The other
 // members are engaged and reconciled as ever.
 func TestRedirectingMemberGetsNoCredentials(t *testing.T) {
-	fleettest.Integration(t)
+	fleetmain.Integration(t)
 	ctx := fleettest.Context(t, testTimeout)
 	m1 := lf.Members[0]
 	ns := fleettest.CopySet(t, lf, m1.Name)
@@ -212,7 +213,7 @@ func (l *logLines) String() string {
 // Provider learns each member's API before engaging it, outside multicluster-runtime's lock, under
 // which a controller otherwise waits for one member at a time.
 func TestSilentMemberHoldsBackNoOther(t *testing.T) {
-	fleettest.Integration(t)
+	fleetmain.Integration(t)
 	ctx := fleettest.Context(t, testTimeout)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)

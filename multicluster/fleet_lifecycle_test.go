@@ -17,6 +17,7 @@ import (
 	"github.com/cluster-registry/sdk/clientset/versioned"
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
 	"github.com/cluster-registry/sdk/localfleet"
+	"github.com/cluster-registry/sdk/testkit/fleetmain"
 	"github.com/cluster-registry/sdk/testkit/realservers"
 )
 
@@ -25,7 +26,7 @@ import (
 func TestFleetStartStopRaceAndRestart(t *testing.T) {
 	realservers.Required(t)
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent(), ignoreRegistryConnections)
-	ns := newNamespace(t, registry)
+	ns := fleetmain.Namespace(t, registry)
 	storedCluster(t, ns, "a", "a.example.com", nil)
 	storedCluster(t, ns, "b", "b.example.com", nil)
 	fleet := NewFleet(versioned.NewForConfigOrDie(registry.Config), newResolver(t, access.ResolverOptions{}), FleetOptions{Namespaces: []string{ns}})
@@ -111,7 +112,7 @@ func TestFleetFreshnessAcrossARegistryRestart(t *testing.T) {
 func TestFleetSubscribe(t *testing.T) {
 	realservers.Required(t)
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent(), ignoreRegistryConnections)
-	ns := newNamespace(t, registry)
+	ns := fleetmain.Namespace(t, registry)
 	storedCluster(t, ns, "first", "first.example.com", nil)
 	fleet := NewFleet(versioned.NewForConfigOrDie(registry.Config), newResolver(t, access.ResolverOptions{}), FleetOptions{Namespaces: []string{ns}})
 	require.NoError(t, fleet.Start(testContext(t)))
@@ -193,7 +194,7 @@ var ignoreRegistryConnections = goleak.IgnoreAnyFunction("golang.org/x/net/http2
 func TestFleetReselect(t *testing.T) {
 	realservers.Required(t)
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent(), ignoreRegistryConnections)
-	ns := newNamespace(t, registry)
+	ns := fleetmain.Namespace(t, registry)
 	for name, zone := range map[string]string{"a": "1", "b": "1", "c": "2", "d": "3"} {
 		c := offlineCluster(name, name+".example.com", nil)
 		c.Namespace, c.UID, c.Labels = ns, "", map[string]string{"zone": zone}

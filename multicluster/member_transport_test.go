@@ -23,6 +23,7 @@ import (
 
 	"github.com/cluster-registry/sdk/access"
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
+	"github.com/cluster-registry/sdk/testkit/fleetmain"
 	"github.com/cluster-registry/sdk/testkit/realservers"
 )
 
@@ -53,7 +54,7 @@ func onlyMember(t *testing.T, resolver *access.Resolver, c *v1alpha1.Cluster) *M
 func TestMemberTransportFollowsARewrittenTokenFile(t *testing.T) {
 	realservers.Required(t)
 	ctx := testContext(t)
-	ns, memberNS := newNamespace(t, registry), newNamespace(t, member)
+	ns, memberNS := fleetmain.Namespace(t, registry), fleetmain.Namespace(t, member)
 	admin := kubeClient(t, member)
 	token := func(name string) string {
 		_, err := admin.CoreV1().ServiceAccounts(memberNS).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})

@@ -25,6 +25,7 @@ import (
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
 	"github.com/cluster-registry/sdk/multicluster"
 	"github.com/cluster-registry/sdk/rotation"
+	"github.com/cluster-registry/sdk/testkit/fleetmain"
 	"github.com/cluster-registry/sdk/testkit/fleettest"
 	"github.com/cluster-registry/sdk/testkit/realservers"
 )
@@ -74,7 +75,7 @@ func registerHostile(t *testing.T, ns, name string, server *httptest.Server, tok
 // at a time, is renewed. The errors name the members and carry no token.
 func TestHostileMembersHoldBackNoOther(t *testing.T) {
 	realservers.Required(t)
-	defer goleak.VerifyNone(t, append(fleettest.IgnoreIdleConnections, goleak.IgnoreCurrent())...)
+	defer goleak.VerifyNone(t, append(fleetmain.IgnoreIdleConnections, goleak.IgnoreCurrent())...)
 	silent := httptest.NewTLSServer(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
 		_, _ = io.Copy(io.Discard, r.Body) // after the body, the server notices the client hang up
 		<-r.Context().Done()

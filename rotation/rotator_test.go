@@ -30,6 +30,7 @@ import (
 	"github.com/cluster-registry/sdk/localfleet"
 	"github.com/cluster-registry/sdk/multicluster"
 	"github.com/cluster-registry/sdk/rotation"
+	"github.com/cluster-registry/sdk/testkit/fleetmain"
 	"github.com/cluster-registry/sdk/testkit/fleettest"
 	"github.com/cluster-registry/sdk/testkit/realservers"
 	"github.com/cluster-registry/sdk/testkit/simmembers"
@@ -41,7 +42,7 @@ func TestMain(m *testing.M) {
 	if code, child := simmembers.Main(); child { // BenchmarkRotate's simulated members
 		os.Exit(code)
 	}
-	fleettest.Main(m, &lf, localfleet.Options{Members: 1}, nil)
+	fleetmain.Main(m, &lf, localfleet.Options{Members: 1}, nil)
 }
 
 // renewer makes, on the member, a service account that may ask for tokens of itself and nothing
@@ -245,7 +246,7 @@ func TestRenewalRevokesTheReplacedToken(t *testing.T) {
 // for one token per renewal. When the holder stops, the other takes over.
 func TestReplicasTakeTurns(t *testing.T) {
 	realservers.Required(t)
-	defer goleak.VerifyNone(t, append(fleettest.IgnoreIdleConnections, goleak.IgnoreCurrent())...)
+	defer goleak.VerifyNone(t, append(fleetmain.IgnoreIdleConnections, goleak.IgnoreCurrent())...)
 	ns := fleettest.CopySet(t, lf)
 	members := registerAs(t, ns, "turns/turns", boundRenewer(t, lf.Members[0], "turns"))
 	var renewals [2]atomic.Int32

@@ -28,6 +28,7 @@ import (
 	"github.com/cluster-registry/sdk/fleetcache"
 	"github.com/cluster-registry/sdk/multicluster"
 	"github.com/cluster-registry/sdk/rotation"
+	"github.com/cluster-registry/sdk/testkit/fleetmain"
 	"github.com/cluster-registry/sdk/testkit/fleettest"
 	"github.com/cluster-registry/sdk/testkit/realservers"
 )
@@ -51,7 +52,7 @@ func soakFor(t *testing.T, name string, short time.Duration) time.Duration {
 // minutes).
 func TestRotationUnderLoad(t *testing.T) {
 	realservers.Required(t)
-	defer goleak.VerifyNone(t, append(fleettest.IgnoreIdleConnections, goleak.IgnoreCurrent())...)
+	defer goleak.VerifyNone(t, append(fleetmain.IgnoreIdleConnections, goleak.IgnoreCurrent())...)
 	runFor, every := soakFor(t, "ROTATION_SOAK", 10*time.Second), soakFor(t, "ROTATION_EVERY", time.Second)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()

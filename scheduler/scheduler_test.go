@@ -22,6 +22,7 @@ import (
 	"github.com/cluster-registry/sdk/multicluster"
 	"github.com/cluster-registry/sdk/placement"
 	"github.com/cluster-registry/sdk/scheduler"
+	"github.com/cluster-registry/sdk/testkit/fleetmain"
 	"github.com/cluster-registry/sdk/testkit/fleettest"
 	"github.com/cluster-registry/sdk/testkit/realservers"
 )
@@ -32,7 +33,7 @@ import (
 // slices go; while the Fleet is not fresh, nothing is written.
 func TestScheduler(t *testing.T) {
 	realservers.Required(t)
-	defer goleak.VerifyNone(t, append(fleettest.IgnoreIdleConnections, goleak.IgnoreCurrent())...)
+	defer goleak.VerifyNone(t, append(fleetmain.IgnoreIdleConnections, goleak.IgnoreCurrent())...)
 	ctx := t.Context()
 	ns := fleettest.NewSet(t, lf)
 	clusters := versioned.NewForConfigOrDie(lf.Registry.Config).ClusterregistryV1alpha1().Clusters(ns)

@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/cluster-registry/sdk/localfleet"
-	"github.com/cluster-registry/sdk/testkit/fleettest"
+	"github.com/cluster-registry/sdk/testkit/fleetmain"
 	"github.com/cluster-registry/sdk/testkit/simmembers"
 )
 
@@ -22,5 +22,5 @@ func TestMain(m *testing.M) {
 	if code, child := replicaMain(); child {
 		os.Exit(code)
 	}
-	fleettest.Main(m, &lf, localfleet.Options{}, nil)
+	fleetmain.Main(m, &lf, localfleet.Options{}, nil)
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/cluster-registry/sdk/clientset/versioned"
 	clusterclient "github.com/cluster-registry/sdk/clientset/versioned/typed/clusterregistry/v1alpha1"
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
+	"github.com/cluster-registry/sdk/testkit/fleetmain"
 	"github.com/cluster-registry/sdk/testkit/fleettest"
 	"github.com/cluster-registry/sdk/testkit/realservers"
 )
@@ -21,7 +22,7 @@ import (
 func newSet(t *testing.T) (string, clusterclient.ClusterInterface) {
 	t.Helper()
 	realservers.Required(t)
-	t.Cleanup(func() { goleak.VerifyNone(t, append(fleettest.IgnoreIdleConnections, goleak.IgnoreCurrent())...) })
+	t.Cleanup(func() { goleak.VerifyNone(t, append(fleetmain.IgnoreIdleConnections, goleak.IgnoreCurrent())...) })
 	ns := fleettest.NewSet(t, lf)
 	return ns, versioned.NewForConfigOrDie(lf.Registry.Config).ClusterregistryV1alpha1().Clusters(ns)
 }

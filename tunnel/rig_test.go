@@ -31,6 +31,7 @@ import (
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
 	"github.com/cluster-registry/sdk/health"
 	"github.com/cluster-registry/sdk/localfleet"
+	"github.com/cluster-registry/sdk/testkit/fleetmain"
 	"github.com/cluster-registry/sdk/testkit/fleettest"
 	"github.com/cluster-registry/sdk/testkit/simmembers"
 	"github.com/cluster-registry/sdk/testkit/testcerts"
@@ -54,7 +55,7 @@ func TestMain(m *testing.M) {
 	if code, child := benchServerMain(); child {
 		os.Exit(code)
 	}
-	fleettest.Main(m, &lf, localfleet.Options{Members: 1, Isolated: []string{"member-1"}}, func(lf *localfleet.Fleet) error {
+	fleetmain.Main(m, &lf, localfleet.Options{Members: 1, Isolated: []string{"member-1"}}, func(lf *localfleet.Fleet) error {
 		// Delivery's decisions, and the ClusterProfiles the publisher writes.
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()

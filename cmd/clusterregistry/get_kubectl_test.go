@@ -99,9 +99,14 @@ func TestGetWithKubectlHabits(t *testing.T) {
 	require.Equal(t, 1, strings.Count(watched.String(), "NAME"), "the header is printed once:\n%s", watched.String())
 	require.NotContains(t, watched.String(), "member-2", "-w printed a Cluster outside the selection")
 
-	// Completion offers -o's values.
+	requireOutputCompletion(t)
+}
+
+// requireOutputCompletion: completion offers -o's values, kubectl's names.
+func requireOutputCompletion(t *testing.T) {
+	t.Helper()
 	var comp, compErr bytes.Buffer
-	require.Equal(t, 0, run(ctx, []string{"__complete", "get", "-o", ""}, &comp, &compErr), compErr.String())
+	require.Equal(t, 0, run(t.Context(), []string{"__complete", "get", "-o", ""}, &comp, &compErr), compErr.String())
 	for _, v := range []string{"wide", "custom-columns", "custom-columns-file", "yaml", "json", "jsonpath"} {
 		require.Contains(t, lines(comp.String()), v)
 	}

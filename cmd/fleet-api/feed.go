@@ -244,7 +244,8 @@ func (s *server) watchCluster(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	selected.fields = fields.AndSelectors(selected.fields, fields.OneTermEqualSelector("metadata.namespace", ns), fields.OneTermEqualSelector("metadata.name", name))
-	if !s.authorize(w, r, "watch", ns, name) {
+	if err := s.authorize(r, "watch", ns, name); err != nil {
+		writeStatus(w, err)
 		return
 	}
 	stream(w, r, s.feed, selected.matches, func(ctx context.Context, ns, name string) bool {

@@ -139,78 +139,15 @@ func (o *options) validate() error {
 	return nil
 }
 
-const longHelp = `fleet-api serves what runs on each member cluster of a registry, from watch caches of every
+var longHelp = `fleet-api serves what runs on each member cluster of a registry, from watch caches of every
 member's Nodes, Pods and Deployments, and a dashboard at /. Every request acts for its caller: a bearer
 token (or, with TLS and --client-ca-file, a client certificate) that the registry accepts, and
 only what the registry's RBAC lets the caller do there.
 
-  GET    /clusters                     every member the caller may list, with Ready, version,
-                                       node and Deployment counts (unknown, with why, when the
-                                       caches could not get them) and how current the caches are
-                                       (?labelSelector= and ?fieldSelector= of metadata.name
-                                       and metadata.namespace choose, as the registry's would)
-  GET    /watch/clusters               the same, then each change, one JSON event a line
-                                       (?resourceVersion=N resumes; 410 when no longer kept;
-                                       a member entering or leaving a selection is ADDED or
-                                       DELETED; nothing is sent while nothing changes)
-  GET    /watch/clusters/{namespace}/{name}
-                                       one member's stream (RBAC: watch on that Cluster)
-  GET    /clusters/{namespace}/{name}  one member, with its Nodes and Deployments
-  POST   /clusters                     body: a Cluster as JSON, metadata.namespace set (201)
-  PUT    /clusters/{namespace}/{name}  body: the whole Cluster as JSON, replacing it (200)
-  PATCH  /clusters/{namespace}/{name}  body: a JSON merge patch, sent as
-                                       application/merge-patch+json or application/json (200)
-  DELETE /clusters/{namespace}/{name}  no body (200, a Status)
-  DELETE /clusters?namespace=NS        the set's Clusters that ?labelSelector= and ?fieldSelector=
-                                       choose, every one without them (RBAC: deletecollection);
-                                       answers the ClusterList of what was deleted
-  GET    /releases                     every Release of the sets where the caller may list them:
-                                       its source (manifests, a ConfigMap, a chart and its mode),
-                                       conditions, each member's phase (?namespace=NS for one set);
-                                       notPermitted names the sets you may not list, and why
-  GET    /watch/releases               GET /releases, then each change, one JSON event a line
-  GET    /releases/{namespace}/{name}/rollout
-                                       where its rollout stands: waves in order, each member's
-                                       phase, revisions by number, the actions you may take
-  POST   /releases/{namespace}/{name}/{action}
-                                       approve ({"wave": N}, 0 the next), pause, resume, restart,
-                                       undo ({"toRevision": N}, 0 the previous): as
-                                       clusterregistry rollout does it, as you (RBAC: update
-                                       releases); 400 for a wave or revision it does not have,
-                                       409 when its state refuses (already paused)
-  GET    /charts                       the chart releases of the sets where the caller may list
-                                       Releases: chart, version and digest delivered, conditions,
-                                       each member's phase (?namespace=NS for one set)
-  GET    /charts/{namespace}/{name}    one chart release
-  POST   /charts                       body: {namespace, name, placement, targetNamespace, chart:
-                                       {url, chart, version, digest, secretRef} or {configMap} or
-                                       {secret}, and mode (Render, the default, or Helm), values,
-                                       valuesFrom, memberValues}: a Release, created as the caller (201)
-  PUT    /charts/{namespace}/{name}    the same body, replacing chart, values, member values (200)
-  PATCH  /charts/{namespace}/{name}    body: {"version": "1.3.0", "values": {...}}, either (200)
-  DELETE /charts/{namespace}/{name}    no body (200, a Status); its objects leave the members
-  GET    /watch/charts                 GET /charts, then each change, one JSON event a line, as
-                                       /watch/clusters streams (nothing while nothing changes)
+` + routeHelp(apiRoutes) + `
 
 Optikon's v0 API (its swagger; -n's cluster set, or --optikon-cluster-set's; errors are {"code", "message"}):
-  GET    /v0/clusters                  the set's Clusters, each with annotations NumPods and
-                                       Health (Green, Yellow, Red) computed from the caches
-  POST   /v0/clusters                  body: a Cluster as JSON (201); NumPods and Health are
-                                       never stored, other annotations (Lat, Long) are
-  GET    /v0/clusters/{clusterId}      one Cluster, annotated as in the list (404 if none)
-  PUT    /v0/clusters/{clusterId}      body: the whole Cluster, replacing it (200)
-  DELETE /v0/clusters/{clusterId}      remove it from the registry (200)
-  GET    /v0/releases                  each Helm-mode Release of the set, once per cluster
-                                       ?labels=K=V,K=V selects that Helm reports it on: Name,
-                                       Namespace, Version (its revision there), OnCluster, Chart,
-                                       Info.Status.Code (Helm 2's words), Config (the Release's
-                                       own values); from caches
-  POST   /v0/releases                  multipart/form-data: chartTar (a packaged chart, at most
-                                       768 KiB), name, namespace: installed by Helm on every
-                                       cluster ?labels= selects, every cluster without (201)
-  GET    /v0/releases/{releaseId}      the release on the first cluster ?labels= selects
-  PUT    /v0/releases/{releaseId}      multipart/form-data: chartTar: upgraded where it is (200)
-  DELETE /v0/releases/{releaseId}      removed from the clusters ?labels= selects, or every one (200)
+` + routeHelp(v0Routes) + `
 
 Writes are checked (RBAC, then the Cluster's validation, naming each bad field) and sent to the
 registry as the caller. Errors are Kubernetes Status objects, 404 and 405 included; a body that

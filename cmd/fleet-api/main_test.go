@@ -11,6 +11,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -32,6 +33,7 @@ import (
 	"github.com/cluster-registry/sdk/fleetcache"
 	"github.com/cluster-registry/sdk/join"
 	"github.com/cluster-registry/sdk/localfleet"
+	"github.com/cluster-registry/sdk/testkit/fleetmain"
 	"github.com/cluster-registry/sdk/testkit/fleettest"
 	"github.com/cluster-registry/sdk/testkit/realservers"
 	"github.com/cluster-registry/sdk/testkit/simmembers"
@@ -51,7 +53,7 @@ func TestMain(m *testing.M) {
 	if code, child := simmembers.Main(); child {
 		os.Exit(code)
 	}
-	fleettest.Main(m, &lf, localfleet.Options{Members: 2}, func(*localfleet.Fleet) error {
+	fleetmain.Main(m, &lf, localfleet.Options{Members: 2}, func(*localfleet.Fleet) error {
 		if err := populate(); err != nil {
 			return err
 		}
@@ -276,7 +278,7 @@ func status(t *testing.T, body []byte) metav1.Status {
 
 func TestClusters(t *testing.T) {
 	needsFleet(t)
-	ignore := append([]goleak.Option{goleak.IgnoreCurrent()}, fleettest.IgnoreIdleConnections...)
+	ignore := append([]goleak.Option{goleak.IgnoreCurrent()}, fleetmain.IgnoreIdleConnections...)
 	t.Cleanup(func() { goleak.VerifyNone(t, ignore...) })
 	_, web := startAPI(t)
 
@@ -509,19 +511,24 @@ func TestCountsTheMemberRefuses(t *testing.T) {
 	require.NotContains(t, string(data), `"total"`)
 }
 
-// --help names every route the server has, with what a write's body is, and exits 0.
+// --help and doc.go name every route the server has (GET /releases was missing from --help
+// once), and doc.go names no route it does not have; --help exits 0.
 func TestHelpNamesEveryRoute(t *testing.T) {
 	var stdout, stderr bytes.Buffer
 	require.Equal(t, 0, run(context.Background(), []string{"--help"}, &stdout, &stderr), stderr.String())
 	for _, route := range []string{"body: a Cluster as JSON", "JSON merge patch"} {
 		require.Contains(t, stdout.String(), route)
 	}
-	// Every route the server registers, as server.go registers it (GET /releases was missing).
-	src, err := os.ReadFile("server.go")
+	doc, err := os.ReadFile("doc.go")
 	require.NoError(t, err)
-	routes := regexp.MustCompile(`HandleFunc\("([A-Z]+) (\S+)"`).FindAllStringSubmatch(string(src), -1)
-	require.NotEmpty(t, routes)
-	for _, r := range routes {
-		require.Contains(t, stdout.String(), fmt.Sprintf("%-7s%s", r[1], r[2]), "--help does not name the route")
+	documented := regexp.MustCompile(`(?m)^//\t([A-Z]+) +(/\S*)`).FindAllStringSubmatch(string(doc), -1)
+	var routes, inDoc []string
+	for _, r := range append(slices.Clone(apiRoutes), v0Routes...) {
+		require.Contains(t, stdout.String(), fmt.Sprintf("%-7s%s", r.method, r.path+r.query), "--help does not name the route")
+		routes = append(routes, r.method+" "+r.path+r.query)
 	}
+	for _, d := range documented {
+		inDoc = append(inDoc, d[1]+" "+d[2])
+	}
+	require.ElementsMatch(t, routes, inDoc, "doc.go's routes are not the server's")
 }

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"reflect"
 	"slices"
 	"strings"
@@ -21,12 +20,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	genericrequest "k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/utils/ptr"
 
 	"github.com/cluster-registry/sdk/access"
 	"github.com/cluster-registry/sdk/clientset/versioned"
-	clusterregistryv1alpha1 "github.com/cluster-registry/sdk/clientset/versioned/typed/clusterregistry/v1alpha1"
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
 	"github.com/cluster-registry/sdk/fleetcache"
 	"github.com/cluster-registry/sdk/internal/answercache"
@@ -124,37 +121,39 @@ func (s *server) cacheKinds() error {
 }
 
 // startServer follows the registry's Clusters in namespaces (all when empty) and caches every
-// member's Nodes and Deployments. Stop it with stop.
-func startServer(ctx context.Context, registry versioned.Interface, resolver *access.Resolver, namespaces []string) (*server, error) {
+// member's Nodes and Deployments. Stop it with stop. A part that fails to start stops those
+// started before it, in reverse order, in one place.
+func startServer(ctx context.Context, registry versioned.Interface, resolver *access.Resolver, namespaces []string) (_ *server, err error) {
 	s := &server{namespaces: namespaces}
+	var started []func() // what stops the parts started so far
+	defer func() {
+		if err != nil {
+			for _, stop := range slices.Backward(started) {
+				stop()
+			}
+		}
+	}()
 	s.fleet = multicluster.NewFleet(registry, resolver, multicluster.FleetOptions{Namespaces: namespaces})
 	if err := s.fleet.Start(ctx); err != nil {
 		return nil, fmt.Errorf("following the registry: %w", err)
 	}
+	started = append(started, s.fleet.Stop)
 	s.caches = fleetcache.New(s.fleet)
 	if err := s.cacheKinds(); err != nil {
-		s.fleet.Stop()
 		return nil, err
 	}
 	if err := s.caches.Start(ctx); err != nil {
-		s.fleet.Stop()
 		return nil, err
 	}
-	s.feed = newFeed(4096)
+	started = append(started, s.caches.Stop)
 	feedCtx, stopFeed := context.WithCancel(ctx)
-	var err error
+	started = append(started, stopFeed)
 	if s.charts, err = watchCharts(feedCtx, registry, namespaces); err != nil {
-		stopFeed()
-		s.caches.Stop()
-		s.fleet.Stop()
 		return nil, err
 	}
-	s.answers = answercache.New[inputs](keptAnswers, keptAnswerBytes)
+	started = append(started, s.charts.stop)
+	s.feed, s.answers = newFeed(4096), answercache.New[inputs](keptAnswers, keptAnswerBytes)
 	if s.stopFollowing, err = s.followChanges(); err != nil {
-		stopFeed()
-		s.charts.stop()
-		s.caches.Stop()
-		s.fleet.Stop()
 		return nil, err
 	}
 	s.stopFeed, s.feedDone = stopFeed, make(chan struct{})
@@ -184,76 +183,14 @@ func (s *server) stop() {
 // nothing of the fleet and asks the API as its user, with their token.
 func (s *server) routes(g *guard) http.Handler {
 	s.guard = g
-	api := http.NewServeMux()
-	api.HandleFunc("GET /clusters", s.listClusters)
-	api.HandleFunc("GET /watch/clusters", s.watchClusters)
-	api.HandleFunc("GET /watch/clusters/{namespace}/{name}", s.watchCluster)
-	api.HandleFunc("GET /clusters/{namespace}/{name}", s.getCluster)
-	api.HandleFunc("POST /clusters", s.createCluster)
-	api.HandleFunc("DELETE /clusters", s.deleteClusters)
-	api.HandleFunc("PUT /clusters/{namespace}/{name}", s.updateCluster)
-	api.HandleFunc("PATCH /clusters/{namespace}/{name}", s.patchCluster)
-	api.HandleFunc("DELETE /clusters/{namespace}/{name}", s.deleteCluster)
-	api.HandleFunc("GET /releases", s.listReleasesRoute)
-	api.HandleFunc("GET /watch/releases", s.watchReleasesRoute)
-	api.HandleFunc("GET /releases/{namespace}/{name}/rollout", s.getRollout)
-	api.HandleFunc("POST /releases/{namespace}/{name}/{action}", s.act)
-	api.HandleFunc("GET /charts", s.listCharts)
-	api.HandleFunc("GET /watch/charts", s.watchChartsRoute)
-	api.HandleFunc("POST /charts", s.createChart)
-	api.HandleFunc("GET /charts/{namespace}/{name}", s.getChart)
-	api.HandleFunc("PUT /charts/{namespace}/{name}", s.updateChart)
-	api.HandleFunc("PATCH /charts/{namespace}/{name}", s.updateChart)
-	api.HandleFunc("DELETE /charts/{namespace}/{name}", s.deleteChart)
-	v0 := http.NewServeMux()
-	v0.HandleFunc("GET /v0/clusters", s.v0ListClusters)
-	v0.HandleFunc("POST /v0/clusters", s.v0CreateCluster)
-	v0.HandleFunc("GET /v0/clusters/{clusterId}", s.v0GetCluster)
-	v0.HandleFunc("PUT /v0/clusters/{clusterId}", s.v0UpdateCluster)
-	v0.HandleFunc("DELETE /v0/clusters/{clusterId}", s.v0DeleteCluster)
-	v0.HandleFunc("GET /v0/releases", s.v0ListReleases)
-	v0.HandleFunc("POST /v0/releases", s.v0CreateRelease)
-	v0.HandleFunc("GET /v0/releases/{releaseId}", s.v0GetRelease)
-	v0.HandleFunc("PUT /v0/releases/{releaseId}", s.v0UpdateRelease)
-	v0.HandleFunc("DELETE /v0/releases/{releaseId}", s.v0DeleteRelease)
+	api, v0 := s.mux(apiRoutes, encodeNative), s.mux(v0Routes, encodeNative)
 	mux := http.NewServeMux()
-	mux.Handle("/v0/", g.cors(v0Errors(g.authenticated(withStatusErrors(v0, v0Routes)))))
+	mux.Handle("/v0/", g.cors(v0Errors(g.authenticated(withStatusErrors(v0, "Optikon's v0 API", v0Routes)))))
 	dashboard := page()
 	mux.Handle("GET /{$}", dashboard)
 	mux.Handle("GET /ui/", dashboard)
-	mux.Handle("/", g.cors(g.authenticated(withStatusErrors(api, apiRoutes))))
+	mux.Handle("/", g.cors(g.authenticated(withStatusErrors(api, "fleet-api's API", apiRoutes))))
 	return g.servedOnly(mux)
-}
-
-// The routes a 404 names.
-const (
-	apiRoutes = "GET /clusters, /watch/clusters, /clusters/NAMESPACE/NAME, /watch/clusters/NAMESPACE/NAME, /releases, /watch/releases, /releases/NAMESPACE/NAME/rollout, /charts, /watch/charts, /charts/NAMESPACE/NAME"
-	v0Routes  = "Optikon's: /v0/clusters, /v0/clusters/CLUSTER, /v0/releases, /v0/releases/RELEASE"
-)
-
-// withStatusErrors answers a request that no route of api takes as the registry would, with a
-// Status: 404 for a path it does not serve, 405 (with Allow) for a method a route does not take.
-// Go's mux answers them in plain text.
-func withStatusErrors(api *http.ServeMux, routes string) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		h, pattern := api.Handler(r)
-		if pattern != "" {
-			api.ServeHTTP(w, r) // the mux, not h: it sets the route's path values
-			return
-		}
-		// The mux's own answer says which of the two it is, and which methods the path takes.
-		probe := httptest.NewRecorder()
-		h.ServeHTTP(probe, r)
-		if probe.Code == http.StatusMethodNotAllowed {
-			allow := probe.Header().Get("Allow")
-			w.Header().Set("Allow", allow)
-			writeStatus(w, statusError(http.StatusMethodNotAllowed, metav1.StatusReasonMethodNotAllowed,
-				fmt.Sprintf("%s %s: this route takes %s", r.Method, r.URL.Path, allow)))
-			return
-		}
-		writeStatus(w, statusError(http.StatusNotFound, metav1.StatusReasonNotFound,
-			fmt.Sprintf("%s is not a route of this server (%s; fleet-api --help lists them)", r.URL.Path, routes)))
-	})
 }
 
 // clusterSummary is one member in GET /clusters.
@@ -397,35 +334,11 @@ func (s *server) listableSets(r *http.Request, members []*multicluster.Member) (
 	return sets, nil
 }
 
-// authorize reports whether the caller may do verb on Cluster namespace/name, having written the
-// registry's answer (403, with its reason) when not.
-func (s *server) authorize(w http.ResponseWriter, r *http.Request, verb, namespace, name string) bool {
-	allowed, reason, err := s.guard.allowed(r.Context(), verb, namespace, name)
-	switch {
-	case err != nil:
-		writeStatus(w, apierrors.NewInternalError(fmt.Errorf("asking the registry whether you may %s clusters: %w", verb, err)))
-		return false
-	case !allowed:
-		u, _ := genericrequest.UserFrom(r.Context())
-		why := fmt.Sprintf("User %q cannot %s resource \"clusters\" in API group %q in the namespace %q", u.GetName(), verb, v1alpha1.GroupName, namespace)
-		if reason != "" {
-			why += ": " + reason
-		}
-		writeStatus(w, apierrors.NewForbidden(clusterResource, name, errors.New(why)))
-		return false
-	}
-	return true
-}
-
-func (s *server) getCluster(w http.ResponseWriter, r *http.Request) {
-	key := types.NamespacedName{Namespace: r.PathValue("namespace"), Name: r.PathValue("name")}
-	if !s.authorize(w, r, "get", key.Namespace, key.Name) {
-		return
-	}
-	m := s.fleet.Member(key.Namespace, key.Name)
-	if m == nil {
-		writeStatus(w, apierrors.NewNotFound(clusterResource, key.String()))
-		return
+// getCluster is one member, with its Nodes and Deployments, for a caller who may get it.
+func (s *server) getCluster(r *http.Request) (response, error) {
+	m, err := s.memberAs(r, "get", r.PathValue("namespace"), r.PathValue("name"))
+	if err != nil {
+		return response{}, err
 	}
 	summary, nodes, deployments := s.summarize(m)
 	detail := clusterDetail{clusterSummary: summary, NodeList: []nodeInfo{}, DeploymentList: []deploymentInfo{}}
@@ -440,7 +353,7 @@ func (s *server) getCluster(w http.ResponseWriter, r *http.Request) {
 	slices.SortFunc(detail.DeploymentList, func(a, b deploymentInfo) int {
 		return strings.Compare(a.Namespace+"/"+a.Name, b.Namespace+"/"+b.Name)
 	})
-	writeJSON(w, http.StatusOK, detail)
+	return ok(detail), nil
 }
 
 // summarize is a member's summary from its Cluster and its caches, and the cached objects.
@@ -557,173 +470,90 @@ var clusterResource = schema.GroupResource{Group: v1alpha1.GroupName, Resource: 
 // maxBody bounds a POSTed Cluster: a Cluster is small, and the registry refuses large objects anyway.
 const maxBody = 1 << 20
 
-// createCluster registers a Cluster, checked with ValidateCluster first so that a bad one is
-// refused with every field's problem before the registry is asked.
-// The caller's write is checked first (whether they may, then ValidateCluster, so that a bad
-// Cluster is refused with every field's problem), then carried out as the caller.
-func (s *server) createCluster(w http.ResponseWriter, r *http.Request) {
-	c, ok := s.decodeCluster(w, r)
-	if !ok {
-		return
+// createCluster registers the body's Cluster, in its metadata.namespace, as the caller (201).
+func (s *server) createCluster(r *http.Request) (response, error) {
+	c, err := decodeCluster(r)
+	if err != nil {
+		return response{}, err
 	}
 	if c.Namespace == "" {
-		writeStatus(w, apierrors.NewBadRequest("metadata.namespace is required: it names the cluster set"))
-		return
+		return response{}, apierrors.NewBadRequest("metadata.namespace is required: it names the cluster set")
 	}
-	if !s.authorize(w, r, "create", c.Namespace, "") || !validCluster(w, c) {
-		return
-	}
-	clusters, ok := s.callerClusters(w, r, c.Namespace)
-	if !ok {
-		return
-	}
-	created, err := clusters.Create(r.Context(), c, metav1.CreateOptions{FieldManager: "fleet-api"})
+	created, err := s.registerCluster(r, c)
 	if err != nil {
-		writeStatus(w, err)
-		return
+		return response{}, err
 	}
-	created.ManagedFields = nil
-	writeJSON(w, http.StatusCreated, created)
+	return response{code: http.StatusCreated, body: created}, nil
 }
 
 // updateCluster replaces a Cluster (PUT), as the registry's update does: the body's
 // resourceVersion, when given, must be the current one.
-func (s *server) updateCluster(w http.ResponseWriter, r *http.Request) {
+func (s *server) updateCluster(r *http.Request) (response, error) {
 	ns, name := r.PathValue("namespace"), r.PathValue("name")
-	c, ok := s.decodeCluster(w, r)
-	if !ok {
-		return
+	c, err := decodeCluster(r)
+	if err != nil {
+		return response{}, err
 	}
 	if (c.Namespace != "" && c.Namespace != ns) || c.Name != name {
-		writeStatus(w, apierrors.NewBadRequest(fmt.Sprintf("the body's metadata names %s/%s, the path %s/%s", c.Namespace, c.Name, ns, name)))
-		return
+		return response{}, apierrors.NewBadRequest(fmt.Sprintf("the body's metadata names %s/%s, the path %s/%s", c.Namespace, c.Name, ns, name))
 	}
 	c.Namespace = ns
-	if !s.authorize(w, r, "update", ns, name) || !validCluster(w, c) {
-		return
-	}
-	clusters, ok := s.callerClusters(w, r, ns)
-	if !ok {
-		return
-	}
-	updated, err := replaceCluster(r.Context(), clusters, c)
+	updated, err := s.replaceCluster(r, c)
 	if err != nil {
-		writeStatus(w, err)
-		return
+		return response{}, err
 	}
-	updated.ManagedFields = nil
-	writeJSON(w, http.StatusOK, updated)
-}
-
-// replaceCluster updates c as clusters' caller, as the registry's update does: with the body's
-// resourceVersion when it gives one, else the current one.
-func replaceCluster(ctx context.Context, clusters clusterregistryv1alpha1.ClusterInterface, c *v1alpha1.Cluster) (*v1alpha1.Cluster, error) {
-	if c.ResourceVersion == "" {
-		current, err := clusters.Get(ctx, c.Name, metav1.GetOptions{})
-		if err != nil {
-			return nil, err
-		}
-		c.ResourceVersion = current.ResourceVersion
-	}
-	return clusters.Update(ctx, c, metav1.UpdateOptions{FieldManager: "fleet-api"})
+	return ok(updated), nil
 }
 
 // patchCluster changes part of a Cluster (PATCH, a JSON merge patch), checked by the registry's
 // validation as any write.
-func (s *server) patchCluster(w http.ResponseWriter, r *http.Request) {
+func (s *server) patchCluster(r *http.Request) (response, error) {
 	ns, name := r.PathValue("namespace"), r.PathValue("name")
 	patch, err := io.ReadAll(io.LimitReader(r.Body, maxBody))
 	if err != nil || !json.Valid(patch) {
-		writeStatus(w, apierrors.NewBadRequest("the body is not a JSON merge patch"))
-		return
+		return response{}, apierrors.NewBadRequest("the body is not a JSON merge patch")
 	}
-	if !s.authorize(w, r, "patch", ns, name) {
-		return
-	}
-	clusters, ok := s.callerClusters(w, r, ns)
-	if !ok {
-		return
-	}
-	patched, err := clusters.Patch(r.Context(), name, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: "fleet-api"})
+	clusters, err := s.clustersAs(r, "patch", ns, name, nil)
 	if err != nil {
-		writeStatus(w, err)
-		return
+		return response{}, err
+	}
+	patched, err := clusters.Patch(r.Context(), name, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: fieldManager})
+	if err != nil {
+		return response{}, err
 	}
 	patched.ManagedFields = nil
-	writeJSON(w, http.StatusOK, patched)
+	return ok(patched), nil
 }
 
-// callerClusters is the registry's Clusters of namespace as the caller, having written why not
-// when it cannot be had.
-func (s *server) callerClusters(w http.ResponseWriter, r *http.Request, namespace string) (clusterregistryv1alpha1.ClusterInterface, bool) {
-	registry, err := s.guard.asCaller(r.Context())
-	if err != nil {
-		writeStatus(w, err)
-		return nil, false
+// deleteCluster removes a Cluster as the caller, answering a Status of success.
+func (s *server) deleteCluster(r *http.Request) (response, error) {
+	name := r.PathValue("name")
+	if err := s.removeCluster(r, r.PathValue("namespace"), name); err != nil {
+		return response{}, err
 	}
-	return registry.ClusterregistryV1alpha1().Clusters(namespace), true
-}
-
-// decodeCluster reads a Cluster from the body, having written why not when it cannot.
-func (s *server) decodeCluster(w http.ResponseWriter, r *http.Request) (*v1alpha1.Cluster, bool) {
-	var c v1alpha1.Cluster
-	dec := json.NewDecoder(io.LimitReader(r.Body, maxBody))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&c); err != nil {
-		writeStatus(w, apierrors.NewBadRequest(fmt.Sprintf("the body is not a Cluster: %v", err)))
-		return nil, false
-	}
-	return &c, true
-}
-
-// validCluster checks c as the registry would, having written every field's problem when not.
-func validCluster(w http.ResponseWriter, c *v1alpha1.Cluster) bool {
-	if errs := v1alpha1.ValidateCluster(c); len(errs) > 0 {
-		writeStatus(w, apierrors.NewInvalid(v1alpha1.SchemeGroupVersion.WithKind("Cluster").GroupKind(), c.Name, errs))
-		return false
-	}
-	return true
-}
-
-func (s *server) deleteCluster(w http.ResponseWriter, r *http.Request) {
-	ns, name := r.PathValue("namespace"), r.PathValue("name")
-	if !s.authorize(w, r, "delete", ns, name) {
-		return
-	}
-	clusters, ok := s.callerClusters(w, r, ns)
-	if !ok {
-		return
-	}
-	if err := clusters.Delete(r.Context(), name, metav1.DeleteOptions{}); err != nil {
-		writeStatus(w, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, &metav1.Status{TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"}, Status: metav1.StatusSuccess,
-		Details: &metav1.StatusDetails{Group: v1alpha1.GroupName, Kind: "clusters", Name: name}})
+	return ok(&metav1.Status{TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"}, Status: metav1.StatusSuccess,
+		Details: &metav1.StatusDetails{Group: v1alpha1.GroupName, Kind: "clusters", Name: name}}), nil
 }
 
 // deleteClusters deletes the Clusters of one cluster set (?namespace=, required: a collection
 // never spans sets) that ?labelSelector= and ?fieldSelector= choose, as the registry's
 // deletecollection does, and as the caller: it answers the registry's list of what it deleted.
 // Without a selector it deletes every Cluster of the set, as the registry does.
-func (s *server) deleteClusters(w http.ResponseWriter, r *http.Request) {
+func (s *server) deleteClusters(r *http.Request) (response, error) {
 	q := r.URL.Query()
 	ns := q.Get("namespace")
 	if ns == "" {
-		writeStatus(w, apierrors.NewBadRequest("?namespace= is required: it names the cluster set whose Clusters are deleted (a collection never spans sets)"))
-		return
+		return response{}, apierrors.NewBadRequest("?namespace= is required: it names the cluster set whose Clusters are deleted (a collection never spans sets)")
 	}
 	if _, err := parseSelection(q); err != nil {
-		writeStatus(w, apierrors.NewBadRequest(err.Error()))
-		return
+		return response{}, apierrors.NewBadRequest(err.Error())
 	}
-	if !s.authorize(w, r, "deletecollection", ns, "") {
-		return
+	if err := s.authorize(r, "deletecollection", ns, ""); err != nil {
+		return response{}, err
 	}
 	registry, err := s.guard.asCaller(r.Context())
 	if err != nil {
-		writeStatus(w, err)
-		return
+		return response{}, err
 	}
 	// The typed client's DeleteCollection drops the registry's answer: the REST call keeps it.
 	var deleted v1alpha1.ClusterList
@@ -732,14 +562,13 @@ func (s *server) deleteClusters(w http.ResponseWriter, r *http.Request) {
 		Body(&metav1.DeleteOptions{TypeMeta: metav1.TypeMeta{Kind: "DeleteOptions", APIVersion: "v1"}}).
 		Do(r.Context()).Into(&deleted)
 	if err != nil {
-		writeStatus(w, err)
-		return
+		return response{}, err
 	}
 	for i := range deleted.Items {
 		deleted.Items[i].ManagedFields = nil
 	}
 	deleted.TypeMeta = metav1.TypeMeta{Kind: "ClusterList", APIVersion: v1alpha1.SchemeGroupVersion.String()}
-	writeJSON(w, http.StatusOK, &deleted)
+	return ok(&deleted), nil
 }
 
 // statusError is an error that writeStatus answers with code, reason and message as they are.

@@ -92,7 +92,7 @@ func optikonErrors(t *testing.T, base string) {
 		{operatorToken, http.MethodPost, "/v0/clusters", badCIDR, http.StatusBadRequest, "clientCIDR"},
 		{"", http.MethodGet, "/v0/clusters", nil, http.StatusUnauthorized, "send a bearer token"},
 		{viewer, http.MethodPost, "/v0/clusters", badCIDR, http.StatusForbidden, `cannot create resource "clusters"`},
-		{operatorToken, http.MethodGet, "/v0/nope", nil, http.StatusNotFound, "Optikon's: /v0/clusters"},
+		{operatorToken, http.MethodGet, "/v0/nope", nil, http.StatusNotFound, "Optikon's v0 API: /v0/clusters"},
 	} {
 		code, body := callAs(t, c.token, c.method, base+c.path, c.body, nil)
 		requireAPIResponse(t, code, body, c.code, c.says)

@@ -62,7 +62,8 @@ func (s *server) v0ListClusters(w http.ResponseWriter, r *http.Request) {
 		writeStatus(w, err)
 		return
 	}
-	if !s.authorize(w, r, "list", ns, "") {
+	if err := s.authorize(r, "list", ns, ""); err != nil {
+		writeStatus(w, err)
 		return
 	}
 	version := s.inputs()
@@ -85,77 +86,59 @@ func (s *server) v0GetCluster(w http.ResponseWriter, r *http.Request) {
 		writeStatus(w, err)
 		return
 	}
-	id := r.PathValue("clusterId")
-	if !s.authorize(w, r, "get", ns, id) {
-		return
-	}
-	m := s.fleet.Member(ns, id)
-	if m == nil {
-		writeStatus(w, apierrors.NewNotFound(clusterResource, id))
+	m, err := s.memberAs(r, "get", ns, r.PathValue("clusterId"))
+	if err != nil {
+		writeStatus(w, err)
 		return
 	}
 	writeJSON(w, http.StatusOK, s.v0Cluster(m))
 }
 
 // v0Body is the Cluster of a POST or PUT, in the set, without the annotations fleet-api
-// computes; ok is false when it has written why not.
-func (s *server) v0Body(w http.ResponseWriter, r *http.Request) (*v1alpha1.Cluster, string, bool) {
+// computes.
+func (s *server) v0Body(r *http.Request) (*v1alpha1.Cluster, error) {
 	ns, err := s.v0Set()
 	if err != nil {
-		writeStatus(w, err)
-		return nil, "", false
+		return nil, err
 	}
-	c, ok := s.decodeCluster(w, r)
-	if !ok {
-		return nil, "", false
+	c, err := decodeCluster(r)
+	if err != nil {
+		return nil, err
 	}
 	if c.Namespace != "" && c.Namespace != ns {
-		writeStatus(w, apierrors.NewBadRequest(fmt.Sprintf("metadata.namespace is %q; /v0 serves cluster set %q: leave it out", c.Namespace, ns)))
-		return nil, "", false
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("metadata.namespace is %q; /v0 serves cluster set %q: leave it out", c.Namespace, ns))
 	}
 	c.Namespace = ns
 	delete(c.Annotations, annotationNumPods)
 	delete(c.Annotations, annotationHealth)
-	return c, ns, true
+	return c, nil
 }
 
 // v0CreateCluster is POST /v0/clusters: a Cluster registered as the caller (201).
 func (s *server) v0CreateCluster(w http.ResponseWriter, r *http.Request) {
-	c, ns, ok := s.v0Body(w, r)
-	if !ok || !s.authorize(w, r, "create", ns, "") || !validCluster(w, c) {
-		return
+	c, err := s.v0Body(r)
+	if err == nil {
+		_, err = s.registerCluster(r, c)
 	}
-	clusters, ok := s.callerClusters(w, r, ns)
-	if !ok {
-		return
-	}
-	if _, err := clusters.Create(r.Context(), c, metav1.CreateOptions{FieldManager: "fleet-api"}); err != nil {
+	if err != nil {
 		writeStatus(w, err)
 		return
 	}
-	writeAPIResponse(w, http.StatusCreated, fmt.Sprintf("cluster %s registered in cluster set %s", c.Name, ns))
+	writeAPIResponse(w, http.StatusCreated, fmt.Sprintf("cluster %s registered in cluster set %s", c.Name, c.Namespace))
 }
 
 // v0UpdateCluster is PUT /v0/clusters/{clusterId}: the Cluster replaced as the caller (200). The
 // body's resourceVersion, when given, must be the current one.
 func (s *server) v0UpdateCluster(w http.ResponseWriter, r *http.Request) {
-	c, ns, ok := s.v0Body(w, r)
-	if !ok {
-		return
-	}
 	id := r.PathValue("clusterId")
-	if c.Name != id {
-		writeStatus(w, apierrors.NewBadRequest(fmt.Sprintf("the body's metadata.name is %q, the path's cluster %q", c.Name, id)))
-		return
+	c, err := s.v0Body(r)
+	if err == nil && c.Name != id {
+		err = apierrors.NewBadRequest(fmt.Sprintf("the body's metadata.name is %q, the path's cluster %q", c.Name, id))
 	}
-	if !s.authorize(w, r, "update", ns, id) || !validCluster(w, c) {
-		return
+	if err == nil {
+		_, err = s.replaceCluster(r, c)
 	}
-	clusters, ok := s.callerClusters(w, r, ns)
-	if !ok {
-		return
-	}
-	if _, err := replaceCluster(r.Context(), clusters, c); err != nil {
+	if err != nil {
 		writeStatus(w, err)
 		return
 	}
@@ -164,20 +147,12 @@ func (s *server) v0UpdateCluster(w http.ResponseWriter, r *http.Request) {
 
 // v0DeleteCluster is DELETE /v0/clusters/{clusterId}: the Cluster removed as the caller (200).
 func (s *server) v0DeleteCluster(w http.ResponseWriter, r *http.Request) {
-	ns, err := s.v0Set()
-	if err != nil {
-		writeStatus(w, err)
-		return
-	}
 	id := r.PathValue("clusterId")
-	if !s.authorize(w, r, "delete", ns, id) {
-		return
+	ns, err := s.v0Set()
+	if err == nil {
+		err = s.removeCluster(r, ns, id)
 	}
-	clusters, ok := s.callerClusters(w, r, ns)
-	if !ok {
-		return
-	}
-	if err := clusters.Delete(r.Context(), id, metav1.DeleteOptions{}); err != nil {
+	if err != nil {
 		writeStatus(w, err)
 		return
 	}

@@ -23,6 +23,7 @@ import (
 	"github.com/cluster-registry/sdk/clientset/versioned"
 	"github.com/cluster-registry/sdk/localfleet"
 	"github.com/cluster-registry/sdk/mcprovider"
+	"github.com/cluster-registry/sdk/testkit/fleetmain"
 	"github.com/cluster-registry/sdk/testkit/fleettest"
 	"github.com/cluster-registry/sdk/testkit/realservers"
 )
@@ -31,7 +32,7 @@ import (
 var lf *localfleet.Fleet
 
 func TestMain(m *testing.M) {
-	fleettest.Main(m, &lf, localfleet.Options{Members: 2}, nil)
+	fleetmain.Main(m, &lf, localfleet.Options{Members: 2}, nil)
 }
 
 const testTimeout = 90 * time.Second
@@ -62,7 +63,7 @@ func deleteMembership(t *testing.T, m *localfleet.Member, ns string) {
 // with none of its goroutines left, and is no longer reconciled.
 func TestMembershipAcrossTheFleet(t *testing.T) {
 	realservers.Required(t)
-	t.Cleanup(func() { goleak.VerifyNone(t, append(fleettest.IgnoreIdleConnections, goleak.IgnoreCurrent())...) })
+	t.Cleanup(func() { goleak.VerifyNone(t, append(fleetmain.IgnoreIdleConnections, goleak.IgnoreCurrent())...) })
 	m1, m2 := lf.Members[0], lf.Members[1]
 	ns := fleettest.CopySet(t, lf, m1.Name)
 	a := startApp(t, nil, "-n", ns)
@@ -87,7 +88,7 @@ func TestMembershipAcrossTheFleet(t *testing.T) {
 	// Everything started for member-2 has ended: its cluster, caches and watches. Left aside is
 	// one goroutine per watch per engagement that multicluster-runtime v0.24.1's controller
 	// starts (startWithinContext) and ends only when the manager stops; it holds no cluster.
-	require.NoError(t, goleak.Find(append(fleettest.IgnoreIdleConnections, before, ignoreEngagedSources)...))
+	require.NoError(t, goleak.Find(append(fleetmain.IgnoreIdleConnections, before, ignoreEngagedSources)...))
 	deleteMembership(t, m2, ns)
 	deleteMembership(t, m1, ns)
 	require.Eventually(t, func() bool { return membershipOf(t, m1, ns) != nil }, testTimeout, 50*time.Millisecond)
