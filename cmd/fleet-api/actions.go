@@ -34,33 +34,30 @@ type actionResult struct {
 // restart, undo) done as the caller, with package rollout, as `clusterregistry rollout` does it.
 // The registry decides whether the caller may (impersonation): the page's buttons only show
 // what it would allow.
-func (s *server) act(w http.ResponseWriter, r *http.Request) {
+func (s *server) act(r *http.Request) (response, error) {
 	ns, name, action := r.PathValue("namespace"), r.PathValue("name"), r.PathValue("action")
 	var req actionRequest
 	dec := json.NewDecoder(io.LimitReader(r.Body, maxBody))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&req); err != nil && !errors.Is(err, io.EOF) {
-		writeStatus(w, apierrors.NewBadRequest(fmt.Sprintf("the body of %s is not {wave} or {toRevision}: %v", action, err)))
-		return
+		return response{}, apierrors.NewBadRequest(fmt.Sprintf("the body of %s is not {wave} or {toRevision}: %v", action, err))
 	}
 	cfg, err := s.guard.callerConfig(r.Context())
 	if err != nil {
-		writeStatus(w, err)
-		return
+		return response{}, err
 	}
 	message, err := s.do(r, cfg, ns, name, action, req)
 	var invalid *rollout.InvalidError
 	var refused *rollout.RefusedError
 	switch {
 	case errors.As(err, &invalid):
-		writeStatus(w, apierrors.NewBadRequest(fmt.Sprintf("%s %s: %s", action, rollout.Ref(name), invalid.Message)))
+		return response{}, apierrors.NewBadRequest(fmt.Sprintf("%s %s: %s", action, rollout.Ref(name), invalid.Message))
 	case errors.As(err, &refused):
-		writeStatus(w, statusError(http.StatusConflict, metav1.StatusReasonConflict, refused.Message))
+		return response{}, statusError(http.StatusConflict, metav1.StatusReasonConflict, refused.Message)
 	case err != nil:
-		writeStatus(w, err)
-	default:
-		writeJSON(w, http.StatusOK, actionResult{Message: message})
+		return response{}, err
 	}
+	return ok(actionResult{Message: message}), nil
 }
 
 // do carries out action with the caller's config cfg, and says what it did.

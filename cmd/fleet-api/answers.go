@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"encoding/json"
-	"net/http"
 	"net/url"
 
 	"k8s.io/client-go/tools/cache"
@@ -78,16 +77,15 @@ func answerKey(route string, sets []string, query url.Values) string {
 	return b.String()
 }
 
-// serveAnswer sends the answer kept under key, computing and encoding it with v first when what
-// it reads changed since (version, read before v reads anything). indent is writeJSON's form;
-// the lists a UI polls are compact.
-func (s *server) serveAnswer(w http.ResponseWriter, r *http.Request, key string, version inputs, indent bool, v func() any) {
+// keptAnswer is the answer kept under key, computed and encoded with v first when what it reads
+// changed since (version, read before v reads anything). indent is writeJSON's form; the lists
+// a UI polls are compact.
+func (s *server) keptAnswer(key string, version inputs, indent bool, v func() any) (response, error) {
 	a, err := s.answers.Answer(key, version, "application/json", func() ([]byte, error) { return encodeJSON(v(), indent) })
 	if err != nil {
-		writeStatus(w, err)
-		return
+		return response{}, err
 	}
-	a.ServeHTTP(w, r)
+	return response{kept: a}, nil
 }
 
 // encodeJSON is v as writeJSON writes it (indent), or without indentation: at 1,000 members

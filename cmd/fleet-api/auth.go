@@ -123,24 +123,25 @@ func (g *guard) servedOnly(next http.Handler) http.Handler {
 }
 
 // authenticated lets through only requests of an authenticated caller, not sent by a cross-site
-// page; the caller is in the request's context (genericrequest.UserFrom).
-func (g *guard) authenticated(next http.Handler) http.Handler {
+// page; the caller is in the request's context (genericrequest.UserFrom). encode writes each
+// refusal in the form of the API next serves.
+func (g *guard) authenticated(encode encoder, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		resp, ok, err := g.authn.AuthenticateRequest(r)
 		if err != nil || !ok {
 			// Nothing about the fleet, nor why the credentials failed, to a caller who is nobody.
 			w.Header().Set("WWW-Authenticate", `Bearer realm="fleet-api"`)
-			writeStatus(w, apierrors.NewUnauthorized("Unauthorized: send a bearer token the registry accepts (Authorization: Bearer ...)"))
+			encode(w, r, response{}, apierrors.NewUnauthorized("Unauthorized: send a bearer token the registry accepts (Authorization: Bearer ...)"))
 			return
 		}
 		// A browser may hold credentials that it sends by itself (a client certificate), so a
 		// caller's request may still be another site's doing.
 		if why := g.crossSite(r); why != "" {
-			writeStatus(w, apierrors.NewForbidden(clusterResource, "", fmt.Errorf("%s", why)))
+			encode(w, r, response{}, apierrors.NewForbidden(clusterResource, "", fmt.Errorf("%s", why)))
 			return
 		}
 		if why := unsupportedMediaType(r); why != "" {
-			writeStatus(w, statusError(http.StatusUnsupportedMediaType, metav1.StatusReasonUnsupportedMediaType, why))
+			encode(w, r, response{}, statusError(http.StatusUnsupportedMediaType, metav1.StatusReasonUnsupportedMediaType, why))
 			return
 		}
 		next.ServeHTTP(w, r.WithContext(genericrequest.WithUser(r.Context(), resp.User)))

@@ -111,7 +111,8 @@ func (s *server) watchReleasesRoute(w http.ResponseWriter, r *http.Request) {
 func (s *server) watchReleases(w http.ResponseWriter, r *http.Request, charts bool) {
 	only := r.URL.Query().Get("namespace")
 	if only != "" {
-		if !s.authorizeOn(w, r, "releases", "watch", only, "") {
+		if err := s.authorizeOn(r, "releases", "watch", only, ""); err != nil {
+			writeStatus(w, err)
 			return
 		}
 	}
@@ -129,19 +130,17 @@ func (s *server) watchReleases(w http.ResponseWriter, r *http.Request, charts bo
 }
 
 // authorizeOn is authorize for another resource of the registry's group.
-func (s *server) authorizeOn(w http.ResponseWriter, r *http.Request, resource, verb, namespace, name string) bool {
+func (s *server) authorizeOn(r *http.Request, resource, verb, namespace, name string) error {
 	allowed, reason, err := s.guard.allowedOn(r.Context(), resource, verb, namespace, name)
 	switch {
 	case err != nil:
-		writeStatus(w, apierrors.NewInternalError(fmt.Errorf("asking the registry whether you may %s %s: %w", verb, resource, err)))
-		return false
+		return apierrors.NewInternalError(fmt.Errorf("asking the registry whether you may %s %s: %w", verb, resource, err))
 	case !allowed:
 		why := fmt.Sprintf("you cannot %s %s in the namespace %q", verb, resource, namespace)
 		if reason != "" {
 			why += ": " + reason
 		}
-		writeStatus(w, apierrors.NewForbidden(v1alpha1.SchemeGroupVersion.WithResource(resource).GroupResource(), name, fmt.Errorf("%s", why)))
-		return false
+		return apierrors.NewForbidden(v1alpha1.SchemeGroupVersion.WithResource(resource).GroupResource(), name, fmt.Errorf("%s", why))
 	}
-	return true
+	return nil
 }

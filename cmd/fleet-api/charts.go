@@ -185,24 +185,23 @@ func (s *server) setNamespaces() []string {
 
 // listCharts answers the chart releases of the sets where the caller may list Releases, read
 // from the registry as the caller (?namespace= for one set).
-func (s *server) listCharts(w http.ResponseWriter, r *http.Request) { s.listReleases(w, r, true) }
+func (s *server) listCharts(r *http.Request) (response, error) { return s.listReleases(r, true) }
 
 // listReleasesRoute is GET /releases: listCharts for every Release, whatever it delivers.
-func (s *server) listReleasesRoute(w http.ResponseWriter, r *http.Request) {
-	s.listReleases(w, r, false)
+func (s *server) listReleasesRoute(r *http.Request) (response, error) {
+	return s.listReleases(r, false)
 }
 
 // listReleases answers the Releases of the sets where the caller may list them (chart releases
 // alone when charts), as the caller.
-func (s *server) listReleases(w http.ResponseWriter, r *http.Request, charts bool) {
+func (s *server) listReleases(r *http.Request, charts bool) (response, error) {
 	namespaces := s.setNamespaces()
 	if ns := r.URL.Query().Get("namespace"); ns != "" {
 		namespaces = []string{ns}
 	}
 	registry, err := s.guard.asCaller(r.Context())
 	if err != nil {
-		writeStatus(w, err)
-		return
+		return response{}, err
 	}
 	out := []chartRelease{}
 	// A set whose Releases the caller may not list is left out, and said, with the registry's
@@ -215,8 +214,7 @@ func (s *server) listReleases(w http.ResponseWriter, r *http.Request, charts boo
 			continue
 		}
 		if err != nil {
-			writeStatus(w, err)
-			return
+			return response{}, err
 		}
 		var statusSlices []v1alpha1.ReleaseStatusSlice
 		if sl, err := registry.ClusterregistryV1alpha1().ReleaseStatusSlices(ns).List(r.Context(), metav1.ListOptions{}); err == nil {
@@ -237,43 +235,40 @@ func (s *server) listReleases(w http.ResponseWriter, r *http.Request, charts boo
 	if len(notPermitted) > 0 {
 		answer["notPermitted"] = notPermitted
 	}
-	writeJSON(w, http.StatusOK, answer)
+	return ok(answer), nil
 }
 
 // getChart answers one chart release, as the caller.
-func (s *server) getChart(w http.ResponseWriter, r *http.Request) {
+func (s *server) getChart(r *http.Request) (response, error) {
 	ns, name := r.PathValue("namespace"), r.PathValue("name")
-	rel, registry, ok := s.callerChart(w, r, ns, name)
-	if !ok {
-		return
+	rel, registry, err := s.callerChart(r, ns, name)
+	if err != nil {
+		return response{}, err
 	}
 	var statusSlices []v1alpha1.ReleaseStatusSlice
 	if sl, err := registry.ClusterregistryV1alpha1().ReleaseStatusSlices(ns).List(r.Context(), metav1.ListOptions{LabelSelector: v1alpha1.ReleaseLabel + "=" + name}); err == nil {
 		statusSlices = sl.Items
 	}
 	c, _ := chartReleaseOf(rel, statusSlices)
-	writeJSON(w, http.StatusOK, c)
+	return ok(c), nil
 }
 
-// callerChart reads Release ns/name as the caller, having written why not when it cannot or
-// when its source is not a chart (404: /charts serves chart releases only).
-// It answers the caller's client of the registry too, for what the route does next.
-func (s *server) callerChart(w http.ResponseWriter, r *http.Request, ns, name string) (*v1alpha1.Release, versioned.Interface, bool) {
+// callerChart reads Release ns/name as the caller; 404 when its source is not a chart (/charts
+// serves chart releases only). It answers the caller's client of the registry too, for what the
+// route does next.
+func (s *server) callerChart(r *http.Request, ns, name string) (*v1alpha1.Release, versioned.Interface, error) {
 	registry, err := s.guard.asCaller(r.Context())
 	if err != nil {
-		writeStatus(w, err)
-		return nil, nil, false
+		return nil, nil, err
 	}
 	rel, err := registry.ClusterregistryV1alpha1().Releases(ns).Get(r.Context(), name, metav1.GetOptions{})
 	if err != nil {
-		writeStatus(w, err)
-		return nil, nil, false
+		return nil, nil, err
 	}
 	if rel.Spec.Source.Chart == nil {
-		writeStatus(w, statusError(http.StatusNotFound, metav1.StatusReasonNotFound, fmt.Sprintf("release %s/%s delivers manifests, not a chart", ns, name)))
-		return nil, nil, false
+		return nil, nil, statusError(http.StatusNotFound, metav1.StatusReasonNotFound, fmt.Sprintf("release %s/%s delivers manifests, not a chart", ns, name))
 	}
-	return rel, registry, true
+	return rel, registry, nil
 }
 
 // The bodies the chart routes take, as their errors name them: POST's and PUT's whole chart
@@ -283,16 +278,14 @@ const (
 	chartPatchBody   = "a change of a chart release: version, values"
 )
 
-// decodeChartRequest reads a body that is what names (chartReleaseBody, chartPatchBody), having
-// written why not when it cannot.
-func decodeChartRequest(w http.ResponseWriter, r *http.Request, into any, what string) bool {
+// decodeChartRequest reads a body that is what names (chartReleaseBody, chartPatchBody).
+func decodeChartRequest(r *http.Request, into any, what string) error {
 	dec := json.NewDecoder(io.LimitReader(r.Body, maxBody))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(into); err != nil {
-		writeStatus(w, apierrors.NewBadRequest(fmt.Sprintf("the body is not %s: %v", what, err)))
-		return false
+		return apierrors.NewBadRequest(fmt.Sprintf("the body is not %s: %v", what, err))
 	}
-	return true
+	return nil
 }
 
 // source is the Release source a chartRequest asks for.
@@ -321,119 +314,126 @@ func (c chartRequest) source() (*v1alpha1.ReleaseChartSource, error) {
 
 // createChart releases a chart on a Placement's members: a Release created as the caller, so
 // the registry decides whether they may (the edit role of the set).
-func (s *server) createChart(w http.ResponseWriter, r *http.Request) {
+func (s *server) createChart(r *http.Request) (response, error) {
 	var req chartRequest
-	if !decodeChartRequest(w, r, &req, chartReleaseBody) {
-		return
+	if err := decodeChartRequest(r, &req, chartReleaseBody); err != nil {
+		return response{}, err
 	}
 	if req.Namespace == "" || req.Name == "" || req.Placement == "" {
-		writeStatus(w, apierrors.NewBadRequest("namespace (the cluster set), name and placement are required"))
-		return
+		return response{}, apierrors.NewBadRequest("namespace (the cluster set), name and placement are required")
 	}
 	src, err := req.source()
 	if err != nil {
-		writeStatus(w, apierrors.NewBadRequest(err.Error()))
-		return
+		return response{}, apierrors.NewBadRequest(err.Error())
 	}
 	registry, err := s.guard.asCaller(r.Context())
 	if err != nil {
-		writeStatus(w, err)
-		return
+		return response{}, err
 	}
 	rel := &v1alpha1.Release{ObjectMeta: metav1.ObjectMeta{Namespace: req.Namespace, Name: req.Name}, Spec: v1alpha1.ReleaseSpec{
 		Source: v1alpha1.ReleaseSource{Chart: src}, Placement: v1alpha1.ReleasePlacement{Name: req.Placement}, TargetNamespace: req.TargetNamespace}}
-	created, err := registry.ClusterregistryV1alpha1().Releases(req.Namespace).Create(r.Context(), rel, metav1.CreateOptions{FieldManager: "fleet-api"})
+	created, err := registry.ClusterregistryV1alpha1().Releases(req.Namespace).Create(r.Context(), rel, metav1.CreateOptions{FieldManager: fieldManager})
 	if err != nil {
-		writeStatus(w, err)
-		return
+		return response{}, err
 	}
 	c, _ := chartReleaseOf(created, nil)
-	writeJSON(w, http.StatusCreated, c)
+	return response{code: http.StatusCreated, body: c}, nil
 }
 
 // updateChart replaces a chart release's chart, values and member values (PUT) or changes its
 // version and values (PATCH: {"version": ..., "values": ...}, each optional), as the caller. A
 // Release changed meanwhile is the registry's 409: read it again.
-func (s *server) updateChart(w http.ResponseWriter, r *http.Request) {
+func (s *server) updateChart(r *http.Request) (response, error) {
 	ns, name := r.PathValue("namespace"), r.PathValue("name")
-	rel, registry, ok := s.callerChart(w, r, ns, name)
-	if !ok {
-		return
+	rel, registry, err := s.callerChart(r, ns, name)
+	if err != nil {
+		return response{}, err
 	}
 	rel = rel.DeepCopy()
 	if r.Method == http.MethodPut {
-		var req chartRequest
-		if !decodeChartRequest(w, r, &req, chartReleaseBody) {
-			return
-		}
-		if (req.Namespace != "" && req.Namespace != ns) || (req.Name != "" && req.Name != name) {
-			writeStatus(w, apierrors.NewBadRequest(fmt.Sprintf("the body names %s/%s, the path %s/%s", req.Namespace, req.Name, ns, name)))
-			return
-		}
-		src, err := req.source()
-		if err != nil {
-			writeStatus(w, apierrors.NewBadRequest(err.Error()))
-			return
-		}
-		rel.Spec.Source.Chart = src
-		if req.Placement != "" {
-			rel.Spec.Placement = v1alpha1.ReleasePlacement{Name: req.Placement}
-		}
-		rel.Spec.TargetNamespace = req.TargetNamespace
+		err = replaceChart(r, rel)
 	} else {
-		var patch struct {
-			Version *string         `json:"version"`
-			Values  json.RawMessage `json:"values"`
-		}
-		if !decodeChartRequest(w, r, &patch, chartPatchBody) {
-			return
-		}
-		src := rel.Spec.Source.Chart
-		if patch.Version != nil {
-			if src.Repository == nil {
-				// A packaged chart in a ConfigMap or a Secret of the set: its version is the one
-				// packaged there.
-				holder := "the cluster set"
-				switch {
-				case src.ConfigMap != nil:
-					holder = "ConfigMap " + src.ConfigMap.Name
-				case src.Secret != nil:
-					holder = "Secret " + src.Secret.Name
-				}
-				writeStatus(w, apierrors.NewBadRequest(fmt.Sprintf("release %s/%s takes its chart from %s, which has no version to change: update the %s", ns, name, holder, holder)))
-				return
-			}
-			src.Repository.Version = *patch.Version
-		}
-		if len(patch.Values) > 0 {
-			if string(patch.Values) == "null" {
-				src.Values = nil
-			} else {
-				src.Values = &runtime.RawExtension{Raw: patch.Values}
-			}
-		}
+		err = patchChart(r, rel)
 	}
-	updated, err := registry.ClusterregistryV1alpha1().Releases(ns).Update(r.Context(), rel, metav1.UpdateOptions{FieldManager: "fleet-api"})
 	if err != nil {
-		writeStatus(w, err)
-		return
+		return response{}, err
+	}
+	updated, err := registry.ClusterregistryV1alpha1().Releases(ns).Update(r.Context(), rel, metav1.UpdateOptions{FieldManager: fieldManager})
+	if err != nil {
+		return response{}, err
 	}
 	c, _ := chartReleaseOf(updated, nil)
-	writeJSON(w, http.StatusOK, c)
+	return ok(c), nil
+}
+
+// replaceChart sets rel's chart, values, member values, Placement and target namespace from a
+// PUT's body.
+func replaceChart(r *http.Request, rel *v1alpha1.Release) error {
+	var req chartRequest
+	if err := decodeChartRequest(r, &req, chartReleaseBody); err != nil {
+		return err
+	}
+	if (req.Namespace != "" && req.Namespace != rel.Namespace) || (req.Name != "" && req.Name != rel.Name) {
+		return apierrors.NewBadRequest(fmt.Sprintf("the body names %s/%s, the path %s/%s", req.Namespace, req.Name, rel.Namespace, rel.Name))
+	}
+	src, err := req.source()
+	if err != nil {
+		return apierrors.NewBadRequest(err.Error())
+	}
+	rel.Spec.Source.Chart = src
+	if req.Placement != "" {
+		rel.Spec.Placement = v1alpha1.ReleasePlacement{Name: req.Placement}
+	}
+	rel.Spec.TargetNamespace = req.TargetNamespace
+	return nil
+}
+
+// patchChart changes rel's chart version and values from a PATCH's body.
+func patchChart(r *http.Request, rel *v1alpha1.Release) error {
+	var patch struct {
+		Version *string         `json:"version"`
+		Values  json.RawMessage `json:"values"`
+	}
+	if err := decodeChartRequest(r, &patch, chartPatchBody); err != nil {
+		return err
+	}
+	src := rel.Spec.Source.Chart
+	if patch.Version != nil {
+		if src.Repository == nil {
+			// A packaged chart in a ConfigMap or a Secret of the set: its version is the one
+			// packaged there.
+			holder := "the cluster set"
+			switch {
+			case src.ConfigMap != nil:
+				holder = "ConfigMap " + src.ConfigMap.Name
+			case src.Secret != nil:
+				holder = "Secret " + src.Secret.Name
+			}
+			return apierrors.NewBadRequest(fmt.Sprintf("release %s/%s takes its chart from %s, which has no version to change: update the %s", rel.Namespace, rel.Name, holder, holder))
+		}
+		src.Repository.Version = *patch.Version
+	}
+	if len(patch.Values) > 0 {
+		if string(patch.Values) == "null" {
+			src.Values = nil
+		} else {
+			src.Values = &runtime.RawExtension{Raw: patch.Values}
+		}
+	}
+	return nil
 }
 
 // deleteChart deletes a chart release as the caller: the releases controller removes its
 // objects from the members (unless its deletion policy is Orphan).
-func (s *server) deleteChart(w http.ResponseWriter, r *http.Request) {
+func (s *server) deleteChart(r *http.Request) (response, error) {
 	ns, name := r.PathValue("namespace"), r.PathValue("name")
-	_, registry, ok := s.callerChart(w, r, ns, name)
-	if !ok {
-		return
+	_, registry, err := s.callerChart(r, ns, name)
+	if err != nil {
+		return response{}, err
 	}
 	if err := registry.ClusterregistryV1alpha1().Releases(ns).Delete(r.Context(), name, metav1.DeleteOptions{}); err != nil {
-		writeStatus(w, err)
-		return
+		return response{}, err
 	}
-	writeStatus(w, &apierrors.StatusError{ErrStatus: metav1.Status{Status: metav1.StatusSuccess, Code: http.StatusOK,
-		Details: &metav1.StatusDetails{Name: name, Group: releaseResource.Group, Kind: "releases"}}})
+	return ok(&metav1.Status{TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"}, Status: metav1.StatusSuccess, Code: http.StatusOK,
+		Details: &metav1.StatusDetails{Name: name, Group: releaseResource.Group, Kind: "releases"}}), nil
 }

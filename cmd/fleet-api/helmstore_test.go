@@ -8,6 +8,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/cluster-registry/sdk/helmrelease"
 )
 
 // helmSecret is a storage Secret as Helm writes it, of the JSON record.
@@ -39,7 +41,7 @@ func TestHelmStorageSummary(t *testing.T) {
 	}
 	require.Equal(t, "PENDING_UPGRADE", optikonStatus(rev.Status))
 
-	bomb := append([]byte(`{"name":"`), bytes.Repeat([]byte("a"), maxHelmRecord+1)...)
+	bomb := append([]byte(`{"name":"`), bytes.Repeat([]byte("a"), helmrelease.MaxRecordSize+1)...)
 	for name, sec := range map[string]*corev1.Secret{"a bomb": helmSecret(t, bomb), "not base64": {Data: map[string][]byte{"release": []byte("%%%")}},
 		"not JSON": helmSecret(t, []byte("nope"))} {
 		obj, err := summarizeHelmSecret(sec)

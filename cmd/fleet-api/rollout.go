@@ -86,17 +86,15 @@ type actions struct {
 // Release, its status slices and its history are read as the caller; the decision, which names
 // the same members its status slices do, with the server's identity (callers who may read a
 // Release seldom may read PlacementDecisions).
-func (s *server) getRollout(w http.ResponseWriter, r *http.Request) {
+func (s *server) getRollout(r *http.Request) (response, error) {
 	ns, name := r.PathValue("namespace"), r.PathValue("name")
 	registry, err := s.guard.asCaller(r.Context())
 	if err != nil {
-		writeStatus(w, err)
-		return
+		return response{}, err
 	}
 	rel, err := registry.ClusterregistryV1alpha1().Releases(ns).Get(r.Context(), name, metav1.GetOptions{})
 	if err != nil {
-		writeStatus(w, err)
-		return
+		return response{}, err
 	}
 	var members []chartMember
 	if sl, err := registry.ClusterregistryV1alpha1().ReleaseStatusSlices(ns).List(r.Context(), metav1.ListOptions{LabelSelector: v1alpha1.ReleaseLabel + "=" + name}); err == nil {
@@ -105,14 +103,12 @@ func (s *server) getRollout(w http.ResponseWriter, r *http.Request) {
 	view := rolloutOf(rel)
 	s.addWaves(r.Context(), &view, rel, members)
 	if err := s.addHistory(r.Context(), &view, rel); err != nil {
-		writeStatus(w, err)
-		return
+		return response{}, err
 	}
 	if view.Actions, err = s.actionsFor(r.Context(), rel); err != nil {
-		writeStatus(w, apierrors.NewInternalError(fmt.Errorf("asking the registry what you may do to release %s/%s: %w", ns, name, err)))
-		return
+		return response{}, apierrors.NewInternalError(fmt.Errorf("asking the registry what you may do to release %s/%s: %w", ns, name, err))
 	}
-	writeJSON(w, http.StatusOK, view)
+	return ok(view), nil
 }
 
 // rolloutOf is what rel's spec and status say of its rollout.

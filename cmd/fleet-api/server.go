@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -26,6 +25,7 @@ import (
 	"github.com/cluster-registry/sdk/clientset/versioned"
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
 	"github.com/cluster-registry/sdk/fleetcache"
+	"github.com/cluster-registry/sdk/helmrelease"
 	"github.com/cluster-registry/sdk/internal/answercache"
 	"github.com/cluster-registry/sdk/multicluster"
 )
@@ -113,7 +113,7 @@ func (s *server) cacheKinds() error {
 		return err
 	}
 	s.helm, err = fleetcache.Typed[*corev1.Secret](s.caches, corev1.SchemeGroupVersion.WithResource("secrets"), fleetcache.KindOptions{
-		LabelSelector: helmStorageSelector, Transform: summarizeHelmSecret})
+		LabelSelector: helmrelease.StorageSelector, Transform: summarizeHelmSecret})
 	if err != nil {
 		return err
 	}
@@ -183,13 +183,13 @@ func (s *server) stop() {
 // nothing of the fleet and asks the API as its user, with their token.
 func (s *server) routes(g *guard) http.Handler {
 	s.guard = g
-	api, v0 := s.mux(apiRoutes, encodeNative), s.mux(v0Routes, encodeNative)
+	api, v0 := s.mux(apiRoutes, encodeNative), s.mux(v0Routes, encodeV0)
 	mux := http.NewServeMux()
-	mux.Handle("/v0/", g.cors(v0Errors(g.authenticated(withStatusErrors(v0, "Optikon's v0 API", v0Routes)))))
+	mux.Handle("/v0/", g.cors(g.authenticated(encodeV0, withStatusErrors(v0, "Optikon's v0 API", v0Routes, encodeV0))))
 	dashboard := page()
 	mux.Handle("GET /{$}", dashboard)
 	mux.Handle("GET /ui/", dashboard)
-	mux.Handle("/", g.cors(g.authenticated(withStatusErrors(api, "fleet-api's API", apiRoutes))))
+	mux.Handle("/", g.cors(g.authenticated(encodeNative, withStatusErrors(api, "fleet-api's API", apiRoutes, encodeNative))))
 	return g.servedOnly(mux)
 }
 
@@ -282,21 +282,19 @@ type deploymentInfo struct {
 
 // listClusters answers the members of the cluster sets where the caller may list Clusters, as
 // listing them in the registry would; computed once per change (serveAnswer).
-func (s *server) listClusters(w http.ResponseWriter, r *http.Request) {
+func (s *server) listClusters(r *http.Request) (response, error) {
 	selected, err := parseSelection(r.URL.Query())
 	if err != nil {
-		writeStatus(w, apierrors.NewBadRequest(err.Error()))
-		return
+		return response{}, apierrors.NewBadRequest(err.Error())
 	}
 	version := s.inputs()
 	version.feed = s.feed.revision() // the answer carries it
 	members := s.fleet.Members()
 	sets, err := s.listableSets(r, members)
 	if err != nil {
-		writeStatus(w, err)
-		return
+		return response{}, err
 	}
-	s.serveAnswer(w, r, answerKey("clusters", sets, r.URL.Query()), version, true, func() any {
+	return s.keptAnswer(answerKey("clusters", sets, r.URL.Query()), version, true, func() any {
 		out := make([]clusterSummary, 0, len(members))
 		for _, m := range members {
 			if _, ok := slices.BinarySearch(sets, m.Name().Namespace); !ok {
@@ -576,20 +574,10 @@ func statusError(code int, reason metav1.StatusReason, message string) *apierror
 	return &apierrors.StatusError{ErrStatus: metav1.Status{Status: metav1.StatusFailure, Code: int32(code), Reason: reason, Message: message}}
 }
 
-// writeStatus writes err as a Kubernetes Status, as an API server would: the registry's own
-// errors pass through with their code and reason.
+// writeStatus writes err as a Kubernetes Status (statusOf), as an API server would.
 func writeStatus(w http.ResponseWriter, err error) {
-	var status apierrors.APIStatus
-	if !errors.As(err, &status) {
-		status = apierrors.NewInternalError(err)
-	}
-	st := status.Status()
-	st.TypeMeta = metav1.TypeMeta{Kind: "Status", APIVersion: "v1"}
-	code := int(st.Code)
-	if code == 0 {
-		code = http.StatusInternalServerError
-	}
-	writeJSON(w, code, &st)
+	st := statusOf(err)
+	writeJSON(w, int(st.Code), &st)
 }
 
 func writeJSON(w http.ResponseWriter, code int, v any) {

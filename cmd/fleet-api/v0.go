@@ -1,8 +1,6 @@
 package main
 
 import (
-	"bytes"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -25,50 +23,9 @@ func writeAPIResponse(w http.ResponseWriter, code int, message string) {
 	writeJSON(w, code, apiResponse{Code: strconv.Itoa(code), Message: message})
 }
 
-// v0Errors answers every error of next (401, 403, 404, 415, the registry's own) as an
-// apiResponse: the routes and the guard write Kubernetes Status objects, whose message it keeps.
-func v0Errors(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		cw := &errorCapture{ResponseWriter: w}
-		next.ServeHTTP(cw, r)
-		if cw.code < http.StatusBadRequest {
-			return
-		}
-		var st metav1.Status
-		message := cw.body.String()
-		if json.Unmarshal(cw.body.Bytes(), &st) == nil && st.Message != "" {
-			message = st.Message
-		}
-		code := cw.code
-		if code == http.StatusUnprocessableEntity {
-			code = http.StatusBadRequest // the contract's word for an invalid body; the message names each field
-		}
-		writeAPIResponse(w, code, message)
-	})
-}
-
-// errorCapture passes a success through and keeps an error's body for v0Errors to rewrite.
-type errorCapture struct {
-	http.ResponseWriter
-	code int
-	body bytes.Buffer
-}
-
-func (c *errorCapture) WriteHeader(code int) {
-	c.code = code
-	if code < http.StatusBadRequest {
-		c.ResponseWriter.WriteHeader(code)
-	}
-}
-
-func (c *errorCapture) Write(b []byte) (int, error) {
-	if c.code == 0 {
-		c.WriteHeader(http.StatusOK)
-	}
-	if c.code >= http.StatusBadRequest {
-		return c.body.Write(b)
-	}
-	return c.ResponseWriter.Write(b)
+// said is a write's answer as Optikon gives it: an apiResponse with code, saying what was done.
+func said(code int, format string, args ...any) response {
+	return response{code: code, body: apiResponse{Code: strconv.Itoa(code), Message: fmt.Sprintf(format, args...)}}
 }
 
 // v0Set is the cluster set /v0 serves: --optikon-cluster-set, else fleet-api's one (-n); an

@@ -56,18 +56,16 @@ func health(s clusterSummary) string {
 
 // v0ListClusters is GET /v0/clusters: every Cluster of the set, for a caller who may list them;
 // computed once per change (serveAnswer).
-func (s *server) v0ListClusters(w http.ResponseWriter, r *http.Request) {
+func (s *server) v0ListClusters(r *http.Request) (response, error) {
 	ns, err := s.v0Set()
 	if err != nil {
-		writeStatus(w, err)
-		return
+		return response{}, err
 	}
 	if err := s.authorize(r, "list", ns, ""); err != nil {
-		writeStatus(w, err)
-		return
+		return response{}, err
 	}
 	version := s.inputs()
-	s.serveAnswer(w, r, answerKey("v0/clusters", []string{ns}, nil), version, false, func() any {
+	return s.keptAnswer(answerKey("v0/clusters", []string{ns}, nil), version, false, func() any {
 		out := []*v1alpha1.Cluster{}
 		for _, m := range s.fleet.Members() {
 			if m.Name().Namespace == ns {
@@ -80,18 +78,16 @@ func (s *server) v0ListClusters(w http.ResponseWriter, r *http.Request) {
 }
 
 // v0GetCluster is GET /v0/clusters/{clusterId}.
-func (s *server) v0GetCluster(w http.ResponseWriter, r *http.Request) {
+func (s *server) v0GetCluster(r *http.Request) (response, error) {
 	ns, err := s.v0Set()
 	if err != nil {
-		writeStatus(w, err)
-		return
+		return response{}, err
 	}
 	m, err := s.memberAs(r, "get", ns, r.PathValue("clusterId"))
 	if err != nil {
-		writeStatus(w, err)
-		return
+		return response{}, err
 	}
-	writeJSON(w, http.StatusOK, s.v0Cluster(m))
+	return ok(s.v0Cluster(m)), nil
 }
 
 // v0Body is the Cluster of a POST or PUT, in the set, without the annotations fleet-api
@@ -115,21 +111,20 @@ func (s *server) v0Body(r *http.Request) (*v1alpha1.Cluster, error) {
 }
 
 // v0CreateCluster is POST /v0/clusters: a Cluster registered as the caller (201).
-func (s *server) v0CreateCluster(w http.ResponseWriter, r *http.Request) {
+func (s *server) v0CreateCluster(r *http.Request) (response, error) {
 	c, err := s.v0Body(r)
 	if err == nil {
 		_, err = s.registerCluster(r, c)
 	}
 	if err != nil {
-		writeStatus(w, err)
-		return
+		return response{}, err
 	}
-	writeAPIResponse(w, http.StatusCreated, fmt.Sprintf("cluster %s registered in cluster set %s", c.Name, c.Namespace))
+	return said(http.StatusCreated, "cluster %s registered in cluster set %s", c.Name, c.Namespace), nil
 }
 
 // v0UpdateCluster is PUT /v0/clusters/{clusterId}: the Cluster replaced as the caller (200). The
 // body's resourceVersion, when given, must be the current one.
-func (s *server) v0UpdateCluster(w http.ResponseWriter, r *http.Request) {
+func (s *server) v0UpdateCluster(r *http.Request) (response, error) {
 	id := r.PathValue("clusterId")
 	c, err := s.v0Body(r)
 	if err == nil && c.Name != id {
@@ -139,22 +134,20 @@ func (s *server) v0UpdateCluster(w http.ResponseWriter, r *http.Request) {
 		_, err = s.replaceCluster(r, c)
 	}
 	if err != nil {
-		writeStatus(w, err)
-		return
+		return response{}, err
 	}
-	writeAPIResponse(w, http.StatusOK, fmt.Sprintf("cluster %s updated", id))
+	return said(http.StatusOK, "cluster %s updated", id), nil
 }
 
 // v0DeleteCluster is DELETE /v0/clusters/{clusterId}: the Cluster removed as the caller (200).
-func (s *server) v0DeleteCluster(w http.ResponseWriter, r *http.Request) {
+func (s *server) v0DeleteCluster(r *http.Request) (response, error) {
 	id := r.PathValue("clusterId")
 	ns, err := s.v0Set()
 	if err == nil {
 		err = s.removeCluster(r, ns, id)
 	}
 	if err != nil {
-		writeStatus(w, err)
-		return
+		return response{}, err
 	}
-	writeAPIResponse(w, http.StatusOK, fmt.Sprintf("cluster %s deleted", id))
+	return said(http.StatusOK, "cluster %s deleted", id), nil
 }

@@ -40,19 +40,20 @@ type v0Clients struct {
 	kube     kubernetes.Interface
 }
 
-// callerV0 is the caller's clients, having written why not when they cannot be had.
-func (s *server) callerV0(w http.ResponseWriter, r *http.Request) (v0Clients, bool) {
+// callerV0 is the caller's clients.
+func (s *server) callerV0(r *http.Request) (v0Clients, error) {
 	cfg, err := s.guard.callerConfig(r.Context())
-	if err == nil {
-		var c v0Clients
-		if c.registry, err = versioned.NewForConfig(cfg); err == nil {
-			if c.kube, err = kubernetes.NewForConfig(cfg); err == nil {
-				return c, true
-			}
-		}
+	if err != nil {
+		return v0Clients{}, err
 	}
-	writeStatus(w, err)
-	return v0Clients{}, false
+	var c v0Clients
+	if c.registry, err = versioned.NewForConfig(cfg); err != nil {
+		return v0Clients{}, err
+	}
+	if c.kube, err = kubernetes.NewForConfig(cfg); err != nil {
+		return v0Clients{}, err
+	}
+	return c, nil
 }
 
 // parseLabels reads ?labels=K=V,K=V (a label selector), saying what is wrong with it.
@@ -67,31 +68,28 @@ func parseLabels(r *http.Request) (string, *metav1.LabelSelector, error) {
 
 // v0CreateRelease is POST /v0/releases: the chart installed on every cluster ?labels= selects
 // (every cluster of the set without it), in namespace. A failure leaves nothing behind.
-func (s *server) v0CreateRelease(w http.ResponseWriter, r *http.Request) {
+func (s *server) v0CreateRelease(r *http.Request) (response, error) {
 	ns, err := s.v0Set()
 	if err != nil {
-		writeStatus(w, err)
-		return
+		return response{}, err
 	}
 	_, selector, err := parseLabels(r)
 	if err != nil {
-		writeStatus(w, err)
-		return
+		return response{}, err
 	}
-	up, err := readUpload(w, r, true)
+	up, err := readUpload(r, true)
 	if err != nil {
-		writeStatus(w, err)
-		return
+		return response{}, err
 	}
-	c, ok := s.callerV0(w, r)
-	if !ok {
-		return
+	c, err := s.callerV0(r)
+	if err != nil {
+		return response{}, err
 	}
 	if err := makeRelease(r.Context(), c, ns, up, selector); err != nil {
-		writeStatus(w, err)
-		return
+		return response{}, err
 	}
-	writeAPIResponse(w, http.StatusCreated, fmt.Sprintf("release %s of chart %s (%s) made in cluster set %s, installed in namespace %s of each cluster it selects", up.name, up.chartName, up.digest, ns, up.namespace))
+	return said(http.StatusCreated, "release %s of chart %s (%s) made in cluster set %s, installed in namespace %s of each cluster it selects",
+		up.name, up.chartName, up.digest, ns, up.namespace), nil
 }
 
 // makeRelease makes the three objects of an Optikon release, undoing what it made when one

@@ -40,52 +40,48 @@ type optikonRelease struct {
 // per cluster ?labels= selects that Helm reports it on, from the server's watch of the Releases
 // and its caches of Helm's storage on the members: nothing is asked of either per poll, and the
 // answer is computed once per change (serveAnswer).
-func (s *server) v0ListReleases(w http.ResponseWriter, r *http.Request) {
-	ns, selector, ok := s.v0ReleaseQuery(w, r, "list", "")
-	if !ok {
-		return
+func (s *server) v0ListReleases(r *http.Request) (response, error) {
+	ns, selector, err := s.v0ReleaseQuery(r, "list", "")
+	if err != nil {
+		return response{}, err
 	}
 	version := s.inputs()
 	key := answerKey("v0/releases", []string{ns}, url.Values{"labels": {selector.String()}})
-	s.serveAnswer(w, r, key, version, false, func() any { return s.v0Releases(ns, selector, "") })
+	return s.keptAnswer(key, version, false, func() any { return s.v0Releases(ns, selector, "") })
 }
 
 // v0GetRelease is GET /v0/releases/{releaseId}[?labels=]: the release on the first cluster (by
 // name) that ?labels= selects and Helm reports it on.
-func (s *server) v0GetRelease(w http.ResponseWriter, r *http.Request) {
+func (s *server) v0GetRelease(r *http.Request) (response, error) {
 	id := r.PathValue("releaseId")
-	ns, selector, ok := s.v0ReleaseQuery(w, r, "get", id)
-	if !ok {
-		return
+	ns, selector, err := s.v0ReleaseQuery(r, "get", id)
+	if err != nil {
+		return response{}, err
 	}
 	if s.helmRelease(ns, id) == nil {
-		writeStatus(w, apierrors.NewNotFound(releaseResource, id))
-		return
+		return response{}, apierrors.NewNotFound(releaseResource, id)
 	}
 	found := s.v0Releases(ns, selector, id)
 	if len(found) == 0 {
-		writeStatus(w, statusError(http.StatusNotFound, metav1.StatusReasonNotFound,
-			fmt.Sprintf("release %s is installed on no cluster that labels %q selects yet", id, r.URL.Query().Get("labels"))))
-		return
+		return response{}, statusError(http.StatusNotFound, metav1.StatusReasonNotFound,
+			fmt.Sprintf("release %s is installed on no cluster that labels %q selects yet", id, r.URL.Query().Get("labels")))
 	}
-	writeJSON(w, http.StatusOK, found[0])
+	return ok(found[0]), nil
 }
 
 // v0ReleaseQuery is the set, and the clusters ?labels= selects, for a caller who may verb
-// Releases there; ok is false when it has written why not.
-func (s *server) v0ReleaseQuery(w http.ResponseWriter, r *http.Request, verb, name string) (string, labels.Selector, bool) {
+// Releases there.
+func (s *server) v0ReleaseQuery(r *http.Request, verb, name string) (string, labels.Selector, error) {
 	ns, err := s.v0Set()
 	if err != nil {
-		writeStatus(w, err)
-		return "", nil, false
+		return "", nil, err
 	}
 	_, sel, err := parseLabels(r)
 	if err != nil {
-		writeStatus(w, err)
-		return "", nil, false
+		return "", nil, err
 	}
 	selector, _ := metav1.LabelSelectorAsSelector(sel)
-	return ns, selector, s.authorizeOn(w, r, "releases", verb, ns, name)
+	return ns, selector, s.authorizeOn(r, "releases", verb, ns, name)
 }
 
 // helmRelease is the set's Release name when it is a chart's in Helm mode, from the server's

@@ -32,29 +32,28 @@ func optikonReleaseFor(ctx context.Context, c v0Clients, ns, id string) (*v1alph
 // v0UpdateRelease is PUT /v0/releases/{releaseId}: the release upgraded to the uploaded chart,
 // on the clusters it is on, a new revision on each. ?labels=, when given, must select what the
 // release was made for: an upgrade of some of its clusters alone is refused, not half-done.
-func (s *server) v0UpdateRelease(w http.ResponseWriter, r *http.Request) {
+func (s *server) v0UpdateRelease(r *http.Request) (response, error) {
 	ns, err := s.v0Set()
 	if err != nil {
-		writeStatus(w, err)
-		return
+		return response{}, err
 	}
 	id := r.PathValue("releaseId")
 	asked, _, err := parseLabels(r)
-	if err == nil {
-		var up v0Upload
-		if up, err = readUpload(w, r, false); err == nil {
-			if c, ok := s.callerV0(w, r); ok {
-				err = upgrade(r.Context(), c, ns, id, asked, up)
-			} else {
-				return
-			}
-		}
-	}
 	if err != nil {
-		writeStatus(w, err)
-		return
+		return response{}, err
 	}
-	writeAPIResponse(w, http.StatusOK, fmt.Sprintf("release %s upgraded", id))
+	up, err := readUpload(r, false)
+	if err != nil {
+		return response{}, err
+	}
+	c, err := s.callerV0(r)
+	if err != nil {
+		return response{}, err
+	}
+	if err := upgrade(r.Context(), c, ns, id, asked, up); err != nil {
+		return response{}, err
+	}
+	return said(http.StatusOK, "release %s upgraded", id), nil
 }
 
 // upgrade stores the upload's chart in a Secret of its digest and points the Release at it,
@@ -133,61 +132,59 @@ func sameClusters(ctx context.Context, c v0Clients, ns, id, asked string) error 
 // removed from every cluster (its Release, Placement and chart Secrets deleted; the releases
 // controller uninstalls it from each); with labels, from the clusters they select alone, which
 // its Placement then excludes by name.
-func (s *server) v0DeleteRelease(w http.ResponseWriter, r *http.Request) {
+func (s *server) v0DeleteRelease(r *http.Request) (response, error) {
 	ns, err := s.v0Set()
 	if err != nil {
-		writeStatus(w, err)
-		return
+		return response{}, err
 	}
 	id := r.PathValue("releaseId")
 	asked, sel, err := parseLabels(r)
 	if err != nil {
-		writeStatus(w, err)
-		return
+		return response{}, err
 	}
-	c, ok := s.callerV0(w, r)
-	if !ok {
-		return
+	c, err := s.callerV0(r)
+	if err != nil {
+		return response{}, err
 	}
 	if _, err := optikonReleaseFor(r.Context(), c, ns, id); err != nil {
-		writeStatus(w, err)
-		return
+		return response{}, err
 	}
 	if asked == "" {
 		if err := removeRelease(r.Context(), c, ns, id); err != nil {
-			writeStatus(w, err)
-			return
+			return response{}, err
 		}
-		writeAPIResponse(w, http.StatusOK, fmt.Sprintf("release %s deleted from every cluster", id))
-		return
+		return said(http.StatusOK, "release %s deleted from every cluster", id), nil
 	}
+	selector, _ := metav1.LabelSelectorAsSelector(sel)
+	names, err := s.deleteFrom(r.Context(), c, ns, id, asked, selector)
+	if err != nil {
+		return response{}, err
+	}
+	return said(http.StatusOK, "release %s deleted from %s", id, strings.Join(names, ", ")), nil
+}
+
+// deleteFrom removes release id from the clusters selector (?labels=asked) selects, which it
+// names: by excluding them from its Placement, or, when that would leave none, by removing it.
+func (s *server) deleteFrom(ctx context.Context, c v0Clients, ns, id, asked string, selector labels.Selector) ([]string, error) {
 	// Which clusters the labels select, and whether any would be left, is judged on the Fleet's
 	// view of the registry: a stale or failed one must not decide a delete.
 	if st := s.fleet.Status(); !st.Fresh() {
-		writeStatus(w, apierrors.NewServiceUnavailable(fmt.Sprintf("the server's view of the registry's Clusters is not current (%v): try again", st)))
-		return
+		return nil, apierrors.NewServiceUnavailable(fmt.Sprintf("the server's view of the registry's Clusters is not current (%v): try again", st))
 	}
-	selector, _ := metav1.LabelSelectorAsSelector(sel)
 	names := s.selectedClusters(ns, selector)
 	if len(names) == 0 {
-		writeStatus(w, statusError(http.StatusNotFound, metav1.StatusReasonNotFound, fmt.Sprintf("no cluster of set %s has labels %q", ns, asked)))
-		return
+		return nil, statusError(http.StatusNotFound, metav1.StatusReasonNotFound, fmt.Sprintf("no cluster of set %s has labels %q", ns, asked))
 	}
-	last, err := s.leavesNone(r.Context(), c, ns, id, names)
-	if err == nil {
-		if last {
-			// An empty decision removes nothing (the releases controller's guard against a
-			// placement gone wrong): the release leaving its last clusters is the release deleted.
-			err = removeRelease(r.Context(), c, ns, id)
-		} else {
-			err = exclude(r.Context(), c, ns, id, names)
-		}
-	}
+	last, err := s.leavesNone(ctx, c, ns, id, names)
 	if err != nil {
-		writeStatus(w, err)
-		return
+		return nil, err
 	}
-	writeAPIResponse(w, http.StatusOK, fmt.Sprintf("release %s deleted from %s", id, strings.Join(names, ", ")))
+	if last {
+		// An empty decision removes nothing (the releases controller's guard against a
+		// placement gone wrong): the release leaving its last clusters is the release deleted.
+		return names, removeRelease(ctx, c, ns, id)
+	}
+	return names, exclude(ctx, c, ns, id, names)
 }
 
 // leavesNone reports whether removing the release from names leaves it on no cluster its

@@ -32,8 +32,8 @@ type v0Upload struct {
 
 // readUpload reads the multipart form Optikon's UI sends, bounded, and checks it: chartTar a
 // chart Helm loads within chartrender's bounds, name and namespace DNS labels (when named).
-func readUpload(w http.ResponseWriter, r *http.Request, needNames bool) (v0Upload, error) {
-	r.Body = http.MaxBytesReader(w, r.Body, maxChartUpload+64<<10)
+func readUpload(r *http.Request, needNames bool) (v0Upload, error) {
+	r.Body = http.MaxBytesReader(nil, r.Body, maxChartUpload+64<<10)
 	mr, err := r.MultipartReader()
 	if err != nil {
 		return v0Upload{}, apierrors.NewBadRequest("the body must be multipart/form-data with chartTar (a packaged chart), name and namespace: " + err.Error())
