@@ -124,9 +124,6 @@ type Controller struct {
 	recorder atomic.Pointer[record.EventRecorder]
 	// sets are the cluster sets' Leases, with ControllerOptions.Lease (setlease.go); nil without.
 	sets *setLeases
-	// helmApplies counts Helm-mode applies, made or found unchanged: the tests' way to know that
-	// a pass reached every member.
-	helmApplies atomic.Int64
 }
 
 // NewController makes a Controller of the Releases of the registry, delivered to members of

@@ -60,7 +60,10 @@ func (c *Controller) applyHelm(ctx context.Context, rel *v1alpha1.Release, b *Bu
 	// applied there and makes no Helm revision of it again.
 	res, err := helmrelease.Apply(ctx, getter, rel.Name, ns, b.chart.archive, b.chart.valuesFor(m.Cluster()),
 		helmrelease.Options{Timeout: timeout, Wait: true, Revision: b.Revision})
-	c.helmApplies.Add(1)
+	// At debug level, each Helm operation and what it found: a pass that reached a member shows
+	// here even when it changed nothing there.
+	c.log.V(1).Info("helm release applied", "release", key.String(), "cluster", m.Name().String(),
+		"unchanged", err == nil && res.Unchanged, "failed", err != nil)
 	if err != nil || !res.Unchanged {
 		c.writes.Add(1)
 	}

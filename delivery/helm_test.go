@@ -4,9 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"maps"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr/funcr"
 	"github.com/stretchr/testify/require"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -117,9 +120,24 @@ func restartThenUninstall(t *testing.T, env *deliveryEnv, appNS string, records 
 	// restart comes a second later, so that a member's lastApplied taken anew would show).
 	time.Sleep(1100 * time.Millisecond)
 	env.stop()
-	env = startDeliveryIn(t, env.ns, nil)
-	require.Eventually(t, func() bool { return delivery.HelmApplies(env.ctrl) >= 2 }, 60*time.Second, 50*time.Millisecond,
-		"the restarted controller did not reach both members")
+	// Its debug log says each Helm operation, one found unchanged included.
+	var reached sync.Map // member -> true, once Helm found the release unchanged there
+	env = startDeliveryWith(t, env.ns, nil, func(o *delivery.ControllerOptions) {
+		o.Logger = funcr.New(func(_, args string) {
+			if strings.Contains(args, `"helm release applied"`) && strings.Contains(args, `"unchanged"=true`) {
+				for _, name := range []string{"member-1", "member-2"} {
+					if strings.Contains(args, "/"+name+`"`) {
+						reached.Store(name, true)
+					}
+				}
+			}
+		}, funcr.Options{Verbosity: 1})
+	})
+	require.Eventually(t, func() bool {
+		_, one := reached.Load("member-1")
+		_, two := reached.Load("member-2")
+		return one && two
+	}, 60*time.Second, 50*time.Millisecond, "the restarted controller did not reach both members")
 	time.Sleep(time.Second) // a status written after the pass would be written by now
 	for _, name := range []string{"member-1", "member-2"} {
 		require.Equal(t, 2, records(name), "a Helm revision of what %s had, after a restart", name)
