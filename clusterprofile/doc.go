@@ -8,7 +8,9 @@
 // property), a ControlPlaneHealthy condition that mirrors Ready, and an access provider with the
 // member's server and CA, as the Resolver's trust rules choose them, so that consumers reach the
 // member with credentials of their own (an exec plugin). A profile never carries a credential. It
-// is removed when its Cluster goes; profiles of other cluster managers are never touched.
+// is removed when its Cluster goes; profiles of other cluster managers are never touched. It
+// runs on controller-runtime's controller (its queue, rate limiting, workers, metrics and logs),
+// whose Reconciler it is, fed by the Clusters' and profiles' informers and the Fleet's events.
 //
 // Consuming: NewSource makes any manager's ClusterProfiles into Clusters that a Fleet follows
 // (multicluster.NewFleetFrom), reached as cluster-inventory-api's access package reaches them

@@ -15,11 +15,16 @@ import (
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
+	"k8s.io/utils/ptr"
 	cpv1alpha1 "sigs.k8s.io/cluster-inventory-api/apis/v1alpha1"
 	cpversioned "sigs.k8s.io/cluster-inventory-api/client/clientset/versioned"
 	cpinformers "sigs.k8s.io/cluster-inventory-api/client/informers/externalversions"
 	cplisters "sigs.k8s.io/cluster-inventory-api/client/listers/apis/v1alpha1"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	crsource "sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/cluster-registry/sdk/access"
 	"github.com/cluster-registry/sdk/clientset/versioned"
@@ -91,10 +96,12 @@ type Publisher struct {
 
 	clusters     map[string]crlisters.ClusterLister // by namespace; "" for all
 	profileLists map[string]cplisters.ClusterProfileLister
-	queue        workqueue.TypedRateLimitingInterface[types.NamespacedName]
-	synced       []cache.InformerSynced
-	start        []func(stop <-chan struct{})
-	shutdown     []func()
+	// ctrl is controller-runtime's controller of the profiles: its queue, rate limiting, workers,
+	// metrics and logs; p is its Reconciler.
+	ctrl     controller.TypedController[reconcile.Request]
+	synced   []cache.InformerSynced
+	start    []func(stop <-chan struct{})
+	shutdown []func()
 
 	// members are Members' members by key, kept from its events; removed are the keys of those
 	// that left it and are not yet known to be deleted or kept.
@@ -123,8 +130,13 @@ func NewPublisher(registry versioned.Interface, profiles cpversioned.Interface, 
 		profileLists: map[string]cplisters.ClusterProfileLister{},
 		members:      map[types.NamespacedName]*multicluster.Member{},
 		removed:      map[types.NamespacedName]bool{},
-		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[types.NamespacedName](),
-			workqueue.TypedRateLimitingQueueConfig[types.NamespacedName]{Name: "clusterprofile-publisher"}),
+	}
+	var err error
+	// Several Publishers may run in one process (one per cluster set): the name is not unique.
+	if p.ctrl, err = controller.NewTypedUnmanaged("clusterprofile-publisher", controller.TypedOptions[reconcile.Request]{
+		Reconciler: p, MaxConcurrentReconciles: opts.Workers, SkipNameValidation: ptr.To(true), Logger: opts.Logger,
+	}); err != nil {
+		return nil, fmt.Errorf("clusterprofile: %w", err)
 	}
 	namespaces := opts.Namespaces
 	if len(namespaces) == 0 {
@@ -143,11 +155,7 @@ func NewPublisher(registry versioned.Interface, profiles cpversioned.Interface, 
 			p.clusters[ns] = ci.Lister()
 		}
 		for _, inf := range informers {
-			if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-				AddFunc:    p.enqueue,
-				UpdateFunc: func(_, obj any) { p.enqueue(obj) },
-				DeleteFunc: p.enqueue,
-			}); err != nil {
+			if err := p.ctrl.Watch(&crsource.Informer{Informer: inf, Handler: &handler.EnqueueRequestForObject{}}); err != nil {
 				return nil, err
 			}
 			p.synced = append(p.synced, inf.HasSynced)
@@ -159,8 +167,8 @@ func NewPublisher(registry versioned.Interface, profiles cpversioned.Interface, 
 	return p, nil
 }
 
-// onMember follows Members' membership.
-func (p *Publisher) onMember(ev multicluster.MemberEvent) {
+// onMember follows Members' membership (the queue q's Cluster keys).
+func (p *Publisher) onMember(q workqueue.TypedRateLimitingInterface[reconcile.Request], ev multicluster.MemberEvent) {
 	key := ev.Member.Name()
 	p.membersMu.Lock()
 	if ev.Type == multicluster.MemberRemoved {
@@ -171,7 +179,7 @@ func (p *Publisher) onMember(ev multicluster.MemberEvent) {
 		delete(p.removed, key)
 	}
 	p.membersMu.Unlock()
-	p.queue.Add(key)
+	q.Add(reconcile.Request{NamespacedName: key})
 }
 
 // cluster is key's Cluster: from Members (nil and whether it just left them), or from the
@@ -212,18 +220,6 @@ func (p *Publisher) gone(ctx context.Context, key types.NamespacedName) (bool, e
 	return false, nil
 }
 
-func (p *Publisher) enqueue(obj any) {
-	key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj)
-	if err != nil {
-		return
-	}
-	ns, name, err := cache.SplitMetaNamespaceKey(key)
-	if err != nil {
-		return
-	}
-	p.queue.Add(types.NamespacedName{Namespace: ns, Name: name})
-}
-
 // Run publishes until ctx is done, then returns once its workers and informers have stopped. On a
 // registry without the ClusterProfile CRD it returns at once an error that says what to install
 // (errors.Is(err, ErrNotServed)).
@@ -238,7 +234,6 @@ func (p *Publisher) Run(ctx context.Context) error {
 		start(stop)
 	}
 	defer func() {
-		p.queue.ShutDown()
 		for _, shutdown := range p.shutdown {
 			shutdown()
 		}
@@ -247,38 +242,28 @@ func (p *Publisher) Run(ctx context.Context) error {
 		return fmt.Errorf("clusterprofile: the caches of Clusters and ClusterProfiles did not sync: %w", context.Cause(ctx))
 	}
 	if m := p.opts.Members; m != nil {
-		defer m.Subscribe(p.onMember)()
-		defer m.SubscribeChanges(func(m *multicluster.Member) { p.queue.Add(m.Name()) })()
+		// Members' events, and changes to a member's Cluster, are the third source of keys.
+		err := p.ctrl.Watch(crsource.TypedFunc[reconcile.Request](func(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
+			unsubscribe := m.Subscribe(func(ev multicluster.MemberEvent) { p.onMember(q, ev) })
+			unsubscribeChanges := m.SubscribeChanges(func(m *multicluster.Member) { q.Add(reconcile.Request{NamespacedName: m.Name()}) })
+			context.AfterFunc(ctx, func() { unsubscribe(); unsubscribeChanges() })
+			return nil
+		}))
+		if err != nil {
+			return fmt.Errorf("clusterprofile: %w", err)
+		}
 	}
-	done := make(chan struct{})
-	for range p.opts.Workers {
-		go func() {
-			defer func() { done <- struct{}{} }()
-			for p.next(ctx) {
-			}
-		}()
-	}
-	<-stop
-	p.queue.ShutDown()
-	for range p.opts.Workers {
-		<-done
-	}
-	return nil
+	// Start returns once ctx ends and the workers have finished what they were doing.
+	return p.ctrl.Start(ctx)
 }
 
-func (p *Publisher) next(ctx context.Context) bool {
-	key, quit := p.queue.Get()
-	if quit {
-		return false
+// Reconcile publishes the profile of the request's Cluster, for controller-runtime's controller:
+// an error is retried with its rate limit, and logged by it.
+func (p *Publisher) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	if err := p.sync(ctx, req.NamespacedName); err != nil {
+		return reconcile.Result{}, fmt.Errorf("publishing the ClusterProfile of Cluster %s: %w", req.NamespacedName, err)
 	}
-	defer p.queue.Done(key)
-	if err := p.sync(ctx, key); err != nil {
-		p.opts.Logger.Error(err, "could not publish a ClusterProfile; retrying", "cluster", key.String())
-		p.queue.AddRateLimited(key)
-		return true
-	}
-	p.queue.Forget(key)
-	return true
+	return reconcile.Result{}, nil
 }
 
 // sync makes the profile of key what its Cluster says, or removes it with its Cluster.
