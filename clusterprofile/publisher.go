@@ -253,8 +253,12 @@ func (p *Publisher) Run(ctx context.Context) error {
 			return fmt.Errorf("clusterprofile: %w", err)
 		}
 	}
-	// Start returns once ctx ends and the workers have finished what they were doing.
-	return p.ctrl.Start(ctx)
+	// Start returns once ctx ends and the workers have finished what they were doing; a start
+	// that ctx's end cut short (its sources not yet synced) is a stop, not a failure.
+	if err := p.ctrl.Start(ctx); err != nil && ctx.Err() == nil {
+		return err
+	}
+	return nil
 }
 
 // Reconcile publishes the profile of the request's Cluster, for controller-runtime's controller:

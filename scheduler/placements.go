@@ -18,8 +18,13 @@ import (
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
+	"k8s.io/utils/ptr"
 	cpv1alpha1 "sigs.k8s.io/cluster-inventory-api/apis/v1alpha1"
 	cpversioned "sigs.k8s.io/cluster-inventory-api/client/clientset/versioned"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	crsource "sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/cluster-registry/sdk/clientset/versioned"
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
@@ -58,7 +63,13 @@ type Controller struct {
 	opts     ControllerOptions
 	informer cache.SharedIndexInformer
 	lister   crlisters.PlacementLister
-	queue    workqueue.TypedRateLimitingInterface[types.NamespacedName]
+	// ctrl is controller-runtime's controller of the Placements' status (its queue, rate
+	// limiting, workers, metrics and logs), whose Reconciler c is; queue is its queue once it has
+	// started (the Scheduler's outcomes are added to it), pending the keys added before.
+	ctrl    controller.TypedController[reconcile.Request]
+	queueMu sync.Mutex
+	queue   workqueue.TypedRateLimitingInterface[reconcile.Request]
+	pending []types.NamespacedName
 
 	mu       sync.Mutex
 	deciding map[types.NamespacedName]given // the Placements given to the Scheduler
@@ -91,8 +102,6 @@ func NewController(members multicluster.ChangeSource, registry versioned.Interfa
 		registry: registry, opts: opts,
 		deciding: map[types.NamespacedName]given{},
 		outcomes: map[types.NamespacedName]outcome{},
-		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[types.NamespacedName](),
-			workqueue.TypedRateLimitingQueueConfig[types.NamespacedName]{Name: "clusterregistry_placements"}),
 	}
 	schedOpts := opts.Options
 	user := schedOpts.Decided
@@ -100,7 +109,7 @@ func NewController(members multicluster.ChangeSource, registry versioned.Interfa
 		c.mu.Lock()
 		c.outcomes[p.Key] = outcome{generation: p.Generation, decided: &d}
 		c.mu.Unlock()
-		c.queue.Add(p.Key)
+		c.enqueue(p.Key)
 		if user != nil {
 			user(p, d)
 		}
@@ -115,7 +124,7 @@ func NewController(members multicluster.ChangeSource, registry versioned.Interfa
 		o.failed = err
 		c.outcomes[p.Key] = o
 		c.mu.Unlock()
-		c.queue.Add(p.Key)
+		c.enqueue(p.Key)
 		if userFailed != nil {
 			userFailed(p, err)
 		}
@@ -128,7 +137,43 @@ func NewController(members multicluster.ChangeSource, registry versioned.Interfa
 	c.opts.Options = sched.opts
 	c.informer = crinformers.NewPlacementInformer(registry, opts.Namespace, 0, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
 	c.lister = crlisters.NewPlacementLister(c.informer.GetIndexer())
+	// Several Controllers may run in one process (one per cluster set): the name is not unique.
+	if c.ctrl, err = controller.NewTypedUnmanaged("placements", controller.TypedOptions[reconcile.Request]{
+		Reconciler: c, MaxConcurrentReconciles: max(1, c.opts.Workers/2), SkipNameValidation: ptr.To(true), Logger: c.opts.Logger,
+	}); err != nil {
+		return nil, fmt.Errorf("scheduler: %w", err)
+	}
+	if err := c.ctrl.Watch(&crsource.Informer{Informer: c.informer, Handler: &handler.EnqueueRequestForObject{}}); err != nil {
+		return nil, fmt.Errorf("scheduler: %w", err)
+	}
+	if err := c.ctrl.Watch(crsource.TypedFunc[reconcile.Request](c.startQueue)); err != nil {
+		return nil, fmt.Errorf("scheduler: %w", err)
+	}
 	return c, nil
+}
+
+// startQueue is the source of the Scheduler's outcomes: it keeps the controller's queue, and adds
+// the keys that came before it.
+func (c *Controller) startQueue(_ context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
+	c.queueMu.Lock()
+	defer c.queueMu.Unlock()
+	c.queue = q
+	for _, key := range c.pending {
+		q.Add(reconcile.Request{NamespacedName: key})
+	}
+	c.pending = nil
+	return nil
+}
+
+// enqueue has key's status looked at again.
+func (c *Controller) enqueue(key types.NamespacedName) {
+	c.queueMu.Lock()
+	defer c.queueMu.Unlock()
+	if c.queue == nil {
+		c.pending = append(c.pending, key)
+		return
+	}
+	c.queue.Add(reconcile.Request{NamespacedName: key})
 }
 
 // Scheduler is the Scheduler the Controller feeds (for its Writes).
@@ -136,91 +181,64 @@ func (c *Controller) Scheduler() *Scheduler { return c.sched }
 
 // Run watches Placements and keeps their decisions and status until ctx ends.
 func (c *Controller) Run(ctx context.Context) error {
-	enqueue := func(obj any) {
-		if key, err := cache.DeletionHandlingObjectToName(obj); err == nil {
-			c.queue.Add(types.NamespacedName{Namespace: key.Namespace, Name: key.Name})
-		}
-	}
-	reg, err := c.informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    enqueue,
-		UpdateFunc: func(_, obj any) { enqueue(obj) },
-		DeleteFunc: enqueue,
-	})
-	if err != nil {
-		return err
-	}
-	defer func() { _ = c.informer.RemoveEventHandler(reg) }()
-
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var wg sync.WaitGroup
 	defer wg.Wait()
-	defer c.queue.ShutDown()
 	wg.Go(func() { c.informer.Run(ctx.Done()) })
 	if !cache.WaitForCacheSync(ctx.Done(), c.informer.HasSynced) {
 		return nil // ctx ended first
 	}
 	wg.Go(func() { _ = c.sched.Run(ctx) })
-	for range max(1, c.opts.Workers/2) {
-		wg.Go(func() {
-			for c.next(ctx) {
-			}
-		})
-	}
 	if c.opts.Owns != nil {
-		// Ownership follows the replicas: ask again, now and then, of every Placement, and sync
-		// only those whose owner changed.
-		wg.Go(func() {
-			t := time.NewTicker(c.opts.OwnsInterval)
-			defer t.Stop()
-			owned := map[types.NamespacedName]bool{}
-			for {
-				select {
-				case <-ctx.Done():
-					return
-				case <-t.C:
-					seen := map[types.NamespacedName]bool{}
-					for _, k := range c.informer.GetStore().ListKeys() {
-						ns, name, err := cache.SplitMetaNamespaceKey(k)
-						if err != nil {
-							continue
-						}
-						key := types.NamespacedName{Namespace: ns, Name: name}
-						now := c.opts.Owns(key)
-						if was, ok := owned[key]; !ok || was != now {
-							c.queue.Add(key)
-						}
-						owned[key], seen[key] = now, true
-					}
-					maps.DeleteFunc(owned, func(key types.NamespacedName, _ bool) bool { return !seen[key] })
-				}
-			}
-		})
+		wg.Go(func() { c.followOwners(ctx) })
 	}
-	<-ctx.Done()
+	// Start returns once ctx ends and the workers have finished what they were doing; a start
+	// that ctx's end cut short (its sources not yet synced) is a stop, not a failure.
+	if err := c.ctrl.Start(ctx); err != nil && ctx.Err() == nil {
+		return err
+	}
 	return nil
 }
 
-func (c *Controller) next(ctx context.Context) bool {
-	key, quit := c.queue.Get()
-	if quit {
-		return false
-	}
-	defer c.queue.Done(key)
-	if err := c.sync(ctx, key); err != nil {
-		if ctx.Err() == nil {
-			c.opts.Logger.Error(err, "could not write a Placement's status; retrying", "placement", key.String())
+// followOwners asks again, now and then, who owns every Placement (ownership follows the
+// replicas), and has those whose owner changed looked at again, until ctx ends.
+func (c *Controller) followOwners(ctx context.Context) {
+	t := time.NewTicker(c.opts.OwnsInterval)
+	defer t.Stop()
+	owned := map[types.NamespacedName]bool{}
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			seen := map[types.NamespacedName]bool{}
+			for _, k := range c.informer.GetStore().ListKeys() {
+				ns, name, err := cache.SplitMetaNamespaceKey(k)
+				if err != nil {
+					continue
+				}
+				key := types.NamespacedName{Namespace: ns, Name: name}
+				now := c.opts.Owns(key)
+				if was, ok := owned[key]; !ok || was != now {
+					c.enqueue(key)
+				}
+				owned[key], seen[key] = now, true
+			}
+			maps.DeleteFunc(owned, func(key types.NamespacedName, _ bool) bool { return !seen[key] })
 		}
-		c.queue.AddRateLimited(key)
-		return true
 	}
-	c.queue.Forget(key)
-	return true
+}
+
+// Reconcile gives the Scheduler what it must decide of the request's Placement, and writes its
+// status, for controller-runtime's controller: an error is retried with its rate limit.
+func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	return c.sync(ctx, req.NamespacedName)
 }
 
 // sync gives the Scheduler what it must decide of key (or takes it away), then writes key's
 // status if it differs from what it should say.
-func (c *Controller) sync(ctx context.Context, key types.NamespacedName) error {
+func (c *Controller) sync(ctx context.Context, key types.NamespacedName) (reconcile.Result, error) {
 	p, err := c.lister.Placements(key.Namespace).Get(key.Name)
 	if apierrors.IsNotFound(err) {
 		c.mu.Lock()
@@ -229,16 +247,16 @@ func (c *Controller) sync(ctx context.Context, key types.NamespacedName) error {
 		if c.drop(key) || known {
 			c.sched.Remove(key) // its decision goes with it, decided here or frozen
 		}
-		return nil
+		return reconcile.Result{}, nil
 	}
 	if err != nil {
-		return err
+		return reconcile.Result{}, err
 	}
 	if c.opts.Owns != nil && !c.opts.Owns(key) {
 		if c.drop(key) {
 			c.sched.Forget(key) // another replica's now; the decision stays for it
 		}
-		return nil
+		return reconcile.Result{}, nil
 	}
 	c.mu.Lock()
 	g, was := c.deciding[key]
@@ -267,23 +285,22 @@ func (c *Controller) sync(ctx context.Context, key types.NamespacedName) error {
 	o, decided = c.outcomes[key]
 	c.mu.Unlock()
 	if !decided || o.decided == nil && o.invalid == nil && o.failed == nil {
-		return nil // the Scheduler's Decided (or Failed) brings it back
+		return reconcile.Result{}, nil // the Scheduler's Decided (or Failed) brings it back
 	}
 	status := statusOf(p, o, time.Now())
 	if equality.Semantic.DeepEqual(status, p.Status) {
-		return nil
+		return reconcile.Result{}, nil
 	}
 	update := p.DeepCopy()
 	update.Status = status
 	_, err = c.registry.ClusterregistryV1alpha1().Placements(key.Namespace).UpdateStatus(ctx, update, metav1.UpdateOptions{FieldManager: c.opts.SchedulerName})
 	if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
-		c.queue.AddAfter(key, 100*time.Millisecond) // the watch brings the newer object
-		return nil
+		return reconcile.Result{RequeueAfter: 100 * time.Millisecond}, nil // the watch brings the newer object
 	}
 	if err != nil {
-		return fmt.Errorf("writing the status of Placement %s: %w", key, err)
+		return reconcile.Result{}, fmt.Errorf("writing the status of Placement %s: %w", key, err)
 	}
-	return nil
+	return reconcile.Result{}, nil
 }
 
 // drop forgets what the Controller knew of key, and reports whether the Scheduler was deciding it.
