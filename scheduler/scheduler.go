@@ -11,8 +11,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
+	"k8s.io/utils/ptr"
 	cpv1alpha1 "sigs.k8s.io/cluster-inventory-api/apis/v1alpha1"
 	cpversioned "sigs.k8s.io/cluster-inventory-api/client/clientset/versioned"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	crsource "sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
 	"github.com/cluster-registry/sdk/decision"
@@ -63,7 +67,13 @@ type Scheduler struct {
 	members multicluster.ChangeSource
 	client  cpversioned.Interface
 	opts    Options
-	queue   workqueue.TypedRateLimitingInterface[types.NamespacedName]
+	// ctrl is controller-runtime's controller of the decisions (its queue, rate limiting,
+	// workers, metrics and logs), whose Reconciler s is; queue is its queue once it has started,
+	// and pending the keys Set, Remove and the members' changes added before.
+	ctrl    controller.TypedController[reconcile.Request]
+	queueMu sync.Mutex
+	queue   workqueue.TypedRateLimitingInterface[reconcile.Request]
+	pending []types.NamespacedName
 
 	mu         sync.Mutex
 	placements map[types.NamespacedName]*state
@@ -92,12 +102,45 @@ func New(members multicluster.ChangeSource, client cpversioned.Interface, opts O
 	if opts.Logger.GetSink() == nil {
 		opts.Logger = logr.Discard()
 	}
-	return &Scheduler{
-		members: members, client: client, opts: opts,
-		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[types.NamespacedName](),
-			workqueue.TypedRateLimitingQueueConfig[types.NamespacedName]{Name: "clusterregistry_scheduler"}),
-		placements: map[types.NamespacedName]*state{},
-	}, nil
+	s := &Scheduler{members: members, client: client, opts: opts, placements: map[types.NamespacedName]*state{}}
+	var err error
+	// Several Schedulers may run in one process (one per cluster set): the name is not unique.
+	if s.ctrl, err = controller.NewTypedUnmanaged("scheduler", controller.TypedOptions[reconcile.Request]{
+		Reconciler: s, MaxConcurrentReconciles: opts.Workers, SkipNameValidation: ptr.To(true), Logger: opts.Logger,
+	}); err != nil {
+		return nil, fmt.Errorf("scheduler: %w", err)
+	}
+	if err := s.ctrl.Watch(crsource.TypedFunc[reconcile.Request](s.startQueue)); err != nil {
+		return nil, fmt.Errorf("scheduler: %w", err)
+	}
+	return s, nil
+}
+
+// startQueue is the source of the placements' keys: it keeps the controller's queue, adds the
+// keys that came before it, and follows the members' changes until ctx ends.
+func (s *Scheduler) startQueue(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
+	s.queueMu.Lock()
+	s.queue = q
+	for _, key := range s.pending {
+		q.Add(reconcile.Request{NamespacedName: key})
+	}
+	s.pending = nil
+	s.queueMu.Unlock()
+	unsubscribe := s.members.Subscribe(func(ev multicluster.MemberEvent) { s.changed(ev.Member.Cluster()) })
+	unsubscribeChanges := s.members.SubscribeChanges(func(m *multicluster.Member) { s.changed(m.Cluster()) })
+	context.AfterFunc(ctx, func() { unsubscribe(); unsubscribeChanges() })
+	return nil
+}
+
+// enqueue has key decided again.
+func (s *Scheduler) enqueue(key types.NamespacedName) {
+	s.queueMu.Lock()
+	defer s.queueMu.Unlock()
+	if s.queue == nil {
+		s.pending = append(s.pending, key)
+		return
+	}
+	s.queue.Add(reconcile.Request{NamespacedName: key})
 }
 
 // Set adds a placement, or changes its policy; it is decided again soon.
@@ -112,7 +155,7 @@ func (s *Scheduler) Set(p Placement) {
 		s.placements[p.Key] = &state{placement: p}
 	}
 	s.mu.Unlock()
-	s.queue.Add(p.Key)
+	s.enqueue(p.Key)
 }
 
 // Remove drops a placement; its slices are deleted soon.
@@ -125,7 +168,7 @@ func (s *Scheduler) Remove(key types.NamespacedName) {
 		s.placements[key] = &state{removed: true}
 	}
 	s.mu.Unlock()
-	s.queue.Add(key)
+	s.enqueue(key)
 }
 
 // Forget stops deciding a placement and leaves its slices as they are: it is decided elsewhere
@@ -150,18 +193,10 @@ func (s *Scheduler) Writes() int64 {
 
 // Run decides and writes until ctx ends, then waits for its workers.
 func (s *Scheduler) Run(ctx context.Context) error {
-	defer s.members.Subscribe(func(ev multicluster.MemberEvent) { s.changed(ev.Member.Cluster()) })()
-	defer s.members.SubscribeChanges(func(m *multicluster.Member) { s.changed(m.Cluster()) })()
-	var wg sync.WaitGroup
-	for range s.opts.Workers {
-		wg.Go(func() {
-			for s.next(ctx) {
-			}
-		})
+	// Start returns once ctx ends and the workers have finished what they were doing.
+	if err := s.ctrl.Start(ctx); err != nil && ctx.Err() == nil {
+		return err
 	}
-	<-ctx.Done()
-	s.queue.ShutDown()
-	wg.Wait()
 	return nil
 }
 
@@ -182,7 +217,7 @@ func (s *Scheduler) changed(c *v1alpha1.Cluster) {
 	}
 	s.mu.Unlock()
 	for _, k := range affected {
-		s.queue.Add(k)
+		s.enqueue(k)
 	}
 }
 
@@ -218,32 +253,23 @@ func chose(choices []placement.Choice, key types.NamespacedName) bool {
 	return false
 }
 
-func (s *Scheduler) next(ctx context.Context) bool {
-	key, quit := s.queue.Get()
-	if quit {
-		return false
-	}
-	defer s.queue.Done(key)
-	after, err := s.sync(ctx, key)
-	switch {
-	case err != nil:
-		s.opts.Logger.Error(err, "could not write a placement decision; retrying", "placement", key.String())
+// Reconcile decides the request's placement and writes its decision if it changed, for
+// controller-runtime's controller: an error is retried with its rate limit (and told to
+// Options.Failed), and a toleration that ends is a RequeueAfter.
+func (s *Scheduler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	after, err := s.sync(ctx, req.NamespacedName)
+	if err != nil {
 		if s.opts.Failed != nil {
 			s.mu.Lock()
-			st := s.placements[key]
+			st := s.placements[req.NamespacedName]
 			s.mu.Unlock()
 			if st != nil {
 				s.opts.Failed(st.placement, err)
 			}
 		}
-		s.queue.AddRateLimited(key)
-	case after > 0:
-		s.queue.Forget(key)
-		s.queue.AddAfter(key, after)
-	default:
-		s.queue.Forget(key)
+		return reconcile.Result{}, fmt.Errorf("writing the decision of placement %s: %w", req.NamespacedName, err)
 	}
-	return true
+	return reconcile.Result{RequeueAfter: max(after, 0)}, nil
 }
 
 // sync decides key's placement and writes its decision if it changed; after, if positive, is when
