@@ -22,10 +22,12 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
-	"k8s.io/client-go/util/workqueue"
+	"k8s.io/utils/ptr"
 	cpv1alpha1 "sigs.k8s.io/cluster-inventory-api/apis/v1alpha1"
 	cpversioned "sigs.k8s.io/cluster-inventory-api/client/clientset/versioned"
 	cpinformers "sigs.k8s.io/cluster-inventory-api/client/informers/externalversions"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/cluster-registry/sdk/chartrepo"
 	"github.com/cluster-registry/sdk/clientset/versioned"
@@ -33,6 +35,7 @@ import (
 	"github.com/cluster-registry/sdk/election"
 	"github.com/cluster-registry/sdk/fleetcache"
 	informers "github.com/cluster-registry/sdk/informers/externalversions"
+	"github.com/cluster-registry/sdk/internal/reconcilequeue"
 	"github.com/cluster-registry/sdk/multicluster"
 )
 
@@ -93,8 +96,12 @@ type Controller struct {
 	decisions cpversioned.Interface
 	opts      ControllerOptions
 	log       logr.Logger
-	queue     workqueue.TypedRateLimitingInterface[types.NamespacedName]
-	clients   clientsCache
+	// ctrl is controller-runtime's controller of the Releases (its queue, rate limiting,
+	// workers, metrics and logs), whose Reconciler c is; queue is its queue as the Controller's
+	// handlers add to it.
+	ctrl    controller.TypedController[reconcile.Request]
+	queue   reconcilequeue.Queue
+	clients clientsCache
 	// replica labels this replica's status slices (replicaHash); "" when not sharded.
 	replica string
 
@@ -170,7 +177,6 @@ func NewController(members multicluster.MemberSource, registry versioned.Interfa
 	}
 	c := &Controller{
 		members: members, registry: registry, kube: kube, decisions: decisions, opts: opts, log: log,
-		queue:    workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[types.NamespacedName](), workqueue.TypedRateLimitingQueueConfig[types.NamespacedName]{Name: "releases"}),
 		watched:  multicluster.NewSubset(),
 		releases: map[types.NamespacedName]*releaseState{},
 		kinds:    map[schema.GroupVersionResource]*fleetcache.Kind[*unstructured.Unstructured]{},
@@ -186,6 +192,16 @@ func NewController(members multicluster.MemberSource, registry versioned.Interfa
 
 	if err := c.informers(); err != nil {
 		return nil, err
+	}
+	var err error
+	// Several Controllers may run in one process (one per cluster set): the name is not unique.
+	if c.ctrl, err = controller.NewTypedUnmanaged("releases", controller.TypedOptions[reconcile.Request]{
+		Reconciler: c, MaxConcurrentReconciles: opts.Workers, SkipNameValidation: ptr.To(true), Logger: log,
+	}); err != nil {
+		return nil, fmt.Errorf("delivery: %w", err)
+	}
+	if err := c.ctrl.Watch(c.queue.Source()); err != nil {
+		return nil, fmt.Errorf("delivery: %w", err)
 	}
 	return c, nil
 }
@@ -322,7 +338,6 @@ func (c *Controller) run(ctx context.Context) error {
 			c.sets.leads(c.opts.Namespace) // its one set's, from the start
 		}
 	}
-	defer c.queue.ShutDown()
 	stopWatched := c.watched.Follow(c.members)
 	defer stopWatched()
 	c.watched.Keep(func(k types.NamespacedName) bool { return (*c.keep.Load())[k] })
@@ -347,10 +362,6 @@ func (c *Controller) run(ctx context.Context) error {
 	waitCtx, cancelWait := context.WithTimeout(ctx, decisionsGrace)
 	cache.WaitForCacheSync(waitCtx.Done(), c.decisionsSynced)
 	cancelWait()
-	go func() {
-		<-ctx.Done()
-		c.queue.ShutDown()
-	}()
 	if c.opts.Sharding != nil {
 		// Members that move to or from this replica move every Release's work.
 		unsubscribe := c.members.Subscribe(func(ev multicluster.MemberEvent) {
@@ -362,36 +373,32 @@ func (c *Controller) run(ctx context.Context) error {
 		})
 		defer unsubscribe()
 	}
-	for range c.opts.Workers {
-		wg.Go(func() {
-			for c.work(ctx) {
-			}
-		})
+	// Start returns once ctx ends and the workers have finished what they were doing; a start
+	// that ctx's end cut short is a stop, not a failure.
+	err = c.ctrl.Start(ctx)
+	if ctx.Err() != nil {
+		return nil
 	}
-	<-ctx.Done()
-	return nil
+	cancel() // the informers stop with the controller, before wg.Wait
+	return err
 }
 
-func (c *Controller) work(ctx context.Context) bool {
-	key, shutdown := c.queue.Get()
-	if shutdown {
-		return false
-	}
-	defer c.queue.Done(key)
-	after, err := c.reconcile(ctx, key)
+// conflictRetry is how soon a Release whose write met a newer Release is worked on again: its
+// informer brings the newer one within moments.
+const conflictRetry = 20 * time.Millisecond
+
+// Reconcile works on the request's Release, for controller-runtime's controller: an error is
+// retried with its rate limit and logged, a conflict retried soon without a word, and a Release
+// that must be looked at again later (a wave's soak, a recheck) is a RequeueAfter.
+func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	after, err := c.reconcile(ctx, req.NamespacedName)
 	switch {
+	case apierrors.IsConflict(err):
+		return reconcile.Result{RequeueAfter: conflictRetry}, nil
 	case err != nil:
-		if ctx.Err() == nil && !apierrors.IsConflict(err) {
-			c.log.Error(err, "release not reconciled; retrying", "release", key)
-		}
-		c.queue.AddRateLimited(key)
-	default:
-		c.queue.Forget(key)
-		if after > 0 {
-			c.queue.AddAfter(key, after)
-		}
+		return reconcile.Result{}, fmt.Errorf("release %s not reconciled: %w", req.NamespacedName, err)
 	}
-	return true
+	return reconcile.Result{RequeueAfter: max(after, 0)}, nil
 }
 
 // enqueueFor enqueues the Releases that of finds for a changed object.

@@ -15,4 +15,10 @@
 // power of those members' accounts; the shipped roles give that right to the set's editors, not to
 // its viewers. An object already on a member that another Release applied, or that carries no
 // Release's labels, is not taken over: it is reported as a Conflict.
+//
+// The Controller is controller-runtime's controller of the Releases (Reconcile), its queue fed by
+// the registry's informers, the members' watches and the Fleet. ControllerOptions.Lease elects,
+// with election.Run, per cluster set and not per process: two releases controllers of one set,
+// however they are hosted (a Manager each, one of every set beside one of that set), meet on
+// the set's own Lease, which no Manager's election provides.
 package delivery

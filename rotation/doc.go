@@ -11,4 +11,8 @@
 // pinning and CA kept; and then revokes the token it replaced. Tools that reach members through a
 // multicluster.Member use the new token at their next request, and send a request refused because
 // the old one was just revoked once more with the new one.
+//
+// Options.LeaderElection (election.Run) is for a Rotator run on its own, as `clusterregistry
+// rotate --leader-elect` runs it; hosted in a controller-runtime Manager (package controllers),
+// the Manager elects, and LeaderElection stays nil.
 package rotation

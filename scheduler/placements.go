@@ -17,7 +17,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/ptr"
 	cpv1alpha1 "sigs.k8s.io/cluster-inventory-api/apis/v1alpha1"
 	cpversioned "sigs.k8s.io/cluster-inventory-api/client/clientset/versioned"
@@ -30,6 +29,7 @@ import (
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
 	"github.com/cluster-registry/sdk/decision"
 	crinformers "github.com/cluster-registry/sdk/informers/externalversions/clusterregistry/v1alpha1"
+	"github.com/cluster-registry/sdk/internal/reconcilequeue"
 	"github.com/cluster-registry/sdk/internal/safetext"
 	"github.com/cluster-registry/sdk/internal/served"
 	crlisters "github.com/cluster-registry/sdk/listers/clusterregistry/v1alpha1"
@@ -64,12 +64,10 @@ type Controller struct {
 	informer cache.SharedIndexInformer
 	lister   crlisters.PlacementLister
 	// ctrl is controller-runtime's controller of the Placements' status (its queue, rate
-	// limiting, workers, metrics and logs), whose Reconciler c is; queue is its queue once it has
-	// started (the Scheduler's outcomes are added to it), pending the keys added before.
-	ctrl    controller.TypedController[reconcile.Request]
-	queueMu sync.Mutex
-	queue   workqueue.TypedRateLimitingInterface[reconcile.Request]
-	pending []types.NamespacedName
+	// limiting, workers, metrics and logs), whose Reconciler c is; queue is its queue as the
+	// Scheduler's outcomes and the owners' changes add to it.
+	ctrl  controller.TypedController[reconcile.Request]
+	queue reconcilequeue.Queue
 
 	mu       sync.Mutex
 	deciding map[types.NamespacedName]given // the Placements given to the Scheduler
@@ -109,7 +107,7 @@ func NewController(members multicluster.ChangeSource, registry versioned.Interfa
 		c.mu.Lock()
 		c.outcomes[p.Key] = outcome{generation: p.Generation, decided: &d}
 		c.mu.Unlock()
-		c.enqueue(p.Key)
+		c.queue.Add(p.Key)
 		if user != nil {
 			user(p, d)
 		}
@@ -124,7 +122,7 @@ func NewController(members multicluster.ChangeSource, registry versioned.Interfa
 		o.failed = err
 		c.outcomes[p.Key] = o
 		c.mu.Unlock()
-		c.enqueue(p.Key)
+		c.queue.Add(p.Key)
 		if userFailed != nil {
 			userFailed(p, err)
 		}
@@ -146,34 +144,10 @@ func NewController(members multicluster.ChangeSource, registry versioned.Interfa
 	if err := c.ctrl.Watch(&crsource.Informer{Informer: c.informer, Handler: &handler.EnqueueRequestForObject{}}); err != nil {
 		return nil, fmt.Errorf("scheduler: %w", err)
 	}
-	if err := c.ctrl.Watch(crsource.TypedFunc[reconcile.Request](c.startQueue)); err != nil {
+	if err := c.ctrl.Watch(c.queue.Source()); err != nil {
 		return nil, fmt.Errorf("scheduler: %w", err)
 	}
 	return c, nil
-}
-
-// startQueue is the source of the Scheduler's outcomes: it keeps the controller's queue, and adds
-// the keys that came before it.
-func (c *Controller) startQueue(_ context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
-	c.queueMu.Lock()
-	defer c.queueMu.Unlock()
-	c.queue = q
-	for _, key := range c.pending {
-		q.Add(reconcile.Request{NamespacedName: key})
-	}
-	c.pending = nil
-	return nil
-}
-
-// enqueue has key's status looked at again.
-func (c *Controller) enqueue(key types.NamespacedName) {
-	c.queueMu.Lock()
-	defer c.queueMu.Unlock()
-	if c.queue == nil {
-		c.pending = append(c.pending, key)
-		return
-	}
-	c.queue.Add(reconcile.Request{NamespacedName: key})
 }
 
 // Scheduler is the Scheduler the Controller feeds (for its Writes).
@@ -195,10 +169,12 @@ func (c *Controller) Run(ctx context.Context) error {
 	}
 	// Start returns once ctx ends and the workers have finished what they were doing; a start
 	// that ctx's end cut short (its sources not yet synced) is a stop, not a failure.
-	if err := c.ctrl.Start(ctx); err != nil && ctx.Err() == nil {
-		return err
+	err := c.ctrl.Start(ctx)
+	if ctx.Err() != nil {
+		return nil
 	}
-	return nil
+	cancel() // the informers stop with the controller, before wg.Wait
+	return err
 }
 
 // followOwners asks again, now and then, who owns every Placement (ownership follows the
@@ -221,7 +197,7 @@ func (c *Controller) followOwners(ctx context.Context) {
 				key := types.NamespacedName{Namespace: ns, Name: name}
 				now := c.opts.Owns(key)
 				if was, ok := owned[key]; !ok || was != now {
-					c.enqueue(key)
+					c.queue.Add(key)
 				}
 				owned[key], seen[key] = now, true
 			}

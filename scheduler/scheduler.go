@@ -10,16 +10,15 @@ import (
 	"github.com/go-logr/logr"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/ptr"
 	cpv1alpha1 "sigs.k8s.io/cluster-inventory-api/apis/v1alpha1"
 	cpversioned "sigs.k8s.io/cluster-inventory-api/client/clientset/versioned"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
-	crsource "sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
 	"github.com/cluster-registry/sdk/decision"
+	"github.com/cluster-registry/sdk/internal/reconcilequeue"
 	"github.com/cluster-registry/sdk/multicluster"
 	"github.com/cluster-registry/sdk/placement"
 )
@@ -68,12 +67,10 @@ type Scheduler struct {
 	client  cpversioned.Interface
 	opts    Options
 	// ctrl is controller-runtime's controller of the decisions (its queue, rate limiting,
-	// workers, metrics and logs), whose Reconciler s is; queue is its queue once it has started,
-	// and pending the keys Set, Remove and the members' changes added before.
-	ctrl    controller.TypedController[reconcile.Request]
-	queueMu sync.Mutex
-	queue   workqueue.TypedRateLimitingInterface[reconcile.Request]
-	pending []types.NamespacedName
+	// workers, metrics and logs), whose Reconciler s is; queue is its queue as Set, Remove and
+	// the members' changes add to it, before it starts too.
+	ctrl  controller.TypedController[reconcile.Request]
+	queue reconcilequeue.Queue
 
 	mu         sync.Mutex
 	placements map[types.NamespacedName]*state
@@ -110,37 +107,15 @@ func New(members multicluster.ChangeSource, client cpversioned.Interface, opts O
 	}); err != nil {
 		return nil, fmt.Errorf("scheduler: %w", err)
 	}
-	if err := s.ctrl.Watch(crsource.TypedFunc[reconcile.Request](s.startQueue)); err != nil {
+	s.queue.OnStart(func(ctx context.Context) {
+		unsubscribe := s.members.Subscribe(func(ev multicluster.MemberEvent) { s.changed(ev.Member.Cluster()) })
+		unsubscribeChanges := s.members.SubscribeChanges(func(m *multicluster.Member) { s.changed(m.Cluster()) })
+		context.AfterFunc(ctx, func() { unsubscribe(); unsubscribeChanges() })
+	})
+	if err := s.ctrl.Watch(s.queue.Source()); err != nil {
 		return nil, fmt.Errorf("scheduler: %w", err)
 	}
 	return s, nil
-}
-
-// startQueue is the source of the placements' keys: it keeps the controller's queue, adds the
-// keys that came before it, and follows the members' changes until ctx ends.
-func (s *Scheduler) startQueue(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
-	s.queueMu.Lock()
-	s.queue = q
-	for _, key := range s.pending {
-		q.Add(reconcile.Request{NamespacedName: key})
-	}
-	s.pending = nil
-	s.queueMu.Unlock()
-	unsubscribe := s.members.Subscribe(func(ev multicluster.MemberEvent) { s.changed(ev.Member.Cluster()) })
-	unsubscribeChanges := s.members.SubscribeChanges(func(m *multicluster.Member) { s.changed(m.Cluster()) })
-	context.AfterFunc(ctx, func() { unsubscribe(); unsubscribeChanges() })
-	return nil
-}
-
-// enqueue has key decided again.
-func (s *Scheduler) enqueue(key types.NamespacedName) {
-	s.queueMu.Lock()
-	defer s.queueMu.Unlock()
-	if s.queue == nil {
-		s.pending = append(s.pending, key)
-		return
-	}
-	s.queue.Add(reconcile.Request{NamespacedName: key})
 }
 
 // Set adds a placement, or changes its policy; it is decided again soon.
@@ -155,7 +130,7 @@ func (s *Scheduler) Set(p Placement) {
 		s.placements[p.Key] = &state{placement: p}
 	}
 	s.mu.Unlock()
-	s.enqueue(p.Key)
+	s.queue.Add(p.Key)
 }
 
 // Remove drops a placement; its slices are deleted soon.
@@ -168,7 +143,7 @@ func (s *Scheduler) Remove(key types.NamespacedName) {
 		s.placements[key] = &state{removed: true}
 	}
 	s.mu.Unlock()
-	s.enqueue(key)
+	s.queue.Add(key)
 }
 
 // Forget stops deciding a placement and leaves its slices as they are: it is decided elsewhere
@@ -217,7 +192,7 @@ func (s *Scheduler) changed(c *v1alpha1.Cluster) {
 	}
 	s.mu.Unlock()
 	for _, k := range affected {
-		s.enqueue(k)
+		s.queue.Add(k)
 	}
 }
 
