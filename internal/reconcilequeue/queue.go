@@ -3,7 +3,6 @@ package reconcilequeue
 import (
 	"context"
 	"sync"
-	"time"
 
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
@@ -29,17 +28,6 @@ func (q *Queue) Add(key types.NamespacedName) {
 		return
 	}
 	q.queue.Add(reconcile.Request{NamespacedName: key})
-}
-
-// AddAfter has key reconciled after d; before the controller has started, once it has.
-func (q *Queue) AddAfter(key types.NamespacedName, d time.Duration) {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	if q.queue == nil {
-		q.pending = append(q.pending, key)
-		return
-	}
-	q.queue.AddAfter(reconcile.Request{NamespacedName: key}, d)
 }
 
 // OnStart runs f when the controller starts, after the keys added before are queued, with the
