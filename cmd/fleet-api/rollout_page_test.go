@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	cpversioned "sigs.k8s.io/cluster-inventory-api/client/clientset/versioned"
 
@@ -201,10 +202,17 @@ func (p *rolloutPage) approveFromPage(t *testing.T, n int) {
 // wave, which the page shows failed, in red, with a red condition.
 func (p *rolloutPage) failedWave(t *testing.T) {
 	ctx := testContext(t)
-	rel, err := p.registry.ClusterregistryV1alpha1().Releases(p.ns).Get(ctx, "dash", metav1.GetOptions{})
-	require.NoError(t, err)
-	rel.Spec.Source.Manifests = append(rel.Spec.Source.Manifests, runtime.RawExtension{Raw: []byte(`{"apiVersion":"example.com/v1","kind":"Widget","metadata":{"name":"w"}}`)})
-	_, err = p.registry.ClusterregistryV1alpha1().Releases(p.ns).Update(ctx, rel, metav1.UpdateOptions{})
+	releases := p.registry.ClusterregistryV1alpha1().Releases(p.ns)
+	// The delivery controller writes dash's status meanwhile: a conflict is retried.
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		rel, err := releases.Get(ctx, "dash", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		rel.Spec.Source.Manifests = append(rel.Spec.Source.Manifests, runtime.RawExtension{Raw: []byte(`{"apiVersion":"example.com/v1","kind":"Widget","metadata":{"name":"w"}}`)})
+		_, err = releases.Update(ctx, rel, metav1.UpdateOptions{})
+		return err
+	})
 	require.NoError(t, err)
 	p.approveWave(t, 1)
 	p.waitFor(t, p.wave(1, "failed"), 90*time.Second)

@@ -23,6 +23,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/util/retry"
 	cpversioned "sigs.k8s.io/cluster-inventory-api/client/clientset/versioned"
 
 	"github.com/cluster-registry/sdk/chartrender"
@@ -235,10 +236,17 @@ func upgradeKeepsOthersSecrets(t *testing.T, ns, base string) {
 	_, err := secrets.Create(testContext(t), &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "precious"},
 		Data: map[string][]byte{"chart.tgz": helloChart(t, "0.2.0")}}, metav1.CreateOptions{})
 	require.NoError(t, err)
-	rel, err := registry.Get(testContext(t), "hello", metav1.GetOptions{})
-	require.NoError(t, err)
-	rel.Spec.Source.Chart.Secret.Name = "precious"
-	_, err = registry.Update(testContext(t), rel, metav1.UpdateOptions{})
+	// The delivery controller writes hello's status meanwhile, so a Get then Update may
+	// conflict, as it would for any user: retry as kubectl edit's users do.
+	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		rel, err := registry.Get(testContext(t), "hello", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		rel.Spec.Source.Chart.Secret.Name = "precious"
+		_, err = registry.Update(testContext(t), rel, metav1.UpdateOptions{})
+		return err
+	})
 	require.NoError(t, err)
 	ct, body := form(t, map[string]string{}, helloChart(t, "0.2.0"))
 	code, answer := sendForm(t, operatorToken, http.MethodPut, base+"/v0/releases/hello", ct, body)
