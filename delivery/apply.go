@@ -13,8 +13,8 @@ import (
 
 // Applying a revision to one member, pruning what it no longer has, and recording how it went.
 
-// applyMember applies a bundle to one member, prunes what the revision no longer has, and records
-// how it went.
+// applyMember applies a bundle to one member, prunes what the revision no longer has, and
+// records how it went.
 func (c *Controller) applyMember(ctx context.Context, rel *v1alpha1.Release, b *Bundle, key types.NamespacedName, m *multicluster.Member) {
 	relKey := types.NamespacedName{Namespace: rel.Namespace, Name: rel.Name}
 	st := c.state(relKey)
@@ -27,31 +27,61 @@ func (c *Controller) applyMember(ctx context.Context, rel *v1alpha1.Release, b *
 	ms.applying = true
 	previous := ms.objects
 	c.mu.Unlock()
+	out := failed(&memberError{class: v1alpha1.FailureClusterNotFound, err: fmt.Errorf("no Cluster %s in the registry (or not among this controller's members)", key)})
+	if m != nil {
+		ctx, cancel := context.WithTimeout(ctx, c.opts.MemberTimeout)
+		out = c.applierFor(b).apply(ctx, rel, b, key, m, previous)
+		cancel()
+	}
+	c.record(relKey, ms, b, m, out)
+}
 
-	// A failed apply may have changed some objects before the error: what the watch said
-	// meanwhile is judged as after a whole apply (an object now at the failed revision is drift
-	// from the revision the member runs), not dropped.
-	fail := func(err *memberError) {
-		c.mu.Lock()
-		during := ms.during
-		revision := b.Revision
-		if m != nil {
-			revision = b.revisionFor(m.Cluster())
-		}
-		ms.fail(revision, err, time.Now())
-		changed := c.replay(relKey, ms, during)
-		c.mu.Unlock()
-		if changed {
-			c.queue.Add(relKey)
-		}
+// record records in a member's state how an apply to it went.
+func (c *Controller) record(relKey types.NamespacedName, ms *memberState, b *Bundle, m *multicluster.Member, out outcome) {
+	switch {
+	case out.err != nil:
+		c.recordFailed(relKey, ms, b, m, out)
+	case out.helm:
+		c.recordHelm(ms, out)
+	default:
+		c.recordApplied(relKey, ms, out.revision, out.objects)
 	}
-	if m == nil {
-		fail(&memberError{class: v1alpha1.FailureClusterNotFound, err: fmt.Errorf("no Cluster %s in the registry (or not among this controller's members)", key)})
-		return
+}
+
+// recordFailed records a failed apply. It may have changed some objects before the error: what
+// the watch said meanwhile is judged as after a whole apply (an object now at the failed
+// revision is drift from the revision the member runs), not dropped.
+func (c *Controller) recordFailed(relKey types.NamespacedName, ms *memberState, b *Bundle, m *multicluster.Member, out outcome) {
+	revision := b.Revision
+	if m != nil {
+		revision = b.revisionFor(m.Cluster())
 	}
-	ctx, cancel := context.WithTimeout(ctx, c.opts.MemberTimeout)
-	defer cancel()
-	c.applierFor(b).apply(ctx, rel, b, key, m, ms, previous, fail)
+	c.mu.Lock()
+	during := ms.during
+	ms.fail(revision, out.err, time.Now())
+	changed := c.replay(relKey, ms, during)
+	if out.left != nil {
+		ms.objects = out.left
+	}
+	c.mu.Unlock()
+	if changed {
+		c.queue.Add(relKey)
+	}
+}
+
+// recordHelm records Helm mode's apply of a revision: Helm waited until what it applied was
+// ready, so what the watch said meanwhile is Helm's own doing.
+func (c *Controller) recordHelm(ms *memberState, out outcome) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	ms.applying = false
+	ms.revision, ms.applied = out.revision, time.Now()
+	if out.unchanged && ms.reported.revision == out.revision && !ms.reported.applied.IsZero() {
+		ms.applied = ms.reported.applied // applied then, as reported before this Controller started
+	}
+	ms.objects = out.objects
+	ms.err, ms.failedRev, ms.attempts, ms.drifted, ms.drift, ms.readyAt, ms.during = nil, "", 0, false, "", time.Time{}, nil
+	ms.settle(time.Now())
 }
 
 // recordApplied records a member's apply of revision, and replays over its answers what the

@@ -107,10 +107,8 @@ type Controller struct {
 
 	// watched are the members any Release has objects on: the watch caches' members.
 	watched *multicluster.Subset
-	// deaf drops the members' watch events: a test's watch that missed them (export_test.go).
-	deaf  atomic.Bool
-	keep  atomic.Pointer[map[types.NamespacedName]bool]
-	cache *fleetcache.Cache
+	keep    atomic.Pointer[map[types.NamespacedName]bool]
+	cache   *fleetcache.Cache
 
 	releaseLister  cache.GenericLister
 	sliceLister    cache.GenericLister

@@ -22,16 +22,14 @@ var helmReleaseGVR = schema.GroupVersionResource{Group: "helm.sh", Version: "v1"
 // (package helmrelease): a Configuration of its own, the member's discovery shared with every
 // other operation on it, within ctx's deadline (MemberTimeout), waiting until Helm finds what it
 // applied ready. The member is Ready once Helm says so.
-func (c *Controller) applyHelm(ctx context.Context, rel *v1alpha1.Release, b *Bundle, key types.NamespacedName, m *multicluster.Member, ms *memberState, fail func(*memberError)) {
+func (c *Controller) applyHelm(ctx context.Context, rel *v1alpha1.Release, b *Bundle, key types.NamespacedName, m *multicluster.Member, previous map[ref]*applied) outcome {
 	mc, err := c.clients.get(ctx, m)
 	if err != nil {
-		fail(&memberError{class: classify(ctx, err), err: err})
-		return
+		return failed(&memberError{class: classify(ctx, err), err: err})
 	}
 	ns := rel.TargetNamespaceOrDefault()
 	if err := c.createNamespace(ctx, rel, m, ns); err != nil {
-		fail(err)
-		return
+		return failed(err)
 	}
 	getter := mc.helm.Getter(ns)
 	timeout := c.opts.MemberTimeout
@@ -39,20 +37,17 @@ func (c *Controller) applyHelm(ctx context.Context, rel *v1alpha1.Release, b *Bu
 		timeout = time.Until(dl)
 	}
 	// Objects the Release applied in render mode go first: Helm would refuse to take them over.
-	c.mu.Lock()
 	var rendered []ref
-	for r := range ms.objects {
+	for r := range previous {
 		if r.GVR != helmReleaseGVR {
 			rendered = append(rendered, r)
 		}
 	}
-	c.mu.Unlock()
 	if len(rendered) > 0 {
 		for _, r := range removalOrder(rendered) {
 			c.writes.Add(1)
 			if err := mc.deleteOne(ctx, r, rel.Name, rel.Namespace); err != nil {
-				fail(&memberError{class: classify(ctx, err), object: r.String(), err: fmt.Errorf("removing what render mode applied, before Helm mode: %w", err)})
-				return
+				return failed(&memberError{class: classify(ctx, err), object: r.String(), err: fmt.Errorf("removing what render mode applied, before Helm mode: %w", err)})
 			}
 		}
 	}
@@ -68,20 +63,11 @@ func (c *Controller) applyHelm(ctx context.Context, rel *v1alpha1.Release, b *Bu
 		c.writes.Add(1)
 	}
 	if err != nil {
-		fail(&memberError{class: classify(ctx, err), object: "Helm release " + ns + "/" + rel.Name, err: err})
-		return
+		return failed(&memberError{class: classify(ctx, err), object: "Helm release " + ns + "/" + rel.Name, err: err})
 	}
 	r := ref{GVR: helmReleaseGVR, Kind: "HelmRelease", Namespace: ns, Name: rel.Name}
-	c.mu.Lock()
-	ms.applying = false
-	ms.revision, ms.applied = b.Revision, time.Now()
-	if res.Unchanged && ms.reported.revision == b.Revision && !ms.reported.applied.IsZero() {
-		ms.applied = ms.reported.applied // applied then, as reported before this Controller started
-	}
-	ms.objects = map[ref]*applied{r: {ref: r, status: "Current", message: fmt.Sprintf("Helm revision %d, %s", res.Revision, res.Status)}}
-	ms.err, ms.failedRev, ms.attempts, ms.drifted, ms.drift, ms.readyAt, ms.during = nil, "", 0, false, "", time.Time{}, nil
-	ms.settle(time.Now())
-	c.mu.Unlock()
+	return outcome{revision: b.Revision, helm: true, unchanged: res.Unchanged,
+		objects: map[ref]*applied{r: {ref: r, status: "Current", message: fmt.Sprintf("Helm revision %d, %s", res.Revision, res.Status)}}}
 }
 
 // removeHelm uninstalls the Helm release r from a member, as helm uninstall does.

@@ -25,8 +25,9 @@ import (
 // decides; this file gathers what it decides from and runs what it says).
 
 // reconcile brings one Release's members one step closer to its spec, and says when to look
-// again if nothing else calls.
-func (c *Controller) reconcile(ctx context.Context, key types.NamespacedName) (requeue time.Duration, err error) {
+// again if nothing else calls. Every way through a pass comes to one result, which finish
+// reports: status is written there alone.
+func (c *Controller) reconcile(ctx context.Context, key types.NamespacedName) (time.Duration, error) {
 	if !c.ledSet(key) {
 		return 0, nil // another controller of the set leads; this one is called when it does (setLeases.led)
 	}
@@ -49,65 +50,79 @@ func (c *Controller) reconcile(ctx context.Context, key types.NamespacedName) (r
 	// Sharded, the replica that owns the Release writes its status and finalizer; each replica
 	// applies to the members it owns.
 	ownsRelease := c.owns(key)
-	if rel.DeletionTimestamp != nil {
-		return c.finalize(ctx, rel, st, ownsRelease)
+	var r result
+	switch {
+	case rel.DeletionTimestamp != nil:
+		r = c.finalize(ctx, rel, st, ownsRelease)
+	case !slices.Contains(rel.Finalizers, Finalizer):
+		r = c.addFinalizer(ctx, rel, ownsRelease)
+	default:
+		r = c.present(ctx, rel, st, ownsRelease)
 	}
-	if !slices.Contains(rel.Finalizers, Finalizer) {
-		if !ownsRelease {
-			return 0, nil // the Release's owner adds it, and the update brings it back here
-		}
-		rel = rel.DeepCopy()
-		rel.Finalizers = append(rel.Finalizers, Finalizer)
-		c.writes.Add(1)
-		_, err := c.registry.ClusterregistryV1alpha1().Releases(rel.Namespace).Update(ctx, rel, metav1.UpdateOptions{})
-		return 0, err // the update brings the Release back to the queue
-	}
-	if rel.Spec.Suspend {
-		return 0, c.writeStatus(ctx, rel, nil, nil, progress{stalledReason: "Suspended", stalledMessage: "spec.suspend is true: nothing is applied or removed"})
-	}
+	return c.finish(ctx, rel, st, r)
+}
 
+// addFinalizer puts the Finalizer on a Release its owner has not yet taken; the update brings
+// the Release back to the queue.
+func (c *Controller) addFinalizer(ctx context.Context, rel *v1alpha1.Release, ownsRelease bool) result {
+	if !ownsRelease {
+		return result{} // the Release's owner adds it, and the update brings it back here
+	}
+	rel = rel.DeepCopy()
+	rel.Finalizers = append(rel.Finalizers, Finalizer)
+	c.writes.Add(1)
+	_, err := c.registry.ClusterregistryV1alpha1().Releases(rel.Namespace).Update(ctx, rel, metav1.UpdateOptions{})
+	return result{err: err}
+}
+
+// present is a pass over a Release that is not being deleted: its rules and inputs, its render, and its delivery.
+func (c *Controller) present(ctx context.Context, rel *v1alpha1.Release, st *releaseState, ownsRelease bool) result {
+	if rel.Spec.Suspend {
+		return stalled(nil, nil, 0, "Suspended", "spec.suspend is true: nothing is applied or removed")
+	}
 	rules, invalid, err := compileRules(rel)
 	if err != nil {
-		return 0, c.writeStatus(ctx, rel, nil, nil, progress{stalledReason: invalid, stalledMessage: err.Error()})
+		return stalled(nil, nil, 0, invalid, err.Error())
 	}
 	c.setRules(st, rules)
 	in, recheck, stall := c.src.inputs(ctx, rel)
-	// A Ready Release comes back at least every Recheck (recheck.go).
-	defer func() { requeue = pick(pick(requeue, recheck), c.opts.Recheck) }()
-	if stall != nil {
-		return c.opts.RetryAfter, c.writeStatus(ctx, rel, nil, nil, *stall)
-	}
-	bundle, err := Render(rel, in)
-	if err != nil {
-		reason := "InvalidSource"
-		if oe := (*OverrideError)(nil); errors.As(err, &oe) {
-			reason = "InvalidOverride"
+	r := result{requeue: c.opts.RetryAfter, status: stall}
+	if stall == nil {
+		bundle, err := Render(rel, in)
+		switch oe := (*OverrideError)(nil); {
+		case errors.As(err, &oe):
+			r = stalled(nil, nil, 0, "InvalidOverride", err.Error())
+		case err != nil:
+			r = stalled(nil, nil, 0, "InvalidSource", err.Error())
+		default:
+			r = c.deliver(ctx, rel, st, bundle, ownsRelease)
 		}
-		return 0, c.writeStatus(ctx, rel, nil, nil, progress{stalledReason: reason, stalledMessage: err.Error()})
 	}
-	return c.deliver(ctx, rel, st, bundle, ownsRelease)
+	// A Ready Release comes back at least every Recheck (recheck.go).
+	r.recheck = pick(recheck, c.opts.Recheck)
+	return r
 }
 
 // deliver is a pass over a rendered Release: plan from a snapshot, act on the plan, and report
 // the status from a plan of what the acts left.
-func (c *Controller) deliver(ctx context.Context, rel *v1alpha1.Release, st *releaseState, bundle *Bundle, ownsRelease bool) (time.Duration, error) {
+func (c *Controller) deliver(ctx context.Context, rel *v1alpha1.Release, st *releaseState, bundle *Bundle, ownsRelease bool) result {
 	dec, err := c.decision(rel)
 	var unavailable *decisionsUnavailableError
 	switch {
 	case errors.As(err, &unavailable):
 		// Looked at again: the informer lists again by itself, and nothing calls when it does.
-		return c.opts.RetryAfter, c.writeStatus(ctx, rel, bundle, nil, progress{stalledReason: "DecisionsUnavailable", stalledMessage: err.Error()})
+		return stalled(bundle, nil, c.opts.RetryAfter, "DecisionsUnavailable", err.Error())
 	case err != nil:
-		return 0, c.writeStatus(ctx, rel, bundle, nil, progress{stalledReason: "DecisionNotFound", stalledMessage: err.Error()})
+		return stalled(bundle, nil, 0, "DecisionNotFound", err.Error())
 	}
 	if cycle := c.dependencyCycle(rel); cycle != "" {
-		return c.opts.RetryAfter, c.writeStatus(ctx, rel, bundle, dec, progress{stalledReason: "DependencyCycle",
-			stalledMessage: "spec.dependsOn makes a cycle: " + cycle + "; nothing of it is applied until one of them stops depending on the next"})
+		return stalled(bundle, dec, c.opts.RetryAfter, "DependencyCycle",
+			"spec.dependsOn makes a cycle: "+cycle+"; nothing of it is applied until one of them stops depending on the next")
 	}
 	if missing := c.missingDependencies(rel); len(missing) > 0 {
-		return c.opts.RetryAfter, c.writeStatus(ctx, rel, bundle, dec, progress{stalledReason: "DependencyNotFound",
-			stalledMessage: fmt.Sprintf("spec.dependsOn names %s, which cluster set %s does not have: nothing is applied until it is created, or removed from spec.dependsOn (a Release depends only on Releases of its own set)",
-				strings.Join(missing, ", "), rel.Namespace)})
+		return stalled(bundle, dec, c.opts.RetryAfter, "DependencyNotFound",
+			fmt.Sprintf("spec.dependsOn names %s, which cluster set %s does not have: nothing is applied until it is created, or removed from spec.dependsOn (a Release depends only on Releases of its own set)",
+				strings.Join(missing, ", "), rel.Namespace))
 	}
 	c.shareWith(rel, st, bundle.Revision, ownsRelease)
 	g := gatesOf(rel, len(dec.Clusters), c.opts.RetryAfter)
@@ -115,7 +130,7 @@ func (c *Controller) deliver(ctx context.Context, rel *v1alpha1.Release, st *rel
 	target := target{bundle: bundle, waves: Waves(dec.Clusters, dec.Groups, rel.Spec.Rollout), gates: g}
 	back, err := c.rollingBack(ctx, rel, bundle, target)
 	if err != nil {
-		return c.opts.RetryAfter, c.writeStatus(ctx, rel, bundle, dec, progress{stalledReason: "RollbackFailed", stalledMessage: err.Error()})
+		return stalled(bundle, dec, c.opts.RetryAfter, "RollbackFailed", err.Error())
 	}
 	if back != nil {
 		target = *back
@@ -132,8 +147,9 @@ type target struct {
 	stall  *progress
 }
 
-// pass plans from a snapshot, acts on the plan, and reports.
-func (c *Controller) pass(ctx context.Context, rel *v1alpha1.Release, st *releaseState, dec *decision.Decision, t target, ownsRelease bool) (time.Duration, error) {
+// pass plans from a snapshot and acts on the plan; its result reports a plan of what the acts
+// left.
+func (c *Controller) pass(ctx context.Context, rel *v1alpha1.Release, st *releaseState, dec *decision.Decision, t target, ownsRelease bool) result {
 	byName := c.memberIndex()
 	c.recheck(types.NamespacedName{Namespace: rel.Namespace, Name: rel.Name}, st, time.Now())
 	snap := c.snapshot(st, dec, t.waves, t.bundle, t.gates, byName)
@@ -166,9 +182,8 @@ func (c *Controller) pass(ctx context.Context, rel *v1alpha1.Release, st *releas
 		snap.stop = stop
 		p, wait = decide(snap), time.Second
 	}
-	defer c.tellDependents(rel, st, t.bundle.Revision, p)
-	pr := progress{snap: &snap, plan: &p}
-	switch {
+	r := result{bundle: t.bundle, dec: dec, requeue: wait, owner: ownsRelease, status: &progress{snap: &snap, plan: &p}}
+	switch pr := r.status; {
 	case t.stall != nil:
 		pr.stalledReason, pr.stalledMessage = t.stall.stalledReason, t.stall.stalledMessage
 	case p.held:
@@ -182,32 +197,11 @@ func (c *Controller) pass(ctx context.Context, rel *v1alpha1.Release, st *releas
 			}
 			break
 		}
-		if !ownsRelease {
-			break // the Release's owner records the rollback; this replica follows it
-		}
-		if err := errors.Join(c.report(ctx, rel, st, t.bundle, dec, snap, p, ownsRelease, pr), c.startRollback(ctx, rel, t.bundle, p)); err != nil {
-			return time.Second, err
-		}
-		return time.Millisecond, nil // the next pass rolls back
+		// The Release's owner records the rollback; another replica follows it.
+		r.rollback = ownsRelease
 	}
-	err := c.report(ctx, rel, st, t.bundle, dec, snap, p, ownsRelease, pr)
-	if p.stopped && ownsRelease && t.stall == nil {
-		err = errors.Join(err, c.recordStop(ctx, rel, t.bundle.Revision, p))
-	}
-	return wait, err
-}
-
-// report tells what the plan says: the Release's events and history (its owner's part) and its
-// status.
-func (c *Controller) report(ctx context.Context, rel *v1alpha1.Release, st *releaseState, bundle *Bundle, dec *decision.Decision, snap snapshot, p plan, ownsRelease bool, pr progress) error {
-	var historyErr error
-	if ownsRelease {
-		c.tell(rel, st, snap, p)
-		if err := c.keepHistory(ctx, rel, bundle, p); err != nil {
-			historyErr = fmt.Errorf("recording revision %s in the history: %w", bundle.Revision, err)
-		}
-	}
-	return errors.Join(c.writeStatus(ctx, rel, bundle, dec, pr), historyErr)
+	r.recordStop = p.stopped && ownsRelease && t.stall == nil && !r.rollback
+	return r
 }
 
 // snapshot copies, with the Controller's lock, what a pass decides from (see decide). dec nil

@@ -19,7 +19,7 @@ import (
 // when one that left for its health may go), or every member, when the Release is deleted.
 
 // removeMember removes a Release's objects from a member it no longer reaches (DeletionPolicy
-// Delete), in reverse apply order; a member no longer in the registry is forgotten.
+// Delete), and records how it went; a member no longer in the registry is forgotten.
 func (c *Controller) removeMember(ctx context.Context, rel *v1alpha1.Release, st *releaseState, key types.NamespacedName, m *multicluster.Member) {
 	c.mu.Lock()
 	ms := st.members[key]
@@ -33,15 +33,22 @@ func (c *Controller) removeMember(ctx context.Context, rel *v1alpha1.Release, st
 		refs = append(refs, r)
 	}
 	c.mu.Unlock()
-	done := func() {
-		c.mu.Lock()
-		delete(st.members, key)
-		c.mu.Unlock()
+	var err *memberError
+	if m != nil && rel.Spec.DeletionPolicy != v1alpha1.DeletionOrphan {
+		err = c.removeObjects(ctx, rel, key, m, refs)
 	}
-	if m == nil || rel.Spec.DeletionPolicy == v1alpha1.DeletionOrphan {
-		done()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err != nil {
+		ms.err, ms.failedAt = err, time.Now()
+		ms.settle(ms.failedAt)
 		return
 	}
+	delete(st.members, key)
+}
+
+// removeObjects removes refs from a member, in reverse apply order, within MemberTimeout.
+func (c *Controller) removeObjects(ctx context.Context, rel *v1alpha1.Release, key types.NamespacedName, m *multicluster.Member, refs []ref) *memberError {
 	ctx, cancel := context.WithTimeout(ctx, c.opts.MemberTimeout)
 	defer cancel()
 	mc, err := c.clients.get(ctx, m)
@@ -60,19 +67,15 @@ func (c *Controller) removeMember(ctx context.Context, rel *v1alpha1.Release, st
 		}
 	}
 	if err != nil {
-		c.mu.Lock()
-		ms.err, ms.failedAt = &memberError{class: classify(ctx, err), err: fmt.Errorf("removing: %w", err)}, time.Now()
-		ms.settle(ms.failedAt)
-		c.mu.Unlock()
-		return
+		return &memberError{class: classify(ctx, err), err: fmt.Errorf("removing: %w", err)}
 	}
-	done()
+	return nil
 }
 
 // finalize removes a deleted Release's objects from every member, then lets it go.
-func (c *Controller) finalize(ctx context.Context, rel *v1alpha1.Release, st *releaseState, ownsRelease bool) (time.Duration, error) {
+func (c *Controller) finalize(ctx context.Context, rel *v1alpha1.Release, st *releaseState, ownsRelease bool) result {
 	if !slices.Contains(rel.Finalizers, Finalizer) {
-		return 0, nil
+		return result{}
 	}
 	byName := c.memberIndex()
 	reported := c.shareWith(rel, st, "", ownsRelease)
@@ -110,11 +113,11 @@ func (c *Controller) finalize(ctx context.Context, rel *v1alpha1.Release, st *re
 			msg += fmt.Sprintf(" (%d wait: %s)", len(held), why)
 			break
 		}
-		err := c.writeStatus(ctx, rel, nil, nil, progress{snap: &snap, stalledReason: "Removing", stalledMessage: msg})
-		if left == 0 {
-			return 0, err // this replica's part is done; the Release's owner lets it go
-		}
-		return c.opts.RetryAfter, err
+		r := result{status: &progress{snap: &snap, stalledReason: "Removing", stalledMessage: msg}}
+		if left > 0 {
+			r.requeue = c.opts.RetryAfter
+		} // else this replica's part is done; the Release's owner lets it go
+		return r
 	}
 	rel = rel.DeepCopy()
 	rel.Finalizers = slices.DeleteFunc(rel.Finalizers, func(f string) bool { return f == Finalizer })
@@ -123,5 +126,5 @@ func (c *Controller) finalize(ctx context.Context, rel *v1alpha1.Release, st *re
 	if apierrors.IsNotFound(err) {
 		err = nil
 	}
-	return 0, err
+	return result{err: err}
 }

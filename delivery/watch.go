@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -79,9 +81,26 @@ func (c *Controller) kind(gvr schema.GroupVersionResource) *fleetcache.Kind[*uns
 	return c.kinds[gvr]
 }
 
+// deafened are the Controllers that drop their members' watch events, as a watch that missed
+// them would: the tests' seam (export_test.go), kept out of the Controller. deafCount keeps the
+// map off an event's path while no Controller is deaf, which is always outside the tests.
+var (
+	deafened  sync.Map // *Controller → struct{}
+	deafCount atomic.Int32
+)
+
+// deaf says whether c drops its members' watch events.
+func deaf(c *Controller) bool {
+	if deafCount.Load() == 0 {
+		return false
+	}
+	_, ok := deafened.Load(c)
+	return ok
+}
+
 // onObject learns an applied object's health, and any drift, from a member's watch.
 func (c *Controller) onObject(gvr schema.GroupVersionResource, ev fleetcache.Event[*unstructured.Unstructured]) {
-	if c.deaf.Load() {
+	if deaf(c) {
 		return
 	}
 	obj := ev.Object
