@@ -15,6 +15,7 @@ import (
 
 	"github.com/cluster-registry/sdk/clientset/versioned"
 
+	"github.com/cluster-registry/sdk/cmd/fleet-api/internal/httpapi"
 	"github.com/cluster-registry/sdk/rollout"
 )
 
@@ -53,7 +54,7 @@ func (s *server) act(r *http.Request) (response, error) {
 	case errors.As(err, &invalid):
 		return response{}, apierrors.NewBadRequest(fmt.Sprintf("%s %s: %s", action, rollout.Ref(name), invalid.Message))
 	case errors.As(err, &refused):
-		return response{}, statusError(http.StatusConflict, metav1.StatusReasonConflict, refused.Message)
+		return response{}, httpapi.StatusError(http.StatusConflict, metav1.StatusReasonConflict, refused.Message)
 	case err != nil:
 		return response{}, err
 	}
@@ -89,6 +90,6 @@ func (s *server) do(r *http.Request, cfg *rest.Config, ns, name, action string, 
 		}
 		return fmt.Sprintf("%s rolled back to revision %d (%s)", ref, u.To.Number, u.To.Hash), err
 	}
-	return "", statusError(http.StatusNotFound, metav1.StatusReasonNotFound,
+	return "", httpapi.StatusError(http.StatusNotFound, metav1.StatusReasonNotFound,
 		fmt.Sprintf("%q is not a rollout action: POST /releases/NAMESPACE/NAME/ACTION takes approve, pause, resume, restart or undo", action))
 }

@@ -85,7 +85,7 @@ func (s *server) keptAnswer(key string, version inputs, indent bool, v func() an
 	if err != nil {
 		return response{}, err
 	}
-	return response{kept: a}, nil
+	return response{Kept: a}, nil
 }
 
 // encodeJSON is v as writeJSON writes it (indent), or without indentation: at 1,000 members

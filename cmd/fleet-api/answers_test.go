@@ -20,6 +20,7 @@ import (
 
 	"github.com/cluster-registry/sdk/clientset/versioned"
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
+	"github.com/cluster-registry/sdk/cmd/fleet-api/internal/optikon"
 	"github.com/cluster-registry/sdk/testkit/fleettest"
 )
 
@@ -110,10 +111,10 @@ func TestPolledListsCostWhatChanged(t *testing.T) {
 	t.Cleanup(func() {
 		_ = pods.Delete(context.Background(), "polled", metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)})
 	})
-	had, err := strconv.Atoi(list[0].Annotations[annotationNumPods])
+	had, err := strconv.Atoi(list[0].Annotations[optikon.AnnotationNumPods])
 	require.NoError(t, err)
 	requireChanged(t, web.URL, etag, func(list []v1alpha1.Cluster) bool {
-		return list[0].Annotations[annotationNumPods] == strconv.Itoa(had+1)
+		return list[0].Annotations[optikon.AnnotationNumPods] == strconv.Itoa(had+1)
 	})
 
 	// The operator sees both sets; a caller who may list Clusters in one is sent that set's.

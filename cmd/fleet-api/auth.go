@@ -24,6 +24,7 @@ import (
 	"github.com/cluster-registry/sdk/callerauth"
 	"github.com/cluster-registry/sdk/clientset/versioned"
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
+	"github.com/cluster-registry/sdk/cmd/fleet-api/internal/httpapi"
 )
 
 // decisionTTL is how long the registry's answers about a caller are kept: who a token is
@@ -115,7 +116,7 @@ func (g *guard) servedOnly(next http.Handler) http.Handler {
 			if g.answerCORS(w, r) {
 				return
 			}
-			writeStatus(w, apierrors.NewBadRequest(fmt.Sprintf("this server does not serve host %q; give --allowed-host to serve it", r.Host)))
+			httpapi.WriteStatus(w, apierrors.NewBadRequest(fmt.Sprintf("this server does not serve host %q; give --allowed-host to serve it", r.Host)))
 			return
 		}
 		next.ServeHTTP(w, r)
@@ -125,7 +126,7 @@ func (g *guard) servedOnly(next http.Handler) http.Handler {
 // authenticated lets through only requests of an authenticated caller, not sent by a cross-site
 // page; the caller is in the request's context (genericrequest.UserFrom). encode writes each
 // refusal in the form of the API next serves.
-func (g *guard) authenticated(encode encoder, next http.Handler) http.Handler {
+func (g *guard) authenticated(encode httpapi.Encoder, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		resp, ok, err := g.authn.AuthenticateRequest(r)
 		if err != nil || !ok {
@@ -141,7 +142,7 @@ func (g *guard) authenticated(encode encoder, next http.Handler) http.Handler {
 			return
 		}
 		if why := unsupportedMediaType(r); why != "" {
-			encode(w, r, response{}, statusError(http.StatusUnsupportedMediaType, metav1.StatusReasonUnsupportedMediaType, why))
+			encode(w, r, response{}, httpapi.StatusError(http.StatusUnsupportedMediaType, metav1.StatusReasonUnsupportedMediaType, why))
 			return
 		}
 		next.ServeHTTP(w, r.WithContext(genericrequest.WithUser(r.Context(), resp.User)))

@@ -14,6 +14,7 @@ import (
 
 	"github.com/cluster-registry/sdk/clientset/versioned"
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
+	"github.com/cluster-registry/sdk/cmd/fleet-api/internal/httpapi"
 	"github.com/cluster-registry/sdk/informers/externalversions"
 	listers "github.com/cluster-registry/sdk/listers/clusterregistry/v1alpha1"
 )
@@ -112,7 +113,7 @@ func (s *server) watchReleases(w http.ResponseWriter, r *http.Request, charts bo
 	only := r.URL.Query().Get("namespace")
 	if only != "" {
 		if err := s.authorizeOn(r, "releases", "watch", only, ""); err != nil {
-			writeStatus(w, err)
+			httpapi.WriteStatus(w, err)
 			return
 		}
 	}

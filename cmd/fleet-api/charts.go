@@ -15,6 +15,7 @@ import (
 
 	"github.com/cluster-registry/sdk/clientset/versioned"
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
+	"github.com/cluster-registry/sdk/cmd/fleet-api/internal/httpapi"
 )
 
 // chartRelease is one chart release in GET /charts: a Release of the registry whose source is a
@@ -266,7 +267,7 @@ func (s *server) callerChart(r *http.Request, ns, name string) (*v1alpha1.Releas
 		return nil, nil, err
 	}
 	if rel.Spec.Source.Chart == nil {
-		return nil, nil, statusError(http.StatusNotFound, metav1.StatusReasonNotFound, fmt.Sprintf("release %s/%s delivers manifests, not a chart", ns, name))
+		return nil, nil, httpapi.StatusError(http.StatusNotFound, metav1.StatusReasonNotFound, fmt.Sprintf("release %s/%s delivers manifests, not a chart", ns, name))
 	}
 	return rel, registry, nil
 }
@@ -337,7 +338,7 @@ func (s *server) createChart(r *http.Request) (response, error) {
 		return response{}, err
 	}
 	c, _ := chartReleaseOf(created, nil)
-	return response{code: http.StatusCreated, body: c}, nil
+	return response{Code: http.StatusCreated, Body: c}, nil
 }
 
 // updateChart replaces a chart release's chart, values and member values (PUT) or changes its

@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+
+	"github.com/cluster-registry/sdk/cmd/fleet-api/internal/httpapi"
 )
 
 // CORS: a page of another origin (Optikon's UI, served apart from its API) may call the API when
@@ -68,7 +70,7 @@ func (g *guard) answerCORS(w http.ResponseWriter, r *http.Request) bool {
 		return false
 	}
 	if !allowed {
-		writeStatus(w, statusError(http.StatusForbidden, "Forbidden",
+		httpapi.WriteStatus(w, httpapi.StatusError(http.StatusForbidden, "Forbidden",
 			fmt.Sprintf("a page of origin %q may not call this server: give --cors-allowed-origin to allow it", origin)))
 		return true
 	}

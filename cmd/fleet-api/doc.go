@@ -63,7 +63,8 @@
 //	                                    /watch/clusters streams members (?namespace= for one set)
 //
 // Optikon's v0 API, for its UI (base path /v0, the -n cluster set or --optikon-cluster-set's; errors are Optikon's
-// APIResponse, {"code": "404", "message": ...}):
+// APIResponse, {"code": "404", "message": ...}; package internal/optikon, on the native routes'
+// operations):
 //
 //	GET    /v0/clusters                 the set's Clusters as the registry has them, each with the
 //	                                    annotations NumPods (the member's Pods, "unknown" when

@@ -16,6 +16,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/cluster-registry/sdk/cmd/fleet-api/internal/httpapi"
 )
 
 // Watch event types, as a Kubernetes watch names them; a BOOKMARK carries only the resource
@@ -224,7 +226,7 @@ const (
 func (s *server) watchClusters(w http.ResponseWriter, r *http.Request) {
 	selected, err := parseSelection(r.URL.Query())
 	if err != nil {
-		writeStatus(w, apierrors.NewBadRequest(err.Error()))
+		httpapi.WriteStatus(w, apierrors.NewBadRequest(err.Error()))
 		return
 	}
 	stream(w, r, s.feed, selected.matches, func(ctx context.Context, ns, _ string) bool {
@@ -240,12 +242,12 @@ func (s *server) watchCluster(w http.ResponseWriter, r *http.Request) {
 	ns, name := r.PathValue("namespace"), r.PathValue("name")
 	selected, err := parseSelection(r.URL.Query())
 	if err != nil {
-		writeStatus(w, apierrors.NewBadRequest(err.Error()))
+		httpapi.WriteStatus(w, apierrors.NewBadRequest(err.Error()))
 		return
 	}
 	selected.fields = fields.AndSelectors(selected.fields, fields.OneTermEqualSelector("metadata.namespace", ns), fields.OneTermEqualSelector("metadata.name", name))
 	if err := s.authorize(r, "watch", ns, name); err != nil {
-		writeStatus(w, err)
+		httpapi.WriteStatus(w, err)
 		return
 	}
 	stream(w, r, s.feed, selected.matches, func(ctx context.Context, ns, name string) bool {
@@ -261,7 +263,7 @@ func stream[T summary[T]](w http.ResponseWriter, r *http.Request, f *feed[T], ma
 	set func(*watchEvent, T), list string) {
 	flusher, ok := w.(http.Flusher)
 	if !ok {
-		writeStatus(w, apierrors.NewInternalError(errors.New("the connection cannot stream")))
+		httpapi.WriteStatus(w, apierrors.NewInternalError(errors.New("the connection cannot stream")))
 		return
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), maxWatchLength)
@@ -274,12 +276,12 @@ func stream[T summary[T]](w http.ResponseWriter, r *http.Request, f *feed[T], ma
 	if from := r.URL.Query().Get("resourceVersion"); from != "" {
 		n, err := strconv.ParseUint(from, 10, 64)
 		if err != nil {
-			writeStatus(w, apierrors.NewBadRequest(fmt.Sprintf("resourceVersion %q: want the number GET /clusters or an event gave", from)))
+			httpapi.WriteStatus(w, apierrors.NewBadRequest(fmt.Sprintf("resourceVersion %q: want the number GET /clusters or an event gave", from)))
 			return
 		}
 		var kept bool
 		if pending, rev, next, kept = f.since(n); !kept {
-			writeStatus(w, apierrors.NewResourceExpired(fmt.Sprintf("resourceVersion %s is too old or unknown: list again (%s) and watch from its resourceVersion", from, list)))
+			httpapi.WriteStatus(w, apierrors.NewResourceExpired(fmt.Sprintf("resourceVersion %s is too old or unknown: list again (%s) and watch from its resourceVersion", from, list)))
 			return
 		}
 	} else {

@@ -23,6 +23,8 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/cluster-registry/sdk/clientset/versioned"
+	"github.com/cluster-registry/sdk/cmd/fleet-api/internal/httpapi"
+	"github.com/cluster-registry/sdk/cmd/fleet-api/internal/optikon"
 	"github.com/cluster-registry/sdk/trustflags"
 )
 
@@ -144,10 +146,10 @@ member's Nodes, Pods and Deployments, and a dashboard at /. Every request acts f
 token (or, with TLS and --client-ca-file, a client certificate) that the registry accepts, and
 only what the registry's RBAC lets the caller do there.
 
-` + routeHelp(apiRoutes) + `
+` + httpapi.Help(apiRoutes) + `
 
 Optikon's v0 API (its swagger; -n's cluster set, or --optikon-cluster-set's; errors are {"code", "message"}):
-` + routeHelp(v0Routes) + `
+` + httpapi.Help(optikon.Routes) + `
 
 Writes are checked (RBAC, then the Cluster's validation, naming each bad field) and sent to the
 registry as the caller. Errors are Kubernetes Status objects, 404 and 405 included; a body that

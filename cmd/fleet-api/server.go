@@ -24,6 +24,8 @@ import (
 	"github.com/cluster-registry/sdk/access"
 	"github.com/cluster-registry/sdk/clientset/versioned"
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
+	"github.com/cluster-registry/sdk/cmd/fleet-api/internal/httpapi"
+	"github.com/cluster-registry/sdk/cmd/fleet-api/internal/optikon"
 	"github.com/cluster-registry/sdk/fleetcache"
 	"github.com/cluster-registry/sdk/helmrelease"
 	"github.com/cluster-registry/sdk/internal/answercache"
@@ -113,7 +115,7 @@ func (s *server) cacheKinds() error {
 		return err
 	}
 	s.helm, err = fleetcache.Typed[*corev1.Secret](s.caches, corev1.SchemeGroupVersion.WithResource("secrets"), fleetcache.KindOptions{
-		LabelSelector: helmrelease.StorageSelector, Transform: summarizeHelmSecret})
+		LabelSelector: helmrelease.StorageSelector, Transform: optikon.SummarizeHelmSecret})
 	if err != nil {
 		return err
 	}
@@ -183,13 +185,13 @@ func (s *server) stop() {
 // nothing of the fleet and asks the API as its user, with their token.
 func (s *server) routes(g *guard) http.Handler {
 	s.guard = g
-	api, v0 := s.mux(apiRoutes, encodeNative), s.mux(v0Routes, encodeV0)
+	api := httpapi.WithStatusErrors(httpapi.Mux(s, apiRoutes, httpapi.EncodeNative), "fleet-api's API", apiRoutes, httpapi.EncodeNative)
 	mux := http.NewServeMux()
-	mux.Handle("/v0/", g.cors(g.authenticated(encodeV0, withStatusErrors(v0, "Optikon's v0 API", v0Routes, encodeV0))))
+	mux.Handle("/v0/", g.cors(g.authenticated(optikon.Encode, optikon.New(optikonCore{s}).Handler())))
 	dashboard := page()
 	mux.Handle("GET /{$}", dashboard)
 	mux.Handle("GET /ui/", dashboard)
-	mux.Handle("/", g.cors(g.authenticated(encodeNative, withStatusErrors(api, "fleet-api's API", apiRoutes, encodeNative))))
+	mux.Handle("/", g.cors(g.authenticated(httpapi.EncodeNative, api)))
 	return g.servedOnly(mux)
 }
 
@@ -481,7 +483,7 @@ func (s *server) createCluster(r *http.Request) (response, error) {
 	if err != nil {
 		return response{}, err
 	}
-	return response{code: http.StatusCreated, body: created}, nil
+	return response{Code: http.StatusCreated, Body: created}, nil
 }
 
 // updateCluster replaces a Cluster (PUT), as the registry's update does: the body's
@@ -567,25 +569,6 @@ func (s *server) deleteClusters(r *http.Request) (response, error) {
 	}
 	deleted.TypeMeta = metav1.TypeMeta{Kind: "ClusterList", APIVersion: v1alpha1.SchemeGroupVersion.String()}
 	return ok(&deleted), nil
-}
-
-// statusError is an error that writeStatus answers with code, reason and message as they are.
-func statusError(code int, reason metav1.StatusReason, message string) *apierrors.StatusError {
-	return &apierrors.StatusError{ErrStatus: metav1.Status{Status: metav1.StatusFailure, Code: int32(code), Reason: reason, Message: message}}
-}
-
-// writeStatus writes err as a Kubernetes Status (statusOf), as an API server would.
-func writeStatus(w http.ResponseWriter, err error) {
-	st := statusOf(err)
-	writeJSON(w, int(st.Code), &st)
-}
-
-func writeJSON(w http.ResponseWriter, code int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(code)
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	_ = enc.Encode(v)
 }
 
 // podCounts are the member's Pods, Ready of all; unknown, saying why, when its cache has none.

@@ -15,6 +15,7 @@ import (
 
 	"github.com/cluster-registry/sdk/clientset/versioned"
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
+	"github.com/cluster-registry/sdk/cmd/fleet-api/internal/optikon"
 	"github.com/cluster-registry/sdk/testkit/fleettest"
 )
 
@@ -103,7 +104,7 @@ func optikonErrors(t *testing.T, base string) {
 func requireAPIResponse(t *testing.T, code int, body []byte, want int, says string) {
 	t.Helper()
 	require.Equal(t, want, code, string(body))
-	var r apiResponse
+	var r optikon.APIResponse
 	require.NoError(t, json.Unmarshal(body, &r), string(body))
 	require.Equal(t, http.StatusText(want), http.StatusText(code))
 	require.Equal(t, strconv.Itoa(want), r.Code)

@@ -29,6 +29,7 @@ import (
 	"github.com/cluster-registry/sdk/chartrender"
 	"github.com/cluster-registry/sdk/clientset/versioned"
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
+	"github.com/cluster-registry/sdk/cmd/fleet-api/internal/optikon"
 	"github.com/cluster-registry/sdk/delivery"
 	"github.com/cluster-registry/sdk/multicluster"
 	"github.com/cluster-registry/sdk/scheduler"
@@ -124,11 +125,11 @@ func runControllers(t *testing.T, fleet *multicluster.Fleet, ns string) {
 }
 
 // listOptikon is GET /v0/releases[?labels=] as the operator.
-func listOptikon(t *testing.T, url string) []optikonRelease {
+func listOptikon(t *testing.T, url string) []optikon.Release {
 	t.Helper()
 	code, body := call(t, http.MethodGet, url, nil)
 	require.Equal(t, http.StatusOK, code, string(body))
-	var out []optikonRelease
+	var out []optikon.Release
 	require.NoError(t, json.Unmarshal(body, &out))
 	return out
 }
@@ -161,7 +162,7 @@ func TestOptikonReleases(t *testing.T) {
 	require.Empty(t, listOptikon(t, base+"/v0/releases?labels=region=west"))
 	code, answer = call(t, http.MethodGet, base+"/v0/releases/hello", nil)
 	require.Equal(t, http.StatusOK, code, string(answer))
-	var one optikonRelease
+	var one optikon.Release
 	require.NoError(t, json.Unmarshal(answer, &one))
 	require.Equal(t, "member-1", one.OnCluster)
 	require.Equal(t, 1, one.Version)
@@ -175,7 +176,7 @@ func TestOptikonReleases(t *testing.T) {
 	code, answer = sendForm(t, operatorToken, http.MethodPut, base+"/v0/releases/hello", ct, body)
 	requireAPIResponse(t, code, answer, http.StatusOK, "release hello upgraded")
 	require.Eventually(t, func() bool { return installed(2, "0.2.0") }, 90*time.Second, 200*time.Millisecond, "hello on member-1 at revision 2")
-	secrets, err := kubernetes.NewForConfigOrDie(lf.Registry.Config).CoreV1().Secrets(ns).List(testContext(t), metav1.ListOptions{LabelSelector: optikonLabel + "=hello"})
+	secrets, err := kubernetes.NewForConfigOrDie(lf.Registry.Config).CoreV1().Secrets(ns).List(testContext(t), metav1.ListOptions{LabelSelector: optikon.ReleaseLabel + "=hello"})
 	require.NoError(t, err)
 	require.Len(t, secrets.Items, 1, "the chart Secrets kept after an upgrade")
 	upgradeKeepsOthersSecrets(t, ns, base)
@@ -184,7 +185,7 @@ func TestOptikonReleases(t *testing.T) {
 	code, answer = call(t, http.MethodDelete, base+"/v0/releases/hello?labels=region=east", nil)
 	requireAPIResponse(t, code, answer, http.StatusOK, "release hello deleted from member-1")
 	gone(t, east, "hello")
-	secrets, err = kubernetes.NewForConfigOrDie(lf.Registry.Config).CoreV1().Secrets(ns).List(testContext(t), metav1.ListOptions{LabelSelector: optikonLabel + "=hello"})
+	secrets, err = kubernetes.NewForConfigOrDie(lf.Registry.Config).CoreV1().Secrets(ns).List(testContext(t), metav1.ListOptions{LabelSelector: optikon.ReleaseLabel + "=hello"})
 	require.NoError(t, err)
 	require.Empty(t, secrets.Items, "the chart Secrets of a release removed from its last cluster")
 	optikonReleaseErrors(t, ns, base)
@@ -214,7 +215,7 @@ func everywhere(t *testing.T, ns, base string, east, west kubernetes.Interface) 
 	require.NoError(t, err, "member-1 lost its objects when member-2 left")
 	code, answer = call(t, http.MethodDelete, base+"/v0/releases/both", nil)
 	requireAPIResponse(t, code, answer, http.StatusOK, "release both deleted from every cluster")
-	_, err = versioned.NewForConfigOrDie(lf.Registry.Config).ClusterregistryV1alpha1().Placements(ns).Get(testContext(t), placementName("both"), metav1.GetOptions{})
+	_, err = versioned.NewForConfigOrDie(lf.Registry.Config).ClusterregistryV1alpha1().Placements(ns).Get(testContext(t), optikon.PlacementName("both"), metav1.GetOptions{})
 	require.True(t, apierrors.IsNotFound(err), "both's Placement after DELETE: %v", err)
 }
 
@@ -276,8 +277,7 @@ func hostileHelmRecord(t *testing.T, s *server, member kubernetes.Interface) {
 	}, 30*time.Second, 100*time.Millisecond, "the hostile record in fleet-api's cache")
 	got, _ := s.helm.List(m2, labels.SelectorFromSet(labels.Set{"name": "ghost"}))
 	require.Nil(t, got[0].Data, "a member's 20 MiB record kept in the cache")
-	_, ok := cachedHelmRevision(got[0])
-	require.False(t, ok)
+	require.Empty(t, got[0].Annotations, "a summary kept of a record that does not decode")
 }
 
 // tarGz is a gzipped tar of the given entries.
@@ -315,7 +315,7 @@ func optikonReleaseErrors(t *testing.T, ns, base string) {
 		{"not a chart", "", names, []byte("just some bytes"), "chartTar is not a chart Helm can install: not a packaged chart"},
 		{"a tar bomb", "", names, bomb, "unpacks to more than"},
 		{"a path out of the chart", "", names, escape, "chartTar is not a chart Helm can install"},
-		{"too large", "", names, bytes.Repeat([]byte{1}, maxChartUpload+1), "larger than"},
+		{"too large", "", names, bytes.Repeat([]byte{1}, optikon.MaxChartUpload+1), "larger than"},
 		{"a name that is not a DNS label", "", map[string]string{"name": "Hello_World", "namespace": "apps"}, good, `name "Hello_World"`},
 		{"no namespace", "", map[string]string{"name": "x"}, good, `namespace ""`},
 		{"bad labels", "?labels=region%3D%3Deast%3D", names, good, "is not a label selector"},
@@ -344,9 +344,9 @@ func optikonReleaseErrors(t *testing.T, ns, base string) {
 	ct, body = form(t, map[string]string{"name": "partial", "namespace": "apps"}, good)
 	code, answer = sendForm(t, half, http.MethodPost, base+"/v0/releases", ct, body)
 	requireAPIResponse(t, code, answer, http.StatusForbidden, `its Release partial: releases.clusterregistry.k8s.io is forbidden`)
-	left, err := kube.CoreV1().Secrets(ns).List(testContext(t), metav1.ListOptions{LabelSelector: optikonLabel + "=partial"})
+	left, err := kube.CoreV1().Secrets(ns).List(testContext(t), metav1.ListOptions{LabelSelector: optikon.ReleaseLabel + "=partial"})
 	require.NoError(t, err)
 	require.Empty(t, left.Items, "the chart's Secret of a POST that failed")
-	_, err = versioned.NewForConfigOrDie(lf.Registry.Config).ClusterregistryV1alpha1().Placements(ns).Get(testContext(t), placementName("partial"), metav1.GetOptions{})
+	_, err = versioned.NewForConfigOrDie(lf.Registry.Config).ClusterregistryV1alpha1().Placements(ns).Get(testContext(t), optikon.PlacementName("partial"), metav1.GetOptions{})
 	require.True(t, apierrors.IsNotFound(err), "the Placement of a POST that failed: %v", err)
 }

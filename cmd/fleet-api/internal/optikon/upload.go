@@ -1,4 +1,4 @@
-package main
+package optikon
 
 import (
 	"errors"
@@ -14,16 +14,16 @@ import (
 	"github.com/cluster-registry/sdk/chartrender"
 )
 
-// maxChartUpload bounds chartTar: the chart is kept in a Secret of the set, which the registry
+// MaxChartUpload bounds chartTar: the chart is kept in a Secret of the set, which the registry
 // caps at 1 MiB with its metadata. What it unpacks to is bounded by chartrender.Load.
-const maxChartUpload = 768 << 10
+const MaxChartUpload = 768 << 10
 
 // maxFormField bounds the form's other fields: names.
 const maxFormField = 256
 
-// v0Upload is a POST or PUT /v0/releases form: the chart, and for POST the release's name and
+// chartUpload is a POST or PUT /v0/releases form: the chart, and for POST the release's name and
 // the namespace it goes to on each cluster.
-type v0Upload struct {
+type chartUpload struct {
 	name, namespace string
 	chart           []byte
 	digest          string
@@ -32,30 +32,30 @@ type v0Upload struct {
 
 // readUpload reads the multipart form Optikon's UI sends, bounded, and checks it: chartTar a
 // chart Helm loads within chartrender's bounds, name and namespace DNS labels (when named).
-func readUpload(r *http.Request, needNames bool) (v0Upload, error) {
-	r.Body = http.MaxBytesReader(nil, r.Body, maxChartUpload+64<<10)
+func readUpload(r *http.Request, needNames bool) (chartUpload, error) {
+	r.Body = http.MaxBytesReader(nil, r.Body, MaxChartUpload+64<<10)
 	mr, err := r.MultipartReader()
 	if err != nil {
-		return v0Upload{}, apierrors.NewBadRequest("the body must be multipart/form-data with chartTar (a packaged chart), name and namespace: " + err.Error())
+		return chartUpload{}, apierrors.NewBadRequest("the body must be multipart/form-data with chartTar (a packaged chart), name and namespace: " + err.Error())
 	}
-	var up v0Upload
+	var up chartUpload
 	for {
 		part, err := mr.NextPart()
 		if errors.Is(err, io.EOF) {
 			break
 		}
 		if err != nil {
-			return v0Upload{}, uploadError(err)
+			return chartUpload{}, uploadError(err)
 		}
 		switch part.FormName() {
 		case "chartTar":
-			if up.chart, err = readPart(part, maxChartUpload, "chartTar"); err != nil {
-				return v0Upload{}, err
+			if up.chart, err = readPart(part, MaxChartUpload, "chartTar"); err != nil {
+				return chartUpload{}, err
 			}
 		case "name", "namespace":
 			v, err := readPart(part, maxFormField, part.FormName())
 			if err != nil {
-				return v0Upload{}, err
+				return chartUpload{}, err
 			}
 			if part.FormName() == "name" {
 				up.name = strings.TrimSpace(string(v))
@@ -83,13 +83,13 @@ func readPart(part io.Reader, limit int64, field string) ([]byte, error) {
 func uploadError(err error) error {
 	var tooLarge *http.MaxBytesError
 	if errors.As(err, &tooLarge) {
-		return apierrors.NewBadRequest(fmt.Sprintf("the form is larger than %d bytes: chartTar may be at most %d", tooLarge.Limit, maxChartUpload))
+		return apierrors.NewBadRequest(fmt.Sprintf("the form is larger than %d bytes: chartTar may be at most %d", tooLarge.Limit, MaxChartUpload))
 	}
 	return apierrors.NewBadRequest("the multipart form could not be read: " + err.Error())
 }
 
 // check says what is wrong with the form, naming the field.
-func (up *v0Upload) check(needNames bool) error {
+func (up *chartUpload) check(needNames bool) error {
 	if len(up.chart) == 0 {
 		return apierrors.NewBadRequest("chartTar is required: a packaged chart, as helm package writes it")
 	}

@@ -1,4 +1,4 @@
-package main
+package optikon
 
 import (
 	"context"
@@ -15,43 +15,44 @@ import (
 
 	"github.com/cluster-registry/sdk/clientset/versioned"
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
+	"github.com/cluster-registry/sdk/cmd/fleet-api/internal/httpapi"
 )
 
 // An Optikon release is three objects of the set, made as the caller: the uploaded chart in a
 // Secret (named after the release and the chart's digest, so an upgrade is a new Secret and is
 // delivered at once), a Placement of the clusters its labels select, and a Release of the chart
 // in Helm mode, installed in its namespace on each (made where missing). The three carry
-// optikonLabel, so that DELETE finds them.
+// ReleaseLabel, so that DELETE finds them.
 
-// optikonLabel names, on each object an Optikon release made, the release.
-const optikonLabel = "optikon.clusterregistry.k8s.io/release"
+// ReleaseLabel names, on each object an Optikon release made, the release.
+const ReleaseLabel = "optikon.clusterregistry.k8s.io/release"
 
 // chartSecretName is the Secret holding a release's chart of digest.
 func chartSecretName(release, digest string) string {
 	return "optikon-" + release + "-" + strings.TrimPrefix(digest, "sha256:")[:10]
 }
 
-// placementName is an Optikon release's Placement.
-func placementName(release string) string { return "optikon-" + release }
+// PlacementName is an Optikon release's Placement.
+func PlacementName(release string) string { return "optikon-" + release }
 
-// v0Clients are the caller's clients of the registry: its API and the core one (Secrets).
-type v0Clients struct {
+// callerClients are the caller's clients of the registry: its API and the core one (Secrets).
+type callerClients struct {
 	registry versioned.Interface
 	kube     kubernetes.Interface
 }
 
-// callerV0 is the caller's clients.
-func (s *server) callerV0(r *http.Request) (v0Clients, error) {
-	cfg, err := s.guard.callerConfig(r.Context())
+// caller is the caller's clients.
+func (a *API) caller(r *http.Request) (callerClients, error) {
+	cfg, err := a.core.CallerConfig(r.Context())
 	if err != nil {
-		return v0Clients{}, err
+		return callerClients{}, err
 	}
-	var c v0Clients
+	var c callerClients
 	if c.registry, err = versioned.NewForConfig(cfg); err != nil {
-		return v0Clients{}, err
+		return callerClients{}, err
 	}
 	if c.kube, err = kubernetes.NewForConfig(cfg); err != nil {
-		return v0Clients{}, err
+		return callerClients{}, err
 	}
 	return c, nil
 }
@@ -68,25 +69,25 @@ func parseLabels(r *http.Request) (string, *metav1.LabelSelector, error) {
 
 // v0CreateRelease is POST /v0/releases: the chart installed on every cluster ?labels= selects
 // (every cluster of the set without it), in namespace. A failure leaves nothing behind.
-func (s *server) v0CreateRelease(r *http.Request) (response, error) {
-	ns, err := s.v0Set()
+func (a *API) createRelease(r *http.Request) (httpapi.Response, error) {
+	ns, err := a.core.Set()
 	if err != nil {
-		return response{}, err
+		return httpapi.Response{}, err
 	}
 	_, selector, err := parseLabels(r)
 	if err != nil {
-		return response{}, err
+		return httpapi.Response{}, err
 	}
 	up, err := readUpload(r, true)
 	if err != nil {
-		return response{}, err
+		return httpapi.Response{}, err
 	}
-	c, err := s.callerV0(r)
+	c, err := a.caller(r)
 	if err != nil {
-		return response{}, err
+		return httpapi.Response{}, err
 	}
 	if err := makeRelease(r.Context(), c, ns, up, selector); err != nil {
-		return response{}, err
+		return httpapi.Response{}, err
 	}
 	return said(http.StatusCreated, "release %s of chart %s (%s) made in cluster set %s, installed in namespace %s of each cluster it selects",
 		up.name, up.chartName, up.digest, ns, up.namespace), nil
@@ -94,7 +95,7 @@ func (s *server) v0CreateRelease(r *http.Request) (response, error) {
 
 // makeRelease makes the three objects of an Optikon release, undoing what it made when one
 // cannot be made.
-func makeRelease(ctx context.Context, c v0Clients, ns string, up v0Upload, selector *metav1.LabelSelector) (err error) {
+func makeRelease(ctx context.Context, c callerClients, ns string, up chartUpload, selector *metav1.LabelSelector) (err error) {
 	var undo []func() error
 	defer func() {
 		if err == nil {
@@ -106,7 +107,7 @@ func makeRelease(ctx context.Context, c v0Clients, ns string, up v0Upload, selec
 			}
 		}
 	}()
-	mine := map[string]string{optikonLabel: up.name}
+	mine := map[string]string{ReleaseLabel: up.name}
 	secret := chartSecret(ns, up, mine)
 	if _, err := c.kube.CoreV1().Secrets(ns).Create(ctx, secret, metav1.CreateOptions{FieldManager: "fleet-api"}); err != nil {
 		return storeError(err, "the chart's Secret", secret.Name)
@@ -115,7 +116,7 @@ func makeRelease(ctx context.Context, c v0Clients, ns string, up v0Upload, selec
 		return c.kube.CoreV1().Secrets(ns).Delete(context.Background(), secret.Name, metav1.DeleteOptions{})
 	})
 	placements := c.registry.ClusterregistryV1alpha1().Placements(ns)
-	p := &v1alpha1.Placement{ObjectMeta: metav1.ObjectMeta{Name: placementName(up.name), Labels: mine}, Spec: v1alpha1.PlacementSpec{Selector: selector}}
+	p := &v1alpha1.Placement{ObjectMeta: metav1.ObjectMeta{Name: PlacementName(up.name), Labels: mine}, Spec: v1alpha1.PlacementSpec{Selector: selector}}
 	if _, err := placements.Create(ctx, p, metav1.CreateOptions{FieldManager: "fleet-api"}); err != nil {
 		return storeError(err, "its Placement", p.Name)
 	}
@@ -130,7 +131,7 @@ func makeRelease(ctx context.Context, c v0Clients, ns string, up v0Upload, selec
 }
 
 // chartSecret is the Secret that holds an upload's chart.
-func chartSecret(ns string, up v0Upload, mine map[string]string) *corev1.Secret {
+func chartSecret(ns string, up chartUpload, mine map[string]string) *corev1.Secret {
 	return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: chartSecretName(up.name, up.digest), Namespace: ns, Labels: mine,
 		Annotations: map[string]string{"clusterregistry.k8s.io/chart-digest": up.digest}},
 		Data: map[string][]byte{"chart.tgz": up.chart}}
@@ -155,9 +156,9 @@ func storeError(err error, what, name string) error {
 }
 
 // selectedClusters are the names of the set's Clusters that selector chooses.
-func (s *server) selectedClusters(ns string, selector labels.Selector) []string {
+func (a *API) selectedClusters(ns string, selector labels.Selector) []string {
 	var out []string
-	for _, m := range s.fleet.Members() {
+	for _, m := range a.core.Fleet().Members() {
 		if c := m.Cluster(); c.Namespace == ns && selector.Matches(labels.Set(c.Labels)) {
 			out = append(out, c.Name)
 		}

@@ -1,4 +1,4 @@
-package main
+package optikon
 
 import (
 	"strconv"
@@ -11,7 +11,7 @@ import (
 
 // fleet-api caches Helm's storage Secrets on every member (helmrelease.StorageSelector) and
 // answers GET /v0/releases from them, as `helm ls` there would, with no request per poll. Each
-// is summarized as it arrives (summarizeHelmSecret): the record, with the whole chart inside, is
+// is summarized as it arrives (SummarizeHelmSecret): the record, with the whole chart inside, is
 // dropped.
 
 // helmSummaryPrefix prefixes the annotations in which a cached storage Secret keeps the summary
@@ -29,9 +29,9 @@ type helmRevision struct {
 	FirstDeployed, LastDeployed string
 }
 
-// summarizeHelmSecret replaces a storage Secret's record with its summary (helmSummaryPrefix), or
+// SummarizeHelmSecret, the Transform of fleet-api's cache of Helm storage, replaces a storage Secret's record with its summary (helmSummaryPrefix), or
 // with nothing when the record does not decode: the cache keeps a few hundred bytes of each.
-func summarizeHelmSecret(obj any) (any, error) {
+func SummarizeHelmSecret(obj any) (any, error) {
 	sec, ok := obj.(*corev1.Secret)
 	if !ok {
 		return obj, nil

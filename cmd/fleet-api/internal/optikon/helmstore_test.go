@@ -1,4 +1,4 @@
-package main
+package optikon
 
 import (
 	"bytes"
@@ -28,7 +28,7 @@ func helmSecret(t *testing.T, record []byte) *corev1.Secret {
 func TestHelmStorageSummary(t *testing.T) {
 	record := []byte(`{"name":"web","namespace":"apps","version":3,"info":{"status":"pending-upgrade","first_deployed":"2026-11-28T10:00:00Z",` +
 		`"last_deployed":"2026-11-29T10:00:00+01:00"},"chart":{"metadata":{"name":"web","version":"1.2.0"},"templates":[{"name":"t","data":"eA=="}]},"config":{"replicas":2}}`)
-	obj, err := summarizeHelmSecret(helmSecret(t, record))
+	obj, err := SummarizeHelmSecret(helmSecret(t, record))
 	require.NoError(t, err)
 	sec := obj.(*corev1.Secret)
 	require.Nil(t, sec.Data, "the record, chart and all, kept in the cache")
@@ -44,7 +44,7 @@ func TestHelmStorageSummary(t *testing.T) {
 	bomb := append([]byte(`{"name":"`), bytes.Repeat([]byte("a"), helmrelease.MaxRecordSize+1)...)
 	for name, sec := range map[string]*corev1.Secret{"a bomb": helmSecret(t, bomb), "not base64": {Data: map[string][]byte{"release": []byte("%%%")}},
 		"not JSON": helmSecret(t, []byte("nope"))} {
-		obj, err := summarizeHelmSecret(sec)
+		obj, err := SummarizeHelmSecret(sec)
 		require.NoError(t, err, name)
 		_, ok := cachedHelmRevision(obj.(*corev1.Secret))
 		require.False(t, ok, name)

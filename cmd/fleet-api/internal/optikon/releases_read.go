@@ -1,4 +1,4 @@
-package main
+package optikon
 
 import (
 	"fmt"
@@ -14,12 +14,13 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
+	"github.com/cluster-registry/sdk/cmd/fleet-api/internal/httpapi"
 	"github.com/cluster-registry/sdk/multicluster"
 )
 
-// optikonRelease is one release on one cluster, in the shape Optikon's API gave Helm's (its
+// Release is one release on one cluster, in the shape Optikon's API gave Helm's (its
 // release.Release, with OnCluster): as Helm on that cluster reports it.
-type optikonRelease struct {
+type Release struct {
 	Name      string
 	Namespace string
 	// Version is the release's revision on that cluster, as `helm history` numbers it.
@@ -36,43 +37,41 @@ type optikonRelease struct {
 	Config struct{ Raw string }
 }
 
-// v0ListReleases is GET /v0/releases[?labels=]: every Helm-mode chart Release of the set, once
+// listReleases is GET /v0/releases[?labels=]: every Helm-mode chart Release of the set, once
 // per cluster ?labels= selects that Helm reports it on, from the server's watch of the Releases
 // and its caches of Helm's storage on the members: nothing is asked of either per poll, and the
 // answer is computed once per change (serveAnswer).
-func (s *server) v0ListReleases(r *http.Request) (response, error) {
-	ns, selector, err := s.v0ReleaseQuery(r, "list", "")
+func (a *API) listReleases(r *http.Request) (httpapi.Response, error) {
+	ns, selector, err := a.releaseQuery(r, "list", "")
 	if err != nil {
-		return response{}, err
+		return httpapi.Response{}, err
 	}
-	version := s.inputs()
-	key := answerKey("v0/releases", []string{ns}, url.Values{"labels": {selector.String()}})
-	return s.keptAnswer(key, version, false, func() any { return s.v0Releases(ns, selector, "") })
+	return a.core.Kept("v0/releases", ns, url.Values{"labels": {selector.String()}}, func() any { return a.releases(ns, selector, "") })
 }
 
-// v0GetRelease is GET /v0/releases/{releaseId}[?labels=]: the release on the first cluster (by
+// getRelease is GET /v0/releases/{releaseId}[?labels=]: the release on the first cluster (by
 // name) that ?labels= selects and Helm reports it on.
-func (s *server) v0GetRelease(r *http.Request) (response, error) {
+func (a *API) getRelease(r *http.Request) (httpapi.Response, error) {
 	id := r.PathValue("releaseId")
-	ns, selector, err := s.v0ReleaseQuery(r, "get", id)
+	ns, selector, err := a.releaseQuery(r, "get", id)
 	if err != nil {
-		return response{}, err
+		return httpapi.Response{}, err
 	}
-	if s.helmRelease(ns, id) == nil {
-		return response{}, apierrors.NewNotFound(releaseResource, id)
+	if a.helmRelease(ns, id) == nil {
+		return httpapi.Response{}, apierrors.NewNotFound(v1alpha1.SchemeGroupVersion.WithResource("releases").GroupResource(), id)
 	}
-	found := s.v0Releases(ns, selector, id)
+	found := a.releases(ns, selector, id)
 	if len(found) == 0 {
-		return response{}, statusError(http.StatusNotFound, metav1.StatusReasonNotFound,
+		return httpapi.Response{}, httpapi.StatusError(http.StatusNotFound, metav1.StatusReasonNotFound,
 			fmt.Sprintf("release %s is installed on no cluster that labels %q selects yet", id, r.URL.Query().Get("labels")))
 	}
-	return ok(found[0]), nil
+	return httpapi.OK(found[0]), nil
 }
 
-// v0ReleaseQuery is the set, and the clusters ?labels= selects, for a caller who may verb
+// releaseQuery is the set, and the clusters ?labels= selects, for a caller who may verb
 // Releases there.
-func (s *server) v0ReleaseQuery(r *http.Request, verb, name string) (string, labels.Selector, error) {
-	ns, err := s.v0Set()
+func (a *API) releaseQuery(r *http.Request, verb, name string) (string, labels.Selector, error) {
+	ns, err := a.core.Set()
 	if err != nil {
 		return "", nil, err
 	}
@@ -81,14 +80,14 @@ func (s *server) v0ReleaseQuery(r *http.Request, verb, name string) (string, lab
 		return "", nil, err
 	}
 	selector, _ := metav1.LabelSelectorAsSelector(sel)
-	return ns, selector, s.authorizeOn(r, "releases", verb, ns, name)
+	return ns, selector, a.core.Authorize(r, "releases", verb, ns, name)
 }
 
 // helmRelease is the set's Release name when it is a chart's in Helm mode, from the server's
 // watch; nil otherwise.
-func (s *server) helmRelease(ns, name string) *v1alpha1.Release {
-	for _, rl := range s.charts.releases {
-		if rel, err := rl.Releases(ns).Get(name); err == nil && isHelmMode(rel) {
+func (a *API) helmRelease(ns, name string) *v1alpha1.Release {
+	for _, rel := range a.core.Releases(ns) {
+		if rel.Name == name && isHelmMode(rel) {
 			return rel
 		}
 	}
@@ -99,30 +98,27 @@ func isHelmMode(rel *v1alpha1.Release) bool {
 	return rel.Spec.Source.Chart != nil && rel.Spec.Source.Chart.Mode == v1alpha1.ChartModeHelm
 }
 
-// v0Releases are the set's Helm-mode releases (only name, when set) on the clusters selector
+// releases are the set's Helm-mode releases (only name, when set) on the clusters selector
 // chooses, as Helm on each reports them, ordered by release and cluster.
-func (s *server) v0Releases(ns string, selector labels.Selector, only string) []optikonRelease {
+func (a *API) releases(ns string, selector labels.Selector, only string) []Release {
 	var rels []*v1alpha1.Release
-	for _, rl := range s.charts.releases {
-		list, _ := rl.Releases(ns).List(labels.Everything())
-		for _, rel := range list {
-			if isHelmMode(rel) && (only == "" || rel.Name == only) {
-				rels = append(rels, rel)
-			}
+	for _, rel := range a.core.Releases(ns) {
+		if isHelmMode(rel) && (only == "" || rel.Name == only) {
+			rels = append(rels, rel)
 		}
 	}
 	slices.SortFunc(rels, func(a, b *v1alpha1.Release) int { return strings.Compare(a.Name, b.Name) })
-	members := s.fleet.Members()
+	members := a.core.Fleet().Members()
 	slices.SortFunc(members, func(a, b *multicluster.Member) int { return strings.Compare(a.Name().Name, b.Name().Name) })
-	out := []optikonRelease{}
+	out := []Release{}
 	for _, rel := range rels {
 		for _, m := range members {
 			c := m.Cluster()
 			if c.Namespace != ns || !selector.Matches(labels.Set(c.Labels)) {
 				continue
 			}
-			if rev, ok := s.newestRevision(m, rel); ok {
-				out = append(out, optikonReleaseOf(rev, c.Name, rel))
+			if rev, ok := a.newestRevision(m, rel); ok {
+				out = append(out, releaseOf(rev, c.Name, rel))
 			}
 		}
 	}
@@ -130,8 +126,8 @@ func (s *server) v0Releases(ns string, selector labels.Selector, only string) []
 }
 
 // newestRevision is the newest revision of rel's Helm release on member m, from the cache.
-func (s *server) newestRevision(m *multicluster.Member, rel *v1alpha1.Release) (helmRevision, bool) {
-	secrets, _ := s.helm.List(m.Name(), labels.SelectorFromSet(labels.Set{"name": rel.Name}))
+func (a *API) newestRevision(m *multicluster.Member, rel *v1alpha1.Release) (helmRevision, bool) {
+	secrets := a.core.HelmStorage(m, labels.SelectorFromSet(labels.Set{"name": rel.Name}))
 	var newest helmRevision
 	found := false
 	for _, sec := range secrets {
@@ -143,11 +139,11 @@ func (s *server) newestRevision(m *multicluster.Member, rel *v1alpha1.Release) (
 	return newest, found
 }
 
-// optikonReleaseOf is rev, Helm's on cluster, as Optikon shows it. Config is the values the
+// releaseOf is rev, Helm's on cluster, as Optikon shows it. Config is the values the
 // Release itself gives (spec's values, which whoever may read the Release reads there), not
 // what the member holds: those merge in values from Secrets the caller may not read.
-func optikonReleaseOf(rev helmRevision, cluster string, rel *v1alpha1.Release) optikonRelease {
-	out := optikonRelease{Name: rev.Name, Namespace: rev.Namespace, Version: rev.Version, OnCluster: cluster}
+func releaseOf(rev helmRevision, cluster string, rel *v1alpha1.Release) Release {
+	out := Release{Name: rev.Name, Namespace: rev.Namespace, Version: rev.Version, OnCluster: cluster}
 	if v := rel.Spec.Source.Chart.Values; v != nil && len(v.Raw) > 0 {
 		if raw, err := yaml.JSONToYAML(v.Raw); err == nil {
 			out.Config.Raw = string(raw)
