@@ -8,12 +8,16 @@ import (
 	"sync/atomic"
 	"time"
 
+	"golang.org/x/sync/errgroup"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/util/workqueue"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
 	"github.com/cluster-registry/sdk/election"
+	"github.com/cluster-registry/sdk/internal/reconcilequeue"
 	"github.com/cluster-registry/sdk/multicluster"
 )
 
@@ -30,15 +34,15 @@ type Controller struct {
 
 	mu      sync.Mutex
 	members map[types.NamespacedName]*tracked
-	// queue holds each member's next probe, keyed by member: client-go's delaying workqueue, as
-	// every controller's, so that a member is never probed twice at once and its depth and
-	// latency are the usual workqueue metrics (name "clusterregistry_health"). One Run's.
-	queue workqueue.TypedDelayingInterface[types.NamespacedName]
-	// writes holds the members whose status write waits for a writer (tracked.pending), so that
-	// no probe waits for the registry: when the registry is slow, probes that waited for their
-	// writes fell behind, and members probed late were each due a heartbeat write, which slowed
-	// the registry further. One Run's.
-	writes workqueue.TypedInterface[types.NamespacedName]
+	// probes holds each member's next probe, keyed by member, and writes the members whose
+	// status write waits for a writer (tracked.pending), so that no probe waits for the
+	// registry: when the registry is slow, probes that waited for their writes fell behind, and
+	// members probed late were each due a heartbeat write, which slowed the registry further.
+	// Each is the queue of a controller-runtime controller (probeLoop, writeLoop: "health" and
+	// "health-writes"), so that a member is never probed, or written, twice at once, and their
+	// depth, latency and reconciles are controller-runtime's usual metrics. One Run's.
+	probes, writes       *reconcilequeue.Queue
+	probeLoop, writeLoop controller.TypedController[reconcile.Request]
 	// keptClients are the members' probe clients with KeepConnections (*multicluster.Member to
 	// *keptClient); see clientFor.
 	keptClients sync.Map
@@ -151,22 +155,56 @@ func (c *Controller) run(ctx context.Context) error {
 	}
 	c.writer = w
 	defer w.shutdown()
-	c.mu.Lock()
-	c.queue = workqueue.NewTypedDelayingQueueWithConfig(workqueue.TypedDelayingQueueConfig[types.NamespacedName]{Name: "clusterregistry_health"})
-	c.writes = workqueue.NewTypedWithConfig(workqueue.TypedQueueConfig[types.NamespacedName]{Name: "clusterregistry_health_writes"})
-	c.mu.Unlock()
+	if err := c.loops(); err != nil {
+		return err
+	}
 	members, stop, err := c.source(ctx)
 	if err != nil {
-		c.queue.ShutDown()
-		c.writes.ShutDown()
 		return err
 	}
 	defer stop()
 	unsubscribe := members.Subscribe(c.onMembership)
 	defer unsubscribe()
-	c.work(ctx)
+	err = c.work(ctx)
 	c.sweeps.Wait()
-	return ctx.Err()
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	return err
+}
+
+// loops makes a Run's queues and the controllers that work them: Concurrency probes at a time,
+// and a quarter as many status writes (writers).
+func (c *Controller) loops() error {
+	probes, writes := &reconcilequeue.Queue{}, &reconcilequeue.Queue{}
+	probeLoop, err := newLoop("health", c.opts.Concurrency, probes, c.opts, reconcile.Func(c.reconcileProbe))
+	if err != nil {
+		return err
+	}
+	writeLoop, err := newLoop("health-writes", writers(c.opts.Concurrency), writes, c.opts, reconcile.Func(c.reconcileWrite))
+	if err != nil {
+		return err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.probes, c.writes, c.probeLoop, c.writeLoop = probes, writes, probeLoop, writeLoop
+	return nil
+}
+
+// newLoop is a controller-runtime controller of name that reconciles keys from q, workers at a
+// time. Its errors are never returned (a probe's failure is the member's status), so its rate
+// limiter never delays a key.
+func newLoop(name string, workers int, q *reconcilequeue.Queue, opts Options, r reconcile.TypedReconciler[reconcile.Request]) (controller.TypedController[reconcile.Request], error) {
+	ctrl, err := controller.NewTypedUnmanaged(name, controller.TypedOptions[reconcile.Request]{
+		Reconciler: r, MaxConcurrentReconciles: workers, SkipNameValidation: ptr.To(true), Logger: opts.Logger,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("health: %w", err)
+	}
+	if err := ctrl.Watch(q.Source()); err != nil {
+		return nil, fmt.Errorf("health: %w", err)
+	}
+	return ctrl, nil
 }
 
 // source is Options.Members, or else a Fleet of the controller's own, started; stop stops what
@@ -211,48 +249,35 @@ func (c *Controller) onMembership(ev multicluster.MemberEvent) {
 	}
 }
 
-// schedule makes t's next probe due at next; c.mu is held. A key queued for later stays in the
-// queue, and is dropped when it comes out before t.next.
+// schedule makes t's next probe due at next; c.mu is held. A key already queued for sooner
+// comes out then, and goes back until t.next (reconcileProbe).
 func (c *Controller) schedule(t *tracked, next time.Time) {
 	t.next = next
-	c.queue.AddAfter(t.member.Name(), time.Until(next))
+	c.probes.AddAfter(t.member.Name(), time.Until(next))
 }
 
 // work probes due members, Concurrency at a time, writes their statuses, a quarter as many at a
-// time, and marks members that have gone unprobed too long, until ctx ends; then it shuts the
-// queues down and waits for its workers. An idle member costs a queued key, not a goroutine.
-func (c *Controller) work(ctx context.Context) {
-	var wg sync.WaitGroup
-	for range c.opts.Concurrency {
-		wg.Go(func() {
-			for c.next(ctx) {
-			}
-		})
-	}
-	for range writers(c.opts.Concurrency) {
-		wg.Go(func() {
-			for c.nextWrite(ctx) {
-			}
-		})
-	}
+// time, and marks members that have gone unprobed too long, until ctx ends; then it waits for
+// its workers. An idle member costs a queued key, not a goroutine.
+func (c *Controller) work(ctx context.Context) error {
+	g, ctx := errgroup.WithContext(ctx)
+	g.Go(func() error { return c.probeLoop.Start(ctx) })
+	g.Go(func() error { return c.writeLoop.Start(ctx) })
 	// The sweep has a goroutine of its own: when every worker is busy, the members waiting are
 	// what it is for.
-	wg.Go(func() {
+	g.Go(func() error {
 		sweep := time.NewTicker(c.opts.Interval)
 		defer sweep.Stop()
 		for {
 			select {
 			case <-ctx.Done():
-				return
+				return nil
 			case <-sweep.C:
 				c.sweep(ctx)
 			}
 		}
 	})
-	<-ctx.Done()
-	c.queue.ShutDown()
-	c.writes.ShutDown()
-	wg.Wait()
+	return g.Wait()
 }
 
 // writers is how many status writes are made at once for probes made concurrency at a time. A
@@ -265,18 +290,28 @@ func (c *Controller) work(ctx context.Context) {
 // replicas in a minute, against none with a quarter as many).
 func writers(concurrency int) int { return max(1, concurrency/4) }
 
-// next takes the next key out of the queue and probes its member if it is still tracked and due;
-// false once the queue is shut down.
-func (c *Controller) next(ctx context.Context) bool {
-	key, quit := c.queue.Get()
-	if quit {
-		return false
+// reconcileProbe probes req's member if it is still tracked and due. A queue keeps one time per
+// key, the sooner, so a key may come out before its member's time: a removed member's, left in
+// the queue, is dropped; one of a member removed and added again, whose new time is later, goes
+// back until then.
+func (c *Controller) reconcileProbe(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	if t := c.due(req.NamespacedName); t != nil {
+		if ctx.Err() == nil {
+			c.probeAndWrite(ctx, t)
+		}
+		return reconcile.Result{}, nil
 	}
-	defer c.queue.Done(key)
-	if t := c.due(key); t != nil && ctx.Err() == nil {
-		c.probeAndWrite(ctx, t)
+	return reconcile.Result{RequeueAfter: c.untilDue(req.NamespacedName)}, nil
+}
+
+// untilDue is how long until key's member is due; 0 when it is not tracked.
+func (c *Controller) untilDue(key types.NamespacedName) time.Duration {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if t := c.members[key]; t != nil {
+		return max(time.Until(t.next), 0)
 	}
-	return true
+	return 0
 }
 
 // due is key's member if it is tracked and its probe is due; nil for a key left in the queue by a
@@ -309,7 +344,7 @@ func (c *Controller) probeAndWrite(ctx context.Context, t *tracked) {
 }
 
 // probeWrite probes one member and writes its status if that changes it (or the heartbeat is due),
-// or with queue, queues the write for a writer (nextWrite) unless it is urgent, the writes are
+// or with queue, queues the write for a writer (reconcileWrite) unless it is urgent, the writes are
 // backlogged (writesBacklogged), and none of the member's is queued or being made. It returns
 // what the probe observed, the verdict, whether it wrote and why writing failed; ok is false
 // when ctx ended or the member left meanwhile.
@@ -393,22 +428,23 @@ func (c *Controller) urgent(v verdict, lastWrite, now time.Time) bool {
 // the members they left unprobed were each due a heartbeat, and probes fell to a quarter.
 func (c *Controller) writesBacklogged() bool { return c.writes.Len() > c.opts.Concurrency }
 
-// nextWrite takes the next member whose status write is queued and writes its newest verdict;
-// false once the queue is shut down. A member's writes are made one at a time (the queue hands
-// out a key once until it is done), in the order of its probes. A failed write puts the
+// reconcileWrite writes the newest verdict of a member whose status write is queued. A member's
+// writes are made one at a time (the queue hands out a key once until it is done), in the order
+// of its probes. A failed write puts the
 // member's state back to what the registry holds, so that its next probe writes again, unless a
 // newer verdict is queued meanwhile, which is written instead.
-func (c *Controller) nextWrite(ctx context.Context) bool {
-	key, quit := c.writes.Get()
-	if quit {
-		return false
-	}
-	defer c.writes.Done(key)
+func (c *Controller) reconcileWrite(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	c.write(ctx, req.NamespacedName)
+	return reconcile.Result{}, nil
+}
+
+// write writes key's newest queued verdict.
+func (c *Controller) write(ctx context.Context, key types.NamespacedName) {
 	c.mu.Lock()
 	t := c.members[key]
 	if t == nil { // gone: nothing to write
 		c.mu.Unlock()
-		return true
+		return
 	}
 	p := t.pending
 	t.pending = nil
@@ -421,7 +457,7 @@ func (c *Controller) nextWrite(ctx context.Context) bool {
 	}
 	if p == nil || ctx.Err() != nil {
 		c.mu.Unlock()
-		return true
+		return
 	}
 	t.writing = true
 	c.mu.Unlock()
@@ -437,7 +473,7 @@ func (c *Controller) nextWrite(ctx context.Context) bool {
 		if ctx.Err() == nil {
 			c.opts.Logger.Error(err, "writing status", "cluster", t.member.String())
 		}
-		return true
+		return
 	}
 	cond := p.v.condition
 	t.confirmed = writtenStatus{written: &cond, version: p.v.version, clusterID: p.v.clusterID, expires: p.v.expires, lastWrite: p.probed}
@@ -449,7 +485,6 @@ func (c *Controller) nextWrite(ctx context.Context) bool {
 		c.writer.event(t.member.Cluster(), previous, cond)
 		c.opts.Logger.Info("Ready changed", "cluster", t.member.String(), "status", cond.Status, "reason", cond.Reason)
 	}
-	return true
 }
 
 // sweep starts markUnprobed in a goroutine of its own, unless the last sweep is still writing.

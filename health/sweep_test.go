@@ -7,7 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/util/workqueue"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
 	"github.com/cluster-registry/sdk/multicluster"
@@ -43,11 +43,13 @@ func TestSweepDoesNotHoldUpProbes(t *testing.T) {
 	require.Eventually(t, probed, 10*time.Second, 10*time.Millisecond, "no member was probed while the sweep's write was outstanding")
 }
 
-// A member rescheduled earlier (its reach changed) is probed at the new time, once: the key
-// queued for the old time is dropped when it comes out, and a removed member's key is too.
+// A member rescheduled earlier (its reach changed) is probed at the new time, once: the queue
+// keeps one time per key, the sooner, so no key of the old time comes out after. A key that
+// comes out before its member's time (the member removed and added again, later) is not
+// probed, and goes back until then.
 func TestRescheduledMemberIsProbedOnce(t *testing.T) {
-	c := &Controller{members: map[types.NamespacedName]*tracked{}, queue: workqueue.NewTypedDelayingQueue[types.NamespacedName]()}
-	defer c.queue.ShutDown()
+	c := &Controller{members: map[types.NamespacedName]*tracked{}}
+	q := probeQueue(t, c)
 	m := multicluster.NewMember(&v1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: "fleet", Name: "a"}}, multicluster.Clients{})
 	tr := &tracked{member: m}
 	c.mu.Lock()
@@ -56,21 +58,27 @@ func TestRescheduledMemberIsProbedOnce(t *testing.T) {
 	c.schedule(tr, time.Now()) // earlier: the first key is still queued
 	c.mu.Unlock()
 
-	take := func() (types.NamespacedName, bool) {
-		key, _ := c.queue.Get()
-		defer c.queue.Done(key)
-		return key, c.due(key) != nil
-	}
-	key, due := take()
+	key := q.get()
 	require.Equal(t, m.Name(), key)
-	require.True(t, due)
+	require.NotNil(t, c.due(key))
 	c.mu.Lock()
 	c.schedule(tr, time.Now().Add(time.Hour)) // as a probe does: the next one, an interval on
 	c.mu.Unlock()
-	// The key queued for 100ms comes out, and is not due.
-	key, due = take()
-	require.Equal(t, m.Name(), key)
-	require.False(t, due, "a member was probed at a time it was no longer scheduled for")
+	q.done(key)
+	require.Never(t, func() bool { return q.wq.Len() > 0 }, 500*time.Millisecond, 20*time.Millisecond,
+		"a key came out at a time the member was no longer scheduled for")
+
+	// Removed with its key queued for 50 ms, added again for an hour on: the key comes out
+	// early, is not probed, and goes back for the hour.
+	c.mu.Lock()
+	c.members[m.Name()] = &tracked{member: m, next: time.Now().Add(time.Hour)}
+	c.mu.Unlock()
+	c.probes.AddAfter(m.Name(), 50*time.Millisecond)
+	key = q.get()
+	res, err := c.reconcileProbe(t.Context(), reconcile.Request{NamespacedName: key})
+	q.done(key)
+	require.NoError(t, err)
+	require.InDelta(t, time.Hour.Seconds(), res.RequeueAfter.Seconds(), 5, "a key out before its member's time was not put back until then")
 }
 
 // A probe in flight counts as probed. A member that does not answer, probed with a timeout of

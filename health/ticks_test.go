@@ -7,7 +7,6 @@ import (
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/util/workqueue"
 
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
 	"github.com/cluster-registry/sdk/multicluster"
@@ -40,8 +39,8 @@ func TestProbesDueWithinATickAreReleasedTogether(t *testing.T) {
 	// on how far apart they come out tells the two apart with room for a busy machine.
 	const interval = 25 * time.Second
 	tick := interval / ticksPerInterval
-	c := &Controller{opts: Options{Interval: interval}, members: map[types.NamespacedName]*tracked{}, queue: workqueue.NewTypedDelayingQueue[types.NamespacedName]()}
-	defer c.queue.ShutDown()
+	c := &Controller{opts: Options{Interval: interval}, members: map[types.NamespacedName]*tracked{}}
+	q := probeQueue(t, c)
 
 	// Five members due at points spread over the tick after the next one.
 	start := onTick(time.Now().Add(tick), interval)
@@ -61,10 +60,10 @@ func TestProbesDueWithinATickAreReleasedTogether(t *testing.T) {
 
 	var out []time.Time
 	for range due {
-		key, _ := c.queue.Get()
+		key := q.get()
 		out = append(out, time.Now())
 		require.NotNil(t, c.due(key), "%s came out before it was due", key)
-		c.queue.Done(key)
+		q.done(key)
 	}
 	require.False(t, out[0].Before(start.Add(tick)), "the first came out before its tick")
 	require.Less(t, out[len(out)-1].Sub(out[0]), tick/2, "the tick's members came out at different times: %v", out)

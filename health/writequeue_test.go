@@ -14,7 +14,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	kubefake "k8s.io/client-go/kubernetes/fake"
 	clienttesting "k8s.io/client-go/testing"
-	"k8s.io/client-go/util/workqueue"
 
 	"github.com/cluster-registry/sdk/access"
 	"github.com/cluster-registry/sdk/clientset/versioned/fake"
@@ -39,8 +38,8 @@ func fakeController(t *testing.T, patch clienttesting.ReactionFunc, opts Options
 	opts.Registry, opts.Kube, opts.Resolver = registry, kubefake.NewClientset(), resolver
 	opts, err = opts.withDefaults()
 	require.NoError(t, err)
-	c := &Controller{opts: opts, members: map[types.NamespacedName]*tracked{},
-		queue: workqueue.NewTypedDelayingQueue[types.NamespacedName](), writes: workqueue.NewTyped[types.NamespacedName]()}
+	c := &Controller{opts: opts, members: map[types.NamespacedName]*tracked{}}
+	require.NoError(t, c.loops())
 	c.metrics, err = newMetrics(nil)
 	require.NoError(t, err)
 	c.writer, err = newWriter(t.Context(), &c.opts)
@@ -90,7 +89,7 @@ func holdWrites(t *testing.T) *heldWrites {
 func working(c *Controller, held *heldWrites) (stop func()) {
 	ctx, cancel := context.WithCancel(context.Background())
 	worked := make(chan struct{})
-	go func() { defer close(worked); c.work(ctx) }()
+	go func() { defer close(worked); _ = c.work(ctx) }()
 	return func() {
 		cancel()
 		if held != nil {
