@@ -18,13 +18,14 @@
 //
 // Run it in a tool with New and Run, or as the `clusterregistry health` command.
 //
-// Its probes run from a scheduler of its own (one delaying queue of members falling due on ticks)
-// rather than controller-runtime's controller: a probe is due on a timer, not on an event, and
-// the ticks batch each fiftieth of the interval's probes into one wake, which a RequeueAfter per
-// member does not. BenchmarkHealth (docs/performance.md: CPU per probe, heap and goroutines per
-// member, at 10,000 members) holds those figures; the scheduler has not yet been measured on
-// controller-runtime's controller. Options.LeaderElection (election.Run) is for a
-// Controller run on its own, in a tool's main; hosted in a controller-runtime Manager (package
-// controllers, `clusterregistry health` and `controllers`), the Manager elects, and
-// LeaderElection stays nil.
+// Its probes and its status writes run on controller-runtime's controller ("health" and
+// "health-writes": their priority queues, workers, metrics and logs), each member one key,
+// added with a due time (AddAfter) rather than on an event. The ticks still batch each
+// fiftieth of the interval's probes into one wake of the queue. BenchmarkHealth held its
+// figures against the loop of its own that it replaced (docs/performance.md: 2-6 % more CPU
+// per probe, 2.4 times the target's 1,000 probes/s on one core).
+//
+// Options.LeaderElection (election.Run) is for a Controller run on its own, in a tool's main;
+// hosted in a controller-runtime Manager (package controllers, `clusterregistry health` and
+// `controllers`), the Manager elects, and LeaderElection stays nil.
 package health

@@ -23,7 +23,9 @@ func probeQueue(t *testing.T, c *Controller) *takenQueue {
 }
 
 // takenQueue is a probe queue a test takes keys out of.
-type takenQueue struct{ wq priorityqueue.PriorityQueue[reconcile.Request] }
+type takenQueue struct {
+	wq priorityqueue.PriorityQueue[reconcile.Request]
+}
 
 // get waits for the next key, as a worker of the controller would.
 func (q *takenQueue) get() types.NamespacedName {

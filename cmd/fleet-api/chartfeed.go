@@ -14,7 +14,6 @@ import (
 
 	"github.com/cluster-registry/sdk/clientset/versioned"
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
-	"github.com/cluster-registry/sdk/cmd/fleet-api/internal/httpapi"
 	"github.com/cluster-registry/sdk/informers/externalversions"
 	listers "github.com/cluster-registry/sdk/listers/clusterregistry/v1alpha1"
 )
@@ -98,30 +97,29 @@ func (cw *chartWatch) summarizeAll() map[types.NamespacedName]chartRelease {
 // /watch/clusters does for members: an ADDED for every chart release of the sets where the
 // caller may list Releases (unless ?resourceVersion= resumes), then each change (its version
 // delivered, a member's phase), and nothing while nothing changes. ?namespace= chooses one set.
-func (s *server) watchChartsRoute(w http.ResponseWriter, r *http.Request) {
-	s.watchReleases(w, r, true)
+func (s *server) watchChartsRoute(r *http.Request) (response, error) {
+	return s.watchReleases(r, true)
 }
 
 // watchReleasesRoute is watchChartsRoute for every Release, whatever it delivers: GET
 // /watch/releases, each event's release in its "release" field.
-func (s *server) watchReleasesRoute(w http.ResponseWriter, r *http.Request) {
-	s.watchReleases(w, r, false)
+func (s *server) watchReleasesRoute(r *http.Request) (response, error) {
+	return s.watchReleases(r, false)
 }
 
 // watchReleases streams the Releases the caller may list (chart releases alone when charts).
-func (s *server) watchReleases(w http.ResponseWriter, r *http.Request, charts bool) {
+func (s *server) watchReleases(r *http.Request, charts bool) (response, error) {
 	only := r.URL.Query().Get("namespace")
 	if only != "" {
 		if err := s.authorizeOn(r, "releases", "watch", only, ""); err != nil {
-			httpapi.WriteStatus(w, err)
-			return
+			return response{}, err
 		}
 	}
 	set, route := func(e *watchEvent, c chartRelease) { e.Release = &c }, "GET /releases"
 	if charts {
 		set, route = func(e *watchEvent, c chartRelease) { e.Chart = &c }, "GET /charts"
 	}
-	stream(w, r, s.charts.feed, func(c chartRelease) bool {
+	return stream(r, s.charts.feed, func(c chartRelease) bool {
 		return (only == "" || c.Namespace == only) && (!charts || c.Source == sourceChart)
 	},
 		func(ctx context.Context, ns, _ string) bool {

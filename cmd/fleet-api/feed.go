@@ -223,13 +223,12 @@ const (
 // DELETED. Members of sets where the caller may no longer list Clusters drop out as the
 // registry's answer changes (kept 10 s). A revision no longer kept ends the stream with an ERROR
 // event whose status is 410 Expired: list again.
-func (s *server) watchClusters(w http.ResponseWriter, r *http.Request) {
+func (s *server) watchClusters(r *http.Request) (response, error) {
 	selected, err := parseSelection(r.URL.Query())
 	if err != nil {
-		httpapi.WriteStatus(w, apierrors.NewBadRequest(err.Error()))
-		return
+		return response{}, apierrors.NewBadRequest(err.Error())
 	}
-	stream(w, r, s.feed, selected.matches, func(ctx context.Context, ns, _ string) bool {
+	return stream(r, s.feed, selected.matches, func(ctx context.Context, ns, _ string) bool {
 		ok, _, err := s.guard.allowed(ctx, "list", ns, "")
 		return err == nil && ok
 	}, func(e *watchEvent, c clusterSummary) { e.Cluster = &c }, "GET /clusters")
@@ -238,36 +237,29 @@ func (s *server) watchClusters(w http.ResponseWriter, r *http.Request) {
 // watchCluster streams one member's changes as watchClusters does, for a caller the registry lets
 // watch that Cluster (as kubectl get cluster NAME --watch asks): an ADDED when it is there (at
 // once, or when it is registered), then each change, a DELETED when it goes.
-func (s *server) watchCluster(w http.ResponseWriter, r *http.Request) {
+func (s *server) watchCluster(r *http.Request) (response, error) {
 	ns, name := r.PathValue("namespace"), r.PathValue("name")
 	selected, err := parseSelection(r.URL.Query())
 	if err != nil {
-		httpapi.WriteStatus(w, apierrors.NewBadRequest(err.Error()))
-		return
+		return response{}, apierrors.NewBadRequest(err.Error())
 	}
 	selected.fields = fields.AndSelectors(selected.fields, fields.OneTermEqualSelector("metadata.namespace", ns), fields.OneTermEqualSelector("metadata.name", name))
 	if err := s.authorize(r, "watch", ns, name); err != nil {
-		httpapi.WriteStatus(w, err)
-		return
+		return response{}, err
 	}
-	stream(w, r, s.feed, selected.matches, func(ctx context.Context, ns, name string) bool {
+	return stream(r, s.feed, selected.matches, func(ctx context.Context, ns, name string) bool {
 		ok, _, err := s.guard.allowed(ctx, "watch", ns, name)
 		return err == nil && ok
 	}, func(e *watchEvent, c clusterSummary) { e.Cluster = &c }, "GET /clusters")
 }
 
-// stream sends the feed's changes that selected chooses and may allows (asked again as the
-// stream goes, from the guard's short-lived answers), as GET /watch/clusters describes.
-// set puts a summary in its event; list is the list route a watcher starts again from.
-func stream[T summary[T]](w http.ResponseWriter, r *http.Request, f *feed[T], matches func(T) bool, may func(ctx context.Context, namespace, name string) bool,
-	set func(*watchEvent, T), list string) {
-	flusher, ok := w.(http.Flusher)
-	if !ok {
-		httpapi.WriteStatus(w, apierrors.NewInternalError(errors.New("the connection cannot stream")))
-		return
-	}
-	ctx, cancel := context.WithTimeout(r.Context(), maxWatchLength)
-	defer cancel()
+// stream is the answer of a watch route: the feed's changes that selected chooses and may
+// allows (asked again as the stream goes, from the guard's short-lived answers), as GET
+// /watch/clusters describes. set puts a summary in its event; list is the list route a watcher
+// starts again from. A resourceVersion it cannot resume from is an error, written by the API's
+// encoder; what follows is the stream's (send).
+func stream[T summary[T]](r *http.Request, f *feed[T], matches func(T) bool, may func(ctx context.Context, namespace, name string) bool,
+	set func(*watchEvent, T), list string) (response, error) {
 	var (
 		pending []change[T]
 		rev     uint64
@@ -276,13 +268,11 @@ func stream[T summary[T]](w http.ResponseWriter, r *http.Request, f *feed[T], ma
 	if from := r.URL.Query().Get("resourceVersion"); from != "" {
 		n, err := strconv.ParseUint(from, 10, 64)
 		if err != nil {
-			httpapi.WriteStatus(w, apierrors.NewBadRequest(fmt.Sprintf("resourceVersion %q: want the number GET /clusters or an event gave", from)))
-			return
+			return response{}, apierrors.NewBadRequest(fmt.Sprintf("resourceVersion %q: want the number GET /clusters or an event gave", from))
 		}
 		var kept bool
 		if pending, rev, next, kept = f.since(n); !kept {
-			httpapi.WriteStatus(w, apierrors.NewResourceExpired(fmt.Sprintf("resourceVersion %s is too old or unknown: list again (%s) and watch from its resourceVersion", from, list)))
-			return
+			return response{}, apierrors.NewResourceExpired(fmt.Sprintf("resourceVersion %s is too old or unknown: list again (%s) and watch from its resourceVersion", from, list))
 		}
 	} else {
 		var current []T
@@ -296,11 +286,27 @@ func stream[T summary[T]](w http.ResponseWriter, r *http.Request, f *feed[T], ma
 			pending = append(pending, change[T]{rev: rev, kind: eventAdded, summary: c})
 		}
 	}
+	return response{Kept: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		send(w, r, f, pending, rev, next, matches, may, set)
+	})}, nil
+}
+
+// send writes a stream: its pending changes, then each change after rev, with a bookmark every
+// bookmarkEvery, for at most maxWatchLength.
+func send[T summary[T]](w http.ResponseWriter, r *http.Request, f *feed[T], pending []change[T], rev uint64, next <-chan struct{},
+	matches func(T) bool, may func(ctx context.Context, namespace, name string) bool, set func(*watchEvent, T)) {
+	flusher, ok := w.(http.Flusher)
+	if !ok {
+		httpapi.WriteStatus(w, apierrors.NewInternalError(errors.New("the connection cannot stream")))
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), maxWatchLength)
+	defer cancel()
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(http.StatusOK)
 	enc := json.NewEncoder(w)
-	send := func(e watchEvent) bool { return enc.Encode(e) == nil }
+	write := func(e watchEvent) bool { return enc.Encode(e) == nil }
 	bookmark := time.NewTicker(bookmarkEvery)
 	defer bookmark.Stop()
 	for {
@@ -312,7 +318,7 @@ func stream[T summary[T]](w http.ResponseWriter, r *http.Request, f *feed[T], ma
 			}
 			e := watchEvent{Type: kind, ResourceVersion: formatRev(c.rev)}
 			set(&e, c.summary)
-			if !send(e) {
+			if !write(e) {
 				return
 			}
 		}
@@ -321,7 +327,7 @@ func stream[T summary[T]](w http.ResponseWriter, r *http.Request, f *feed[T], ma
 		case <-ctx.Done():
 			return
 		case <-bookmark.C:
-			if !send(watchEvent{Type: eventBookmark, ResourceVersion: formatRev(rev)}) {
+			if !write(watchEvent{Type: eventBookmark, ResourceVersion: formatRev(rev)}) {
 				return
 			}
 			pending = nil
@@ -329,7 +335,7 @@ func stream[T summary[T]](w http.ResponseWriter, r *http.Request, f *feed[T], ma
 			var kept bool
 			if pending, rev, next, kept = f.since(rev); !kept {
 				st := apierrors.NewResourceExpired("the stream fell too far behind: list again").Status()
-				_ = send(watchEvent{Type: eventError, Status: &st})
+				_ = write(watchEvent{Type: eventError, Status: &st})
 				return
 			}
 		}

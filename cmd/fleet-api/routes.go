@@ -8,9 +8,9 @@ package main
 var apiRoutes = []route{
 	{Method: "GET", Path: "/clusters", Answer: (*server).listClusters,
 		Help: "every member the caller may list, with Ready, version,\nnode and Deployment counts (unknown, with why, when the\ncaches could not get them) and how current the caches are\n(?labelSelector= and ?fieldSelector= of metadata.name\nand metadata.namespace choose, as the registry's would)"},
-	{Method: "GET", Path: "/watch/clusters", Serve: (*server).watchClusters,
+	{Method: "GET", Path: "/watch/clusters", Answer: (*server).watchClusters,
 		Help: "the same, then each change, one JSON event a line\n(?resourceVersion=N resumes; 410 when no longer kept;\na member entering or leaving a selection is ADDED or\nDELETED; nothing is sent while nothing changes)"},
-	{Method: "GET", Path: "/watch/clusters/{namespace}/{name}", Serve: (*server).watchCluster,
+	{Method: "GET", Path: "/watch/clusters/{namespace}/{name}", Answer: (*server).watchCluster,
 		Help: "one member's stream (RBAC: watch on that Cluster)"},
 	{Method: "GET", Path: "/clusters/{namespace}/{name}", Answer: (*server).getCluster,
 		Help: "one member, with its Nodes and Deployments"},
@@ -26,7 +26,7 @@ var apiRoutes = []route{
 		Help: "the set's Clusters that ?labelSelector= and ?fieldSelector=\nchoose, every one without them (RBAC: deletecollection);\nanswers the ClusterList of what was deleted"},
 	{Method: "GET", Path: "/releases", Answer: (*server).listReleasesRoute,
 		Help: "every Release of the sets where the caller may list them:\nits source (manifests, a ConfigMap, a chart and its mode),\nconditions, each member's phase (?namespace=NS for one set);\nnotPermitted names the sets you may not list, and why"},
-	{Method: "GET", Path: "/watch/releases", Serve: (*server).watchReleasesRoute,
+	{Method: "GET", Path: "/watch/releases", Answer: (*server).watchReleasesRoute,
 		Help: "GET /releases, then each change, one JSON event a line"},
 	{Method: "GET", Path: "/releases/{namespace}/{name}/rollout", Answer: (*server).getRollout,
 		Help: "where its rollout stands: waves in order, each member's\nphase, revisions by number, the actions you may take"},
@@ -44,6 +44,6 @@ var apiRoutes = []route{
 		Help: "body: {\"version\": \"1.3.0\", \"values\": {...}}, either (200)"},
 	{Method: "DELETE", Path: "/charts/{namespace}/{name}", Answer: (*server).deleteChart,
 		Help: "no body (200, a Status); its objects leave the members"},
-	{Method: "GET", Path: "/watch/charts", Serve: (*server).watchChartsRoute,
+	{Method: "GET", Path: "/watch/charts", Answer: (*server).watchChartsRoute,
 		Help: "GET /charts, then each change, one JSON event a line, as\n/watch/clusters streams (nothing while nothing changes)"},
 }

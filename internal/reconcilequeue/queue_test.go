@@ -3,6 +3,7 @@ package reconcilequeue
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	"k8s.io/apimachinery/pkg/types"
@@ -32,4 +33,22 @@ func TestKeysBeforeAndAfterTheStart(t *testing.T) {
 		require.Equal(t, want, got.NamespacedName)
 		wq.Done(got)
 	}
+}
+
+// A key added with a delay before the controller starts comes out once its delay, counted from
+// when it was added, has passed, and not before; Len counts it until the start.
+func TestAddAfterBeforeTheStart(t *testing.T) {
+	var q Queue
+	later := types.NamespacedName{Namespace: "fleet", Name: "later"}
+	added := time.Now()
+	q.AddAfter(later, 200*time.Millisecond)
+	require.Equal(t, 1, q.Len())
+	wq := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[reconcile.Request]())
+	defer wq.ShutDown()
+	require.NoError(t, q.Source().Start(t.Context(), wq))
+	require.Zero(t, q.Len(), "a delayed key was ready at the start")
+	got, _ := wq.Get()
+	require.Equal(t, later, got.NamespacedName)
+	require.GreaterOrEqual(t, time.Since(added), 200*time.Millisecond, "the key came out before its delay")
+	wq.Done(got)
 }

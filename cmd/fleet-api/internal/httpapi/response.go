@@ -9,9 +9,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// Response is what a route answers: a value and its status code, or an answer kept encoded
-// (Kept: it serves itself, with its ETag, 304 and gzip). A route returns it, or an error, and
-// its API's encoder writes either, once.
+// Response is what a route answers: a value and its status code, or an answer that serves
+// itself (Kept: one kept encoded, with its ETag, 304 and gzip, or a watch's stream, whose
+// errors before it starts are the route's). A route returns it, or an error, and its API's
+// encoder writes either, once.
 type Response struct {
 	Code int
 	Body any

@@ -18,10 +18,8 @@ type Route[S any] struct {
 	// Query is what the route needs in its query, for --help ("?namespace=NS"); the mux matches
 	// the path alone.
 	Query string
-	// Answer returns what the route answers, which its API's encoder writes; Serve, for the
-	// routes that stream their answers, writes it.
+	// Answer returns what the route answers, which its API's encoder writes.
 	Answer func(S, *http.Request) (Response, error)
-	Serve  func(S, http.ResponseWriter, *http.Request)
 	// Help is what --help prints beside the route, in lines of at most 60 characters.
 	Help string
 }
@@ -33,14 +31,10 @@ func (r Route[S]) Pattern() string { return r.Method + " " + r.Path }
 func Mux[S any](s S, routes []Route[S], encode Encoder) *http.ServeMux {
 	mux := http.NewServeMux()
 	for _, r := range routes {
-		if r.Answer != nil {
-			mux.HandleFunc(r.Pattern(), func(w http.ResponseWriter, req *http.Request) {
-				resp, err := r.Answer(s, req)
-				encode(w, req, resp, err)
-			})
-			continue
-		}
-		mux.HandleFunc(r.Pattern(), func(w http.ResponseWriter, req *http.Request) { r.Serve(s, w, req) })
+		mux.HandleFunc(r.Pattern(), func(w http.ResponseWriter, req *http.Request) {
+			resp, err := r.Answer(s, req)
+			encode(w, req, resp, err)
+		})
 	}
 	return mux
 }
