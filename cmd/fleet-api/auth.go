@@ -116,7 +116,7 @@ func (g *guard) servedOnly(next http.Handler) http.Handler {
 			if g.answerCORS(w, r) {
 				return
 			}
-			httpapi.WriteStatus(w, apierrors.NewBadRequest(fmt.Sprintf("this server does not serve host %q; give --allowed-host to serve it", r.Host)))
+			encoderFor(r)(w, r, response{}, apierrors.NewBadRequest(fmt.Sprintf("this server does not serve host %q; give --allowed-host to serve it", r.Host)))
 			return
 		}
 		next.ServeHTTP(w, r)

@@ -70,7 +70,7 @@ func (g *guard) answerCORS(w http.ResponseWriter, r *http.Request) bool {
 		return false
 	}
 	if !allowed {
-		httpapi.WriteStatus(w, httpapi.StatusError(http.StatusForbidden, "Forbidden",
+		encoderFor(r)(w, r, response{}, httpapi.StatusError(http.StatusForbidden, "Forbidden",
 			fmt.Sprintf("a page of origin %q may not call this server: give --cors-allowed-origin to allow it", origin)))
 		return true
 	}

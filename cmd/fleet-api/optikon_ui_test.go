@@ -166,6 +166,7 @@ func TestRefusedHostIsReadableByAnAllowedOrigin(t *testing.T) {
 		got := fetch(tab, init)
 		require.True(t, strings.HasPrefix(got, "400 "), "%s: %s", init, got)
 		require.Contains(t, got, "give --allowed-host to serve it", "%s: the page reads why", init)
+		require.Contains(t, got, `"code": "400"`, "%s: /v0's refusal is not Optikon's APIResponse", init)
 	}
 	other := openTab(t, stranger.URL)
 	for _, init := range []string{`{}`, `{method: "PUT", headers: {"Content-Type": "application/json"}, body: "{}"}`} {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"io"
 	"net/http"
 	"strconv"
 	"strings"
@@ -125,7 +126,12 @@ func TestCORS(t *testing.T) {
 		req.Header.Set("Access-Control-Request-Headers", "authorization")
 		resp, err := http.DefaultClient.Do(req)
 		require.NoError(t, err)
+		body, err := io.ReadAll(resp.Body)
+		require.NoError(t, err)
 		resp.Body.Close()
+		if resp.StatusCode != http.StatusNoContent {
+			requireAPIResponse(t, resp.StatusCode, body, resp.StatusCode, "may not call this server")
+		}
 		return resp
 	}
 	for _, method := range []string{http.MethodPut, http.MethodDelete} {
