@@ -26,8 +26,9 @@ const establishPollInterval = 100 * time.Millisecond
 // CRD, raises it, so that Install can tell a newer CRD from an older one. Version 5 added the
 // Placement CRD, version 6 the Release and ReleaseStatusSlice CRDs, version 7 a Release's chart
 // source, version 9 a Release's createNamespace, version 10 a rollout's onFailure and approval,
-// version 17 a Release's departureGraceSeconds and a member's departedAt (phase Departed).
-const SchemaVersion = 18
+// version 17 a Release's departureGraceSeconds and a member's departedAt (phase Departed),
+// version 18 a Cluster's tunnel, version 19 a Cluster's status.resources.
+const SchemaVersion = 19
 
 // SchemaVersionAnnotation, on each CRD, holds the SchemaVersion of the SDK that installed it.
 const SchemaVersionAnnotation = "clusterregistry.k8s.io/schema-version"

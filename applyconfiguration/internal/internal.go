@@ -94,6 +94,40 @@ var schemaYAML = typed.YAMLObject(`types:
       type:
         namedType: com.github.cluster-registry.sdk.clusterregistry.v1alpha1.ClusterStatus
       default: {}
+- name: com.github.cluster-registry.sdk.clusterregistry.v1alpha1.ClusterResources
+  map:
+    fields:
+    - name: allocatable
+      type:
+        map:
+          elementType:
+            namedType: io.k8s.apimachinery.pkg.api.resource.Quantity
+    - name: capacity
+      type:
+        map:
+          elementType:
+            namedType: io.k8s.apimachinery.pkg.api.resource.Quantity
+    - name: largestFree
+      type:
+        map:
+          elementType:
+            namedType: io.k8s.apimachinery.pkg.api.resource.Quantity
+    - name: lastObservedTime
+      type:
+        namedType: io.k8s.apimachinery.pkg.apis.meta.v1.Time
+    - name: nodes
+      type:
+        scalar: numeric
+      default: 0
+    - name: readyNodes
+      type:
+        scalar: numeric
+      default: 0
+    - name: requested
+      type:
+        map:
+          elementType:
+            namedType: io.k8s.apimachinery.pkg.api.resource.Quantity
 - name: com.github.cluster-registry.sdk.clusterregistry.v1alpha1.ClusterSpec
   map:
     fields:
@@ -128,6 +162,9 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: lastProbeTime
       type:
         namedType: io.k8s.apimachinery.pkg.apis.meta.v1.Time
+    - name: resources
+      type:
+        namedType: com.github.cluster-registry.sdk.clusterregistry.v1alpha1.ClusterResources
     - name: version
       type:
         scalar: string
@@ -810,6 +847,8 @@ var schemaYAML = typed.YAMLObject(`types:
       type:
         scalar: string
       default: ""
+- name: io.k8s.apimachinery.pkg.api.resource.Quantity
+  scalar: untyped
 - name: io.k8s.apimachinery.pkg.apis.meta.v1.Condition
   map:
     fields:

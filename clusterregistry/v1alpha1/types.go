@@ -15,7 +15,7 @@ import (
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:scope=Namespaced,shortName=rcl,categories=clusterregistry
 // +kubebuilder:metadata:annotations="api-approved.kubernetes.io=unapproved, not an official Kubernetes API; see https://github.com/cluster-registry/sdk"
-// +kubebuilder:metadata:annotations="clusterregistry.k8s.io/schema-version=18"
+// +kubebuilder:metadata:annotations="clusterregistry.k8s.io/schema-version=19"
 // +kubebuilder:printcolumn:name="Display Name",type=string,JSONPath=`.spec.displayName`
 // +kubebuilder:printcolumn:name="Server",type=string,JSONPath=`.spec.kubernetesApiEndpoints.serverEndpoints[0].serverAddress`
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
@@ -219,6 +219,11 @@ type ClusterStatus struct {
 	// when they do not. A rotator renews join's tokens well before (clusterregistry rotate).
 	// +optional
 	CredentialsExpireAt *metav1.Time `json:"credentialsExpireAt,omitempty"`
+
+	// resources is what the cluster's Nodes hold and its Pods request, written by a capacity
+	// controller (package capacity); unset until one has observed the cluster.
+	// +optional
+	Resources *ClusterResources `json:"resources,omitempty"`
 }
 
 // ClusterList is a list of Clusters.

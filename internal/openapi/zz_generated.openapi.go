@@ -38,6 +38,7 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		"github.com/cluster-registry/sdk/clusterregistry/v1alpha1.AuthProviderType":          schema_cluster_registry_sdk_clusterregistry_v1alpha1_AuthProviderType(ref),
 		"github.com/cluster-registry/sdk/clusterregistry/v1alpha1.Cluster":                   schema_cluster_registry_sdk_clusterregistry_v1alpha1_Cluster(ref),
 		"github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ClusterList":               schema_cluster_registry_sdk_clusterregistry_v1alpha1_ClusterList(ref),
+		"github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ClusterResources":          schema_cluster_registry_sdk_clusterregistry_v1alpha1_ClusterResources(ref),
 		"github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ClusterSpec":               schema_cluster_registry_sdk_clusterregistry_v1alpha1_ClusterSpec(ref),
 		"github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ClusterStatus":             schema_cluster_registry_sdk_clusterregistry_v1alpha1_ClusterStatus(ref),
 		"github.com/cluster-registry/sdk/clusterregistry/v1alpha1.KubernetesAPIEndpoints":    schema_cluster_registry_sdk_clusterregistry_v1alpha1_KubernetesAPIEndpoints(ref),
@@ -339,6 +340,100 @@ func schema_cluster_registry_sdk_clusterregistry_v1alpha1_ClusterList(ref common
 	}
 }
 
+func schema_cluster_registry_sdk_clusterregistry_v1alpha1_ClusterResources(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "ClusterResources is what a cluster's Nodes hold and what its Pods ask of them, as a capacity controller last observed them through the cluster's API server. Placements decide from it (what is free, in total and on one Node); a reader judges how fresh it is by lastObservedTime.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"nodes": {
+						SchemaProps: spec.SchemaProps{
+							Description: "nodes is how many Nodes the cluster has.",
+							Default:     0,
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"readyNodes": {
+						SchemaProps: spec.SchemaProps{
+							Description: "readyNodes is how many of them are Ready and schedulable (not cordoned): those that capacity, allocatable, requested and largestFree count.",
+							Default:     0,
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"capacity": {
+						SchemaProps: spec.SchemaProps{
+							Description: "capacity is the sum of the ready Nodes' capacity (cpu, memory, pods, and extended resources such as nvidia.com/gpu).",
+							Type:        []string{"object"},
+							AdditionalProperties: &spec.SchemaOrBool{
+								Allows: true,
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(resource.Quantity{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+					"allocatable": {
+						SchemaProps: spec.SchemaProps{
+							Description: "allocatable is the sum of what the ready Nodes offer to Pods (capacity less what the Nodes reserve).",
+							Type:        []string{"object"},
+							AdditionalProperties: &spec.SchemaOrBool{
+								Allows: true,
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(resource.Quantity{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+					"requested": {
+						SchemaProps: spec.SchemaProps{
+							Description: "requested is what the Pods bound to the ready Nodes that have not terminated request, as the scheduler counts it (the larger of the init containers' and the containers' sum, with the Pod's overhead); pods is their number.",
+							Type:        []string{"object"},
+							AdditionalProperties: &spec.SchemaOrBool{
+								Allows: true,
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(resource.Quantity{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+					"largestFree": {
+						SchemaProps: spec.SchemaProps{
+							Description: "largestFree is what is free (allocatable less requested) on the one ready Node with the most free cpu (then memory): a Pod whose requests fit within it fits on that Node. A sum would hide whether a Pod fits on any one Node.",
+							Type:        []string{"object"},
+							AdditionalProperties: &spec.SchemaOrBool{
+								Allows: true,
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(resource.Quantity{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+					"lastObservedTime": {
+						SchemaProps: spec.SchemaProps{
+							Description: "lastObservedTime is when the controller last observed the figures. It writes them when one moves past its threshold, and otherwise once per heartbeat, so that while it runs this is at most a heartbeat old.",
+							Ref:         ref(v1.Time{}.OpenAPIModelName()),
+						},
+					},
+				},
+				Required: []string{"nodes", "readyNodes", "lastObservedTime"},
+			},
+		},
+		Dependencies: []string{
+			resource.Quantity{}.OpenAPIModelName(), v1.Time{}.OpenAPIModelName()},
+	}
+}
+
 func schema_cluster_registry_sdk_clusterregistry_v1alpha1_ClusterSpec(ref common.ReferenceCallback) common.OpenAPIDefinition {
 	return common.OpenAPIDefinition{
 		Schema: spec.Schema{
@@ -429,11 +524,17 @@ func schema_cluster_registry_sdk_clusterregistry_v1alpha1_ClusterStatus(ref comm
 							Ref:         ref(v1.Time{}.OpenAPIModelName()),
 						},
 					},
+					"resources": {
+						SchemaProps: spec.SchemaProps{
+							Description: "resources is what the cluster's Nodes hold and its Pods request, written by a capacity controller (package capacity); unset until one has observed the cluster.",
+							Ref:         ref("github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ClusterResources"),
+						},
+					},
 				},
 			},
 		},
 		Dependencies: []string{
-			v1.Condition{}.OpenAPIModelName(), v1.Time{}.OpenAPIModelName()},
+			"github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ClusterResources", v1.Condition{}.OpenAPIModelName(), v1.Time{}.OpenAPIModelName()},
 	}
 }
 

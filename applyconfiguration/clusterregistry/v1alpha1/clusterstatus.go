@@ -47,6 +47,9 @@ type ClusterStatusApplyConfiguration struct {
 	// cluster with expire, when they say (a token's exp, a client certificate's NotAfter); unset
 	// when they do not. A rotator renews join's tokens well before (clusterregistry rotate).
 	CredentialsExpireAt *metav1.Time `json:"credentialsExpireAt,omitempty"`
+	// resources is what the cluster's Nodes hold and its Pods request, written by a capacity
+	// controller (package capacity); unset until one has observed the cluster.
+	Resources *ClusterResourcesApplyConfiguration `json:"resources,omitempty"`
 }
 
 // ClusterStatusApplyConfiguration constructs a declarative configuration of the ClusterStatus type for use with
@@ -97,5 +100,13 @@ func (b *ClusterStatusApplyConfiguration) WithClusterID(value string) *ClusterSt
 // If called multiple times, the CredentialsExpireAt field is set to the value of the last call.
 func (b *ClusterStatusApplyConfiguration) WithCredentialsExpireAt(value metav1.Time) *ClusterStatusApplyConfiguration {
 	b.CredentialsExpireAt = &value
+	return b
+}
+
+// WithResources sets the Resources field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Resources field is set to the value of the last call.
+func (b *ClusterStatusApplyConfiguration) WithResources(value *ClusterResourcesApplyConfiguration) *ClusterStatusApplyConfiguration {
+	b.Resources = value
 	return b
 }

@@ -1,0 +1,12 @@
+// Package capacity is what a member cluster can hold: Observe reads its Nodes and Pods into the
+// figures of a Cluster's status.resources (v1alpha1.ClusterResources), and Moved says whether
+// new figures moved far enough from those last written to write again, so that Pods coming and
+// going write nothing until they add up.
+//
+// The figures count the Nodes that can take Pods now (Ready, not cordoned); taints are not
+// judged, as a Pod's tolerations are not known here. largestFree is one real Node's free
+// resources, not a maximum per resource, so that a Pod that fits within it fits on that Node.
+//
+// The controller that keeps status.resources (from per-member caches of Nodes and Pods, sharded
+// as health is) is not written yet: until it is, status.resources stays unset.
+package capacity

@@ -1,0 +1,100 @@
+package capacity
+
+import (
+	"cmp"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	resourcehelper "k8s.io/component-helpers/resource"
+
+	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
+)
+
+// Observe is what nodes hold and what pods request of them, observed at now.
+func Observe(nodes []*corev1.Node, pods []*corev1.Pod, now time.Time) v1alpha1.ClusterResources {
+	r := v1alpha1.ClusterResources{Nodes: int32(len(nodes)), LastObservedTime: metav1.NewTime(now),
+		Capacity: corev1.ResourceList{}, Allocatable: corev1.ResourceList{}, Requested: corev1.ResourceList{}}
+	used := map[string]corev1.ResourceList{}
+	var ready []*corev1.Node
+	for _, n := range nodes {
+		if !schedulable(n) {
+			continue
+		}
+		ready = append(ready, n)
+		used[n.Name] = corev1.ResourceList{corev1.ResourcePods: resource.MustParse("0")}
+		add(r.Capacity, n.Status.Capacity)
+		add(r.Allocatable, n.Status.Allocatable)
+	}
+	r.ReadyNodes = int32(len(ready))
+	for _, p := range pods {
+		on := used[p.Spec.NodeName]
+		if on == nil || terminal(p) {
+			continue // unbound, on a Node that cannot take Pods, or done
+		}
+		req := resourcehelper.PodRequests(p, resourcehelper.PodResourcesOptions{})
+		req[corev1.ResourcePods] = resource.MustParse("1")
+		add(on, req)
+		add(r.Requested, req)
+	}
+	if _, ok := r.Requested[corev1.ResourcePods]; !ok {
+		r.Requested[corev1.ResourcePods] = resource.MustParse("0")
+	}
+	r.LargestFree = largestFree(ready, used)
+	return r
+}
+
+// schedulable says whether a Node can take Pods now: Ready and not cordoned.
+func schedulable(n *corev1.Node) bool {
+	if n.Spec.Unschedulable {
+		return false
+	}
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// terminal says whether a Pod is done: its requests no longer count on its Node.
+func terminal(p *corev1.Pod) bool {
+	return p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed
+}
+
+// add adds each quantity of from to into.
+func add(into, from corev1.ResourceList) {
+	for k, q := range from {
+		sum := into[k]
+		sum.Add(q)
+		into[k] = sum
+	}
+}
+
+// largestFree is the free resources (allocatable less used, never below zero) of the ready Node
+// with the most free cpu, then memory, then the first by name; nil without one.
+func largestFree(ready []*corev1.Node, used map[string]corev1.ResourceList) corev1.ResourceList {
+	var best corev1.ResourceList
+	var bestName string
+	for _, n := range ready {
+		free := corev1.ResourceList{}
+		for k, q := range n.Status.Allocatable {
+			left := q.DeepCopy()
+			left.Sub(used[n.Name][k])
+			if left.Sign() < 0 {
+				left = resource.Quantity{Format: q.Format}
+			}
+			free[k] = left
+		}
+		if best == nil || roomier(free, best) > 0 || (roomier(free, best) == 0 && n.Name < bestName) {
+			best, bestName = free, n.Name
+		}
+	}
+	return best
+}
+
+// roomier orders free resources by cpu, then memory.
+func roomier(a, b corev1.ResourceList) int {
+	return cmp.Or(a.Cpu().Cmp(*b.Cpu()), a.Memory().Cmp(*b.Memory()))
+}
