@@ -7,6 +7,8 @@
 // judged, as a Pod's tolerations are not known here. largestFree is one real Node's free
 // resources, not a maximum per resource, so that a Pod that fits within it fits on that Node.
 //
-// The controller that keeps status.resources (from per-member caches of Nodes and Pods, sharded
-// as health is) is not written yet: until it is, status.resources stays unset.
+// Controller keeps status.resources: from per-member caches of Nodes and Pods (fleetcache, each
+// object cut to what Observe reads), it observes each member every Interval and writes, with
+// server-side apply of status.resources alone, only what Moved or a Heartbeat asks for. Hosted
+// in package controllers, it works on the Host's members: a shard replica's own, as health does.
 package capacity

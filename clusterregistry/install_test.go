@@ -227,6 +227,7 @@ func TestSchemaVersionIsRaisedWithTheSchema(t *testing.T) {
 		16: "84891fe5f10c795805efc5b8970c81ea8280dcc11228e28ba617ca585af9b027", // an override's cel
 		17: "12fc176675b014527383a15ff1790c71eac93d1c548c2626167bce85274c8316", // a Release's departureGraceSeconds, a member's departedAt; dependsOn's refusal names its field
 		18: "12661c3deaeb407f5d59557aea1f71eafad21282822d4f6af4f584115cd6da21", // a Cluster's kubernetesApiEndpoints.tunnel
+		19: "c3c9b9e687057b1b5e9d7df71b05e3cfb040d79b9c6b8324867232660314bd31", // a Cluster's status.resources
 	}
 	if want := digests[clusterregistry.SchemaVersion]; digest != want {
 		t.Errorf("the CRD's schema changed (digest %s) without a new schema version: raise SchemaVersion and the "+

@@ -14,6 +14,7 @@ import (
 	cpversioned "sigs.k8s.io/cluster-inventory-api/client/clientset/versioned"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
+	"github.com/cluster-registry/sdk/capacity"
 	"github.com/cluster-registry/sdk/clientset/versioned"
 	"github.com/cluster-registry/sdk/clusterprofile"
 	"github.com/cluster-registry/sdk/delivery"
@@ -79,17 +80,9 @@ func New(opts Options) (*Host, error) {
 	}
 	// In the order they start: allControllers.
 	if opts.Health != nil {
-		o := *opts.Health
-		o.Registry, o.Kube, o.Resolver, o.Members = registry, kube, opts.Resolver, h.members
-		o.Namespaces, o.Selector, o.LeaderElection, o.Metrics = nil, nil, nil, opts.Metrics
-		if o.Logger.GetSink() == nil {
-			o.Logger = log
+		if err := h.addHealth(opts, registry, kube); err != nil {
+			return nil, err
 		}
-		c, err := health.New(o)
-		if err != nil {
-			return nil, &ControllerError{Controller: Health, Invalid: true, Err: err}
-		}
-		h.add(Health, c.Run)
 	}
 	if opts.Rotation != nil {
 		o := *opts.Rotation
@@ -118,7 +111,42 @@ func New(opts Options) (*Host, error) {
 			return nil, err
 		}
 	}
+	if opts.Capacity != nil {
+		if err := h.addCapacity(*opts.Capacity, registry); err != nil {
+			return nil, err
+		}
+	}
 	return h, nil
+}
+
+// addHealth adds the health controller over the host's members.
+func (h *Host) addHealth(opts Options, registry versioned.Interface, kube kubernetes.Interface) error {
+	o := *opts.Health
+	o.Registry, o.Kube, o.Resolver, o.Members = registry, kube, opts.Resolver, h.members
+	o.Namespaces, o.Selector, o.LeaderElection, o.Metrics = nil, nil, nil, opts.Metrics
+	if o.Logger.GetSink() == nil {
+		o.Logger = h.log
+	}
+	c, err := health.New(o)
+	if err != nil {
+		return &ControllerError{Controller: Health, Invalid: true, Err: err}
+	}
+	h.add(Health, c.Run)
+	return nil
+}
+
+// addCapacity adds the capacity controller over the host's members.
+func (h *Host) addCapacity(o capacity.Options, registry versioned.Interface) error {
+	o.Registry, o.Members = registry, h.members
+	if o.Logger.GetSink() == nil {
+		o.Logger = h.log.WithName(Capacity)
+	}
+	c, err := capacity.New(o)
+	if err != nil {
+		return &ControllerError{Controller: Capacity, Invalid: true, Err: err}
+	}
+	h.add(Capacity, c.Start)
+	return nil
 }
 
 // shardView is this replica's view of the members it owns: of the Host's Fleet, or, with

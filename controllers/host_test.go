@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr/testr"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
@@ -25,6 +26,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/cluster-registry/sdk/access"
+	"github.com/cluster-registry/sdk/capacity"
 	"github.com/cluster-registry/sdk/clientset/versioned"
 	"github.com/cluster-registry/sdk/clusterprofile"
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
@@ -61,7 +63,7 @@ func startManager(t *testing.T, mgr manager.Manager) (ctx context.Context, stop 
 }
 
 // A tool hosts the SDK's controllers in its own Manager, beside a controller of its own: the
-// health controller probes the set's members and writes their status, the tool's reconciler
+// health controller probes the set's members and writes their status, the capacity controller their resources, the tool's reconciler
 // reconciles its ConfigMap and reads the host's Fleet, readiness waits for the Fleet, and the
 // Manager's stop stops everything.
 func TestHostBesideAToolsOwnController(t *testing.T) {
@@ -72,9 +74,10 @@ func TestHostBesideAToolsOwnController(t *testing.T) {
 		Config: lf.Registry.Config, Resolver: resolver(t), Namespaces: []string{ns},
 		Health:   &health.Options{Interval: 300 * time.Millisecond, FailureThreshold: 1, SuccessThreshold: 1},
 		Rotation: &rotation.Options{},
+		Capacity: &capacity.Options{Interval: 200 * time.Millisecond, Logger: testr.New(t)},
 	})
 	require.NoError(t, err)
-	require.Equal(t, []string{controllers.Health, controllers.Rotation}, host.Controllers())
+	require.Equal(t, []string{controllers.Health, controllers.Rotation, controllers.Capacity}, host.Controllers())
 
 	scheme := runtime.NewScheme()
 	require.NoError(t, clientgoscheme.AddToScheme(scheme))
@@ -106,12 +109,13 @@ func TestHostBesideAToolsOwnController(t *testing.T) {
 			return false
 		}
 		for _, c := range list.Items {
-			if cond := c.Status.Condition(v1alpha1.ConditionReady); cond == nil || c.Status.LastProbeTime == nil {
+			// Health's status and capacity's resources, each its own field manager's, side by side.
+			if cond := c.Status.Condition(v1alpha1.ConditionReady); cond == nil || c.Status.LastProbeTime == nil || c.Status.Resources == nil {
 				return false
 			}
 		}
 		return true
-	}, 60*time.Second, 100*time.Millisecond, "the hosted health controller wrote no status")
+	}, 60*time.Second, 100*time.Millisecond, "the hosted health and capacity controllers wrote no status")
 	require.NoError(t, host.Ready(&http.Request{}))
 
 	c := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "tools-own"}}

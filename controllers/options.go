@@ -7,6 +7,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/cluster-registry/sdk/access"
+	"github.com/cluster-registry/sdk/capacity"
 	"github.com/cluster-registry/sdk/clusterprofile"
 	"github.com/cluster-registry/sdk/delivery"
 	"github.com/cluster-registry/sdk/health"
@@ -23,6 +24,7 @@ const (
 	ClusterProfiles = "clusterprofiles"
 	Placements      = "placements"
 	Releases        = "releases"
+	Capacity        = "capacity"
 )
 
 // Options say which controllers a Host runs, over which members of which registry. Each
@@ -55,6 +57,9 @@ type Options struct {
 	// PlacementDecisions (New refuses otherwise). Its Fresh is the Host's; with Shard, its
 	// Sharding is the Host's too: each replica applies to the members it owns.
 	Releases *delivery.ControllerOptions
+	// Capacity, if set, keeps each member's Cluster status.resources (package capacity): its
+	// Nodes, what they hold and what its Pods request. Its Registry and Members are the Host's.
+	Capacity *capacity.Options
 
 	// Shard, if set, makes this replica one of a group that divides the members among itself
 	// (package shard): the controllers then run on every replica, each on the members it owns,

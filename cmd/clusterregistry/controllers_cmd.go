@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/cluster-registry/sdk/capacity"
 	"github.com/cluster-registry/sdk/controllers"
 )
 
@@ -35,11 +36,11 @@ func (o *ControllersOptions) Complete(f *factory, cmd *cobra.Command, _ []string
 // Validate checks the process's flags, then each chosen controller's, naming the flag.
 func (o *ControllersOptions) Validate() error {
 	if len(o.Controllers) == 0 {
-		return usageError{errors.New("--controllers: name one or more of health, rotation, clusterprofiles, placements, releases")}
+		return usageError{errors.New("--controllers: name one or more of health, rotation, clusterprofiles, placements, releases, capacity")}
 	}
 	for _, c := range o.Controllers {
 		if !slices.Contains(allControllers, c) {
-			return usageError{fmt.Errorf("--controllers: %q: want health, rotation, clusterprofiles, placements or releases", c)}
+			return usageError{fmt.Errorf("--controllers: %q: want health, rotation, clusterprofiles, placements, releases or capacity", c)}
 		}
 	}
 	if o.Releases.chartsSet() && !o.runs(controllers.Releases) {
@@ -84,6 +85,9 @@ func (o *ControllersOptions) Run(ctx context.Context) error {
 	if o.runs(controllers.Releases) {
 		opts.Releases = o.Releases.options(o.Host.ShardGroup != "")
 	}
+	if o.runs(controllers.Capacity) {
+		opts.Capacity = &capacity.Options{}
+	}
 	return o.Host.runControllers(ctx, env, opts, func(controller string) string { return "--controllers " + controller })
 }
 
@@ -95,7 +99,9 @@ a SIG Multicluster ClusterProfile), placements (decides each Placement of the cl
 writes its decision as SIG Multicluster PlacementDecisions, and its status; see
 explain-placement --help) and releases (delivers each Release's objects to the members of its
 decision and keeps them there: server-side apply, health and drift from watches of what it
-applied, waves, prune; see describe release --help). They share one Lease (--leader-elect: replicas take turns,
+applied, waves, prune; see describe release --help) and capacity (keeps each Cluster's
+status.resources: its Nodes, what they hold and what its Pods request, written when a figure
+moves 5 % of what the Nodes offer, or every 5 minutes). They share one Lease (--leader-elect: replicas take turns,
 each ready as soon as it has listed the registry), one metrics endpoint (over TLS, for callers the
 registry authenticates and allows to get /metrics) and one /healthz and /readyz, and stop
 together, finishing what is under way within 30 seconds.
@@ -103,7 +109,7 @@ together, finishing what is under way within 30 seconds.
 health is this command with --controllers=health, and --rotate-credentials and --cluster-profiles
 adding the others. deploy/controllers has a Deployment of it.
 
-With --shard-group, health, rotation and clusterprofiles divide the members among the replicas,
+With --shard-group, health, rotation, clusterprofiles and capacity divide the members among the replicas,
 placements divides the Placements (each decided over every member), and releases divides each
 Release's members (each replica applies to its own; the Release's owner writes its status).
 Without placements and releases, each replica watches only the Clusters it owns: those of the
@@ -136,7 +142,7 @@ func newControllers(fac *factory) *cobra.Command {
 	o.Rotation.add(f)
 	o.Profiles.add(f)
 	o.Releases.add(f)
-	f.StringSliceVar(&o.Controllers, "controllers", []string{controllers.Health, controllers.Rotation}, "the controllers to run: health, rotation, clusterprofiles, placements, releases")
+	f.StringSliceVar(&o.Controllers, "controllers", []string{controllers.Health, controllers.Rotation}, "the controllers to run: health, rotation, clusterprofiles, placements, releases, capacity")
 	_ = cmd.RegisterFlagCompletionFunc("controllers", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
 		return allControllers, cobra.ShellCompDirectiveNoFileComp
 	})

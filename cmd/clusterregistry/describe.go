@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -199,6 +200,8 @@ func describeCluster(out io.Writer, c *v1alpha1.Cluster, tokens map[string]time.
 		expire = t.UTC().Format(time.RFC3339) + " (" + relative(t.Time, now) + "), as the health controller last read them"
 	}
 	line("  Credentials Expire:\t%s", expire)
+	section("Resources:")
+	describeResources(line, c, now)
 	section("Conditions:")
 	if len(c.Status.Conditions) == 0 {
 		line("  none: no health controller has reported on it (clusterregistry health -n %s)", c.Namespace)
@@ -221,6 +224,22 @@ func describeCluster(out io.Writer, c *v1alpha1.Cluster, tokens map[string]time.
 		}
 	}
 	return w.Flush()
+}
+
+// describeResources writes what c's status.resources say its Nodes hold and its Pods request,
+// each resource as requested of allocatable, with what is free on the roomiest Node.
+func describeResources(line func(string, ...any), c *v1alpha1.Cluster, now time.Time) {
+	r := c.Status.Resources
+	if r == nil {
+		line("  not observed: no capacity controller has reported on it (clusterregistry controllers --controllers capacity)")
+		return
+	}
+	line("  Nodes:\t%d, %d ready and schedulable", r.Nodes, r.ReadyNodes)
+	for _, name := range slices.Sorted(maps.Keys(r.Allocatable)) {
+		req, alloc, free := r.Requested[name], r.Allocatable[name], r.LargestFree[name]
+		line("  %s:\t%s requested of %s\t%s free on one Node", name, req.String(), alloc.String(), free.String())
+	}
+	line("  Observed:\t%s (%s ago)", r.LastObservedTime.UTC().Format(time.RFC3339), duration.HumanDuration(now.Sub(r.LastObservedTime.Time)))
 }
 
 // eventTime is when an Event last happened, whichever of its times the writer set.

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -363,6 +364,9 @@ var overviewColumns = []metav1.TableColumnDefinition{
 	{Name: "Credential", Type: "string"},
 	{Name: "Expires", Type: "string"},
 	{Name: "Reached", Type: "string", Priority: 1},
+	{Name: "Nodes", Type: "string", Priority: 1},
+	{Name: "CPU", Type: "string", Priority: 1},
+	{Name: "Memory", Type: "string", Priority: 1},
 	{Name: "Server", Type: "string", Priority: 1},
 	{Name: "Message", Type: "string", Priority: 1},
 }
@@ -387,13 +391,28 @@ func overview(ctx context.Context, expiries *tokenExpiries, clusters []v1alpha1.
 		if eps := c.Spec.KubernetesAPIEndpoints.ServerEndpoints; len(eps) > 0 {
 			server = eps[0].ServerAddress
 		}
+		nodes, cpu, memory := held(c.Status.Resources)
 		t.Rows = append(t.Rows, metav1.TableRow{
 			Cells: []any{c.Name, ready, orDash(reason), orDash(c.Status.Version), report, credential, expires,
-				reached(c), orDash(server), orDash(strings.ReplaceAll(message, "\n", " "))},
+				reached(c), nodes, cpu, memory, orDash(server), orDash(strings.ReplaceAll(message, "\n", " "))},
 			Object: runtime.RawExtension{Object: c},
 		})
 	}
 	return t
+}
+
+// held is what the member's status.resources say, as -o wide shows it: Nodes ready of all, and
+// cpu and memory requested of what the ready Nodes offer; dashes before a capacity controller
+// wrote them.
+func held(r *v1alpha1.ClusterResources) (nodes, cpu, memory string) {
+	if r == nil {
+		return "-", "-", "-"
+	}
+	of := func(name corev1.ResourceName) string {
+		req, alloc := r.Requested[name], r.Allocatable[name]
+		return req.String() + "/" + alloc.String()
+	}
+	return fmt.Sprintf("%d/%d", r.ReadyNodes, r.Nodes), of(corev1.ResourceCPU), of(corev1.ResourceMemory)
 }
 
 // reached is how readers reach the member: directly, or through the tunnel of the agent named.

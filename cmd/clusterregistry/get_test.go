@@ -7,8 +7,10 @@ import (
 
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/cluster-registry/sdk/capacity"
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
 )
 
@@ -64,4 +66,22 @@ func TestDescribeCluster(t *testing.T) {
 	require.Regexp(t, `(?m)^  Credentials Expire:\s+2026-11-23T17:00:00Z \(in 5h\), as the health controller last read them$`, out.String())
 	require.Regexp(t, `(?m)^  Ready\s+False\s+Unreachable\s+since 60s ago\s+dial tcp: refused$`, out.String())
 	require.Regexp(t, `(?s)Normal\s+Reachable.*Warning\s+Unreachable`, out.String(), "events oldest first")
+	require.Regexp(t, `(?m)^  not observed: no capacity controller`, out.String())
+
+	// What a capacity controller wrote: each resource requested of allocatable, and what one Node
+	// has free; -o wide's columns say the same in short.
+	nodes := []*corev1.Node{{ObjectMeta: metav1.ObjectMeta{Name: "a"}, Status: corev1.NodeStatus{
+		Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4"), corev1.ResourceMemory: resource.MustParse("16Gi")},
+		Conditions:  []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}}}}
+	pods := []*corev1.Pod{{Spec: corev1.PodSpec{NodeName: "a", Containers: []corev1.Container{{Resources: corev1.ResourceRequirements{
+		Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1500m")}}}}}}}
+	r := capacity.Observe(nodes, pods, now.Add(-30*time.Second))
+	c.Status.Resources = &r
+	out.Reset()
+	require.NoError(t, describeCluster(&out, c, tokens, events, now))
+	require.Regexp(t, `(?m)^  Nodes:\s+1, 1 ready and schedulable$`, out.String())
+	require.Regexp(t, `(?m)^  cpu:\s+1500m requested of 4\s+2500m free on one Node$`, out.String())
+	require.Regexp(t, `(?m)^  Observed:\s+2026-11-23T11:59:30Z \(30s ago\)$`, out.String())
+	nodeCells, cpu, memory := held(c.Status.Resources)
+	require.Equal(t, []string{"1/1", "1500m/4", "0/16Gi"}, []string{nodeCells, cpu, memory})
 }

@@ -31,7 +31,7 @@ import (
 // the flags to package controllers' Options and serves what a process adds: metrics and probes.
 
 // allControllers are the names --controllers takes, in the order they start.
-var allControllers = []string{controllers.Health, controllers.Rotation, controllers.ClusterProfiles, controllers.Placements, controllers.Releases}
+var allControllers = []string{controllers.Health, controllers.Rotation, controllers.ClusterProfiles, controllers.Placements, controllers.Releases, controllers.Capacity}
 
 // schedulerName is the name the placements controller writes in its PlacementDecisions.
 const schedulerName = "clusterregistry"

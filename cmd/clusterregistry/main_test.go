@@ -83,7 +83,7 @@ func TestBadFlags(t *testing.T) {
 		{[]string{"explain-placement", "web", "-f", "web.yaml"}, "a Placement NAME and -f/--filename conflict"},
 		{[]string{"explain-placement", "web", "-A"}, "a Placement NAME and -A conflict"},
 		{[]string{"explain-placement", "web", "other"}, "accepts at most 1 arg(s)"},
-		{[]string{"controllers", "--controllers", "scheduler"}, `--controllers: "scheduler": want health, rotation, clusterprofiles, placements or releases`},
+		{[]string{"controllers", "--controllers", "scheduler"}, `--controllers: "scheduler": want health, rotation, clusterprofiles, placements, releases or capacity`},
 		{[]string{"controllers", "--chart-hosts", "charts.example.com"}, "--chart-hosts, --chart-ca-file and --chart-plain-http are for the releases controller"},
 		{[]string{"controllers", "--controllers", "releases", "--chart-ca-file", "/nonexistent/ca.pem"}, "--chart-ca-file: open /nonexistent/ca.pem"},
 		{[]string{"health", "-l", "a in ("}, "-l/--selector: unable to parse"},
