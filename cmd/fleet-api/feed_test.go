@@ -57,6 +57,7 @@ func realisticSummaries(n int) map[types.NamespacedName]clusterSummary {
 			Pods:                nodeCounts{Total: ptr.To(i % 11), Ready: ptr.To(i % 3)},
 			Workloads:           workloads{Deployments: ptr.To(i % 7), DeploymentsReady: ptr.To(i % 5)},
 			Cache:               cacheState{State: "Synced", Since: since},
+			Capacity:            &capacitySummary{ReadyNodes: 3, Nodes: 3, CPU: fmt.Sprintf("%dm/12", 100*(i%9)), Memory: "6Gi/48Gi"},
 		}
 	}
 	return out
@@ -111,7 +112,11 @@ func TestSummarySameComparesEveryField(t *testing.T) {
 		case reflect.Map:
 			target.Set(reflect.ValueOf(map[string]string{"added": "by the test"}))
 		case reflect.Pointer:
-			target.Set(reflect.ValueOf(ptr.To(1000)))
+			if target.Type().Elem().Kind() == reflect.Int {
+				target.Set(reflect.ValueOf(ptr.To(1000)))
+			} else { // a summary of its own (capacity): another one
+				target.Set(reflect.New(target.Type().Elem()))
+			}
 		case reflect.Struct: // time.Time
 			target.Set(reflect.ValueOf(target.Interface().(time.Time).Add(time.Second)))
 		default:

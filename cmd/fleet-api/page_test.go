@@ -6,14 +6,18 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/retry"
 
 	"github.com/cluster-registry/sdk/clientset/versioned"
 	crv1alpha1 "github.com/cluster-registry/sdk/clientset/versioned/typed/clusterregistry/v1alpha1"
@@ -117,6 +121,7 @@ func TestDashboardInABrowser(t *testing.T) {
 	}
 	d := &dashboard{ctx: ctx, registry: registry, markup: markup, tab: tab, step: step, text: text, row: row, screenshot: screenshot}
 	d.signIn(t)
+	d.capacity(t)
 	d.releases(t)
 	d.staleAndBack(t)
 	d.ordinary(t)
@@ -154,6 +159,28 @@ func (d *dashboard) signIn(t *testing.T) {
 	injected, err := chromedp.Run(tab, chromedp.Evaluate[bool](`document.getElementById("injected") !== null || document.title === "owned"`))
 	require.NoError(t, err)
 	require.False(t, injected, "a display name became markup in the page")
+}
+
+// capacity: a member's status.resources, once a capacity controller has written it, shows live
+// in its row; a member without says it is not observed.
+func (d *dashboard) capacity(t *testing.T) {
+	cell := func(member string) string { return d.text(d.row(member) + ` td[data-label="Capacity"]`) }
+	require.Contains(t, cell("member-1"), "not observed")
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		c, err := d.registry.Get(d.ctx, "member-2", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		c.Status.Resources = &v1alpha1.ClusterResources{Nodes: 2, ReadyNodes: 1, LastObservedTime: metav1.Now(),
+			Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4"), corev1.ResourceMemory: resource.MustParse("16Gi")},
+			Requested:   corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1500m"), corev1.ResourceMemory: resource.MustParse("2Gi")}}
+		_, err = d.registry.UpdateStatus(d.ctx, c, metav1.UpdateOptions{})
+		return err
+	})
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { return strings.Contains(cell("member-2"), "cpu 1500m/4, memory 2Gi/16Gi") }, 30*time.Second, 200*time.Millisecond,
+		"member-2's capacity not shown: %q", cell("member-2"))
+	require.Contains(t, cell("member-2"), "1 of 2 Nodes schedulable")
 }
 
 // releases: Releases are shown live with each member's phase, as text however hostile.

@@ -218,6 +218,31 @@ type clusterSummary struct {
 	// Cache says how current the counts are: a member that is down is "Stale" since when, and
 	// its counts are those of then.
 	Cache cacheState `json:"cache"`
+	// Capacity is what the Cluster's status.resources says, as the capacity controller wrote
+	// it; absent before it has. Its time is left out, so that a heartbeat that moved nothing
+	// sends a watcher nothing.
+	Capacity *capacitySummary `json:"capacity,omitempty"`
+}
+
+// capacitySummary is a member's status.resources in short: Nodes ready and schedulable, and
+// cpu and memory requested of what they offer ("5100m/12").
+type capacitySummary struct {
+	ReadyNodes int32  `json:"readyNodes"`
+	Nodes      int32  `json:"nodes"`
+	CPU        string `json:"cpu"`
+	Memory     string `json:"memory"`
+}
+
+// capacityOf is r in short; nil when no capacity controller has written it.
+func capacityOf(r *v1alpha1.ClusterResources) *capacitySummary {
+	if r == nil {
+		return nil
+	}
+	of := func(name corev1.ResourceName) string {
+		req, alloc := r.Requested[name], r.Allocatable[name]
+		return req.String() + "/" + alloc.String()
+	}
+	return &capacitySummary{ReadyNodes: r.ReadyNodes, Nodes: r.Nodes, CPU: of(corev1.ResourceCPU), Memory: of(corev1.ResourceMemory)}
 }
 
 // key is the member's namespace and name.
@@ -366,6 +391,7 @@ func (s *server) summarize(m *multicluster.Member) (clusterSummary, []*corev1.No
 	if exp := c.Status.CredentialsExpireAt; exp != nil {
 		out.CredentialsExpireAt = exp.UTC().Format(time.RFC3339)
 	}
+	out.Capacity = capacityOf(c.Status.Resources)
 	nodes, _ := s.nodes.List(m.Name(), nil)
 	deployments, _ := s.deployments.List(m.Name(), nil)
 	out.Pods = s.podCounts(m.Name())

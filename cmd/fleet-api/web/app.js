@@ -80,6 +80,8 @@ function render() {
       counts("Nodes", c.nodes, c.nodes.ready, c.nodes.total),
       counts("Pods", c.pods || {}, (c.pods || {}).ready, (c.pods || {}).total),
       counts("Deployments", c.workloads, c.workloads.deploymentsReady, c.workloads.deployments),
+      cell("Capacity", c.capacity ? "cpu " + c.capacity.cpu + ", memory " + c.capacity.memory : "-",
+        c.capacity ? c.capacity.readyNodes + " of " + c.capacity.nodes + " Nodes schedulable" : "not observed (the capacity controller writes it)"),
       cell("Caches", c.cache.state + (time(c.cache.since) ? " since " + time(c.cache.since) : ""), c.cache.error, "cache cache-" + c.cache.state),
       cell("Credentials expire", c.credentialsExpireAt ? time(c.credentialsExpireAt) : "-"),
     );
