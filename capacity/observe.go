@@ -98,3 +98,10 @@ func largestFree(ready []*corev1.Node, used map[string]corev1.ResourceList) core
 func roomier(a, b corev1.ResourceList) int {
 	return cmp.Or(a.Cpu().Cmp(*b.Cpu()), a.Memory().Cmp(*b.Memory()))
 }
+
+// Share is how much of resource name r's Pods request of what its ready Nodes offer, as
+// "requested/allocatable" ("5100m/12"), the form `get -o wide` and fleet-api show.
+func Share(r *v1alpha1.ClusterResources, name corev1.ResourceName) string {
+	req, alloc := r.Requested[name], r.Allocatable[name]
+	return req.String() + "/" + alloc.String()
+}

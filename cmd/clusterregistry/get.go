@@ -26,6 +26,7 @@ import (
 	"k8s.io/client-go/util/jsonpath"
 	kubectlget "k8s.io/kubectl/pkg/cmd/get"
 
+	"github.com/cluster-registry/sdk/capacity"
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
 )
 
@@ -408,11 +409,7 @@ func held(r *v1alpha1.ClusterResources) (nodes, cpu, memory string) {
 	if r == nil {
 		return "-", "-", "-"
 	}
-	of := func(name corev1.ResourceName) string {
-		req, alloc := r.Requested[name], r.Allocatable[name]
-		return req.String() + "/" + alloc.String()
-	}
-	return fmt.Sprintf("%d/%d", r.ReadyNodes, r.Nodes), of(corev1.ResourceCPU), of(corev1.ResourceMemory)
+	return fmt.Sprintf("%d/%d", r.ReadyNodes, r.Nodes), capacity.Share(r, corev1.ResourceCPU), capacity.Share(r, corev1.ResourceMemory)
 }
 
 // reached is how readers reach the member: directly, or through the tunnel of the agent named.

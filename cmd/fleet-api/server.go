@@ -22,6 +22,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/cluster-registry/sdk/access"
+	"github.com/cluster-registry/sdk/capacity"
 	"github.com/cluster-registry/sdk/clientset/versioned"
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
 	"github.com/cluster-registry/sdk/cmd/fleet-api/internal/httpapi"
@@ -238,11 +239,7 @@ func capacityOf(r *v1alpha1.ClusterResources) *capacitySummary {
 	if r == nil {
 		return nil
 	}
-	of := func(name corev1.ResourceName) string {
-		req, alloc := r.Requested[name], r.Allocatable[name]
-		return req.String() + "/" + alloc.String()
-	}
-	return &capacitySummary{ReadyNodes: r.ReadyNodes, Nodes: r.Nodes, CPU: of(corev1.ResourceCPU), Memory: of(corev1.ResourceMemory)}
+	return &capacitySummary{ReadyNodes: r.ReadyNodes, Nodes: r.Nodes, CPU: capacity.Share(r, corev1.ResourceCPU), Memory: capacity.Share(r, corev1.ResourceMemory)}
 }
 
 // key is the member's namespace and name.
