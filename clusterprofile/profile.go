@@ -3,7 +3,9 @@ package clusterprofile
 import (
 	"encoding/json"
 	"fmt"
+	"strconv"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientcmdv1 "k8s.io/client-go/tools/clientcmd/api/v1"
@@ -75,6 +77,7 @@ func Profile(c *v1alpha1.Cluster, resolved *access.Resolved, opts PublishOptions
 	if c.Status.ClusterID != "" {
 		p.Status.Properties = append(p.Status.Properties, cpv1alpha1.Property{Name: PropertyClusterID, Value: c.Status.ClusterID, LastObservedTime: observed})
 	}
+	p.Status.Properties = append(p.Status.Properties, capacityProperties(c.Status.Resources)...)
 	tunnelled := c.Spec.KubernetesAPIEndpoints.Tunnel != nil
 	if resolved != nil && resolved.Server != nil && (!tunnelled || opts.TunnelProxy != "") {
 		config, _ := json.Marshal(map[string]string{"clusterName": c.Name})
@@ -92,6 +95,44 @@ func Profile(c *v1alpha1.Cluster, resolved *access.Resolved, opts PublishOptions
 		}
 	}
 	return p
+}
+
+// Capacity properties: a Cluster's status.resources as ClusterProfile properties (KEP-4322's
+// name/value pairs), for a consumer that places on them. Each carries the figures' own
+// lastObservedTime.
+const (
+	// PropertyNodeCount and PropertyReadyNodeCount are how many Nodes the cluster has, and how
+	// many are Ready and schedulable.
+	PropertyNodeCount      = "clusterregistry.k8s.io/node-count"
+	PropertyReadyNodeCount = "clusterregistry.k8s.io/ready-node-count"
+	// PropertyResourcePrefix prefixes, for cpu, memory and pods, allocatable-NAME (what the ready
+	// Nodes offer), requested-NAME (what non-terminal Pods request) and largest-free-NAME (what is
+	// free on the roomiest Node), each a quantity ("12", "48Gi").
+	PropertyResourcePrefix = "resources.clusterregistry.k8s.io/"
+)
+
+// capacityProperties are r's figures as properties; none before a capacity controller wrote
+// them.
+func capacityProperties(r *v1alpha1.ClusterResources) []cpv1alpha1.Property {
+	if r == nil {
+		return nil
+	}
+	at := r.LastObservedTime
+	props := []cpv1alpha1.Property{
+		{Name: PropertyNodeCount, Value: strconv.Itoa(int(r.Nodes)), LastObservedTime: at},
+		{Name: PropertyReadyNodeCount, Value: strconv.Itoa(int(r.ReadyNodes)), LastObservedTime: at},
+	}
+	for _, name := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory, corev1.ResourcePods} {
+		for _, fig := range []struct {
+			what string
+			list corev1.ResourceList
+		}{{"allocatable-", r.Allocatable}, {"requested-", r.Requested}, {"largest-free-", r.LargestFree}} {
+			if q, ok := fig.list[name]; ok {
+				props = append(props, cpv1alpha1.Property{Name: PropertyResourcePrefix + fig.what + string(name), Value: q.String(), LastObservedTime: at})
+			}
+		}
+	}
+	return props
 }
 
 // managedBy reports whether the profile is the manager's, by its label and its spec.
