@@ -20,6 +20,13 @@ import (
 	"github.com/cluster-registry/sdk/multicluster"
 )
 
+// written is what the Controller last wrote for a member, and the UID of the Cluster it wrote
+// it to.
+type written struct {
+	uid     types.UID
+	figures *v1alpha1.ClusterResources
+}
+
 // Options configure a Controller.
 type Options struct {
 	// Registry is where the Clusters' status is written.
@@ -72,7 +79,9 @@ type Controller struct {
 	writes atomic.Int64
 
 	mu      sync.Mutex
-	written map[types.NamespacedName]*v1alpha1.ClusterResources
+	written map[types.NamespacedName]written
+	// refused names, by member, the kind a member refuses to list, once said.
+	refused map[types.NamespacedName]string
 }
 
 // New is a Controller of opts.
@@ -81,7 +90,8 @@ func New(opts Options) (*Controller, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Controller{opts: opts, cache: fleetcache.New(opts.Members), written: map[types.NamespacedName]*v1alpha1.ClusterResources{}}
+	c := &Controller{opts: opts, cache: fleetcache.New(opts.Members), written: map[types.NamespacedName]written{},
+		refused: map[types.NamespacedName]string{}}
 	if c.nodes, err = fleetcache.Typed[*corev1.Node](c.cache, corev1.SchemeGroupVersion.WithResource("nodes"), fleetcache.KindOptions{Transform: keepNode}); err != nil {
 		return nil, fmt.Errorf("capacity: %w", err)
 	}
@@ -113,19 +123,21 @@ func (c *Controller) Start(ctx context.Context) error {
 }
 
 // pass observes every member whose caches are synced, and writes the figures that moved or
-// whose heartbeat is due.
+// whose heartbeat is due. What it remembers of members that left goes.
 func (c *Controller) pass(ctx context.Context, now time.Time) {
-	for _, m := range c.opts.Members.Members() {
+	members := c.opts.Members.Members()
+	present := make(map[types.NamespacedName]bool, len(members))
+	for _, m := range members {
 		key := m.Name()
+		present[key] = true
 		if !c.synced(key) {
-			c.opts.Logger.V(1).Info("caches not synced", "cluster", key.String())
 			continue // a member whose caches cannot say keeps what was written
 		}
 		nodes, _ := c.nodes.List(key, nil)
 		pods, _ := c.pods.List(key, nil)
 		r := Observe(nodes, pods, now)
-		written := c.lastWritten(m)
-		if written != nil && !Moved(written, &r, c.opts.Threshold) && now.Sub(written.LastObservedTime.Time) < c.opts.Heartbeat {
+		last := c.lastWritten(m)
+		if last != nil && !Moved(last, &r, c.opts.Threshold) && now.Sub(last.LastObservedTime.Time) < c.opts.Heartbeat {
 			continue
 		}
 		if err := c.write(ctx, m, &r); err != nil {
@@ -135,27 +147,62 @@ func (c *Controller) pass(ctx context.Context, now time.Time) {
 			continue
 		}
 		c.mu.Lock()
-		c.written[key] = &r
+		c.written[key] = written{uid: m.Cluster().UID, figures: &r}
 		c.mu.Unlock()
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for key := range c.written {
+		if !present[key] {
+			delete(c.written, key)
+		}
+	}
+	for key := range c.refused {
+		if !present[key] {
+			delete(c.refused, key)
+		}
 	}
 }
 
-// synced says whether both of a member's caches are current.
+// synced says whether both of a member's caches are current. A member that refuses to list
+// Nodes or Pods to its credentials is said once (and again when it changes), since its
+// figures are then never written: join's default ClusterRole, edit, has no Nodes.
 func (c *Controller) synced(key types.NamespacedName) bool {
 	n, okN := c.nodes.Status(key)
 	p, okP := c.pods.Status(key)
+	refused := ""
+	switch {
+	case okN && n.Refused():
+		refused = "nodes"
+	case okP && p.Refused():
+		refused = "pods"
+	}
+	c.mu.Lock()
+	said := c.refused[key]
+	if refused == "" {
+		delete(c.refused, key)
+	} else {
+		c.refused[key] = refused
+	}
+	c.mu.Unlock()
+	if refused != "" && said != refused {
+		c.opts.Logger.Info("the member refuses to list "+refused+" to its credentials: its status.resources is not written until its account may list and watch nodes and pods",
+			"cluster", key.String())
+	}
 	return okN && okP && n.State == fleetcache.Synced && p.State == fleetcache.Synced
 }
 
-// lastWritten is what this Controller last wrote for m, else what m's Cluster holds (written by
-// an earlier run), so that a restart writes nothing that did not move.
+// lastWritten is what this Controller last wrote for m's Cluster, else what the Cluster holds
+// (written by an earlier run), so that a restart writes nothing that did not move. A Cluster
+// registered again (another UID) is judged on what it holds, not on what its predecessor had.
 func (c *Controller) lastWritten(m *multicluster.Member) *v1alpha1.ClusterResources {
+	cl := m.Cluster()
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if r := c.written[m.Name()]; r != nil {
-		return r
+	if w, ok := c.written[m.Name()]; ok && w.uid == cl.UID {
+		return w.figures
 	}
-	return m.Cluster().Status.Resources
+	return cl.Status.Resources
 }
 
 // write applies r as the Cluster's status.resources, with the Controller's field manager.

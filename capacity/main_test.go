@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -128,4 +129,18 @@ func TestCapacityInStatus(t *testing.T) {
 	cordoned := status(func(r *v1alpha1.ClusterResources) bool { return r.ReadyNodes == 1 }, "a Node cordoned")
 	require.Equal(t, int32(2), cordoned.Nodes)
 	require.Equal(t, "4100m", cordoned.Requested.Cpu().String(), "the cordoned Node's Pod still counted")
+
+	// Registered again, the Cluster (another UID, no status) has its figures written at once,
+	// not at the next heartbeat (here an hour) as if its predecessor's still stood.
+	old, err := clusters.Get(ctx, member.Name, metav1.GetOptions{})
+	require.NoError(t, err)
+	require.NoError(t, clusters.Delete(ctx, member.Name, metav1.DeleteOptions{}))
+	require.Eventually(t, func() bool {
+		_, err := clusters.Get(ctx, member.Name, metav1.GetOptions{})
+		return apierrors.IsNotFound(err)
+	}, 30*time.Second, 50*time.Millisecond)
+	again := &v1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: member.Name, Labels: old.Labels}, Spec: old.Spec}
+	_, err = clusters.Create(ctx, again, metav1.CreateOptions{})
+	require.NoError(t, err)
+	status(func(r *v1alpha1.ClusterResources) bool { return r.ReadyNodes == 1 }, "the Cluster registered again")
 }

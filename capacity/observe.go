@@ -2,6 +2,8 @@ package capacity
 
 import (
 	"cmp"
+	"maps"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -42,7 +44,36 @@ func Observe(nodes []*corev1.Node, pods []*corev1.Pod, now time.Time) v1alpha1.C
 		r.Requested[corev1.ResourcePods] = resource.MustParse("0")
 	}
 	r.LargestFree = largestFree(ready, used)
+	r.Capacity, r.Allocatable, r.Requested, r.LargestFree = capped(r.Capacity), capped(r.Allocatable), capped(r.Requested), capped(r.LargestFree)
 	return r
+}
+
+// maxResources is how many resources a list of status.resources holds (the CRD's maxProperties).
+const maxResources = 32
+
+// standard are the resources a capped list always keeps.
+var standard = []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory, corev1.ResourcePods, corev1.ResourceEphemeralStorage}
+
+// capped is l within maxResources: the standard resources, then the others by name. A member
+// whose Nodes or Pods name more (whatever it answers) would otherwise have its every write
+// refused, and no figures at all.
+func capped(l corev1.ResourceList) corev1.ResourceList {
+	if len(l) <= maxResources {
+		return l
+	}
+	out := corev1.ResourceList{}
+	for _, name := range standard {
+		if q, ok := l[name]; ok {
+			out[name] = q
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(l)) {
+		if len(out) == maxResources {
+			break
+		}
+		out[name] = l[name]
+	}
+	return out
 }
 
 // schedulable says whether a Node can take Pods now: Ready and not cordoned.

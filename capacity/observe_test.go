@@ -1,6 +1,7 @@
 package capacity_test
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -81,4 +82,22 @@ func TestObserve(t *testing.T) {
 func qty(l corev1.ResourceList, k corev1.ResourceName) string {
 	q := l[k]
 	return q.String()
+}
+
+// A member whose Nodes name more resources than status.resources holds (32) has its lists cut to
+// that, the standard resources kept, so that the registry takes the write.
+func TestObserveCapsTheResourcesItNames(t *testing.T) {
+	extra := corev1.ResourceList{}
+	for i := range 40 {
+		extra[corev1.ResourceName(fmt.Sprintf("example.com/device-%02d", i))] = resource.MustParse("1")
+	}
+	r := capacity.Observe([]*corev1.Node{node("a", "4", "16Gi", true, extra)}, nil, time.Now())
+	for _, l := range []corev1.ResourceList{r.Capacity, r.Allocatable, r.LargestFree} {
+		require.Len(t, l, 32)
+		for _, name := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory, corev1.ResourcePods} {
+			require.Contains(t, l, name)
+		}
+	}
+	require.Contains(t, r.Allocatable, corev1.ResourceName("example.com/device-00"), "the others by name")
+	require.NotContains(t, r.Allocatable, corev1.ResourceName("example.com/device-39"))
 }
