@@ -46,12 +46,20 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &clusterregistryv1alpha1.ClusterSpecApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("ClusterStatus"):
 		return &clusterregistryv1alpha1.ClusterStatusApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("ClusterStatusProperty"):
+		return &clusterregistryv1alpha1.ClusterStatusPropertyApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("KubernetesAPIEndpoints"):
 		return &clusterregistryv1alpha1.KubernetesAPIEndpointsApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("Placement"):
 		return &clusterregistryv1alpha1.PlacementApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("PlacementFit"):
+		return &clusterregistryv1alpha1.PlacementFitApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("PlacementPreference"):
+		return &clusterregistryv1alpha1.PlacementPreferenceApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("PlacementReasonCount"):
 		return &clusterregistryv1alpha1.PlacementReasonCountApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("PlacementRebalance"):
+		return &clusterregistryv1alpha1.PlacementRebalanceApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("PlacementSpec"):
 		return &clusterregistryv1alpha1.PlacementSpecApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("PlacementSpread"):

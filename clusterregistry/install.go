@@ -28,7 +28,7 @@ const establishPollInterval = 100 * time.Millisecond
 // source, version 9 a Release's createNamespace, version 10 a rollout's onFailure and approval,
 // version 17 a Release's departureGraceSeconds and a member's departedAt (phase Departed),
 // version 18 a Cluster's tunnel, version 19 a Cluster's status.resources.
-const SchemaVersion = 19
+const SchemaVersion = 20
 
 // SchemaVersionAnnotation, on each CRD, holds the SchemaVersion of the SDK that installed it.
 const SchemaVersionAnnotation = "clusterregistry.k8s.io/schema-version"

@@ -90,6 +90,7 @@ go test ./delivery/ -run '^$' -bench '^Benchmark(Chart)?Delivery$' -benchtime 1x
 go test ./delivery/ -run '^$' -bench 'ShardedDelivery' -benchtime 1x -sharded-members 10000 -timeout 30m | tee -a "$out" >&2
 go test ./delivery/ -run '^$' -bench 'Share' -benchtime 200x | tee -a "$out" >&2
 go test ./delivery/ -run '^$' -bench 'Decide' -benchtime 20x | tee -a "$out" >&2
+go test ./placement/ -run '^$' -bench 'Decide' -benchtime 200x | tee -a "$out" >&2
 go test ./cmd/clusterregistry/ -run '^$' -bench 'DiffRelease' -benchtime 1x -timeout 30m | tee -a "$out" >&2
 go test ./helmrelease/ -run '^$' -bench 'HelmMode' -benchtime 1x -helm-members 1000 -timeout 30m | tee -a "$out" >&2
 go test ./chartrender/ -run '^$' -bench 'Render' -benchtime 20x | tee -a "$out" >&2

@@ -6,6 +6,7 @@ import (
 	"hash/fnv"
 	"math"
 	"slices"
+	"strings"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -33,8 +34,11 @@ type Input struct {
 	Candidates []*v1alpha1.Cluster
 	// Previous is the last decision's choices; nil for a first decision.
 	Previous []Choice
-	// Now is the time tolerations are judged at.
+	// Now is the time tolerations, and the age of status.resources, are judged at.
 	Now time.Time
+	// LastRebalance is when a rebalance last moved members (the Placement's
+	// status.lastRebalanceTime); zero if none has.
+	LastRebalance time.Time
 }
 
 // Decision is what Decide chose, and why.
@@ -46,9 +50,12 @@ type Decision struct {
 	Explanations []Explanation
 	// Satisfied: Count members were chosen (always, without Count).
 	Satisfied bool
-	// RecheckAt, if not zero, is when a toleration ends: decide again then, even if nothing else
-	// changes.
+	// RecheckAt, if not zero, is when a toleration or a rebalance's cooldown ends: decide again
+	// then, even if nothing else changes.
 	RecheckAt time.Time
+	// Rebalanced: members chosen before gave way to better-scored ones, by the policy's
+	// rebalance (record Now as the Placement's status.lastRebalanceTime).
+	Rebalanced bool
 }
 
 // candidate is a Cluster that fits the policy, on its way to be chosen or not.
@@ -62,6 +69,14 @@ type candidate struct {
 	until    time.Time // a toleration's end
 	tolerate bool
 	rank     uint64
+	// note is said of it when chosen: that whether it still fits is not known.
+	note string
+	// score is its score by the policy's preferences, when scored; otherwise unscored says
+	// why not, and unscoredMsg in words.
+	score       float64
+	scored      bool
+	unscored    Reason
+	unscoredMsg string
 }
 
 // byName orders Clusters by cluster set, then name: the order of a decision's explanations.
@@ -105,7 +120,8 @@ func (c *Compiled) Decide(in Input) Decision {
 		fits = append(fits, f)
 	}
 
-	chosen := c.choose(fits, func(f *candidate, r Reason, msg string) { out(f.index, r, msg) })
+	chosen, rebalanced, recheck := c.chooseOrRebalance(fits, in, func(f *candidate, r Reason, msg string) { out(f.index, r, msg) })
+	d.Rebalanced, d.RecheckAt = rebalanced, recheck
 	for _, f := range chosen {
 		r, msg := chosenFor(f)
 		out(f.index, r, msg)
@@ -114,6 +130,11 @@ func (c *Compiled) Decide(in Input) Decision {
 		}
 		d.Chosen = append(d.Chosen, Choice{Cluster: f.key, Reason: r})
 	}
+	for _, f := range fits {
+		if f.scored {
+			explanations[f.index].Score = &f.score
+		}
+	}
 	c.group(d.Chosen, chosen)
 	d.Satisfied = p.Count == nil || len(d.Chosen) == int(*p.Count)
 	d.Explanations = slices.DeleteFunc(explanations, func(e Explanation) bool { return e.Reason == "" })
@@ -121,11 +142,30 @@ func (c *Compiled) Decide(in Input) Decision {
 }
 
 // fit is cl (clusters[i]) as a candidate that fits the policy, or nil and why it does not: it is
-// screened out, not Ready beyond what the policy tolerates, or lacks the spread's label.
+// screened out, not Ready beyond what the policy tolerates, lacks the spread's label, or lacks
+// the room fit asks.
 func (c *Compiled) fit(cl *v1alpha1.Cluster, i int, in Input, previous map[types.NamespacedName]int) (*candidate, Reason, string) {
 	p := &c.policy
 	key := types.NamespacedName{Namespace: cl.Namespace, Name: cl.Name}
-	if r, msg := c.screen(cl, key); r != "" {
+	var res *v1alpha1.ClusterResources
+	var resWhy Reason
+	var resMsg string
+	var vars map[string]any
+	// What an expression sees is made only for a Cluster the names and selector keep: most of
+	// a fleet is screened out by a selector match alone.
+	lazyVars := func() map[string]any {
+		if vars == nil {
+			if c.readsResources() {
+				res, resWhy, resMsg = c.figures(cl, in.Now)
+			}
+			vars = clusterVars(cl, res)
+		}
+		return vars
+	}
+	if r, msg := c.screen(cl, key, lazyVars); r != "" {
+		if r == ReasonCEL && resWhy != "" && strings.HasPrefix(msg, celFailed) {
+			msg += " (" + resMsg + ")"
+		}
 		return nil, r, msg
 	}
 	f := &candidate{key: key, index: i, previous: -1, included: names(p.Include, key)}
@@ -150,38 +190,95 @@ func (c *Compiled) fit(cl *v1alpha1.Cluster, i int, in Input, previous map[types
 		}
 		f.domain = v
 	}
+	if c.policy.Fit != nil || len(c.prefer) > 0 {
+		lazyVars()
+	}
+	if r, msg := c.room(f, res, resWhy, resMsg); r != "" {
+		return nil, r, msg
+	}
+	if len(c.prefer) > 0 {
+		f.score, f.unscored, f.unscoredMsg = c.score(vars, resWhy, resMsg)
+		f.scored = f.unscored == ""
+	}
 	f.rank = rank(in.Key, key)
 	return f, "", ""
 }
 
+// room is why f lacks the room the policy's fit asks, by res, its figures (nil, with resWhy and
+// resMsg, when they cannot be judged); "" when it has it. A member chosen before whose figures
+// cannot be judged stays, with a note.
+func (c *Compiled) room(f *candidate, res *v1alpha1.ClusterResources, resWhy Reason, resMsg string) (Reason, string) {
+	if c.policy.Fit == nil {
+		return "", ""
+	}
+	kept := f.previous >= 0
+	switch {
+	case res == nil && kept:
+		f.note = "whether it still fits is not known: " + resMsg
+		return "", ""
+	case res == nil:
+		return resWhy, resMsg + ", so whether it fits is not known"
+	}
+	if why := c.fits(res, kept); why != "" {
+		if kept {
+			return ReasonDoesNotFit, "chosen before, and no longer fits: " + why
+		}
+		return ReasonDoesNotFit, why
+	}
+	return "", ""
+}
+
+// celFailed begins the explanation of a Cluster for which the CEL expression could not be
+// evaluated.
+const celFailed = "the CEL expression could not be evaluated"
+
+// readsResources reports whether the policy judges status.resources.
+func (c *Compiled) readsResources() bool {
+	return c.cel != nil || c.policy.Fit != nil || len(c.prefer) > 0
+}
+
 // chosenFor is why a chosen candidate was chosen, and in words.
 func chosenFor(f *candidate) (Reason, string) {
+	r, msg := ReasonChosen, "fits the policy"
 	switch {
 	case f.tolerate:
-		msg := "chosen before; not Ready, tolerated"
+		r, msg = ReasonTolerated, "chosen before; not Ready, tolerated"
 		if !f.until.IsZero() {
 			msg += " until " + f.until.UTC().Format(time.RFC3339)
 		}
-		return ReasonTolerated, msg
 	case f.previous >= 0:
-		return ReasonKept, "chosen before, and still fits"
+		r, msg = ReasonKept, "chosen before, and still fits"
 	case f.included:
-		return ReasonIncluded, "named in include"
+		r, msg = ReasonIncluded, "named in include"
 	}
-	return ReasonChosen, "fits the policy"
+	if f.note != "" {
+		msg += " (" + f.note + ")"
+	}
+	switch {
+	case f.scored:
+		msg += "; score " + formatScore(f.score)
+	case f.unscored != "":
+		msg += "; " + f.unscoredMsg
+	}
+	return r, msg
 }
 
 // Candidate reports whether cl is a candidate of the policy at all: not excluded, of its cluster
-// sets, and matching its selector and CEL expression (or included by name). Readiness, count and
-// spread are not judged. A scheduler asks it of a Cluster that changed, to know which
+// sets, and matching its selector and CEL expression (or included by name). Readiness, count,
+// spread and fit are not judged; the age of status.resources, which CEL may read, is judged at
+// the time of the call. A scheduler asks it of a Cluster that changed, to know which
 // placements to decide again.
 func (c *Compiled) Candidate(cl *v1alpha1.Cluster) bool {
-	r, _ := c.screen(cl, types.NamespacedName{Namespace: cl.Namespace, Name: cl.Name})
+	r, _ := c.screen(cl, types.NamespacedName{Namespace: cl.Namespace, Name: cl.Name}, func() map[string]any {
+		res, _, _ := c.figures(cl, time.Now())
+		return clusterVars(cl, res)
+	})
 	return r == ""
 }
 
-// screen is why cl is not a candidate at all, and in words; "" when it is one.
-func (c *Compiled) screen(cl *v1alpha1.Cluster, key types.NamespacedName) (Reason, string) {
+// screen is why cl is not a candidate at all, and in words; "" when it is one. vars makes what
+// the CEL expression sees of it, when it is asked.
+func (c *Compiled) screen(cl *v1alpha1.Cluster, key types.NamespacedName, vars func() map[string]any) (Reason, string) {
 	p := &c.policy
 	included := names(p.Include, key)
 	switch {
@@ -191,73 +288,15 @@ func (c *Compiled) screen(cl *v1alpha1.Cluster, key types.NamespacedName) (Reaso
 		return ReasonSelector, c.selectorMiss
 	}
 	if c.cel != nil && !included {
-		ok, err := c.cel.eval(cl)
+		ok, err := c.cel.eval(vars())
 		if err != nil {
-			return ReasonCEL, fmt.Sprintf("the CEL expression could not be evaluated: %v", err)
+			return ReasonCEL, fmt.Sprintf("%s: %v", celFailed, err)
 		}
 		if !ok {
 			return ReasonCEL, "the CEL expression is false"
 		}
 	}
 	return "", ""
-}
-
-// choose picks from fits: the members chosen before first, in their previous order, then the
-// included ones, then the rest by rank, up to Count and, with Spread, within its skew. Those not
-// picked are explained with out.
-func (c *Compiled) choose(fits []*candidate, out func(*candidate, Reason, string)) []*candidate {
-	p := &c.policy
-	room := math.MaxInt
-	if p.Count != nil {
-		room = int(*p.Count)
-	}
-	slices.SortStableFunc(fits, preferred)
-	var chosen []*candidate
-	rest := fits
-	// Members chosen before stay, spread or not: moving them to even out domains is the churn a
-	// placement must not make. Only a lower Count drops some, the last first.
-	for len(rest) > 0 && rest[0].previous >= 0 {
-		if len(chosen) < room {
-			chosen = append(chosen, rest[0])
-		} else {
-			out(rest[0], ReasonOverCount, fmt.Sprintf("count is %d, and %d members chosen before come first", room, room))
-		}
-		rest = rest[1:]
-	}
-	overCount := fmt.Sprintf("count is %d, and %d members came first", room, room)
-	if p.Spread == nil {
-		for _, f := range rest {
-			if len(chosen) < room {
-				chosen = append(chosen, f)
-			} else {
-				out(f, ReasonOverCount, overCount)
-			}
-		}
-		return chosen
-	}
-	return c.spread(chosen, rest, room, out)
-}
-
-// preferred orders candidates as choose takes them: those chosen before, in their previous
-// order; then those included by name; then the rest by rank.
-func preferred(a, b *candidate) int {
-	switch {
-	case (a.previous >= 0) != (b.previous >= 0): // kept ones first
-		if a.previous >= 0 {
-			return -1
-		}
-		return 1
-	case a.previous >= 0:
-		return cmp.Compare(a.previous, b.previous)
-	case a.included != b.included:
-		if a.included {
-			return -1
-		}
-		return 1
-	case a.included:
-		return cmp.Compare(a.key.String(), b.key.String())
-	}
-	return cmp.Or(cmp.Compare(a.rank, b.rank), cmp.Compare(a.key.String(), b.key.String()))
 }
 
 // spread picks from rest, after chosen (those kept), up to room: the domain with fewest chosen

@@ -10,6 +10,11 @@
 // chosen member stays chosen while it still fits, new members only fill free room (an unrelated
 // join changes nothing), and a member's rollout group, once given, is kept.
 //
+// On a member's status.resources (a capacity controller's), a policy's fit chooses only members
+// with room and its preferences order them by score; figures missing or too old are reasons of
+// their own. A member chosen before stays while its allocatable still holds fit, whatever its
+// score, unless the policy's rebalance lets it give way, once per cooldown.
+//
 // The scheduler that writes decisions as SIG Multicluster's PlacementDecision, and the consumers
 // that follow them, build on this package.
 package placement

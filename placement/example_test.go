@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
@@ -59,4 +61,41 @@ func ExampleCompileClusterExpression() {
 	ok, err := expr.Matches(c)
 	fmt.Println(ok, err)
 	// Output: true <nil>
+}
+
+// Two members with room for 4 cpu, the roomiest first; a member without figures is out, and
+// says why.
+func ExampleCompiled_Decide_fitAndPrefer() {
+	policy, err := placement.Compile(placement.Policy{
+		Count:  ptr.To[int32](2),
+		Fit:    &placement.Fit{Total: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4")}},
+		Prefer: []placement.Preference{{Weight: 10, CEL: `cluster.resources.free["cpu"] / cluster.resources.allocatable["cpu"]`}},
+	})
+	if err != nil {
+		panic(err)
+	}
+	now := time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
+	member := func(name, allocatable, requested string) *v1alpha1.Cluster {
+		c := &v1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: "fleet", Name: name}}
+		c.Status.SetCondition(metav1.Condition{Type: v1alpha1.ConditionReady, Status: metav1.ConditionTrue,
+			Reason: v1alpha1.ReasonReachable, LastTransitionTime: metav1.NewTime(now.Add(-time.Hour))})
+		if allocatable != "" {
+			c.Status.Resources = &v1alpha1.ClusterResources{Nodes: 2, ReadyNodes: 2,
+				Allocatable:      corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(allocatable)},
+				Requested:        corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(requested)},
+				LastObservedTime: metav1.NewTime(now.Add(-time.Minute))}
+		}
+		return c
+	}
+	d := policy.Decide(placement.Input{Key: "fleet/web", Now: now, Candidates: []*v1alpha1.Cluster{
+		member("big", "32", "8"), member("half", "16", "8"), member("full", "16", "14"), member("new", "", ""),
+	}})
+	for _, e := range d.Explanations {
+		fmt.Printf("%-4s %-16s %s\n", e.Cluster.Name, e.Reason, e.Message)
+	}
+	// Output:
+	// big  Chosen           fits the policy; score 7.5
+	// full DoesNotFit       cpu: 4 asked, 2 free
+	// half Chosen           fits the policy; score 5
+	// new  ResourcesUnknown no status.resources (is a capacity controller running? clusterregistry controllers --controllers capacity), so whether it fits is not known
 }

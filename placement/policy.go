@@ -6,6 +6,7 @@ import (
 	"slices"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
@@ -33,6 +34,11 @@ type Compiled struct {
 	// selectorMiss is the explanation of a Cluster the selector leaves out, said once.
 	selectorMiss string
 	cel          *program
+	prefer       []preference
+	// maxAge is how old status.resources may be for fit and prefer to judge them.
+	maxAge time.Duration
+	// cooldown is the least time between two rebalances that move members.
+	cooldown time.Duration
 }
 
 // Compile checks p and prepares it. Its errors name the field at fault, and what is wrong.
@@ -48,12 +54,13 @@ func Compile(p Policy) (*Compiled, error) {
 		}
 	}
 	if p.CEL != "" {
-		prg, err := compileCEL(p.CEL)
+		prg, err := compileBool(p.CEL)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("cel: %w", err))
 		}
 		c.cel = prg
 	}
+	errs = append(errs, c.compileResources(p)...)
 	if p.Count != nil && *p.Count < 0 {
 		errs = append(errs, fmt.Errorf("count: %d is negative", *p.Count))
 	}
@@ -95,6 +102,46 @@ func Compile(p Policy) (*Compiled, error) {
 	c.selectorMiss = fmt.Sprintf("labels do not match the selector %s", c.selector)
 	return c, nil
 }
+
+// compileResources checks and prepares what judges status.resources: fit, prefer, their bound
+// of age, and rebalance.
+func (c *Compiled) compileResources(p Policy) []error {
+	prefer, errs := compilePrefer(p.Prefer)
+	c.prefer = prefer
+	if f := p.Fit; f != nil {
+		for field, list := range map[string]corev1.ResourceList{"fit.total": f.Total, "fit.perNode": f.PerNode} {
+			for _, name := range sortedNames(list) {
+				if q := list[name]; q.Sign() < 0 {
+					errs = append(errs, fmt.Errorf("%s.%s: %s is negative", field, name, q.String()))
+				}
+			}
+		}
+	}
+	c.maxAge = time.Duration(v1alpha1.DefaultMaxResourceAgeSeconds) * time.Second
+	if a := p.MaxResourceAgeSeconds; a != nil {
+		if *a < 1 {
+			errs = append(errs, fmt.Errorf("maxResourceAgeSeconds: %d, want 1 or more", *a))
+		}
+		c.maxAge = time.Duration(*a) * time.Second
+	}
+	if r := p.Rebalance; r != nil {
+		c.cooldown = time.Duration(v1alpha1.DefaultRebalanceCooldownSeconds) * time.Second
+		if r.CooldownSeconds != nil {
+			if *r.CooldownSeconds < 60 {
+				errs = append(errs, fmt.Errorf("rebalance.cooldownSeconds: %d, want 60 or more", *r.CooldownSeconds))
+			}
+			c.cooldown = time.Duration(*r.CooldownSeconds) * time.Second
+		}
+		if len(p.Prefer) == 0 {
+			errs = append(errs, errors.New("rebalance: needs prefer (it moves members to better-scored ones, and without prefer none scores)"))
+		}
+	}
+	return errs
+}
+
+// Prefers reports whether the policy scores its candidates (it has preferences): each
+// Explanation then has its Score, where one could be computed.
+func (c *Compiled) Prefers() bool { return len(c.prefer) > 0 }
 
 // names reports whether list names key, as "set/name" or "name".
 func names(list []string, key types.NamespacedName) bool {

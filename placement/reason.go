@@ -33,6 +33,20 @@ const (
 	// ReasonSpread: it lacks the spread label, or choosing it would make its domain exceed the
 	// policy's MaxSkew.
 	ReasonSpread Reason = "Spread"
+	// ReasonDoesNotFit: it lacks the free room the policy's fit asks, in total or on one Node
+	// (or, chosen before, its allocatable no longer holds it).
+	ReasonDoesNotFit Reason = "DoesNotFit"
+	// ReasonResourcesUnknown: it has no status.resources, which fit or prefer needs.
+	ReasonResourcesUnknown Reason = "ResourcesUnknown"
+	// ReasonResourcesStale: its status.resources are older than the policy's
+	// maxResourceAgeSeconds, so fit and prefer do not judge it.
+	ReasonResourcesStale Reason = "ResourcesStale"
+	// ReasonUnscored: a preference could not be evaluated for it, and scored candidates filled
+	// the count.
+	ReasonUnscored Reason = "Unscored"
+	// ReasonRebalanced: chosen before, it gave way to a candidate of higher score, by the
+	// policy's rebalance.
+	ReasonRebalanced Reason = "Rebalanced"
 )
 
 // Chosen reports whether r is a reason to be in the decision.
@@ -49,6 +63,9 @@ type Explanation struct {
 	Cluster types.NamespacedName
 	Reason  Reason
 	// Message says it in words, naming what decided: the selector, the reason and age of a
-	// Ready condition, the domain and its count.
+	// Ready condition, the domain and its count, what it lacks of fit.
 	Message string
+	// Score is its score by the policy's preferences; nil without preferences, or when it
+	// could not be scored.
+	Score *float64
 }

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"golang.org/x/sync/errgroup"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
@@ -36,13 +38,20 @@ import (
 //   - writes-per-change: slices written per change, and unaffected-writes: writes beyond the
 //     placements that chose the member (target 0);
 //   - join-writes: writes after a Cluster that no placement selects joins (target 0).
-func BenchmarkScheduler(b *testing.B) {
+func BenchmarkScheduler(b *testing.B) { benchScheduler(b, "scheduler-bench", false) }
+
+// BenchmarkSchedulerFitAndPrefer is BenchmarkScheduler with every Cluster's status.resources
+// set and every Placement asking fit (2 cpu free) and prefer (two weighted scores on free
+// resources and a label), the policies a capacity-aware fleet runs; its targets are the plain
+// policy's.
+func BenchmarkSchedulerFitAndPrefer(b *testing.B) { benchScheduler(b, "scheduler-bench-fit", true) }
+
+func benchScheduler(b *testing.B, ns string, fit bool) {
 	realservers.Required(b)
 	const n, placements = 10000, 1000
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	const ns = "scheduler-bench"
-	fleet, keys := schedulerBenchSet(ctx, b, ns, n, placements)
+	fleet, keys := schedulerBenchSet(ctx, b, ns, n, placements, fit)
 	bulk := fleettest.Unthrottled(lf.Registry.Config)
 	clusters := versioned.NewForConfigOrDie(bulk).ClusterregistryV1alpha1().Clusters(ns)
 	client := cpversioned.NewForConfigOrDie(bulk)
@@ -91,7 +100,7 @@ func BenchmarkScheduler(b *testing.B) {
 // schedulerBenchSet makes n Ready Clusters in 100 label groups and 5 regions, and placements
 // Placements, each of 5 members of one group spread over the regions; it returns a started Fleet
 // of them and the Placements' keys.
-func schedulerBenchSet(ctx context.Context, b *testing.B, ns string, n, placements int) (*multicluster.Fleet, []types.NamespacedName) {
+func schedulerBenchSet(ctx context.Context, b *testing.B, ns string, n, placements int, fit bool) (*multicluster.Fleet, []types.NamespacedName) {
 	bulk := fleettest.Unthrottled(lf.Registry.Config)
 	clusters := versioned.NewForConfigOrDie(bulk).ClusterregistryV1alpha1().Clusters(ns)
 	items := make([]v1alpha1.Cluster, n)
@@ -102,6 +111,10 @@ func schedulerBenchSet(ctx context.Context, b *testing.B, ns string, n, placemen
 				{ClientCIDR: "0.0.0.0/0", ServerAddress: fmt.Sprintf("https://member-%05d.example:6443", i)}}}}}
 	}
 	fleettest.CreateClusters(b, bulk, ns, items, func(ctx context.Context, created *v1alpha1.Cluster) error {
+		if fit {
+			created = created.DeepCopy()
+			created.Status.Resources = benchResources(created.Name)
+		}
 		return setStatus(ctx, clusters, created, metav1.ConditionTrue, v1alpha1.ReasonReachable)
 	})
 	fleet := multicluster.NewFleet(versioned.NewForConfigOrDie(bulk), nil, multicluster.FleetOptions{Namespaces: []string{ns}})
@@ -118,14 +131,21 @@ func schedulerBenchSet(ctx context.Context, b *testing.B, ns string, n, placemen
 	g.SetLimit(64)
 	for i := range keys {
 		g.Go(func() error {
-			_, err := registry.ClusterregistryV1alpha1().Placements(ns).Create(gctx, &v1alpha1.Placement{ObjectMeta: metav1.ObjectMeta{Name: keys[i].Name},
-				Spec: v1alpha1.PlacementSpec{
-					Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"group": fmt.Sprintf("g%03d", i%100)}},
-					Count:    ptr.To[int32](5), Spread: &v1alpha1.PlacementSpread{Label: "region"},
-					// Unreachable not tolerated (the default is 300 s): the change measured is a
-					// member leaving its placements.
-					Tolerations: []v1alpha1.PlacementToleration{{Reason: v1alpha1.ReasonUnreachable, Seconds: ptr.To[int64](0)}},
-				}}, metav1.CreateOptions{})
+			spec := v1alpha1.PlacementSpec{
+				Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"group": fmt.Sprintf("g%03d", i%100)}},
+				Count:    ptr.To[int32](5), Spread: &v1alpha1.PlacementSpread{Label: "region"},
+				// Unreachable not tolerated (the default is 300 s): the change measured is a
+				// member leaving its placements.
+				Tolerations: []v1alpha1.PlacementToleration{{Reason: v1alpha1.ReasonUnreachable, Seconds: ptr.To[int64](0)}},
+			}
+			if fit {
+				spec.Fit = &v1alpha1.PlacementFit{Total: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2")}}
+				spec.Prefer = []v1alpha1.PlacementPreference{
+					{Weight: 10, CEL: `cluster.resources.free["cpu"] / cluster.resources.allocatable["cpu"]`},
+					{Weight: 1, CEL: `cluster.labels.?region.orValue("") == "r0" ? 1 : 0`},
+				}
+			}
+			_, err := registry.ClusterregistryV1alpha1().Placements(ns).Create(gctx, &v1alpha1.Placement{ObjectMeta: metav1.ObjectMeta{Name: keys[i].Name}, Spec: spec}, metav1.CreateOptions{})
 			return err
 		})
 	}
@@ -133,6 +153,23 @@ func schedulerBenchSet(ctx context.Context, b *testing.B, ns string, n, placemen
 		b.Fatal(err)
 	}
 	return fleet, keys
+}
+
+// benchResources are a member's figures, varied by its name: 8 to 32 cpu allocatable, a part
+// of it requested, so that most members fit 2 cpu and their scores differ.
+func benchResources(name string) *v1alpha1.ClusterResources {
+	h := 0
+	for _, r := range name {
+		h = h*31 + int(r)
+	}
+	allocatable := 8 + h%4*8
+	requested := h % 7 * allocatable / 8
+	cpu := func(n int) resource.Quantity { return *resource.NewQuantity(int64(n), resource.DecimalSI) }
+	return &v1alpha1.ClusterResources{Nodes: 3, ReadyNodes: 3,
+		Allocatable:      corev1.ResourceList{corev1.ResourceCPU: cpu(allocatable)},
+		Requested:        corev1.ResourceList{corev1.ResourceCPU: cpu(requested)},
+		LargestFree:      corev1.ResourceList{corev1.ResourceCPU: cpu((allocatable - requested) / 3)},
+		LastObservedTime: metav1.Now()}
 }
 
 // waitStatuses waits, until 5 minutes after start, for every Placement of ns to report 5 chosen

@@ -87,6 +87,9 @@ type outcome struct {
 	invalid    error
 	decided    *placement.Decision
 	failed     error
+	// lastRebalance is when a rebalance last moved the placement's members, as the Scheduler
+	// knows it.
+	lastRebalance time.Time
 }
 
 // NewController is a Controller of the Placements in registry, deciding over members (a Fleet:
@@ -105,7 +108,7 @@ func NewController(members multicluster.ChangeSource, registry versioned.Interfa
 	user := schedOpts.Decided
 	schedOpts.Decided = func(p Placement, d placement.Decision) {
 		c.mu.Lock()
-		c.outcomes[p.Key] = outcome{generation: p.Generation, decided: &d}
+		c.outcomes[p.Key] = outcome{generation: p.Generation, decided: &d, lastRebalance: p.LastRebalance}
 		c.mu.Unlock()
 		c.queue.Add(p.Key)
 		if user != nil {
@@ -254,7 +257,7 @@ func (c *Controller) sync(ctx context.Context, key types.NamespacedName) (reconc
 		case err != nil && was:
 			c.sched.Forget(key) // keep the decision as it was written, until the policy is fixed
 		case err == nil:
-			c.sched.Set(Placement{Key: key, Policy: compiled, Generation: p.Generation, Owner: ownerOf(p)})
+			c.sched.Set(Placement{Key: key, Policy: compiled, Generation: p.Generation, Owner: ownerOf(p), LastRebalance: lastRebalance(p)})
 		}
 	}
 	c.mu.Lock()
@@ -289,6 +292,14 @@ func (c *Controller) drop(key types.NamespacedName) bool {
 	return was
 }
 
+// lastRebalance is p's status.lastRebalanceTime; zero when unset.
+func lastRebalance(p *v1alpha1.Placement) time.Time {
+	if t := p.Status.LastRebalanceTime; t != nil {
+		return t.Time
+	}
+	return time.Time{}
+}
+
 func ownerOf(p *v1alpha1.Placement) *metav1.OwnerReference {
 	return metav1.NewControllerRef(p, v1alpha1.SchemeGroupVersion.WithKind("Placement"))
 }
@@ -318,6 +329,9 @@ func statusOf(p *v1alpha1.Placement, o outcome, now time.Time) v1alpha1.Placemen
 		return st
 	}
 	d := o.decided
+	if !o.lastRebalance.IsZero() {
+		st.LastRebalanceTime = ptr.To(metav1.NewTime(o.lastRebalance).Rfc3339Copy()) // as it reads back: no write when unchanged
+	}
 	counts := map[string]int32{}
 	for _, e := range d.Explanations {
 		counts[writtenReason(e.Reason)]++
@@ -348,6 +362,9 @@ func statusOf(p *v1alpha1.Placement, o outcome, now time.Time) v1alpha1.Placemen
 			msg += "; the others are out: " + strings.Join(out, ", ") + " (clusterregistry explain-placement " + p.Name + " says why, one by one)"
 		} else {
 			msg += "; no other candidate"
+		}
+		if counts[string(placement.ReasonResourcesUnknown)] > 0 {
+			msg += "; members without status.resources cannot be judged by fit or prefer: run a capacity controller (clusterregistry controllers --controllers capacity)"
 		}
 		set(v1alpha1.PlacementSatisfied, metav1.ConditionFalse, v1alpha1.ReasonNotEnoughCandidates, msg)
 	}

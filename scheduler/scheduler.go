@@ -35,6 +35,10 @@ type Placement struct {
 	// Generation is the generation of the object Policy came from, given back to
 	// Options.Decided; 0 when there is none.
 	Generation int64
+	// LastRebalance is when a rebalance last moved its members (the object's
+	// status.lastRebalanceTime), from which its policy's cooldown counts; the Scheduler moves it
+	// on when a decision rebalances, and gives it back to Options.Decided.
+	LastRebalance time.Time
 }
 
 // Options configure a Scheduler.
@@ -124,6 +128,9 @@ func (s *Scheduler) Set(p Placement) {
 	if st := s.placements[p.Key]; st != nil {
 		if !sameOwner(st.placement.Owner, p.Owner) {
 			st.known = false // written for another owner (a Placement deleted and made again): write anew
+		}
+		if st.placement.LastRebalance.After(p.LastRebalance) {
+			p.LastRebalance = st.placement.LastRebalance // decided here since that status was read
 		}
 		st.placement, st.removed = p, false
 	} else {
@@ -247,6 +254,23 @@ func (s *Scheduler) Reconcile(ctx context.Context, req reconcile.Request) (recon
 	return reconcile.Result{RequeueAfter: max(after, 0)}, nil
 }
 
+// remove deletes the decision of key, a placement removed (st), and forgets it unless it was
+// Set again meanwhile.
+func (s *Scheduler) remove(ctx context.Context, key types.NamespacedName, st *state) error {
+	// No decision at all, which a reader tells from an empty one.
+	deleted, err := decision.Delete(ctx, s.client, key.Namespace, key.Name, s.opts.SchedulerName)
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.writes += int64(deleted)
+	if s.placements[key] == st && st.removed {
+		delete(s.placements, key)
+	}
+	return nil
+}
+
 // sync decides key's placement and writes its decision if it changed; after, if positive, is when
 // a toleration ends and it must be decided again.
 func (s *Scheduler) sync(ctx context.Context, key types.NamespacedName) (after time.Duration, err error) {
@@ -262,20 +286,7 @@ func (s *Scheduler) sync(ctx context.Context, key types.NamespacedName) (after t
 		return 0, nil
 	}
 	if removed {
-		// No decision at all, which a reader tells from an empty one.
-		deleted, err := decision.Delete(ctx, s.client, key.Namespace, key.Name, s.opts.SchedulerName)
-		if err != nil {
-			return 0, err
-		}
-		s.mu.Lock()
-		s.writes += int64(deleted)
-		s.mu.Unlock()
-		s.mu.Lock()
-		if s.placements[key] == st && st.removed {
-			delete(s.placements, key)
-		}
-		s.mu.Unlock()
-		return 0, nil
+		return 0, s.remove(ctx, key, st)
 	}
 	if s.opts.Fresh != nil && !s.opts.Fresh() {
 		return time.Second, nil // not now: a stale or failed list must not change a decision
@@ -296,7 +307,7 @@ func (s *Scheduler) sync(ctx context.Context, key types.NamespacedName) (after t
 			}
 		}
 	}
-	in := placement.Input{Key: key.String(), Previous: previous, Now: time.Now()}
+	in := placement.Input{Key: key.String(), Previous: previous, Now: time.Now(), LastRebalance: pl.LastRebalance}
 	for _, m := range s.members.Members() {
 		if c := m.Cluster(); c.Namespace == key.Namespace {
 			in.Candidates = append(in.Candidates, c)
@@ -318,6 +329,10 @@ func (s *Scheduler) sync(ctx context.Context, key types.NamespacedName) (after t
 	}
 	s.mu.Lock()
 	st.written, st.known = d.Chosen, true
+	if d.Rebalanced {
+		at := in.Now.Truncate(time.Second) // as status.lastRebalanceTime says it
+		pl.LastRebalance, st.placement.LastRebalance = at, at
+	}
 	s.mu.Unlock()
 	if s.opts.Decided != nil {
 		s.opts.Decided(pl, d)

@@ -162,12 +162,34 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: lastProbeTime
       type:
         namedType: io.k8s.apimachinery.pkg.apis.meta.v1.Time
+    - name: properties
+      type:
+        list:
+          elementType:
+            namedType: com.github.cluster-registry.sdk.clusterregistry.v1alpha1.ClusterStatusProperty
+          elementRelationship: associative
+          keys:
+          - name
     - name: resources
       type:
         namedType: com.github.cluster-registry.sdk.clusterregistry.v1alpha1.ClusterResources
     - name: version
       type:
         scalar: string
+- name: com.github.cluster-registry.sdk.clusterregistry.v1alpha1.ClusterStatusProperty
+  map:
+    fields:
+    - name: lastObservedTime
+      type:
+        namedType: io.k8s.apimachinery.pkg.apis.meta.v1.Time
+    - name: name
+      type:
+        scalar: string
+      default: ""
+    - name: value
+      type:
+        scalar: string
+      default: ""
 - name: com.github.cluster-registry.sdk.clusterregistry.v1alpha1.KubernetesAPIEndpoints
   map:
     fields:
@@ -206,6 +228,29 @@ var schemaYAML = typed.YAMLObject(`types:
       type:
         namedType: com.github.cluster-registry.sdk.clusterregistry.v1alpha1.PlacementStatus
       default: {}
+- name: com.github.cluster-registry.sdk.clusterregistry.v1alpha1.PlacementFit
+  map:
+    fields:
+    - name: perNode
+      type:
+        map:
+          elementType:
+            namedType: io.k8s.apimachinery.pkg.api.resource.Quantity
+    - name: total
+      type:
+        map:
+          elementType:
+            namedType: io.k8s.apimachinery.pkg.api.resource.Quantity
+- name: com.github.cluster-registry.sdk.clusterregistry.v1alpha1.PlacementPreference
+  map:
+    fields:
+    - name: cel
+      type:
+        scalar: string
+      default: ""
+    - name: weight
+      type:
+        scalar: numeric
 - name: com.github.cluster-registry.sdk.clusterregistry.v1alpha1.PlacementReasonCount
   map:
     fields:
@@ -217,6 +262,12 @@ var schemaYAML = typed.YAMLObject(`types:
       type:
         scalar: string
       default: ""
+- name: com.github.cluster-registry.sdk.clusterregistry.v1alpha1.PlacementRebalance
+  map:
+    fields:
+    - name: cooldownSeconds
+      type:
+        scalar: numeric
 - name: com.github.cluster-registry.sdk.clusterregistry.v1alpha1.PlacementSpec
   map:
     fields:
@@ -232,12 +283,27 @@ var schemaYAML = typed.YAMLObject(`types:
           elementType:
             scalar: string
           elementRelationship: associative
+    - name: fit
+      type:
+        namedType: com.github.cluster-registry.sdk.clusterregistry.v1alpha1.PlacementFit
     - name: include
       type:
         list:
           elementType:
             scalar: string
           elementRelationship: associative
+    - name: maxResourceAgeSeconds
+      type:
+        scalar: numeric
+    - name: prefer
+      type:
+        list:
+          elementType:
+            namedType: com.github.cluster-registry.sdk.clusterregistry.v1alpha1.PlacementPreference
+          elementRelationship: atomic
+    - name: rebalance
+      type:
+        namedType: com.github.cluster-registry.sdk.clusterregistry.v1alpha1.PlacementRebalance
     - name: rolloutGroupSize
       type:
         scalar: numeric
@@ -288,6 +354,9 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: decisionKey
       type:
         scalar: string
+    - name: lastRebalanceTime
+      type:
+        namedType: io.k8s.apimachinery.pkg.apis.meta.v1.Time
     - name: observedGeneration
       type:
         scalar: numeric

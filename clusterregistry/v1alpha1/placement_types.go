@@ -21,7 +21,7 @@ import (
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:scope=Namespaced,shortName=rpl,categories=clusterregistry
 // +kubebuilder:metadata:annotations="api-approved.kubernetes.io=unapproved, not an official Kubernetes API; see https://github.com/cluster-registry/sdk"
-// +kubebuilder:metadata:annotations="clusterregistry.k8s.io/schema-version=19"
+// +kubebuilder:metadata:annotations="clusterregistry.k8s.io/schema-version=20"
 // +kubebuilder:printcolumn:name="Count",type=integer,JSONPath=`.spec.count`
 // +kubebuilder:printcolumn:name="Chosen",type=integer,JSONPath=`.status.chosen`
 // +kubebuilder:printcolumn:name="Satisfied",type=string,JSONPath=`.status.conditions[?(@.type=="Satisfied")].status`
@@ -52,9 +52,14 @@ type PlacementSpec struct {
 	Selector *metav1.LabelSelector `json:"selector,omitempty"`
 
 	// cel, if set, keeps the Clusters for which it is true. It sees `cluster`, with `name`,
-	// `namespace`, `labels`, `annotations`, `version` (status.version) and `ready` (`status`
-	// and `reason` of the Ready condition), for example
-	// `cluster.labels["tier"] == "gold" && cluster.version.startsWith("v1.3")`. An expression
+	// `namespace`, `labels`, `annotations`, `version` (status.version), `ready` (`status`
+	// and `reason` of the Ready condition), `properties` (status.properties, name to value)
+	// and, while they are no older than maxResourceAgeSeconds, `resources`: `nodes` and
+	// `readyNodes`, and `capacity`, `allocatable`, `requested`, `largestFree` and `free`
+	// (allocatable less requested), each a map of resource name to a double (cpu in cores,
+	// memory in bytes). For example
+	// `cluster.labels["tier"] == "gold" && cluster.version.startsWith("v1.3")`, or
+	// `has(cluster.resources) && cluster.resources.free["cpu"] >= 4.0`. An expression
 	// that does not compile, or costs too much, makes the Placement Misconfigured.
 	// +optional
 	// +kubebuilder:validation:MaxLength=4096
@@ -97,6 +102,35 @@ type PlacementSpec struct {
 	// +listType=atomic
 	// +kubebuilder:validation:MaxItems=32
 	Tolerations []PlacementToleration `json:"tolerations,omitempty"`
+
+	// fit, if set, chooses only members with room: what each must have free, in total and on
+	// one Node, by its status.resources. A member chosen before stays while its allocatable
+	// still holds what fit asks: what it runs for the placement counts in its requested, and
+	// filling it moves nothing.
+	// +optional
+	Fit *PlacementFit `json:"fit,omitempty"`
+
+	// prefer, if set, orders candidates by score, the sum of each preference's weight times
+	// its expression's value; higher first, ties broken as without it (a hash of the
+	// placement and the Cluster, then the name). Members chosen before stay chosen whatever
+	// their score, unless rebalance says otherwise.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=16
+	Prefer []PlacementPreference `json:"prefer,omitempty"`
+
+	// maxResourceAgeSeconds bounds how old a member's status.resources (its lastObservedTime)
+	// may be for fit and prefer to judge it; DefaultMaxResourceAgeSeconds (900) when unset.
+	// A member whose figures are older, or missing, is not chosen by fit nor scored by prefer,
+	// and its reason says so (ResourcesStale, ResourcesUnknown); one chosen before stays.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	MaxResourceAgeSeconds *int64 `json:"maxResourceAgeSeconds,omitempty"`
+
+	// rebalance, if set, lets members chosen before give way to better-scored candidates (by
+	// prefer), at most once per cooldown. Without it a chosen member stays while it fits.
+	// +optional
+	Rebalance *PlacementRebalance `json:"rebalance,omitempty"`
 
 	// rolloutGroupSize, if set, puts the chosen into groups of at most this size, in order, for
 	// rollouts in stages; a member keeps its group while it stays chosen.
@@ -165,6 +199,11 @@ type PlacementStatus struct {
 	// +optional
 	Chosen int32 `json:"chosen,omitempty"`
 
+	// lastRebalanceTime is when a rebalance last moved members: the next may come a cooldown
+	// after it.
+	// +optional
+	LastRebalanceTime *metav1.Time `json:"lastRebalanceTime,omitempty"`
+
 	// decisionKey is the value of the multicluster.x-k8s.io/decision-key label on the
 	// PlacementDecisions that hold the decision: the Placement's name.
 	// +optional
@@ -172,7 +211,7 @@ type PlacementStatus struct {
 
 	// candidates counts the cluster set's Clusters by the one reason each is in or out of the
 	// decision (Chosen, Kept, Tolerated, Included; Excluded, Selector, CEL, NotReady,
-	// OverCount, Spread). `clusterregistry explain-placement NAME` lists them one by one.
+	// OverCount, Spread, DoesNotFit, ResourcesUnknown, ResourcesStale, Unscored, Rebalanced). `clusterregistry explain-placement NAME` lists them one by one.
 	// +optional
 	// +listType=map
 	// +listMapKey=reason

@@ -15,7 +15,7 @@ import (
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:scope=Namespaced,shortName=rcl,categories=clusterregistry
 // +kubebuilder:metadata:annotations="api-approved.kubernetes.io=unapproved, not an official Kubernetes API; see https://github.com/cluster-registry/sdk"
-// +kubebuilder:metadata:annotations="clusterregistry.k8s.io/schema-version=19"
+// +kubebuilder:metadata:annotations="clusterregistry.k8s.io/schema-version=20"
 // +kubebuilder:printcolumn:name="Display Name",type=string,JSONPath=`.spec.displayName`
 // +kubebuilder:printcolumn:name="Server",type=string,JSONPath=`.spec.kubernetesApiEndpoints.serverEndpoints[0].serverAddress`
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
@@ -224,6 +224,15 @@ type ClusterStatus struct {
 	// controller (package capacity); unset until one has observed the cluster.
 	// +optional
 	Resources *ClusterResources `json:"resources,omitempty"`
+
+	// properties are what the cluster says of itself in the About API's ClusterProperty
+	// objects (about.k8s.io, KEP-2149), written by a capacity controller where the member
+	// serves them; unset where it does not. Placements' CEL reads them as cluster.properties.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=64
+	Properties []ClusterStatusProperty `json:"properties,omitempty"`
 }
 
 // ClusterList is a list of Clusters.

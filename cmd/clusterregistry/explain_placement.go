@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -36,6 +37,9 @@ type ExplainPlacementOptions struct {
 
 	policy  *placement.Compiled
 	rollout bool
+	// lastRebalance is the named Placement's status.lastRebalanceTime, from which its
+	// rebalance's cooldown counts.
+	lastRebalance time.Time
 	factory *factory
 	out     io.Writer
 }
@@ -120,6 +124,9 @@ func (o *ExplainPlacementOptions) Run(ctx context.Context) error {
 			return fmt.Errorf("the policy of Placement %s/%s cannot be used (it is Misconfigured; its decision is kept as last written): %w", namespace, o.Name, err)
 		}
 		o.rollout, key = p.Spec.RolloutGroupSize != nil, namespace+"/"+o.Name
+		if t := p.Status.LastRebalanceTime; t != nil {
+			o.lastRebalance = t.Time
+		}
 	}
 	if o.AllNamespaces {
 		namespace = metav1.NamespaceAll
@@ -130,7 +137,7 @@ func (o *ExplainPlacementOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("listing the registry's Clusters: %w", err)
 	}
-	in := placement.Input{Key: key, Now: time.Now()}
+	in := placement.Input{Key: key, Now: time.Now(), LastRebalance: o.lastRebalance}
 	for i := range list.Items {
 		in.Candidates = append(in.Candidates, &list.Items[i])
 	}
@@ -171,20 +178,28 @@ func (o *ExplainPlacementOptions) print(d placement.Decision) error {
 		groups[ch.Cluster.String()] = ch.Group
 	}
 	w := printers.GetNewTabWriter(o.out)
-	header := "CLUSTER\tCHOSEN\tREASON\tWHY"
+	scores := o.policy.Prefers()
+	header := []string{"CLUSTER", "CHOSEN"}
 	if o.rollout {
-		header = "CLUSTER\tCHOSEN\tGROUP\tREASON\tWHY"
+		header = append(header, "GROUP")
 	}
-	fmt.Fprintln(w, header)
+	if scores {
+		header = append(header, "SCORE")
+	}
+	fmt.Fprintln(w, strings.Join(append(header, "REASON", "WHY"), "\t"))
 	for _, e := range d.Explanations {
 		chosen, group := "no", "-"
 		if e.Reason.Chosen() {
 			chosen, group = "yes", fmt.Sprint(groups[e.Cluster.String()])
 		}
-		cols := []string{e.Cluster.String(), chosen, string(e.Reason), printers.EscapeTerminal(e.Message)}
+		cols := []string{e.Cluster.String(), chosen}
 		if o.rollout {
-			cols = []string{e.Cluster.String(), chosen, group, string(e.Reason), printers.EscapeTerminal(e.Message)}
+			cols = append(cols, group)
 		}
+		if scores {
+			cols = append(cols, scoreColumn(e.Score))
+		}
+		cols = append(cols, string(e.Reason), printers.EscapeTerminal(e.Message))
 		fmt.Fprintln(w, strings.Join(cols, "\t"))
 	}
 	if err := w.Flush(); err != nil {
@@ -195,11 +210,19 @@ func (o *ExplainPlacementOptions) print(d placement.Decision) error {
 		summary += "; fewer than the policy's count"
 	}
 	if !d.RecheckAt.IsZero() {
-		summary += "; a toleration ends at " + d.RecheckAt.UTC().Format(time.RFC3339)
+		summary += "; a toleration or a rebalance's cooldown ends at " + d.RecheckAt.UTC().Format(time.RFC3339)
 	}
 	fmt.Fprintln(o.out, summary)
 	fmt.Fprintln(o.out, tolerationsLine(o.policy.Tolerations()))
 	return nil
+}
+
+// scoreColumn is a candidate's score as the SCORE column shows it: "-" when it has none.
+func scoreColumn(score *float64) string {
+	if score == nil {
+		return "-"
+	}
+	return strconv.FormatFloat(*score, 'g', 4, 64)
 }
 
 // tolerationsLine says how long a chosen member that is not Ready stays chosen, by reason,

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	cpv1alpha1 "sigs.k8s.io/cluster-inventory-api/apis/v1alpha1"
 	cpversioned "sigs.k8s.io/cluster-inventory-api/client/clientset/versioned"
@@ -48,6 +50,29 @@ func TestExplainPlacement(t *testing.T) {
 	s := &explainPlacement{lf: lf, ns: ns, dir: dir, policy: policy, explain: explain}
 	s.decisions(t)
 	s.badInput(t)
+	s.scores(t)
+}
+
+// scores: a policy with prefer and fit shows each candidate's score, and why one without
+// figures is out.
+func (s *explainPlacement) scores(t *testing.T) {
+	clusters := versioned.NewForConfigOrDie(s.lf.Registry.Config).ClusterregistryV1alpha1().Clusters(s.ns)
+	c, err := clusters.Get(t.Context(), "member-1", metav1.GetOptions{})
+	require.NoError(t, err)
+	c.Status.Resources = &v1alpha1.ClusterResources{Nodes: 2, ReadyNodes: 2,
+		Allocatable:      corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("8")},
+		Requested:        corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2")},
+		LargestFree:      corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4")},
+		LastObservedTime: metav1.Now()}
+	_, err = clusters.UpdateStatus(t.Context(), c, metav1.UpdateOptions{})
+	require.NoError(t, err)
+	file := filepath.Join(s.dir, "scored.yaml")
+	require.NoError(t, os.WriteFile(file, []byte("count: 1\nfit: {total: {cpu: 2}}\nprefer: [{weight: 2, cel: 'cluster.resources.free[\"cpu\"]'}]\n"), 0o600))
+	code, out, errOut := s.explain("-f", file)
+	require.Equal(t, 0, code, errOut)
+	require.Regexp(t, `(?m)^CLUSTER\s+CHOSEN\s+SCORE\s+REASON\s+WHY$`, out)
+	require.Regexp(t, `(?m)^`+regexp.QuoteMeta(s.ns)+`/member-1\s+yes\s+12\s+Chosen\s+fits the policy; score 12$`, out)
+	require.Regexp(t, `(?m)^`+regexp.QuoteMeta(s.ns)+`/member-2\s+no\s+-\s+NotReady\s+`, out)
 }
 
 // explainPlacement is what the parts of TestExplainPlacement share, in order.
@@ -81,7 +106,7 @@ func (s *explainPlacement) decisions(t *testing.T) {
 	require.Equal(t, 0, code, errOut)
 	require.Regexp(t, `(?m)^`+regexp.QuoteMeta(ns)+`/member-2\s+yes\s+Tolerated\s+chosen before; not Ready, tolerated until `, out)
 	require.Regexp(t, `(?m)^`+regexp.QuoteMeta(ns)+`/member-1\s+no\s+OverCount\s+`, out)
-	require.Contains(t, out, "a toleration ends at ")
+	require.Contains(t, out, "a toleration or a rebalance's cooldown ends at ")
 }
 
 // badInput: bad input names the file and the field; a Placement file is taken whole, another kind

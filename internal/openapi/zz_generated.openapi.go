@@ -41,10 +41,14 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		"github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ClusterResources":          schema_cluster_registry_sdk_clusterregistry_v1alpha1_ClusterResources(ref),
 		"github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ClusterSpec":               schema_cluster_registry_sdk_clusterregistry_v1alpha1_ClusterSpec(ref),
 		"github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ClusterStatus":             schema_cluster_registry_sdk_clusterregistry_v1alpha1_ClusterStatus(ref),
+		"github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ClusterStatusProperty":     schema_cluster_registry_sdk_clusterregistry_v1alpha1_ClusterStatusProperty(ref),
 		"github.com/cluster-registry/sdk/clusterregistry/v1alpha1.KubernetesAPIEndpoints":    schema_cluster_registry_sdk_clusterregistry_v1alpha1_KubernetesAPIEndpoints(ref),
 		"github.com/cluster-registry/sdk/clusterregistry/v1alpha1.Placement":                 schema_cluster_registry_sdk_clusterregistry_v1alpha1_Placement(ref),
+		"github.com/cluster-registry/sdk/clusterregistry/v1alpha1.PlacementFit":              schema_cluster_registry_sdk_clusterregistry_v1alpha1_PlacementFit(ref),
 		"github.com/cluster-registry/sdk/clusterregistry/v1alpha1.PlacementList":             schema_cluster_registry_sdk_clusterregistry_v1alpha1_PlacementList(ref),
+		"github.com/cluster-registry/sdk/clusterregistry/v1alpha1.PlacementPreference":       schema_cluster_registry_sdk_clusterregistry_v1alpha1_PlacementPreference(ref),
 		"github.com/cluster-registry/sdk/clusterregistry/v1alpha1.PlacementReasonCount":      schema_cluster_registry_sdk_clusterregistry_v1alpha1_PlacementReasonCount(ref),
+		"github.com/cluster-registry/sdk/clusterregistry/v1alpha1.PlacementRebalance":        schema_cluster_registry_sdk_clusterregistry_v1alpha1_PlacementRebalance(ref),
 		"github.com/cluster-registry/sdk/clusterregistry/v1alpha1.PlacementSpec":             schema_cluster_registry_sdk_clusterregistry_v1alpha1_PlacementSpec(ref),
 		"github.com/cluster-registry/sdk/clusterregistry/v1alpha1.PlacementSpread":           schema_cluster_registry_sdk_clusterregistry_v1alpha1_PlacementSpread(ref),
 		"github.com/cluster-registry/sdk/clusterregistry/v1alpha1.PlacementStatus":           schema_cluster_registry_sdk_clusterregistry_v1alpha1_PlacementStatus(ref),
@@ -530,11 +534,70 @@ func schema_cluster_registry_sdk_clusterregistry_v1alpha1_ClusterStatus(ref comm
 							Ref:         ref("github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ClusterResources"),
 						},
 					},
+					"properties": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-map-keys": []interface{}{
+									"name",
+								},
+								"x-kubernetes-list-type": "map",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "properties are what the cluster says of itself in the About API's ClusterProperty objects (about.k8s.io, KEP-2149), written by a capacity controller where the member serves them; unset where it does not. Placements' CEL reads them as cluster.properties.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref("github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ClusterStatusProperty"),
+									},
+								},
+							},
+						},
+					},
 				},
 			},
 		},
 		Dependencies: []string{
-			"github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ClusterResources", v1.Condition{}.OpenAPIModelName(), v1.Time{}.OpenAPIModelName()},
+			"github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ClusterResources", "github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ClusterStatusProperty", v1.Condition{}.OpenAPIModelName(), v1.Time{}.OpenAPIModelName()},
+	}
+}
+
+func schema_cluster_registry_sdk_clusterregistry_v1alpha1_ClusterStatusProperty(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "ClusterStatusProperty is one property a cluster says of itself: a ClusterProperty object of SIG Multicluster's About API (about.k8s.io/v1alpha1) on the cluster, by its name and value.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"name": {
+						SchemaProps: spec.SchemaProps{
+							Description: "name is the ClusterProperty's name, such as cluster.clusterset.k8s.io or clusterset.k8s.io.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"value": {
+						SchemaProps: spec.SchemaProps{
+							Description: "value is the property's value, as the ClusterProperty's spec.value says it.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"lastObservedTime": {
+						SchemaProps: spec.SchemaProps{
+							Description: "lastObservedTime is when the controller last read the property from the cluster.",
+							Ref:         ref(v1.Time{}.OpenAPIModelName()),
+						},
+					},
+				},
+				Required: []string{"name", "value", "lastObservedTime"},
+			},
+		},
+		Dependencies: []string{
+			v1.Time{}.OpenAPIModelName()},
 	}
 }
 
@@ -636,6 +699,49 @@ func schema_cluster_registry_sdk_clusterregistry_v1alpha1_Placement(ref common.R
 	}
 }
 
+func schema_cluster_registry_sdk_clusterregistry_v1alpha1_PlacementFit(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "PlacementFit is what a member must have free to be chosen: allocatable less requested, as its status.resources says (a capacity controller writes them).",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"total": {
+						SchemaProps: spec.SchemaProps{
+							Description: "total is what the member's ready Nodes must have free in all, such as {cpu: 8, memory: 16Gi}.",
+							Type:        []string{"object"},
+							AdditionalProperties: &spec.SchemaOrBool{
+								Allows: true,
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(resource.Quantity{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+					"perNode": {
+						SchemaProps: spec.SchemaProps{
+							Description: "perNode is what must be free on one Node: status.resources.largestFree must hold it, so that a Pod of this size can be scheduled on the member, which a sum would not show.",
+							Type:        []string{"object"},
+							AdditionalProperties: &spec.SchemaOrBool{
+								Allows: true,
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(resource.Quantity{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			resource.Quantity{}.OpenAPIModelName()},
+	}
+}
+
 func schema_cluster_registry_sdk_clusterregistry_v1alpha1_PlacementList(ref common.ReferenceCallback) common.OpenAPIDefinition {
 	return common.OpenAPIDefinition{
 		Schema: spec.Schema{
@@ -685,6 +791,35 @@ func schema_cluster_registry_sdk_clusterregistry_v1alpha1_PlacementList(ref comm
 	}
 }
 
+func schema_cluster_registry_sdk_clusterregistry_v1alpha1_PlacementPreference(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "PlacementPreference is one weighted score of a member, from a CEL expression.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"weight": {
+						SchemaProps: spec.SchemaProps{
+							Description: "weight multiplies the expression's value in a member's score; 1 when zero.",
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"cel": {
+						SchemaProps: spec.SchemaProps{
+							Description: "cel is a number (int or double) for a member, over the same `cluster` as the Placement's cel, for example `cluster.resources.free[\"cpu\"] / cluster.resources.allocatable[\"cpu\"]`, the share of its CPU left free. A member for which it cannot be evaluated (a figure it reads is missing, or too old) is not scored, and is chosen after those that are.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+				},
+				Required: []string{"cel"},
+			},
+		},
+	}
+}
+
 func schema_cluster_registry_sdk_clusterregistry_v1alpha1_PlacementReasonCount(ref common.ReferenceCallback) common.OpenAPIDefinition {
 	return common.OpenAPIDefinition{
 		Schema: spec.Schema{
@@ -715,6 +850,26 @@ func schema_cluster_registry_sdk_clusterregistry_v1alpha1_PlacementReasonCount(r
 	}
 }
 
+func schema_cluster_registry_sdk_clusterregistry_v1alpha1_PlacementRebalance(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "PlacementRebalance lets a placement replace chosen members by better-scored ones, which without it it never does while they still fit.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"cooldownSeconds": {
+						SchemaProps: spec.SchemaProps{
+							Description: "cooldownSeconds is the least time between two rebalances that move members; 600 when unset.",
+							Type:        []string{"integer"},
+							Format:      "int64",
+						},
+					},
+				},
+			},
+		},
+	}
+}
+
 func schema_cluster_registry_sdk_clusterregistry_v1alpha1_PlacementSpec(ref common.ReferenceCallback) common.OpenAPIDefinition {
 	return common.OpenAPIDefinition{
 		Schema: spec.Schema{
@@ -730,7 +885,7 @@ func schema_cluster_registry_sdk_clusterregistry_v1alpha1_PlacementSpec(ref comm
 					},
 					"cel": {
 						SchemaProps: spec.SchemaProps{
-							Description: "cel, if set, keeps the Clusters for which it is true. It sees `cluster`, with `name`, `namespace`, `labels`, `annotations`, `version` (status.version) and `ready` (`status` and `reason` of the Ready condition), for example `cluster.labels[\"tier\"] == \"gold\" && cluster.version.startsWith(\"v1.3\")`. An expression that does not compile, or costs too much, makes the Placement Misconfigured.",
+							Description: "cel, if set, keeps the Clusters for which it is true. It sees `cluster`, with `name`, `namespace`, `labels`, `annotations`, `version` (status.version), `ready` (`status` and `reason` of the Ready condition), `properties` (status.properties, name to value) and, while they are no older than maxResourceAgeSeconds, `resources`: `nodes` and `readyNodes`, and `capacity`, `allocatable`, `requested`, `largestFree` and `free` (allocatable less requested), each a map of resource name to a double (cpu in cores, memory in bytes). For example `cluster.labels[\"tier\"] == \"gold\" && cluster.version.startsWith(\"v1.3\")`, or `has(cluster.resources) && cluster.resources.free[\"cpu\"] >= 4.0`. An expression that does not compile, or costs too much, makes the Placement Misconfigured.",
 							Type:        []string{"string"},
 							Format:      "",
 						},
@@ -804,6 +959,43 @@ func schema_cluster_registry_sdk_clusterregistry_v1alpha1_PlacementSpec(ref comm
 							},
 						},
 					},
+					"fit": {
+						SchemaProps: spec.SchemaProps{
+							Description: "fit, if set, chooses only members with room: what each must have free, in total and on one Node, by its status.resources. A member chosen before stays while its allocatable still holds what fit asks: what it runs for the placement counts in its requested, and filling it moves nothing.",
+							Ref:         ref("github.com/cluster-registry/sdk/clusterregistry/v1alpha1.PlacementFit"),
+						},
+					},
+					"prefer": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "prefer, if set, orders candidates by score, the sum of each preference's weight times its expression's value; higher first, ties broken as without it (a hash of the placement and the Cluster, then the name). Members chosen before stay chosen whatever their score, unless rebalance says otherwise.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref("github.com/cluster-registry/sdk/clusterregistry/v1alpha1.PlacementPreference"),
+									},
+								},
+							},
+						},
+					},
+					"maxResourceAgeSeconds": {
+						SchemaProps: spec.SchemaProps{
+							Description: "maxResourceAgeSeconds bounds how old a member's status.resources (its lastObservedTime) may be for fit and prefer to judge it; DefaultMaxResourceAgeSeconds (900) when unset. A member whose figures are older, or missing, is not chosen by fit nor scored by prefer, and its reason says so (ResourcesStale, ResourcesUnknown); one chosen before stays.",
+							Type:        []string{"integer"},
+							Format:      "int64",
+						},
+					},
+					"rebalance": {
+						SchemaProps: spec.SchemaProps{
+							Description: "rebalance, if set, lets members chosen before give way to better-scored candidates (by prefer), at most once per cooldown. Without it a chosen member stays while it fits.",
+							Ref:         ref("github.com/cluster-registry/sdk/clusterregistry/v1alpha1.PlacementRebalance"),
+						},
+					},
 					"rolloutGroupSize": {
 						SchemaProps: spec.SchemaProps{
 							Description: "rolloutGroupSize, if set, puts the chosen into groups of at most this size, in order, for rollouts in stages; a member keeps its group while it stays chosen.",
@@ -815,7 +1007,7 @@ func schema_cluster_registry_sdk_clusterregistry_v1alpha1_PlacementSpec(ref comm
 			},
 		},
 		Dependencies: []string{
-			"github.com/cluster-registry/sdk/clusterregistry/v1alpha1.PlacementSpread", "github.com/cluster-registry/sdk/clusterregistry/v1alpha1.PlacementToleration", v1.LabelSelector{}.OpenAPIModelName()},
+			"github.com/cluster-registry/sdk/clusterregistry/v1alpha1.PlacementFit", "github.com/cluster-registry/sdk/clusterregistry/v1alpha1.PlacementPreference", "github.com/cluster-registry/sdk/clusterregistry/v1alpha1.PlacementRebalance", "github.com/cluster-registry/sdk/clusterregistry/v1alpha1.PlacementSpread", "github.com/cluster-registry/sdk/clusterregistry/v1alpha1.PlacementToleration", v1.LabelSelector{}.OpenAPIModelName()},
 	}
 }
 
@@ -890,6 +1082,12 @@ func schema_cluster_registry_sdk_clusterregistry_v1alpha1_PlacementStatus(ref co
 							Format:      "int32",
 						},
 					},
+					"lastRebalanceTime": {
+						SchemaProps: spec.SchemaProps{
+							Description: "lastRebalanceTime is when a rebalance last moved members: the next may come a cooldown after it.",
+							Ref:         ref(v1.Time{}.OpenAPIModelName()),
+						},
+					},
 					"decisionKey": {
 						SchemaProps: spec.SchemaProps{
 							Description: "decisionKey is the value of the multicluster.x-k8s.io/decision-key label on the PlacementDecisions that hold the decision: the Placement's name.",
@@ -907,7 +1105,7 @@ func schema_cluster_registry_sdk_clusterregistry_v1alpha1_PlacementStatus(ref co
 							},
 						},
 						SchemaProps: spec.SchemaProps{
-							Description: "candidates counts the cluster set's Clusters by the one reason each is in or out of the decision (Chosen, Kept, Tolerated, Included; Excluded, Selector, CEL, NotReady, OverCount, Spread). `clusterregistry explain-placement NAME` lists them one by one.",
+							Description: "candidates counts the cluster set's Clusters by the one reason each is in or out of the decision (Chosen, Kept, Tolerated, Included; Excluded, Selector, CEL, NotReady, OverCount, Spread, DoesNotFit, ResourcesUnknown, ResourcesStale, Unscored, Rebalanced). `clusterregistry explain-placement NAME` lists them one by one.",
 							Type:        []string{"array"},
 							Items: &spec.SchemaOrArray{
 								Schema: &spec.Schema{
@@ -922,7 +1120,7 @@ func schema_cluster_registry_sdk_clusterregistry_v1alpha1_PlacementStatus(ref co
 			},
 		},
 		Dependencies: []string{
-			"github.com/cluster-registry/sdk/clusterregistry/v1alpha1.PlacementReasonCount", v1.Condition{}.OpenAPIModelName()},
+			"github.com/cluster-registry/sdk/clusterregistry/v1alpha1.PlacementReasonCount", v1.Condition{}.OpenAPIModelName(), v1.Time{}.OpenAPIModelName()},
 	}
 }
 

@@ -50,6 +50,10 @@ type ClusterStatusApplyConfiguration struct {
 	// resources is what the cluster's Nodes hold and its Pods request, written by a capacity
 	// controller (package capacity); unset until one has observed the cluster.
 	Resources *ClusterResourcesApplyConfiguration `json:"resources,omitempty"`
+	// properties are what the cluster says of itself in the About API's ClusterProperty
+	// objects (about.k8s.io, KEP-2149), written by a capacity controller where the member
+	// serves them; unset where it does not. Placements' CEL reads them as cluster.properties.
+	Properties []ClusterStatusPropertyApplyConfiguration `json:"properties,omitempty"`
 }
 
 // ClusterStatusApplyConfiguration constructs a declarative configuration of the ClusterStatus type for use with
@@ -108,5 +112,18 @@ func (b *ClusterStatusApplyConfiguration) WithCredentialsExpireAt(value metav1.T
 // If called multiple times, the Resources field is set to the value of the last call.
 func (b *ClusterStatusApplyConfiguration) WithResources(value *ClusterResourcesApplyConfiguration) *ClusterStatusApplyConfiguration {
 	b.Resources = value
+	return b
+}
+
+// WithProperties adds the given value to the Properties field in the declarative configuration
+// and returns the receiver, so that objects can be build by chaining "With" function invocations.
+// If called multiple times, values provided by each call will be appended to the Properties field.
+func (b *ClusterStatusApplyConfiguration) WithProperties(values ...*ClusterStatusPropertyApplyConfiguration) *ClusterStatusApplyConfiguration {
+	for i := range values {
+		if values[i] == nil {
+			panic("nil value passed to WithProperties")
+		}
+		b.Properties = append(b.Properties, *values[i])
+	}
 	return b
 }

@@ -32,9 +32,14 @@ type PlacementSpecApplyConfiguration struct {
 	// selector keeps the Clusters whose labels match; every Cluster when unset.
 	Selector *v1.LabelSelectorApplyConfiguration `json:"selector,omitempty"`
 	// cel, if set, keeps the Clusters for which it is true. It sees `cluster`, with `name`,
-	// `namespace`, `labels`, `annotations`, `version` (status.version) and `ready` (`status`
-	// and `reason` of the Ready condition), for example
-	// `cluster.labels["tier"] == "gold" && cluster.version.startsWith("v1.3")`. An expression
+	// `namespace`, `labels`, `annotations`, `version` (status.version), `ready` (`status`
+	// and `reason` of the Ready condition), `properties` (status.properties, name to value)
+	// and, while they are no older than maxResourceAgeSeconds, `resources`: `nodes` and
+	// `readyNodes`, and `capacity`, `allocatable`, `requested`, `largestFree` and `free`
+	// (allocatable less requested), each a map of resource name to a double (cpu in cores,
+	// memory in bytes). For example
+	// `cluster.labels["tier"] == "gold" && cluster.version.startsWith("v1.3")`, or
+	// `has(cluster.resources) && cluster.resources.free["cpu"] >= 4.0`. An expression
 	// that does not compile, or costs too much, makes the Placement Misconfigured.
 	CEL *string `json:"cel,omitempty"`
 	// include names Clusters (NAME, or SET/NAME) that are candidates whatever selector and cel
@@ -56,6 +61,24 @@ type PlacementSpecApplyConfiguration struct {
 	// is never chosen while not Ready, and one whose endpoint leads to another cluster
 	// (IdentityChanged) leaves at once whatever the tolerations say.
 	Tolerations []PlacementTolerationApplyConfiguration `json:"tolerations,omitempty"`
+	// fit, if set, chooses only members with room: what each must have free, in total and on
+	// one Node, by its status.resources. A member chosen before stays while its allocatable
+	// still holds what fit asks: what it runs for the placement counts in its requested, and
+	// filling it moves nothing.
+	Fit *PlacementFitApplyConfiguration `json:"fit,omitempty"`
+	// prefer, if set, orders candidates by score, the sum of each preference's weight times
+	// its expression's value; higher first, ties broken as without it (a hash of the
+	// placement and the Cluster, then the name). Members chosen before stay chosen whatever
+	// their score, unless rebalance says otherwise.
+	Prefer []PlacementPreferenceApplyConfiguration `json:"prefer,omitempty"`
+	// maxResourceAgeSeconds bounds how old a member's status.resources (its lastObservedTime)
+	// may be for fit and prefer to judge it; DefaultMaxResourceAgeSeconds (900) when unset.
+	// A member whose figures are older, or missing, is not chosen by fit nor scored by prefer,
+	// and its reason says so (ResourcesStale, ResourcesUnknown); one chosen before stays.
+	MaxResourceAgeSeconds *int64 `json:"maxResourceAgeSeconds,omitempty"`
+	// rebalance, if set, lets members chosen before give way to better-scored candidates (by
+	// prefer), at most once per cooldown. Without it a chosen member stays while it fits.
+	Rebalance *PlacementRebalanceApplyConfiguration `json:"rebalance,omitempty"`
 	// rolloutGroupSize, if set, puts the chosen into groups of at most this size, in order, for
 	// rollouts in stages; a member keeps its group while it stays chosen.
 	RolloutGroupSize *int32 `json:"rolloutGroupSize,omitempty"`
@@ -129,6 +152,43 @@ func (b *PlacementSpecApplyConfiguration) WithTolerations(values ...*PlacementTo
 		}
 		b.Tolerations = append(b.Tolerations, *values[i])
 	}
+	return b
+}
+
+// WithFit sets the Fit field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Fit field is set to the value of the last call.
+func (b *PlacementSpecApplyConfiguration) WithFit(value *PlacementFitApplyConfiguration) *PlacementSpecApplyConfiguration {
+	b.Fit = value
+	return b
+}
+
+// WithPrefer adds the given value to the Prefer field in the declarative configuration
+// and returns the receiver, so that objects can be build by chaining "With" function invocations.
+// If called multiple times, values provided by each call will be appended to the Prefer field.
+func (b *PlacementSpecApplyConfiguration) WithPrefer(values ...*PlacementPreferenceApplyConfiguration) *PlacementSpecApplyConfiguration {
+	for i := range values {
+		if values[i] == nil {
+			panic("nil value passed to WithPrefer")
+		}
+		b.Prefer = append(b.Prefer, *values[i])
+	}
+	return b
+}
+
+// WithMaxResourceAgeSeconds sets the MaxResourceAgeSeconds field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the MaxResourceAgeSeconds field is set to the value of the last call.
+func (b *PlacementSpecApplyConfiguration) WithMaxResourceAgeSeconds(value int64) *PlacementSpecApplyConfiguration {
+	b.MaxResourceAgeSeconds = &value
+	return b
+}
+
+// WithRebalance sets the Rebalance field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Rebalance field is set to the value of the last call.
+func (b *PlacementSpecApplyConfiguration) WithRebalance(value *PlacementRebalanceApplyConfiguration) *PlacementSpecApplyConfiguration {
+	b.Rebalance = value
 	return b
 }
 

@@ -19,6 +19,7 @@ limitations under the License.
 package v1alpha1
 
 import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	v1 "k8s.io/client-go/applyconfigurations/meta/v1"
 )
 
@@ -35,12 +36,15 @@ type PlacementStatusApplyConfiguration struct {
 	Conditions []v1.ConditionApplyConfiguration `json:"conditions,omitempty"`
 	// chosen is how many members the decision names.
 	Chosen *int32 `json:"chosen,omitempty"`
+	// lastRebalanceTime is when a rebalance last moved members: the next may come a cooldown
+	// after it.
+	LastRebalanceTime *metav1.Time `json:"lastRebalanceTime,omitempty"`
 	// decisionKey is the value of the multicluster.x-k8s.io/decision-key label on the
 	// PlacementDecisions that hold the decision: the Placement's name.
 	DecisionKey *string `json:"decisionKey,omitempty"`
 	// candidates counts the cluster set's Clusters by the one reason each is in or out of the
 	// decision (Chosen, Kept, Tolerated, Included; Excluded, Selector, CEL, NotReady,
-	// OverCount, Spread). `clusterregistry explain-placement NAME` lists them one by one.
+	// OverCount, Spread, DoesNotFit, ResourcesUnknown, ResourcesStale, Unscored, Rebalanced). `clusterregistry explain-placement NAME` lists them one by one.
 	Candidates []PlacementReasonCountApplyConfiguration `json:"candidates,omitempty"`
 }
 
@@ -76,6 +80,14 @@ func (b *PlacementStatusApplyConfiguration) WithConditions(values ...*v1.Conditi
 // If called multiple times, the Chosen field is set to the value of the last call.
 func (b *PlacementStatusApplyConfiguration) WithChosen(value int32) *PlacementStatusApplyConfiguration {
 	b.Chosen = &value
+	return b
+}
+
+// WithLastRebalanceTime sets the LastRebalanceTime field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the LastRebalanceTime field is set to the value of the last call.
+func (b *PlacementStatusApplyConfiguration) WithLastRebalanceTime(value metav1.Time) *PlacementStatusApplyConfiguration {
+	b.LastRebalanceTime = &value
 	return b
 }
 
