@@ -113,7 +113,9 @@ func TestPlacementFitAndPrefer(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- ctrl.Run(runCtx) }()
 	defer func() { stop(); require.NoError(t, <-done) }()
-	chosen := func(name string) []string { return chosenSorted(t, decisions, types.NamespacedName{Namespace: ns, Name: name}) }
+	chosen := func(name string) []string {
+		return chosenSorted(t, decisions, types.NamespacedName{Namespace: ns, Name: name})
+	}
 	prefer := []v1alpha1.PlacementPreference{{Weight: 1, CEL: `cluster.resources.free["cpu"]`}}
 
 	_, err = placements.Create(ctx, &v1alpha1.Placement{ObjectMeta: metav1.ObjectMeta{Name: "fit"}, Spec: v1alpha1.PlacementSpec{

@@ -40,8 +40,8 @@ type ExplainPlacementOptions struct {
 	// lastRebalance is the named Placement's status.lastRebalanceTime, from which its
 	// rebalance's cooldown counts.
 	lastRebalance time.Time
-	factory *factory
-	out     io.Writer
+	factory       *factory
+	out           io.Writer
 }
 
 // Complete reads the policy file, refusing unknown fields, and compiles it.
