@@ -10,7 +10,9 @@ import (
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 
 	crv1alpha1ac "github.com/cluster-registry/sdk/applyconfiguration/clusterregistry/v1alpha1"
@@ -23,8 +25,9 @@ import (
 // written is what the Controller last wrote for a member, and the UID of the Cluster it wrote
 // it to.
 type written struct {
-	uid     types.UID
-	figures *v1alpha1.ClusterResources
+	uid        types.UID
+	figures    *v1alpha1.ClusterResources
+	properties []v1alpha1.ClusterStatusProperty
 }
 
 // Options configure a Controller.
@@ -72,10 +75,12 @@ func (o Options) withDefaults() (Options, error) {
 // (only what Observe reads of them), observes each member every Interval, and writes the figures
 // when they moved past Threshold, or once per Heartbeat. Make one with New; Start runs it.
 type Controller struct {
-	opts   Options
-	cache  *fleetcache.Cache
-	nodes  *fleetcache.Kind[*corev1.Node]
-	pods   *fleetcache.Kind[*corev1.Pod]
+	opts  Options
+	cache *fleetcache.Cache
+	nodes *fleetcache.Kind[*corev1.Node]
+	pods  *fleetcache.Kind[*corev1.Pod]
+	// props are the members' ClusterProperty objects (the About API), where they serve them.
+	props  *fleetcache.Kind[*unstructured.Unstructured]
 	writes atomic.Int64
 
 	mu      sync.Mutex
@@ -96,6 +101,9 @@ func New(opts Options) (*Controller, error) {
 		return nil, fmt.Errorf("capacity: %w", err)
 	}
 	if c.pods, err = fleetcache.Typed[*corev1.Pod](c.cache, corev1.SchemeGroupVersion.WithResource("pods"), fleetcache.KindOptions{Transform: keepPod}); err != nil {
+		return nil, fmt.Errorf("capacity: %w", err)
+	}
+	if c.props, err = fleetcache.Dynamic(c.cache, ClusterPropertyResource, fleetcache.KindOptions{Transform: keepProperty}); err != nil {
 		return nil, fmt.Errorf("capacity: %w", err)
 	}
 	return c, nil
@@ -128,27 +136,10 @@ func (c *Controller) pass(ctx context.Context, now time.Time) {
 	members := c.opts.Members.Members()
 	present := make(map[types.NamespacedName]bool, len(members))
 	for _, m := range members {
-		key := m.Name()
-		present[key] = true
-		if !c.synced(key) {
-			continue // a member whose caches cannot say keeps what was written
+		present[m.Name()] = true
+		if c.synced(m.Name()) { // a member whose caches cannot say keeps what was written
+			c.observe(ctx, m, now)
 		}
-		nodes, _ := c.nodes.List(key, nil)
-		pods, _ := c.pods.List(key, nil)
-		r := Observe(nodes, pods, now)
-		last := c.lastWritten(m)
-		if last != nil && !Moved(last, &r, c.opts.Threshold) && now.Sub(last.LastObservedTime.Time) < c.opts.Heartbeat {
-			continue
-		}
-		if err := c.write(ctx, m, &r); err != nil {
-			if ctx.Err() == nil {
-				c.opts.Logger.Error(err, "writing capacity", "cluster", key.String())
-			}
-			continue
-		}
-		c.mu.Lock()
-		c.written[key] = written{uid: m.Cluster().UID, figures: &r}
-		c.mu.Unlock()
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -162,6 +153,50 @@ func (c *Controller) pass(ctx context.Context, now time.Time) {
 			delete(c.refused, key)
 		}
 	}
+}
+
+// observe writes m's figures and properties when they moved past the threshold, or changed,
+// or when the heartbeat is due.
+func (c *Controller) observe(ctx context.Context, m *multicluster.Member, now time.Time) {
+	key := m.Name()
+	nodes, _ := c.nodes.List(key, nil)
+	pods, _ := c.pods.List(key, nil)
+	r := Observe(nodes, pods, now)
+	last := c.lastWritten(m)
+	props := c.properties(key, now, last.properties)
+	if last.figures != nil && !Moved(last.figures, &r, c.opts.Threshold) && now.Sub(last.figures.LastObservedTime.Time) < c.opts.Heartbeat &&
+		sameProperties(last.properties, props) {
+		return
+	}
+	if err := c.write(ctx, m, &r, props); err != nil {
+		if ctx.Err() == nil {
+			c.opts.Logger.Error(err, "writing capacity", "cluster", key.String())
+		}
+		return
+	}
+	c.mu.Lock()
+	c.written[key] = written{uid: m.Cluster().UID, figures: &r, properties: props}
+	c.mu.Unlock()
+}
+
+// properties are what key's ClusterProperty objects say, observed at now: none when the
+// member does not serve the About API; last (what was written) while its cache cannot say, as
+// when the member's account may not list them.
+func (c *Controller) properties(key types.NamespacedName, now time.Time, last []v1alpha1.ClusterStatusProperty) []v1alpha1.ClusterStatusProperty {
+	st, ok := c.props.Status(key)
+	switch {
+	case ok && st.State == fleetcache.Synced:
+		objs, _ := c.props.List(key, nil)
+		props, skipped := Properties(objs, now)
+		if skipped > 0 {
+			c.opts.Logger.V(1).Info("ClusterProperties left out of status.properties (no value, a value over 128 characters, or more than 64)",
+				"cluster", key.String(), "count", skipped)
+		}
+		return props
+	case ok && st.State == fleetcache.Syncing && apierrors.IsNotFound(st.Err):
+		return nil // no About API on the member
+	}
+	return last
 }
 
 // synced says whether both of a member's caches are current. A member that refuses to list
@@ -195,18 +230,19 @@ func (c *Controller) synced(key types.NamespacedName) bool {
 // lastWritten is what this Controller last wrote for m's Cluster, else what the Cluster holds
 // (written by an earlier run), so that a restart writes nothing that did not move. A Cluster
 // registered again (another UID) is judged on what it holds, not on what its predecessor had.
-func (c *Controller) lastWritten(m *multicluster.Member) *v1alpha1.ClusterResources {
+func (c *Controller) lastWritten(m *multicluster.Member) written {
 	cl := m.Cluster()
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if w, ok := c.written[m.Name()]; ok && w.uid == cl.UID {
-		return w.figures
+		return w
 	}
-	return cl.Status.Resources
+	return written{uid: cl.UID, figures: cl.Status.Resources, properties: cl.Status.Properties}
 }
 
-// write applies r as the Cluster's status.resources, with the Controller's field manager.
-func (c *Controller) write(ctx context.Context, m *multicluster.Member, r *v1alpha1.ClusterResources) error {
+// write applies r as the Cluster's status.resources and props as its status.properties, with
+// the Controller's field manager.
+func (c *Controller) write(ctx context.Context, m *multicluster.Member, r *v1alpha1.ClusterResources, props []v1alpha1.ClusterStatusProperty) error {
 	key := m.Name()
 	res := crv1alpha1ac.ClusterResources().WithNodes(r.Nodes).WithReadyNodes(r.ReadyNodes).WithLastObservedTime(r.LastObservedTime)
 	// An empty list is left out, not sent as null (a member with no ready Node has nothing
@@ -218,7 +254,11 @@ func (c *Controller) write(ctx context.Context, m *multicluster.Member, r *v1alp
 			with(*list)
 		}
 	}
-	ac := crv1alpha1ac.Cluster(key.Name, key.Namespace).WithStatus(crv1alpha1ac.ClusterStatus().WithResources(res))
+	status := crv1alpha1ac.ClusterStatus().WithResources(res)
+	for _, p := range props { // none: server-side apply removes those written before
+		status.WithProperties(crv1alpha1ac.ClusterStatusProperty().WithName(p.Name).WithValue(p.Value).WithLastObservedTime(p.LastObservedTime))
+	}
+	ac := crv1alpha1ac.Cluster(key.Name, key.Namespace).WithStatus(status)
 	c.writes.Add(1)
 	_, err := c.opts.Registry.ClusterregistryV1alpha1().Clusters(key.Namespace).ApplyStatus(ctx, ac, metav1.ApplyOptions{FieldManager: c.opts.FieldManager, Force: true})
 	return err

@@ -36,3 +36,35 @@ func TestProfileMirrorsCapacity(t *testing.T) {
 		prefix + "allocatable-cpu": "12", prefix + "allocatable-memory": "48Gi", prefix + "requested-cpu": "5100m", prefix + "largest-free-cpu": "3",
 	}, props)
 }
+
+// A member's own properties are published beside the registry's: its cluster.clusterset.k8s.io
+// is the profile's ID (in place of the kube-system UID); a claim of another cluster set, or of a
+// name the registry's properties own, is not.
+func TestProfileMirrorsMemberProperties(t *testing.T) {
+	at := metav1.NewTime(time.Date(2026, 12, 4, 10, 0, 0, 0, time.UTC))
+	c := &v1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: "fleet", Name: "edge-1"}}
+	c.Status.ClusterID = "9f1c2d3e-kube-system"
+	id := func() string {
+		for _, p := range clusterprofile.Profile(c, nil, clusterprofile.PublishOptions{}).Status.Properties {
+			if p.Name == clusterprofile.PropertyClusterID {
+				return p.Value
+			}
+		}
+		return ""
+	}
+	require.Equal(t, "9f1c2d3e-kube-system", id(), "without a property of its own, the kube-system UID")
+	c.Status.Properties = []v1alpha1.ClusterStatusProperty{
+		{Name: v1alpha1.PropertyClusterID, Value: "edge-1.fleet", LastObservedTime: at},
+		{Name: v1alpha1.PropertyClusterSet, Value: "someone-elses-set", LastObservedTime: at},
+		{Name: clusterprofile.PropertyNodeCount, Value: "1000", LastObservedTime: at},
+		{Name: "site.example.com", Value: "edge-7", LastObservedTime: at},
+	}
+	props := map[string]string{}
+	for _, p := range clusterprofile.Profile(c, nil, clusterprofile.PublishOptions{}).Status.Properties {
+		_, dup := props[p.Name]
+		require.False(t, dup, "%s published twice", p.Name)
+		props[p.Name] = p.Value
+	}
+	require.Equal(t, map[string]string{clusterprofile.PropertyClusterSet: "fleet", clusterprofile.PropertyClusterID: "edge-1.fleet",
+		"site.example.com": "edge-7"}, props)
+}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -26,8 +27,9 @@ const (
 	// exec plugin.
 	DefaultAccessProvider = "cluster-registry"
 
-	// PropertyClusterID is KEP-2149's property of a cluster's ID: the UID of its kube-system
-	// namespace, as the health controller records it in status.clusterID.
+	// PropertyClusterID is KEP-2149's property of a cluster's ID: the member's own
+	// ClusterProperty of that name where it has one (status.properties), else the UID of its
+	// kube-system namespace, as the health controller records it in status.clusterID.
 	PropertyClusterID = "cluster.clusterset.k8s.io"
 	// PropertyClusterSet is KEP-2149's property of the cluster set's ID: the Cluster's namespace.
 	PropertyClusterSet = "clusterset.k8s.io"
@@ -74,10 +76,11 @@ func Profile(c *v1alpha1.Cluster, resolved *access.Resolved, opts PublishOptions
 	p.Status.Conditions = []metav1.Condition{healthy}
 	p.Status.Version.Kubernetes = c.Status.Version
 	p.Status.Properties = []cpv1alpha1.Property{{Name: PropertyClusterSet, Value: c.Namespace, LastObservedTime: c.CreationTimestamp}}
-	if c.Status.ClusterID != "" {
-		p.Status.Properties = append(p.Status.Properties, cpv1alpha1.Property{Name: PropertyClusterID, Value: c.Status.ClusterID, LastObservedTime: observed})
+	if id := clusterID(c, observed); id != nil {
+		p.Status.Properties = append(p.Status.Properties, *id)
 	}
 	p.Status.Properties = append(p.Status.Properties, capacityProperties(c.Status.Resources)...)
+	p.Status.Properties = append(p.Status.Properties, memberProperties(c.Status.Properties)...)
 	tunnelled := c.Spec.KubernetesAPIEndpoints.Tunnel != nil
 	if resolved != nil && resolved.Server != nil && (!tunnelled || opts.TunnelProxy != "") {
 		config, _ := json.Marshal(map[string]string{"clusterName": c.Name})
@@ -95,6 +98,39 @@ func Profile(c *v1alpha1.Cluster, resolved *access.Resolved, opts PublishOptions
 		}
 	}
 	return p
+}
+
+// clusterID is the profile's cluster.clusterset.k8s.io: the ID the member gives itself in its
+// own ClusterProperty of that name (status.properties), as KEP-2149 has a cluster say it;
+// otherwise the kube-system UID the health controller recorded; nil before either is known.
+// Only the profile takes the member's word: the registry's identity check (status.clusterID,
+// IdentityChanged) stays on the UID, which a member's admin cannot choose.
+func clusterID(c *v1alpha1.Cluster, observed metav1.Time) *cpv1alpha1.Property {
+	for _, prop := range c.Status.Properties {
+		if prop.Name == PropertyClusterID {
+			return &cpv1alpha1.Property{Name: PropertyClusterID, Value: prop.Value, LastObservedTime: prop.LastObservedTime}
+		}
+	}
+	if c.Status.ClusterID == "" {
+		return nil
+	}
+	return &cpv1alpha1.Property{Name: PropertyClusterID, Value: c.Status.ClusterID, LastObservedTime: observed}
+}
+
+// memberProperties are the properties a member says of itself (its status.properties) that the
+// profile publishes as they are: not the cluster set's (the Cluster's namespace is its set,
+// whatever the member claims), nor its ID (clusterID), nor one under the registry's own
+// prefixes, which the capacity properties own.
+func memberProperties(props []v1alpha1.ClusterStatusProperty) []cpv1alpha1.Property {
+	var out []cpv1alpha1.Property
+	for _, prop := range props {
+		if prop.Name == PropertyClusterSet || prop.Name == PropertyClusterID ||
+			strings.HasPrefix(prop.Name, PropertyResourcePrefix) || strings.HasPrefix(prop.Name, "clusterregistry.k8s.io/") {
+			continue
+		}
+		out = append(out, cpv1alpha1.Property{Name: prop.Name, Value: prop.Value, LastObservedTime: prop.LastObservedTime})
+	}
+	return out
 }
 
 // Capacity properties: a Cluster's status.resources as ClusterProfile properties (KEP-4322's

@@ -140,8 +140,8 @@ func TestPreferTiesAreDeterministic(t *testing.T) {
 // The CEL filter sees resources while they are fresh, and properties.
 func TestCELSeesResourcesAndProperties(t *testing.T) {
 	withProperty := cluster("edge", "tier", "gold")
-	withProperty.Status.Properties = []v1alpha1.ClusterStatusProperty{{Name: "example.com/site", Value: "edge-7"}}
-	p := placement.Policy{CEL: `cluster.properties["example.com/site"].startsWith("edge") || (has(cluster.resources) && cluster.resources.free["cpu"] >= 4.0)`}
+	withProperty.Status.Properties = []v1alpha1.ClusterStatusProperty{{Name: "site.example.com", Value: "edge-7"}}
+	p := placement.Policy{CEL: `cluster.properties["site.example.com"].startsWith("edge") || (has(cluster.resources) && cluster.resources.free["cpu"] >= 4.0)`}
 	d := decide(t, p, nil, withProperty,
 		figures(cluster("roomy"), "8", "2", "6", time.Minute),
 		figures(cluster("full"), "8", "6", "2", time.Minute),
