@@ -4,8 +4,8 @@
 // going write nothing until they add up.
 //
 // The figures count the Nodes that can take Pods now (Ready, not cordoned); taints are not
-// judged, as a Pod's tolerations are not known here. largestFree is one real Node's free
-// resources, not a maximum per resource, so that a Pod that fits within it fits on that Node.
+// judged, as a Pod's tolerations are not known here. largestFree is each resource's most free
+// on any one Node: one Node's free (the one with the most cpu) would hide another Node's gpus.
 //
 // Controller keeps status.resources: from per-member caches of Nodes and Pods (fleetcache, each
 // object cut to what Observe reads), it observes each member every Interval and writes, with

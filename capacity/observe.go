@@ -1,7 +1,6 @@
 package capacity
 
 import (
-	"cmp"
 	"maps"
 	"slices"
 	"time"
@@ -103,31 +102,29 @@ func add(into, from corev1.ResourceList) {
 	}
 }
 
-// largestFree is the free resources (allocatable less used, never below zero) of the ready Node
-// with the most free cpu, then memory, then the first by name; nil without one.
+// largestFree is, for each resource, the most of it free (allocatable less used, never below
+// zero) on any one ready Node; nil without one. A Pod that asks more of a resource than this
+// fits on no Node. A Node with the most of one resource need not have the most of another:
+// taking one Node's free (the one with the most cpu, say) would hide the gpus of another, and
+// a Placement asking for gpus on one Node would find none.
 func largestFree(ready []*corev1.Node, used map[string]corev1.ResourceList) corev1.ResourceList {
-	var best corev1.ResourceList
-	var bestName string
+	var most corev1.ResourceList
 	for _, n := range ready {
-		free := corev1.ResourceList{}
+		if most == nil {
+			most = corev1.ResourceList{}
+		}
 		for k, q := range n.Status.Allocatable {
 			left := q.DeepCopy()
 			left.Sub(used[n.Name][k])
 			if left.Sign() < 0 {
 				left = resource.Quantity{Format: q.Format}
 			}
-			free[k] = left
-		}
-		if best == nil || roomier(free, best) > 0 || (roomier(free, best) == 0 && n.Name < bestName) {
-			best, bestName = free, n.Name
+			if m, ok := most[k]; !ok || left.Cmp(m) > 0 {
+				most[k] = left
+			}
 		}
 	}
-	return best
-}
-
-// roomier orders free resources by cpu, then memory.
-func roomier(a, b corev1.ResourceList) int {
-	return cmp.Or(a.Cpu().Cmp(*b.Cpu()), a.Memory().Cmp(*b.Memory()))
+	return most
 }
 
 // Share is how much of resource name r's Pods request of what its ready Nodes offer, as

@@ -35,7 +35,7 @@ func pod(name, on, cpu, memory string, phase corev1.PodPhase) *corev1.Pod {
 }
 
 // Requests count on the Nodes that can take Pods, as the scheduler counts them; done, unbound
-// and elsewhere Pods do not; largestFree is one Node's free, the one with the most cpu free.
+// and elsewhere Pods do not; largestFree is each resource's most free on any one Node.
 func TestObserve(t *testing.T) {
 	gpu := corev1.ResourceName("nvidia.com/gpu")
 	cordoned := node("cordoned", "8", "32Gi", true, nil)
@@ -65,10 +65,10 @@ func TestObserve(t *testing.T) {
 	require.Equal(t, "6", qty(r.Requested, corev1.ResourceCPU))
 	require.Equal(t, "5Gi", qty(r.Requested, corev1.ResourceMemory))
 	require.Equal(t, "2", qty(r.Requested, corev1.ResourcePods))
-	// a has 3 cpu free, b 3 as well (8 less 5): memory decides, a's 12Gi over b's 7Gi.
+	// a has 3 cpu free, b 3 as well (8 less 5); a the most memory free, 12Gi over b's 7Gi.
 	require.Equal(t, "3", qty(r.LargestFree, corev1.ResourceCPU))
 	require.Equal(t, "12Gi", qty(r.LargestFree, corev1.ResourceMemory))
-	require.Equal(t, "2", qty(r.LargestFree, gpu), "largestFree is a's own, its gpus included")
+	require.Equal(t, "2", qty(r.LargestFree, gpu), "a's gpus")
 	require.Equal(t, "109", qty(r.LargestFree, corev1.ResourcePods))
 	require.True(t, r.LastObservedTime.Time.Equal(at))
 
@@ -76,6 +76,13 @@ func TestObserve(t *testing.T) {
 	full := capacity.Observe(nodes[:1], []*corev1.Pod{pod("big", "a", "6", "1Gi", corev1.PodRunning)}, at)
 	require.Equal(t, "0", qty(full.LargestFree, corev1.ResourceCPU))
 	require.Empty(t, capacity.Observe(nil, nil, at).LargestFree, "no Node, nothing free")
+
+	// Each resource's most on any one Node: the gpus of a Node with little cpu are not hidden
+	// behind the Node with the most cpu.
+	mixed := capacity.Observe([]*corev1.Node{node("cpu", "16", "8Gi", true, nil), node("gpu", "2", "32Gi", true, corev1.ResourceList{gpu: resource.MustParse("4")})}, nil, at)
+	require.Equal(t, "16", qty(mixed.LargestFree, corev1.ResourceCPU))
+	require.Equal(t, "32Gi", qty(mixed.LargestFree, corev1.ResourceMemory))
+	require.Equal(t, "4", qty(mixed.LargestFree, gpu))
 }
 
 // qty is l's quantity of k, as a string.

@@ -143,7 +143,7 @@ const (
 	PropertyReadyNodeCount = "clusterregistry.k8s.io/ready-node-count"
 	// PropertyResourcePrefix prefixes, for cpu, memory and pods, allocatable-NAME (what the ready
 	// Nodes offer), requested-NAME (what non-terminal Pods request) and largest-free-NAME (what is
-	// free on the roomiest Node), each a quantity ("12", "48Gi").
+	// free on any one Node), each a quantity ("12", "48Gi").
 	PropertyResourcePrefix = "resources.clusterregistry.k8s.io/"
 )
 

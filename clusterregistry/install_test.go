@@ -228,7 +228,7 @@ func TestSchemaVersionIsRaisedWithTheSchema(t *testing.T) {
 		17: "12fc176675b014527383a15ff1790c71eac93d1c548c2626167bce85274c8316", // a Release's departureGraceSeconds, a member's departedAt; dependsOn's refusal names its field
 		18: "12661c3deaeb407f5d59557aea1f71eafad21282822d4f6af4f584115cd6da21", // a Cluster's kubernetesApiEndpoints.tunnel
 		19: "c3c9b9e687057b1b5e9d7df71b05e3cfb040d79b9c6b8324867232660314bd31", // a Cluster's status.resources
-		20: "a85a4da50b309ccbe47bd3b98037038e9255389d5d55a3d0af56d3c537d5bd75", // a Placement's fit, prefer, maxResourceAgeSeconds, rebalance and status.lastRebalanceTime; a Cluster's status.properties
+		20: "b71cfdea8570b7f6313ab6f3570410d79e0ef9e0bee68de98742e92df9d2208f", // a Placement's fit, prefer, maxResourceAgeSeconds, rebalance and status.lastRebalanceTime; a Cluster's status.properties
 	}
 	if want := digests[clusterregistry.SchemaVersion]; digest != want {
 		t.Errorf("the CRD's schema changed (digest %s) without a new schema version: raise SchemaVersion and the "+

@@ -13,8 +13,9 @@ type PlacementFit struct {
 	// +kubebuilder:validation:MaxProperties=32
 	Total corev1.ResourceList `json:"total,omitempty"`
 
-	// perNode is what must be free on one Node: status.resources.largestFree must hold it, so
-	// that a Pod of this size can be scheduled on the member, which a sum would not show.
+	// perNode is what must be free on one Node: status.resources.largestFree (each resource's
+	// most free on any one Node) must hold it, so that a Pod of this size is not known to fit
+	// nowhere on the member, which a sum would not show.
 	// +optional
 	// +kubebuilder:validation:MaxProperties=32
 	PerNode corev1.ResourceList `json:"perNode,omitempty"`

@@ -227,7 +227,7 @@ func describeCluster(out io.Writer, c *v1alpha1.Cluster, tokens map[string]time.
 }
 
 // describeResources writes what c's status.resources say its Nodes hold and its Pods request,
-// each resource as requested of allocatable, with what is free on the roomiest Node.
+// each resource as requested of allocatable, with the most of it free on one Node.
 func describeResources(line func(string, ...any), c *v1alpha1.Cluster, now time.Time) {
 	r := c.Status.Resources
 	if r == nil {

@@ -411,7 +411,7 @@ func schema_cluster_registry_sdk_clusterregistry_v1alpha1_ClusterResources(ref c
 					},
 					"largestFree": {
 						SchemaProps: spec.SchemaProps{
-							Description: "largestFree is what is free (allocatable less requested) on the one ready Node with the most free cpu (then memory): a Pod whose requests fit within it fits on that Node. A sum would hide whether a Pod fits on any one Node.",
+							Description: "largestFree is, for each resource, the most of it free (allocatable less requested) on any one ready Node: a Pod that asks more of a resource than this fits on no Node, which a sum would hide. The most of each may be on different Nodes, so a Pod asking less of each may still fit on none.",
 							Type:        []string{"object"},
 							AdditionalProperties: &spec.SchemaOrBool{
 								Allows: true,
@@ -722,7 +722,7 @@ func schema_cluster_registry_sdk_clusterregistry_v1alpha1_PlacementFit(ref commo
 					},
 					"perNode": {
 						SchemaProps: spec.SchemaProps{
-							Description: "perNode is what must be free on one Node: status.resources.largestFree must hold it, so that a Pod of this size can be scheduled on the member, which a sum would not show.",
+							Description: "perNode is what must be free on one Node: status.resources.largestFree (each resource's most free on any one Node) must hold it, so that a Pod of this size is not known to fit nowhere on the member, which a sum would not show.",
 							Type:        []string{"object"},
 							AdditionalProperties: &spec.SchemaOrBool{
 								Allows: true,

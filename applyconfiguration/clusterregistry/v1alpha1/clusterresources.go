@@ -46,9 +46,10 @@ type ClusterResourcesApplyConfiguration struct {
 	// the scheduler counts it (the larger of the init containers' and the containers' sum,
 	// with the Pod's overhead); pods is their number.
 	Requested *v1.ResourceList `json:"requested,omitempty"`
-	// largestFree is what is free (allocatable less requested) on the one ready Node with the
-	// most free cpu (then memory): a Pod whose requests fit within it fits on that Node. A sum
-	// would hide whether a Pod fits on any one Node.
+	// largestFree is, for each resource, the most of it free (allocatable less requested) on
+	// any one ready Node: a Pod that asks more of a resource than this fits on no Node, which a
+	// sum would hide. The most of each may be on different Nodes, so a Pod asking less of each
+	// may still fit on none.
 	LargestFree *v1.ResourceList `json:"largestFree,omitempty"`
 	// lastObservedTime is when the controller last observed the figures. It writes them when
 	// one moves past its threshold, and otherwise once per heartbeat, so that while it runs this

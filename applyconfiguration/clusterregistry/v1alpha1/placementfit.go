@@ -31,8 +31,9 @@ type PlacementFitApplyConfiguration struct {
 	// total is what the member's ready Nodes must have free in all, such as {cpu: 8, memory:
 	// 16Gi}.
 	Total *v1.ResourceList `json:"total,omitempty"`
-	// perNode is what must be free on one Node: status.resources.largestFree must hold it, so
-	// that a Pod of this size can be scheduled on the member, which a sum would not show.
+	// perNode is what must be free on one Node: status.resources.largestFree (each resource's
+	// most free on any one Node) must hold it, so that a Pod of this size is not known to fit
+	// nowhere on the member, which a sum would not show.
 	PerNode *v1.ResourceList `json:"perNode,omitempty"`
 }
 
