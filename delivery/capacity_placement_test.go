@@ -167,4 +167,3 @@ func waitChosen(t *testing.T, registry versioned.Interface, decisions cpversione
 		}
 	}
 }
-
