@@ -7,8 +7,10 @@
 // judged, as a Pod's tolerations are not known here. largestFree is each resource's most free
 // on any one Node: one Node's free (the one with the most cpu) would hide another Node's gpus.
 //
-// Controller keeps status.resources: from per-member caches of Nodes and Pods (fleetcache, each
-// object cut to what Observe reads), it observes each member every Interval and writes, with
-// server-side apply of status.resources alone, only what Moved or a Heartbeat asks for. Hosted
+// Controller keeps status.resources and status.properties: from per-member caches of Nodes,
+// Pods (fleetcache, each object cut to what Observe reads) and, where the member serves the
+// About API, ClusterProperties (Properties), it observes each member every Interval and writes,
+// with server-side apply of those two fields alone, only what Moved, a changed property or a
+// Heartbeat asks for. Hosted
 // in package controllers, it works on the Host's members: a shard replica's own, as health does.
 package capacity

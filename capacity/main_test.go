@@ -3,6 +3,7 @@ package capacity_test
 import (
 	"context"
 	"net/netip"
+	"os"
 	"testing"
 	"time"
 
@@ -21,13 +22,20 @@ import (
 	"github.com/cluster-registry/sdk/multicluster"
 	"github.com/cluster-registry/sdk/testkit/fleetmain"
 	"github.com/cluster-registry/sdk/testkit/fleettest"
+	"github.com/cluster-registry/sdk/testkit/simmembers"
 )
 
 // lf is a registry and one member: a real API server, whose Nodes and Pods the tests make
 // themselves (no kubelet moves them).
 var lf *localfleet.Fleet
 
-func TestMain(m *testing.M) { fleetmain.Main(m, &lf, localfleet.Options{Members: 1}, nil) }
+func TestMain(m *testing.M) {
+	// BenchmarkCapacity's simulated members run in a child process of this binary.
+	if code, child := simmembers.Main(); child {
+		os.Exit(code)
+	}
+	fleetmain.Main(m, &lf, localfleet.Options{Members: 1}, nil)
+}
 
 // startFleet follows the registry's Clusters of set ns until the test ends.
 func startFleet(t *testing.T, ns string) *multicluster.Fleet {

@@ -84,6 +84,8 @@ go test ./mcprovider/ -short -run '^$' -bench 'Engage' -benchtime 1x -timeout 30
 go test ./clusterprofile/ -run '^$' -bench 'Publish' -benchtime 1x -timeout 30m | tee -a "$out" >&2
 go test ./rotation/ -run '^$' -bench 'Rotate' -benchtime 1x -timeout 30m | tee -a "$out" >&2
 go test ./health/ -run '^$' -bench 'Health' -benchtime 1x -timeout 30m | tee -a "$out" >&2
+go test ./capacity/ -run '^$' -bench 'BenchmarkCapacity' -benchtime 1x -timeout 30m | tee -a "$out" >&2
+go test ./capacity/ -run '^$' -bench 'Observe' -benchtime 2000x | tee -a "$out" >&2
 go test ./shard/ -run '^$' -bench 'ShardedHealth' -benchtime 1x -timeout 30m | tee -a "$out" >&2
 go test ./scheduler/ -run '^$' -bench 'Scheduler' -benchtime 1x -timeout 30m | tee -a "$out" >&2
 go test ./delivery/ -run '^$' -bench '^Benchmark(Chart)?Delivery$' -benchtime 1x -members 1000 -timeout 30m | tee -a "$out" >&2

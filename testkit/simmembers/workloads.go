@@ -9,6 +9,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -17,7 +18,8 @@ import (
 
 // What each member runs, fixed, for benchmarks of tools that read a member's workloads from
 // watch caches (fleet-api): NodesPerMember Nodes, PodsPerMember Pods and DeploymentsPerMember
-// Deployments, every one Ready, and one Helm release, HelmRelease at revision 2 in namespace
+// Deployments, every one Ready (the Nodes of 8 cpu and 32Gi each, the Pods bound to them asking
+// 100m and 256Mi), and one Helm release, HelmRelease at revision 2 in namespace
 // HelmNamespace, as Helm's storage keeps it (a Secret labelled owner=helm). Their lists are
 // served, and watches of them stay open without events.
 const (
@@ -53,13 +55,16 @@ var workloadLists = sync.OnceValue(func() [4]string {
 	ready := corev1.ConditionTrue
 	nodes := &corev1.NodeList{ListMeta: metav1.ListMeta{ResourceVersion: "1"}}
 	for i := range NodesPerMember {
+		alloc := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("8"), corev1.ResourceMemory: resource.MustParse("32Gi"), corev1.ResourcePods: resource.MustParse("110")}
 		nodes.Items = append(nodes.Items, corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-" + string(rune('a'+i)), ResourceVersion: "1"},
-			Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: ready}}, NodeInfo: corev1.NodeSystemInfo{KubeletVersion: "v1.36.3"}}})
+			Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: ready}}, NodeInfo: corev1.NodeSystemInfo{KubeletVersion: "v1.36.3"},
+				Capacity: alloc, Allocatable: alloc}})
 	}
 	pods := &corev1.PodList{ListMeta: metav1.ListMeta{ResourceVersion: "1"}}
 	for i := range PodsPerMember {
 		pods.Items = append(pods.Items, corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: HelmNamespace, Name: "web-" + itoa(i), ResourceVersion: "1"},
-			Spec:   corev1.PodSpec{Containers: []corev1.Container{{Name: "web", Image: "registry.example/web:1.2.0"}}},
+			Spec: corev1.PodSpec{NodeName: "node-" + string(rune('a'+i%NodesPerMember)), Containers: []corev1.Container{{Name: "web", Image: "registry.example/web:1.2.0",
+				Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("256Mi")}}}}},
 			Status: corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: ready}}}})
 	}
 	deployments := &appsv1.DeploymentList{ListMeta: metav1.ListMeta{ResourceVersion: "1"}}
