@@ -2,8 +2,6 @@ package capacity_test
 
 import (
 	"context"
-	"net/http"
-	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -54,7 +52,7 @@ func benchFleet(b *testing.B, n int, run func(b *testing.B, ctx context.Context,
 		ctx, stop := context.WithCancel(context.Background())
 		start := time.Now()
 		done := make(chan struct{})
-		go func() { defer close(done); run(b, ctx, bulk, countWrites(bulk, &writes)) }()
+		go func() { defer close(done); run(b, ctx, bulk, fleettest.CountClusterWrites(bulk, &writes)) }()
 		for writes.Load() < int64(n) {
 			if time.Since(start) > 5*time.Minute {
 				b.Fatalf("%d of %d members written after 5 minutes", writes.Load(), n)
@@ -73,24 +71,6 @@ func benchFleet(b *testing.B, n int, run func(b *testing.B, ctx context.Context,
 		<-done
 	}
 }
-
-// countWrites is cfg with its writes of Clusters' status counted in writes.
-func countWrites(cfg *rest.Config, writes *atomic.Int64) *rest.Config {
-	cfg = rest.CopyConfig(cfg)
-	cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper {
-		return roundTripper(func(r *http.Request) (*http.Response, error) {
-			if r.Method == http.MethodPatch && strings.Contains(r.URL.Path, "/clusters/") {
-				writes.Add(1)
-			}
-			return rt.RoundTrip(r)
-		})
-	}
-	return cfg
-}
-
-type roundTripper func(*http.Request) (*http.Response, error)
-
-func (f roundTripper) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
 
 // runCapacity runs the capacity Controller, on a Fleet of set "sim", until ctx ends.
 func runCapacity(b *testing.B, ctx context.Context, bulk, written *rest.Config) {

@@ -92,7 +92,7 @@ func benchmarkHealth(b *testing.B, ctx context.Context, bulk *rest.Config, resol
 	var writes, writeNanos, notReady atomic.Int64
 	reg := prometheus.NewRegistry()
 	c, err := health.New(health.Options{
-		Registry:        versioned.NewForConfigOrDie(timedWrites(countingConfig(bulk, &writes), &writeNanos, &notReady)),
+		Registry:        versioned.NewForConfigOrDie(timedWrites(fleettest.CountClusterWrites(bulk, &writes), &writeNanos, &notReady)),
 		Kube:            kubernetes.NewForConfigOrDie(bulk),
 		Resolver:        resolver,
 		Namespaces:      []string{"sim"},
@@ -206,7 +206,7 @@ func timedWrites(cfg *rest.Config, nanos, notReady *atomic.Int64) *rest.Config {
 		if inner != nil {
 			rt = inner(rt)
 		}
-		return roundTripperFunc(func(r *http.Request) (*http.Response, error) {
+		return fleettest.RoundTripperFunc(func(r *http.Request) (*http.Response, error) {
 			if r.Method != http.MethodPatch {
 				return rt.RoundTrip(r)
 			}

@@ -24,7 +24,6 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/cluster-registry/sdk/access"
@@ -32,6 +31,7 @@ import (
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
 	"github.com/cluster-registry/sdk/health"
 	"github.com/cluster-registry/sdk/localfleet"
+	"github.com/cluster-registry/sdk/testkit/fleettest"
 	"github.com/cluster-registry/sdk/testkit/realservers"
 	"github.com/cluster-registry/sdk/testkit/simmembers"
 )
@@ -321,24 +321,6 @@ func eventType(reason string) string {
 	return corev1.EventTypeWarning
 }
 
-// countingConfig is cfg with a counter of the requests that write.
-func countingConfig(cfg *rest.Config, writes *atomic.Int64) *rest.Config {
-	cfg = rest.CopyConfig(cfg)
-	cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper {
-		return roundTripperFunc(func(r *http.Request) (*http.Response, error) {
-			if r.Method == http.MethodPatch && strings.Contains(r.URL.Path, "/clusters/") {
-				writes.Add(1)
-			}
-			return rt.RoundTrip(r)
-		})
-	}
-	return cfg
-}
-
-type roundTripperFunc func(*http.Request) (*http.Response, error)
-
-func (f roundTripperFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
-
 // Two replicas: only the leader writes; when it stops, the other takes over within the lease.
 func TestLeaderElectionFailover(t *testing.T) {
 	lf := sharedSet(t, "member-1")
@@ -347,7 +329,7 @@ func TestLeaderElectionFailover(t *testing.T) {
 
 	replica := func(name string, writes *atomic.Int64) (stop func()) {
 		opts := fastOptions(lf)
-		opts.Registry = versioned.NewForConfigOrDie(countingConfig(lf.Registry.Config, writes))
+		opts.Registry = versioned.NewForConfigOrDie(fleettest.CountClusterWrites(lf.Registry.Config, writes))
 		opts.LeaderElection = &health.LeaderElection{Namespace: lf.Namespace, Identity: name,
 			LeaseDuration: 3 * time.Second, RenewDeadline: 2 * time.Second, RetryPeriod: 200 * time.Millisecond}
 		return start(t, opts)

@@ -244,8 +244,9 @@ func tolerationsLine(ts []placement.Toleration) string {
 
 const explainPlacementLong = `Decide, as a dry run, which Clusters a Placement, or a placement policy, chooses, and say for
 every candidate why it is in or out: one reason each (Chosen, Kept, Tolerated, Included;
-Selector, CEL, Excluded, NotReady, OverCount, Spread) and the words that explain it. Nothing is
-written. Its last line says how long a chosen member that is not Ready stays chosen, by
+Selector, CEL, Excluded, NotReady, OverCount, Spread, DoesNotFit, ResourcesUnknown,
+ResourcesStale, Unscored, Rebalanced) and the words that explain it; with prefer, a SCORE
+column (- for a candidate that could not be scored). Nothing is written. Its last line says how long a chosen member that is not Ready stays chosen, by
 reason: the policy's tolerations, and for Unreachable, NotReady, Starting and AgentDisconnected, when none names
 them, the default of 300 s (counted from when the member stopped being Ready, whatever reasons
 it passes through).
@@ -255,7 +256,9 @@ explain-placement NAME explains the Placement NAME of the -n namespace against i
 each member is in or out.
 
 The policy file is YAML or JSON with the fields of a Placement's spec: selector, cel, include,
-exclude, count, spread {label, maxSkew}, tolerations [{reason, seconds}], rolloutGroupSize. With --decision, the PlacementDecisions of that decision key (whoever wrote
+exclude, count, spread {label, maxSkew}, tolerations [{reason, seconds}], rolloutGroupSize,
+fit {total, perNode}, prefer [{weight, cel}], maxResourceAgeSeconds, rebalance
+{cooldownSeconds}. With --decision, the PlacementDecisions of that decision key (whoever wrote
 them) are the previous decision: members chosen there and still fitting are Kept, and the dry
 run shows what would change.`
 
@@ -272,7 +275,15 @@ const explainPlacementExample = `  # Why the web Placement chose what it chose
   clusterregistry explain-placement -n fleet -f web.yaml
 
   # The same, against what the web placement decided last
-  clusterregistry explain-placement -n fleet -f web.yaml --decision web`
+  clusterregistry explain-placement -n fleet -f web.yaml --decision web
+
+  # Two members with 8 cpu free, the one with the most room first, and each one's score
+  cat > roomy.yaml <<EOF
+  count: 2
+  fit: {total: {cpu: "8"}}
+  prefer: [{weight: 10, cel: 'cluster.resources.free["cpu"] / cluster.resources.allocatable["cpu"]'}]
+  EOF
+  clusterregistry explain-placement -n fleet -f roomy.yaml`
 
 func newExplainPlacement(fac *factory) *cobra.Command {
 	o := &ExplainPlacementOptions{}
