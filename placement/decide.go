@@ -151,13 +151,18 @@ func (c *Compiled) fit(cl *v1alpha1.Cluster, i int, in Input, previous map[types
 	var resWhy Reason
 	var resMsg string
 	var vars map[string]any
-	// What an expression sees is made only for a Cluster the names and selector keep: most of
-	// a fleet is screened out by a selector match alone.
+	judged := false
+	// The figures, and what an expression sees, are made only for a Cluster the names and
+	// selector keep: most of a fleet is screened out by a selector match alone.
+	judge := func() {
+		if !judged && c.readsResources() {
+			res, resWhy, resMsg = c.figures(cl, in.Now)
+		}
+		judged = true
+	}
 	lazyVars := func() map[string]any {
 		if vars == nil {
-			if c.readsResources() {
-				res, resWhy, resMsg = c.figures(cl, in.Now)
-			}
+			judge()
 			vars = clusterVars(cl, res)
 		}
 		return vars
@@ -190,7 +195,8 @@ func (c *Compiled) fit(cl *v1alpha1.Cluster, i int, in Input, previous map[types
 		}
 		f.domain = v
 	}
-	if c.policy.Fit != nil || len(c.prefer) > 0 {
+	judge()
+	if len(c.prefer) > 0 {
 		lazyVars()
 	}
 	if r, msg := c.room(f, res, resWhy, resMsg); r != "" {
