@@ -275,6 +275,27 @@ func listen(t testing.TB) net.Listener {
 	return l
 }
 
+// bridgedListen listens on a loopback port of the test's and bridges it into member-1's network,
+// where agents dial it as the destination their ServiceAccount names. A port free here may be
+// taken there (the member's own servers listen in its network, and CI once drew one of theirs:
+// "bind: address already in use"), so another is drawn.
+func bridgedListen(t testing.TB) net.Listener {
+	t.Helper()
+	var err error
+	for range 20 {
+		l := listen(t)
+		if err = lf.Members[0].Bridge(l.Addr().String()); err == nil {
+			return l
+		}
+		l.Close()
+		if !strings.Contains(err.Error(), "address already in use") {
+			break
+		}
+	}
+	require.NoError(t, err, "bridging a listener into member-1's network")
+	return nil
+}
+
 func freePort(t *testing.T) string {
 	l := listen(t)
 	defer l.Close()
@@ -300,7 +321,7 @@ type recorder struct {
 
 func record(t *testing.T, target string) *recorder {
 	t.Helper()
-	l := listen(t)
+	l := bridgedListen(t)
 	t.Cleanup(func() { l.Close() })
 	rec := &recorder{addr: l.Addr().String()}
 	go func() {

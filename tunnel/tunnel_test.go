@@ -135,6 +135,8 @@ func TestARogueAgentFailsClosed(t *testing.T) {
 	ns := fleettest.CopySet(t, lf, "member-1")
 	var requests atomic.Int32
 	impostor := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { requests.Add(1) }))
+	impostor.Listener.Close()
+	impostor.Listener = bridgedListen(t)
 	impostor.TLS = &tls.Config{Certificates: []tls.Certificate{testcerts.NewCA("impostor").Serving("127.0.0.1")}}
 	impostor.StartTLS()
 	t.Cleanup(impostor.Close)
