@@ -102,7 +102,9 @@ func orMax(previous int) int {
 // says it was not scored, and why, in place of OverCount.
 func explainUnscored(out func(*candidate, Reason, string)) func(*candidate, Reason, string) {
 	return func(f *candidate, r Reason, msg string) {
-		r, msg = unscoredLast(f, r, msg)
+		if r == ReasonOverCount && f.unscored != "" {
+			r, msg = f.unscored, f.unscoredMsg+"; scored members came first"
+		}
 		out(f, r, msg)
 	}
 }

@@ -147,29 +147,12 @@ func (c *Compiled) Decide(in Input) Decision {
 func (c *Compiled) fit(cl *v1alpha1.Cluster, i int, in Input, previous map[types.NamespacedName]int) (*candidate, Reason, string) {
 	p := &c.policy
 	key := types.NamespacedName{Namespace: cl.Namespace, Name: cl.Name}
-	var res *v1alpha1.ClusterResources
-	var resWhy Reason
-	var resMsg string
-	var vars map[string]any
-	judged := false
-	// The figures, and what an expression sees, are made only for a Cluster the names and
-	// selector keep: most of a fleet is screened out by a selector match alone.
-	judge := func() {
-		if !judged && c.readsResources() {
-			res, resWhy, resMsg = c.figures(cl, in.Now)
-		}
-		judged = true
-	}
-	lazyVars := func() map[string]any {
-		if vars == nil {
-			judge()
-			vars = clusterVars(cl, res)
-		}
-		return vars
-	}
-	if r, msg := c.screen(cl, key, lazyVars); r != "" {
-		if r == ReasonCEL && resWhy != "" && strings.HasPrefix(msg, celFailed) {
-			msg += " (" + resMsg + ")"
+	view := &seen{c: c, cl: cl, now: in.Now}
+	if r, msg := c.screen(cl, key, view.variables); r != "" {
+		if r == ReasonCEL && strings.HasPrefix(msg, celFailed) {
+			if _, why, figuresMsg := view.figures(); why != "" {
+				msg += " (" + figuresMsg + ")" // the expression read figures it was not given
+			}
 		}
 		return nil, r, msg
 	}
@@ -195,15 +178,12 @@ func (c *Compiled) fit(cl *v1alpha1.Cluster, i int, in Input, previous map[types
 		}
 		f.domain = v
 	}
-	judge()
-	if len(c.prefer) > 0 {
-		lazyVars()
-	}
-	if r, msg := c.room(f, res, resWhy, resMsg); r != "" {
+	res, why, figuresMsg := view.figures()
+	if r, msg := c.room(f, res, why, figuresMsg); r != "" {
 		return nil, r, msg
 	}
 	if len(c.prefer) > 0 {
-		f.score, f.unscored, f.unscoredMsg = c.score(vars, resWhy, resMsg)
+		f.score, f.unscored, f.unscoredMsg = c.score(view.variables(), why, figuresMsg)
 		f.scored = f.unscored == ""
 	}
 	f.rank = rank(in.Key, key)

@@ -54,12 +54,3 @@ func compilePrefer(prefs []Preference) ([]preference, []error) {
 
 // formatScore says a score as explain-placement shows it.
 func formatScore(s float64) string { return strconv.FormatFloat(s, 'g', 4, 64) }
-
-// unscoredLast is why a candidate that was not scored is out: its own reason, in place of
-// OverCount, since scored members filled the count before it.
-func unscoredLast(f *candidate, r Reason, msg string) (Reason, string) {
-	if r == ReasonOverCount && f.unscored != "" {
-		return f.unscored, f.unscoredMsg + "; scored members came first"
-	}
-	return r, msg
-}
