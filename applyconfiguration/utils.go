@@ -82,6 +82,10 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &clusterregistryv1alpha1.ReleaseConfigMapSourceApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("ReleaseDependency"):
 		return &clusterregistryv1alpha1.ReleaseDependencyApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("ReleaseDivision"):
+		return &clusterregistryv1alpha1.ReleaseDivisionApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("ReleaseDivisionWeight"):
+		return &clusterregistryv1alpha1.ReleaseDivisionWeightApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("ReleaseDrift"):
 		return &clusterregistryv1alpha1.ReleaseDriftApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("ReleaseFeedback"):
@@ -92,6 +96,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &clusterregistryv1alpha1.ReleaseHealthCheckApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("ReleaseIgnoredFields"):
 		return &clusterregistryv1alpha1.ReleaseIgnoredFieldsApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("ReleaseMemberShare"):
+		return &clusterregistryv1alpha1.ReleaseMemberShareApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("ReleaseMemberStatus"):
 		return &clusterregistryv1alpha1.ReleaseMemberStatusApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("ReleaseMemberValue"):

@@ -79,10 +79,13 @@ func TestKubectlGetShowsColumns(t *testing.T) {
 	if !regexp.MustCompile(`(?m)^dev-eu-1\s+Development EU 1\s+dev-eu-1\.example\.com\s+\S+$`).MatchString(out) {
 		t.Errorf("an unprobed cluster should show empty Ready and Version:\n%s", out)
 	}
-	// -o wide adds the reason, the last report and when the credentials expire.
+	// -o wide adds the reason, the last report, when the credentials expire and what the
+	// member's Nodes hold (status.resources, which the capacity controller writes).
 	wide := mustKubectl(t, "get", "clusters", "-n", ns, "-o", "wide")
-	if !strings.Contains(strings.Split(wide, "\n")[0], "CREDENTIALS EXPIRE") {
-		t.Errorf("-o wide has no CREDENTIALS EXPIRE column:\n%s", wide)
+	for _, column := range []string{"CREDENTIALS EXPIRE", "NODES", "CPU REQUESTED", "CPU ALLOCATABLE"} {
+		if !strings.Contains(strings.Split(wide, "\n")[0], column) {
+			t.Errorf("-o wide has no %s column:\n%s", column, wide)
+		}
 	}
 	if !regexp.MustCompile(`(?m)^prod-eu-1\s.*\s2026-11-25T06:00:00Z(\s|$)`).MatchString(wide) {
 		t.Errorf("-o wide does not show prod-eu-1's credentials' expiry:\n%s", wide)

@@ -28,6 +28,8 @@ type outcome struct {
 	revision        string
 	objects         map[ref]*applied
 	helm, unchanged bool
+	// shares are the member's shares of spec.divide that revision applied.
+	shares []v1alpha1.ReleaseMemberShare
 }
 
 // failed is the outcome of an apply that failed with err.
@@ -86,5 +88,5 @@ func (sa serverSideApplier) apply(ctx context.Context, rel *v1alpha1.Release, b 
 	if err := sa.c.prune(ctx, rel, key, m, mc, previous, objects); err != nil {
 		return outcome{err: err, left: objects} // what is left to prune, tried again at the next turn
 	}
-	return outcome{revision: b.revisionFor(m.Cluster()), objects: objects}
+	return outcome{revision: b.revisionFor(m.Cluster()), objects: objects, shares: b.SharesFor(m.Cluster())}
 }

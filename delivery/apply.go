@@ -44,7 +44,7 @@ func (c *Controller) record(relKey types.NamespacedName, ms *memberState, b *Bun
 	case out.helm:
 		c.recordHelm(ms, out)
 	default:
-		c.recordApplied(relKey, ms, out.revision, out.objects)
+		c.recordApplied(relKey, ms, out)
 	}
 }
 
@@ -84,9 +84,10 @@ func (c *Controller) recordHelm(ms *memberState, out outcome) {
 	ms.settle(time.Now())
 }
 
-// recordApplied records a member's apply of revision, and replays over its answers what the
-// watch said meanwhile.
-func (c *Controller) recordApplied(relKey types.NamespacedName, ms *memberState, revision string, objects map[ref]*applied) {
+// recordApplied records a member's apply of out's revision, and replays over its answers what
+// the watch said meanwhile.
+func (c *Controller) recordApplied(relKey types.NamespacedName, ms *memberState, out outcome) {
+	revision, objects := out.revision, out.objects
 	c.mu.Lock()
 	ms.applying = false
 	appliedAt := time.Now()
@@ -96,7 +97,7 @@ func (c *Controller) recordApplied(relKey types.NamespacedName, ms *memberState,
 		// from it, stay as they were, so that a restart rewrites no status.
 		appliedAt = ms.reported.applied
 	}
-	ms.revision, ms.applied, ms.objects = revision, appliedAt, objects
+	ms.revision, ms.applied, ms.objects, ms.shares = revision, appliedAt, objects, out.shares
 	ms.err, ms.failedRev, ms.attempts, ms.drifted, ms.drift, ms.readyAt = nil, "", 0, false, "", time.Time{}
 	changed := c.replay(relKey, ms, ms.during)
 	ms.during = nil

@@ -206,7 +206,7 @@ func (p patch) apply(u *unstructured.Unstructured) error {
 // revisionFor is the revision of the member of cluster: the Bundle's, or with the overrides that
 // choose it.
 func (b *Bundle) revisionFor(cluster *v1alpha1.Cluster) string {
-	return memberRevision(b.Revision, chosen(b.overrides, cluster))
+	return memberRevision(b.Revision, b.overridesFor(cluster))
 }
 
 // withOverrides compiles rel's overrides into b, and checks each against b's objects as rendered

@@ -89,9 +89,12 @@ func (c *Controller) present(ctx context.Context, rel *v1alpha1.Release, st *rel
 	r := result{requeue: c.opts.RetryAfter, status: stall}
 	if stall == nil {
 		bundle, err := Render(rel, in)
-		switch oe := (*OverrideError)(nil); {
+		oe, de := (*OverrideError)(nil), (*DivisionError)(nil)
+		switch {
 		case errors.As(err, &oe):
 			r = stalled(nil, nil, 0, "InvalidOverride", err.Error())
+		case errors.As(err, &de):
+			r = stalled(nil, nil, 0, "InvalidDivision", err.Error())
 		case err != nil:
 			r = stalled(nil, nil, 0, "InvalidSource", err.Error())
 		default:
@@ -151,6 +154,7 @@ type target struct {
 // left.
 func (c *Controller) pass(ctx context.Context, rel *v1alpha1.Release, st *releaseState, dec *decision.Decision, t target, ownsRelease bool) result {
 	byName := c.memberIndex()
+	t.bundle = t.bundle.DividedAmong(dec.Clusters, func(k types.NamespacedName) *v1alpha1.Cluster { return c.clusterOf(k, byName) })
 	c.recheck(types.NamespacedName{Namespace: rel.Namespace, Name: rel.Name}, st, time.Now())
 	snap := c.snapshot(st, dec, t.waves, t.bundle, t.gates, byName)
 	var stop *Stop
@@ -217,7 +221,7 @@ func (c *Controller) snapshot(st *releaseState, dec *decision.Decision, waves []
 		if cl := c.clusterOf(k, byName); cl != nil && b != nil {
 			return b.revisionFor(cl)
 		}
-		if b != nil && len(b.overrides) == 0 {
+		if b != nil && len(b.overrides) == 0 && len(b.divisions) == 0 {
 			return revision
 		}
 		return ""
@@ -240,7 +244,11 @@ func (c *Controller) snapshot(st *releaseState, dec *decision.Decision, waves []
 	}
 	s.health = map[types.NamespacedName]memberHealth{}
 	for k, ms := range st.members {
-		s.own[k] = viewOf(ms, revision, want(k))
+		w := want(k)
+		if cl := c.clusterOf(k, byName); !named[k] && cl != nil && b != nil {
+			w = b.revisionKept(cl, ms.shares) // a member that left runs the share it had
+		}
+		s.own[k] = viewOf(ms, revision, w)
 		if dec != nil && !named[k] && c.owns(k) {
 			s.leaving = append(s.leaving, k)
 			s.health[k] = healthOf(c.clusterOf(k, byName))

@@ -42,6 +42,7 @@ type view struct {
 	// from them.
 	objects  []v1alpha1.ReleaseObjectStatus
 	feedback []v1alpha1.ReleaseFeedbackValue
+	shares   []v1alpha1.ReleaseMemberShare // of spec.divide, as it was last applied
 	// departedAt is when the member left the decision for its health; zero otherwise.
 	departedAt time.Time
 	// settled: the member finished its wave at the revision it runs (memberState.settled).
@@ -69,7 +70,8 @@ func viewOf(ms *memberState, base, want string) view {
 	}
 	v := view{known: true, revision: at(ms.revision), memberRevision: ms.revision, applied: ms.applied, readyAt: ms.readyAt,
 		applying: ms.applying, removing: ms.removing, drifted: ms.drifted, drift: ms.drift, err: ms.err, failedRev: at(ms.failedRev),
-		failedAt: ms.failedAt, attempts: ms.attempts, departedAt: ms.departedAt, settled: ms.settled != "" && ms.settled == ms.revision}
+		failedAt: ms.failedAt, attempts: ms.attempts, departedAt: ms.departedAt, settled: ms.settled != "" && ms.settled == ms.revision,
+		shares: ms.shares}
 	if !ms.ready() {
 		v.readyAt = time.Time{}
 	}

@@ -38,6 +38,10 @@ type Bundle struct {
 	chart *chartSource
 	// overrides are the Release's spec.overrides, compiled (overrides.go).
 	overrides []override
+	// divisions are its spec.divide, compiled, and shares each member's, by Cluster name, once
+	// DividedAmong has divided them (divide.go).
+	divisions []division
+	shares    map[string][]share
 }
 
 // chartStatus is the chart the Bundle delivers, for the Release's status; nil when its source
@@ -61,7 +65,7 @@ func (b *Bundle) objectsFor(cluster *v1alpha1.Cluster) ([]*unstructured.Unstruct
 		}
 		finish(b.rel, objs, b.Revision)
 	}
-	ch := chosen(b.overrides, cluster)
+	ch := b.overridesFor(cluster)
 	if len(ch) == 0 {
 		return objs, nil
 	}
@@ -101,13 +105,17 @@ type Inputs struct {
 // values alone, to check it. Namespaced objects without a namespace get rel.Spec.TargetNamespace
 // ("default" when empty) once namespaced is known, in Place; here every object is only checked
 // and labelled. Overrides (spec.overrides) are checked against those objects, and applied for
-// each member as it is applied to. Errors are *SourceError, or *OverrideError.
+// each member as it is applied to, as are the shares of spec.divide (DividedAmong). Errors are
+// *SourceError, *OverrideError or *DivisionError.
 func Render(rel *v1alpha1.Release, in Inputs) (*Bundle, error) {
 	b, err := renderSource(rel, in)
 	if err != nil {
 		return nil, err
 	}
 	if err := b.withOverrides(rel); err != nil {
+		return nil, err
+	}
+	if err := b.withDivisions(rel); err != nil {
 		return nil, err
 	}
 	return b, nil

@@ -249,7 +249,7 @@ func inventory(m v1alpha1.ReleaseMemberStatus) *memberState {
 		r := refOf(o)
 		ms.objects[r] = &applied{ref: r}
 	}
-	ms.reported.revision = m.Revision
+	ms.reported.revision, ms.shares = m.Revision, m.Shares
 	if m.LastApplied != nil {
 		ms.reported.applied = m.LastApplied.Time
 	}

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
 )
 
 // releaseState is what the Controller knows of one Release's delivery.
@@ -34,6 +36,7 @@ type releaseState struct {
 type memberState struct {
 	revision  string // applied
 	applied   time.Time
+	shares    []v1alpha1.ReleaseMemberShare // of spec.divide, as revision applied them
 	objects   map[ref]*applied
 	failedRev string // the revision whose apply failed, and why
 	err       *memberError

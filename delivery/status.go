@@ -44,7 +44,7 @@ var badness = []v1alpha1.ReleaseMemberPhase{
 // memberStatus is how the Release stands on a member, as a view and its judgement say.
 func memberStatus(key types.NamespacedName, v view, j judgement) v1alpha1.ReleaseMemberStatus {
 	out := v1alpha1.ReleaseMemberStatus{Cluster: key.Name, Revision: v.memberRevision, Objects: v.objects, Feedback: v.feedback,
-		Phase: j.phase, Reason: j.reason, Message: j.message}
+		Shares: v.shares, Phase: j.phase, Reason: j.reason, Message: j.message}
 	if !v.applied.IsZero() {
 		t := metav1.NewTime(v.applied.Truncate(time.Second))
 		out.LastApplied = &t

@@ -64,6 +64,12 @@ func (s Status) Refused() bool {
 	return s.State == Syncing && (apierrors.IsForbidden(s.Err) || apierrors.IsUnauthorized(s.Err))
 }
 
+// unserved: the member has never listed the kind because it does not serve it (no such CRD),
+// which it answers at every retry until the CRD is made.
+func (s Status) unserved() bool {
+	return s.State == Syncing && apierrors.IsNotFound(s.Err)
+}
+
 func (s Status) String() string {
 	if s.State == 0 {
 		// The zero Status, as Kind.Status answers (with false) for a member it has no cache of.
@@ -127,7 +133,7 @@ func (st *memberInformer) fail(err error) (repeated bool) {
 	if next.State == Synced {
 		next.State, next.Since = Stale, time.Now()
 	}
-	repeated = st.status.Refused() && st.status.Err.Error() == err.Error()
+	repeated = (st.status.Refused() || st.status.unserved()) && st.status.Err.Error() == err.Error()
 	next.Err = err
 	st.setStatus(next)
 	return repeated
@@ -182,7 +188,8 @@ func (e *NotSyncedError) Error() string {
 // watchErrorHandler records an informer's failed lists and watches in its status, then logs as
 // client-go does (log: cache.DefaultWatchErrorHandler), but once for a refusal that repeats: a
 // member whose credentials may not list a kind answers so at every retry, for good, and client-go
-// logged each (18 lines a minute per member and kind).
+// logged each (18 lines a minute per member and kind). So for a kind the member does not serve
+// (an optional CRD, such as the About API's ClusterProperty, that it lacks).
 func watchErrorHandler(st *memberInformer, log cache.WatchErrorHandlerWithContext) cache.WatchErrorHandlerWithContext {
 	return func(ctx context.Context, r *cache.Reflector, err error) {
 		// A watch that ends or whose resourceVersion expired is routine: the informer relists.

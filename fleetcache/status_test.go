@@ -37,7 +37,8 @@ func TestStatusRefused(t *testing.T) {
 
 // A member that refuses a kind answers so at every retry, for good: the refusal is logged once,
 // not at each retry (client-go logged 18 lines a minute), and logged again when the answer
-// changes; other failures are logged each time, as client-go does.
+// changes; so is a kind the member does not serve; other failures are logged each time, as
+// client-go does.
 func TestRepeatedRefusalLoggedOnce(t *testing.T) {
 	nodes := schema.GroupResource{Resource: "nodes"}
 	forbidden := fmt.Errorf("failed to list *v1.Node: %w", apierrors.NewForbidden(nodes, "", errors.New(`cannot list resource "nodes"`)))
@@ -56,6 +57,16 @@ func TestRepeatedRefusalLoggedOnce(t *testing.T) {
 	handle(t.Context(), nil, forbidden)
 	handle(t.Context(), nil, forbidden)
 	require.Equal(t, []error{forbidden, down, down, forbidden}, logged)
+
+	// A kind the member does not serve (its CRD absent) is answered so at every retry too.
+	unserved := fmt.Errorf("failed to list clusterproperties.about.k8s.io: %w", apierrors.NewNotFound(schema.GroupResource{}, ""))
+	logged = nil
+	st = newMemberInformer(new(atomic.Uint64))
+	handle = watchErrorHandler(st, func(_ context.Context, _ *cache.Reflector, err error) { logged = append(logged, err) })
+	for range 10 {
+		handle(t.Context(), nil, unserved)
+	}
+	require.Equal(t, []error{unserved}, logged, "a kind the member does not serve, repeated")
 }
 
 // The Status of a member the caches do not have says so, not "unknown since

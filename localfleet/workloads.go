@@ -51,7 +51,8 @@ var workloadBinaries = []string{"kube-controller-manager", "kube-scheduler", "kw
 
 // kcmControllers are the controllers kube-controller-manager runs on a member with workloads.
 const kcmControllers = "deployment-controller,replicaset-controller,statefulset-controller,daemonset-controller,job-controller," +
-	"garbage-collector-controller,namespace-controller,node-lifecycle-controller,serviceaccount-controller,endpointslice-controller"
+	"garbage-collector-controller,namespace-controller,node-lifecycle-controller,serviceaccount-controller,endpointslice-controller," +
+	"clusterrole-aggregation-controller"
 
 // workloadProcs are the processes that make a member run workloads.
 type workloadProcs struct {

@@ -481,6 +481,50 @@ var schemaYAML = typed.YAMLObject(`types:
       type:
         scalar: string
       default: ""
+- name: com.github.cluster-registry.sdk.clusterregistry.v1alpha1.ReleaseDivision
+  map:
+    fields:
+    - name: group
+      type:
+        scalar: string
+    - name: kind
+      type:
+        scalar: string
+      default: ""
+    - name: minPerMember
+      type:
+        scalar: numeric
+    - name: name
+      type:
+        scalar: string
+      default: ""
+    - name: objectName
+      type:
+        scalar: string
+      default: ""
+    - name: replicas
+      type:
+        scalar: numeric
+      default: 0
+    - name: weights
+      type:
+        list:
+          elementType:
+            namedType: com.github.cluster-registry.sdk.clusterregistry.v1alpha1.ReleaseDivisionWeight
+          elementRelationship: atomic
+- name: com.github.cluster-registry.sdk.clusterregistry.v1alpha1.ReleaseDivisionWeight
+  map:
+    fields:
+    - name: cluster
+      type:
+        scalar: string
+    - name: clusterSelector
+      type:
+        namedType: io.k8s.apimachinery.pkg.apis.meta.v1.LabelSelector
+    - name: weight
+      type:
+        scalar: numeric
+      default: 0
 - name: com.github.cluster-registry.sdk.clusterregistry.v1alpha1.ReleaseDrift
   map:
     fields:
@@ -561,6 +605,17 @@ var schemaYAML = typed.YAMLObject(`types:
           elementType:
             scalar: string
           elementRelationship: atomic
+- name: com.github.cluster-registry.sdk.clusterregistry.v1alpha1.ReleaseMemberShare
+  map:
+    fields:
+    - name: name
+      type:
+        scalar: string
+      default: ""
+    - name: replicas
+      type:
+        scalar: numeric
+      default: 0
 - name: com.github.cluster-registry.sdk.clusterregistry.v1alpha1.ReleaseMemberStatus
   map:
     fields:
@@ -601,6 +656,14 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: revision
       type:
         scalar: string
+    - name: shares
+      type:
+        list:
+          elementType:
+            namedType: com.github.cluster-registry.sdk.clusterregistry.v1alpha1.ReleaseMemberShare
+          elementRelationship: associative
+          keys:
+          - name
 - name: com.github.cluster-registry.sdk.clusterregistry.v1alpha1.ReleaseMemberValue
   map:
     fields:
@@ -768,6 +831,14 @@ var schemaYAML = typed.YAMLObject(`types:
         list:
           elementType:
             namedType: com.github.cluster-registry.sdk.clusterregistry.v1alpha1.ReleaseDependency
+          elementRelationship: associative
+          keys:
+          - name
+    - name: divide
+      type:
+        list:
+          elementType:
+            namedType: com.github.cluster-registry.sdk.clusterregistry.v1alpha1.ReleaseDivision
           elementRelationship: associative
           keys:
           - name

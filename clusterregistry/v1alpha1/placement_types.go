@@ -21,7 +21,7 @@ import (
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:scope=Namespaced,shortName=rpl,categories=clusterregistry
 // +kubebuilder:metadata:annotations="api-approved.kubernetes.io=unapproved, not an official Kubernetes API; see https://github.com/cluster-registry/sdk"
-// +kubebuilder:metadata:annotations="clusterregistry.k8s.io/schema-version=20"
+// +kubebuilder:metadata:annotations="clusterregistry.k8s.io/schema-version=21"
 // +kubebuilder:printcolumn:name="Count",type=integer,JSONPath=`.spec.count`
 // +kubebuilder:printcolumn:name="Chosen",type=integer,JSONPath=`.status.chosen`
 // +kubebuilder:printcolumn:name="Satisfied",type=string,JSONPath=`.status.conditions[?(@.type=="Satisfied")].status`

@@ -26,7 +26,7 @@ import (
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:scope=Namespaced,shortName=rrel,categories=clusterregistry
 // +kubebuilder:metadata:annotations="api-approved.kubernetes.io=unapproved, not an official Kubernetes API; see https://github.com/cluster-registry/sdk"
-// +kubebuilder:metadata:annotations="clusterregistry.k8s.io/schema-version=20"
+// +kubebuilder:metadata:annotations="clusterregistry.k8s.io/schema-version=21"
 // +kubebuilder:printcolumn:name="Placement",type=string,JSONPath=`.spec.placement.name`
 // +kubebuilder:printcolumn:name="Revision",type=string,JSONPath=`.status.revision`
 // +kubebuilder:printcolumn:name="Members",type=integer,JSONPath=`.status.members`
@@ -121,6 +121,19 @@ type ReleaseSpec struct {
 	// +listMapKey=name
 	// +kubebuilder:validation:MaxItems=32
 	Overrides []ReleaseOverride `json:"overrides,omitempty"`
+
+	// divide divides named workloads' replicas across the members (a Deployment of 30 replicas
+	// as 15, 10 and 5 by weight), where without it each member runs the count the workload was
+	// written with. Each member's share overrides the workload's spec.replicas there, after
+	// spec.overrides, and shows in its status (shares) and in diff release. A division whose
+	// workload the Release does not have stalls the Release (InvalidDivision), as does one whose
+	// /spec/replicas spec.drift.ignore leaves to the members (an autoscaler's: divide its bounds
+	// with spec.overrides instead; see docs/rollouts.md).
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=8
+	Divide []ReleaseDivision `json:"divide,omitempty"`
 
 	// departureGraceSeconds is how long a member that left the decision because of its health
 	// (its Cluster not Ready when it left) keeps the Release's objects once its replacement is
@@ -803,6 +816,12 @@ type ReleaseMemberStatus struct {
 	// +listMapKey=name
 	// +kubebuilder:validation:MaxItems=8
 	Feedback []ReleaseFeedbackValue `json:"feedback,omitempty"`
+	// shares are the member's shares of spec.divide, as it was last applied with them.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=8
+	Shares []ReleaseMemberShare `json:"shares,omitempty"`
 	// objects are the objects applied there, with their health; in ReleaseStatusSlices only.
 	// +optional
 	// +listType=atomic
@@ -870,7 +889,7 @@ type ReleaseList struct {
 // +kubebuilder:object:root=true
 // +kubebuilder:resource:scope=Namespaced,categories=clusterregistry
 // +kubebuilder:metadata:annotations="api-approved.kubernetes.io=unapproved, not an official Kubernetes API; see https://github.com/cluster-registry/sdk"
-// +kubebuilder:metadata:annotations="clusterregistry.k8s.io/schema-version=20"
+// +kubebuilder:metadata:annotations="clusterregistry.k8s.io/schema-version=21"
 // +kubebuilder:printcolumn:name="Release",type=string,JSONPath=`.metadata.labels.clusterregistry\.k8s\.io/release`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type ReleaseStatusSlice struct {

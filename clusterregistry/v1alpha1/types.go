@@ -15,7 +15,7 @@ import (
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:scope=Namespaced,shortName=rcl,categories=clusterregistry
 // +kubebuilder:metadata:annotations="api-approved.kubernetes.io=unapproved, not an official Kubernetes API; see https://github.com/cluster-registry/sdk"
-// +kubebuilder:metadata:annotations="clusterregistry.k8s.io/schema-version=20"
+// +kubebuilder:metadata:annotations="clusterregistry.k8s.io/schema-version=21"
 // +kubebuilder:printcolumn:name="Display Name",type=string,JSONPath=`.spec.displayName`
 // +kubebuilder:printcolumn:name="Server",type=string,JSONPath=`.spec.kubernetesApiEndpoints.serverEndpoints[0].serverAddress`
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
@@ -24,6 +24,9 @@ import (
 // +kubebuilder:printcolumn:name="Reason",type=string,priority=1,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`
 // +kubebuilder:printcolumn:name="Last Report",type=date,priority=1,JSONPath=`.status.lastProbeTime`
 // +kubebuilder:printcolumn:name="Credentials Expire",type=string,priority=1,JSONPath=`.status.credentialsExpireAt`
+// +kubebuilder:printcolumn:name="Nodes",type=integer,priority=1,JSONPath=`.status.resources.nodes`
+// +kubebuilder:printcolumn:name="CPU Requested",type=string,priority=1,JSONPath=`.status.resources.requested.cpu`
+// +kubebuilder:printcolumn:name="CPU Allocatable",type=string,priority=1,JSONPath=`.status.resources.allocatable.cpu`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type Cluster struct {
 	metav1.TypeMeta   `json:",inline"`

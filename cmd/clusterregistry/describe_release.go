@@ -235,6 +235,7 @@ func describeMembers(w io.Writer, members []v1alpha1.ReleaseMemberStatus, now ti
 		fmt.Fprintf(w, "  %s\t%s\t%s\t%s\t%s\t%s\n", esc(m.Cluster), m.Phase, orDash(m.Revision), orDash(esc(m.Reason)), applied, orDash(esc(strings.TrimPrefix(msg, "; "))))
 	}
 	describeFeedback(w, members)
+	describeShares(w, members)
 }
 
 // describeDependencies names the Releases rel depends on, if any, as text.
@@ -262,5 +263,21 @@ func describeFeedback(w io.Writer, members []v1alpha1.ReleaseMemberStatus) {
 			values = append(values, esc(f.Name)+"="+esc(f.Value))
 		}
 		fmt.Fprintf(w, "  %s\t%s\n", esc(m.Cluster), orDash(strings.Join(values, ", ")))
+	}
+}
+
+// describeShares writes each member's shares of spec.divide, as it was last applied with them,
+// if any has one.
+func describeShares(w io.Writer, members []v1alpha1.ReleaseMemberStatus) {
+	if !slices.ContainsFunc(members, func(m v1alpha1.ReleaseMemberStatus) bool { return len(m.Shares) > 0 }) {
+		return
+	}
+	fmt.Fprintln(w, "Shares (spec.divide):")
+	for _, m := range members {
+		var shares []string
+		for _, s := range m.Shares {
+			shares = append(shares, fmt.Sprintf("%s=%d", printers.EscapeTerminal(s.Name), s.Replicas))
+		}
+		fmt.Fprintf(w, "  %s\t%s\n", printers.EscapeTerminal(m.Cluster), orDash(strings.Join(shares, ", ")))
 	}
 }

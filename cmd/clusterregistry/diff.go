@@ -61,7 +61,9 @@ change there, as kubectl diff shows it for one cluster: each object is dry-run a
 with server-side apply as the releases controller applies it (the Release's field manager), and
 the result is compared with what runs there, as a unified diff per object (a Secret's values
 masked); objects the Release has there that it no longer would are shown as removed. Nothing is
-written anywhere.
+written anywhere. A Release with spec.divide is diffed at each member's share of the decision's
+members, and the share is said on standard error beside its diff ("member member-1: 3 of the 6
+replicas of Deployment shop (spec.divide shop)").
 
 -f FILE diffs a Release from a file (a change before it is applied to the registry); NAME diffs
 the Release as the registry has it (its next revision, before its waves reach every member). The
@@ -149,6 +151,7 @@ func (o *DiffReleaseOptions) Run(ctx context.Context) error {
 			fmt.Fprintf(o.errOut, "error: member %s: %s\n", k.Name, printers.EscapeTerminal(err.Error()))
 			continue
 		}
+		printShares(o.errOut, rel, k.Name, results[i].shares)
 		failedHere := 0
 		for _, d := range diffs {
 			if d.Changed() {
@@ -225,8 +228,9 @@ const diffConcurrency = 16
 
 // memberDiff is one member's diffs, or why it has none.
 type memberDiff struct {
-	diffs []delivery.ObjectDiff
-	err   error
+	diffs  []delivery.ObjectDiff
+	shares []v1alpha1.ReleaseMemberShare // its shares of spec.divide
+	err    error
 }
 
 // diffMembers diffs the Release on each of members, diffConcurrency at a time, in their order.
@@ -236,6 +240,7 @@ func diffMembers(ctx context.Context, resolver *access.Resolver, rel *v1alpha1.R
 	for i := range clusters {
 		byName[clusters[i].Name] = &clusters[i]
 	}
+	b = b.DividedAmong(members, func(k types.NamespacedName) *v1alpha1.Cluster { return byName[k.Name] })
 	out := make([]memberDiff, len(members))
 	var g errgroup.Group
 	g.SetLimit(diffConcurrency)
@@ -251,6 +256,7 @@ func diffMembers(ctx context.Context, resolver *access.Resolver, rel *v1alpha1.R
 				out[i].err = err
 				return nil
 			}
+			out[i].shares = b.SharesFor(cluster)
 			out[i].diffs, out[i].err = delivery.Diff(ctx, rel, b, cluster, cfg, "", current[k.Name])
 			return nil
 		})
@@ -299,4 +305,16 @@ func printDiff(out io.Writer, member string, d delivery.ObjectDiff) {
 	text, _ := difflib.GetUnifiedDiffString(difflib.UnifiedDiff{A: difflib.SplitLines(d.Live), B: difflib.SplitLines(d.Merged),
 		FromFile: live, ToFile: merged, Context: 3})
 	fmt.Fprintf(out, "diff -u -N %s %s\n%s", live, merged, printers.EscapeTerminal(strings.TrimSuffix(text, "\n")+"\n"))
+}
+
+// printShares says, beside the diffs, each share of spec.divide the member would run: the diff
+// shows a share only where it changes.
+func printShares(out io.Writer, rel *v1alpha1.Release, member string, shares []v1alpha1.ReleaseMemberShare) {
+	for _, s := range shares {
+		for _, d := range rel.Spec.Divide {
+			if d.Name == s.Name {
+				fmt.Fprintf(out, "member %s: %d of the %d replicas of %s %s (spec.divide %s)\n", member, s.Replicas, d.Replicas, printers.EscapeTerminal(d.Kind), printers.EscapeTerminal(d.ObjectName), d.Name)
+			}
+		}
+	}
 }

@@ -133,11 +133,14 @@ func (d *demo) joinAtTheEdge(m *localfleet.Member, e *edge, agentsAddr string) e
 	if err != nil {
 		return err
 	}
+	if err := d.applyOn(m, fleetMemberRoleYAML); err != nil {
+		return err
+	}
 	manifests := filepath.Join(e.dir, "agent.yaml")
 	step("Joining " + edgeMember + " from inside its network: its account, the agent's own token for the tunnel server,\n" +
 		"   the agent's manifests (written out here; without --tunnel-manifests, applied), and its Cluster")
 	args := []string{"--kubeconfig=" + kubeconfig, "--context=registry", "-n", d.lf.Namespace, "join", edgeMember,
-		"--labels=env=demo", "--display-name=Edge member 3", "--allow-namespace-creation", "--tunnel=" + agentsAddr, "--tunnel-agent-ca=" + filepath.Join(e.dir, "agents-ca.crt"),
+		"--labels=env=demo", "--display-name=Edge member 3", "--allow-namespace-creation", "--cluster-role=fleet-member", "--tunnel=" + agentsAddr, "--tunnel-agent-ca=" + filepath.Join(e.dir, "agents-ca.crt"),
 		"--tunnel-destination=" + strings.TrimPrefix(m.URL(), "https://"), "--tunnel-manifests=" + manifests}
 	fmt.Printf("\n$ clusterregistry %s   # in %s's network\n", strings.Join(args, " "), edgeMember)
 	join := m.Command(d.ctx, d.clusterregistry, args...)
@@ -233,3 +236,24 @@ func freeAddress() string {
 	defer l.Close()
 	return l.Addr().String()
 }
+
+// fleetMemberRoleYAML is the edge member's role for the registry's tools: edit, as join's default
+// is, and what the capacity controller reads (Nodes, Pods, the About API's ClusterProperties),
+// aggregated by the member's own controller.
+const fleetMemberRoleYAML = `apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata: {name: fleet-member}
+aggregationRule:
+  clusterRoleSelectors:
+  - matchLabels: {rbac.authorization.k8s.io/aggregate-to-edit: "true"}
+  - matchLabels: {example.com/aggregate-to-fleet-member: "true"}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata:
+  name: fleet-member-capacity
+  labels: {example.com/aggregate-to-fleet-member: "true"}
+rules:
+- {apiGroups: [""], resources: [nodes, pods], verbs: [get, list, watch]}
+- {apiGroups: [about.k8s.io], resources: [clusterproperties], verbs: [get, list, watch]}
+`

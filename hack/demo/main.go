@@ -77,6 +77,9 @@ func run(ctx context.Context, fanoutDeploy, fleetAPIPath, clusterregistry string
 	if err := rollouts(ctx, lf, demoShell{kubectl: d.kubectl, clusterregistry: d.cr, member: d.member}); err != nil {
 		return err
 	}
+	if err := d.capacity(); err != nil {
+		return err
+	}
 	step("fleet-api answers what runs where from watch caches on every member (package fleetcache)")
 	api, err := startFleetAPI(ctx, fleetAPIPath, lf, d.trust)
 	if err != nil {

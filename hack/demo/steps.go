@@ -140,8 +140,9 @@ func (d *demo) setUp() (stop func(), err error) {
 func (d *demo) startControllers() (stop func(), err error) {
 	step("The controllers: health probes every member and writes what it sees into each Cluster's status;\n" +
 		"   placements decides each Placement and writes its decision as PlacementDecisions;\n" +
-		"   releases delivers each Release to the members of its decision, and keeps it there")
-	cmd := exec.CommandContext(d.ctx, d.clusterregistry, append([]string{"controllers", "-n", d.lf.Namespace, "--controllers", "health,placements,releases",
+		"   releases delivers each Release to the members of its decision, and keeps it there;\n" +
+		"   capacity writes what each member's Nodes hold, and what its Pods ask of them")
+	cmd := exec.CommandContext(d.ctx, d.clusterregistry, append([]string{"controllers", "-n", d.lf.Namespace, "--controllers", "health,placements,releases,capacity",
 		"--interval", "1s", "--failure-threshold", "2", "--success-threshold", "1"}, d.trust...)...)
 	cmd.Env = append(os.Environ(), "KUBECONFIG="+d.lf.Registry.Kubeconfig)
 	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stdout
@@ -261,7 +262,12 @@ func (d *demo) outage(api *fleetAPI) error {
 	if err := d.kubectl("get", "clusters", "-n", ns, "-o", "wide"); err != nil {
 		return err
 	}
-	fmt.Println("\nThe placement keeps member-2 within its toleration: its decision does not change.")
+	fmt.Println("\nThe spread placement tolerates nothing: member-2 leaves it, and its share of cart goes to the others\n" +
+		"(6 by 3 and 1: 5 and 1), while member-2 keeps its copy at 2 (Departed) until it is replaced and its grace is over.")
+	if err := d.showShares(map[string]int32{"member-1": 5, "member-2": 2, "member-3": 1}); err != nil {
+		return err
+	}
+	fmt.Println("\nThe hello placement keeps member-2 within its toleration: its decision does not change.")
 	if err := d.cr("explain-placement", "hello", "-n", ns); err != nil {
 		return err
 	}
@@ -312,6 +318,10 @@ func (d *demo) recovery(api *fleetAPI) error {
 		return err
 	}
 	if err := d.kubectl("describe", "cluster", "member-2", "-n", ns); err != nil {
+		return err
+	}
+	fmt.Println("\nmember-2 is back in the spread placement, and the shares are 3/2/1 again:")
+	if err := d.showShares(map[string]int32{"member-1": 3, "member-2": 2, "member-3": 1}); err != nil {
 		return err
 	}
 	fmt.Println("\nfleet-api follows member-2 again, with the same caches:")

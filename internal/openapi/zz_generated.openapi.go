@@ -60,12 +60,15 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		"github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ReleaseChartStatus":        schema_cluster_registry_sdk_clusterregistry_v1alpha1_ReleaseChartStatus(ref),
 		"github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ReleaseConfigMapSource":    schema_cluster_registry_sdk_clusterregistry_v1alpha1_ReleaseConfigMapSource(ref),
 		"github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ReleaseDependency":         schema_cluster_registry_sdk_clusterregistry_v1alpha1_ReleaseDependency(ref),
+		"github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ReleaseDivision":           schema_cluster_registry_sdk_clusterregistry_v1alpha1_ReleaseDivision(ref),
+		"github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ReleaseDivisionWeight":     schema_cluster_registry_sdk_clusterregistry_v1alpha1_ReleaseDivisionWeight(ref),
 		"github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ReleaseDrift":              schema_cluster_registry_sdk_clusterregistry_v1alpha1_ReleaseDrift(ref),
 		"github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ReleaseFeedback":           schema_cluster_registry_sdk_clusterregistry_v1alpha1_ReleaseFeedback(ref),
 		"github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ReleaseFeedbackValue":      schema_cluster_registry_sdk_clusterregistry_v1alpha1_ReleaseFeedbackValue(ref),
 		"github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ReleaseHealthCheck":        schema_cluster_registry_sdk_clusterregistry_v1alpha1_ReleaseHealthCheck(ref),
 		"github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ReleaseIgnoredFields":      schema_cluster_registry_sdk_clusterregistry_v1alpha1_ReleaseIgnoredFields(ref),
 		"github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ReleaseList":               schema_cluster_registry_sdk_clusterregistry_v1alpha1_ReleaseList(ref),
+		"github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ReleaseMemberShare":        schema_cluster_registry_sdk_clusterregistry_v1alpha1_ReleaseMemberShare(ref),
 		"github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ReleaseMemberStatus":       schema_cluster_registry_sdk_clusterregistry_v1alpha1_ReleaseMemberStatus(ref),
 		"github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ReleaseMemberValue":        schema_cluster_registry_sdk_clusterregistry_v1alpha1_ReleaseMemberValue(ref),
 		"github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ReleaseObjectStatus":       schema_cluster_registry_sdk_clusterregistry_v1alpha1_ReleaseObjectStatus(ref),
@@ -1452,6 +1455,123 @@ func schema_cluster_registry_sdk_clusterregistry_v1alpha1_ReleaseDependency(ref 
 	}
 }
 
+func schema_cluster_registry_sdk_clusterregistry_v1alpha1_ReleaseDivision(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "ReleaseDivision divides one workload's replicas across a Release's members, where without it every member runs the replica count the workload was written with.\n\nThe shares are divided by largest remainder, so they sum to replicas exactly: each member has minPerMember, and what is left goes by weight, the largest fractions first (ties to the heavier member, then by name). A member receives its share as an override of the workload's spec.replicas, part of its revision: a changed share is applied to that member only, through the rollout's waves. Shares are divided again only when the decision's members change (or the division, or a weight's labels): Pods coming and going move nothing. A member that left the decision for its health keeps its objects at its old share until the others run theirs, Ready, and the departure grace has passed; back in the decision, it has its share again.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"name": {
+						SchemaProps: spec.SchemaProps{
+							Description: "name names the division in the members' status and in errors.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"group": {
+						SchemaProps: spec.SchemaProps{
+							Description: "group is the workload's API group: apps for a Deployment or StatefulSet.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "kind is the workload's kind; it must have spec.replicas.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"objectName": {
+						SchemaProps: spec.SchemaProps{
+							Description: "objectName is the workload's name among the Release's objects.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"replicas": {
+						SchemaProps: spec.SchemaProps{
+							Description: "replicas is the total, divided across the members.",
+							Default:     0,
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"minPerMember": {
+						SchemaProps: spec.SchemaProps{
+							Description: "minPerMember is the least share of each member, where the total allows it: a total below minPerMember times the members gives each the total divided evenly, the rest by weight.",
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"weights": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "weights weigh the members: a member's weight is that of the first entry that names it or whose selector matches its Cluster's labels, and 1 when none does. Every member weighs 1 when empty. Weights of 0 give a member minPerMember alone.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref("github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ReleaseDivisionWeight"),
+									},
+								},
+							},
+						},
+					},
+				},
+				Required: []string{"name", "kind", "objectName", "replicas"},
+			},
+		},
+		Dependencies: []string{
+			"github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ReleaseDivisionWeight"},
+	}
+}
+
+func schema_cluster_registry_sdk_clusterregistry_v1alpha1_ReleaseDivisionWeight(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "ReleaseDivisionWeight is the weight of the members it names or selects.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"cluster": {
+						SchemaProps: spec.SchemaProps{
+							Description: "cluster names one member's Cluster.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"clusterSelector": {
+						SchemaProps: spec.SchemaProps{
+							Description: "clusterSelector selects members by their Cluster's labels.",
+							Ref:         ref(v1.LabelSelector{}.OpenAPIModelName()),
+						},
+					},
+					"weight": {
+						SchemaProps: spec.SchemaProps{
+							Description: "weight is the members' weight.",
+							Default:     0,
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+				},
+				Required: []string{"weight"},
+			},
+		},
+		Dependencies: []string{
+			v1.LabelSelector{}.OpenAPIModelName()},
+	}
+}
+
 func schema_cluster_registry_sdk_clusterregistry_v1alpha1_ReleaseDrift(ref common.ReferenceCallback) common.OpenAPIDefinition {
 	return common.OpenAPIDefinition{
 		Schema: spec.Schema{
@@ -1721,6 +1841,36 @@ func schema_cluster_registry_sdk_clusterregistry_v1alpha1_ReleaseList(ref common
 	}
 }
 
+func schema_cluster_registry_sdk_clusterregistry_v1alpha1_ReleaseMemberShare(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "ReleaseMemberShare is a member's share of one division: the replicas it was applied with.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"name": {
+						SchemaProps: spec.SchemaProps{
+							Description: "name is the division's name.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"replicas": {
+						SchemaProps: spec.SchemaProps{
+							Description: "replicas is the member's share.",
+							Default:     0,
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+				},
+				Required: []string{"name", "replicas"},
+			},
+		},
+	}
+}
+
 func schema_cluster_registry_sdk_clusterregistry_v1alpha1_ReleaseMemberStatus(ref common.ReferenceCallback) common.OpenAPIDefinition {
 	return common.OpenAPIDefinition{
 		Schema: spec.Schema{
@@ -1798,6 +1948,27 @@ func schema_cluster_registry_sdk_clusterregistry_v1alpha1_ReleaseMemberStatus(re
 							},
 						},
 					},
+					"shares": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-map-keys": []interface{}{
+									"name",
+								},
+								"x-kubernetes-list-type": "map",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "shares are the member's shares of spec.divide, as it was last applied with them.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref("github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ReleaseMemberShare"),
+									},
+								},
+							},
+						},
+					},
 					"objects": {
 						VendorExtensible: spec.VendorExtensible{
 							Extensions: spec.Extensions{
@@ -1821,7 +1992,7 @@ func schema_cluster_registry_sdk_clusterregistry_v1alpha1_ReleaseMemberStatus(re
 			},
 		},
 		Dependencies: []string{
-			"github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ReleaseFeedbackValue", "github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ReleaseObjectStatus", v1.Time{}.OpenAPIModelName()},
+			"github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ReleaseFeedbackValue", "github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ReleaseMemberShare", "github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ReleaseObjectStatus", v1.Time{}.OpenAPIModelName()},
 	}
 }
 
@@ -2356,6 +2527,27 @@ func schema_cluster_registry_sdk_clusterregistry_v1alpha1_ReleaseSpec(ref common
 							},
 						},
 					},
+					"divide": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-map-keys": []interface{}{
+									"name",
+								},
+								"x-kubernetes-list-type": "map",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "divide divides named workloads' replicas across the members (a Deployment of 30 replicas as 15, 10 and 5 by weight), where without it each member runs the count the workload was written with. Each member's share overrides the workload's spec.replicas there, after spec.overrides, and shows in its status (shares) and in diff release. A division whose workload the Release does not have stalls the Release (InvalidDivision), as does one whose /spec/replicas spec.drift.ignore leaves to the members (an autoscaler's: divide its bounds with spec.overrides instead; see docs/rollouts.md).",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref("github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ReleaseDivision"),
+									},
+								},
+							},
+						},
+					},
 					"departureGraceSeconds": {
 						SchemaProps: spec.SchemaProps{
 							Description: "departureGraceSeconds is how long a member that left the decision because of its health (its Cluster not Ready when it left) keeps the Release's objects once its replacement is in place: they are removed only when every member of the decision is Ready at the revision and this long has passed since the member left, and only while the member is Ready again (nothing is attempted on a member that cannot be reached). Until then its status is Departed, saying what it waits for. Deliberate departures (the member excluded or unselected while Ready, its Cluster deleted, the Release deleted or re-placed) remove at once. 600 (Karmada's graceful eviction) when unset.",
@@ -2382,7 +2574,7 @@ func schema_cluster_registry_sdk_clusterregistry_v1alpha1_ReleaseSpec(ref common
 			},
 		},
 		Dependencies: []string{
-			"github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ReleaseDependency", "github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ReleaseDrift", "github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ReleaseFeedback", "github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ReleaseHealthCheck", "github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ReleaseOverride", "github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ReleasePlacement", "github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ReleaseRollout", "github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ReleaseSource"},
+			"github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ReleaseDependency", "github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ReleaseDivision", "github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ReleaseDrift", "github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ReleaseFeedback", "github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ReleaseHealthCheck", "github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ReleaseOverride", "github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ReleasePlacement", "github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ReleaseRollout", "github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ReleaseSource"},
 	}
 }
 

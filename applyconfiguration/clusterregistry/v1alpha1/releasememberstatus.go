@@ -47,6 +47,8 @@ type ReleaseMemberStatusApplyConfiguration struct {
 	DepartedAt *v1.Time `json:"departedAt,omitempty"`
 	// feedback are the values spec.feedback read from the objects there.
 	Feedback []ReleaseFeedbackValueApplyConfiguration `json:"feedback,omitempty"`
+	// shares are the member's shares of spec.divide, as it was last applied with them.
+	Shares []ReleaseMemberShareApplyConfiguration `json:"shares,omitempty"`
 	// objects are the objects applied there, with their health; in ReleaseStatusSlices only.
 	Objects []ReleaseObjectStatusApplyConfiguration `json:"objects,omitempty"`
 }
@@ -122,6 +124,19 @@ func (b *ReleaseMemberStatusApplyConfiguration) WithFeedback(values ...*ReleaseF
 			panic("nil value passed to WithFeedback")
 		}
 		b.Feedback = append(b.Feedback, *values[i])
+	}
+	return b
+}
+
+// WithShares adds the given value to the Shares field in the declarative configuration
+// and returns the receiver, so that objects can be build by chaining "With" function invocations.
+// If called multiple times, values provided by each call will be appended to the Shares field.
+func (b *ReleaseMemberStatusApplyConfiguration) WithShares(values ...*ReleaseMemberShareApplyConfiguration) *ReleaseMemberStatusApplyConfiguration {
+	for i := range values {
+		if values[i] == nil {
+			panic("nil value passed to WithShares")
+		}
+		b.Shares = append(b.Shares, *values[i])
 	}
 	return b
 }

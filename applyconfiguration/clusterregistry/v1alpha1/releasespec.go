@@ -68,6 +68,14 @@ type ReleaseSpecApplyConfiguration struct {
 	// that does not apply stalls the Release (InvalidOverride), naming the override and the
 	// object.
 	Overrides []ReleaseOverrideApplyConfiguration `json:"overrides,omitempty"`
+	// divide divides named workloads' replicas across the members (a Deployment of 30 replicas
+	// as 15, 10 and 5 by weight), where without it each member runs the count the workload was
+	// written with. Each member's share overrides the workload's spec.replicas there, after
+	// spec.overrides, and shows in its status (shares) and in diff release. A division whose
+	// workload the Release does not have stalls the Release (InvalidDivision), as does one whose
+	// /spec/replicas spec.drift.ignore leaves to the members (an autoscaler's: divide its bounds
+	// with spec.overrides instead; see docs/rollouts.md).
+	Divide []ReleaseDivisionApplyConfiguration `json:"divide,omitempty"`
 	// departureGraceSeconds is how long a member that left the decision because of its health
 	// (its Cluster not Ready when it left) keeps the Release's objects once its replacement is
 	// in place: they are removed only when every member of the decision is Ready at the
@@ -186,6 +194,19 @@ func (b *ReleaseSpecApplyConfiguration) WithOverrides(values ...*ReleaseOverride
 			panic("nil value passed to WithOverrides")
 		}
 		b.Overrides = append(b.Overrides, *values[i])
+	}
+	return b
+}
+
+// WithDivide adds the given value to the Divide field in the declarative configuration
+// and returns the receiver, so that objects can be build by chaining "With" function invocations.
+// If called multiple times, values provided by each call will be appended to the Divide field.
+func (b *ReleaseSpecApplyConfiguration) WithDivide(values ...*ReleaseDivisionApplyConfiguration) *ReleaseSpecApplyConfiguration {
+	for i := range values {
+		if values[i] == nil {
+			panic("nil value passed to WithDivide")
+		}
+		b.Divide = append(b.Divide, *values[i])
 	}
 	return b
 }
