@@ -67,6 +67,9 @@ func benchFleet(b *testing.B, n int, run func(b *testing.B, ctx context.Context,
 		w0 := writes.Load()
 		time.Sleep(window)
 		b.ReportMetric(float64(writes.Load()-w0)/window.Seconds(), "steady-writes/s")
+		w0 = writes.Load()
+		b.ReportMetric(float64(churn(b, sims, window/2))/(window/2).Seconds(), "churn-events/s")
+		b.ReportMetric(float64(writes.Load()-w0)/(window/2).Seconds(), "churn-writes/s")
 		stop()
 		<-done
 	}
@@ -101,4 +104,24 @@ func runHealth(b *testing.B, ctx context.Context, bulk, written *rest.Config) {
 	if err := c.Run(ctx); err != nil && ctx.Err() == nil {
 		b.Error(err)
 	}
+}
+
+// churn has every member make a Pod and delete the one it made before (simmembers.ChurnPath)
+// every churnEvery, for d, as Deployments rolling across the fleet would; it returns how many
+// Pod events the members sent.
+func churn(b *testing.B, sims *simmembers.Members, d time.Duration) int64 {
+	const churnEvery = 2 * time.Second
+	client := sims.Client()
+	var events int64
+	tick := churnEvery / time.Duration(len(sims.Servers))
+	for end, i := time.Now().Add(d), 0; time.Now().Before(end); i++ {
+		resp, err := client.Get(sims.Servers[i%len(sims.Servers)] + simmembers.ChurnPath)
+		if err != nil {
+			b.Fatal(err)
+		}
+		resp.Body.Close()
+		events += 2 // a Pod made, the one before deleted
+		time.Sleep(tick)
+	}
+	return events
 }

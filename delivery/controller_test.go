@@ -75,7 +75,7 @@ func startDeliveryWith(t *testing.T, ns string, config *rest.Config, set func(*d
 	stop := env.stop
 	env.stop = func() {
 		stop()
-		goleak.VerifyNone(t, append(fleetmain.IgnoreIdleConnections, ignore)...)
+		goleak.VerifyNone(t, append(fleetmain.IgnoreIdleConnections, fleetmain.IgnoreFleetProcesses, ignore)...)
 	}
 	return env
 }

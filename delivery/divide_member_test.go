@@ -12,10 +12,11 @@ import (
 )
 
 // Six replicas of shop divided 2:1 across real members run 4 and 2 there, as the members' own
-// Deployment controllers report them Available. member-2's outage moves its share to member-1
-// (6), and member-2's Deployment is kept as it was (the same uid, no new generation: nothing
-// deleted, nothing applied there); back, the shares are 4 and 2 again, and member-2, whose share
-// never changed, is not applied to again.
+// Deployment controllers report them Available. member-2's outage (its API server stopped, and
+// its Cluster not Ready) moves its share to member-1 (6, applied through a paused etcd there, to
+// the same Deployment), and member-2's Deployment is kept as it was (the same uid, no new
+// generation: nothing deleted, nothing applied there); back, the shares are 4 and 2 again, and
+// member-2, whose share never changed, is not applied to again.
 func TestDividedReplicasOnRealMembers(t *testing.T) {
 	env := startDelivery(t)
 	appNS := "app-divided"
@@ -30,15 +31,7 @@ func TestDividedReplicasOnRealMembers(t *testing.T) {
 	}}
 	_, err := env.registry.ClusterregistryV1alpha1().Releases(env.ns).Create(t.Context(), rel, metav1.CreateOptions{})
 	require.NoError(t, err)
-	replicas := func(member string, want int32) {
-		t.Helper()
-		kube := env.members[member]
-		require.Eventually(t, func() bool {
-			d, err := kube.AppsV1().Deployments(appNS).Get(t.Context(), "shop", metav1.GetOptions{})
-			return err == nil && d.Spec.Replicas != nil && *d.Spec.Replicas == want
-		}, time.Minute, 50*time.Millisecond, "%s's shop never had %d replicas", member, want)
-		waitAvailable(t, kube, appNS, "shop", "registry.example/web:1")
-	}
+	replicas := func(member string, want int32) { t.Helper(); waitReplicas(t, env, appNS, member, "shop", want) }
 	replicas("member-1", 4)
 	replicas("member-2", 2)
 	env.waitRelease(t, "shop", "Ready on both", func(r *v1alpha1.Release) bool { return r.Status.Ready == 2 })
@@ -54,16 +47,32 @@ func TestDividedReplicasOnRealMembers(t *testing.T) {
 		require.Equal(t, int32(2), *d.Spec.Replicas, "%s: member-2's share", what)
 	}
 
-	// member-2 is down, past the placement's tolerations: its share goes to member-1.
+	first1, err := env.members["member-1"].AppsV1().Deployments(appNS).Get(t.Context(), "shop", metav1.GetOptions{})
+	require.NoError(t, err)
+
+	// member-2's API server stops, and it leaves the decision (past the placement's
+	// tolerations); member-1's etcd is paused as its new share goes out, so the apply waits on
+	// its storage and is retried. member-1 takes member-2's share.
+	down := lf.Member("member-2")
+	require.NoError(t, down.StopAPIServer())
+	t.Cleanup(func() { _ = down.StartAPIServer() }) // started again below; a no-op then
 	env.setReady(t, "member-2", metav1.ConditionFalse, v1alpha1.ReasonUnreachable)
+	busy := lf.Member("member-1")
+	require.NoError(t, busy.PauseEtcd())
 	env.decide(t, "member-1")
+	time.Sleep(3 * time.Second) // the apply of member-1's new share waits on its storage
+	require.NoError(t, busy.ResumeEtcd())
 	replicas("member-1", 6)
 	env.waitRelease(t, "shop", "member-1 Ready at 6, member-2 departed", func(r *v1alpha1.Release) bool {
 		m := memberPhase(r, "member-2")
 		return r.Status.Ready == 1 && m != nil && m.Phase == v1alpha1.PhaseDeparted
 	})
-	requireKept("while down")
 	requireShares(t, env, map[string]int32{"member-1": 6, "member-2": 2})
+	d1, err := env.members["member-1"].AppsV1().Deployments(appNS).Get(t.Context(), "shop", metav1.GetOptions{})
+	require.NoError(t, err)
+	require.Equal(t, first1.UID, d1.UID, "member-1's shop was made again for its new share")
+	require.NoError(t, down.StartAPIServer())
+	requireKept("after its API server's restart")
 
 	// Back: the shares return.
 	env.setReady(t, "member-2", metav1.ConditionTrue, v1alpha1.ReasonReachable)
@@ -80,6 +89,18 @@ func TestDividedReplicasOnRealMembers(t *testing.T) {
 	}
 	require.Equal(t, int32(6), sum, "the members' shares do not sum to the total")
 	require.NoError(t, env.registry.ClusterregistryV1alpha1().Releases(env.ns).Delete(t.Context(), "shop", metav1.DeleteOptions{}))
+}
+
+// waitReplicas waits until member's Deployment name has want replicas, Available as its
+// Deployment controller says.
+func waitReplicas(t *testing.T, env *deliveryEnv, ns, member, name string, want int32) {
+	t.Helper()
+	kube := env.members[member]
+	require.Eventually(t, func() bool {
+		d, err := kube.AppsV1().Deployments(ns).Get(t.Context(), name, metav1.GetOptions{})
+		return err == nil && d.Spec.Replicas != nil && *d.Spec.Replicas == want
+	}, time.Minute, 50*time.Millisecond, "%s's %s never had %d replicas", member, name, want)
+	waitAvailable(t, kube, ns, name, "registry.example/web:1")
 }
 
 // requireShares: each member's entry in the status slices says its share of division shop.

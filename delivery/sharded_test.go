@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -157,6 +158,7 @@ func TestReleaseShardedBetweenReplicas(t *testing.T) {
 	sliceList := func() []v1alpha1.ReleaseStatusSlice { return releaseSlices(t, env, "web") }
 	requireEachMemberInOneSlice(t, sliceList(), revision)
 	f := &shardedRelease{env: env, ns: ns, appNS: appNS, a: a, b: b, revision: revision, sliceList: sliceList}
+	t.Run("both replicas divide replicas alike", f.bothReplicasDivideReplicasAlike)
 	t.Run("steady state writes nothing", f.steadyStateWritesNothing)
 	t.Run("a replica that stops hands its member over with what was applied there", f.aReplicaThatStopsHandsItsMemberOverWithWhatWasAppliedThere)
 	t.Run("deleting the Release removes its objects from every member", f.deletingTheReleaseRemovesItsObjectsFromEveryMember)
@@ -173,6 +175,51 @@ type shardedRelease struct {
 	b         *replica
 	revision  string
 	sliceList func() []v1alpha1.ReleaseStatusSlice
+}
+
+// bothReplicasDivideReplicasAlike is the subtest "both replicas divide replicas alike" of
+// TestReleaseShardedBetweenReplicas: 5 replicas of web divided 3:2, each replica applying its
+// own member's share and judging the other's at the share it divides for it; the rollout
+// completes, each member running its share, reported once.
+func (f *shardedRelease) bothReplicasDivideReplicasAlike(t *testing.T) {
+	env := f.env
+	env.updateRelease(t, f.ns, "web", func(cur *v1alpha1.Release) {
+		cur.Spec.Divide = []v1alpha1.ReleaseDivision{{Name: "web", Group: "apps", Kind: "Deployment", ObjectName: "web", Replicas: 5,
+			Weights: []v1alpha1.ReleaseDivisionWeight{{Cluster: "member-1", Weight: 3}, {Cluster: "member-2", Weight: 2}}}}
+	})
+	for member, want := range map[string]int32{"member-1": 3, "member-2": 2} {
+		waitReplicas(t, env, f.appNS, member, "web", want)
+	}
+	env.waitRelease(t, "web", "complete at the shares", func(r *v1alpha1.Release) bool {
+		return r.Status.ObservedGeneration == r.Generation && r.Status.Ready == 2 && r.Status.Wave == 2 &&
+			condition(r, v1alpha1.ReleaseAvailable) == metav1.ConditionTrue
+	})
+	shares := map[string]int32{}
+	for _, sl := range f.sliceList() {
+		for _, m := range sl.Members {
+			require.True(t, strings.HasPrefix(m.Revision, f.revision+"-"), "%s runs %s, not its share of %s", m.Cluster, m.Revision, f.revision)
+			for _, sh := range m.Shares {
+				shares[m.Cluster] = sh.Replicas
+			}
+		}
+	}
+	require.Equal(t, map[string]int32{"member-1": 3, "member-2": 2}, shares, "the shares the replicas report")
+
+	// Undivided again: every member back at the Release's revision, as the later subtests expect.
+	env.updateRelease(t, f.ns, "web", func(cur *v1alpha1.Release) { cur.Spec.Divide = nil })
+	env.waitRelease(t, "web", "complete undivided", func(r *v1alpha1.Release) bool {
+		return r.Status.ObservedGeneration == r.Generation && r.Status.Ready == 2 && r.Status.Wave == 2
+	})
+	require.Eventually(t, func() bool {
+		for _, sl := range f.sliceList() {
+			for _, m := range sl.Members {
+				if m.Revision != f.revision {
+					return false
+				}
+			}
+		}
+		return true
+	}, 30*time.Second, 50*time.Millisecond, "the members are not back at revision %s", f.revision)
 }
 
 // steadyStateWritesNothing is the subtest "steady state writes nothing" of TestReleaseShardedBetweenReplicas.

@@ -2,8 +2,6 @@ package fleetcache
 
 import (
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"flag"
 	"fmt"
 	"math/rand/v2"
@@ -385,21 +383,7 @@ func startControllerRuntimePeer(b *testing.B, sim *simmembers.Members, onEvent f
 }
 
 // simWriter asks simulated members to write, on their debug path.
-func simWriter(b testing.TB, sim *simmembers.Members) *http.Client {
-	pool := x509.NewCertPool()
-	if !pool.AppendCertsFromPEM(sim.CA) {
-		b.Fatal("the simulated members' CA")
-	}
-	return &http.Client{Transport: &bearer{&http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}, ForceAttemptHTTP2: true}}}
-}
-
-type bearer struct{ rt http.RoundTripper }
-
-func (t *bearer) RoundTrip(r *http.Request) (*http.Response, error) {
-	r = r.Clone(r.Context())
-	r.Header.Set("Authorization", "Bearer "+simmembers.Token)
-	return t.rt.RoundTrip(r)
-}
+func simWriter(_ testing.TB, sim *simmembers.Members) *http.Client { return sim.Client() }
 
 // The benchmarks' instrument: simulated members serve their ConfigMaps to a cache, by list or by
 // watch-list, and a write reaches the handler with the time it was asked.
@@ -417,6 +401,67 @@ func TestSimulatedMembersMetadata(t *testing.T) {
 	})
 	if o := all[0].Object; o.Labels["app"] != "sim" || o.ManagedFields != nil {
 		t.Fatalf("cached metadata: labels %v, %d managed fields", o.Labels, len(o.ManagedFields))
+	}
+}
+
+// The instrument's Pod churn (simmembers.ChurnPath) reaches a Pod cache: each call a Pod made and
+// the one before it deleted, so the member keeps one Pod more than its fixed ones.
+func TestSimulatedMembersChurnPods(t *testing.T) {
+	sim := simmembers.Start(t, 1, 0)
+	c := New(fleettest.Fixed(multicluster.MembersOf(simmembers.Resolver(t), sim.Clusters("sim"), multicluster.FleetOptions{})))
+	pods, err := Typed[*corev1.Pod](c, corev1.SchemeGroupVersion.WithResource("pods"), KindOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := make(chan string, 100)
+	if err := pods.AddEventHandler(func(ev Event[*corev1.Pod]) {
+		if strings.HasPrefix(ev.Object.Name, "churn-") {
+			seen <- ev.Type.String() + " " + ev.Object.Name
+		}
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Stop)
+	if err := pods.WaitForCacheSync(context.Background(), 30*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	// As in checkInstrument: churn until the watch, which may still be opening, has the first.
+	client := sim.Client()
+	churn := func() {
+		resp, err := client.Get(sim.Servers[0] + simmembers.ChurnPath)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+	}
+	var first string
+	for deadline := time.Now().Add(10 * time.Second); first == ""; {
+		churn()
+		select {
+		case first = <-seen:
+		case <-time.After(time.Second):
+			if time.Now().After(deadline) {
+				t.Fatal("no churned Pod reached the cache")
+			}
+		}
+	}
+	churn()
+	want := []string{"Added churn-" + strings.TrimPrefix(first, "Added churn-")}
+	if !strings.HasPrefix(first, "Added churn-") {
+		t.Fatalf("first churn event %q, want an Added", first)
+	}
+	var n int
+	fmt.Sscanf(strings.TrimPrefix(first, "Added churn-"), "%d", &n)
+	want = append(want, fmt.Sprintf("Added churn-%d", n+1), fmt.Sprintf("Deleted churn-%d", n))
+	got := []string{first, <-seen, <-seen}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("churn events %v, want %v", got, want)
+	}
+	if all := pods.ListAll(nil); len(all) != simmembers.PodsPerMember+1 {
+		t.Fatalf("%d Pods cached, want %d", len(all), simmembers.PodsPerMember+1)
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"sync"
 )
@@ -38,6 +39,9 @@ type helper struct {
 // runHelper starts the server, answers the parent's requests until it says stop or goes away, and
 // stops the server. It returns the exit code.
 func runHelper(raw string) int {
+	// A Ctrl-C reaches the terminal's whole process group, this helper too, which would die and
+	// leave its server running: the parent's clean-up asks it to stop (or its stdin closes).
+	signal.Ignore(os.Interrupt)
 	answers := json.NewEncoder(os.Stdout)
 	os.Stdout = os.Stderr // nothing else may write between the answers
 	h := &helper{}

@@ -32,7 +32,8 @@ var (
 	describeReleaseLong = `describe release shows one Release as a person reads it: what it delivers and where, its
 rollout, drift and deletion policies, the revision and wave it stands at, its conditions, and a row
 per member from its status slices: the member's phase, the revision it runs, why it is where it is,
-when it was last applied, and the objects that are not healthy there.`
+when it was last applied, and the objects that are not healthy there; then what spec.feedback read
+on each member, and each member's shares of spec.divide (the replicas it was applied with).`
 
 	describeReleaseExample = `  # The web release of the fleet cluster set, member by member
   clusterregistry describe release web -n fleet`

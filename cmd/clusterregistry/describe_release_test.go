@@ -58,6 +58,23 @@ func TestDescribeReleaseShowsFeedback(t *testing.T) {
 	require.Regexp(t, `(?m)^Feedback:\n\s+m1\s+address=10.0.0.1, version=v2\^\[\[2J\n\s+m2\s+-$`, out.String())
 }
 
+// Each member's shares of spec.divide are shown, a member without one as -.
+func TestDescribeReleaseShowsShares(t *testing.T) {
+	rel := &v1alpha1.Release{ObjectMeta: metav1.ObjectMeta{Name: "shop", Namespace: "fleet"}, Spec: v1alpha1.ReleaseSpec{Placement: v1alpha1.ReleasePlacement{Name: "web"}}}
+	members := []v1alpha1.ReleaseMemberStatus{
+		{Cluster: "m2", Phase: v1alpha1.PhaseDeparted, Shares: []v1alpha1.ReleaseMemberShare{{Name: "shop", Replicas: 2}}},
+		{Cluster: "m1", Phase: v1alpha1.PhaseReady, Shares: []v1alpha1.ReleaseMemberShare{{Name: "shop", Replicas: 4}, {Name: "worker", Replicas: 1}}},
+		{Cluster: "m3", Phase: v1alpha1.PhasePending},
+	}
+	var out bytes.Buffer
+	require.NoError(t, describeRelease(&out, rel, members, time.Now()))
+	require.Regexp(t, `(?m)^Shares \(spec.divide\):\n\s+m1\s+shop=4, worker=1\n\s+m2\s+shop=2\n\s+m3\s+-$`, out.String())
+
+	var none bytes.Buffer
+	require.NoError(t, describeRelease(&none, rel, members[2:], time.Now()))
+	require.NotContains(t, none.String(), "Shares", "a Release that divides nothing shows no shares")
+}
+
 // get releases -o wide sums what spec.feedback read up: a value all members agree on once, values
 // that differ the commonest first with their counts, at most three and the rest counted, as text.
 func TestSummarizeFeedback(t *testing.T) {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -361,6 +362,24 @@ func (s *rolloutSteps) diff(t *testing.T) {
 	}
 	_, err = kubernetes.NewForConfigOrDie(lf.Members[0].Config).CoreV1().Namespaces().Get(t.Context(), "ws-"+ns, metav1.GetOptions{})
 	require.True(t, apierrors.IsNotFound(err), "diff made the namespace: %v", err)
+
+	// With a Deployment divided across the members: each diffed at its share, which is said.
+	deploy := `{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"shop-` + ns + `"},"spec":{"selector":{"matchLabels":{"app":"shop"}},` +
+		`"template":{"metadata":{"labels":{"app":"shop"}},"spec":{"containers":[{"name":"shop","image":"registry.example/shop:1"}]}}}}`
+	rel.Spec.CreateNamespace, rel.Spec.TargetNamespace = false, ""
+	rel.Spec.Source.Manifests = append(rel.Spec.Source.Manifests, runtime.RawExtension{Raw: []byte(deploy)})
+	total := int32(2 * len(lf.Members))
+	rel.Spec.Divide = []v1alpha1.ReleaseDivision{{Name: "shop", Group: "apps", Kind: "Deployment", ObjectName: "shop-" + ns, Replicas: total}}
+	raw, err = yaml.Marshal(rel)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(file, raw, 0o600))
+	code, out, errOut = cmd("diff", "release", "-f", file)
+	require.Equal(t, 1, code, "%s%s", out, errOut)
+	for _, m := range lf.Members {
+		require.Contains(t, errOut, fmt.Sprintf("member %s: 2 of the %d replicas of Deployment shop-%s (spec.divide shop)\n", m.Name, total, ns))
+		require.Contains(t, out, m.Name+"/MERGED/apps.v1.Deployment.default.shop-"+ns+"\n")
+	}
+	require.Contains(t, out, "+  replicas: 2\n")
 }
 
 // usageErrors: usage errors exit 2.

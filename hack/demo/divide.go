@@ -43,7 +43,7 @@ spec:
   prefer: [{cel: 'cluster.resources.free["cpu"]'}]
 `
 
-// cartYAML is a Placement of every Ready demo member (no toleration: a member that goes down
+// cartYAML is a Placement of every Ready demo member (an Unreachable one not tolerated: it
 // leaves at once) and a Release of 6 replicas of cart divided 3/2/1 across them.
 const cartYAML = `apiVersion: clusterregistry.k8s.io/v1alpha1
 kind: Placement
@@ -51,6 +51,7 @@ metadata:
   name: spread
 spec:
   selector: {matchLabels: {env: demo}}
+  tolerations: [{reason: Unreachable, seconds: 0}]
 ---
 apiVersion: clusterregistry.k8s.io/v1alpha1
 kind: Release
@@ -192,7 +193,7 @@ func waitShares(ctx context.Context, lf *localfleet.Fleet, release string, want 
 				}
 			}
 		}
-		if maps.Equal(got, want) {
+		if maps.Equal(got, want) && rel.Status.Ready == rel.Status.Members {
 			return nil
 		}
 	}

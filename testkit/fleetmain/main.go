@@ -56,11 +56,18 @@ var IgnoreIdleConnections = []goleak.Option{
 	goleak.IgnoreAnyFunction("net/http.(*persistConn).writeLoop"),
 }
 
+// IgnoreFleetProcesses leaves out of goleak's checks the goroutine that waits on each of the
+// local fleet's server processes: one a test restarts (localfleet's StartAPIServer) is waited on
+// from then on, by the fleet, not by the test.
+var IgnoreFleetProcesses = goleak.IgnoreAnyFunction("sigs.k8s.io/controller-runtime/pkg/internal/testing/process.(*State).Start.func1")
+
 // Integration marks a test that needs the package's local fleet: skipped under -short
 // (realservers.Required), and failed if it leaves a goroutine behind once it ends, idle
 // connections aside.
 func Integration(t *testing.T) {
 	t.Helper()
 	realservers.Required(t)
-	t.Cleanup(func() { goleak.VerifyNone(t, append(IgnoreIdleConnections, goleak.IgnoreCurrent())...) })
+	t.Cleanup(func() {
+		goleak.VerifyNone(t, append(IgnoreIdleConnections, IgnoreFleetProcesses, goleak.IgnoreCurrent())...)
+	})
 }

@@ -170,6 +170,8 @@ func (c *h2Conn) onHeaders(f *http2.MetaHeadersFrame) {
 		c.startWatch(stream, false, c.m.applied.initialEvents(path), c.m.applied.watch)
 	case !f.StreamEnded():
 		c.bodies[stream] = &pending{method: method, path: path, auth: auth, accept: accept}
+	case authorized(auth) && isWorkloadWatch(path) && isPodWatch(path):
+		c.startWatch(stream, false, nil, c.m.pods.watch) // the Pods ChurnPath makes and deletes
 	case authorized(auth) && isWorkloadWatch(path):
 		c.startWatch(stream, false, nil, func(*watcher) {}) // open, and never an event
 	case c.m.isWatch(path, auth):

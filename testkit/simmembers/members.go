@@ -167,6 +167,7 @@ type member struct {
 	bound    map[string][]string // binding Secrets by namespace
 
 	applied appliedStore // what server-side apply clients wrote (applied.go)
+	pods    podChurn     // the Pod watches, and the Pods ChurnPath made (churn.go)
 }
 
 // ObjectsPerMember is how many ConfigMaps each member serves at /api/v1/configmaps, all in
@@ -202,6 +203,7 @@ func (m *member) watch(w *watcher) {
 
 func (m *member) unwatch(w *watcher) {
 	m.applied.unwatch(w)
+	m.pods.unwatch(w)
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for i, other := range m.watchers {
@@ -332,6 +334,9 @@ func (m *member) answerBody(method, path, auth, accept string, reqBody []byte) (
 			sent = q
 		}
 		m.write(sent)
+		return http.StatusOK, "text/plain", "0"
+	case path == ChurnPath:
+		m.pods.churn()
 		return http.StatusOK, "text/plain", "0"
 	case path == "/debug/applies":
 		return http.StatusOK, "text/plain", strconv.FormatInt(m.applied.count(), 10)

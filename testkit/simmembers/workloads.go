@@ -21,7 +21,8 @@ import (
 // Deployments, every one Ready (the Nodes of 8 cpu and 32Gi each, the Pods bound to them asking
 // 100m and 256Mi), and one Helm release, HelmRelease at revision 2 in namespace
 // HelmNamespace, as Helm's storage keeps it (a Secret labelled owner=helm). Their lists are
-// served, and watches of them stay open without events.
+// served, and watches of them stay open without events, but for the Pods that ChurnPath makes
+// and deletes.
 const (
 	NodesPerMember       = 3
 	PodsPerMember        = 30
