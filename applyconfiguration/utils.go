@@ -84,6 +84,10 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &clusterregistryv1alpha1.ReleaseDependencyApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("ReleaseDivision"):
 		return &clusterregistryv1alpha1.ReleaseDivisionApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("ReleaseDivisionShare"):
+		return &clusterregistryv1alpha1.ReleaseDivisionShareApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("ReleaseDivisionStatus"):
+		return &clusterregistryv1alpha1.ReleaseDivisionStatusApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("ReleaseDivisionWeight"):
 		return &clusterregistryv1alpha1.ReleaseDivisionWeightApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("ReleaseDrift"):

@@ -229,7 +229,7 @@ func TestSchemaVersionIsRaisedWithTheSchema(t *testing.T) {
 		18: "12661c3deaeb407f5d59557aea1f71eafad21282822d4f6af4f584115cd6da21", // a Cluster's kubernetesApiEndpoints.tunnel
 		19: "c3c9b9e687057b1b5e9d7df71b05e3cfb040d79b9c6b8324867232660314bd31", // a Cluster's status.resources
 		20: "b71cfdea8570b7f6313ab6f3570410d79e0ef9e0bee68de98742e92df9d2208f", // a Placement's fit, prefer, maxResourceAgeSeconds, rebalance and status.lastRebalanceTime; a Cluster's status.properties
-		21: "057231bd0d2d95e6ccb3302d6268123ab0daa1ab73be74a184d9d4ad9c491dc1", // a Release's divide and a member's shares; a Cluster's Nodes and CPU columns
+		21: "93936e963312b3767673913479e5e6e8ec44093cecde326f48d351880ff79f40", // a Release's divide (by weights or capacity), a member's shares and status.divisions; a Cluster's Nodes and CPU columns
 	}
 	if want := digests[clusterregistry.SchemaVersion]; digest != want {
 		t.Errorf("the CRD's schema changed (digest %s) without a new schema version: raise SchemaVersion and the "+

@@ -71,22 +71,15 @@ func TestPlacementsFitRealMembers(t *testing.T) {
 	ready := &deliveryEnv{ns: ns, registry: registry} // the health controller's part, by hand
 	ready.setReady(t, "member-1", metav1.ConditionTrue, v1alpha1.ReasonReachable)
 	ready.setReady(t, "member-2", metav1.ConditionTrue, v1alpha1.ReasonReachable)
-	resolver, err := access.NewResolver(access.ResolverOptions{Secrets: access.SecretsFromClient(kubernetes.NewForConfigOrDie(lf.Registry.Config))})
-	require.NoError(t, err)
-	fleet := multicluster.NewFleet(registry, resolver, multicluster.FleetOptions{Namespaces: []string{ns}})
-	require.NoError(t, fleet.Start(ctx))
-	t.Cleanup(fleet.Stop)
-	capCtrl, err := capacity.New(capacity.Options{Registry: registry, Members: fleet, Interval: 200 * time.Millisecond, Heartbeat: time.Hour})
-	require.NoError(t, err)
+	fleet := startCapacity(t, ctx, ns)
 	decisions := cpversioned.NewForConfigOrDie(lf.Registry.Config)
 	sched, err := scheduler.NewController(fleet, registry, decisions, scheduler.ControllerOptions{Namespace: ns,
 		Options: scheduler.Options{SchedulerName: "clusterregistry", Fresh: func() bool { return fleet.Status().Fresh() }}})
 	require.NoError(t, err)
 	runCtx, stop := context.WithCancel(ctx)
-	done := make(chan error, 2)
-	go func() { done <- capCtrl.Start(runCtx) }()
+	done := make(chan error, 1)
 	go func() { done <- sched.Run(runCtx) }()
-	t.Cleanup(func() { stop(); require.NoError(t, <-done); require.NoError(t, <-done) })
+	t.Cleanup(func() { stop(); require.NoError(t, <-done) })
 
 	// Capacity in status: within 30 s of start (caches synced, then one 200 ms observation).
 	started := time.Now()
@@ -125,6 +118,25 @@ func TestPlacementsFitRealMembers(t *testing.T) {
 	require.Never(t, func() bool {
 		return !slices.Equal(chosenOf(t, decisions, ns, "fits"), []string{"member-1"}) || !slices.Equal(chosenOf(t, decisions, ns, "roomiest"), []string{"member-1"})
 	}, 2*time.Second, 50*time.Millisecond, "a placement without rebalance moved when its member filled")
+}
+
+// startCapacity runs a capacity controller (observing every 200 ms, no heartbeat) on a Fleet
+// of cluster set ns until the test ends, and returns the Fleet.
+func startCapacity(t *testing.T, ctx context.Context, ns string) *multicluster.Fleet {
+	t.Helper()
+	registry := versioned.NewForConfigOrDie(lf.Registry.Config)
+	resolver, err := access.NewResolver(access.ResolverOptions{Secrets: access.SecretsFromClient(kubernetes.NewForConfigOrDie(lf.Registry.Config))})
+	require.NoError(t, err)
+	fleet := multicluster.NewFleet(registry, resolver, multicluster.FleetOptions{Namespaces: []string{ns}})
+	require.NoError(t, fleet.Start(ctx))
+	t.Cleanup(fleet.Stop)
+	capCtrl, err := capacity.New(capacity.Options{Registry: registry, Members: fleet, Interval: 200 * time.Millisecond, Heartbeat: time.Hour})
+	require.NoError(t, err)
+	runCtx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- capCtrl.Start(runCtx) }()
+	t.Cleanup(func() { stop(); require.NoError(t, <-done) })
+	return fleet
 }
 
 // waitResources waits until member's status.resources satisfy ok.

@@ -4,11 +4,14 @@ import (
 	"cmp"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
 	"strconv"
+	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -43,6 +46,11 @@ type division struct {
 	object      string
 	total, min  int32
 	weights     []weightRule
+	// byCapacity: weighed by the Pods of perPod that fit in each member's room (capacity.go);
+	// sum is a hash of the entry as written, part of such a division's basis.
+	byCapacity bool
+	perPod     corev1.ResourceList
+	sum        string
 }
 
 // weightRule is one spec.divide[].weights entry: a Cluster's name, or a selector of labels.
@@ -56,8 +64,11 @@ type weightRule struct {
 func compileDivisions(rel *v1alpha1.Release) ([]division, error) {
 	var out []division
 	for i, d := range rel.Spec.Divide {
+		raw, _ := json.Marshal(d)
+		sum := sha256.Sum256(raw)
 		dv := division{where: fmt.Sprintf("spec.divide[%d] (%s)", i, d.Name), name: d.Name,
-			gk: schema.GroupKind{Group: d.Group, Kind: d.Kind}, object: d.ObjectName, total: d.Replicas, min: d.MinPerMember}
+			gk: schema.GroupKind{Group: d.Group, Kind: d.Kind}, object: d.ObjectName, total: d.Replicas, min: d.MinPerMember,
+			byCapacity: d.By == v1alpha1.DivideByCapacity, sum: hex.EncodeToString(sum[:])}
 		for j, w := range d.Weights {
 			rule := weightRule{cluster: w.Cluster, weight: w.Weight}
 			if w.ClusterSelector != nil {
@@ -173,7 +184,8 @@ func (b *Bundle) withDivisions(rel *v1alpha1.Release) error {
 	if b.divisions, err = compileDivisions(rel); err != nil {
 		return err
 	}
-	for _, d := range b.divisions {
+	for i := range b.divisions {
+		d := &b.divisions[i]
 		if !slices.ContainsFunc(b.Objects, d.shareOverride(0).patches[0].targets) {
 			what := d.gk.Kind
 			if d.gk.Group != "" {
@@ -183,6 +195,11 @@ func (b *Bundle) withDivisions(rel *v1alpha1.Release) error {
 		}
 		if ignoresReplicas(rel, d.gk) {
 			return &DivisionError{Where: d.where, Err: fmt.Errorf("spec.drift.ignore leaves %s's /spec/replicas to the members (an autoscaler's), so its shares would apply nothing: divide the autoscaler's bounds with spec.overrides instead, or stop ignoring /spec/replicas", d.gk.Kind)}
+		}
+		if d.byCapacity {
+			if err := d.readPerPod(b.Objects); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
@@ -203,16 +220,32 @@ func ignoresReplicas(rel *v1alpha1.Release, gk schema.GroupKind) bool {
 
 // DividedAmong is b with each member's shares of the Release's spec.divide, for the decision's
 // members (in its order; cluster finds a member's Cluster, nil when the set lacks it): what
-// the releases controller applies to each. b itself is not changed; without spec.divide it is
-// b.
+// the releases controller applies to each. A Capacity division takes the shares the Release's
+// status.divisions keeps for these members, and divides them from the Clusters' figures when it
+// keeps none. b itself is not changed; without spec.divide it is b.
 func (b *Bundle) DividedAmong(members []types.NamespacedName, cluster func(types.NamespacedName) *v1alpha1.Cluster) *Bundle {
+	return b.dividedWith(members, cluster, nil, time.Now())
+}
+
+// dividedWith is DividedAmong, with plans, if not nil, where a Capacity division looks for
+// shares of its basis that the status does not have yet (the controller's own, from an earlier
+// pass), and keeps those it divides.
+func (b *Bundle) dividedWith(members []types.NamespacedName, cluster func(types.NamespacedName) *v1alpha1.Cluster, plans map[string]v1alpha1.ReleaseDivisionStatus, now time.Time) *Bundle {
 	if len(b.divisions) == 0 {
 		return b
 	}
 	out := *b
-	out.shares = map[string][]share{}
+	out.shares, out.plans, out.divided = map[string][]share{}, nil, true
 	for _, d := range b.divisions {
-		for name, n := range d.shares(members, cluster) {
+		var shares map[string]int32
+		if d.byCapacity {
+			plan := d.plan(b.rel, members, cluster, plans, now)
+			out.plans = append(out.plans, plan)
+			shares = planShares(plan)
+		} else {
+			shares = d.shares(members, cluster)
+		}
+		for name, n := range shares {
 			out.shares[name] = append(out.shares[name], share{division: d, replicas: n})
 		}
 	}

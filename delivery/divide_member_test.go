@@ -6,9 +6,13 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
+	"github.com/cluster-registry/sdk/testkit/fleettest"
 )
 
 // Six replicas of shop divided 2:1 across real members run 4 and 2 there, as the members' own
@@ -118,4 +122,74 @@ func requireShares(t *testing.T, env *deliveryEnv, want map[string]int32) {
 		}
 		return maps.Equal(want, got)
 	}, 30*time.Second, 100*time.Millisecond, "the members' shares in status are not %v", want)
+}
+
+// Six replicas of a trainer, each asking 1 of a gpu Node's gpus, divided by Capacity across real
+// members whose gpu Nodes hold 4 and 2: 4 and 2, as the capacity controller's figures say, kept
+// in the Release's status.divisions. Its own Pods then fill both members' gpus (the figures say
+// nothing is free), member-2 gains a Node of 6 more, and a restarted releases controller reads
+// the division back: no share moves (divided again, member-2 would have 4), and neither
+// member's Deployment is changed again.
+func TestCapacityDivisionOnRealMembers(t *testing.T) {
+	// Controllers without startDelivery's check for leaks when each stops: the capacity
+	// controller beside them runs on (TestReleaseLifecycle checks the releases controller's).
+	env := launchDelivery(t, fleettest.CopySet(t, lf), nil, nil)
+	ctx := fleettest.Context(t, 4*time.Minute)
+	appNS := "app-capacity"
+	env.appNamespace(t, appNS)
+	m1, m2 := env.members["member-1"], env.members["member-2"]
+	gpuNode(t, m1, env.ns+"-gpu", 4)
+	gpuNode(t, m2, env.ns+"-gpu", 2)
+	startCapacity(t, ctx, env.ns)
+	for member, want := range map[string]string{"member-1": "4", "member-2": "2"} {
+		waitResources(t, env.registry, env.ns, member, func(r *v1alpha1.ClusterResources) bool {
+			q := r.Allocatable[gpu]
+			return q.String() == want
+		}, 30*time.Second, "allocatable gpus")
+	}
+	trainer := deployment("trainer")
+	one := corev1.ResourceList{gpu: resource.MustParse("1")}
+	trainer.Spec.Template.Spec.Containers[0].Resources = corev1.ResourceRequirements{Requests: one, Limits: one}
+	trainer.Spec.Template.Spec.Tolerations = []corev1.Toleration{{Key: string(gpu), Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}}
+	env.decide(t, "member-1", "member-2")
+	_, err := env.registry.ClusterregistryV1alpha1().Releases(env.ns).Create(ctx, &v1alpha1.Release{ObjectMeta: metav1.ObjectMeta{Name: "trainer"}, Spec: v1alpha1.ReleaseSpec{
+		Source: v1alpha1.ReleaseSource{Manifests: manifests(t, trainer)}, Placement: v1alpha1.ReleasePlacement{Name: "web"}, TargetNamespace: appNS,
+		Divide: []v1alpha1.ReleaseDivision{{Name: "trainer", Group: "apps", Kind: "Deployment", ObjectName: "trainer", Replicas: 6, By: v1alpha1.DivideByCapacity}},
+	}}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	waitReplicas(t, env, appNS, "member-1", "trainer", 4)
+	waitReplicas(t, env, appNS, "member-2", "trainer", 2)
+	rel := env.waitRelease(t, "trainer", "Ready at 4 and 2", func(r *v1alpha1.Release) bool { return r.Status.Ready == 2 && len(r.Status.Divisions) == 1 })
+	require.Equal(t, []v1alpha1.ReleaseDivisionShare{{Cluster: "member-1", Replicas: 4}, {Cluster: "member-2", Replicas: 2}}, rel.Status.Divisions[0].Shares)
+
+	// Its Pods fill every gpu: the figures say so, and no share moves.
+	for _, member := range []string{"member-1", "member-2"} {
+		waitResources(t, env.registry, env.ns, member, func(r *v1alpha1.ClusterResources) bool {
+			f := r.Free()[gpu]
+			return f.IsZero()
+		}, time.Minute, "no gpu free")
+	}
+	// member-2 gains a Node of 6 gpus: divided again, it would take 4 of the 6; kept, it has 2.
+	gpuNode(t, m2, env.ns+"-gpu-2", 6)
+	waitResources(t, env.registry, env.ns, "member-2", func(r *v1alpha1.ClusterResources) bool {
+		q := r.Allocatable[gpu]
+		return q.String() == "8"
+	}, 30*time.Second, "member-2's new gpus")
+	generations := map[string]int64{}
+	for member, kube := range map[string]kubernetes.Interface{"member-1": m1, "member-2": m2} {
+		d, err := kube.AppsV1().Deployments(appNS).Get(ctx, "trainer", metav1.GetOptions{})
+		require.NoError(t, err)
+		generations[member] = d.Generation
+	}
+	env.stop()
+	*env = *launchDelivery(t, env.ns, nil, nil)
+	time.Sleep(3 * time.Second) // a restarted controller's first passes are done by now
+	got := env.waitRelease(t, "trainer", "Ready after the restart", func(r *v1alpha1.Release) bool { return r.Status.Ready == 2 })
+	require.Equal(t, rel.Status.Divisions, got.Status.Divisions, "the division moved")
+	for member, kube := range map[string]kubernetes.Interface{"member-1": m1, "member-2": m2} {
+		d, err := kube.AppsV1().Deployments(appNS).Get(ctx, "trainer", metav1.GetOptions{})
+		require.NoError(t, err)
+		require.Equal(t, generations[member], d.Generation, "%s's trainer was changed after its Pods filled it, or after the restart", member)
+	}
+	require.NoError(t, env.registry.ClusterregistryV1alpha1().Releases(env.ns).Delete(ctx, "trainer", metav1.DeleteOptions{}))
 }

@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
@@ -177,4 +179,63 @@ func TestDividedAmong(t *testing.T) {
 	rel.Spec.Drift = &v1alpha1.ReleaseDrift{Ignore: []v1alpha1.ReleaseIgnoredFields{{Group: "apps", Kind: "Deployment", Paths: []string{"/spec/replicas"}}}}
 	_, err = Render(rel, Inputs{})
 	require.ErrorContains(t, err, "spec.divide[0] (shop): spec.drift.ignore leaves Deployment's /spec/replicas to the members")
+}
+
+// capacityCluster is a Cluster whose Nodes have cpu free of 16 allocatable, observed at seen.
+func capacityCluster(name string, free int64, seen time.Time) *v1alpha1.Cluster {
+	return &v1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "fleet"}, Status: v1alpha1.ClusterStatus{Resources: &v1alpha1.ClusterResources{
+		Allocatable:      corev1.ResourceList{"cpu": *resource.NewQuantity(16, resource.DecimalSI)},
+		Requested:        corev1.ResourceList{"cpu": *resource.NewQuantity(16-free, resource.DecimalSI)},
+		LastObservedTime: metav1.NewTime(seen)}}}
+}
+
+// A Capacity division weighs each member by how many of its Pods (1 cpu each) fit in what the
+// member has free, a member whose figures are old or missing by 0; its shares are kept for their
+// basis (the members) whatever the figures do next, from the Controller's plans until the
+// status has them and from the status after; a new member divides again, each member's own
+// share added back to its room.
+func TestCapacityDivision(t *testing.T) {
+	rel := divided(t, v1alpha1.ReleaseDivision{Name: "shop", Group: "apps", Kind: "Deployment", ObjectName: "shop", Replicas: 9, By: v1alpha1.DivideByCapacity})
+	_, err := Render(rel, Inputs{})
+	require.ErrorContains(t, err, "spec.divide[0] (shop): by Capacity weighs members by how many of the workload's Pods fit, and its Pod template requests nothing")
+	rel.Spec.Source.Manifests[0].Raw = []byte(strings.Replace(string(rel.Spec.Source.Manifests[0].Raw),
+		`"image":"registry.example/shop:1"`, `"image":"registry.example/shop:1","resources":{"requests":{"cpu":"1"}}`, 1))
+	b, err := Render(rel, Inputs{})
+	require.NoError(t, err)
+
+	now := time.Now()
+	clusters := map[string]*v1alpha1.Cluster{
+		"m1": capacityCluster("m1", 6, now), "m2": capacityCluster("m2", 3, now), "m3": capacityCluster("m3", 16, now.Add(-time.Hour)),
+	}
+	cluster := func(k types.NamespacedName) *v1alpha1.Cluster { return clusters[k.Name] }
+	members := []types.NamespacedName{{Namespace: "fleet", Name: "m1"}, {Namespace: "fleet", Name: "m2"}, {Namespace: "fleet", Name: "m3"}}
+	got := func(b *Bundle) map[string]int32 {
+		out := map[string]int32{}
+		for name := range clusters {
+			for _, s := range b.SharesFor(clusters[name]) {
+				out[name] = s.Replicas
+			}
+		}
+		return out
+	}
+	plans := map[string]v1alpha1.ReleaseDivisionStatus{}
+	first := b.dividedWith(members, cluster, plans, now)
+	require.Equal(t, map[string]int32{"m1": 6, "m2": 3, "m3": 0}, got(first), "m3's figures are an hour old: it weighs 0")
+	require.Len(t, first.plans, 1)
+
+	// Its own Pods land on m1 and m2, and others come and go: the shares stay, from the plans.
+	clusters["m1"], clusters["m2"], clusters["m3"] = capacityCluster("m1", 0, now), capacityCluster("m2", 5, now), capacityCluster("m3", 16, now)
+	require.Equal(t, got(first), got(b.dividedWith(members, cluster, plans, now)), "the figures moved a share")
+	// A restarted controller has no plans: the status has them.
+	rel.Status.Divisions = first.plans
+	require.Equal(t, got(first), got(b.dividedWith(members, cluster, map[string]v1alpha1.ReleaseDivisionStatus{}, now)), "a restart moved a share")
+
+	// m3 leaves: divided again. m1 runs its 6 of them in its 0 free (6 fits), m2 has 5 free and
+	// its 3 (8 fits): 9 by 6 and 8 is 4 and 5 (3.86 and 5.14).
+	two := b.dividedWith(members[:2], cluster, plans, now)
+	require.Equal(t, map[string]int32{"m1": 4, "m2": 5}, got(two))
+	require.NotEqual(t, first.plans[0].Basis, two.plans[0].Basis)
+
+	require.ErrorContains(t, b.capacityBound(v1alpha1.MaxCapacityDivisionMembers+1), "by Capacity divides across at most 1000 members, and the decision names 1001")
+	require.NoError(t, b.capacityBound(v1alpha1.MaxCapacityDivisionMembers))
 }

@@ -76,6 +76,7 @@ func TestUnshardedControllersTakeTurns(t *testing.T) {
 // Controller's set is refused, saying so (the command once passed --leader-elect-namespace, and
 // two controllers of one set each held a Lease of their own).
 func TestLeaseLivesInTheSet(t *testing.T) {
+	fleettest.NeedFleet(t, lf)
 	registry := versioned.NewForConfigOrDie(lf.Registry.Config)
 	kube := kubernetes.NewForConfigOrDie(lf.Registry.Config)
 	decisions := cpversioned.NewForConfigOrDie(lf.Registry.Config)

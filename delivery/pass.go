@@ -127,6 +127,9 @@ func (c *Controller) deliver(ctx context.Context, rel *v1alpha1.Release, st *rel
 			fmt.Sprintf("spec.dependsOn names %s, which cluster set %s does not have: nothing is applied until it is created, or removed from spec.dependsOn (a Release depends only on Releases of its own set)",
 				strings.Join(missing, ", "), rel.Namespace))
 	}
+	if err := bundle.capacityBound(len(dec.Clusters)); err != nil {
+		return stalled(bundle, dec, c.opts.RetryAfter, "InvalidDivision", err.Error())
+	}
 	c.shareWith(rel, st, bundle.Revision, ownsRelease)
 	g := gatesOf(rel, len(dec.Clusters), c.opts.RetryAfter)
 	g.approved = Approved(rel, bundle.Revision)
@@ -154,7 +157,12 @@ type target struct {
 // left.
 func (c *Controller) pass(ctx context.Context, rel *v1alpha1.Release, st *releaseState, dec *decision.Decision, t target, ownsRelease bool) result {
 	byName := c.memberIndex()
-	t.bundle = t.bundle.DividedAmong(dec.Clusters, func(k types.NamespacedName) *v1alpha1.Cluster { return c.clusterOf(k, byName) })
+	c.mu.Lock()
+	if st.plans == nil {
+		st.plans = map[string]v1alpha1.ReleaseDivisionStatus{}
+	}
+	t.bundle = t.bundle.dividedWith(dec.Clusters, func(k types.NamespacedName) *v1alpha1.Cluster { return c.clusterOf(k, byName) }, st.plans, time.Now())
+	c.mu.Unlock()
 	c.recheck(types.NamespacedName{Namespace: rel.Namespace, Name: rel.Name}, st, time.Now())
 	snap := c.snapshot(st, dec, t.waves, t.bundle, t.gates, byName)
 	var stop *Stop

@@ -42,6 +42,10 @@ type Bundle struct {
 	// DividedAmong has divided them (divide.go).
 	divisions []division
 	shares    map[string][]share
+	// plans are the Capacity divisions' shares as divided, for status.divisions; divided says
+	// DividedAmong made shares and plans (a Bundle it did not divide keeps the status's).
+	plans   []v1alpha1.ReleaseDivisionStatus
+	divided bool
 }
 
 // chartStatus is the chart the Bundle delivers, for the Release's status; nil when its source

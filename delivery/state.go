@@ -27,6 +27,9 @@ type releaseState struct {
 	checked time.Time
 	// rules are its compiled spec.health and spec.feedback (healthcheck.go).
 	rules objectRules
+	// plans are the Capacity divisions this Controller divided, by name, until the Release's
+	// status.divisions has them (divide_capacity.go).
+	plans map[string]v1alpha1.ReleaseDivisionStatus
 	// readySig is the revision and the members the Release was last Ready on, as its dependents
 	// were told (dependencies.go).
 	readySig string

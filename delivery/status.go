@@ -86,7 +86,10 @@ func (c *Controller) writeStatus(ctx context.Context, rel *v1alpha1.Release, b *
 		revision = b.Revision
 		status.Chart = b.chartStatus()
 	}
-	status.Revision = revision
+	status.Revision, status.Divisions = revision, rel.Status.Divisions
+	if b != nil && (b.divided || len(b.divisions) == 0) {
+		status.Divisions = b.plans // none without a Capacity division
+	}
 	status.LastCompleteRevision = rel.Status.LastCompleteRevision
 	if b != nil && p.plan != nil && complete(*p.plan) {
 		status.LastCompleteRevision = b.Revision

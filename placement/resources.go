@@ -7,7 +7,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
 )
@@ -33,22 +32,6 @@ func (c *Compiled) figures(cl *v1alpha1.Cluster, now time.Time) (*v1alpha1.Clust
 			age.Round(time.Second), c.maxAge)
 	}
 	return res, "", ""
-}
-
-// free is allocatable less requested, by resource, never below zero.
-func free(res *v1alpha1.ClusterResources) corev1.ResourceList {
-	out := make(corev1.ResourceList, len(res.Allocatable))
-	for name, a := range res.Allocatable {
-		f := a.DeepCopy()
-		if r, ok := res.Requested[name]; ok {
-			f.Sub(r)
-		}
-		if f.Sign() < 0 {
-			f = resource.Quantity{Format: a.Format}
-		}
-		out[name] = f
-	}
-	return out
 }
 
 // short is what list lacks of want, resource by resource in name order ("cpu: 4 asked, 2500m
@@ -81,7 +64,7 @@ func (c *Compiled) fits(res *v1alpha1.ClusterResources, kept bool) string {
 	if kept {
 		return joinShortfalls(short(fit.Total, res.Allocatable, "allocatable"), short(fit.PerNode, res.Allocatable, "allocatable"))
 	}
-	return joinShortfalls(short(fit.Total, free(res), "free"), short(fit.PerNode, res.LargestFree, "free on the Node with most"))
+	return joinShortfalls(short(fit.Total, res.Free(), "free"), short(fit.PerNode, res.LargestFree, "free on the Node with most"))
 }
 
 // joinShortfalls joins two shortfalls, either of which may be empty.
@@ -109,6 +92,6 @@ func resourceVars(res *v1alpha1.ClusterResources) map[string]any {
 		"nodes": int64(res.Nodes), "readyNodes": int64(res.ReadyNodes),
 		"capacity": doubles(res.Capacity), "allocatable": doubles(res.Allocatable),
 		"requested": doubles(res.Requested), "largestFree": doubles(res.LargestFree),
-		"free": doubles(free(res)),
+		"free": doubles(res.Free()),
 	}
 }

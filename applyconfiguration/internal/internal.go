@@ -484,6 +484,9 @@ var schemaYAML = typed.YAMLObject(`types:
 - name: com.github.cluster-registry.sdk.clusterregistry.v1alpha1.ReleaseDivision
   map:
     fields:
+    - name: by
+      type:
+        scalar: string
     - name: group
       type:
         scalar: string
@@ -511,6 +514,34 @@ var schemaYAML = typed.YAMLObject(`types:
         list:
           elementType:
             namedType: com.github.cluster-registry.sdk.clusterregistry.v1alpha1.ReleaseDivisionWeight
+          elementRelationship: atomic
+- name: com.github.cluster-registry.sdk.clusterregistry.v1alpha1.ReleaseDivisionShare
+  map:
+    fields:
+    - name: cluster
+      type:
+        scalar: string
+      default: ""
+    - name: replicas
+      type:
+        scalar: numeric
+      default: 0
+- name: com.github.cluster-registry.sdk.clusterregistry.v1alpha1.ReleaseDivisionStatus
+  map:
+    fields:
+    - name: basis
+      type:
+        scalar: string
+      default: ""
+    - name: name
+      type:
+        scalar: string
+      default: ""
+    - name: shares
+      type:
+        list:
+          elementType:
+            namedType: com.github.cluster-registry.sdk.clusterregistry.v1alpha1.ReleaseDivisionShare
           elementRelationship: atomic
 - name: com.github.cluster-registry.sdk.clusterregistry.v1alpha1.ReleaseDivisionWeight
   map:
@@ -898,6 +929,14 @@ var schemaYAML = typed.YAMLObject(`types:
           elementRelationship: associative
           keys:
           - type
+    - name: divisions
+      type:
+        list:
+          elementType:
+            namedType: com.github.cluster-registry.sdk.clusterregistry.v1alpha1.ReleaseDivisionStatus
+          elementRelationship: associative
+          keys:
+          - name
     - name: lastCompleteRevision
       type:
         scalar: string

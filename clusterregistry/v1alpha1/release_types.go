@@ -708,6 +708,14 @@ type ReleaseStatus struct {
 	// +optional
 	Waves int32 `json:"waves,omitempty"`
 
+	// divisions are the shares of spec.divide's Capacity divisions, as the releases controller
+	// divided them for the decision's members, kept until the members or the division change.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=8
+	Divisions []ReleaseDivisionStatus `json:"divisions,omitempty"`
+
 	// worst are up to ten members that are not Ready, the worst first, with why.
 	// +optional
 	// +listType=atomic

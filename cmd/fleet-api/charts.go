@@ -75,6 +75,9 @@ type chartMember struct {
 	Message  string `json:"message,omitempty"`
 	// Feedback are the values the Release's spec.feedback read on the member.
 	Feedback map[string]string `json:"feedback,omitempty"`
+	// Shares are the member's shares of the Release's spec.divide, by division: the replicas it
+	// was applied with.
+	Shares map[string]int32 `json:"shares,omitempty"`
 }
 
 // chartRequest is the body of POST /charts and PUT /charts/{namespace}/{name}; PATCH takes
@@ -133,6 +136,12 @@ func releaseOf(rel *v1alpha1.Release, slices []v1alpha1.ReleaseStatusSlice) char
 				cm.Feedback = map[string]string{}
 			}
 			cm.Feedback[f.Name] = f.Value
+		}
+		for _, sh := range m.Shares {
+			if cm.Shares == nil {
+				cm.Shares = map[string]int32{}
+			}
+			cm.Shares[sh.Name] = sh.Replicas
 		}
 		out.PerMember = append(out.PerMember, cm)
 	}

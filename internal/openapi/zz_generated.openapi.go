@@ -61,6 +61,8 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		"github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ReleaseConfigMapSource":    schema_cluster_registry_sdk_clusterregistry_v1alpha1_ReleaseConfigMapSource(ref),
 		"github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ReleaseDependency":         schema_cluster_registry_sdk_clusterregistry_v1alpha1_ReleaseDependency(ref),
 		"github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ReleaseDivision":           schema_cluster_registry_sdk_clusterregistry_v1alpha1_ReleaseDivision(ref),
+		"github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ReleaseDivisionShare":      schema_cluster_registry_sdk_clusterregistry_v1alpha1_ReleaseDivisionShare(ref),
+		"github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ReleaseDivisionStatus":     schema_cluster_registry_sdk_clusterregistry_v1alpha1_ReleaseDivisionStatus(ref),
 		"github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ReleaseDivisionWeight":     schema_cluster_registry_sdk_clusterregistry_v1alpha1_ReleaseDivisionWeight(ref),
 		"github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ReleaseDrift":              schema_cluster_registry_sdk_clusterregistry_v1alpha1_ReleaseDrift(ref),
 		"github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ReleaseFeedback":           schema_cluster_registry_sdk_clusterregistry_v1alpha1_ReleaseFeedback(ref),
@@ -1459,7 +1461,7 @@ func schema_cluster_registry_sdk_clusterregistry_v1alpha1_ReleaseDivision(ref co
 	return common.OpenAPIDefinition{
 		Schema: spec.Schema{
 			SchemaProps: spec.SchemaProps{
-				Description: "ReleaseDivision divides one workload's replicas across a Release's members, where without it every member runs the replica count the workload was written with.\n\nThe shares are divided by largest remainder, so they sum to replicas exactly: each member has minPerMember, and what is left goes by weight, the largest fractions first (ties to the heavier member, then by name). A member receives its share as an override of the workload's spec.replicas, part of its revision: a changed share is applied to that member only, through the rollout's waves. Shares are divided again only when the decision's members change (or the division, or a weight's labels): Pods coming and going move nothing. A member that left the decision for its health keeps its objects at its old share until the others run theirs, Ready, and the departure grace has passed; back in the decision, it has its share again.",
+				Description: "ReleaseDivision divides one workload's replicas across a Release's members, where without it every member runs the replica count the workload was written with.\n\n\nThe shares are divided by largest remainder, so they sum to replicas exactly: each member has minPerMember, and what is left goes by weight, the largest fractions first (ties to the heavier member, then by name). A member receives its share as an override of the workload's spec.replicas, part of its revision: a changed share is applied to that member only, through the rollout's waves. Shares are divided again only when the decision's members change (or the division, or a weight's labels): Pods coming and going move nothing. A member that left the decision for its health keeps its objects at its old share until the others run theirs, Ready, and the departure grace has passed; back in the decision, it has its share again.",
 				Type:        []string{"object"},
 				Properties: map[string]spec.Schema{
 					"name": {
@@ -1508,6 +1510,13 @@ func schema_cluster_registry_sdk_clusterregistry_v1alpha1_ReleaseDivision(ref co
 							Format:      "int32",
 						},
 					},
+					"by": {
+						SchemaProps: spec.SchemaProps{
+							Description: "by is how the members are weighed: Weights (the default), by weights; or Capacity, by how many of the workload's Pods (its spec.template's requests, as the scheduler counts them) fit in what each member has free: status.resources' allocatable less requested, which a capacity controller writes, with what the member's own share asks added back. A member whose figures are missing, or older than 900 s, weighs 0. A Capacity division is divided when the members (or the division) change, and kept in the Release's status.divisions until they change again: Pods coming and going, a restarted controller and another replica of it move no share. It divides across at most 1000 members.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
 					"weights": {
 						VendorExtensible: spec.VendorExtensible{
 							Extensions: spec.Extensions{
@@ -1515,7 +1524,7 @@ func schema_cluster_registry_sdk_clusterregistry_v1alpha1_ReleaseDivision(ref co
 							},
 						},
 						SchemaProps: spec.SchemaProps{
-							Description: "weights weigh the members: a member's weight is that of the first entry that names it or whose selector matches its Cluster's labels, and 1 when none does. Every member weighs 1 when empty. Weights of 0 give a member minPerMember alone.",
+							Description: "weights weigh the members of a division by Weights: a member's weight is that of the first entry that names it or whose selector matches its Cluster's labels, and 1 when none does. Every member weighs 1 when empty. Weights of 0 give a member minPerMember alone.",
 							Type:        []string{"array"},
 							Items: &spec.SchemaOrArray{
 								Schema: &spec.Schema{
@@ -1532,6 +1541,86 @@ func schema_cluster_registry_sdk_clusterregistry_v1alpha1_ReleaseDivision(ref co
 		},
 		Dependencies: []string{
 			"github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ReleaseDivisionWeight"},
+	}
+}
+
+func schema_cluster_registry_sdk_clusterregistry_v1alpha1_ReleaseDivisionShare(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "ReleaseDivisionShare is one member's share of a division.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"cluster": {
+						SchemaProps: spec.SchemaProps{
+							Description: "cluster is the member's Cluster.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"replicas": {
+						SchemaProps: spec.SchemaProps{
+							Description: "replicas is its share.",
+							Default:     0,
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+				},
+				Required: []string{"cluster", "replicas"},
+			},
+		},
+	}
+}
+
+func schema_cluster_registry_sdk_clusterregistry_v1alpha1_ReleaseDivisionStatus(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "ReleaseDivisionStatus is a Capacity division as the releases controller divided it.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"name": {
+						SchemaProps: spec.SchemaProps{
+							Description: "name is the division's name.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"basis": {
+						SchemaProps: spec.SchemaProps{
+							Description: "basis is a hash of the division and of the members it was divided among: the shares are kept while it is the basis of the division now.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"shares": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "shares are each member's share, sorted by cluster.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref("github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ReleaseDivisionShare"),
+									},
+								},
+							},
+						},
+					},
+				},
+				Required: []string{"name", "basis"},
+			},
+		},
+		Dependencies: []string{
+			"github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ReleaseDivisionShare"},
 	}
 }
 
@@ -2682,6 +2771,27 @@ func schema_cluster_registry_sdk_clusterregistry_v1alpha1_ReleaseStatus(ref comm
 							Format:      "int32",
 						},
 					},
+					"divisions": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-map-keys": []interface{}{
+									"name",
+								},
+								"x-kubernetes-list-type": "map",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "divisions are the shares of spec.divide's Capacity divisions, as the releases controller divided them for the decision's members, kept until the members or the division change.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref("github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ReleaseDivisionStatus"),
+									},
+								},
+							},
+						},
+					},
 					"worst": {
 						VendorExtensible: spec.VendorExtensible{
 							Extensions: spec.Extensions{
@@ -2704,7 +2814,7 @@ func schema_cluster_registry_sdk_clusterregistry_v1alpha1_ReleaseStatus(ref comm
 			},
 		},
 		Dependencies: []string{
-			"github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ReleaseChartStatus", "github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ReleaseMemberStatus", "github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ReleasePhaseCount", v1.Condition{}.OpenAPIModelName()},
+			"github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ReleaseChartStatus", "github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ReleaseDivisionStatus", "github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ReleaseMemberStatus", "github.com/cluster-registry/sdk/clusterregistry/v1alpha1.ReleasePhaseCount", v1.Condition{}.OpenAPIModelName()},
 	}
 }
 

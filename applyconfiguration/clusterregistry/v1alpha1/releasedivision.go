@@ -18,6 +18,10 @@ limitations under the License.
 
 package v1alpha1
 
+import (
+	clusterregistryv1alpha1 "github.com/cluster-registry/sdk/clusterregistry/v1alpha1"
+)
+
 // ReleaseDivisionApplyConfiguration represents a declarative configuration of the ReleaseDivision type for use
 // with apply.
 //
@@ -46,9 +50,18 @@ type ReleaseDivisionApplyConfiguration struct {
 	// minPerMember is the least share of each member, where the total allows it: a total below
 	// minPerMember times the members gives each the total divided evenly, the rest by weight.
 	MinPerMember *int32 `json:"minPerMember,omitempty"`
-	// weights weigh the members: a member's weight is that of the first entry that names it or
-	// whose selector matches its Cluster's labels, and 1 when none does. Every member weighs 1
-	// when empty. Weights of 0 give a member minPerMember alone.
+	// by is how the members are weighed: Weights (the default), by weights; or Capacity, by how
+	// many of the workload's Pods (its spec.template's requests, as the scheduler counts them)
+	// fit in what each member has free: status.resources' allocatable less requested, which a
+	// capacity controller writes, with what the member's own share asks added back. A member
+	// whose figures are missing, or older than 900 s, weighs 0. A Capacity division is divided
+	// when the members (or the division) change, and kept in the Release's status.divisions
+	// until they change again: Pods coming and going, a restarted controller and another
+	// replica of it move no share. It divides across at most 1000 members.
+	By *clusterregistryv1alpha1.ReleaseDivisionBy `json:"by,omitempty"`
+	// weights weigh the members of a division by Weights: a member's weight is that of the first
+	// entry that names it or whose selector matches its Cluster's labels, and 1 when none does.
+	// Every member weighs 1 when empty. Weights of 0 give a member minPerMember alone.
 	Weights []ReleaseDivisionWeightApplyConfiguration `json:"weights,omitempty"`
 }
 
@@ -103,6 +116,14 @@ func (b *ReleaseDivisionApplyConfiguration) WithReplicas(value int32) *ReleaseDi
 // If called multiple times, the MinPerMember field is set to the value of the last call.
 func (b *ReleaseDivisionApplyConfiguration) WithMinPerMember(value int32) *ReleaseDivisionApplyConfiguration {
 	b.MinPerMember = &value
+	return b
+}
+
+// WithBy sets the By field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the By field is set to the value of the last call.
+func (b *ReleaseDivisionApplyConfiguration) WithBy(value clusterregistryv1alpha1.ReleaseDivisionBy) *ReleaseDivisionApplyConfiguration {
+	b.By = &value
 	return b
 }
 

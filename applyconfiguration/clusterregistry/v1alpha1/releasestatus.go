@@ -53,6 +53,9 @@ type ReleaseStatusApplyConfiguration struct {
 	Wave *int32 `json:"wave,omitempty"`
 	// waves is how many waves the rollout of the revision has.
 	Waves *int32 `json:"waves,omitempty"`
+	// divisions are the shares of spec.divide's Capacity divisions, as the releases controller
+	// divided them for the decision's members, kept until the members or the division change.
+	Divisions []ReleaseDivisionStatusApplyConfiguration `json:"divisions,omitempty"`
 	// worst are up to ten members that are not Ready, the worst first, with why.
 	Worst []ReleaseMemberStatusApplyConfiguration `json:"worst,omitempty"`
 }
@@ -150,6 +153,19 @@ func (b *ReleaseStatusApplyConfiguration) WithWave(value int32) *ReleaseStatusAp
 // If called multiple times, the Waves field is set to the value of the last call.
 func (b *ReleaseStatusApplyConfiguration) WithWaves(value int32) *ReleaseStatusApplyConfiguration {
 	b.Waves = &value
+	return b
+}
+
+// WithDivisions adds the given value to the Divisions field in the declarative configuration
+// and returns the receiver, so that objects can be build by chaining "With" function invocations.
+// If called multiple times, values provided by each call will be appended to the Divisions field.
+func (b *ReleaseStatusApplyConfiguration) WithDivisions(values ...*ReleaseDivisionStatusApplyConfiguration) *ReleaseStatusApplyConfiguration {
+	for i := range values {
+		if values[i] == nil {
+			panic("nil value passed to WithDivisions")
+		}
+		b.Divisions = append(b.Divisions, *values[i])
+	}
 	return b
 }
 
