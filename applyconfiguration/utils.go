@@ -60,6 +60,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &clusterregistryv1alpha1.PlacementReasonCountApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("PlacementRebalance"):
 		return &clusterregistryv1alpha1.PlacementRebalanceApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("PlacementScore"):
+		return &clusterregistryv1alpha1.PlacementScoreApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("PlacementSpec"):
 		return &clusterregistryv1alpha1.PlacementSpecApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("PlacementSpread"):

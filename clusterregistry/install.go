@@ -28,8 +28,9 @@ const establishPollInterval = 100 * time.Millisecond
 // source, version 9 a Release's createNamespace, version 10 a rollout's onFailure and approval,
 // version 17 a Release's departureGraceSeconds and a member's departedAt (phase Departed),
 // version 18 a Cluster's tunnel, version 19 a Cluster's status.resources, version 20 a
-// Placement's fit and prefer, version 21 a Release's divide and status.divisions.
-const SchemaVersion = 21
+// Placement's fit and prefer, version 21 a Release's divide and status.divisions, version 22
+// a Placement's status.scores.
+const SchemaVersion = 22
 
 // SchemaVersionAnnotation, on each CRD, holds the SchemaVersion of the SDK that installed it.
 const SchemaVersionAnnotation = "clusterregistry.k8s.io/schema-version"

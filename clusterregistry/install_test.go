@@ -230,6 +230,7 @@ func TestSchemaVersionIsRaisedWithTheSchema(t *testing.T) {
 		19: "c3c9b9e687057b1b5e9d7df71b05e3cfb040d79b9c6b8324867232660314bd31", // a Cluster's status.resources
 		20: "b71cfdea8570b7f6313ab6f3570410d79e0ef9e0bee68de98742e92df9d2208f", // a Placement's fit, prefer, maxResourceAgeSeconds, rebalance and status.lastRebalanceTime; a Cluster's status.properties
 		21: "93936e963312b3767673913479e5e6e8ec44093cecde326f48d351880ff79f40", // a Release's divide (by weights or capacity), a member's shares and status.divisions; a Cluster's Nodes and CPU columns
+		22: "ac613d0ab139250c3cb38c49b79014b72319dccb27bfde3e1ab66fc084dd754b", // a Placement's status.scores
 	}
 	if want := digests[clusterregistry.SchemaVersion]; digest != want {
 		t.Errorf("the CRD's schema changed (digest %s) without a new schema version: raise SchemaVersion and the "+

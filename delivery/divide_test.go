@@ -198,10 +198,7 @@ func TestCapacityDivision(t *testing.T) {
 	rel := divided(t, v1alpha1.ReleaseDivision{Name: "shop", Group: "apps", Kind: "Deployment", ObjectName: "shop", Replicas: 9, By: v1alpha1.DivideByCapacity})
 	_, err := Render(rel, Inputs{})
 	require.ErrorContains(t, err, "spec.divide[0] (shop): by Capacity weighs members by how many of the workload's Pods fit, and its Pod template requests nothing")
-	rel.Spec.Source.Manifests[0].Raw = []byte(strings.Replace(string(rel.Spec.Source.Manifests[0].Raw),
-		`"image":"registry.example/shop:1"`, `"image":"registry.example/shop:1","resources":{"requests":{"cpu":"1"}}`, 1))
-	b, err := Render(rel, Inputs{})
-	require.NoError(t, err)
+	b := requestingCPU(t, rel)
 
 	now := time.Now()
 	clusters := map[string]*v1alpha1.Cluster{
@@ -238,4 +235,69 @@ func TestCapacityDivision(t *testing.T) {
 
 	require.ErrorContains(t, b.capacityBound(v1alpha1.MaxCapacityDivisionMembers+1), "by Capacity divides across at most 1000 members, and the decision names 1001")
 	require.NoError(t, b.capacityBound(v1alpha1.MaxCapacityDivisionMembers))
+}
+
+// requestingCPU renders rel with its shop container requesting 1 cpu.
+func requestingCPU(t *testing.T, rel *v1alpha1.Release) *Bundle {
+	t.Helper()
+	rel.Spec.Source.Manifests[0].Raw = []byte(strings.Replace(string(rel.Spec.Source.Manifests[0].Raw),
+		`"image":"registry.example/shop:1"`, `"image":"registry.example/shop:1","resources":{"requests":{"cpu":"1"}}`, 1))
+	b, err := Render(rel, Inputs{})
+	require.NoError(t, err)
+	return b
+}
+
+// Over generated steps, each moving every member's free cpu (Pods coming and going) or changing
+// who the members are: the shares always sum to the total and keep the minimum, and a step that
+// moves only the figures moves no share, whether the shares come from the Controller's plans or,
+// after a restart, from the status alone.
+func TestCapacityDivisionProperties(t *testing.T) {
+	r := rand.New(rand.NewPCG(77, 5))
+	now := time.Now()
+	for run := range 200 {
+		total, least := int32(r.IntN(40)), int32(r.IntN(3))
+		rel := divided(t, v1alpha1.ReleaseDivision{Name: "shop", Group: "apps", Kind: "Deployment", ObjectName: "shop", Replicas: total, MinPerMember: least, By: v1alpha1.DivideByCapacity})
+		b := requestingCPU(t, rel)
+		clusters := map[string]*v1alpha1.Cluster{}
+		cluster := func(k types.NamespacedName) *v1alpha1.Cluster { return clusters[k.Name] }
+		var members []types.NamespacedName
+		plans := map[string]v1alpha1.ReleaseDivisionStatus{}
+		var before map[string]int32
+		for step := range 30 {
+			moved := step > 0 && r.IntN(4) > 0
+			if !moved {
+				members = nil
+				for i := range 1 + r.IntN(6) {
+					members = append(members, types.NamespacedName{Namespace: "fleet", Name: fmt.Sprintf("m%d", i+r.IntN(3))})
+				}
+				slices.SortFunc(members, func(a, b types.NamespacedName) int { return strings.Compare(a.Name, b.Name) })
+				members = slices.Compact(members) // a decision names a member once
+			}
+			for _, k := range members {
+				clusters[k.Name] = capacityCluster(k.Name, r.Int64N(17), now)
+			}
+			if r.IntN(5) == 0 {
+				plans = map[string]v1alpha1.ReleaseDivisionStatus{} // a restart: the status alone
+			}
+			d := b.dividedWith(members, cluster, plans, now)
+			rel.Status.Divisions = d.plans // what the owner writes
+			shares, sum := map[string]int32{}, int32(0)
+			for _, k := range members {
+				for _, s := range d.SharesFor(clusters[k.Name]) {
+					shares[k.Name] = s.Replicas
+					sum += s.Replicas
+				}
+			}
+			require.Equal(t, total, sum, "run %d step %d: the shares %v do not sum", run, step, shares)
+			for name, n := range shares {
+				if total >= least*int32(len(members)) {
+					require.GreaterOrEqual(t, n, least, "run %d step %d: %s below the minimum", run, step, name)
+				}
+			}
+			if moved {
+				require.Equal(t, before, shares, "run %d step %d: the figures alone moved a share", run, step)
+			}
+			before = shares
+		}
+	}
 }

@@ -42,7 +42,7 @@ func scoreOf(f *candidate) string {
 	if !f.scored {
 		return "it has none"
 	}
-	return "its score " + formatScore(f.score)
+	return "its score " + FormatScore(f.score)
 }
 
 // choose picks from fits: the members chosen before first, in their previous order (unless

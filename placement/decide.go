@@ -242,7 +242,7 @@ func chosenFor(f *candidate) (Reason, string) {
 	}
 	switch {
 	case f.scored:
-		msg += "; score " + formatScore(f.score)
+		msg += "; score " + FormatScore(f.score)
 	case f.unscored != "":
 		msg += "; " + f.unscoredMsg
 	}

@@ -52,5 +52,6 @@ func compilePrefer(prefs []Preference) ([]preference, []error) {
 	return out, errs
 }
 
-// formatScore says a score as explain-placement shows it.
-func formatScore(s float64) string { return strconv.FormatFloat(s, 'g', 4, 64) }
+// FormatScore says a score as explain-placement and a Placement's status.scores show it: four
+// significant figures.
+func FormatScore(s float64) string { return strconv.FormatFloat(s, 'g', 4, 64) }

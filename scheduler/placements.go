@@ -345,6 +345,7 @@ func statusOf(p *v1alpha1.Placement, o outcome, now time.Time) v1alpha1.Placemen
 		st.Candidates = nil
 	}
 	st.Chosen = int32(len(d.Chosen))
+	st.Scores = scoresOf(p.Status.Scores, d)
 	switch {
 	case d.Satisfied && p.Spec.Count != nil:
 		set(v1alpha1.PlacementSatisfied, metav1.ConditionTrue, v1alpha1.ReasonSatisfied, fmt.Sprintf("%d of %d chosen", st.Chosen, *p.Spec.Count))

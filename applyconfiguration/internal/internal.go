@@ -268,6 +268,21 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: cooldownSeconds
       type:
         scalar: numeric
+- name: com.github.cluster-registry.sdk.clusterregistry.v1alpha1.PlacementScore
+  map:
+    fields:
+    - name: cluster
+      type:
+        scalar: string
+      default: ""
+    - name: reason
+      type:
+        scalar: string
+      default: ""
+    - name: score
+      type:
+        scalar: string
+      default: ""
 - name: com.github.cluster-registry.sdk.clusterregistry.v1alpha1.PlacementSpec
   map:
     fields:
@@ -360,6 +375,14 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: observedGeneration
       type:
         scalar: numeric
+    - name: scores
+      type:
+        list:
+          elementType:
+            namedType: com.github.cluster-registry.sdk.clusterregistry.v1alpha1.PlacementScore
+          elementRelationship: associative
+          keys:
+          - cluster
 - name: com.github.cluster-registry.sdk.clusterregistry.v1alpha1.PlacementToleration
   map:
     fields:

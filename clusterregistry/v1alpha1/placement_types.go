@@ -21,7 +21,7 @@ import (
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:scope=Namespaced,shortName=rpl,categories=clusterregistry
 // +kubebuilder:metadata:annotations="api-approved.kubernetes.io=unapproved, not an official Kubernetes API; see https://github.com/cluster-registry/sdk"
-// +kubebuilder:metadata:annotations="clusterregistry.k8s.io/schema-version=21"
+// +kubebuilder:metadata:annotations="clusterregistry.k8s.io/schema-version=22"
 // +kubebuilder:printcolumn:name="Count",type=integer,JSONPath=`.spec.count`
 // +kubebuilder:printcolumn:name="Chosen",type=integer,JSONPath=`.status.chosen`
 // +kubebuilder:printcolumn:name="Satisfied",type=string,JSONPath=`.status.conditions[?(@.type=="Satisfied")].status`
@@ -217,7 +217,41 @@ type PlacementStatus struct {
 	// +listMapKey=reason
 	// +kubebuilder:validation:MaxItems=32
 	Candidates []PlacementReasonCount `json:"candidates,omitempty"`
+
+	// scores are the prefer scores of up to 90 of the members the decision chose, the highest
+	// first (ties by name), then of up to ten of the best-scored candidates it left out, each
+	// with its reason. They are the scores the decision weighed when it chose these members,
+	// kept while the members they list as chosen are still chosen and as many: a member's
+	// capacity moving, which moves its score, writes nothing. Empty without prefer.
+	// `clusterregistry explain-placement NAME` scores every candidate as it is now.
+	// +optional
+	// +listType=map
+	// +listMapKey=cluster
+	// +kubebuilder:validation:MaxItems=100
+	Scores []PlacementScore `json:"scores,omitempty"`
 }
+
+// PlacementScore is one candidate's score by a Placement's prefer.
+type PlacementScore struct {
+	// cluster is the candidate's Cluster.
+	// +kubebuilder:validation:MaxLength=253
+	Cluster string `json:"cluster"`
+	// score is the sum of each preference's weight times its value, in four significant
+	// figures, as explain-placement shows it.
+	// +kubebuilder:validation:MaxLength=32
+	Score string `json:"score"`
+	// reason is why it is in (Chosen, Tolerated, Included) or out (OverCount, Spread, Rebalanced,
+	// ...) of the decision.
+	// +kubebuilder:validation:MaxLength=64
+	Reason string `json:"reason"`
+}
+
+// How many of a Placement's status.scores are of chosen members at most, and how many of
+// candidates left out.
+const (
+	MaxPlacementScoresChosen  = 90
+	MaxPlacementScoresLeftOut = 10
+)
 
 // PlacementReasonCount is how many candidates a Placement's decision has for one reason.
 type PlacementReasonCount struct {

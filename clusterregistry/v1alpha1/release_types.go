@@ -26,7 +26,7 @@ import (
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:scope=Namespaced,shortName=rrel,categories=clusterregistry
 // +kubebuilder:metadata:annotations="api-approved.kubernetes.io=unapproved, not an official Kubernetes API; see https://github.com/cluster-registry/sdk"
-// +kubebuilder:metadata:annotations="clusterregistry.k8s.io/schema-version=21"
+// +kubebuilder:metadata:annotations="clusterregistry.k8s.io/schema-version=22"
 // +kubebuilder:printcolumn:name="Placement",type=string,JSONPath=`.spec.placement.name`
 // +kubebuilder:printcolumn:name="Revision",type=string,JSONPath=`.status.revision`
 // +kubebuilder:printcolumn:name="Members",type=integer,JSONPath=`.status.members`
@@ -897,7 +897,7 @@ type ReleaseList struct {
 // +kubebuilder:object:root=true
 // +kubebuilder:resource:scope=Namespaced,categories=clusterregistry
 // +kubebuilder:metadata:annotations="api-approved.kubernetes.io=unapproved, not an official Kubernetes API; see https://github.com/cluster-registry/sdk"
-// +kubebuilder:metadata:annotations="clusterregistry.k8s.io/schema-version=21"
+// +kubebuilder:metadata:annotations="clusterregistry.k8s.io/schema-version=22"
 // +kubebuilder:printcolumn:name="Release",type=string,JSONPath=`.metadata.labels.clusterregistry\.k8s\.io/release`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type ReleaseStatusSlice struct {

@@ -15,7 +15,7 @@ import (
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:scope=Namespaced,shortName=rcl,categories=clusterregistry
 // +kubebuilder:metadata:annotations="api-approved.kubernetes.io=unapproved, not an official Kubernetes API; see https://github.com/cluster-registry/sdk"
-// +kubebuilder:metadata:annotations="clusterregistry.k8s.io/schema-version=21"
+// +kubebuilder:metadata:annotations="clusterregistry.k8s.io/schema-version=22"
 // +kubebuilder:printcolumn:name="Display Name",type=string,JSONPath=`.spec.displayName`
 // +kubebuilder:printcolumn:name="Server",type=string,JSONPath=`.spec.kubernetesApiEndpoints.serverEndpoints[0].serverAddress`
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strconv"
 	"strings"
 	"time"
 
@@ -222,7 +221,7 @@ func scoreColumn(score *float64) string {
 	if score == nil {
 		return "-"
 	}
-	return strconv.FormatFloat(*score, 'g', 4, 64)
+	return placement.FormatScore(*score)
 }
 
 // tolerationsLine says how long a chosen member that is not Ready stays chosen, by reason,
@@ -253,7 +252,8 @@ it passes through).
 
 explain-placement NAME explains the Placement NAME of the -n namespace against its own decision
 (the PlacementDecisions of decision key NAME): what the scheduler would decide now, and why
-each member is in or out.
+each member is in or out. Scores are as they are now; the Placement's status.scores are those
+its members were chosen by.
 
 The policy file is YAML or JSON with the fields of a Placement's spec: selector, cel, include,
 exclude, count, spread {label, maxSkew}, tolerations [{reason, seconds}], rolloutGroupSize,

@@ -49,6 +49,7 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		"github.com/cluster-registry/sdk/clusterregistry/v1alpha1.PlacementPreference":       schema_cluster_registry_sdk_clusterregistry_v1alpha1_PlacementPreference(ref),
 		"github.com/cluster-registry/sdk/clusterregistry/v1alpha1.PlacementReasonCount":      schema_cluster_registry_sdk_clusterregistry_v1alpha1_PlacementReasonCount(ref),
 		"github.com/cluster-registry/sdk/clusterregistry/v1alpha1.PlacementRebalance":        schema_cluster_registry_sdk_clusterregistry_v1alpha1_PlacementRebalance(ref),
+		"github.com/cluster-registry/sdk/clusterregistry/v1alpha1.PlacementScore":            schema_cluster_registry_sdk_clusterregistry_v1alpha1_PlacementScore(ref),
 		"github.com/cluster-registry/sdk/clusterregistry/v1alpha1.PlacementSpec":             schema_cluster_registry_sdk_clusterregistry_v1alpha1_PlacementSpec(ref),
 		"github.com/cluster-registry/sdk/clusterregistry/v1alpha1.PlacementSpread":           schema_cluster_registry_sdk_clusterregistry_v1alpha1_PlacementSpread(ref),
 		"github.com/cluster-registry/sdk/clusterregistry/v1alpha1.PlacementStatus":           schema_cluster_registry_sdk_clusterregistry_v1alpha1_PlacementStatus(ref),
@@ -875,6 +876,44 @@ func schema_cluster_registry_sdk_clusterregistry_v1alpha1_PlacementRebalance(ref
 	}
 }
 
+func schema_cluster_registry_sdk_clusterregistry_v1alpha1_PlacementScore(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "PlacementScore is one candidate's score by a Placement's prefer.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"cluster": {
+						SchemaProps: spec.SchemaProps{
+							Description: "cluster is the candidate's Cluster.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"score": {
+						SchemaProps: spec.SchemaProps{
+							Description: "score is the sum of each preference's weight times its value, in four significant figures, as explain-placement shows it.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"reason": {
+						SchemaProps: spec.SchemaProps{
+							Description: "reason is why it is in (Chosen, Tolerated, Included) or out (OverCount, Spread, Rebalanced, ...) of the decision.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+				},
+				Required: []string{"cluster", "score", "reason"},
+			},
+		},
+	}
+}
+
 func schema_cluster_registry_sdk_clusterregistry_v1alpha1_PlacementSpec(ref common.ReferenceCallback) common.OpenAPIDefinition {
 	return common.OpenAPIDefinition{
 		Schema: spec.Schema{
@@ -1121,11 +1160,32 @@ func schema_cluster_registry_sdk_clusterregistry_v1alpha1_PlacementStatus(ref co
 							},
 						},
 					},
+					"scores": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-map-keys": []interface{}{
+									"cluster",
+								},
+								"x-kubernetes-list-type": "map",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "scores are the prefer scores of up to 90 of the members the decision chose, the highest first (ties by name), then of up to ten of the best-scored candidates it left out, each with its reason. They are the scores the decision weighed when it chose these members, kept while the members they list as chosen are still chosen and as many: a member's capacity moving, which moves its score, writes nothing. Empty without prefer. `clusterregistry explain-placement NAME` scores every candidate as it is now.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref("github.com/cluster-registry/sdk/clusterregistry/v1alpha1.PlacementScore"),
+									},
+								},
+							},
+						},
+					},
 				},
 			},
 		},
 		Dependencies: []string{
-			"github.com/cluster-registry/sdk/clusterregistry/v1alpha1.PlacementReasonCount", v1.Condition{}.OpenAPIModelName(), v1.Time{}.OpenAPIModelName()},
+			"github.com/cluster-registry/sdk/clusterregistry/v1alpha1.PlacementReasonCount", "github.com/cluster-registry/sdk/clusterregistry/v1alpha1.PlacementScore", v1.Condition{}.OpenAPIModelName(), v1.Time{}.OpenAPIModelName()},
 	}
 }
 

@@ -46,6 +46,13 @@ type PlacementStatusApplyConfiguration struct {
 	// decision (Chosen, Kept, Tolerated, Included; Excluded, Selector, CEL, NotReady,
 	// OverCount, Spread, DoesNotFit, ResourcesUnknown, ResourcesStale, Unscored, Rebalanced). `clusterregistry explain-placement NAME` lists them one by one.
 	Candidates []PlacementReasonCountApplyConfiguration `json:"candidates,omitempty"`
+	// scores are the prefer scores of up to 90 of the members the decision chose, the highest
+	// first (ties by name), then of up to ten of the best-scored candidates it left out, each
+	// with its reason. They are the scores the decision weighed when it chose these members,
+	// kept while the members they list as chosen are still chosen and as many: a member's
+	// capacity moving, which moves its score, writes nothing. Empty without prefer.
+	// `clusterregistry explain-placement NAME` scores every candidate as it is now.
+	Scores []PlacementScoreApplyConfiguration `json:"scores,omitempty"`
 }
 
 // PlacementStatusApplyConfiguration constructs a declarative configuration of the PlacementStatus type for use with
@@ -108,6 +115,19 @@ func (b *PlacementStatusApplyConfiguration) WithCandidates(values ...*PlacementR
 			panic("nil value passed to WithCandidates")
 		}
 		b.Candidates = append(b.Candidates, *values[i])
+	}
+	return b
+}
+
+// WithScores adds the given value to the Scores field in the declarative configuration
+// and returns the receiver, so that objects can be build by chaining "With" function invocations.
+// If called multiple times, values provided by each call will be appended to the Scores field.
+func (b *PlacementStatusApplyConfiguration) WithScores(values ...*PlacementScoreApplyConfiguration) *PlacementStatusApplyConfiguration {
+	for i := range values {
+		if values[i] == nil {
+			panic("nil value passed to WithScores")
+		}
+		b.Scores = append(b.Scores, *values[i])
 	}
 	return b
 }
