@@ -106,6 +106,11 @@ func (d *demo) capacity() error {
 	if err := d.cr("explain-placement", "roomy", "-n", ns); err != nil {
 		return err
 	}
+	step("Its status keeps the scores it chose by (written again only when its member changes)")
+	if err := d.kubectl("get", "placement", "roomy", "-n", ns, "-o",
+		`jsonpath={range .status.scores[*]}{.cluster}{"\t"}{.score}{"\t"}{.reason}{"\n"}{end}`); err != nil {
+		return err
+	}
 	step("A Release divides 6 replicas of cart across the members by weight, 3/2/1: each member's share\n" +
 		"   is an override of its Deployment's spec.replicas, shown in its status")
 	fmt.Print(cartYAML)
