@@ -46,7 +46,7 @@ type division struct {
 	object      string
 	total, min  int32
 	weights     []weightRule
-	// byCapacity: weighed by the Pods of perPod that fit in each member's room (capacity.go);
+	// byCapacity: weighed by the Pods of perPod that fit in each member's room (divide_capacity.go);
 	// sum is a hash of the entry as written, part of such a division's basis.
 	byCapacity bool
 	perPod     corev1.ResourceList

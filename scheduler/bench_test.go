@@ -3,8 +3,11 @@ package scheduler_test
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"slices"
 	"sort"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -13,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	cpversioned "sigs.k8s.io/cluster-inventory-api/client/clientset/versioned"
 
@@ -37,7 +41,10 @@ import (
 //     it has written a decision without it, over 20 such changes (target < 2,000 ms);
 //   - writes-per-change: slices written per change, and unaffected-writes: writes beyond the
 //     placements that chose the member (target 0);
-//   - join-writes: writes after a Cluster that no placement selects joins (target 0).
+//   - join-writes: writes after a Cluster that no placement selects joins (target 0);
+//   - with fit and prefer, move-slice-writes and move-status-writes: slices and Placement
+//     statuses written after a cpu more is asked of 200 chosen members (their scores fall, they
+//     still fit; target 0 and 0: status.scores are those the members were chosen by).
 func BenchmarkScheduler(b *testing.B) { benchScheduler(b, "scheduler-bench", false) }
 
 // BenchmarkSchedulerFitAndPrefer is BenchmarkScheduler with every Cluster's status.resources
@@ -55,7 +62,8 @@ func benchScheduler(b *testing.B, ns string, fit bool) {
 	bulk := fleettest.Unthrottled(lf.Registry.Config)
 	clusters := versioned.NewForConfigOrDie(bulk).ClusterregistryV1alpha1().Clusters(ns)
 	client := cpversioned.NewForConfigOrDie(bulk)
-	registry := versioned.NewForConfigOrDie(bulk)
+	var statusWrites atomic.Int64
+	registry := versioned.NewForConfigOrDie(countPlacementStatusWrites(bulk, &statusWrites))
 
 	for range b.N {
 		ctrl, err := scheduler.NewController(fleet, registry, client, scheduler.ControllerOptions{Namespace: ns,
@@ -80,6 +88,14 @@ func benchScheduler(b *testing.B, ns string, fit bool) {
 		time.Sleep(2 * time.Second) // nothing more should come
 
 		benchChanges(ctx, b, s, client, clusters, ns, keys)
+
+		if fit {
+			slicesBefore, statusesBefore := s.Writes(), statusWrites.Load()
+			benchCapacityMoves(ctx, b, clusters, client, ns, keys)
+			time.Sleep(2 * time.Second)
+			b.ReportMetric(float64(s.Writes()-slicesBefore), "move-slice-writes")
+			b.ReportMetric(float64(statusWrites.Load()-statusesBefore), "move-status-writes")
+		}
 
 		// A Cluster no placement selects joins.
 		before := s.Writes()
@@ -260,4 +276,47 @@ func setStatus(ctx context.Context, clusters interface {
 	c.Status.SetCondition(metav1.Condition{Type: v1alpha1.ConditionReady, Status: status, Reason: reason, Message: "set by the benchmark", LastTransitionTime: metav1.Now()})
 	_, err := clusters.UpdateStatus(ctx, c, metav1.UpdateOptions{})
 	return err
+}
+
+// countPlacementStatusWrites is cfg with each write of a Placement's status counted in writes.
+func countPlacementStatusWrites(cfg *rest.Config, writes *atomic.Int64) *rest.Config {
+	cfg = rest.CopyConfig(cfg)
+	cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper {
+		return fleettest.RoundTripperFunc(func(r *http.Request) (*http.Response, error) {
+			if r.Method == http.MethodPut && strings.Contains(r.URL.Path, "/placements/") && strings.HasSuffix(r.URL.Path, "/status") {
+				writes.Add(1)
+			}
+			return rt.RoundTrip(r)
+		})
+	}
+	return cfg
+}
+
+// benchCapacityMoves asks a cpu more of the first chosen member of 200 placements, as a Pod
+// landing on it would: each still fits, and its score falls.
+func benchCapacityMoves(ctx context.Context, b *testing.B, clusters crv1alpha1.ClusterInterface, client cpversioned.Interface, ns string, keys []types.NamespacedName) {
+	moved := map[string]bool{}
+	for _, key := range keys[:200] {
+		d, err := decision.Read(ctx, client, ns, key.Name)
+		if err != nil || len(d.Clusters) == 0 {
+			b.Fatalf("decision %s: %v %v", key.Name, d, err)
+		}
+		name := d.Clusters[0].Name
+		if moved[name] {
+			continue
+		}
+		moved[name] = true
+		c, err := clusters.Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		requested, allocatable := c.Status.Resources.Requested[corev1.ResourceCPU], c.Status.Resources.Allocatable[corev1.ResourceCPU]
+		if allocatable.Value()-requested.Value() < 3 {
+			continue // a cpu more would leave less than the 2 that fit asks
+		}
+		c.Status.Resources.Requested[corev1.ResourceCPU] = *resource.NewQuantity(requested.Value()+1, resource.DecimalSI)
+		if _, err := clusters.UpdateStatus(ctx, c, metav1.UpdateOptions{}); err != nil {
+			b.Fatal(err)
+		}
+	}
 }
