@@ -1,6 +1,7 @@
 package delivery_test
 
 import (
+	"encoding/json"
 	"maps"
 	"testing"
 	"time"
@@ -135,7 +136,7 @@ func TestCapacityDivisionOnRealMembers(t *testing.T) {
 	// controller beside them runs on (TestReleaseLifecycle checks the releases controller's).
 	env := launchDelivery(t, fleettest.CopySet(t, lf), nil, nil)
 	ctx := fleettest.Context(t, 4*time.Minute)
-	appNS := "app-capacity"
+	appNS := "app-" + env.ns // its own: a run before may still be removing its trainer
 	env.appNamespace(t, appNS)
 	m1, m2 := env.members["member-1"], env.members["member-2"]
 	gpuNode(t, m1, env.ns+"-gpu", 4)
@@ -181,9 +182,7 @@ func TestCapacityDivisionOnRealMembers(t *testing.T) {
 		require.NoError(t, err)
 		generations[member] = d.Generation
 	}
-	env.stop()
-	*env = *launchDelivery(t, env.ns, nil, nil)
-	time.Sleep(3 * time.Second) // a restarted controller's first passes are done by now
+	restartWritingNoRelease(t, env, "trainer", 2)
 	got := env.waitRelease(t, "trainer", "Ready after the restart", func(r *v1alpha1.Release) bool { return r.Status.Ready == 2 })
 	require.Equal(t, rel.Status.Divisions, got.Status.Divisions, "the division moved")
 	for member, kube := range map[string]kubernetes.Interface{"member-1": m1, "member-2": m2} {
@@ -192,4 +191,32 @@ func TestCapacityDivisionOnRealMembers(t *testing.T) {
 		require.Equal(t, generations[member], d.Generation, "%s's trainer was changed after its Pods filled it, or after the restart", member)
 	}
 	require.NoError(t, env.registry.ClusterregistryV1alpha1().Releases(env.ns).Delete(ctx, "trainer", metav1.DeleteOptions{}))
+}
+
+// restartWritingNoRelease restarts env's releases controller (without startDelivery's leak
+// check) and fails if either controller writes the Release name from then on: watched from
+// before the stop, until the new one has applied to the members (applies writes on them) and 2 s
+// more, when its status would have been written.
+func restartWritingNoRelease(t *testing.T, env *deliveryEnv, name string, applies int64) {
+	t.Helper()
+	rels := env.registry.ClusterregistryV1alpha1().Releases(env.ns)
+	before, err := rels.Get(t.Context(), name, metav1.GetOptions{})
+	require.NoError(t, err)
+	env.stop()
+	w, err := rels.Watch(t.Context(), metav1.ListOptions{ResourceVersion: before.ResourceVersion, FieldSelector: "metadata.name=" + name})
+	require.NoError(t, err)
+	defer w.Stop()
+	*env = *launchDelivery(t, env.ns, nil, nil)
+	require.Eventually(t, func() bool { return env.ctrl.Writes() >= applies }, 30*time.Second, 20*time.Millisecond,
+		"the restarted controller did not reach the members")
+	deadline := time.After(2 * time.Second)
+	for {
+		select {
+		case ev := <-w.ResultChan():
+			b, _ := json.MarshalIndent(ev.Object, "", " ")
+			t.Fatalf("Release %s written after the restart: %s %s", name, ev.Type, b)
+		case <-deadline:
+			return
+		}
+	}
 }
