@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -158,10 +159,14 @@ type target struct {
 func (c *Controller) pass(ctx context.Context, rel *v1alpha1.Release, st *releaseState, dec *decision.Decision, t target, ownsRelease bool) result {
 	byName := c.memberIndex()
 	c.mu.Lock()
-	if st.plans == nil {
-		st.plans = map[string]v1alpha1.ReleaseDivisionStatus{}
+	plans := maps.Clone(st.plans) // divided outside the lock, kept under it
+	c.mu.Unlock()
+	if plans == nil {
+		plans = map[string]v1alpha1.ReleaseDivisionStatus{}
 	}
-	t.bundle = t.bundle.dividedWith(dec.Clusters, func(k types.NamespacedName) *v1alpha1.Cluster { return c.clusterOf(k, byName) }, st.plans, time.Now())
+	t.bundle = t.bundle.dividedWith(dec.Clusters, func(k types.NamespacedName) *v1alpha1.Cluster { return c.clusterOf(k, byName) }, plans, time.Now())
+	c.mu.Lock()
+	st.plans = plans
 	c.mu.Unlock()
 	c.recheck(types.NamespacedName{Namespace: rel.Namespace, Name: rel.Name}, st, time.Now())
 	snap := c.snapshot(st, dec, t.waves, t.bundle, t.gates, byName)
